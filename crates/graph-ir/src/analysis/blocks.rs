@@ -1,0 +1,121 @@
+//! Residual blocks and unit boundaries on the cut sequence of a main path.
+
+use super::cuts::MainPath;
+use crate::graph::{Graph, NodeId};
+use crate::ops::{BinaryOp, Op};
+use std::collections::BTreeSet;
+
+/// An identity-residual block as indices into the cut sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Residual {
+    pub entry: usize,
+    pub exit: usize,
+}
+
+/// Whether every node only transforms values element by element or per
+/// channel (normalisation, activations, SiLU's `x * sigmoid(x)`).
+fn pointwise(g: &Graph, nodes: &[NodeId]) -> bool {
+    !nodes.is_empty()
+        && nodes.iter().all(|id| {
+            matches!(
+                g.node(*id).op,
+                Op::BatchNorm(_) | Op::Unary(_) | Op::Binary(_)
+            )
+        })
+}
+
+fn is_add(g: &Graph, id: NodeId) -> bool {
+    matches!(&g.node(id).op, Op::Binary(b) if b.op == BinaryOp::Add)
+}
+
+/// Extends cut index `k` over following pointwise segments.
+fn skip_pointwise(g: &Graph, mp: &MainPath, mut k: usize) -> usize {
+    while k + 1 < mp.cuts.len() {
+        let seg = mp.between(mp.cuts[k], mp.cuts[k + 1]);
+        if !pointwise(g, &seg) || seg.iter().any(|id| is_add(g, *id) && residual_at(g, mp, k + 1).is_some()) {
+            break;
+        }
+        k += 1;
+    }
+    k
+}
+
+/// If cut `j` is produced by an `Add` of an earlier cut and a value computed
+/// after it, the index of that earlier cut.
+fn residual_at(g: &Graph, mp: &MainPath, j: usize) -> Option<usize> {
+    let add = mp.cuts[j].node;
+    if !is_add(g, add) {
+        return None;
+    }
+    let inputs = &g.node(add).inputs;
+    for (a, b) in [(inputs[0], inputs[1]), (inputs[1], inputs[0])] {
+        if let Some(i) = mp.cuts[..j].iter().position(|c| *c == a) {
+            let pb = mp.pos.get(&b.node)?;
+            if *pb > mp.pos[&a.node] && g.fact(a) == g.fact(mp.cuts[j]) {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// Identity-residual blocks, each extended over a trailing activation.
+pub(super) fn residual_blocks(g: &Graph, mp: &MainPath) -> Vec<Residual> {
+    (0..mp.cuts.len())
+        .filter_map(|j| {
+            residual_at(g, mp, j).map(|entry| Residual {
+                entry,
+                exit: skip_pointwise(g, mp, j),
+            })
+        })
+        .collect()
+}
+
+/// Cut index where the stem ends: after the first convolution, its
+/// normalisation and activation, and a directly following pooling layer.
+pub(super) fn stem_end(g: &Graph, mp: &MainPath) -> Option<usize> {
+    let first_conv = mp.order.iter().position(|id| matches!(g.node(*id).op, Op::Conv(_)))?;
+    let k = mp.cuts.iter().position(|c| mp.pos[&c.node] >= first_conv)?;
+    let mut k = skip_pointwise(g, mp, k);
+    if k + 1 < mp.cuts.len() {
+        let seg = mp.between(mp.cuts[k], mp.cuts[k + 1]);
+        if seg.len() == 1 && matches!(g.node(seg[0]).op, Op::Pool(_)) {
+            k += 1;
+        }
+    }
+    Some(k)
+}
+
+/// Whether cut `k` has had its spatial dimensions reduced away.
+fn is_reduced(g: &Graph, mp: &MainPath, k: usize) -> bool {
+    let c = mp.cuts[k];
+    let rank = g.fact(c).map_or(0, |f| f.rank());
+    rank != 4 || matches!(g.node(c.node).op, Op::GlobalAveragePool(_) | Op::ReduceMean(_))
+}
+
+/// Unit boundaries between the stem's end and the head's start (both included).
+pub(super) fn boundaries(g: &Graph, mp: &MainPath, stem: usize, residuals: &[Residual]) -> (BTreeSet<usize>, usize) {
+    let mut b = BTreeSet::new();
+    b.insert(stem);
+    for r in residuals {
+        b.insert(r.entry);
+        b.insert(r.exit);
+    }
+    for (k, c) in mp.cuts.iter().enumerate() {
+        let producer = &g.node(c.node).op;
+        let consumers = g.consumers(*c);
+        let linear = matches!(producer, Op::Conv(_) | Op::BatchNorm(_))
+            && !consumers.is_empty()
+            && consumers.iter().all(|(n, _)| matches!(g.node(*n).op, Op::Conv(_)));
+        if linear || matches!(producer, Op::Pool(_)) {
+            b.insert(k);
+        }
+    }
+    let reduced = (stem + 1..mp.cuts.len()).find(|&k| is_reduced(g, mp, k));
+    let head = match reduced {
+        Some(r) => b.range(..r).next_back().copied().unwrap_or(stem),
+        None => mp.cuts.len() - 1,
+    };
+    let b: BTreeSet<usize> = b.into_iter().filter(|&k| k >= stem && k <= head).collect();
+    (b, head)
+}

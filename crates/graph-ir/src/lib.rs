@@ -1,0 +1,39 @@
+//! `graph-ir`: the intermediate representation every part of stretch builds on.
+//!
+//! A [`Graph`] holds named nodes with a typed [`Op`], the [`Outlet`]s they
+//! read, the [`Fact`] (dtype and static shape) of each output and free-form
+//! annotations. Adding a node runs its shape inference and fails with the
+//! node's name; [`Graph::check`] re-infers every node. Weights are constant
+//! nodes owned by the graph. Rewrites go through [`Patch`]. [`onnx`] imports
+//! and exports ONNX models; [`analysis`] finds blocks and stages.
+//!
+//! This crate knows nothing of execution, threads, devices or training.
+
+pub mod analysis;
+mod cost;
+mod error;
+mod graph;
+pub mod onnx;
+pub mod ops;
+mod patch;
+mod random;
+mod tensor;
+
+pub use cost::NodeCost;
+pub use error::GraphError;
+pub use graph::{Graph, Node, NodeId, Outlet};
+pub use ops::{Cost, Op};
+pub use patch::{Patch, PatchNode, PatchOutlet};
+pub use tensor::{DType, DataLengthMismatch, Fact, Tensor};
+
+/// Annotation keys shared by the crates that write and read them.
+pub mod keys {
+    /// The processor a node runs on (`cpu`, `gpu`, `dsp`, ...).
+    pub const PROCESSOR: &str = "processor";
+    /// Marks the node that merges branches (`true`), or names the meeting point.
+    pub const MEETING_POINT: &str = "meeting_point";
+    /// Index of the stage a node belongs to.
+    pub const STAGE: &str = "stage";
+    /// Index of the branch a node belongs to within its stage.
+    pub const BRANCH: &str = "branch";
+}

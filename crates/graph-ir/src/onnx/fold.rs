@@ -1,0 +1,323 @@
+//! Import-time evaluation of constant subgraphs: `Constant`, `Shape` of a
+//! static value, and shape arithmetic (`Gather`, `Unsqueeze`, `Squeeze`,
+//! `Cast`, `ConstantOfShape`, `Concat`, `Reshape`, `Add`/`Sub`/`Mul`/`Div`)
+//! whose inputs are all constants.
+
+use super::ImportError;
+use super::import_ops::NodeCtx;
+use super::tensor_proto::tensor_from_proto;
+use crate::graph::Graph;
+use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis};
+use crate::tensor::{DType, Fact, Tensor};
+use bytes::Bytes;
+
+#[derive(Clone, Debug)]
+enum Data {
+    I(Vec<i64>),
+    F(Vec<f64>),
+}
+
+/// A constant being computed: dtype, shape and widened values.
+#[derive(Clone, Debug)]
+struct Val {
+    dtype: DType,
+    shape: Vec<usize>,
+    data: Data,
+}
+
+impl Val {
+    fn from_tensor(t: &Tensor) -> Option<Val> {
+        let data = if t.dtype().is_float() { Data::F(t.to_f64_vec()?) } else { Data::I(t.to_i64_vec()?) };
+        Some(Val {
+            dtype: t.dtype(),
+            shape: t.shape().to_vec(),
+            data,
+        })
+    }
+
+    fn ints(&self) -> Vec<i64> {
+        match &self.data {
+            Data::I(v) => v.clone(),
+            Data::F(v) => v.iter().map(|x| *x as i64).collect(),
+        }
+    }
+
+    fn floats(&self) -> Vec<f64> {
+        match &self.data {
+            Data::I(v) => v.iter().map(|x| *x as f64).collect(),
+            Data::F(v) => v.clone(),
+        }
+    }
+
+    /// Picks elements by flat index.
+    fn gather_flat(&self, idx: &[usize]) -> Data {
+        match &self.data {
+            Data::I(v) => Data::I(idx.iter().map(|&i| v[i]).collect()),
+            Data::F(v) => Data::F(idx.iter().map(|&i| v[i]).collect()),
+        }
+    }
+
+    fn into_tensor(self) -> Tensor {
+        let bytes: Vec<u8> = match self.dtype {
+            DType::F32 => self.floats().iter().flat_map(|v| (*v as f32).to_le_bytes()).collect(),
+            DType::F64 => self.floats().iter().flat_map(|v| v.to_le_bytes()).collect(),
+            DType::I64 => self.ints().iter().flat_map(|v| v.to_le_bytes()).collect(),
+            DType::I32 => self.ints().iter().flat_map(|v| (*v as i32).to_le_bytes()).collect(),
+            DType::F16 => self.floats().iter().flat_map(|v| f32_to_f16_bits(*v as f32).to_le_bytes()).collect(),
+            DType::I8 | DType::U8 | DType::Bool => self.ints().iter().map(|v| *v as u8).collect(),
+        };
+        Tensor::from_bytes(Fact::new(self.dtype, self.shape), Bytes::from(bytes)).expect("values match shape")
+    }
+}
+
+/// Nearest-even f16 bits of an f32 (finite values; overflow saturates to infinity).
+fn f32_to_f16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32 - 127 + 15;
+    let man = b & 0x7f_ffff;
+    if exp >= 31 {
+        sign | 0x7c00
+    } else if exp <= 0 {
+        sign
+    } else {
+        sign | ((exp as u16) << 10) | ((man + 0x1000) >> 13) as u16
+    }
+}
+
+fn strides_of(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Evaluates the node if it is constant and foldable. `Ok(None)` leaves it to
+/// the op lowering (or to the unsupported-operator error).
+pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, ImportError> {
+    let op_type = ctx.proto.op_type.as_str();
+    if op_type == "Constant" {
+        return constant(ctx).map(|t| Some(vec![t]));
+    }
+    if op_type == "Shape" {
+        let f = g.fact(ctx.input(0)?).ok_or_else(|| ctx.err("input has no fact"))?;
+        let a = ctx.attrs();
+        let r = f.rank() as i64;
+        let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) } as usize;
+        let (s, e) = (clamp(a.int("start", 0)?), clamp(a.int("end", r)?));
+        let dims: Vec<i64> = f.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
+        return Ok(Some(vec![Tensor::from_i64([dims.len()], &dims)]));
+    }
+    const FOLDABLE: &[&str] = &[
+        "Gather", "Unsqueeze", "Squeeze", "Cast", "ConstantOfShape", "Concat", "Reshape", "Add", "Sub", "Mul", "Div",
+    ];
+    if !FOLDABLE.contains(&op_type) {
+        return Ok(None);
+    }
+    let mut vals = Vec::new();
+    for o in &ctx.inputs {
+        let Some(o) = o else {
+            vals.push(None);
+            continue;
+        };
+        match g.const_tensor(*o).and_then(Val::from_tensor) {
+            Some(v) => vals.push(Some(v)),
+            None => return Ok(None),
+        }
+    }
+    let arg = |i: usize| -> Result<&Val, ImportError> {
+        vals.get(i).and_then(|v| v.as_ref()).ok_or_else(|| ctx.err(format!("missing input {i}")))
+    };
+    let a = ctx.attrs();
+    let out = match op_type {
+        "Gather" => gather(ctx, arg(0)?, arg(1)?, a.int("axis", 0)?)?,
+        "Unsqueeze" | "Squeeze" => {
+            let x = arg(0)?;
+            let axes = if ctx.opset < 13 { a.ints("axes")? } else { vals.get(1).cloned().flatten().map(|v| v.ints()) };
+            squeeze(ctx, x, axes, op_type == "Unsqueeze")?
+        }
+        "Cast" => {
+            let to = a.int("to", 1)?;
+            let dtype = DType::from_onnx(to as i32).ok_or_else(|| a.err("to", format!("type {to} is not supported")))?;
+            let x = arg(0)?.clone();
+            let data = if dtype.is_float() { Data::F(x.floats()) } else { Data::I(x.ints()) };
+            Val { dtype, data, ..x }
+        }
+        "ConstantOfShape" => {
+            let shape: Vec<usize> = arg(0)?.ints().iter().map(|&d| d.max(0) as usize).collect();
+            let fill = match a.tensor("value")? {
+                Some(t) => Val::from_tensor(&tensor_from_proto(t)?).ok_or_else(|| a.err("value", "has no data"))?,
+                None => Val::from_tensor(&Tensor::from_f32([1], &[0.0])).expect("has data"),
+            };
+            let n: usize = shape.iter().product();
+            Val {
+                dtype: fill.dtype,
+                data: fill.gather_flat(&vec![0; n]),
+                shape,
+            }
+        }
+        "Concat" => {
+            let parts: Vec<&Val> = (0..vals.len()).map(arg).collect::<Result<_, _>>()?;
+            concat(ctx, &parts, a.int("axis", 0)?)?
+        }
+        "Reshape" => {
+            let x = arg(0)?.clone();
+            let shape = reshape_target(&x.shape, &arg(1)?.ints(), a.int("allowzero", 0)? != 0).map_err(|e| ctx.err(e))?;
+            Val { shape, ..x }
+        }
+        _ => arithmetic(ctx, op_type, arg(0)?, arg(1)?)?,
+    };
+    Ok(Some(vec![out.into_tensor()]))
+}
+
+fn constant(ctx: &NodeCtx) -> Result<Tensor, ImportError> {
+    let a = ctx.attrs();
+    if let Some(t) = a.tensor("value")? {
+        return tensor_from_proto(t);
+    }
+    if a.has("value_float") {
+        return Ok(Tensor::from_f32([], &[a.float("value_float", 0.0)?]));
+    }
+    if let Some(v) = a.floats("value_floats")? {
+        return Ok(Tensor::from_f32([v.len()], &v));
+    }
+    if a.has("value_int") {
+        return Ok(Tensor::from_i64([], &[a.int("value_int", 0)?]));
+    }
+    if let Some(v) = a.ints("value_ints")? {
+        return Ok(Tensor::from_i64([v.len()], &v));
+    }
+    Err(ctx.err("Constant without a supported value attribute (value, value_float(s), value_int(s))"))
+}
+
+fn gather(ctx: &NodeCtx, data: &Val, indices: &Val, axis: i64) -> Result<Val, ImportError> {
+    let axis = resolve_axis(axis, data.shape.len()).map_err(|e| ctx.err(e))?;
+    let dim = data.shape[axis] as i64;
+    let idx: Vec<usize> = indices
+        .ints()
+        .iter()
+        .map(|&i| {
+            let j = if i < 0 { i + dim } else { i };
+            usize::try_from(j).ok().filter(|&j| (j as i64) < dim).ok_or_else(|| ctx.err(format!("index {i} out of range {dim}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let outer: usize = data.shape[..axis].iter().product();
+    let inner: usize = data.shape[axis + 1..].iter().product();
+    let mut flat = Vec::with_capacity(outer * idx.len() * inner);
+    for o in 0..outer {
+        for &i in &idx {
+            flat.extend((0..inner).map(|k| (o * data.shape[axis] + i) * inner + k));
+        }
+    }
+    let mut shape = data.shape[..axis].to_vec();
+    shape.extend(&indices.shape);
+    shape.extend(&data.shape[axis + 1..]);
+    Ok(Val {
+        dtype: data.dtype,
+        shape,
+        data: data.gather_flat(&flat),
+    })
+}
+
+fn squeeze(ctx: &NodeCtx, x: &Val, axes: Option<Vec<i64>>, unsqueeze: bool) -> Result<Val, ImportError> {
+    let mut shape = x.shape.clone();
+    if unsqueeze {
+        let axes = axes.ok_or_else(|| ctx.err("axes are required"))?;
+        let rank = shape.len() + axes.len();
+        let mut resolved: Vec<usize> = axes.iter().map(|&a| resolve_axis(a, rank)).collect::<Result<_, _>>().map_err(|e| ctx.err(e))?;
+        resolved.sort_unstable();
+        for a in resolved {
+            shape.insert(a, 1);
+        }
+    } else {
+        match axes {
+            None => shape.retain(|&d| d != 1),
+            Some(axes) => {
+                let rank = shape.len();
+                let resolved: Vec<usize> = axes.iter().map(|&a| resolve_axis(a, rank)).collect::<Result<_, _>>().map_err(|e| ctx.err(e))?;
+                shape = shape.iter().enumerate().filter(|(i, _)| !resolved.contains(i)).map(|(_, d)| *d).collect();
+            }
+        }
+    }
+    Ok(Val { shape, ..x.clone() })
+}
+
+fn concat(ctx: &NodeCtx, parts: &[&Val], axis: i64) -> Result<Val, ImportError> {
+    let first = parts.first().ok_or_else(|| ctx.err("no inputs"))?;
+    let axis = resolve_axis(axis, first.shape.len()).map_err(|e| ctx.err(e))?;
+    let outer: usize = first.shape[..axis].iter().product();
+    let mut shape = first.shape.clone();
+    shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
+    let float = parts.iter().any(|p| matches!(p.data, Data::F(_)));
+    let (mut fi, mut ii) = (Vec::new(), Vec::new());
+    for o in 0..outer {
+        for p in parts {
+            let chunk: usize = p.shape[axis..].iter().product();
+            let range = o * chunk..(o + 1) * chunk;
+            if float {
+                fi.extend_from_slice(&p.floats()[range]);
+            } else {
+                ii.extend_from_slice(&p.ints()[range]);
+            }
+        }
+    }
+    let data = if float { Data::F(fi) } else { Data::I(ii) };
+    Ok(Val {
+        dtype: first.dtype,
+        shape,
+        data,
+    })
+}
+
+fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportError> {
+    let shape = broadcast(&a.shape, &b.shape).map_err(|e| ctx.err(e))?;
+    let n: usize = shape.iter().product();
+    let index = |v: &Val, flat: usize| -> usize {
+        let out_strides = strides_of(&shape);
+        let in_strides = strides_of(&v.shape);
+        let off = shape.len() - v.shape.len();
+        (0..v.shape.len())
+            .map(|d| if v.shape[d] == 1 { 0 } else { (flat / out_strides[d + off]) % shape[d + off] * in_strides[d] })
+            .sum()
+    };
+    let ia: Vec<usize> = (0..n).map(|i| index(a, i)).collect();
+    let ib: Vec<usize> = (0..n).map(|i| index(b, i)).collect();
+    let data = match (&a.data, &b.data) {
+        (Data::I(x), Data::I(y)) => Data::I(
+            (0..n)
+                .map(|i| {
+                    let (p, q) = (x[ia[i]], y[ib[i]]);
+                    match op {
+                        "Add" => Ok(p.wrapping_add(q)),
+                        "Sub" => Ok(p.wrapping_sub(q)),
+                        "Mul" => Ok(p.wrapping_mul(q)),
+                        _ if q == 0 => Err(ctx.err("integer division by zero in a constant expression")),
+                        _ => Ok(p / q),
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        _ => {
+            let (x, y) = (a.floats(), b.floats());
+            Data::F(
+                (0..n)
+                    .map(|i| {
+                        let (p, q) = (x[ia[i]], y[ib[i]]);
+                        match op {
+                            "Add" => p + q,
+                            "Sub" => p - q,
+                            "Mul" => p * q,
+                            _ => p / q,
+                        }
+                    })
+                    .collect(),
+            )
+        }
+    };
+    Ok(Val {
+        dtype: a.dtype,
+        shape,
+        data,
+    })
+}

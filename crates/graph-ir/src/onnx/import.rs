@@ -1,0 +1,279 @@
+//! Reading an ONNX model into a [`Graph`].
+
+use super::ImportError;
+use super::import_ops::{Lowered, NodeCtx, lower};
+use super::tensor_proto::tensor_from_proto;
+use crate::graph::{Graph, Outlet};
+use crate::tensor::{DType, Fact};
+use bytes::Bytes;
+use onnx_ir::{Message, ModelProto, NodeProto, ValueInfoProto};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::str::FromStr;
+
+/// The shape to give a graph input, by name or (unnamed) for the first input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputShape {
+    pub name: Option<String>,
+    pub dims: Vec<usize>,
+}
+
+impl FromStr for InputShape {
+    type Err = String;
+
+    /// Parses `1,3,224,224` or `input:1,3,224,224` (`x` also separates dims).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, dims) = match s.rsplit_once(':') {
+            Some((n, d)) => (Some(n.to_string()), d),
+            None => (None, s),
+        };
+        let dims = dims
+            .split([',', 'x'])
+            .map(|d| {
+                d.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&v| v > 0)
+                    .ok_or_else(|| format!("`{d}` in input shape `{s}` is not a positive integer"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(InputShape { name, dims })
+    }
+}
+
+/// How to import a model.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// Shapes overriding the model's declared input shapes.
+    pub input_shapes: Vec<InputShape>,
+    /// Fill weights that have no data with this seed (structure-only models).
+    pub random_weights: Option<u64>,
+}
+
+/// Reads and imports an ONNX file.
+pub fn import_file(path: impl AsRef<Path>, options: &ImportOptions) -> Result<Graph, ImportError> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    import_bytes(Bytes::from(bytes), &path.display().to_string(), options)
+}
+
+/// Imports an ONNX model from its serialized bytes; `label` names the source in errors.
+pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Result<Graph, ImportError> {
+    let not_onnx = |reason: String| ImportError::NotOnnx {
+        path: label.to_string(),
+        reason,
+    };
+    let model = ModelProto::parse_from_tokio_bytes(&bytes).map_err(|e| not_onnx(format!("protobuf decoding failed: {e}; the file may be truncated or not ONNX")))?;
+    if model.ir_version <= 0 || model.graph.is_none() || model.opset_import.is_empty() {
+        return Err(not_onnx("no IR version, graph or opset import".into()));
+    }
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
+        .map(|o| o.version)
+        .ok_or_else(|| not_onnx("no opset for the default ONNX domain".into()))?;
+    let proto = model.graph.as_ref().expect("checked above");
+    let mut imp = Importer {
+        graph: Graph::new(if proto.name.is_empty() { "model" } else { proto.name.as_str() }),
+        values: HashMap::new(),
+        opset,
+    };
+    for p in &model.metadata_props {
+        imp.graph.metadata.insert(p.key.clone(), p.value.clone());
+    }
+    let initializers: HashSet<&str> = proto.initializer.iter().map(|t| t.name.as_str()).collect();
+    let declared: Vec<&ValueInfoProto> = proto.input.iter().filter(|i| !initializers.contains(i.name.as_str())).collect();
+    for (k, vi) in declared.iter().enumerate() {
+        let fact = input_fact(vi, k, options)?;
+        let outlet = imp.graph.add_input(vi.name.clone(), fact)?;
+        imp.values.insert(vi.name.clone(), outlet);
+    }
+    for shape in &options.input_shapes {
+        if let Some(n) = &shape.name {
+            if !declared.iter().any(|vi| &vi.name == n) {
+                return Err(ImportError::Input {
+                    name: n.clone(),
+                    reason: "--input-shape names an input the model does not have".into(),
+                });
+            }
+        }
+    }
+    for t in &proto.initializer {
+        let tensor = tensor_from_proto(t)?;
+        let name = imp.graph.unique_name(&t.name);
+        let outlet = imp.graph.add_const(name, tensor)?;
+        imp.values.insert(t.name.clone(), outlet);
+    }
+    let known: HashSet<&str> = imp.values.keys().map(|s| s.as_str()).collect();
+    for i in topo_order(&proto.node, &known)? {
+        imp.node(&proto.node[i], i)?;
+    }
+    let mut outputs = Vec::new();
+    for o in &proto.output {
+        let outlet = *imp.values.get(&o.name).ok_or_else(|| ImportError::Output { name: o.name.clone() })?;
+        outputs.push((o.name.clone(), outlet));
+    }
+    let mut graph = imp.graph;
+    graph.set_outputs(outputs)?;
+    graph.prune_dead();
+    if let Some(seed) = options.random_weights {
+        graph.fill_missing_weights(seed);
+    }
+    graph.check()?;
+    Ok(graph)
+}
+
+/// The static fact of a graph input: the declared shape with a dynamic batch
+/// fixed to 1, unless an `--input-shape` gives it.
+fn input_fact(vi: &ValueInfoProto, index: usize, options: &ImportOptions) -> Result<Fact, ImportError> {
+    let err = |reason: String| ImportError::Input {
+        name: vi.name.clone(),
+        reason,
+    };
+    let tt = vi.type_.as_ref().filter(|t| t.has_tensor_type()).map(|t| t.tensor_type()).ok_or_else(|| err("is not a tensor".into()))?;
+    let dtype = DType::from_onnx(tt.elem_type).ok_or_else(|| err(format!("element type {} is not supported", tt.elem_type)))?;
+    let declared: Vec<Option<usize>> = tt
+        .shape
+        .as_ref()
+        .map(|s| s.dim.iter().map(|d| (d.has_dim_value() && d.dim_value() > 0).then(|| d.dim_value() as usize)).collect())
+        .ok_or_else(|| err("has no declared shape; give one with --input-shape".into()))?;
+    let given = options
+        .input_shapes
+        .iter()
+        .find(|s| s.name.as_deref() == Some(vi.name.as_str()))
+        .or_else(|| options.input_shapes.iter().find(|s| s.name.is_none()).filter(|_| index == 0));
+    if let Some(g) = given {
+        if g.dims.len() != declared.len() {
+            return Err(err(format!("--input-shape {:?} has rank {}, the model declares rank {}", g.dims, g.dims.len(), declared.len())));
+        }
+        return Ok(Fact::new(dtype, g.dims.clone()));
+    }
+    let dims = declared
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match (i, d) {
+            (_, Some(v)) => Ok(*v),
+            (0, None) => Ok(1),
+            (i, None) => Err(err(format!("dimension {i} is dynamic; fix it with --input-shape {}:...", vi.name))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Fact::new(dtype, dims))
+}
+
+/// Node indices in a dependency order (stable with respect to the file's
+/// order); reports dangling inputs and cycles by node name.
+fn topo_order(nodes: &[NodeProto], known: &HashSet<&str>) -> Result<Vec<usize>, ImportError> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), i);
+        }
+    }
+    let display = |i: usize| if nodes[i].name.is_empty() { format!("{}_{i}", nodes[i].op_type) } else { nodes[i].name.clone() };
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        for input in n.input.iter().filter(|s| !s.is_empty()) {
+            match producer.get(input.as_str()) {
+                Some(&p) => {
+                    deps[i].push(p);
+                    users[p].push(i);
+                }
+                None if known.contains(input.as_str()) => {}
+                None => {
+                    return Err(ImportError::DanglingInput {
+                        node: display(i),
+                        op_type: n.op_type.clone(),
+                        input: input.clone(),
+                    });
+                }
+            }
+        }
+    }
+    let mut pending: Vec<usize> = deps.iter().map(|d| d.len()).collect();
+    let mut ready: std::collections::BTreeSet<usize> = (0..nodes.len()).filter(|&i| pending[i] == 0).collect();
+    let mut order = Vec::with_capacity(nodes.len());
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &u in &users[i] {
+            pending[u] -= 1;
+            if pending[u] == 0 {
+                ready.insert(u);
+            }
+        }
+    }
+    if order.len() < nodes.len() {
+        let stuck = (0..nodes.len()).find(|&i| pending[i] > 0).expect("a node is left");
+        return Err(ImportError::Cycle {
+            node: display(stuck),
+            op_type: nodes[stuck].op_type.clone(),
+        });
+    }
+    Ok(order)
+}
+
+struct Importer {
+    graph: Graph,
+    values: HashMap<String, Outlet>,
+    opset: i64,
+}
+
+impl Importer {
+    fn node(&mut self, proto: &NodeProto, index: usize) -> Result<(), ImportError> {
+        let base = if proto.name.is_empty() { format!("{}_{index}", proto.op_type) } else { proto.name.clone() };
+        let name = self.graph.unique_name(&base);
+        let inputs = proto
+            .input
+            .iter()
+            .map(|i| if i.is_empty() { None } else { self.values.get(i).copied() })
+            .collect();
+        let ctx = NodeCtx {
+            proto,
+            name: name.clone(),
+            inputs,
+            opset: self.opset,
+        };
+        let unsupported = || ImportError::Unsupported {
+            op_type: proto.op_type.clone(),
+            node: name.clone(),
+            domain: if proto.domain.is_empty() { "ai.onnx".into() } else { proto.domain.clone() },
+            opset: self.opset,
+        };
+        if !(proto.domain.is_empty() || proto.domain == "ai.onnx") {
+            return Err(unsupported());
+        }
+        let lowered = lower(&ctx, &self.graph)?.ok_or_else(unsupported)?;
+        let mut created = None;
+        let outlets: Vec<Outlet> = match lowered {
+            Lowered::Alias(o) => o,
+            Lowered::Consts(ts) => {
+                let mut outs = Vec::new();
+                for (t, out_name) in ts.into_iter().zip(&proto.output) {
+                    let n = self.graph.unique_name(if out_name.is_empty() { &name } else { out_name });
+                    outs.push(self.graph.add_const(n, t)?);
+                }
+                outs
+            }
+            Lowered::Op(op, inputs) => {
+                let id = self.graph.add_node(name, op, &inputs)?;
+                created = Some(id);
+                (0..self.graph.node(id).outputs.len()).map(|s| id.out(s)).collect()
+            }
+        };
+        for (value, outlet) in proto.output.iter().zip(outlets) {
+            if !value.is_empty() {
+                self.values.insert(value.clone(), outlet);
+            }
+        }
+        if let Some(id) = created {
+            for p in &proto.metadata_props {
+                self.graph.annotate(id, p.key.clone(), p.value.clone());
+            }
+        }
+        Ok(())
+    }
+}

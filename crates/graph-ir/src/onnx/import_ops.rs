@@ -1,0 +1,387 @@
+//! Lowering of one ONNX node to an IR op (or an alias, or folded constants).
+
+use super::ImportError;
+use super::attrs::Attrs;
+use super::fold;
+use crate::graph::{Graph, Outlet};
+use crate::ops::*;
+use crate::tensor::Tensor;
+use onnx_ir::NodeProto;
+
+/// One ONNX node being imported.
+pub(super) struct NodeCtx<'a> {
+    pub proto: &'a NodeProto,
+    pub name: String,
+    pub inputs: Vec<Option<Outlet>>,
+    pub opset: i64,
+}
+
+/// What an ONNX node becomes.
+pub(super) enum Lowered {
+    /// Its outputs are these existing values (Identity, Dropout).
+    Alias(Vec<Outlet>),
+    /// An IR node reading these inputs.
+    Op(Op, Vec<Outlet>),
+    /// Constants computed at import time.
+    Consts(Vec<Tensor>),
+}
+
+impl<'a> NodeCtx<'a> {
+    pub fn attrs(&self) -> Attrs<'a> {
+        Attrs {
+            node: self.proto,
+            name: self.proto.name.as_str(),
+        }
+    }
+
+    pub fn err(&self, reason: impl Into<String>) -> ImportError {
+        ImportError::Node {
+            node: self.name.clone(),
+            op_type: self.proto.op_type.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Required input `i`.
+    pub fn input(&self, i: usize) -> Result<Outlet, ImportError> {
+        self.inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("missing required input {i}")))
+    }
+
+    /// The first `n` inputs, all required.
+    fn data_inputs(&self, n: usize) -> Result<Vec<Outlet>, ImportError> {
+        (0..n).map(|i| self.input(i)).collect()
+    }
+
+    /// Optional constant input `i` as a tensor with data.
+    pub fn const_input<'g>(&self, g: &'g Graph, i: usize) -> Result<Option<&'g Tensor>, ImportError> {
+        let Some(Some(o)) = self.inputs.get(i) else {
+            return Ok(None);
+        };
+        let what = self.proto.input.get(i).cloned().unwrap_or_default();
+        let t = g
+            .const_tensor(*o)
+            .ok_or_else(|| self.err(format!("input {i} (`{what}`) must be a constant; computed values are not supported here")))?;
+        if !t.has_data() {
+            return Err(self.err(format!(
+                "input {i} (`{what}`) is a constant without data (structure-only model), but its values decide shapes"
+            )));
+        }
+        Ok(Some(t))
+    }
+
+    fn const_ints(&self, g: &Graph, i: usize) -> Result<Option<Vec<i64>>, ImportError> {
+        match self.const_input(g, i)? {
+            None => Ok(None),
+            Some(t) => t
+                .to_i64_vec()
+                .map(Some)
+                .ok_or_else(|| self.err(format!("input {i} must hold integers"))),
+        }
+    }
+
+    fn const_scalar_f32(&self, g: &Graph, i: usize) -> Result<Option<f32>, ImportError> {
+        match self.const_input(g, i)? {
+            None => Ok(None),
+            Some(t) => match t.to_f64_vec().as_deref() {
+                Some([v]) => Ok(Some(*v as f32)),
+                _ => Err(self.err(format!("input {i} must be a scalar"))),
+            },
+        }
+    }
+}
+
+/// Explicit `[top, left, bottom, right]` pads for a 2-D window, resolving `auto_pad`.
+fn window_pads(
+    ctx: &NodeCtx,
+    g: &Graph,
+    kernel: [usize; 2],
+    strides: [usize; 2],
+    dilations: [usize; 2],
+) -> Result<[usize; 4], ImportError> {
+    let a = ctx.attrs();
+    let auto = a.string("auto_pad", "NOTSET")?;
+    match auto.as_str() {
+        "NOTSET" => {
+            let p = a.usizes("pads", &[0; 4], Some(4))?;
+            Ok([p[0], p[1], p[2], p[3]])
+        }
+        "VALID" => Ok([0; 4]),
+        "SAME_UPPER" | "SAME_LOWER" => {
+            let x = g.fact(ctx.input(0)?).map(|f| f.shape.clone()).unwrap_or_default();
+            if x.len() != 4 {
+                return Err(ctx.err("auto_pad needs a 4-D input"));
+            }
+            let mut pads = [0; 4];
+            for i in 0..2 {
+                let out = x[2 + i].div_ceil(strides[i].max(1));
+                let eff = dilations[i] * (kernel[i].max(1) - 1) + 1;
+                let total = ((out - 1) * strides[i] + eff).saturating_sub(x[2 + i]);
+                let small = total / 2;
+                let (begin, end) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+                pads[i] = begin;
+                pads[i + 2] = end;
+            }
+            Ok(pads)
+        }
+        other => Err(a.err("auto_pad", format!("unknown value `{other}`"))),
+    }
+}
+
+fn pair(v: Vec<usize>) -> [usize; 2] {
+    [v[0], v[1]]
+}
+
+fn conv(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let w = g.fact(ctx.input(1)?).cloned().unwrap_or_else(|| crate::Fact::f32([]));
+    if w.rank() != 4 {
+        return Err(ctx.err(format!("only 2-D convolution is supported (weight is {w})")));
+    }
+    let kernel = [w.shape[2], w.shape[3]];
+    if let Some(k) = a.ints("kernel_shape")? {
+        if k != [kernel[0] as i64, kernel[1] as i64] {
+            return Err(a.err("kernel_shape", format!("{k:?} disagrees with weight {w}")));
+        }
+    }
+    let strides = pair(a.usizes("strides", &[1, 1], Some(2))?);
+    let dilations = pair(a.usizes("dilations", &[1, 1], Some(2))?);
+    let group = a.int("group", 1)?;
+    let group = usize::try_from(group).map_err(|_| a.err("group", "must be positive"))?;
+    let pads = window_pads(ctx, g, kernel, strides, dilations)?;
+    let n = if ctx.inputs.get(2).copied().flatten().is_some() { 3 } else { 2 };
+    let op = Op::Conv(Conv {
+        strides,
+        pads,
+        dilations,
+        group,
+    });
+    Ok(Lowered::Op(op, ctx.data_inputs(n)?))
+}
+
+fn pool(ctx: &NodeCtx, g: &Graph, kind: PoolKind) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    if ctx.proto.output.len() > 1 && !ctx.proto.output[1].is_empty() {
+        return Err(ctx.err("the Indices output of MaxPool is not supported"));
+    }
+    let kernel = a.ints("kernel_shape")?.ok_or_else(|| a.err("kernel_shape", "is required"))?;
+    if kernel.len() != 2 {
+        return Err(ctx.err(format!("only 2-D pooling is supported (kernel_shape {kernel:?})")));
+    }
+    let kernel = pair(a.usizes("kernel_shape", &[], Some(2))?);
+    let strides = pair(a.usizes("strides", &[1, 1], Some(2))?);
+    let dilations = pair(a.usizes("dilations", &[1, 1], Some(2))?);
+    let pads = window_pads(ctx, g, kernel, strides, dilations)?;
+    let ceil_mode = a.int("ceil_mode", 0)? != 0;
+    let kind = match kind {
+        PoolKind::Max => PoolKind::Max,
+        PoolKind::Average { .. } => PoolKind::Average {
+            count_include_pad: a.int("count_include_pad", 0)? != 0,
+        },
+    };
+    let op = Op::Pool(Pool {
+        kind,
+        kernel,
+        strides,
+        pads,
+        dilations,
+        ceil_mode,
+    });
+    Ok(Lowered::Op(op, ctx.data_inputs(1)?))
+}
+
+fn unary(ctx: &NodeCtx, op: UnaryOp) -> Result<Lowered, ImportError> {
+    Ok(Lowered::Op(Op::Unary(Unary { op }), ctx.data_inputs(1)?))
+}
+
+fn clip(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let (min, max) = if ctx.opset < 11 {
+        (
+            a.has("min").then(|| a.float("min", 0.0)).transpose()?,
+            a.has("max").then(|| a.float("max", 0.0)).transpose()?,
+        )
+    } else {
+        (ctx.const_scalar_f32(g, 1)?, ctx.const_scalar_f32(g, 2)?)
+    };
+    unary(ctx, UnaryOp::Clip { min, max })
+}
+
+fn split(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let axis = a.int("axis", 0)?;
+    let x = g.fact(ctx.input(0)?).cloned().ok_or_else(|| ctx.err("input 0 has no fact"))?;
+    let given = if ctx.opset < 13 { a.ints("split")? } else { ctx.const_ints(g, 1)? };
+    let n_out = ctx.proto.output.len();
+    let sizes = match given {
+        Some(s) => s
+            .iter()
+            .map(|&v| usize::try_from(v).map_err(|_| ctx.err(format!("negative split size in {s:?}"))))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => {
+            let n = if a.has("num_outputs") { a.int("num_outputs", 1)? as usize } else { n_out };
+            let ax = resolve_axis(axis, x.rank()).map_err(|e| ctx.err(e))?;
+            let d = x.shape[ax];
+            let chunk = d.div_ceil(n.max(1));
+            (0..n).map(|i| chunk.min(d.saturating_sub(i * chunk))).collect()
+        }
+    };
+    Ok(Lowered::Op(Op::Split(Split { axis, sizes }), ctx.data_inputs(1)?))
+}
+
+fn slice(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let (starts, ends, axes, steps) = if ctx.opset < 10 {
+        (a.ints("starts")?, a.ints("ends")?, a.ints("axes")?, None)
+    } else {
+        (ctx.const_ints(g, 1)?, ctx.const_ints(g, 2)?, ctx.const_ints(g, 3)?, ctx.const_ints(g, 4)?)
+    };
+    let starts = starts.ok_or_else(|| ctx.err("starts are required"))?;
+    let ends = ends.ok_or_else(|| ctx.err("ends are required"))?;
+    let n = starts.len();
+    let op = Slice {
+        axes: axes.unwrap_or_else(|| (0..n as i64).collect()),
+        steps: steps.unwrap_or_else(|| vec![1; n]),
+        starts,
+        ends,
+    };
+    Ok(Lowered::Op(Op::Slice(op), ctx.data_inputs(1)?))
+}
+
+fn pad(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let mode = match a.string("mode", "constant")?.as_str() {
+        "constant" => PadMode::Constant,
+        "reflect" => PadMode::Reflect,
+        "edge" => PadMode::Edge,
+        other => return Err(a.err("mode", format!("`{other}` is not supported"))),
+    };
+    let (mut pads, value) = if ctx.opset < 11 {
+        (a.ints("pads")?.ok_or_else(|| a.err("pads", "is required"))?, a.float("value", 0.0)?)
+    } else {
+        (
+            ctx.const_ints(g, 1)?.ok_or_else(|| ctx.err("pads are required"))?,
+            ctx.const_scalar_f32(g, 2)?.unwrap_or(0.0),
+        )
+    };
+    if let Some(axes) = ctx.const_ints(g, 3)? {
+        let rank = g.fact(ctx.input(0)?).map_or(0, |f| f.rank());
+        let mut full = vec![0; 2 * rank];
+        for (i, &ax) in axes.iter().enumerate() {
+            let ax = resolve_axis(ax, rank).map_err(|e| ctx.err(e))?;
+            full[ax] = pads[i];
+            full[ax + rank] = pads[i + axes.len()];
+        }
+        pads = full;
+    }
+    Ok(Lowered::Op(Op::Pad(Pad { pads, mode, value }), ctx.data_inputs(1)?))
+}
+
+fn reduce_mean(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let keepdims = a.int("keepdims", 1)? != 0;
+    let axes = if ctx.opset < 18 { a.ints("axes")? } else { ctx.const_ints(g, 1)? };
+    let axes = axes.unwrap_or_default();
+    if axes.is_empty() && a.int("noop_with_empty_axes", 0)? != 0 {
+        return Ok(Lowered::Alias(vec![ctx.input(0)?]));
+    }
+    Ok(Lowered::Op(Op::ReduceMean(ReduceMean { axes, keepdims }), ctx.data_inputs(1)?))
+}
+
+fn batch_norm(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    if a.int("training_mode", 0)? != 0 {
+        return Err(a.err("training_mode", "training-mode BatchNormalization is not supported; export the model in eval mode"));
+    }
+    if ctx.proto.output.iter().skip(1).any(|o| !o.is_empty()) {
+        return Err(ctx.err("BatchNormalization with running-statistics outputs is not supported; export in eval mode"));
+    }
+    let op = BatchNorm {
+        epsilon: a.float("epsilon", 1e-5)?,
+        momentum: a.float("momentum", 0.9)?,
+    };
+    Ok(Lowered::Op(Op::BatchNorm(op), ctx.data_inputs(5)?))
+}
+
+fn reshape(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let shape = if ctx.opset < 5 { a.ints("shape")? } else { ctx.const_ints(g, 1)? };
+    let shape = shape.ok_or_else(|| ctx.err("target shape is required"))?;
+    let op = Reshape {
+        shape,
+        allowzero: a.int("allowzero", 0)? != 0,
+    };
+    Ok(Lowered::Op(Op::Reshape(op), ctx.data_inputs(1)?))
+}
+
+fn transpose(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let rank = g.fact(ctx.input(0)?).map_or(0, |f| f.rank());
+    let perm = ctx.attrs().usizes("perm", &(0..rank).rev().collect::<Vec<_>>(), None)?;
+    Ok(Lowered::Op(Op::Transpose(Transpose { perm }), ctx.data_inputs(1)?))
+}
+
+fn gemm(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let op = Gemm {
+        alpha: a.float("alpha", 1.0)?,
+        beta: a.float("beta", 1.0)?,
+        trans_a: a.int("transA", 0)? != 0,
+        trans_b: a.int("transB", 0)? != 0,
+    };
+    let n = if ctx.inputs.get(2).copied().flatten().is_some() { 3 } else { 2 };
+    Ok(Lowered::Op(Op::Gemm(op), ctx.data_inputs(n)?))
+}
+
+fn binary(ctx: &NodeCtx, op: BinaryOp) -> Result<Lowered, ImportError> {
+    Ok(Lowered::Op(Op::Binary(Binary { op }), ctx.data_inputs(2)?))
+}
+
+/// Lowers one node of the default ONNX domain; `None` for an unknown op type.
+pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportError> {
+    let a = ctx.attrs();
+    if let Some(consts) = fold::try_fold(ctx, g)? {
+        return Ok(Some(Lowered::Consts(consts)));
+    }
+    let lowered = match ctx.proto.op_type.as_str() {
+        "Identity" | "Dropout" => Lowered::Alias(vec![ctx.input(0)?]),
+        "Conv" => conv(ctx, g)?,
+        "BatchNormalization" => batch_norm(ctx)?,
+        "Relu" => unary(ctx, UnaryOp::Relu)?,
+        "Clip" => clip(ctx, g)?,
+        "Sigmoid" => unary(ctx, UnaryOp::Sigmoid)?,
+        "Tanh" => unary(ctx, UnaryOp::Tanh)?,
+        "HardSigmoid" => unary(
+            ctx,
+            UnaryOp::HardSigmoid {
+                alpha: a.float("alpha", 0.2)?,
+                beta: a.float("beta", 0.5)?,
+            },
+        )?,
+        "HardSwish" => unary(ctx, UnaryOp::HardSwish)?,
+        "Add" => binary(ctx, BinaryOp::Add)?,
+        "Sub" => binary(ctx, BinaryOp::Sub)?,
+        "Mul" => binary(ctx, BinaryOp::Mul)?,
+        "Div" => binary(ctx, BinaryOp::Div)?,
+        "Concat" => Lowered::Op(
+            Op::Concat(Concat { axis: a.int("axis", 0)? }),
+            (0..ctx.inputs.len()).map(|i| ctx.input(i)).collect::<Result<_, _>>()?,
+        ),
+        "Split" => split(ctx, g)?,
+        "Slice" => slice(ctx, g)?,
+        "Reshape" => reshape(ctx, g)?,
+        "Flatten" => Lowered::Op(Op::Flatten(Flatten { axis: a.int("axis", 1)? }), ctx.data_inputs(1)?),
+        "Transpose" => transpose(ctx, g)?,
+        "MaxPool" => pool(ctx, g, PoolKind::Max)?,
+        "AveragePool" => pool(ctx, g, PoolKind::Average { count_include_pad: false })?,
+        "GlobalAveragePool" => Lowered::Op(Op::GlobalAveragePool(GlobalAveragePool), ctx.data_inputs(1)?),
+        "ReduceMean" => reduce_mean(ctx, g)?,
+        "Gemm" => gemm(ctx)?,
+        "MatMul" => Lowered::Op(Op::MatMul(MatMul), ctx.data_inputs(2)?),
+        "Pad" => pad(ctx, g)?,
+        _ => return Ok(None),
+    };
+    Ok(Some(lowered))
+}

@@ -1,0 +1,103 @@
+//! ONNX import and export.
+//!
+//! Import reads a `ModelProto` (zero-copy: weights keep pointing into the
+//! file's bytes), fixes every dimension to a static size, folds `Identity`,
+//! `Dropout` and constant subgraphs away, and builds a checked [`Graph`].
+//! Export writes a model at opset [`EXPORT_OPSET`] that `onnx.checker` and
+//! onnxruntime accept; node annotations travel as `NodeProto.metadata_props`.
+
+mod attrs;
+mod export;
+
+mod fold;
+mod import;
+mod import_ops;
+mod tensor_proto;
+
+
+pub use export::{EXPORT_OPSET, export_bytes, export_file};
+pub use import::{ImportOptions, InputShape, import_bytes, import_file};
+
+use crate::error::GraphError;
+use thiserror::Error;
+
+/// An error from reading an ONNX model.
+#[derive(Debug, Error)]
+pub enum ImportError {
+    #[error("{path}: cannot read file: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a valid ONNX model ({reason})")]
+    NotOnnx { path: String, reason: String },
+    #[error("unsupported operator `{op_type}` (node `{node}`, domain `{domain}`, opset {opset})")]
+    Unsupported {
+        op_type: String,
+        node: String,
+        domain: String,
+        opset: i64,
+    },
+    #[error("node `{node}` ({op_type}): attribute `{attribute}`: {reason}")]
+    BadAttribute {
+        node: String,
+        op_type: String,
+        attribute: String,
+        reason: String,
+    },
+    #[error("node `{node}` ({op_type}): input `{input}` is not produced by any node, initializer or graph input")]
+    DanglingInput {
+        node: String,
+        op_type: String,
+        input: String,
+    },
+    #[error("the graph has a cycle: node `{node}` ({op_type}) depends on its own output")]
+    Cycle { node: String, op_type: String },
+    #[error("tensor `{name}`: {actual} bytes of data but {dtype} dims {dims:?} need {expected}")]
+    WeightLength {
+        name: String,
+        dims: Vec<i64>,
+        dtype: String,
+        expected: usize,
+        actual: usize,
+    },
+    #[error("tensor `{name}`: {reason}")]
+    BadTensor { name: String, reason: String },
+    #[error("node `{node}` ({op_type}): {reason}")]
+    Node {
+        node: String,
+        op_type: String,
+        reason: String,
+    },
+    #[error("graph input `{name}`: {reason}")]
+    Input { name: String, reason: String },
+    #[error("graph output `{name}` is not produced by any node")]
+    Output { name: String },
+    #[error("model: {reason}")]
+    Model { reason: String },
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+}
+
+/// An error from writing an ONNX model.
+#[derive(Debug, Error)]
+pub enum ExportError {
+    #[error("{path}: cannot write file: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("node `{node}` ({op}): cannot be written at opset {opset}: {reason}")]
+    Node {
+        node: String,
+        op: &'static str,
+        opset: i64,
+        reason: String,
+    },
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    #[error("protobuf encoding failed: {reason}")]
+    Encode { reason: String },
+}

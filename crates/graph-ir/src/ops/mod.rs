@@ -1,0 +1,207 @@
+//! The closed set of operators the IR knows, with typed attributes mirroring
+//! ONNX. Each operator's shape inference and cost live in its own file.
+//!
+//! Inputs follow ONNX order, but operands that ONNX passes as constant inputs
+//! in recent opsets (Reshape's shape, Slice's ranges, Pad's pads, Clip's bounds,
+//! Split's sizes, ReduceMean's axes) are attributes here: a node's inputs are
+//! only values that flow (activations and weights).
+
+mod batch_norm;
+pub(crate) mod binary;
+mod concat;
+mod conv;
+mod gemm;
+pub(crate) mod layout;
+mod pad;
+mod pool;
+mod reduce;
+mod slice;
+mod split;
+mod unary;
+
+pub use batch_norm::BatchNorm;
+pub use binary::{Binary, BinaryOp};
+pub use concat::Concat;
+pub use conv::Conv;
+pub use gemm::{Gemm, MatMul};
+pub use layout::{Flatten, Reshape, Transpose};
+pub use pad::{Pad, PadMode};
+pub use pool::{GlobalAveragePool, Pool, PoolKind};
+pub use reduce::ReduceMean;
+pub use slice::Slice;
+pub use split::Split;
+pub use unary::{Unary, UnaryOp};
+
+use crate::tensor::{Fact, Tensor};
+use serde::Serialize;
+
+/// Arithmetic work of one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Cost {
+    /// Multiply-accumulates of Conv, Gemm and MatMul.
+    pub macs: u64,
+    /// Floating-point operations: 2 per MAC plus element-wise work
+    /// (bias adds, normalisation, activations, pooling windows).
+    pub flops: u64,
+}
+
+/// An operator with its typed attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// A graph input; its fact is given, not inferred.
+    Input(Fact),
+    /// A constant tensor (weight, bias, statistics) owned by the graph.
+    Const(Tensor),
+    Conv(Conv),
+    BatchNorm(BatchNorm),
+    Unary(Unary),
+    Binary(Binary),
+    Concat(Concat),
+    Split(Split),
+    Slice(Slice),
+    Reshape(Reshape),
+    Flatten(Flatten),
+    Transpose(Transpose),
+    Pool(Pool),
+    GlobalAveragePool(GlobalAveragePool),
+    ReduceMean(ReduceMean),
+    Gemm(Gemm),
+    MatMul(MatMul),
+    Pad(Pad),
+}
+
+/// Shape inference and cost of one operator kind.
+pub(crate) trait OpSpec {
+    /// Output facts from input facts; the error says what is wrong with the inputs.
+    fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String>;
+    /// Arithmetic cost given input and output facts (already inferred).
+    fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost;
+}
+
+impl Op {
+    /// A short name for messages and tables (the ONNX op type where one exists).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Input(_) => "Input",
+            Op::Const(_) => "Const",
+            Op::Conv(_) => "Conv",
+            Op::BatchNorm(_) => "BatchNormalization",
+            Op::Unary(u) => u.op.onnx_name(),
+            Op::Binary(b) => b.op.onnx_name(),
+            Op::Concat(_) => "Concat",
+            Op::Split(_) => "Split",
+            Op::Slice(_) => "Slice",
+            Op::Reshape(_) => "Reshape",
+            Op::Flatten(_) => "Flatten",
+            Op::Transpose(_) => "Transpose",
+            Op::Pool(p) => match p.kind {
+                PoolKind::Max => "MaxPool",
+                PoolKind::Average { .. } => "AveragePool",
+            },
+            Op::GlobalAveragePool(_) => "GlobalAveragePool",
+            Op::ReduceMean(_) => "ReduceMean",
+            Op::Gemm(_) => "Gemm",
+            Op::MatMul(_) => "MatMul",
+            Op::Pad(_) => "Pad",
+        }
+    }
+
+    fn spec(&self) -> Option<&dyn OpSpec> {
+        Some(match self {
+            Op::Input(_) | Op::Const(_) => return None,
+            Op::Conv(o) => o,
+            Op::BatchNorm(o) => o,
+            Op::Unary(o) => o,
+            Op::Binary(o) => o,
+            Op::Concat(o) => o,
+            Op::Split(o) => o,
+            Op::Slice(o) => o,
+            Op::Reshape(o) => o,
+            Op::Flatten(o) => o,
+            Op::Transpose(o) => o,
+            Op::Pool(o) => o,
+            Op::GlobalAveragePool(o) => o,
+            Op::ReduceMean(o) => o,
+            Op::Gemm(o) => o,
+            Op::MatMul(o) => o,
+            Op::Pad(o) => o,
+        })
+    }
+
+    /// Output facts for the given input facts.
+    pub fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
+        match self {
+            Op::Input(f) => expect_inputs(inputs, 0, 0).map(|_| vec![f.clone()]),
+            Op::Const(t) => expect_inputs(inputs, 0, 0).map(|_| vec![t.fact().clone()]),
+            _ => self.spec().map_or(Ok(vec![]), |s| s.infer(inputs)),
+        }
+    }
+
+    /// Arithmetic cost of the node given its input and output facts.
+    pub fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
+        self.spec()
+            .map_or(Cost::default(), |s| s.cost(inputs, outputs))
+    }
+
+    /// Whether the operator only moves or reinterprets data.
+    pub fn is_layout(&self) -> bool {
+        matches!(
+            self,
+            Op::Reshape(_) | Op::Flatten(_) | Op::Transpose(_) | Op::Concat(_) | Op::Split(_) | Op::Slice(_)
+        )
+    }
+}
+
+/// Fails unless the input count lies in `min..=max`.
+pub(crate) fn expect_inputs(inputs: &[&Fact], min: usize, max: usize) -> Result<(), String> {
+    if inputs.len() < min || inputs.len() > max {
+        return Err(if min == max {
+            format!("expects {min} inputs, got {}", inputs.len())
+        } else {
+            format!("expects {min} to {max} inputs, got {}", inputs.len())
+        });
+    }
+    Ok(())
+}
+
+/// Fails unless the fact has the given rank.
+pub(crate) fn expect_rank(fact: &Fact, rank: usize, what: &str) -> Result<(), String> {
+    if fact.rank() != rank {
+        return Err(format!("{what} must have rank {rank}, got {fact}"));
+    }
+    Ok(())
+}
+
+/// Resolves a possibly negative axis against a rank.
+pub(crate) fn resolve_axis(axis: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    if axis < -r || axis >= r.max(1) {
+        return Err(format!("axis {axis} is out of range for rank {rank}"));
+    }
+    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
+}
+
+/// Output size of a sliding window along one spatial axis.
+pub(crate) fn window_out(
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+    pads: (usize, usize),
+    ceil_mode: bool,
+) -> Result<usize, String> {
+    let eff = dilation * (kernel.max(1) - 1) + 1;
+    let padded = input + pads.0 + pads.1;
+    if padded < eff || stride == 0 {
+        return Err(format!(
+            "window {eff} (kernel {kernel}, dilation {dilation}) does not fit input {input} with padding {}+{}, stride {stride}",
+            pads.0, pads.1
+        ));
+    }
+    let span = padded - eff;
+    let mut out = if ceil_mode { span.div_ceil(stride) } else { span / stride } + 1;
+    if ceil_mode && (out - 1) * stride >= input + pads.0 {
+        out -= 1;
+    }
+    Ok(out)
+}

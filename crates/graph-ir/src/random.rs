@@ -1,0 +1,107 @@
+//! Deterministic filling of weights that have no data (structure-only models).
+
+use crate::graph::{Graph, NodeId};
+use crate::ops::Op;
+use crate::tensor::{DType, Tensor};
+
+/// SplitMix64: a small, fast generator with good statistical quality, seeded per tensor.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    fn next_f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// FNV-1a of a name, so a tensor's values depend on the seed and its name only.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x1000_0000_01b3))
+}
+
+/// How a weight is used, which decides the distribution it is drawn from.
+enum Role {
+    /// Conv/Gemm/MatMul weight with this fan-in: uniform(-b, b), b = sqrt(3/fan_in)
+    /// (variance 1/fan_in, so activations keep their scale through deep nets).
+    Weight { fan_in: usize },
+    /// BatchNorm scale or variance: uniform(0.5, 1.5).
+    Positive,
+    /// Biases, BatchNorm shift and mean, other operands: uniform(-0.1, 0.1).
+    Small,
+}
+
+impl Graph {
+    fn role_of(&self, c: NodeId) -> Role {
+        for (n, slot) in self.consumers(c.out(0)) {
+            let node = self.node(n);
+            match (&node.op, slot) {
+                (Op::Conv(_), 1) => {
+                    let s = self.node(c).outputs[0].shape.clone();
+                    return Role::Weight {
+                        fan_in: s[1..].iter().product::<usize>().max(1),
+                    };
+                }
+                (Op::Gemm(g), 1) => {
+                    let s = &self.node(c).outputs[0].shape;
+                    return Role::Weight {
+                        fan_in: if g.trans_b { s[1] } else { s[0] }.max(1),
+                    };
+                }
+                (Op::MatMul(_), 1) => {
+                    let s = &self.node(c).outputs[0].shape;
+                    return Role::Weight {
+                        fan_in: s[s.len().saturating_sub(2)].max(1),
+                    };
+                }
+                (Op::BatchNorm(_), 1 | 4) => return Role::Positive,
+                _ => {}
+            }
+        }
+        Role::Small
+    }
+
+    /// Fills every float constant that has no data with values drawn from a
+    /// generator seeded by `seed` and the constant's name. Constants that
+    /// already hold data are left alone. Returns how many were filled.
+    pub fn fill_missing_weights(&mut self, seed: u64) -> usize {
+        let mut filled = 0;
+        for id in self.node_ids() {
+            let (name, fact) = match &self.node(id).op {
+                Op::Const(t) if !t.has_data() && t.dtype() == DType::F32 => {
+                    (self.node(id).name.clone(), t.fact().clone())
+                }
+                _ => continue,
+            };
+            let mut rng = SplitMix64(seed ^ name_hash(&name));
+            let (lo, hi) = match self.role_of(id) {
+                Role::Weight { fan_in } => {
+                    let b = (3.0 / fan_in as f32).sqrt();
+                    (-b, b)
+                }
+                Role::Positive => (0.5, 1.5),
+                Role::Small => (-0.1, 0.1),
+            };
+            let values: Vec<f32> = (0..fact.volume()).map(|_| lo + (hi - lo) * rng.next_f32()).collect();
+            let t = Tensor::from_f32(fact.shape.clone(), &values);
+            self.set_const(id, t);
+            filled += 1;
+        }
+        filled
+    }
+
+    /// Replaces the tensor of a constant node with one of the same fact.
+    pub(crate) fn set_const(&mut self, id: NodeId, t: Tensor) {
+        if let Some(Op::Const(old)) = self.get(id).map(|n| &n.op) {
+            debug_assert_eq!(old.fact(), t.fact());
+        }
+        self.replace_op(id, Op::Const(t)).expect("a constant infers its own fact");
+    }
+}

@@ -1,0 +1,33 @@
+//! `stretch convert`: import and export again.
+
+use crate::model_args::ModelArgs;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// Import an ONNX model and write it back out through the IR (opset 17),
+/// folding Identity/Dropout nodes and constant subgraphs and fixing dynamic
+/// dimensions. With --random-weights, a structure-only model becomes a
+/// runnable one.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// Where to write the converted model.
+    #[arg(short, long, value_name = "OUT.onnx")]
+    pub output: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let graph = args.model.load()?;
+    graph_ir::onnx::export_file(&graph, &args.output).with_context(|| format!("cannot export to {}", args.output.display()))?;
+    let cost = graph.total_cost();
+    println!(
+        "wrote {} ({} nodes, {} parameters{})",
+        args.output.display(),
+        graph.len(),
+        cost.params,
+        if args.model.random_weights.is_some() { ", missing weights filled from the seed" } else { "" }
+    );
+    Ok(())
+}

@@ -1,0 +1,2 @@
+pub mod convert;
+pub mod inspect;

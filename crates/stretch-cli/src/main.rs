@@ -1,0 +1,39 @@
+//! `stretch`: makes CNNs run faster on devices with several processors by
+//! branching their stages across processors (NN-Stretch).
+
+mod commands;
+mod format;
+mod model_args;
+
+use clap::{Parser, Subcommand};
+
+/// Turn a sequential CNN (ONNX) into a multi-branch one that runs its stages
+/// in parallel on a device's processors, retrain it, and run it.
+///
+/// Every command reads ONNX models as PyTorch/torchvision export them
+/// (opset 11 to 18). Structure-only models (initializers with dims but no
+/// data) are accepted; pass --random-weights SEED where values are needed.
+#[derive(Parser)]
+#[command(name = "stretch", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Inspect(commands::inspect::Args),
+    Convert(commands::convert::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(a) => commands::inspect::run(a),
+        Command::Convert(a) => commands::convert::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

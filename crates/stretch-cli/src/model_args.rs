@@ -1,0 +1,35 @@
+//! Options shared by every command that reads a model.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use graph_ir::Graph;
+use graph_ir::onnx::{ImportOptions, InputShape, import_file};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ModelArgs {
+    /// ONNX model to read.
+    pub model: PathBuf,
+
+    /// Shape of a graph input, as `1,3,224,224` (first input) or
+    /// `NAME:1,3,224,224`; repeat for several inputs. Without it, a dynamic
+    /// batch dimension is fixed to 1 and other dynamic dimensions are an error.
+    #[arg(long = "input-shape", value_name = "[NAME:]DIMS")]
+    pub input_shape: Vec<InputShape>,
+
+    /// Fill weights that have no data (structure-only models) with
+    /// deterministic pseudo-random values drawn from SEED.
+    #[arg(long = "random-weights", value_name = "SEED")]
+    pub random_weights: Option<u64>,
+}
+
+impl ModelArgs {
+    /// Imports the model, with the file name in any error.
+    pub fn load(&self) -> Result<Graph> {
+        let options = ImportOptions {
+            input_shapes: self.input_shape.clone(),
+            random_weights: self.random_weights,
+        };
+        import_file(&self.model, &options).with_context(|| format!("cannot import {}", self.model.display()))
+    }
+}
