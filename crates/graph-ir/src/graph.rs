@@ -403,3 +403,65 @@ impl Graph {
         dead.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::{Builder, ConvSpec};
+    use crate::ops::{Conv, Unary, UnaryOp};
+
+    #[test]
+    fn inference_errors_name_the_node() {
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", Fact::f32([1, 3, 8, 8])).unwrap();
+        let w = g.add_const("w", Tensor::without_data(Fact::f32([4, 2, 3, 3]))).unwrap();
+        let err = g.add_node("conv1", Op::Conv(Conv::default()), &[x, w]).unwrap_err();
+        assert!(err.to_string().starts_with("node `conv1` (Conv):"), "{err}");
+        let err = g.add_input("x", Fact::f32([1])).unwrap_err();
+        assert_eq!(err, GraphError::DuplicateName { name: "x".into() });
+    }
+
+    #[test]
+    fn rewiring_into_a_cycle_is_detected() {
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", Fact::f32([1, 4])).unwrap();
+        let relu = Op::Unary(Unary { op: UnaryOp::Relu });
+        let a = g.add_node("a", relu.clone(), &[x]).unwrap();
+        let b = g.add_node("b", relu, &[a.out(0)]).unwrap();
+        g.rewire(a, 0, b.out(0)).unwrap();
+        assert!(matches!(g.topo_order(), Err(GraphError::Cycle { .. })));
+        assert!(g.check().is_err());
+    }
+
+    #[test]
+    fn costs_of_a_conv() {
+        let mut b = Builder::new("t");
+        let x = b.input("x", &[1, 8, 16, 16]).unwrap();
+        let y = b.conv("conv", x, ConvSpec::new(16, 3, 2).group(2).bias()).unwrap();
+        let g = b.finish("y", y).unwrap();
+        let c = g.node_cost(g.find("conv").unwrap());
+        assert_eq!(c.macs, 16 * 8 * 8 * 4 * 9);
+        assert_eq!(c.flops, 2 * c.macs + 16 * 8 * 8);
+        assert_eq!(c.params, 16 * 4 * 9 + 16);
+        assert_eq!(c.activation_bytes, 16 * 8 * 8 * 4);
+        assert_eq!(g.total_cost().params, c.params);
+    }
+
+    #[test]
+    fn random_weights_are_deterministic_and_named() {
+        let build = || {
+            let mut b = Builder::new("t");
+            let x = b.input("x", &[1, 3, 8, 8]).unwrap();
+            let y = b.conv_bn("c", x, ConvSpec::new(4, 3, 1), true).unwrap();
+            b.finish("y", y).unwrap()
+        };
+        let (mut g1, mut g2) = (build(), build());
+        assert_eq!(g1.fill_missing_weights(5), 5);
+        g2.fill_missing_weights(5);
+        let w = |g: &Graph, n: &str| g.const_tensor(g.find(n).unwrap().out(0)).unwrap().to_f32_vec().unwrap();
+        assert_eq!(w(&g1, "c.weight"), w(&g2, "c.weight"));
+        assert_ne!(w(&g1, "c.weight")[..4], w(&g1, "c.bn.weight")[..4]);
+        assert!(w(&g1, "c.bn.running_var").iter().all(|v| *v >= 0.5));
+        assert_eq!(g1.fill_missing_weights(6), 0, "filled weights are kept");
+    }
+}

@@ -10,6 +10,7 @@
 //! This crate knows nothing of execution, threads, devices or training.
 
 pub mod analysis;
+pub mod builder;
 mod cost;
 mod error;
 mod graph;

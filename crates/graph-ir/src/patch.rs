@@ -203,3 +203,66 @@ impl Graph {
         self.reinfer(node)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::{Builder, ConvSpec};
+    use crate::ops::{Unary, UnaryOp};
+
+    fn conv_net() -> Graph {
+        let mut b = Builder::new("t");
+        let x = b.input("x", &[1, 4, 8, 8]).unwrap();
+        let y = b.conv("conv", x, ConvSpec::new(8, 3, 1)).unwrap();
+        let y = b.batch_norm("bn", y).unwrap();
+        b.finish("y", y).unwrap()
+    }
+
+    #[test]
+    fn insert_after_with_shunt() {
+        let mut g = conv_net();
+        let bn = g.find("bn").unwrap().out(0);
+        let mut p = Patch::new();
+        let relu = p.add_node("relu", Op::Unary(Unary { op: UnaryOp::Relu }), vec![bn.into()]);
+        p.shunt(bn, relu.out(0));
+        let created = g.apply(p).unwrap();
+        assert_eq!(created.len(), 1);
+        assert_eq!(g.outputs()[0].1, created[0].out(0));
+        assert_eq!(g.node(created[0]).inputs, vec![bn]);
+    }
+
+    #[test]
+    fn bypass_removes_dead_nodes() {
+        let mut g = conv_net();
+        let before = g.len();
+        let (conv, bn) = (g.find("conv").unwrap(), g.find("bn").unwrap());
+        let mut p = Patch::new();
+        p.shunt(bn.out(0), conv.out(0));
+        g.apply(p).unwrap();
+        assert!(g.find("bn").is_none() && g.find("bn.running_var").is_none());
+        assert_eq!(g.len(), before - 5);
+    }
+
+    #[test]
+    fn failing_patch_leaves_graph_untouched() {
+        let mut g = conv_net();
+        let before = (g.len(), g.outputs().to_vec());
+        let bn = g.find("bn").unwrap().out(0);
+        let mut p = Patch::new();
+        let w = p.add_const("w", Tensor::from_f32([2, 3, 1, 1], &[0.0; 6]));
+        let bad = p.add_node("bad", Op::Conv(Default::default()), vec![bn.into(), w]);
+        p.shunt(bn, bad.out(0));
+        let err = g.apply(p).unwrap_err();
+        assert!(err.to_string().contains("`bad`"), "{err}");
+        assert_eq!((g.len(), g.outputs().to_vec()), before);
+    }
+
+    #[test]
+    fn removing_a_used_node_fails() {
+        let mut g = conv_net();
+        let conv = g.find("conv").unwrap();
+        let mut p = Patch::new();
+        p.remove(conv);
+        assert!(matches!(g.apply(p), Err(GraphError::Patch { .. })));
+    }
+}

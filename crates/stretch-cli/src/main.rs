@@ -33,6 +33,9 @@ fn main() {
         Command::Convert(a) => commands::convert::run(a),
     };
     if let Err(e) = result {
+        if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+            return;
+        }
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }

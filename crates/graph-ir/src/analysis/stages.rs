@@ -66,3 +66,85 @@ pub fn analyze(g: &Graph) -> Result<Structure, AnalysisError> {
         head: head_seg,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::BlockKind;
+    use crate::builder::{Builder, ConvSpec};
+    use crate::ops::UnaryOp;
+
+    fn blocks(s: &Structure) -> Vec<usize> {
+        s.stages.iter().map(|st| st.blocks.len()).collect()
+    }
+
+    #[test]
+    fn resnet_like() {
+        let mut b = Builder::new("r");
+        let x = b.input("x", &[1, 3, 32, 32]).unwrap();
+        let y = b.conv_bn("stem", x, ConvSpec::new(16, 3, 1), true).unwrap();
+        let y = b.max_pool("pool", y, 3, 2).unwrap();
+        let y = b.basic_block("l1.0", y, 16, 1).unwrap();
+        let y = b.basic_block("l1.1", y, 16, 1).unwrap();
+        let y = b.basic_block("l2.0", y, 32, 2).unwrap();
+        let y = b.basic_block("l2.1", y, 32, 1).unwrap();
+        let y = b.basic_block("l2.2", y, 32, 1).unwrap();
+        let y = b.classifier("head", y, 10).unwrap();
+        let g = b.finish("y", y).unwrap();
+        let s = analyze(&g).unwrap();
+        assert_eq!(blocks(&s), [2, 3]);
+        assert_eq!(s.stages[1].blocks[0].kind, BlockKind::Transition);
+        assert_eq!(s.stages[1].residual_blocks(), 2);
+        assert_eq!(g.node(s.stem.output.node).name, "pool");
+        assert_eq!(s.head.nodes.len(), 3);
+        let total = s.stem.nodes.len() + s.head.nodes.len() + s.stages.iter().map(|st| st.nodes().len()).sum::<usize>();
+        assert_eq!(total, g.len() - 1 - g.node_ids().iter().filter(|i| matches!(g.node(**i).op, Op::Const(_))).count());
+    }
+
+    #[test]
+    fn plain_cnn_splits_at_pooling() {
+        let mut b = Builder::new("v");
+        let x = b.input("x", &[1, 3, 32, 32]).unwrap();
+        let y = b.conv_bn("c1", x, ConvSpec::new(8, 3, 1), true).unwrap();
+        let y = b.conv_bn("c2", y, ConvSpec::new(8, 3, 1), true).unwrap();
+        let y = b.max_pool("p2", y, 2, 2).unwrap();
+        let y = b.conv_bn("c3", y, ConvSpec::new(16, 3, 1), true).unwrap();
+        let y = b.max_pool("p3", y, 2, 2).unwrap();
+        let y = b.classifier("head", y, 10).unwrap();
+        let g = b.finish("y", y).unwrap();
+        let s = analyze(&g).unwrap();
+        assert_eq!(blocks(&s), [1, 1]);
+        assert_eq!(g.node(s.stages[0].output().node).name, "p2");
+    }
+
+    #[test]
+    fn inverted_residuals_split_at_linear_bottlenecks() {
+        let mut b = Builder::new("m");
+        let x = b.input("x", &[1, 3, 32, 32]).unwrap();
+        let stem = b.conv_bn("stem", x, ConvSpec::new(16, 3, 2), false).unwrap();
+        let stem = b.unary("stem.act", stem, UnaryOp::Clip { min: Some(0.0), max: Some(6.0) }).unwrap();
+        let mut ir = |b: &mut Builder, name: &str, x, cin: usize, cout: usize, stride| {
+            let e = b.conv_bn(&format!("{name}.expand"), x, ConvSpec::new(cin * 4, 1, 1), true).unwrap();
+            let d = b.conv_bn(&format!("{name}.dw"), e, ConvSpec::new(cin * 4, 3, stride).group(cin * 4), true).unwrap();
+            let p = b.conv_bn(&format!("{name}.project"), d, ConvSpec::new(cout, 1, 1), false).unwrap();
+            if cin == cout && stride == 1 { b.add(&format!("{name}.add"), x, p).unwrap() } else { p }
+        };
+        let y = ir(&mut b, "b1", stem, 16, 8, 1);
+        let y = ir(&mut b, "b2", y, 8, 24, 2);
+        let y = ir(&mut b, "b3", y, 24, 24, 1);
+        let y = b.classifier("head", y, 10).unwrap();
+        let g = b.finish("y", y).unwrap();
+        let s = analyze(&g).unwrap();
+        assert_eq!(blocks(&s), [1, 2]);
+        assert_eq!(g.node(s.stem.output.node).name, "stem.act");
+    }
+
+    #[test]
+    fn rejects_graphs_without_convolution() {
+        let mut b = Builder::new("n");
+        let x = b.input("x", &[1, 4, 2, 2]).unwrap();
+        let y = b.relu("r", x).unwrap();
+        let g = b.finish("y", y).unwrap();
+        assert_eq!(analyze(&g), Err(AnalysisError::NoConvolution));
+    }
+}

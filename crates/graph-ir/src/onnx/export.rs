@@ -18,9 +18,9 @@ const IR_VERSION: i64 = 10;
 pub fn export_file(graph: &Graph, path: impl AsRef<Path>) -> Result<(), ExportError> {
     let path = path.as_ref();
     let bytes = export_bytes(graph)?;
-    std::fs::write(path, bytes).map_err(|source| ExportError::Io {
+    std::fs::write(path, bytes).map_err(|error| ExportError::Io {
         path: path.display().to_string(),
-        source,
+        error,
     })
 }
 

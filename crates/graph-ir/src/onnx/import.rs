@@ -53,9 +53,9 @@ pub struct ImportOptions {
 /// Reads and imports an ONNX file.
 pub fn import_file(path: impl AsRef<Path>, options: &ImportOptions) -> Result<Graph, ImportError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+    let bytes = std::fs::read(path).map_err(|error| ImportError::Io {
         path: path.display().to_string(),
-        source,
+        error,
     })?;
     import_bytes(Bytes::from(bytes), &path.display().to_string(), options)
 }

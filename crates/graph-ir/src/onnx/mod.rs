@@ -24,11 +24,11 @@ use thiserror::Error;
 /// An error from reading an ONNX model.
 #[derive(Debug, Error)]
 pub enum ImportError {
-    #[error("{path}: cannot read file: {source}")]
+    /// The I/O error is in the message and is not returned by `source()`.
+    #[error("{path}: cannot read file: {error}")]
     Io {
         path: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: not a valid ONNX model ({reason})")]
     NotOnnx { path: String, reason: String },
@@ -83,11 +83,11 @@ pub enum ImportError {
 /// An error from writing an ONNX model.
 #[derive(Debug, Error)]
 pub enum ExportError {
-    #[error("{path}: cannot write file: {source}")]
+    /// The I/O error is in the message and is not returned by `source()`.
+    #[error("{path}: cannot write file: {error}")]
     Io {
         path: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("node `{node}` ({op}): cannot be written at opset {opset}: {reason}")]
     Node {

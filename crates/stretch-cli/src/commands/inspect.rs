@@ -5,6 +5,7 @@ use crate::model_args::ModelArgs;
 use anyhow::{Context, Result};
 use graph_ir::analysis::{PartSummary, analyze};
 use serde::Serialize;
+use std::io::Write;
 
 /// Show a model's stem, stages and head: blocks per stage, input and output
 /// shapes, channels, MACs, parameters and each part's share of the MACs.
@@ -80,8 +81,9 @@ pub fn run(args: Args) -> Result<()> {
         },
         summary,
     };
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
     let s = &report.summary;
@@ -101,7 +103,8 @@ pub fn run(args: Args) -> Result<()> {
         si(s.total.params),
         "100.0%".into(),
     ]);
-    println!(
+    writeln!(
+        out,
         "{}: input `{}` {}, output `{}` {}, {} stages, blocks per stage {:?}",
         report.model,
         report.input.name,
@@ -110,11 +113,12 @@ pub fn run(args: Args) -> Result<()> {
         shape(&report.output.shape),
         s.stages.len(),
         s.stages.iter().map(|p| p.blocks).collect::<Vec<_>>()
-    );
-    print!("{}", table(&rows, 2));
-    println!(
+    )?;
+    write!(out, "{}", table(&rows, 2))?;
+    writeln!(
+        out,
         "MACs count Conv/Gemm/MatMul multiply-accumulates (computed from shapes); params count float initializer elements ({} exactly).",
         s.total.params
-    );
+    )?;
     Ok(())
 }

@@ -1,0 +1,70 @@
+//! Helpers shared by the CLI integration tests: paths, the `stretch` binary
+//! and the Python reference checker.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stretch-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// Runs `stretch` with arguments.
+pub fn stretch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stretch")).args(args).output().expect("run stretch")
+}
+
+/// Runs `stretch` and fails the test, with its stderr, unless it succeeds.
+pub fn stretch_ok(args: &[&str]) -> String {
+    let out = stretch(args);
+    assert!(out.status.success(), "stretch {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The Python interpreter with onnx and onnxruntime: `$STRETCH_PYTHON`, else the
+/// project's `.venv` made by scripts/setup.sh, else `python3`.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("STRETCH_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = repo().join(".venv/bin/python");
+    if venv.exists() { venv } else { PathBuf::from("python3") }
+}
+
+/// Runs `scripts/check_onnx.py` and fails the test unless it succeeds.
+pub fn reference(args: &[&str]) -> String {
+    let out = Command::new(python())
+        .arg(repo().join("scripts/check_onnx.py"))
+        .args(args)
+        .output()
+        .expect("run python (install the reference tools with scripts/setup.sh)");
+    assert!(
+        out.status.success(),
+        "check_onnx.py {args:?} failed (reference tools come from scripts/setup.sh):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// All fixture models, sorted.
+pub fn fixtures() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("fixtures/models"))
+        .expect("fixtures/models exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .collect();
+    v.sort();
+    assert_eq!(v.len(), 12, "expected the 12 torchvision fixtures");
+    v
+}

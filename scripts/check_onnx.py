@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Independent reference checks for ONNX files written by stretch.
+
+Uses only `onnx`, `onnxruntime` and `numpy` (installed by scripts/setup.sh),
+never stretch's own code, so it can judge what stretch writes.
+
+  check_onnx.py check FILE...             onnx.checker (full_check=True) on each file
+  check_onnx.py fill STRUCTURE OUT --seed S
+                                          give every data-less initializer of a
+                                          structure-only model random values
+  check_onnx.py run FILE...               run each file in onnxruntime on a random
+                                          input; fail unless every output is finite
+  check_onnx.py compare A B [--atol 1e-5] [--seed S]
+                                          run A and B in onnxruntime on the same
+                                          random input(s); fail if any output
+                                          differs by more than atol (max abs)
+Exit status is non-zero on any failure, with the reason on stderr.
+"""
+import argparse
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def cmd_check(args):
+    for path in args.files:
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+        print(f"checker ok: {path}")
+
+
+def bn_positive_inputs(graph):
+    """Names of BatchNormalization scale and variance initializers (must be > 0)."""
+    names = set()
+    for node in graph.node:
+        if node.op_type == "BatchNormalization":
+            names.add(node.input[1])
+            names.add(node.input[4])
+    return names
+
+
+def has_data(t):
+    return bool(t.raw_data) or any(
+        len(getattr(t, f)) for f in ("float_data", "int32_data", "int64_data", "double_data")
+    )
+
+
+def cmd_fill(args):
+    model = onnx.load(args.structure)
+    rng = np.random.default_rng(args.seed)
+    positive = bn_positive_inputs(model.graph)
+    for i, t in enumerate(model.graph.initializer):
+        if has_data(t):
+            continue
+        dims = tuple(t.dims)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type)
+        if t.name in positive:
+            values = rng.uniform(0.5, 1.5, dims)
+        elif len(dims) >= 2:
+            fan_in = int(np.prod(dims[1:])) if len(dims) > 2 else dims[-1]
+            bound = np.sqrt(3.0 / max(fan_in, 1))
+            values = rng.uniform(-bound, bound, dims)
+        else:
+            values = rng.uniform(-0.1, 0.1, dims)
+        model.graph.initializer[i].CopyFrom(numpy_helper.from_array(values.astype(dtype), t.name))
+    onnx.save(model, args.out)
+    print(f"filled: {args.out}")
+
+
+def run(path, feeds):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds), sess
+
+
+def make_feeds(path, seed):
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) and d > 0 else 1 for d in i.shape]
+        feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def cmd_run(args):
+    for path in args.files:
+        outs, _ = run(path, make_feeds(path, args.seed))
+        for k, x in enumerate(outs):
+            if not np.all(np.isfinite(x)):
+                sys.exit(f"{path}: output {k} has non-finite values")
+            print(f"{path}: output {k} shape {list(x.shape)}, finite, max abs {float(np.max(np.abs(x))):.3e}")
+
+
+def cmd_compare(args):
+    feeds = make_feeds(args.a, args.seed)
+    out_a, _ = run(args.a, feeds)
+    out_b, _ = run(args.b, feeds)
+    if len(out_a) != len(out_b):
+        sys.exit(f"{args.a} has {len(out_a)} outputs, {args.b} has {len(out_b)}")
+    worst = 0.0
+    for k, (x, y) in enumerate(zip(out_a, out_b)):
+        if x.shape != y.shape:
+            sys.exit(f"output {k}: shape {x.shape} vs {y.shape}")
+        diff = float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0
+        scale = float(np.max(np.abs(x))) if x.size else 0.0
+        print(f"output {k}: shape {list(x.shape)}, max abs diff {diff:.3e} (output scale {scale:.3e})")
+        worst = max(worst, diff)
+    if not worst <= args.atol:
+        sys.exit(f"max abs diff {worst:.3e} exceeds {args.atol:.1e}")
+    print(f"equal within {args.atol:.1e}: {args.a} vs {args.b}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check")
+    c.add_argument("files", nargs="+")
+    f = sub.add_parser("fill")
+    f.add_argument("structure")
+    f.add_argument("out")
+    f.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("run")
+    r.add_argument("files", nargs="+")
+    r.add_argument("--seed", type=int, default=0)
+    m = sub.add_parser("compare")
+    m.add_argument("a")
+    m.add_argument("b")
+    m.add_argument("--atol", type=float, default=1e-5)
+    m.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    {"check": cmd_check, "fill": cmd_fill, "run": cmd_run, "compare": cmd_compare}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Fuzzes the ONNX importer (fuzz/fuzz_targets/import.rs) for SECONDS (default 600).
+#
+#   scripts/fuzz_import.sh [SECONDS] [-- EXTRA_LIBFUZZER_ARGS...]
+#
+# Installs cargo-fuzz if it is missing, seeds fuzz/corpus/import/ with the
+# structure-only models in fixtures/models/, and builds into fuzz/target/.
+# Works on a stable toolchain through RUSTC_BOOTSTRAP. FUZZ_SANITIZER picks the
+# sanitizer (default `address`; `none` where sanitizers are unavailable).
+# Crashing inputs land in fuzz/artifacts/import/; replay one with
+#   RUSTC_BOOTSTRAP=1 cargo fuzz run import fuzz/artifacts/import/<file>
+# from fuzz/. Exits non-zero when a crash, timeout or out-of-memory is found.
+set -euo pipefail
+
+seconds="${1:-600}"
+shift || true
+[[ "${1:-}" == "--" ]] && shift
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+corpus="$root/fuzz/corpus/import"
+
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+
+mkdir -p "$corpus"
+for model in "$root"/fixtures/models/*.onnx; do
+    cp -n "$model" "$corpus/"
+done
+
+cd "$root/fuzz"
+export RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_DIR="$root/fuzz/target"
+exec cargo fuzz run --sanitizer "${FUZZ_SANITIZER:-address}" import "$corpus" -- \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every check CI runs: formatting, clippy (warnings are errors) and the
+# whole test suite, after installing the Python reference tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
+
+scripts/setup.sh --deps
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo test --workspace
