@@ -40,7 +40,9 @@ fn parse_args() -> Result<Args, String> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--repeat" | "-n" => {
-                let v = it.next().ok_or_else(|| format!("--repeat needs a value\n{}", usage()))?;
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("--repeat needs a value\n{}", usage()))?;
                 repeat = v
                     .parse::<usize>()
                     .ok()
@@ -149,14 +151,21 @@ fn main() -> ExitCode {
 
     println!("model:        {}", args.model.display());
     println!("file size:    {} bytes ({})", file_size, mib(file_size));
-    println!("graph:        {nodes} nodes, {} of weight data ({weight_bytes} bytes)", mib(weight_bytes as u64));
+    println!(
+        "graph:        {nodes} nodes, {} of weight data ({weight_bytes} bytes)",
+        mib(weight_bytes as u64)
+    );
     println!(
         "import time:  min {}  median {}  first {}  ({} runs: {})",
         secs(min),
         secs(median),
         secs(first),
         times.len(),
-        times.iter().map(|t| format!("{:.3}", t.as_secs_f64())).collect::<Vec<_>>().join(" ")
+        times
+            .iter()
+            .map(|t| format!("{:.3}", t.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
 
     let time_ok = median < TIME_TARGET;
@@ -198,5 +207,9 @@ fn main() -> ExitCode {
     };
 
     println!("result:       {}", if time_ok && mem_ok { "PASS" } else { "FAIL" });
-    if time_ok && mem_ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if time_ok && mem_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

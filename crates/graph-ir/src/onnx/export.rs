@@ -191,11 +191,27 @@ impl<'g> Writer<'g> {
         let out_name = self.names[&id.out(0)].clone();
         match &node.op {
             Op::Input(f) => {
-                g.input.push(value_info(&out_name, f));
+                let mut vi = value_info(&out_name, f);
+                for (k, v) in &node.annotations {
+                    vi.metadata_props.push(Default::default());
+                    if let Some(e) = vi.metadata_props.last_mut() {
+                        e.key = k.clone();
+                        e.value = v.clone();
+                    }
+                }
+                g.input.push(vi);
                 return Ok(());
             }
             Op::Const(t) => {
-                g.initializer.push(tensor_to_proto(&out_name, t));
+                let mut tp = tensor_to_proto(&out_name, t);
+                for (k, v) in &node.annotations {
+                    tp.metadata_props.push(Default::default());
+                    if let Some(e) = tp.metadata_props.last_mut() {
+                        e.key = k.clone();
+                        e.value = v.clone();
+                    }
+                }
+                g.initializer.push(tp);
                 return Ok(());
             }
             _ => {}

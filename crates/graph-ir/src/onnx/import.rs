@@ -90,6 +90,9 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
     for (k, vi) in declared.iter().enumerate() {
         let fact = input_fact(vi, k, options)?;
         let outlet = imp.graph.add_input(vi.name.clone(), fact)?;
+        for p in &vi.metadata_props {
+            imp.graph.annotate(outlet.node, p.key.clone(), p.value.clone());
+        }
         imp.values.insert(vi.name.clone(), outlet);
     }
     for shape in &options.input_shapes {
@@ -106,6 +109,9 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         let tensor = tensor_from_proto(t)?;
         let name = imp.graph.unique_name(&t.name);
         let outlet = imp.graph.add_const(name, tensor)?;
+        for p in &t.metadata_props {
+            imp.graph.annotate(outlet.node, p.key.clone(), p.value.clone());
+        }
         imp.values.insert(t.name.clone(), outlet);
     }
     let known: HashSet<&str> = imp.values.keys().map(|s| s.as_str()).collect();
