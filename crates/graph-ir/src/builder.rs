@@ -45,7 +45,9 @@ impl ConvSpec {
 
 impl Builder {
     pub fn new(name: &str) -> Builder {
-        Builder { graph: Graph::new(name) }
+        Builder {
+            graph: Graph::new(name),
+        }
     }
 
     fn channels(&self, x: Outlet) -> Result<usize, GraphError> {
@@ -67,7 +69,10 @@ impl Builder {
 
     pub fn conv(&mut self, name: &str, x: Outlet, spec: ConvSpec) -> Result<Outlet, GraphError> {
         let c = self.channels(x)?;
-        let w = self.weight(format!("{name}.weight"), vec![spec.out_channels, c / spec.group.max(1), spec.kernel, spec.kernel])?;
+        let w = self.weight(
+            format!("{name}.weight"),
+            vec![spec.out_channels, c / spec.group.max(1), spec.kernel, spec.kernel],
+        )?;
         let mut inputs = vec![x, w];
         if spec.bias {
             inputs.push(self.weight(format!("{name}.bias"), vec![spec.out_channels])?);
@@ -88,7 +93,10 @@ impl Builder {
         for p in ["weight", "bias", "running_mean", "running_var"] {
             inputs.push(self.weight(format!("{name}.{p}"), vec![c])?);
         }
-        Ok(self.graph.add_node(name, Op::BatchNorm(BatchNorm::default()), &inputs)?.out(0))
+        Ok(self
+            .graph
+            .add_node(name, Op::BatchNorm(BatchNorm::default()), &inputs)?
+            .out(0))
     }
 
     pub fn unary(&mut self, name: &str, x: Outlet, op: UnaryOp) -> Result<Outlet, GraphError> {
@@ -111,7 +119,11 @@ impl Builder {
     pub fn conv_bn(&mut self, name: &str, x: Outlet, spec: ConvSpec, relu: bool) -> Result<Outlet, GraphError> {
         let y = self.conv(name, x, spec)?;
         let y = self.batch_norm(&format!("{name}.bn"), y)?;
-        if relu { self.relu(&format!("{name}.relu"), y) } else { Ok(y) }
+        if relu {
+            self.relu(&format!("{name}.relu"), y)
+        } else {
+            Ok(y)
+        }
     }
 
     pub fn max_pool(&mut self, name: &str, x: Outlet, kernel: usize, stride: usize) -> Result<Outlet, GraphError> {
@@ -130,27 +142,50 @@ impl Builder {
     /// Global average pooling, flatten and a fully connected layer to `classes`.
     pub fn classifier(&mut self, name: &str, x: Outlet, classes: usize) -> Result<Outlet, GraphError> {
         let c = self.channels(x)?;
-        let p = self.graph.add_node(format!("{name}.pool"), Op::GlobalAveragePool(GlobalAveragePool), &[x])?;
-        let f = self.graph.add_node(format!("{name}.flatten"), Op::Flatten(Flatten { axis: 1 }), &[p.out(0)])?;
+        let p = self
+            .graph
+            .add_node(format!("{name}.pool"), Op::GlobalAveragePool(GlobalAveragePool), &[x])?;
+        let f = self
+            .graph
+            .add_node(format!("{name}.flatten"), Op::Flatten(Flatten { axis: 1 }), &[p.out(0)])?;
         let w = self.weight(format!("{name}.fc.weight"), vec![classes, c])?;
         let b = self.weight(format!("{name}.fc.bias"), vec![classes])?;
         let gemm = Op::Gemm(Gemm {
             trans_b: true,
             ..Gemm::default()
         });
-        Ok(self.graph.add_node(format!("{name}.fc"), gemm, &[f.out(0), w, b])?.out(0))
+        Ok(self
+            .graph
+            .add_node(format!("{name}.fc"), gemm, &[f.out(0), w, b])?
+            .out(0))
     }
 
     /// A ResNet basic block: two 3x3 conv-bn layers, an identity shortcut when
     /// shapes allow and a 1x1 conv-bn projection otherwise, then ReLU.
-    pub fn basic_block(&mut self, name: &str, x: Outlet, out_channels: usize, stride: usize) -> Result<Outlet, GraphError> {
+    pub fn basic_block(
+        &mut self,
+        name: &str,
+        x: Outlet,
+        out_channels: usize,
+        stride: usize,
+    ) -> Result<Outlet, GraphError> {
         let c = self.channels(x)?;
-        let y = self.conv_bn(&format!("{name}.conv1"), x, ConvSpec::new(out_channels, 3, stride), true)?;
+        let y = self.conv_bn(
+            &format!("{name}.conv1"),
+            x,
+            ConvSpec::new(out_channels, 3, stride),
+            true,
+        )?;
         let y = self.conv_bn(&format!("{name}.conv2"), y, ConvSpec::new(out_channels, 3, 1), false)?;
         let short = if stride == 1 && c == out_channels {
             x
         } else {
-            self.conv_bn(&format!("{name}.downsample"), x, ConvSpec::new(out_channels, 1, stride), false)?
+            self.conv_bn(
+                &format!("{name}.downsample"),
+                x,
+                ConvSpec::new(out_channels, 1, stride),
+                false,
+            )?
         };
         let s = self.add(&format!("{name}.add"), y, short)?;
         self.relu(&format!("{name}.relu"), s)

@@ -12,7 +12,9 @@ pub enum GraphError {
         op: &'static str,
         reason: String,
     },
-    #[error("node `{node}`: input {slot} refers to output {outlet_slot} of a node that does not exist or has fewer outputs")]
+    #[error(
+        "node `{node}`: input {slot} refers to output {outlet_slot} of a node that does not exist or has fewer outputs"
+    )]
     BadOutlet {
         node: String,
         slot: usize,

@@ -239,8 +239,11 @@ impl Graph {
         for id in self.node_ids() {
             indegree.insert(id, self.g.edges_directed(id.index(), Direction::Incoming).count());
         }
-        let mut ready: BinaryHeap<Reverse<NodeId>> =
-            indegree.iter().filter(|(_, d)| **d == 0).map(|(id, _)| Reverse(*id)).collect();
+        let mut ready: BinaryHeap<Reverse<NodeId>> = indegree
+            .iter()
+            .filter(|(_, d)| **d == 0)
+            .map(|(id, _)| Reverse(*id))
+            .collect();
         let mut order = Vec::with_capacity(self.len());
         while let Some(Reverse(id)) = ready.pop() {
             order.push(id);

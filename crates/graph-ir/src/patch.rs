@@ -127,12 +127,14 @@ impl Graph {
         let resolve = |created: &[NodeId], p: PatchOutlet| -> Result<Outlet, GraphError> {
             match p {
                 PatchOutlet::Graph(o) => Ok(o),
-                PatchOutlet::New { index, slot } => created
-                    .get(index)
-                    .map(|id| id.out(slot))
-                    .ok_or_else(|| GraphError::Patch {
-                        reason: format!("new node {index} is used before it is added"),
-                    }),
+                PatchOutlet::New { index, slot } => {
+                    created
+                        .get(index)
+                        .map(|id| id.out(slot))
+                        .ok_or_else(|| GraphError::Patch {
+                            reason: format!("new node {index} is used before it is added"),
+                        })
+                }
             }
         };
         let mut removals = Vec::new();

@@ -24,7 +24,9 @@ impl SplitMix64 {
 
 /// FNV-1a of a name, so a tensor's values depend on the seed and its name only.
 fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x1000_0000_01b3))
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x1000_0000_01b3)
+    })
 }
 
 /// How a weight is used, which decides the distribution it is drawn from.
@@ -102,6 +104,7 @@ impl Graph {
         if let Some(Op::Const(old)) = self.get(id).map(|n| &n.op) {
             debug_assert_eq!(old.fact(), t.fact());
         }
-        self.replace_op(id, Op::Const(t)).expect("a constant infers its own fact");
+        self.replace_op(id, Op::Const(t))
+            .expect("a constant infers its own fact");
     }
 }

@@ -167,10 +167,7 @@ impl Tensor {
                 actual: data.len(),
             });
         }
-        Ok(Tensor {
-            fact,
-            data: Some(data),
-        })
+        Ok(Tensor { fact, data: Some(data) })
     }
 
     /// A tensor whose values are unknown (structure-only models).
@@ -257,9 +254,7 @@ impl Tensor {
     /// Values as f64 for any numeric tensor (`None` without data or for f16).
     pub fn to_f64_vec(&self) -> Option<Vec<f64>> {
         match self.fact.dtype {
-            DType::F32 => self
-                .to_f32_vec()
-                .map(|v| v.into_iter().map(f64::from).collect()),
+            DType::F32 => self.to_f32_vec().map(|v| v.into_iter().map(f64::from).collect()),
             DType::F64 => Some(
                 self.data
                     .as_ref()?
@@ -268,9 +263,7 @@ impl Tensor {
                     .collect(),
             ),
             DType::F16 => None,
-            _ => self
-                .to_i64_vec()
-                .map(|v| v.into_iter().map(|x| x as f64).collect()),
+            _ => self.to_i64_vec().map(|v| v.into_iter().map(|x| x as f64).collect()),
         }
     }
 

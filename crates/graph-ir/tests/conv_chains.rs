@@ -19,7 +19,15 @@ struct Layer {
 }
 
 fn layer() -> impl Strategy<Value = Layer> {
-    (1usize..4, prop::sample::select(vec![1usize, 3, 5]), 1usize..3, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>())
+    (
+        1usize..4,
+        prop::sample::select(vec![1usize, 3, 5]),
+        1usize..3,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
         .prop_map(|(out_mult, kernel, stride, depthwise, bn, relu, residual)| Layer {
             out_mult,
             kernel,

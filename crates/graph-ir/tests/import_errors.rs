@@ -12,20 +12,14 @@ use std::path::PathBuf;
 fn tiny_model() -> Vec<u8> {
     let mut g = Graph::new("tiny");
     let x = g.add_input("x", Fact::f32([1, 3, 8, 8])).unwrap();
-    let w = g
-        .add_const("w", Tensor::from_f32([4, 3, 3, 3], &[0.5; 108]))
-        .unwrap();
+    let w = g.add_const("w", Tensor::from_f32([4, 3, 3, 3], &[0.5; 108])).unwrap();
     let conv = Conv {
         pads: [1; 4],
         ..Conv::default()
     };
     let conv = g.add_node("conv", Op::Conv(conv), &[x, w]).unwrap();
     let relu = g
-        .add_node(
-            "relu",
-            Op::Unary(Unary { op: UnaryOp::Relu }),
-            &[conv.out(0)],
-        )
+        .add_node("relu", Op::Unary(Unary { op: UnaryOp::Relu }), &[conv.out(0)])
         .unwrap();
     g.set_outputs(vec![("y".into(), relu.out(0))]).unwrap();
     export_bytes(&g).unwrap()
@@ -40,11 +34,7 @@ fn edited(edit: impl FnOnce(&mut ModelProto)) -> Bytes {
 
 fn node<'m>(model: &'m mut ModelProto, op_type: &str) -> &'m mut NodeProto {
     let graph = model.graph.as_mut().unwrap();
-    graph
-        .node
-        .iter_mut()
-        .find(|n| n.op_type == op_type)
-        .unwrap()
+    graph.node.iter_mut().find(|n| n.op_type == op_type).unwrap()
 }
 
 /// Imports `bytes` labelled `model.onnx`, expecting an error.
@@ -61,22 +51,14 @@ fn one_line(e: &ImportError) -> String {
 
 /// A fresh directory under the system temp dir for this test.
 fn scratch_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "stretch-import-errors-{}-{test}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("stretch-import-errors-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
 #[test]
 fn tiny_model_imports() {
-    let g = import_bytes(
-        Bytes::from(tiny_model()),
-        "tiny.onnx",
-        &ImportOptions::default(),
-    )
-    .unwrap();
+    let g = import_bytes(Bytes::from(tiny_model()), "tiny.onnx", &ImportOptions::default()).unwrap();
     let (name, y) = &g.outputs()[0];
     assert_eq!(name, "y");
     assert_eq!(g.fact(*y), Some(&Fact::f32([1, 4, 8, 8])));
@@ -117,10 +99,7 @@ fn random_bytes_are_not_onnx() {
         })
         .collect();
     let msg = one_line(&import_err(Bytes::from(noise)));
-    assert!(
-        msg.starts_with("model.onnx: not a valid ONNX model"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("model.onnx: not a valid ONNX model"), "{msg}");
 }
 
 #[test]
@@ -129,10 +108,7 @@ fn truncated_model_is_not_onnx() {
     let e = import_err(Bytes::copy_from_slice(&bytes[..bytes.len() / 2]));
     let msg = one_line(&e);
     assert!(matches!(e, ImportError::NotOnnx { .. }), "{e:?}");
-    assert!(
-        msg.starts_with("model.onnx: not a valid ONNX model"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("model.onnx: not a valid ONNX model"), "{msg}");
     assert!(msg.contains("truncated"), "{msg}");
 }
 
@@ -172,11 +148,7 @@ fn dangling_input_names_node_and_input() {
 fn weight_length_mismatch_names_tensor_and_byte_counts() {
     let e = import_err(edited(|m| {
         let graph = m.graph.as_mut().unwrap();
-        let w = graph
-            .initializer
-            .iter_mut()
-            .find(|t| t.name == "w")
-            .unwrap();
+        let w = graph.initializer.iter_mut().find(|t| t.name == "w").unwrap();
         w.dims = vec![4, 3, 3, 4];
     }));
     let msg = one_line(&e);

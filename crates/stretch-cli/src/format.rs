@@ -21,14 +21,26 @@ pub fn shape(dims: &[usize]) -> String {
 pub fn table(rows: &[Vec<String>], left: usize) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let width: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(c, s)| if c < left { format!("{s:<w$}", w = width[c]) } else { format!("{s:>w$}", w = width[c]) })
+            .map(|(c, s)| {
+                if c < left {
+                    format!("{s:<w$}", w = width[c])
+                } else {
+                    format!("{s:>w$}", w = width[c])
+                }
+            })
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');

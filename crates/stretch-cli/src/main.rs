@@ -33,7 +33,10 @@ fn main() {
         Command::Convert(a) => commands::convert::run(a),
     };
     if let Err(e) = result {
-        if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+        if e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
             return;
         }
         eprintln!("error: {e:#}");

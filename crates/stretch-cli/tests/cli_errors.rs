@@ -6,8 +6,7 @@ use std::process::Command;
 
 /// A fresh directory under the system temp dir for this test.
 fn scratch_dir(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("stretch-cli-errors-{}-{test}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("stretch-cli-errors-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -20,11 +19,7 @@ fn inspect_fails(path: &Path) -> String {
         .output()
         .unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !out.status.success(),
-        "inspect succeeded on {}",
-        path.display()
-    );
+    assert!(!out.status.success(), "inspect succeeded on {}", path.display());
     assert!(
         out.stdout.is_empty(),
         "stdout: {}",
@@ -42,11 +37,7 @@ fn inspect_missing_file() {
     let path = scratch_dir("missing").join("no-such-model.onnx");
     let stderr = inspect_fails(&path);
     assert!(stderr.contains("cannot read file"), "{stderr}");
-    assert_eq!(
-        stderr.matches("os error").count(),
-        1,
-        "I/O error repeated: {stderr}"
-    );
+    assert_eq!(stderr.matches("os error").count(), 1, "I/O error repeated: {stderr}");
 }
 
 #[test]

@@ -21,13 +21,20 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// Runs `stretch` with arguments.
 pub fn stretch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stretch")).args(args).output().expect("run stretch")
+    Command::new(env!("CARGO_BIN_EXE_stretch"))
+        .args(args)
+        .output()
+        .expect("run stretch")
 }
 
 /// Runs `stretch` and fails the test, with its stderr, unless it succeeds.
 pub fn stretch_ok(args: &[&str]) -> String {
     let out = stretch(args);
-    assert!(out.status.success(), "stretch {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stretch {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

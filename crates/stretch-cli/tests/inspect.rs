@@ -22,7 +22,12 @@ const EXPECTED: &[(&str, &[u64], f64)] = &[
 fn initializer_elements(path: &std::path::Path) -> u64 {
     let bytes = std::fs::read(path).expect("read fixture");
     let model = ModelProto::parse_from_bytes(&bytes).expect("parse fixture");
-    model.graph.initializer.iter().map(|t| t.dims.iter().product::<i64>() as u64).sum()
+    model
+        .graph
+        .initializer
+        .iter()
+        .map(|t| t.dims.iter().product::<i64>() as u64)
+        .sum()
 }
 
 fn check(name: &str, blocks: &[u64], gmacs: f64) {
@@ -30,15 +35,35 @@ fn check(name: &str, blocks: &[u64], gmacs: f64) {
     let out = stretch_ok(&["inspect", "--json", &path.to_string_lossy()]);
     let v: Value = serde_json::from_str(&out).expect("inspect --json prints JSON");
     assert_eq!(v["schema"], "stretch.inspect/1");
-    let got: Vec<u64> = v["stages"].as_array().expect("stages").iter().map(|s| s["blocks"].as_u64().expect("blocks")).collect();
+    let got: Vec<u64> = v["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|s| s["blocks"].as_u64().expect("blocks"))
+        .collect();
     assert_eq!(got, blocks, "{name}: blocks per stage");
     let macs = v["total"]["macs"].as_f64().expect("total macs") / 1e9;
-    assert!((macs - gmacs).abs() / gmacs <= 0.02, "{name}: {macs:.3} GMACs vs published {gmacs}");
+    assert!(
+        (macs - gmacs).abs() / gmacs <= 0.02,
+        "{name}: {macs:.3} GMACs vs published {gmacs}"
+    );
     let params = v["total"]["params"].as_u64().expect("total params");
     assert_eq!(params, initializer_elements(&path), "{name}: params");
-    let parts: u64 = ["stem", "head"].iter().map(|k| v[k]["macs"].as_u64().expect("part macs")).sum::<u64>()
-        + v["stages"].as_array().expect("stages").iter().map(|s| s["macs"].as_u64().expect("macs")).sum::<u64>();
-    assert_eq!(parts, v["total"]["macs"].as_u64().expect("macs"), "{name}: parts add up to the total");
+    let parts: u64 = ["stem", "head"]
+        .iter()
+        .map(|k| v[k]["macs"].as_u64().expect("part macs"))
+        .sum::<u64>()
+        + v["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .map(|s| s["macs"].as_u64().expect("macs"))
+            .sum::<u64>();
+    assert_eq!(
+        parts,
+        v["total"]["macs"].as_u64().expect("macs"),
+        "{name}: parts add up to the total"
+    );
 }
 
 #[test]

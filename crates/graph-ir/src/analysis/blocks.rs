@@ -16,12 +16,9 @@ pub(super) struct Residual {
 /// channel (normalisation, activations, SiLU's `x * sigmoid(x)`).
 fn pointwise(g: &Graph, nodes: &[NodeId]) -> bool {
     !nodes.is_empty()
-        && nodes.iter().all(|id| {
-            matches!(
-                g.node(*id).op,
-                Op::BatchNorm(_) | Op::Unary(_) | Op::Binary(_)
-            )
-        })
+        && nodes
+            .iter()
+            .all(|id| matches!(g.node(*id).op, Op::BatchNorm(_) | Op::Unary(_) | Op::Binary(_)))
 }
 
 fn is_add(g: &Graph, id: NodeId) -> bool {
@@ -32,7 +29,11 @@ fn is_add(g: &Graph, id: NodeId) -> bool {
 fn skip_pointwise(g: &Graph, mp: &MainPath, mut k: usize) -> usize {
     while k + 1 < mp.cuts.len() {
         let seg = mp.between(mp.cuts[k], mp.cuts[k + 1]);
-        if !pointwise(g, &seg) || seg.iter().any(|id| is_add(g, *id) && residual_at(g, mp, k + 1).is_some()) {
+        if !pointwise(g, &seg)
+            || seg
+                .iter()
+                .any(|id| is_add(g, *id) && residual_at(g, mp, k + 1).is_some())
+        {
             break;
         }
         k += 1;

@@ -79,7 +79,10 @@ impl Stage {
 
     /// All nodes of the stage in order.
     pub fn nodes(&self) -> Vec<NodeId> {
-        self.blocks.iter().flat_map(|b| b.segment.nodes.iter().copied()).collect()
+        self.blocks
+            .iter()
+            .flat_map(|b| b.segment.nodes.iter().copied())
+            .collect()
     }
 
     /// Number of residual blocks.

@@ -98,7 +98,15 @@ mod tests {
         assert_eq!(g.node(s.stem.output.node).name, "pool");
         assert_eq!(s.head.nodes.len(), 3);
         let total = s.stem.nodes.len() + s.head.nodes.len() + s.stages.iter().map(|st| st.nodes().len()).sum::<usize>();
-        assert_eq!(total, g.len() - 1 - g.node_ids().iter().filter(|i| matches!(g.node(**i).op, Op::Const(_))).count());
+        assert_eq!(
+            total,
+            g.len()
+                - 1
+                - g.node_ids()
+                    .iter()
+                    .filter(|i| matches!(g.node(**i).op, Op::Const(_)))
+                    .count()
+        );
     }
 
     #[test]
@@ -122,12 +130,36 @@ mod tests {
         let mut b = Builder::new("m");
         let x = b.input("x", &[1, 3, 32, 32]).unwrap();
         let stem = b.conv_bn("stem", x, ConvSpec::new(16, 3, 2), false).unwrap();
-        let stem = b.unary("stem.act", stem, UnaryOp::Clip { min: Some(0.0), max: Some(6.0) }).unwrap();
-        let mut ir = |b: &mut Builder, name: &str, x, cin: usize, cout: usize, stride| {
-            let e = b.conv_bn(&format!("{name}.expand"), x, ConvSpec::new(cin * 4, 1, 1), true).unwrap();
-            let d = b.conv_bn(&format!("{name}.dw"), e, ConvSpec::new(cin * 4, 3, stride).group(cin * 4), true).unwrap();
-            let p = b.conv_bn(&format!("{name}.project"), d, ConvSpec::new(cout, 1, 1), false).unwrap();
-            if cin == cout && stride == 1 { b.add(&format!("{name}.add"), x, p).unwrap() } else { p }
+        let stem = b
+            .unary(
+                "stem.act",
+                stem,
+                UnaryOp::Clip {
+                    min: Some(0.0),
+                    max: Some(6.0),
+                },
+            )
+            .unwrap();
+        let ir = |b: &mut Builder, name: &str, x, cin: usize, cout: usize, stride| {
+            let e = b
+                .conv_bn(&format!("{name}.expand"), x, ConvSpec::new(cin * 4, 1, 1), true)
+                .unwrap();
+            let d = b
+                .conv_bn(
+                    &format!("{name}.dw"),
+                    e,
+                    ConvSpec::new(cin * 4, 3, stride).group(cin * 4),
+                    true,
+                )
+                .unwrap();
+            let p = b
+                .conv_bn(&format!("{name}.project"), d, ConvSpec::new(cout, 1, 1), false)
+                .unwrap();
+            if cin == cout && stride == 1 {
+                b.add(&format!("{name}.add"), x, p).unwrap()
+            } else {
+                p
+            }
         };
         let y = ir(&mut b, "b1", stem, 16, 8, 1);
         let y = ir(&mut b, "b2", y, 8, 24, 2);

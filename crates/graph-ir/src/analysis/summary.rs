@@ -43,7 +43,15 @@ fn shape_of(g: &Graph, o: Outlet) -> Vec<usize> {
     g.fact(o).map(|f| f.shape.clone()).unwrap_or_default()
 }
 
-fn part(g: &Graph, kind: &'static str, index: usize, input: Outlet, output: Outlet, nodes: &[NodeId], total_macs: u64) -> PartSummary {
+fn part(
+    g: &Graph,
+    kind: &'static str,
+    index: usize,
+    input: Outlet,
+    output: Outlet,
+    nodes: &[NodeId],
+    total_macs: u64,
+) -> PartSummary {
     let c = g.cost_of(nodes);
     let output_shape = shape_of(g, output);
     PartSummary {
@@ -58,7 +66,11 @@ fn part(g: &Graph, kind: &'static str, index: usize, input: Outlet, output: Outl
         flops: c.flops,
         params: c.params,
         activation_bytes: c.activation_bytes,
-        mac_share: if total_macs == 0 { 0.0 } else { c.macs as f64 / total_macs as f64 },
+        mac_share: if total_macs == 0 {
+            0.0
+        } else {
+            c.macs as f64 / total_macs as f64
+        },
         nodes: nodes.len(),
     }
 }
@@ -74,7 +86,15 @@ impl Structure {
             .map(|st| PartSummary {
                 blocks: st.blocks.len(),
                 residual_blocks: st.residual_blocks(),
-                ..part(g, "stage", st.index + 1, st.input(), st.output(), &st.nodes(), total.macs)
+                ..part(
+                    g,
+                    "stage",
+                    st.index + 1,
+                    st.input(),
+                    st.output(),
+                    &st.nodes(),
+                    total.macs,
+                )
             })
             .collect();
         Summary {

@@ -90,10 +90,10 @@ impl<'a> Attrs<'a> {
         let Some(v) = self.ints(key)? else {
             return Ok(default.to_vec());
         };
-        if let Some(n) = len {
-            if v.len() != n {
-                return Err(self.err(key, format!("expected {n} values, got {v:?}")));
-            }
+        if let Some(n) = len
+            && v.len() != n
+        {
+            return Err(self.err(key, format!("expected {n} values, got {v:?}")));
         }
         v.iter()
             .map(|&x| usize::try_from(x).map_err(|_| self.err(key, format!("negative value in {v:?}"))))

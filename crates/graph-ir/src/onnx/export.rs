@@ -67,7 +67,9 @@ pub fn export_bytes(graph: &Graph) -> Result<Vec<u8>, ExportError> {
         }
     }
     model.graph = Some(g).into();
-    model.write_to_bytes().map_err(|e| ExportError::Encode { reason: e.to_string() })
+    model
+        .write_to_bytes()
+        .map_err(|e| ExportError::Encode { reason: e.to_string() })
 }
 
 fn value_info(name: &str, fact: &Fact) -> ValueInfoProto {
@@ -144,7 +146,10 @@ impl<'g> Writer<'g> {
 
     fn fresh(&mut self, base: &str) -> String {
         let name = if self.used.contains(base) {
-            (1..).map(|i| format!("{base}_{i}")).find(|n| !self.used.contains(n)).expect("a free name")
+            (1..)
+                .map(|i| format!("{base}_{i}"))
+                .find(|n| !self.used.contains(n))
+                .expect("a free name")
         } else {
             base.to_string()
         };
@@ -159,7 +164,10 @@ impl<'g> Writer<'g> {
         let g = self.graph;
         for (name, o) in g.outputs() {
             let node = g.node(o.node);
-            if !matches!(node.op, Op::Input(_) | Op::Const(_)) && !self.names.contains_key(o) && !self.used.contains(name) {
+            if !matches!(node.op, Op::Input(_) | Op::Const(_))
+                && !self.names.contains_key(o)
+                && !self.used.contains(name)
+            {
                 self.used.insert(name.clone());
                 self.names.insert(*o, name.clone());
             }
@@ -171,7 +179,11 @@ impl<'g> Writer<'g> {
                 if self.names.contains_key(&o) {
                     continue;
                 }
-                let base = if node.outputs.len() == 1 { node.name.clone() } else { format!("{}_{slot}", node.name) };
+                let base = if node.outputs.len() == 1 {
+                    node.name.clone()
+                } else {
+                    format!("{}_{slot}", node.name)
+                };
                 let name = self.fresh(&base);
                 self.names.insert(o, name);
             }
@@ -220,7 +232,9 @@ impl<'g> Writer<'g> {
         p.name = node.name.clone();
         p.op_type = node.op.name().to_string();
         p.input = node.inputs.iter().map(|o| self.names[o].clone()).collect();
-        p.output = (0..node.outputs.len()).map(|s| self.names[&id.out(s)].clone()).collect();
+        p.output = (0..node.outputs.len())
+            .map(|s| self.names[&id.out(s)].clone())
+            .collect();
         let refuse = |reason: &str| ExportError::Node {
             node: node.name.clone(),
             op: node.op.name(),
@@ -269,7 +283,12 @@ impl<'g> Writer<'g> {
                 p.input.push(name);
             }
             Op::Slice(s) => {
-                for (what, v) in [("starts", &s.starts), ("ends", &s.ends), ("axes", &s.axes), ("steps", &s.steps)] {
+                for (what, v) in [
+                    ("starts", &s.starts),
+                    ("ends", &s.ends),
+                    ("axes", &s.axes),
+                    ("steps", &s.steps),
+                ] {
                     let name = self.operand(&node.name, what, Tensor::from_i64([v.len()], v));
                     p.input.push(name);
                 }

@@ -27,7 +27,11 @@ struct Val {
 
 impl Val {
     fn from_tensor(t: &Tensor) -> Option<Val> {
-        let data = if t.dtype().is_float() { Data::F(t.to_f64_vec()?) } else { Data::I(t.to_i64_vec()?) };
+        let data = if t.dtype().is_float() {
+            Data::F(t.to_f64_vec()?)
+        } else {
+            Data::I(t.to_i64_vec()?)
+        };
         Some(Val {
             dtype: t.dtype(),
             shape: t.shape().to_vec(),
@@ -63,7 +67,11 @@ impl Val {
             DType::F64 => self.floats().iter().flat_map(|v| v.to_le_bytes()).collect(),
             DType::I64 => self.ints().iter().flat_map(|v| v.to_le_bytes()).collect(),
             DType::I32 => self.ints().iter().flat_map(|v| (*v as i32).to_le_bytes()).collect(),
-            DType::F16 => self.floats().iter().flat_map(|v| f32_to_f16_bits(*v as f32).to_le_bytes()).collect(),
+            DType::F16 => self
+                .floats()
+                .iter()
+                .flat_map(|v| f32_to_f16_bits(*v as f32).to_le_bytes())
+                .collect(),
             DType::I8 | DType::U8 | DType::Bool => self.ints().iter().map(|v| *v as u8).collect(),
         };
         Tensor::from_bytes(Fact::new(self.dtype, self.shape), Bytes::from(bytes)).expect("values match shape")
@@ -110,7 +118,17 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         return Ok(Some(vec![Tensor::from_i64([dims.len()], &dims)]));
     }
     const FOLDABLE: &[&str] = &[
-        "Gather", "Unsqueeze", "Squeeze", "Cast", "ConstantOfShape", "Concat", "Reshape", "Add", "Sub", "Mul", "Div",
+        "Gather",
+        "Unsqueeze",
+        "Squeeze",
+        "Cast",
+        "ConstantOfShape",
+        "Concat",
+        "Reshape",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
     ];
     if !FOLDABLE.contains(&op_type) {
         return Ok(None);
@@ -127,21 +145,32 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         }
     }
     let arg = |i: usize| -> Result<&Val, ImportError> {
-        vals.get(i).and_then(|v| v.as_ref()).ok_or_else(|| ctx.err(format!("missing input {i}")))
+        vals.get(i)
+            .and_then(|v| v.as_ref())
+            .ok_or_else(|| ctx.err(format!("missing input {i}")))
     };
     let a = ctx.attrs();
     let out = match op_type {
         "Gather" => gather(ctx, arg(0)?, arg(1)?, a.int("axis", 0)?)?,
         "Unsqueeze" | "Squeeze" => {
             let x = arg(0)?;
-            let axes = if ctx.opset < 13 { a.ints("axes")? } else { vals.get(1).cloned().flatten().map(|v| v.ints()) };
+            let axes = if ctx.opset < 13 {
+                a.ints("axes")?
+            } else {
+                vals.get(1).cloned().flatten().map(|v| v.ints())
+            };
             squeeze(ctx, x, axes, op_type == "Unsqueeze")?
         }
         "Cast" => {
             let to = a.int("to", 1)?;
-            let dtype = DType::from_onnx(to as i32).ok_or_else(|| a.err("to", format!("type {to} is not supported")))?;
+            let dtype =
+                DType::from_onnx(to as i32).ok_or_else(|| a.err("to", format!("type {to} is not supported")))?;
             let x = arg(0)?.clone();
-            let data = if dtype.is_float() { Data::F(x.floats()) } else { Data::I(x.ints()) };
+            let data = if dtype.is_float() {
+                Data::F(x.floats())
+            } else {
+                Data::I(x.ints())
+            };
             Val { dtype, data, ..x }
         }
         "ConstantOfShape" => {
@@ -163,7 +192,8 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         }
         "Reshape" => {
             let x = arg(0)?.clone();
-            let shape = reshape_target(&x.shape, &arg(1)?.ints(), a.int("allowzero", 0)? != 0).map_err(|e| ctx.err(e))?;
+            let shape =
+                reshape_target(&x.shape, &arg(1)?.ints(), a.int("allowzero", 0)? != 0).map_err(|e| ctx.err(e))?;
             Val { shape, ..x }
         }
         _ => arithmetic(ctx, op_type, arg(0)?, arg(1)?)?,
@@ -199,7 +229,10 @@ fn gather(ctx: &NodeCtx, data: &Val, indices: &Val, axis: i64) -> Result<Val, Im
         .iter()
         .map(|&i| {
             let j = if i < 0 { i + dim } else { i };
-            usize::try_from(j).ok().filter(|&j| (j as i64) < dim).ok_or_else(|| ctx.err(format!("index {i} out of range {dim}")))
+            usize::try_from(j)
+                .ok()
+                .filter(|&j| (j as i64) < dim)
+                .ok_or_else(|| ctx.err(format!("index {i} out of range {dim}")))
         })
         .collect::<Result<_, _>>()?;
     let outer: usize = data.shape[..axis].iter().product();
@@ -225,7 +258,11 @@ fn squeeze(ctx: &NodeCtx, x: &Val, axes: Option<Vec<i64>>, unsqueeze: bool) -> R
     if unsqueeze {
         let axes = axes.ok_or_else(|| ctx.err("axes are required"))?;
         let rank = shape.len() + axes.len();
-        let mut resolved: Vec<usize> = axes.iter().map(|&a| resolve_axis(a, rank)).collect::<Result<_, _>>().map_err(|e| ctx.err(e))?;
+        let mut resolved: Vec<usize> = axes
+            .iter()
+            .map(|&a| resolve_axis(a, rank))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ctx.err(e))?;
         resolved.sort_unstable();
         for a in resolved {
             shape.insert(a, 1);
@@ -235,8 +272,17 @@ fn squeeze(ctx: &NodeCtx, x: &Val, axes: Option<Vec<i64>>, unsqueeze: bool) -> R
             None => shape.retain(|&d| d != 1),
             Some(axes) => {
                 let rank = shape.len();
-                let resolved: Vec<usize> = axes.iter().map(|&a| resolve_axis(a, rank)).collect::<Result<_, _>>().map_err(|e| ctx.err(e))?;
-                shape = shape.iter().enumerate().filter(|(i, _)| !resolved.contains(i)).map(|(_, d)| *d).collect();
+                let resolved: Vec<usize> = axes
+                    .iter()
+                    .map(|&a| resolve_axis(a, rank))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| ctx.err(e))?;
+                shape = shape
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !resolved.contains(i))
+                    .map(|(_, d)| *d)
+                    .collect();
             }
         }
     }
@@ -278,7 +324,13 @@ fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportEr
         let in_strides = strides_of(&v.shape);
         let off = shape.len() - v.shape.len();
         (0..v.shape.len())
-            .map(|d| if v.shape[d] == 1 { 0 } else { (flat / out_strides[d + off]) % shape[d + off] * in_strides[d] })
+            .map(|d| {
+                if v.shape[d] == 1 {
+                    0
+                } else {
+                    (flat / out_strides[d + off]) % shape[d + off] * in_strides[d]
+                }
+            })
             .sum()
     };
     let ia: Vec<usize> = (0..n).map(|i| index(a, i)).collect();

@@ -66,7 +66,11 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         path: label.to_string(),
         reason,
     };
-    let model = ModelProto::parse_from_tokio_bytes(&bytes).map_err(|e| not_onnx(format!("protobuf decoding failed: {e}; the file may be truncated or not ONNX")))?;
+    let model = ModelProto::parse_from_tokio_bytes(&bytes).map_err(|e| {
+        not_onnx(format!(
+            "protobuf decoding failed: {e}; the file may be truncated or not ONNX"
+        ))
+    })?;
     if model.ir_version <= 0 || model.graph.is_none() || model.opset_import.is_empty() {
         return Err(not_onnx("no IR version, graph or opset import".into()));
     }
@@ -78,7 +82,11 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         .ok_or_else(|| not_onnx("no opset for the default ONNX domain".into()))?;
     let proto = model.graph.as_ref().expect("checked above");
     let mut imp = Importer {
-        graph: Graph::new(if proto.name.is_empty() { "model" } else { proto.name.as_str() }),
+        graph: Graph::new(if proto.name.is_empty() {
+            "model"
+        } else {
+            proto.name.as_str()
+        }),
         values: HashMap::new(),
         opset,
     };
@@ -86,7 +94,11 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         imp.graph.metadata.insert(p.key.clone(), p.value.clone());
     }
     let initializers: HashSet<&str> = proto.initializer.iter().map(|t| t.name.as_str()).collect();
-    let declared: Vec<&ValueInfoProto> = proto.input.iter().filter(|i| !initializers.contains(i.name.as_str())).collect();
+    let declared: Vec<&ValueInfoProto> = proto
+        .input
+        .iter()
+        .filter(|i| !initializers.contains(i.name.as_str()))
+        .collect();
     for (k, vi) in declared.iter().enumerate() {
         let fact = input_fact(vi, k, options)?;
         let outlet = imp.graph.add_input(vi.name.clone(), fact)?;
@@ -96,13 +108,13 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         imp.values.insert(vi.name.clone(), outlet);
     }
     for shape in &options.input_shapes {
-        if let Some(n) = &shape.name {
-            if !declared.iter().any(|vi| &vi.name == n) {
-                return Err(ImportError::Input {
-                    name: n.clone(),
-                    reason: "--input-shape names an input the model does not have".into(),
-                });
-            }
+        if let Some(n) = &shape.name
+            && !declared.iter().any(|vi| &vi.name == n)
+        {
+            return Err(ImportError::Input {
+                name: n.clone(),
+                reason: "--input-shape names an input the model does not have".into(),
+            });
         }
     }
     for t in &proto.initializer {
@@ -120,7 +132,10 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
     }
     let mut outputs = Vec::new();
     for o in &proto.output {
-        let outlet = *imp.values.get(&o.name).ok_or_else(|| ImportError::Output { name: o.name.clone() })?;
+        let outlet = *imp
+            .values
+            .get(&o.name)
+            .ok_or_else(|| ImportError::Output { name: o.name.clone() })?;
         outputs.push((o.name.clone(), outlet));
     }
     let mut graph = imp.graph;
@@ -140,21 +155,43 @@ fn input_fact(vi: &ValueInfoProto, index: usize, options: &ImportOptions) -> Res
         name: vi.name.clone(),
         reason,
     };
-    let tt = vi.type_.as_ref().filter(|t| t.has_tensor_type()).map(|t| t.tensor_type()).ok_or_else(|| err("is not a tensor".into()))?;
-    let dtype = DType::from_onnx(tt.elem_type).ok_or_else(|| err(format!("element type {} is not supported", tt.elem_type)))?;
+    let tt = vi
+        .type_
+        .as_ref()
+        .filter(|t| t.has_tensor_type())
+        .map(|t| t.tensor_type())
+        .ok_or_else(|| err("is not a tensor".into()))?;
+    let dtype =
+        DType::from_onnx(tt.elem_type).ok_or_else(|| err(format!("element type {} is not supported", tt.elem_type)))?;
     let declared: Vec<Option<usize>> = tt
         .shape
         .as_ref()
-        .map(|s| s.dim.iter().map(|d| (d.has_dim_value() && d.dim_value() > 0).then(|| d.dim_value() as usize)).collect())
+        .map(|s| {
+            s.dim
+                .iter()
+                .map(|d| (d.has_dim_value() && d.dim_value() > 0).then(|| d.dim_value() as usize))
+                .collect()
+        })
         .ok_or_else(|| err("has no declared shape; give one with --input-shape".into()))?;
     let given = options
         .input_shapes
         .iter()
         .find(|s| s.name.as_deref() == Some(vi.name.as_str()))
-        .or_else(|| options.input_shapes.iter().find(|s| s.name.is_none()).filter(|_| index == 0));
+        .or_else(|| {
+            options
+                .input_shapes
+                .iter()
+                .find(|s| s.name.is_none())
+                .filter(|_| index == 0)
+        });
     if let Some(g) = given {
         if g.dims.len() != declared.len() {
-            return Err(err(format!("--input-shape {:?} has rank {}, the model declares rank {}", g.dims, g.dims.len(), declared.len())));
+            return Err(err(format!(
+                "--input-shape {:?} has rank {}, the model declares rank {}",
+                g.dims,
+                g.dims.len(),
+                declared.len()
+            )));
         }
         return Ok(Fact::new(dtype, g.dims.clone()));
     }
@@ -164,7 +201,10 @@ fn input_fact(vi: &ValueInfoProto, index: usize, options: &ImportOptions) -> Res
         .map(|(i, d)| match (i, d) {
             (_, Some(v)) => Ok(*v),
             (0, None) => Ok(1),
-            (i, None) => Err(err(format!("dimension {i} is dynamic; fix it with --input-shape {}:...", vi.name))),
+            (i, None) => Err(err(format!(
+                "dimension {i} is dynamic; fix it with --input-shape {}:...",
+                vi.name
+            ))),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Fact::new(dtype, dims))
@@ -179,7 +219,13 @@ fn topo_order(nodes: &[NodeProto], known: &HashSet<&str>) -> Result<Vec<usize>, 
             producer.insert(o.as_str(), i);
         }
     }
-    let display = |i: usize| if nodes[i].name.is_empty() { format!("{}_{i}", nodes[i].op_type) } else { nodes[i].name.clone() };
+    let display = |i: usize| {
+        if nodes[i].name.is_empty() {
+            format!("{}_{i}", nodes[i].op_type)
+        } else {
+            nodes[i].name.clone()
+        }
+    };
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
@@ -230,12 +276,22 @@ struct Importer {
 
 impl Importer {
     fn node(&mut self, proto: &NodeProto, index: usize) -> Result<(), ImportError> {
-        let base = if proto.name.is_empty() { format!("{}_{index}", proto.op_type) } else { proto.name.clone() };
+        let base = if proto.name.is_empty() {
+            format!("{}_{index}", proto.op_type)
+        } else {
+            proto.name.clone()
+        };
         let name = self.graph.unique_name(&base);
         let inputs = proto
             .input
             .iter()
-            .map(|i| if i.is_empty() { None } else { self.values.get(i).copied() })
+            .map(|i| {
+                if i.is_empty() {
+                    None
+                } else {
+                    self.values.get(i).copied()
+                }
+            })
             .collect();
         let ctx = NodeCtx {
             proto,
@@ -246,7 +302,11 @@ impl Importer {
         let unsupported = || ImportError::Unsupported {
             op_type: proto.op_type.clone(),
             node: name.clone(),
-            domain: if proto.domain.is_empty() { "ai.onnx".into() } else { proto.domain.clone() },
+            domain: if proto.domain.is_empty() {
+                "ai.onnx".into()
+            } else {
+                proto.domain.clone()
+            },
             opset: self.opset,
         };
         if !(proto.domain.is_empty() || proto.domain == "ai.onnx") {
@@ -259,7 +319,9 @@ impl Importer {
             Lowered::Consts(ts) => {
                 let mut outs = Vec::new();
                 for (t, out_name) in ts.into_iter().zip(&proto.output) {
-                    let n = self.graph.unique_name(if out_name.is_empty() { &name } else { out_name });
+                    let n = self
+                        .graph
+                        .unique_name(if out_name.is_empty() { &name } else { out_name });
                     outs.push(self.graph.add_const(n, t)?);
                 }
                 outs

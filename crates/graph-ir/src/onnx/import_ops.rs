@@ -62,9 +62,11 @@ impl<'a> NodeCtx<'a> {
             return Ok(None);
         };
         let what = self.proto.input.get(i).cloned().unwrap_or_default();
-        let t = g
-            .const_tensor(*o)
-            .ok_or_else(|| self.err(format!("input {i} (`{what}`) must be a constant; computed values are not supported here")))?;
+        let t = g.const_tensor(*o).ok_or_else(|| {
+            self.err(format!(
+                "input {i} (`{what}`) must be a constant; computed values are not supported here"
+            ))
+        })?;
         if !t.has_data() {
             return Err(self.err(format!(
                 "input {i} (`{what}`) is a constant without data (structure-only model), but its values decide shapes"
@@ -121,7 +123,11 @@ fn window_pads(
                 let eff = dilations[i] * (kernel[i].max(1) - 1) + 1;
                 let total = ((out - 1) * strides[i] + eff).saturating_sub(x[2 + i]);
                 let small = total / 2;
-                let (begin, end) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+                let (begin, end) = if auto == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                };
                 pads[i] = begin;
                 pads[i + 2] = end;
             }
@@ -142,17 +148,21 @@ fn conv(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
         return Err(ctx.err(format!("only 2-D convolution is supported (weight is {w})")));
     }
     let kernel = [w.shape[2], w.shape[3]];
-    if let Some(k) = a.ints("kernel_shape")? {
-        if k != [kernel[0] as i64, kernel[1] as i64] {
-            return Err(a.err("kernel_shape", format!("{k:?} disagrees with weight {w}")));
-        }
+    if let Some(k) = a.ints("kernel_shape")?
+        && k != [kernel[0] as i64, kernel[1] as i64]
+    {
+        return Err(a.err("kernel_shape", format!("{k:?} disagrees with weight {w}")));
     }
     let strides = pair(a.usizes("strides", &[1, 1], Some(2))?);
     let dilations = pair(a.usizes("dilations", &[1, 1], Some(2))?);
     let group = a.int("group", 1)?;
     let group = usize::try_from(group).map_err(|_| a.err("group", "must be positive"))?;
     let pads = window_pads(ctx, g, kernel, strides, dilations)?;
-    let n = if ctx.inputs.get(2).copied().flatten().is_some() { 3 } else { 2 };
+    let n = if ctx.inputs.get(2).copied().flatten().is_some() {
+        3
+    } else {
+        2
+    };
     let op = Op::Conv(Conv {
         strides,
         pads,
@@ -167,7 +177,9 @@ fn pool(ctx: &NodeCtx, g: &Graph, kind: PoolKind) -> Result<Lowered, ImportError
     if ctx.proto.output.len() > 1 && !ctx.proto.output[1].is_empty() {
         return Err(ctx.err("the Indices output of MaxPool is not supported"));
     }
-    let kernel = a.ints("kernel_shape")?.ok_or_else(|| a.err("kernel_shape", "is required"))?;
+    let kernel = a
+        .ints("kernel_shape")?
+        .ok_or_else(|| a.err("kernel_shape", "is required"))?;
     if kernel.len() != 2 {
         return Err(ctx.err(format!("only 2-D pooling is supported (kernel_shape {kernel:?})")));
     }
@@ -213,8 +225,15 @@ fn clip(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
 fn split(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
     let axis = a.int("axis", 0)?;
-    let x = g.fact(ctx.input(0)?).cloned().ok_or_else(|| ctx.err("input 0 has no fact"))?;
-    let given = if ctx.opset < 13 { a.ints("split")? } else { ctx.const_ints(g, 1)? };
+    let x = g
+        .fact(ctx.input(0)?)
+        .cloned()
+        .ok_or_else(|| ctx.err("input 0 has no fact"))?;
+    let given = if ctx.opset < 13 {
+        a.ints("split")?
+    } else {
+        ctx.const_ints(g, 1)?
+    };
     let n_out = ctx.proto.output.len();
     let sizes = match given {
         Some(s) => s
@@ -222,7 +241,11 @@ fn split(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
             .map(|&v| usize::try_from(v).map_err(|_| ctx.err(format!("negative split size in {s:?}"))))
             .collect::<Result<Vec<_>, _>>()?,
         None => {
-            let n = if a.has("num_outputs") { a.int("num_outputs", 1)? as usize } else { n_out };
+            let n = if a.has("num_outputs") {
+                a.int("num_outputs", 1)? as usize
+            } else {
+                n_out
+            };
             let ax = resolve_axis(axis, x.rank()).map_err(|e| ctx.err(e))?;
             let d = x.shape[ax];
             let chunk = d.div_ceil(n.max(1));
@@ -237,7 +260,12 @@ fn slice(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     let (starts, ends, axes, steps) = if ctx.opset < 10 {
         (a.ints("starts")?, a.ints("ends")?, a.ints("axes")?, None)
     } else {
-        (ctx.const_ints(g, 1)?, ctx.const_ints(g, 2)?, ctx.const_ints(g, 3)?, ctx.const_ints(g, 4)?)
+        (
+            ctx.const_ints(g, 1)?,
+            ctx.const_ints(g, 2)?,
+            ctx.const_ints(g, 3)?,
+            ctx.const_ints(g, 4)?,
+        )
     };
     let starts = starts.ok_or_else(|| ctx.err("starts are required"))?;
     let ends = ends.ok_or_else(|| ctx.err("ends are required"))?;
@@ -260,7 +288,10 @@ fn pad(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
         other => return Err(a.err("mode", format!("`{other}` is not supported"))),
     };
     let (mut pads, value) = if ctx.opset < 11 {
-        (a.ints("pads")?.ok_or_else(|| a.err("pads", "is required"))?, a.float("value", 0.0)?)
+        (
+            a.ints("pads")?.ok_or_else(|| a.err("pads", "is required"))?,
+            a.float("value", 0.0)?,
+        )
     } else {
         (
             ctx.const_ints(g, 1)?.ok_or_else(|| ctx.err("pads are required"))?,
@@ -283,18 +314,28 @@ fn pad(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
 fn reduce_mean(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
     let keepdims = a.int("keepdims", 1)? != 0;
-    let axes = if ctx.opset < 18 { a.ints("axes")? } else { ctx.const_ints(g, 1)? };
+    let axes = if ctx.opset < 18 {
+        a.ints("axes")?
+    } else {
+        ctx.const_ints(g, 1)?
+    };
     let axes = axes.unwrap_or_default();
     if axes.is_empty() && a.int("noop_with_empty_axes", 0)? != 0 {
         return Ok(Lowered::Alias(vec![ctx.input(0)?]));
     }
-    Ok(Lowered::Op(Op::ReduceMean(ReduceMean { axes, keepdims }), ctx.data_inputs(1)?))
+    Ok(Lowered::Op(
+        Op::ReduceMean(ReduceMean { axes, keepdims }),
+        ctx.data_inputs(1)?,
+    ))
 }
 
 fn batch_norm(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
     if a.int("training_mode", 0)? != 0 {
-        return Err(a.err("training_mode", "training-mode BatchNormalization is not supported; export the model in eval mode"));
+        return Err(a.err(
+            "training_mode",
+            "training-mode BatchNormalization is not supported; export the model in eval mode",
+        ));
     }
     if ctx.proto.output.iter().skip(1).any(|o| !o.is_empty()) {
         return Err(ctx.err("BatchNormalization with running-statistics outputs is not supported; export in eval mode"));
@@ -308,7 +349,11 @@ fn batch_norm(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
 
 fn reshape(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
-    let shape = if ctx.opset < 5 { a.ints("shape")? } else { ctx.const_ints(g, 1)? };
+    let shape = if ctx.opset < 5 {
+        a.ints("shape")?
+    } else {
+        ctx.const_ints(g, 1)?
+    };
     let shape = shape.ok_or_else(|| ctx.err("target shape is required"))?;
     let op = Reshape {
         shape,
@@ -331,7 +376,11 @@ fn gemm(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
         trans_a: a.int("transA", 0)? != 0,
         trans_b: a.int("transB", 0)? != 0,
     };
-    let n = if ctx.inputs.get(2).copied().flatten().is_some() { 3 } else { 2 };
+    let n = if ctx.inputs.get(2).copied().flatten().is_some() {
+        3
+    } else {
+        2
+    };
     Ok(Lowered::Op(Op::Gemm(op), ctx.data_inputs(n)?))
 }
 
@@ -366,16 +415,29 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
         "Mul" => binary(ctx, BinaryOp::Mul)?,
         "Div" => binary(ctx, BinaryOp::Div)?,
         "Concat" => Lowered::Op(
-            Op::Concat(Concat { axis: a.int("axis", 0)? }),
+            Op::Concat(Concat {
+                axis: a.int("axis", 0)?,
+            }),
             (0..ctx.inputs.len()).map(|i| ctx.input(i)).collect::<Result<_, _>>()?,
         ),
         "Split" => split(ctx, g)?,
         "Slice" => slice(ctx, g)?,
         "Reshape" => reshape(ctx, g)?,
-        "Flatten" => Lowered::Op(Op::Flatten(Flatten { axis: a.int("axis", 1)? }), ctx.data_inputs(1)?),
+        "Flatten" => Lowered::Op(
+            Op::Flatten(Flatten {
+                axis: a.int("axis", 1)?,
+            }),
+            ctx.data_inputs(1)?,
+        ),
         "Transpose" => transpose(ctx, g)?,
         "MaxPool" => pool(ctx, g, PoolKind::Max)?,
-        "AveragePool" => pool(ctx, g, PoolKind::Average { count_include_pad: false })?,
+        "AveragePool" => pool(
+            ctx,
+            g,
+            PoolKind::Average {
+                count_include_pad: false,
+            },
+        )?,
         "GlobalAveragePool" => Lowered::Op(Op::GlobalAveragePool(GlobalAveragePool), ctx.data_inputs(1)?),
         "ReduceMean" => reduce_mean(ctx, g)?,
         "Gemm" => gemm(ctx)?,

@@ -14,7 +14,6 @@ mod import;
 mod import_ops;
 mod tensor_proto;
 
-
 pub use export::{EXPORT_OPSET, export_bytes, export_file};
 pub use import::{ImportOptions, InputShape, import_bytes, import_file};
 
@@ -26,10 +25,7 @@ use thiserror::Error;
 pub enum ImportError {
     /// The I/O error is in the message and is not returned by `source()`.
     #[error("{path}: cannot read file: {error}")]
-    Io {
-        path: String,
-        error: std::io::Error,
-    },
+    Io { path: String, error: std::io::Error },
     #[error("{path}: not a valid ONNX model ({reason})")]
     NotOnnx { path: String, reason: String },
     #[error("unsupported operator `{op_type}` (node `{node}`, domain `{domain}`, opset {opset})")]
@@ -85,10 +81,7 @@ pub enum ImportError {
 pub enum ExportError {
     /// The I/O error is in the message and is not returned by `source()`.
     #[error("{path}: cannot write file: {error}")]
-    Io {
-        path: String,
-        error: std::io::Error,
-    },
+    Io { path: String, error: std::io::Error },
     #[error("node `{node}` ({op}): cannot be written at opset {opset}: {reason}")]
     Node {
         node: String,

@@ -13,10 +13,12 @@ pub(super) fn tensor_from_proto(t: &TensorProto) -> Result<Tensor, ImportError> 
         name: t.name.clone(),
         reason,
     };
-    let dtype = DType::from_onnx(t.data_type)
-        .ok_or_else(|| bad(format!("data type {} is not supported", t.data_type)))?;
+    let dtype =
+        DType::from_onnx(t.data_type).ok_or_else(|| bad(format!("data type {} is not supported", t.data_type)))?;
     if !t.external_data.is_empty() || t.data_location.value() == 1 {
-        return Err(bad("external data files are not supported; save the model with weights inside".into()));
+        return Err(bad(
+            "external data files are not supported; save the model with weights inside".into(),
+        ));
     }
     let shape = t
         .dims
@@ -52,7 +54,9 @@ fn typed_bytes(t: &TensorProto, dtype: DType) -> Option<Bytes> {
         DType::I64 if !t.int64_data.is_empty() => t.int64_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
         DType::I32 if !t.int32_data.is_empty() => t.int32_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
         DType::F16 if !t.int32_data.is_empty() => t.int32_data.iter().flat_map(|v| (*v as u16).to_le_bytes()).collect(),
-        DType::I8 | DType::U8 | DType::Bool if !t.int32_data.is_empty() => t.int32_data.iter().map(|v| *v as u8).collect(),
+        DType::I8 | DType::U8 | DType::Bool if !t.int32_data.is_empty() => {
+            t.int32_data.iter().map(|v| *v as u8).collect()
+        }
         _ => return None,
     };
     Some(Bytes::from(bytes))

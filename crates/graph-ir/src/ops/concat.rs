@@ -16,7 +16,11 @@ impl OpSpec for Concat {
         let mut shape = first.shape.clone();
         for f in &inputs[1..] {
             let same_rest = f.rank() == first.rank()
-                && f.shape.iter().zip(&first.shape).enumerate().all(|(i, (a, b))| i == axis || a == b);
+                && f.shape
+                    .iter()
+                    .zip(&first.shape)
+                    .enumerate()
+                    .all(|(i, (a, b))| i == axis || a == b);
             if !same_rest || f.dtype != first.dtype {
                 return Err(format!("input {f} does not match {first} outside axis {axis}"));
             }

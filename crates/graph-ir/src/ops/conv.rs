@@ -52,13 +52,27 @@ impl OpSpec for Conv {
                 self.group
             ));
         }
-        if let Some(b) = inputs.get(2) {
-            if b.shape != [m] {
-                return Err(format!("bias must be [{m}], got {b}"));
-            }
+        if let Some(b) = inputs.get(2)
+            && b.shape != [m]
+        {
+            return Err(format!("bias must be [{m}], got {b}"));
         }
-        let oh = window_out(h, kh, self.strides[0], self.dilations[0], (self.pads[0], self.pads[2]), false)?;
-        let ow = window_out(wd, kw, self.strides[1], self.dilations[1], (self.pads[1], self.pads[3]), false)?;
+        let oh = window_out(
+            h,
+            kh,
+            self.strides[0],
+            self.dilations[0],
+            (self.pads[0], self.pads[2]),
+            false,
+        )?;
+        let ow = window_out(
+            wd,
+            kw,
+            self.strides[1],
+            self.dilations[1],
+            (self.pads[1], self.pads[3]),
+            false,
+        )?;
         Ok(vec![Fact::new(x.dtype, [n, m, oh, ow])])
     }
 

@@ -29,8 +29,16 @@ impl OpSpec for Gemm {
         let (a, b) = (inputs[0], inputs[1]);
         expect_rank(a, 2, "A")?;
         expect_rank(b, 2, "B")?;
-        let (m, ka) = if self.trans_a { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
-        let (kb, n) = if self.trans_b { (b.shape[1], b.shape[0]) } else { (b.shape[0], b.shape[1]) };
+        let (m, ka) = if self.trans_a {
+            (a.shape[1], a.shape[0])
+        } else {
+            (a.shape[0], a.shape[1])
+        };
+        let (kb, n) = if self.trans_b {
+            (b.shape[1], b.shape[0])
+        } else {
+            (b.shape[0], b.shape[1])
+        };
         if ka != kb {
             return Err(format!("inner dimensions differ: A gives {ka}, B gives {kb}"));
         }
@@ -64,7 +72,9 @@ impl OpSpec for MatMul {
         expect_inputs(inputs, 2, 2)?;
         let (a, b) = (inputs[0], inputs[1]);
         if a.rank() < 2 || b.rank() < 2 {
-            return Err(format!("inputs must have rank >= 2 (vectors are not supported), got {a} and {b}"));
+            return Err(format!(
+                "inputs must have rank >= 2 (vectors are not supported), got {a} and {b}"
+            ));
         }
         let (m, ka) = (a.shape[a.rank() - 2], a.shape[a.rank() - 1]);
         let (kb, n) = (b.shape[b.rank() - 2], b.shape[b.rank() - 1]);

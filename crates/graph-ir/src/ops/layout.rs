@@ -22,14 +22,18 @@ pub fn reshape_target(input: &[usize], target: &[i64], allowzero: bool) -> Resul
                 infer_at = Some(i);
                 out.push(1);
             }
-            0 if !allowzero => out.push(*input.get(i).ok_or_else(|| format!("0 at position {i} has no input dimension to copy"))?),
+            0 if !allowzero => out.push(
+                *input
+                    .get(i)
+                    .ok_or_else(|| format!("0 at position {i} has no input dimension to copy"))?,
+            ),
             t if t >= 0 => out.push(t as usize),
             _ => return Err(format!("invalid reshape target {target:?}")),
         }
     }
     let known: usize = out.iter().product();
     if let Some(i) = infer_at {
-        if known == 0 || volume % known != 0 {
+        if known == 0 || !volume.is_multiple_of(known) {
             return Err(format!("cannot reshape {input:?} to {target:?}"));
         }
         out[i] = volume / known;
@@ -96,7 +100,10 @@ impl OpSpec for Transpose {
                 return Err(format!("perm {:?} repeats axis {axis}", self.perm));
             }
         }
-        Ok(vec![Fact::new(x.dtype, self.perm.iter().map(|&p| x.shape[p]).collect::<Vec<_>>())])
+        Ok(vec![Fact::new(
+            x.dtype,
+            self.perm.iter().map(|&p| x.shape[p]).collect::<Vec<_>>(),
+        )])
     }
 
     fn cost(&self, _inputs: &[&Fact], _outputs: &[Fact]) -> Cost {

@@ -139,8 +139,7 @@ impl Op {
 
     /// Arithmetic cost of the node given its input and output facts.
     pub fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
-        self.spec()
-            .map_or(Cost::default(), |s| s.cost(inputs, outputs))
+        self.spec().map_or(Cost::default(), |s| s.cost(inputs, outputs))
     }
 
     /// Whether the operator only moves or reinterprets data.
@@ -199,7 +198,11 @@ pub(crate) fn window_out(
         ));
     }
     let span = padded - eff;
-    let mut out = if ceil_mode { span.div_ceil(stride) } else { span / stride } + 1;
+    let mut out = if ceil_mode {
+        span.div_ceil(stride)
+    } else {
+        span / stride
+    } + 1;
     if ceil_mode && (out - 1) * stride >= input + pads.0 {
         out -= 1;
     }

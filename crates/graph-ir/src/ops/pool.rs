@@ -26,8 +26,22 @@ impl OpSpec for Pool {
         expect_inputs(inputs, 1, 1)?;
         let x = inputs[0];
         expect_rank(x, 4, "input X")?;
-        let oh = window_out(x.shape[2], self.kernel[0], self.strides[0], self.dilations[0], (self.pads[0], self.pads[2]), self.ceil_mode)?;
-        let ow = window_out(x.shape[3], self.kernel[1], self.strides[1], self.dilations[1], (self.pads[1], self.pads[3]), self.ceil_mode)?;
+        let oh = window_out(
+            x.shape[2],
+            self.kernel[0],
+            self.strides[0],
+            self.dilations[0],
+            (self.pads[0], self.pads[2]),
+            self.ceil_mode,
+        )?;
+        let ow = window_out(
+            x.shape[3],
+            self.kernel[1],
+            self.strides[1],
+            self.dilations[1],
+            (self.pads[1], self.pads[3]),
+            self.ceil_mode,
+        )?;
         Ok(vec![Fact::new(x.dtype, [x.shape[0], x.shape[1], oh, ow])])
     }
 

@@ -25,7 +25,11 @@ pub fn slice_len(dim: usize, start: i64, end: i64, step: i64) -> usize {
         if e > s { ((e - s + step - 1) / step) as usize } else { 0 }
     } else {
         let (s, e) = (fix(start, 0, d - 1), fix(end, -1, d - 1));
-        if s > e { ((s - e - step - 1) / -step) as usize } else { 0 }
+        if s > e {
+            ((s - e - step - 1) / -step) as usize
+        } else {
+            0
+        }
     }
 }
 

@@ -8,10 +8,16 @@ use crate::tensor::Fact;
 pub enum UnaryOp {
     Relu,
     /// `min(max(x, min), max)`; ReLU6 is `Clip(0, 6)`.
-    Clip { min: Option<f32>, max: Option<f32> },
+    Clip {
+        min: Option<f32>,
+        max: Option<f32>,
+    },
     Sigmoid,
     /// `max(0, min(1, alpha * x + beta))`.
-    HardSigmoid { alpha: f32, beta: f32 },
+    HardSigmoid {
+        alpha: f32,
+        beta: f32,
+    },
     /// `x * HardSigmoid(x)` with alpha 1/6, beta 0.5.
     HardSwish,
     Tanh,

@@ -20,14 +20,19 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let graph = args.model.load()?;
-    graph_ir::onnx::export_file(&graph, &args.output).with_context(|| format!("cannot export to {}", args.output.display()))?;
+    graph_ir::onnx::export_file(&graph, &args.output)
+        .with_context(|| format!("cannot export to {}", args.output.display()))?;
     let cost = graph.total_cost();
     println!(
         "wrote {} ({} nodes, {} parameters{})",
         args.output.display(),
         graph.len(),
         cost.params,
-        if args.model.random_weights.is_some() { ", missing weights filled from the seed" } else { "" }
+        if args.model.random_weights.is_some() {
+            ", missing weights filled from the seed"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

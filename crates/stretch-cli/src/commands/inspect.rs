@@ -49,7 +49,11 @@ struct Report {
 }
 
 fn row(label: String, p: &PartSummary) -> Vec<String> {
-    let blocks = if p.kind == "stage" { format!("{} ({} res)", p.blocks, p.residual_blocks) } else { "-".into() };
+    let blocks = if p.kind == "stage" {
+        format!("{} ({} res)", p.blocks, p.residual_blocks)
+    } else {
+        "-".into()
+    };
     vec![
         label,
         blocks,
@@ -87,7 +91,13 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let s = &report.summary;
-    let mut rows = vec![["part", "blocks", "input", "output", "channels", "MACs", "params", "MACs %"].map(String::from).to_vec()];
+    let mut rows = vec![
+        [
+            "part", "blocks", "input", "output", "channels", "MACs", "params", "MACs %",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
     rows.push(row("stem".into(), &s.stem));
     for st in &s.stages {
         rows.push(row(format!("stage {}", st.index), st));
