@@ -6,7 +6,7 @@ use crate::graph::{Graph, NodeId, Outlet};
 use crate::ops::*;
 use crate::tensor::{Fact, Tensor};
 use onnx_ir::{AttributeProto, AttributeType, GraphProto, Message, ModelProto, NodeProto, TypeProto, ValueInfoProto};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 /// The opset every exported model declares.
@@ -59,17 +59,25 @@ pub fn export_bytes(graph: &Graph) -> Result<Vec<u8>, ExportError> {
         o.domain = String::new();
         o.version = EXPORT_OPSET;
     }
-    for (k, v) in &graph.metadata {
-        model.metadata_props.push(Default::default());
-        if let Some(e) = model.metadata_props.last_mut() {
-            e.key = k.clone();
-            e.value = v.clone();
-        }
-    }
+    model.metadata_props = props(&graph.metadata).metadata_props;
     model.graph = Some(g).into();
     model
         .write_to_bytes()
         .map_err(|e| ExportError::Encode { reason: e.to_string() })
+}
+
+/// Key/value pairs as ONNX `metadata_props` entries, carried in a scratch
+/// `NodeProto` (the entry type itself is not exported by `onnx-ir`).
+fn props(map: &BTreeMap<String, String>) -> NodeProto {
+    let mut carrier = NodeProto::new();
+    for (k, v) in map {
+        carrier.metadata_props.push(Default::default());
+        if let Some(e) = carrier.metadata_props.last_mut() {
+            e.key = k.clone();
+            e.value = v.clone();
+        }
+    }
+    carrier
 }
 
 fn value_info(name: &str, fact: &Fact) -> ValueInfoProto {
@@ -204,25 +212,13 @@ impl<'g> Writer<'g> {
         match &node.op {
             Op::Input(f) => {
                 let mut vi = value_info(&out_name, f);
-                for (k, v) in &node.annotations {
-                    vi.metadata_props.push(Default::default());
-                    if let Some(e) = vi.metadata_props.last_mut() {
-                        e.key = k.clone();
-                        e.value = v.clone();
-                    }
-                }
+                vi.metadata_props = props(&node.annotations).metadata_props;
                 g.input.push(vi);
                 return Ok(());
             }
             Op::Const(t) => {
                 let mut tp = tensor_to_proto(&out_name, t);
-                for (k, v) in &node.annotations {
-                    tp.metadata_props.push(Default::default());
-                    if let Some(e) = tp.metadata_props.last_mut() {
-                        e.key = k.clone();
-                        e.value = v.clone();
-                    }
-                }
+                tp.metadata_props = props(&node.annotations).metadata_props;
                 g.initializer.push(tp);
                 return Ok(());
             }
@@ -340,13 +336,7 @@ impl<'g> Writer<'g> {
                 }
             }
         }
-        for (k, v) in &node.annotations {
-            p.metadata_props.push(Default::default());
-            if let Some(e) = p.metadata_props.last_mut() {
-                e.key = k.clone();
-                e.value = v.clone();
-            }
-        }
+        p.metadata_props = props(&node.annotations).metadata_props;
         for (s, f) in node.outputs.iter().enumerate() {
             let name = self.names[&id.out(s)].clone();
             if !graph.is_output(id.out(s)) {
