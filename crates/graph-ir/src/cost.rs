@@ -22,10 +22,10 @@ pub struct NodeCost {
 
 impl AddAssign for NodeCost {
     fn add_assign(&mut self, o: NodeCost) {
-        self.macs += o.macs;
-        self.flops += o.flops;
-        self.params += o.params;
-        self.activation_bytes += o.activation_bytes;
+        self.macs = self.macs.saturating_add(o.macs);
+        self.flops = self.flops.saturating_add(o.flops);
+        self.params = self.params.saturating_add(o.params);
+        self.activation_bytes = self.activation_bytes.saturating_add(o.activation_bytes);
     }
 }
 

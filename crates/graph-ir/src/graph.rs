@@ -10,6 +10,10 @@ use petgraph::visit::{EdgeRef, NodeIndexable};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
+/// The largest value (in bytes) a node may produce; larger facts are
+/// rejected at wiring time so sizes and costs never overflow.
+pub const MAX_VALUE_BYTES: usize = 1 << 40;
+
 /// Identifies a node of one graph. Ids are never reused within a graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(u32);
@@ -130,11 +134,21 @@ impl Graph {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        op.infer(&facts).map_err(|reason| GraphError::Inference {
+        let err = |reason: String| GraphError::Inference {
             node: name.to_string(),
             op: op.name(),
             reason,
-        })
+        };
+        let outputs = op.infer(&facts).map_err(err)?;
+        for f in &outputs {
+            if f.checked_bytes().is_none_or(|b| b > MAX_VALUE_BYTES) {
+                return Err(err(format!(
+                    "output {f:?} would exceed {} GiB",
+                    MAX_VALUE_BYTES >> 30
+                )));
+            }
+        }
+        Ok(outputs)
     }
 
     /// The node with this id, if it exists.

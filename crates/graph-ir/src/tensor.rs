@@ -109,6 +109,11 @@ impl Fact {
         self.shape.iter().product()
     }
 
+    /// Size in bytes, or `None` if it does not fit in `usize`.
+    pub fn checked_bytes(&self) -> Option<usize> {
+        self.shape.iter().try_fold(self.dtype.size(), |b, &d| b.checked_mul(d))
+    }
+
     /// Size in bytes of one value of this fact.
     pub fn bytes(&self) -> usize {
         self.volume() * self.dtype.size()

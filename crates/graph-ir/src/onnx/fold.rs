@@ -11,6 +11,9 @@ use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis};
 use crate::tensor::{DType, Fact, Tensor};
 use bytes::Bytes;
 
+/// The largest constant folding may create from a shape alone.
+const MAX_FOLDED_ELEMENTS: usize = 1 << 26;
+
 #[derive(Clone, Debug)]
 enum Data {
     I(Vec<i64>),
@@ -179,7 +182,11 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
                 Some(t) => Val::from_tensor(&tensor_from_proto(t)?).ok_or_else(|| a.err("value", "has no data"))?,
                 None => Val::from_tensor(&Tensor::from_f32([1], &[0.0])).expect("has data"),
             };
-            let n: usize = shape.iter().product();
+            let n = shape
+                .iter()
+                .try_fold(1usize, |p, &d| p.checked_mul(d))
+                .filter(|&n| n <= MAX_FOLDED_ELEMENTS)
+                .ok_or_else(|| ctx.err(format!("ConstantOfShape {shape:?} is too large to fold")))?;
             Val {
                 dtype: fill.dtype,
                 data: fill.gather_flat(&vec![0; n]),

@@ -24,7 +24,9 @@ impl OpSpec for Concat {
             if !same_rest || f.dtype != first.dtype {
                 return Err(format!("input {f} does not match {first} outside axis {axis}"));
             }
-            shape[axis] += f.shape[axis];
+            shape[axis] = shape[axis]
+                .checked_add(f.shape[axis])
+                .ok_or("concatenated axis is too large")?;
         }
         Ok(vec![Fact::new(first.dtype, shape)])
     }

@@ -46,7 +46,7 @@ impl OpSpec for Conv {
                 self.group
             ));
         }
-        if cg * self.group != c {
+        if cg.checked_mul(self.group) != Some(c) {
             return Err(format!(
                 "weight has {cg} input channels per group but X has {c} channels in {} groups",
                 self.group
@@ -79,11 +79,11 @@ impl OpSpec for Conv {
     fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         let w = &inputs[1].shape;
         let out = outputs[0].volume() as u64;
-        let macs = out * (w[1] * w[2] * w[3]) as u64;
+        let macs = out.saturating_mul((w[1] * w[2] * w[3]) as u64);
         let bias = if inputs.len() > 2 { out } else { 0 };
         Cost {
             macs,
-            flops: 2 * macs + bias,
+            flops: macs.saturating_mul(2).saturating_add(bias),
         }
     }
 }

@@ -57,8 +57,8 @@ impl OpSpec for Gemm {
         let out = outputs[0].volume() as u64;
         let bias = if inputs.len() > 2 { out } else { 0 };
         Cost {
-            macs: out * k,
-            flops: 2 * out * k + bias,
+            macs: out.saturating_mul(k),
+            flops: out.saturating_mul(k).saturating_mul(2).saturating_add(bias),
         }
     }
 }
@@ -89,7 +89,10 @@ impl OpSpec for MatMul {
     fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         let a = &inputs[0].shape;
         let k = a[a.len() - 1] as u64;
-        let macs = outputs[0].volume() as u64 * k;
-        Cost { macs, flops: 2 * macs }
+        let macs = (outputs[0].volume() as u64).saturating_mul(k);
+        Cost {
+            macs,
+            flops: macs.saturating_mul(2),
+        }
     }
 }

@@ -31,7 +31,10 @@ pub fn reshape_target(input: &[usize], target: &[i64], allowzero: bool) -> Resul
             _ => return Err(format!("invalid reshape target {target:?}")),
         }
     }
-    let known: usize = out.iter().product();
+    let known = out
+        .iter()
+        .try_fold(1usize, |p, &d| p.checked_mul(d))
+        .ok_or_else(|| format!("reshape target {target:?} is too large"))?;
     if let Some(i) = infer_at {
         if known == 0 || !volume.is_multiple_of(known) {
             return Err(format!("cannot reshape {input:?} to {target:?}"));

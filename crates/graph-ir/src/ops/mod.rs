@@ -189,8 +189,15 @@ pub(crate) fn window_out(
     pads: (usize, usize),
     ceil_mode: bool,
 ) -> Result<usize, String> {
-    let eff = dilation * (kernel.max(1) - 1) + 1;
-    let padded = input + pads.0 + pads.1;
+    let too_big = || format!("window (kernel {kernel}, dilation {dilation}, padding {}+{}) is too large", pads.0, pads.1);
+    let eff = dilation
+        .checked_mul(kernel.max(1) - 1)
+        .and_then(|e| e.checked_add(1))
+        .ok_or_else(too_big)?;
+    let padded = input
+        .checked_add(pads.0)
+        .and_then(|p| p.checked_add(pads.1))
+        .ok_or_else(too_big)?;
     if padded < eff || stride == 0 {
         return Err(format!(
             "window {eff} (kernel {kernel}, dilation {dilation}) does not fit input {input} with padding {}+{}, stride {stride}",

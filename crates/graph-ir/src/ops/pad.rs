@@ -38,9 +38,9 @@ impl OpSpec for Pad {
         }
         let mut shape = Vec::with_capacity(r);
         for (i, &d) in x.shape.iter().enumerate() {
-            let size = d as i64 + self.pads[i] + self.pads[i + r];
-            if size < 0 {
-                return Err(format!("pads {:?} remove more than axis {i} holds", self.pads));
+            let size = (d as i128) + (self.pads[i] as i128) + (self.pads[i + r] as i128);
+            if size < 0 || size > i64::MAX as i128 {
+                return Err(format!("pads {:?} do not leave a valid size on axis {i}", self.pads));
             }
             shape.push(size as usize);
         }

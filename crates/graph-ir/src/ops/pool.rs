@@ -49,7 +49,7 @@ impl OpSpec for Pool {
         let window = (self.kernel[0] * self.kernel[1]) as u64;
         Cost {
             macs: 0,
-            flops: window * outputs[0].volume() as u64,
+            flops: window.saturating_mul(outputs[0].volume() as u64),
         }
     }
 }

@@ -15,22 +15,19 @@ pub struct Slice {
 
 /// Number of elements a slice selects on an axis of length `dim`.
 pub fn slice_len(dim: usize, start: i64, end: i64, step: i64) -> usize {
-    let d = dim as i64;
-    let fix = |v: i64, lo: i64, hi: i64| {
+    let (d, start, end, step) = (dim as i128, start as i128, end as i128, step as i128);
+    let fix = |v: i128, lo: i128, hi: i128| {
         let v = if v < 0 { v + d } else { v };
         v.clamp(lo, hi)
     };
-    if step > 0 {
+    let n = if step > 0 {
         let (s, e) = (fix(start, 0, d), fix(end, 0, d));
-        if e > s { ((e - s + step - 1) / step) as usize } else { 0 }
+        if e > s { (e - s + step - 1) / step } else { 0 }
     } else {
         let (s, e) = (fix(start, 0, d - 1), fix(end, -1, d - 1));
-        if s > e {
-            ((s - e - step - 1) / -step) as usize
-        } else {
-            0
-        }
-    }
+        if s > e { (s - e - step - 1) / -step } else { 0 }
+    };
+    n as usize
 }
 
 impl OpSpec for Slice {

@@ -15,8 +15,8 @@ impl OpSpec for Split {
         expect_inputs(inputs, 1, 1)?;
         let x = inputs[0];
         let axis = resolve_axis(self.axis, x.rank())?;
-        let total: usize = self.sizes.iter().sum();
-        if total != x.shape[axis] || self.sizes.is_empty() {
+        let total = self.sizes.iter().try_fold(0usize, |t, &s| t.checked_add(s));
+        if total != Some(x.shape[axis]) || self.sizes.is_empty() {
             return Err(format!(
                 "split sizes {:?} do not add up to {} on axis {axis} of {x}",
                 self.sizes, x.shape[axis]

@@ -4,10 +4,12 @@ use crate::model_args::ModelArgs;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
-/// Import an ONNX model and write it back out through the IR (opset 17),
-/// folding Identity/Dropout nodes and constant subgraphs and fixing dynamic
-/// dimensions. With --random-weights, a structure-only model becomes a
-/// runnable one.
+/// Import an ONNX model and write it back out through the IR (opset 17).
+///
+/// On the way, Identity and Dropout nodes and constant subgraphs are folded
+/// away and dynamic dimensions are fixed (batch 1 unless --input-shape says
+/// otherwise). With --random-weights, a structure-only model becomes a
+/// runnable one. Node annotations are kept as ONNX metadata_props.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]

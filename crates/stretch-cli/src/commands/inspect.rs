@@ -7,8 +7,10 @@ use graph_ir::analysis::{PartSummary, analyze};
 use serde::Serialize;
 use std::io::Write;
 
-/// Show a model's stem, stages and head: blocks per stage, input and output
-/// shapes, channels, MACs, parameters and each part's share of the MACs.
+/// Show a model's stem, stages and head with their shapes and costs.
+///
+/// Per part: blocks (and how many are identity-residual), input and output
+/// shapes, channels, MACs, parameters and share of the model's MACs.
 ///
 /// Stages are found from the graph's structure (cuts, identity-residual
 /// blocks, linear bottlenecks), never from node names. MACs count Conv and
