@@ -167,3 +167,55 @@ fn weight_length_mismatch_names_tensor_and_byte_counts() {
         assert!(msg.contains(part), "{part} missing from: {msg}");
     }
 }
+
+fn probe(b: Bytes) {
+    match import_bytes(b, "p", &ImportOptions::default()) {
+        Err(e) => eprintln!("import err: {e}"),
+        Ok(g) => {
+            eprintln!("imported");
+            eprintln!("export: {:?}", export_bytes(&g).map(|b| b.len()));
+            eprintln!("analyze: {:?}", graph_ir::analysis::analyze(&g).map(|s| s.summary(&g).total));
+        }
+    }
+}
+
+#[test]
+fn probe_huge_dims() {
+    probe(edited(|m| {
+        let graph = m.graph.as_mut().unwrap();
+        let w = graph.initializer.iter_mut().find(|t| t.name == "w").unwrap();
+        w.dims = vec![1 << 40, 3, 3, 3];
+        w.raw_data = Default::default();
+    }));
+    for big in [1i64 << 20, 1 << 31, 1 << 40, 1 << 62] {
+        probe(edited(|m| {
+            let graph = m.graph.as_mut().unwrap();
+            let x = graph.input.iter_mut().find(|t| t.name == "x").unwrap();
+            let dims = &mut x.type_.as_mut().unwrap().mut_tensor_type().shape.as_mut().unwrap().dim;
+            dims[2].set_dim_value(big);
+            dims[3].set_dim_value(big);
+        }));
+    }
+}
+
+#[test]
+fn probe_seeds() {
+    for e in std::fs::read_dir("/tmp/seeds").unwrap() {
+        let p = e.unwrap().path();
+        eprintln!("{}", p.display());
+        probe(Bytes::from(std::fs::read(&p).unwrap()));
+    }
+}
+
+#[test]
+fn probe_bad() {
+    let mut files: Vec<_> = std::fs::read_dir("/tmp/bad").unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "onnx")).collect();
+    files.sort();
+    for p in files {
+        eprintln!("=== {}", p.display());
+        let b = Bytes::from(std::fs::read(&p).unwrap());
+        if std::panic::catch_unwind(|| probe(b)).is_err() {
+            eprintln!("PANIC {}", p.display());
+        }
+    }
+}

@@ -1,13 +1,13 @@
 //! Import-time evaluation of constant subgraphs: `Constant`, `Shape` of a
 //! static value, and shape arithmetic (`Gather`, `Unsqueeze`, `Squeeze`,
-//! `Cast`, `ConstantOfShape`, `Concat`, `Reshape`, `Add`/`Sub`/`Mul`/`Div`)
-//! whose inputs are all constants.
+//! `Cast`, `ConstantOfShape`, `Concat`, `Reshape`, `Slice`,
+//! `Add`/`Sub`/`Mul`/`Div`) whose inputs are all constants.
 
 use super::ImportError;
 use super::import_ops::NodeCtx;
 use super::tensor_proto::tensor_from_proto;
 use crate::graph::Graph;
-use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis};
+use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis, slice::slice_len};
 use crate::tensor::{DType, Fact, Tensor};
 use bytes::Bytes;
 
@@ -128,6 +128,7 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         "ConstantOfShape",
         "Concat",
         "Reshape",
+        "Slice",
         "Add",
         "Sub",
         "Mul",
@@ -202,6 +203,17 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
             let shape =
                 reshape_target(&x.shape, &arg(1)?.ints(), a.int("allowzero", 0)? != 0).map_err(|e| ctx.err(e))?;
             Val { shape, ..x }
+        }
+        "Slice" => {
+            let ints = |i: usize| vals.get(i).cloned().flatten().map(|v| v.ints());
+            let (starts, ends, axes, steps) = if ctx.opset < 10 {
+                (a.ints("starts")?, a.ints("ends")?, a.ints("axes")?, None)
+            } else {
+                (ints(1), ints(2), ints(3), ints(4))
+            };
+            let starts = starts.ok_or_else(|| ctx.err("starts are required"))?;
+            let ends = ends.ok_or_else(|| ctx.err("ends are required"))?;
+            slice(ctx, arg(0)?, &starts, &ends, axes, steps)?
         }
         _ => arithmetic(ctx, op_type, arg(0)?, arg(1)?)?,
     };
@@ -294,6 +306,62 @@ fn squeeze(ctx: &NodeCtx, x: &Val, axes: Option<Vec<i64>>, unsqueeze: bool) -> R
         }
     }
     Ok(Val { shape, ..x.clone() })
+}
+
+fn slice(
+    ctx: &NodeCtx,
+    x: &Val,
+    starts: &[i64],
+    ends: &[i64],
+    axes: Option<Vec<i64>>,
+    steps: Option<Vec<i64>>,
+) -> Result<Val, ImportError> {
+    let n = starts.len();
+    let rank = x.shape.len();
+    let axes = axes.unwrap_or_else(|| (0..n as i64).collect());
+    let steps = steps.unwrap_or_else(|| vec![1; n]);
+    if ends.len() != n || axes.len() != n || steps.len() != n {
+        return Err(ctx.err("starts, ends, axes and steps must have the same length"));
+    }
+    let mut first = vec![0i64; rank];
+    let mut step = vec![1i64; rank];
+    let mut shape = x.shape.clone();
+    for i in 0..n {
+        let ax = resolve_axis(axes[i], rank).map_err(|e| ctx.err(e))?;
+        if steps[i] == 0 {
+            return Err(ctx.err(format!("step on axis {ax} is 0")));
+        }
+        let d = x.shape[ax] as i64;
+        let s = if starts[i] < 0 {
+            starts[i].saturating_add(d)
+        } else {
+            starts[i]
+        };
+        first[ax] = if steps[i] > 0 {
+            s.clamp(0, d)
+        } else {
+            s.clamp(0, (d - 1).max(0))
+        };
+        step[ax] = steps[i];
+        shape[ax] = slice_len(x.shape[ax], starts[i], ends[i], steps[i]);
+    }
+    let in_strides = strides_of(&x.shape);
+    let out_strides = strides_of(&shape);
+    let idx: Vec<usize> = (0..shape.iter().product())
+        .map(|flat: usize| {
+            (0..rank)
+                .map(|d| {
+                    let k = (flat / out_strides[d] % shape[d]) as i64;
+                    (first[d] + k * step[d]) as usize * in_strides[d]
+                })
+                .sum()
+        })
+        .collect();
+    Ok(Val {
+        dtype: x.dtype,
+        data: x.gather_flat(&idx),
+        shape,
+    })
 }
 
 fn concat(ctx: &NodeCtx, parts: &[&Val], axis: i64) -> Result<Val, ImportError> {

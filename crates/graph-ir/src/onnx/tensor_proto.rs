@@ -26,7 +26,9 @@ pub(super) fn tensor_from_proto(t: &TensorProto) -> Result<Tensor, ImportError> 
         .map(|&d| usize::try_from(d).map_err(|_| bad(format!("negative dimension in {:?}", t.dims))))
         .collect::<Result<Vec<_>, _>>()?;
     let fact = Fact::new(dtype, shape);
-    let expected = fact.bytes();
+    let expected = fact
+        .checked_bytes()
+        .ok_or_else(|| bad(format!("dims {:?} describe more bytes than can be addressed", t.dims)))?;
     let length_error = |actual: usize| ImportError::WeightLength {
         name: t.name.clone(),
         dims: t.dims.clone(),

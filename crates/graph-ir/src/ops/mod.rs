@@ -15,7 +15,7 @@ pub(crate) mod layout;
 mod pad;
 mod pool;
 mod reduce;
-mod slice;
+pub(crate) mod slice;
 mod split;
 mod unary;
 

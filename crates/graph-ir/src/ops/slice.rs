@@ -15,6 +15,9 @@ pub struct Slice {
 
 /// Number of elements a slice selects on an axis of length `dim`.
 pub fn slice_len(dim: usize, start: i64, end: i64, step: i64) -> usize {
+    if dim == 0 {
+        return 0;
+    }
     let (d, start, end, step) = (dim as i128, start as i128, end as i128, step as i128);
     let fix = |v: i128, lo: i128, hi: i128| {
         let v = if v < 0 { v + d } else { v };
@@ -64,5 +67,6 @@ mod tests {
         assert_eq!(slice_len(10, 2, -2, 2), 3);
         assert_eq!(slice_len(10, -1, i64::MIN, -1), 10);
         assert_eq!(slice_len(10, 5, 2, 1), 0);
+        assert_eq!(slice_len(0, -1, i64::MIN, -1), 0);
     }
 }
