@@ -1,7 +1,20 @@
-//! `predictor` will own latency prediction: kernel detection by fusion rules,
-//! nn-Meter style features and per-kernel regressors, device profiles
-//! (`configs/devices/*.toml`), the profiling harness and the communication-cost
-//! model between processors. It exposes the `LatencyModel` trait that
-//! branching and the runtime use.
+//! `predictor` owns latency prediction: kernel detection by fusion rules
+//! ([`kernels`]), nn-Meter style features ([`features`]), the roofline model
+//! ([`analytic`]), device profiles with communication costs ([`profile`],
+//! `configs/devices/*.toml`), random-forest regression ([`forest`]) and
+//! block-level predictors trained on real phone latencies ([`phone`]). It
+//! exposes the [`LatencyModel`] trait that branching and the runtime use.
 //!
-//! It builds on [`graph_ir`]; nothing is implemented here yet.
+//! Still to come: the profiling harness that measures kernels on an engine
+//! and the per-kernel regressors fitted from its measurements.
+
+pub mod analytic;
+pub mod features;
+pub mod forest;
+pub mod kernels;
+mod model;
+pub mod phone;
+pub mod profile;
+
+pub use model::{AnalyticModel, KernelPrediction, LatencyModel, PredictError, Prediction, Source};
+pub use profile::{DeviceProfile, ProfileError};

@@ -52,6 +52,17 @@ pub fn table(rows: &[Vec<String>], left: usize) -> String {
     out
 }
 
+/// A feature value without trailing zeros: `3`, `0.25`, `1.2e9`.
+pub fn compact(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e7 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1e7 {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,7 @@ struct Cli {
 enum Command {
     Inspect(commands::inspect::Args),
     Convert(commands::convert::Args),
+    Predict(commands::predict::Args),
 }
 
 fn main() {
@@ -31,6 +32,7 @@ fn main() {
     let result = match cli.command {
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Convert(a) => commands::convert::run(a),
+        Command::Predict(a) => commands::predict::run(a),
     };
     if let Err(e) = result {
         if e.chain().any(|c| {

@@ -1,0 +1,114 @@
+//! nn-Meter's per-kernel features, and the work and bytes of a kernel.
+
+use crate::kernels::{Kernel, OpClass};
+use graph_ir::ops::Op;
+use graph_ir::{Graph, NodeId, Outlet};
+use std::collections::HashSet;
+
+/// Feature names per kernel class, in the order [`features`] returns them.
+pub fn feature_names(class: OpClass) -> &'static [&'static str] {
+    match class {
+        OpClass::Conv | OpClass::DwConv => &["h", "cin", "cout", "k", "s", "flops", "params"],
+        OpClass::Fc => &["cin", "cout", "flops"],
+        OpClass::Pool => &["h", "cin", "cout", "k", "s"],
+        OpClass::Add => &["h", "c1", "c2"],
+        OpClass::Concat => &["h", "n", "c1", "c2", "c3", "c4"],
+        OpClass::Bn | OpClass::Act | OpClass::Mul | OpClass::Gap | OpClass::Split | OpClass::Layout => &["h", "cin"],
+    }
+}
+
+fn dim(g: &Graph, o: Outlet, i: usize) -> f64 {
+    g.fact(o).and_then(|f| f.shape.get(i).copied()).unwrap_or(1) as f64
+}
+
+/// Features of a kernel, named by [`feature_names`] of its class.
+pub fn features(g: &Graph, k: &Kernel) -> Vec<f64> {
+    let first = g.node(k.nodes[0]);
+    let x = first.inputs[0];
+    let work = work(g, k);
+    match (&first.op, k.class) {
+        (Op::Conv(c), _) => {
+            let w = first.inputs[1];
+            let out = first.outputs[0].shape.get(1).copied().unwrap_or(0) as f64;
+            vec![
+                dim(g, x, 2),
+                dim(g, x, 1),
+                out,
+                dim(g, w, 2),
+                c.strides[0] as f64,
+                work.flops as f64,
+                work.params as f64,
+            ]
+        }
+        (Op::Pool(p), _) => vec![
+            dim(g, x, 2),
+            dim(g, x, 1),
+            dim(g, x, 1),
+            p.kernel[0] as f64,
+            p.strides[0] as f64,
+        ],
+        (_, OpClass::Fc) => {
+            let cout = first.outputs[0].shape.last().copied().unwrap_or(0) as f64;
+            let cin = g.fact(x).and_then(|f| f.shape.last().copied()).unwrap_or(0) as f64;
+            vec![cin, cout, work.flops as f64]
+        }
+        (_, OpClass::Add) => vec![dim(g, x, 2), dim(g, x, 1), dim(g, first.inputs[1], 1)],
+        (_, OpClass::Concat) => {
+            let mut v = vec![dim(g, x, 2), first.inputs.len() as f64];
+            v.extend((0..4).map(|i| first.inputs.get(i).map_or(0.0, |o| dim(g, *o, 1))));
+            v
+        }
+        _ => vec![dim(g, x, 2), dim(g, x, 1)],
+    }
+}
+
+/// Arithmetic and memory traffic of a set of nodes run as one kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Work {
+    pub flops: u64,
+    pub params: u64,
+    /// Bytes read from outside the kernel (activations and weights) plus bytes
+    /// written that leave it; values passed between fused nodes are free.
+    pub bytes: u64,
+    /// Output channels of the kernel's last node.
+    pub out_channels: usize,
+}
+
+/// The work of a kernel.
+pub fn work(g: &Graph, k: &Kernel) -> Work {
+    work_of(g, &k.nodes)
+}
+
+/// The work of any set of nodes treated as one kernel.
+pub fn work_of(g: &Graph, nodes: &[NodeId]) -> Work {
+    let inside: HashSet<NodeId> = nodes.iter().copied().collect();
+    let cost = g.cost_of(nodes);
+    let mut read: HashSet<Outlet> = HashSet::new();
+    let mut bytes = 0u64;
+    for id in nodes {
+        for o in &g.node(*id).inputs {
+            if !inside.contains(&o.node) && read.insert(*o) {
+                bytes += g.fact(*o).map_or(0, |f| f.bytes() as u64);
+            }
+        }
+        let node = g.node(*id);
+        for slot in 0..node.outputs.len() {
+            let o = id.out(slot);
+            let leaves = g.is_output(o) || g.consumers(o).iter().any(|(c, _)| !inside.contains(c));
+            if leaves {
+                bytes += node.outputs[slot].bytes() as u64;
+            }
+        }
+    }
+    let out_channels = nodes
+        .last()
+        .and_then(|id| g.node(*id).outputs.first())
+        .and_then(|f| f.shape.get(1).copied())
+        .unwrap_or(1);
+    Work {
+        flops: cost.flops,
+        params: cost.params,
+        bytes,
+        out_channels,
+    }
+}

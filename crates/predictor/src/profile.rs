@@ -1,0 +1,276 @@
+//! Device profiles: the processors of a device, the figures the analytic
+//! latency model needs for each, and the communication cost between them.
+//! Every figure carries a `source` saying where it comes from.
+//!
+//! ```toml
+//! name = "host"
+//! description = "..."
+//!
+//! [processors.cpu0]
+//! kind = "cpu"
+//! peak_gflops = { value = 40.0, source = "measured: profiles/host.csv" }
+//! bandwidth_gbs = { value = 10.0, source = "..." }
+//! kernel_overhead_us = { value = 5.0, source = "..." }
+//! efficiency = { value = 0.6, source = "..." }
+//! half_efficiency_channels = { value = 0.0, source = "..." }   # optional
+//!
+//! [[links]]
+//! between = ["cpu0", "cpu1"]
+//! latency_us = { value = 30.0, source = "..." }
+//! bandwidth_gbs = { value = 8.0, source = "..." }
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ProfileError {
+    #[error("{path}: cannot read device profile: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: {reason}")]
+    Invalid { path: String, reason: String },
+    #[error("device `{device}` has no processor `{name}`; it has: {available}")]
+    UnknownProcessor {
+        device: String,
+        name: String,
+        available: String,
+    },
+}
+
+/// A number with where it came from (a measurement file, or a paper and table).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    pub value: f64,
+    pub source: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProcessorKind {
+    Cpu,
+    Gpu,
+    Dsp,
+    Npu,
+}
+
+/// What the analytic model knows about one processor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessorProfile {
+    pub kind: ProcessorKind,
+    /// Peak arithmetic throughput in GFLOP/s at the precision the processor runs.
+    pub peak_gflops: Figure,
+    /// Sustained memory bandwidth in GB/s.
+    pub bandwidth_gbs: Figure,
+    /// Fixed cost of launching one kernel, in microseconds.
+    pub kernel_overhead_us: Figure,
+    /// Fraction of peak reached by large, wide kernels (0, 1].
+    pub efficiency: Figure,
+    /// Output channels at which a kernel reaches half of `efficiency`
+    /// (wide-operator preference of GPUs and DSPs, NN-Stretch Fig. 7); 0 or
+    /// absent means efficiency does not depend on width.
+    #[serde(default)]
+    pub half_efficiency_channels: Option<Figure>,
+    /// Throughput of depthwise convolutions relative to dense ones (0, 1];
+    /// absent means 1.
+    #[serde(default)]
+    pub depthwise_efficiency: Option<Figure>,
+    /// Fixed cost of running one subgraph (dispatch, synchronisation), in microseconds.
+    #[serde(default)]
+    pub subgraph_overhead_us: Option<Figure>,
+    /// Fusion rules of this processor's engine, e.g. `conv+bn+act`; absent
+    /// means the default rules.
+    #[serde(default)]
+    pub fusion: Option<Vec<String>>,
+}
+
+/// Communication cost between two processors: `latency + bytes / bandwidth`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub between: [String; 2],
+    pub latency_us: Figure,
+    pub bandwidth_gbs: Figure,
+}
+
+/// A device: named processors and the links between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceProfile {
+    pub name: String,
+    pub description: String,
+    pub processors: BTreeMap<String, ProcessorProfile>,
+    #[serde(default)]
+    pub links: Vec<Link>,
+}
+
+impl DeviceProfile {
+    /// Reads and validates a profile; errors name the file and the key at fault.
+    pub fn load(path: impl AsRef<Path>) -> Result<DeviceProfile, ProfileError> {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+            path: label.clone(),
+            source,
+        })?;
+        Self::parse(&text, &label)
+    }
+
+    /// Parses and validates profile text; `label` names its source in errors.
+    pub fn parse(text: &str, label: &str) -> Result<DeviceProfile, ProfileError> {
+        let profile: DeviceProfile = toml::from_str(text).map_err(|e| ProfileError::Parse {
+            path: label.to_string(),
+            message: e.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
+        })?;
+        profile.validate(label)?;
+        Ok(profile)
+    }
+
+    fn validate(&self, label: &str) -> Result<(), ProfileError> {
+        let invalid = |reason: String| ProfileError::Invalid {
+            path: label.to_string(),
+            reason,
+        };
+        if self.processors.is_empty() {
+            return Err(invalid("`processors` is empty".into()));
+        }
+        for (name, p) in &self.processors {
+            let positive = [
+                ("peak_gflops", &p.peak_gflops),
+                ("bandwidth_gbs", &p.bandwidth_gbs),
+                ("efficiency", &p.efficiency),
+            ];
+            for (key, f) in positive {
+                if !(f.value > 0.0 && f.value.is_finite()) {
+                    return Err(invalid(format!(
+                        "processors.{name}.{key} must be positive, got {}",
+                        f.value
+                    )));
+                }
+            }
+            if p.efficiency.value > 1.0 {
+                return Err(invalid(format!(
+                    "processors.{name}.efficiency must be at most 1, got {}",
+                    p.efficiency.value
+                )));
+            }
+            if let Some(d) = &p.depthwise_efficiency
+                && !(d.value > 0.0 && d.value <= 1.0)
+            {
+                return Err(invalid(format!(
+                    "processors.{name}.depthwise_efficiency must be in (0, 1], got {}",
+                    d.value
+                )));
+            }
+            if p.kernel_overhead_us.value < 0.0 {
+                return Err(invalid(format!(
+                    "processors.{name}.kernel_overhead_us must not be negative"
+                )));
+            }
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            for end in &l.between {
+                if !self.processors.contains_key(end) {
+                    return Err(invalid(format!("links[{i}].between names unknown processor `{end}`")));
+                }
+            }
+            if !(l.bandwidth_gbs.value > 0.0) || l.latency_us.value < 0.0 {
+                return Err(invalid(format!(
+                    "links[{i}]: bandwidth must be positive and latency not negative"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The named processor, or an error listing the ones the device has.
+    pub fn processor(&self, name: &str) -> Result<&ProcessorProfile, ProfileError> {
+        self.processors.get(name).ok_or_else(|| ProfileError::UnknownProcessor {
+            device: self.name.clone(),
+            name: name.to_string(),
+            available: self.processors.keys().cloned().collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// Milliseconds to move `bytes` from one processor to another (0 on the same one).
+    pub fn comm_ms(&self, from: &str, to: &str, bytes: u64) -> Result<f64, ProfileError> {
+        self.processor(from)?;
+        self.processor(to)?;
+        if from == to {
+            return Ok(0.0);
+        }
+        let link = self
+            .links
+            .iter()
+            .find(|l| (l.between[0] == from && l.between[1] == to) || (l.between[0] == to && l.between[1] == from));
+        let Some(l) = link else {
+            return Err(ProfileError::Invalid {
+                path: self.name.clone(),
+                reason: format!("no link between `{from}` and `{to}`"),
+            });
+        };
+        Ok(l.latency_us.value / 1e3 + bytes as f64 / (l.bandwidth_gbs.value * 1e6))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"
+name = "t"
+description = "test"
+[processors.cpu]
+kind = "cpu"
+peak_gflops = { value = 10.0, source = "test" }
+bandwidth_gbs = { value = 5.0, source = "test" }
+kernel_overhead_us = { value = 2.0, source = "test" }
+efficiency = { value = 0.5, source = "test" }
+[processors.gpu]
+kind = "gpu"
+peak_gflops = { value = 100.0, source = "test" }
+bandwidth_gbs = { value = 20.0, source = "test" }
+kernel_overhead_us = { value = 20.0, source = "test" }
+efficiency = { value = 0.5, source = "test" }
+[[links]]
+between = ["cpu", "gpu"]
+latency_us = { value = 1000.0, source = "test" }
+bandwidth_gbs = { value = 1.0, source = "test" }
+"#;
+
+    #[test]
+    fn communication_cost() {
+        let p = DeviceProfile::parse(OK, "t.toml").unwrap();
+        assert_eq!(p.comm_ms("cpu", "cpu", 1 << 20).unwrap(), 0.0);
+        let ms = p.comm_ms("gpu", "cpu", 1_000_000).unwrap();
+        assert!((ms - 2.0).abs() < 1e-9, "{ms}");
+    }
+
+    #[test]
+    fn errors_name_file_and_key() {
+        let missing = OK.replace(
+            "efficiency = { value = 0.5, source = \"test\" }\n[processors.gpu]",
+            "[processors.gpu]",
+        );
+        let e = DeviceProfile::parse(&missing, "dev.toml").unwrap_err().to_string();
+        assert!(e.starts_with("dev.toml:") && e.contains("efficiency"), "{e}");
+        let typo = OK.replacen("peak_gflops", "peak_gflop", 1);
+        let e = DeviceProfile::parse(&typo, "dev.toml").unwrap_err().to_string();
+        assert!(e.contains("peak_gflop"), "{e}");
+        let wrong_type = OK.replacen("value = 10.0", "value = \"fast\"", 1);
+        let e = DeviceProfile::parse(&wrong_type, "dev.toml").unwrap_err().to_string();
+        assert!(e.contains("dev.toml") && e.contains("value"), "{e}");
+        let p = DeviceProfile::parse(OK, "dev.toml").unwrap();
+        let e = p.processor("dsp").unwrap_err().to_string();
+        assert!(e.contains("cpu, gpu"), "{e}");
+    }
+}

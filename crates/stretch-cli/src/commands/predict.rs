@@ -1,0 +1,95 @@
+//! `stretch predict`: predicted latency of a model on one processor.
+
+use crate::model_args::ModelArgs;
+use anyhow::{Context, Result};
+use predictor::{AnalyticModel, DeviceProfile, LatencyModel, Source};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Predict a model's latency on one processor of a device, kernel by kernel.
+///
+/// The graph is split into kernels by the processor's fusion rules
+/// (conv+bn+act, add+act, ... or the profile's own list); each kernel's
+/// latency is predicted and the figures are summed with the per-subgraph
+/// overhead. Every figure is a prediction, and each row says which model made
+/// it: `analytic` (roofline over the device profile's figures) or a regressor
+/// fitted from measurements.
+///
+/// --json prints {schema: "stretch.predict/1", model, device, processor,
+/// total_ms, subgraph_overhead_ms, kernels: [{name, class, ops,
+/// feature_names, features, ms, source}]}.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// Device profile (TOML), e.g. configs/devices/snapdragon855.toml.
+    #[arg(long, value_name = "PROFILE.toml")]
+    pub device: PathBuf,
+
+    /// Processor of the device to predict for (as named in the profile).
+    #[arg(long)]
+    pub processor: String,
+
+    /// Print the JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let profile = DeviceProfile::load(&args.device)?;
+    let graph = args.model.load()?;
+    let model = AnalyticModel::new(profile);
+    let prediction = model
+        .predict_graph(&graph, &args.processor)
+        .with_context(|| format!("cannot predict {}", args.model.model.display()))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let doc = serde_json::json!({
+            "schema": "stretch.predict/1",
+            "model": args.model.model.display().to_string(),
+            "device": model.device(),
+            "processor": prediction.processor,
+            "total_ms": prediction.total_ms,
+            "subgraph_overhead_ms": prediction.subgraph_overhead_ms,
+            "kernels": prediction.kernels,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    let mut rows = vec![
+        ["kernel", "ops", "features", "predicted ms", "source"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for k in &prediction.kernels {
+        let features: Vec<String> = k
+            .feature_names
+            .iter()
+            .zip(&k.features)
+            .map(|(n, v)| format!("{n}={}", crate::format::compact(*v)))
+            .collect();
+        let source = match &k.source {
+            Source::Analytic => "analytic".to_string(),
+            Source::Regressor { file } => format!("regressor {file}"),
+        };
+        rows.push(vec![
+            k.name.clone(),
+            k.ops.join("+"),
+            features.join(" "),
+            format!("{:.4}", k.ms),
+            source,
+        ]);
+    }
+    write!(out, "{}", crate::format::table(&rows, 3))?;
+    writeln!(
+        out,
+        "predicted total on {}/{}: {:.3} ms ({} kernels + {:.3} ms subgraph overhead)",
+        model.device(),
+        prediction.processor,
+        prediction.total_ms,
+        prediction.kernels.len(),
+        prediction.subgraph_overhead_ms
+    )?;
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! `stretch predict`: kernels and their predicted latencies, the JSON
+//! document, and the errors for an unknown processor or a bad profile.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn device() -> String {
+    repo()
+        .join("configs/devices/snapdragon855.toml")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn kernels_sum_to_the_total() {
+    let model = repo().join("fixtures/models/resnet18_bn.onnx");
+    let out = stretch_ok(&[
+        "predict",
+        &model.to_string_lossy(),
+        "--device",
+        &device(),
+        "--processor",
+        "cpu",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["schema"], "stretch.predict/1");
+    let kernels = v["kernels"].as_array().expect("kernels");
+    let sum: f64 = kernels.iter().map(|k| k["ms"].as_f64().expect("ms")).sum();
+    let total = v["total_ms"].as_f64().expect("total") - v["subgraph_overhead_ms"].as_f64().expect("overhead");
+    assert!((sum - total).abs() < 1e-9 && total > 0.0, "{sum} vs {total}");
+    let first = &kernels[0];
+    assert_eq!(first["ops"], serde_json::json!(["Conv", "BatchNormalization", "Relu"]));
+    assert_eq!(first["source"]["kind"], "analytic");
+    assert!(kernels.iter().any(|k| k["ops"] == serde_json::json!(["Add", "Relu"])));
+}
+
+#[test]
+fn table_says_figures_are_predicted() {
+    let model = repo().join("fixtures/models/mobilenet_v2.onnx");
+    let out = stretch_ok(&[
+        "predict",
+        &model.to_string_lossy(),
+        "--device",
+        &device(),
+        "--processor",
+        "cpu",
+    ]);
+    assert!(out.contains("predicted total on snapdragon855/cpu"), "{out}");
+    assert!(out.contains("analytic"), "{out}");
+}
+
+#[test]
+fn unknown_processor_lists_the_available_ones() {
+    let model = repo().join("fixtures/models/resnet18.onnx");
+    let out = stretch(&[
+        "predict",
+        &model.to_string_lossy(),
+        "--device",
+        &device(),
+        "--processor",
+        "npu",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no processor `npu`") && err.contains("it has: cpu"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_profile_names_file_and_key() {
+    let dir = scratch("bad-profile");
+    let path = dir.join("bad.toml");
+    let text = std::fs::read_to_string(device())
+        .expect("profile")
+        .replacen("bandwidth_gbs", "bandwidth", 1);
+    std::fs::write(&path, text).expect("write");
+    let model = repo().join("fixtures/models/resnet18.onnx");
+    let out = stretch(&[
+        "predict",
+        &model.to_string_lossy(),
+        "--device",
+        &path.to_string_lossy(),
+        "--processor",
+        "cpu",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("bandwidth"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
