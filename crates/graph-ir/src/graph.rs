@@ -142,10 +142,7 @@ impl Graph {
         let outputs = op.infer(&facts).map_err(err)?;
         for f in &outputs {
             if f.checked_bytes().is_none_or(|b| b > MAX_VALUE_BYTES) {
-                return Err(err(format!(
-                    "output {f:?} would exceed {} GiB",
-                    MAX_VALUE_BYTES >> 30
-                )));
+                return Err(err(format!("output {f:?} would exceed {} GiB", MAX_VALUE_BYTES >> 30)));
             }
         }
         Ok(outputs)

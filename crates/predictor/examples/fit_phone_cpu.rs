@@ -200,7 +200,7 @@ fn main() {
         state = state
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        if (state >> 33) % 5 == 0 {
+        if (state >> 33).is_multiple_of(5) {
             test.push(s)
         } else {
             train.push(s)

@@ -8,7 +8,7 @@
 //!                     [--split-seed N] [--fit-seed N]
 
 use std::error::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use predictor::forest::MaxFeatures;
@@ -21,8 +21,12 @@ const PHONES: [(&str, &str); 2] = [
 ];
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut data = root.join("../shared/data/phone-latency");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest
+        .ancestors()
+        .nth(2)
+        .ok_or("crate is not two levels below the repository root")?;
+    let mut data = root.parent().unwrap_or(root).join("shared/data/phone-latency");
     let mut out = root.join("data/predictors");
     let mut save = true;
     let mut params = phone::block_forest_params();

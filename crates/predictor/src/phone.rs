@@ -93,17 +93,33 @@ pub enum PhoneError {
     Forest(#[from] ForestError),
 }
 
-/// One MBConv block as named by a table key.
+/// One MBConv block as named by a table key. Sizes are at least 1 (as
+/// [`MbConvBlock::parse_key`] ensures); counts derived from them saturate at
+/// `u64::MAX` rather than overflow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MbConvBlock {
+    /// Input height and width.
     pub hw: u64,
     pub cin: u64,
     pub cout: u64,
+    /// Expansion ratio: `cin * expand` channels inside the block.
     pub expand: u64,
     pub stride: u64,
     pub activation: String,
+    /// Depthwise kernel size.
     pub kernel: u64,
+    /// Whether the block has a squeeze-excite.
     pub se: bool,
+}
+
+/// The product of `factors`, saturating at `u64::MAX`.
+fn mul<const N: usize>(factors: [u64; N]) -> u64 {
+    factors.into_iter().fold(1, u64::saturating_mul)
+}
+
+/// The sum of `terms`, saturating at `u64::MAX`.
+fn add<const N: usize>(terms: [u64; N]) -> u64 {
+    terms.into_iter().fold(0, u64::saturating_add)
 }
 
 /// `make_divisible(v, 8)` of the MobileNet family: `v` rounded to the nearest
@@ -111,7 +127,7 @@ pub struct MbConvBlock {
 fn make_divisible_8(v: f64) -> u64 {
     let rounded = (((v + 4.0) as u64) / 8 * 8).max(8);
     if (rounded as f64) < 0.9 * v {
-        rounded + 8
+        rounded.saturating_add(8)
     } else {
         rounded
     }
@@ -158,12 +174,12 @@ impl MbConvBlock {
 
     /// Channels inside the block, `cin * expand`.
     pub fn mid(&self) -> u64 {
-        self.cin * self.expand
+        mul([self.cin, self.expand])
     }
 
     /// Output side, `ceil(hw / stride)`.
     pub fn hw_out(&self) -> u64 {
-        self.hw.div_ceil(self.stride)
+        self.hw.div_ceil(self.stride.max(1))
     }
 
     /// Squeeze-excite reduced channels (0 without SE).
@@ -182,26 +198,30 @@ impl MbConvBlock {
 
     /// Multiply-accumulates of the block's convolutions.
     pub fn macs(&self) -> u64 {
-        let (mid, out_px) = (self.mid(), self.hw_out() * self.hw_out());
+        let (mid, out_px) = (self.mid(), mul([self.hw_out(), self.hw_out()]));
         let expand = if self.expand > 1 {
-            self.hw * self.hw * self.cin * mid
+            mul([self.hw, self.hw, self.cin, mid])
         } else {
             0
         };
-        let depthwise = out_px * mid * self.kernel * self.kernel;
-        let se = 2 * mid * self.se_mid();
-        let project = out_px * mid * self.cout;
-        expand + depthwise + se + project
+        let depthwise = mul([out_px, mid, self.kernel, self.kernel]);
+        let se = mul([2, mid, self.se_mid()]);
+        let project = mul([out_px, mid, self.cout]);
+        add([expand, depthwise, se, project])
     }
 
     /// Weights and biases of the block's convolutions.
     pub fn params(&self) -> u64 {
         let (mid, r) = (self.mid(), self.se_mid());
-        let expand = if self.expand > 1 { self.cin * mid + mid } else { 0 };
-        let depthwise = mid * self.kernel * self.kernel + mid;
-        let se = if self.se { mid * r + r + r * mid + mid } else { 0 };
-        let project = mid * self.cout + self.cout;
-        expand + depthwise + se + project
+        let expand = if self.expand > 1 {
+            add([mul([self.cin, mid]), mid])
+        } else {
+            0
+        };
+        let depthwise = add([mul([mid, self.kernel, self.kernel]), mid]);
+        let se = if self.se { add([mul([2, mid, r]), r, mid]) } else { 0 };
+        let project = add([mul([mid, self.cout]), self.cout]);
+        add([expand, depthwise, se, project])
     }
 
     /// The feature row, in the order of [`FEATURE_NAMES`].
@@ -306,7 +326,7 @@ pub fn split_train_test(
 ) -> Result<(Vec<&BlockSample>, Vec<&BlockSample>), PhoneError> {
     let n = samples.len();
     let n_test = (n as f64 * test_fraction).round();
-    if !(n_test >= 1.0 && n_test < n as f64) {
+    if !(1.0..n as f64).contains(&n_test) {
         return Err(PhoneError::BadSplit {
             fraction: test_fraction,
             n,
@@ -484,6 +504,10 @@ mod tests {
         assert_eq!(make_divisible_8(36.0), 40);
         assert_eq!(make_divisible_8(3.0), 8);
         assert_eq!(make_divisible_8(60.0), 64);
+        let huge = MbConvBlock::parse_key("conv_4294967296_4294967296_9_6_1_relu_3_se")
+            .unwrap()
+            .unwrap();
+        assert_eq!((huge.macs(), huge.params()), (u64::MAX, u64::MAX));
     }
 
     const TABLE: &str = r#"{"conv_8_16_16_1_1_hard_swish_3_nose": 0.5, "conv_8_16_24_2_2_hard_swish_3_se": 0.7,

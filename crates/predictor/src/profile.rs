@@ -183,7 +183,7 @@ impl DeviceProfile {
                     return Err(invalid(format!("links[{i}].between names unknown processor `{end}`")));
                 }
             }
-            if !(l.bandwidth_gbs.value > 0.0) || l.latency_us.value < 0.0 {
+            if l.bandwidth_gbs.value.is_nan() || l.bandwidth_gbs.value <= 0.0 || l.latency_us.value < 0.0 {
                 return Err(invalid(format!(
                     "links[{i}]: bandwidth must be positive and latency not negative"
                 )));

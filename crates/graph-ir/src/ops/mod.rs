@@ -189,7 +189,12 @@ pub(crate) fn window_out(
     pads: (usize, usize),
     ceil_mode: bool,
 ) -> Result<usize, String> {
-    let too_big = || format!("window (kernel {kernel}, dilation {dilation}, padding {}+{}) is too large", pads.0, pads.1);
+    let too_big = || {
+        format!(
+            "window (kernel {kernel}, dilation {dilation}, padding {}+{}) is too large",
+            pads.0, pads.1
+        )
+    };
     let eff = dilation
         .checked_mul(kernel.max(1) - 1)
         .and_then(|e| e.checked_add(1))
