@@ -1,0 +1,27 @@
+//! Every profile under `configs/devices/` loads, validates, and every figure
+//! in it names its source.
+
+use predictor::DeviceProfile;
+use std::path::Path;
+
+#[test]
+fn every_device_profile_loads_with_sources() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/devices");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("configs/devices exists") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let p = DeviceProfile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let stem = path.file_stem().and_then(|s| s.to_str()).expect("name");
+        assert_eq!(p.name, stem, "{}: name must match the file name", path.display());
+        for (name, proc_) in &p.processors {
+            for f in [&proc_.peak_gflops, &proc_.bandwidth_gbs, &proc_.kernel_overhead_us, &proc_.efficiency] {
+                assert!(!f.source.trim().is_empty(), "{}: processors.{name} has a figure without source", path.display());
+            }
+        }
+        seen += 1;
+    }
+    assert!(seen >= 2, "expected device profiles in {}", dir.display());
+}
