@@ -4,12 +4,13 @@
 #   scripts/fuzz_import.sh [SECONDS] [-- EXTRA_LIBFUZZER_ARGS...]
 #
 # Installs cargo-fuzz if it is missing, seeds fuzz/corpus/import/ with the
-# structure-only models in fixtures/models/, and builds into fuzz/target/.
+# structure-only models in fixtures/models/ and, when Python has the `onnx`
+# package, the small models fuzz/make_seeds.py writes; builds into fuzz/target/.
 # Works on a stable toolchain through RUSTC_BOOTSTRAP. FUZZ_SANITIZER picks the
 # sanitizer (default `address`; `none` where sanitizers are unavailable).
 # Crashing inputs land in fuzz/artifacts/import/; replay one with
-#   RUSTC_BOOTSTRAP=1 cargo fuzz run import fuzz/artifacts/import/<file>
-# from fuzz/. Exits non-zero when a crash, timeout or out-of-memory is found.
+#   cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run import artifacts/import/<file>
+# Exits non-zero when a crash, timeout or out-of-memory is found.
 set -euo pipefail
 
 seconds="${1:-600}"
@@ -25,9 +26,15 @@ mkdir -p "$corpus"
 for model in "$root"/fixtures/models/*.onnx; do
     cp -n "$model" "$corpus/"
 done
+if python3 -c "import onnx" 2>/dev/null; then
+    python3 "$root/fuzz/make_seeds.py" "$corpus"
+else
+    echo "note: python3 without the onnx package; seeding with fixtures/models only" >&2
+fi
 
 cd "$root/fuzz"
 export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR="$root/fuzz/target"
 exec cargo fuzz run --sanitizer "${FUZZ_SANITIZER:-address}" import "$corpus" -- \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@"
+    -dict="$root/fuzz/import.dict" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 "$@"

@@ -8,11 +8,7 @@ use graph_ir::onnx::{ImportOptions, export_bytes, import_bytes};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(graph) = import_bytes(
-        Bytes::copy_from_slice(data),
-        "fuzz",
-        &ImportOptions::default(),
-    ) {
+    if let Ok(graph) = import_bytes(Bytes::copy_from_slice(data), "fuzz", &ImportOptions::default()) {
         let _ = export_bytes(&graph);
         let _ = graph_ir::analysis::analyze(&graph);
     }

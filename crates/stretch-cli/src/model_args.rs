@@ -1,6 +1,6 @@
 //! Options shared by every command that reads a model.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, InputShape, import_file};
@@ -30,6 +30,13 @@ impl ModelArgs {
             input_shapes: self.input_shape.clone(),
             random_weights: self.random_weights,
         };
-        import_file(&self.model, &options).with_context(|| format!("cannot import {}", self.model.display()))
+        let path = self.model.display().to_string();
+        import_file(&self.model, &options).map_err(|e| {
+            if e.to_string().contains(&path) {
+                anyhow::Error::new(e)
+            } else {
+                anyhow::Error::new(e).context(format!("cannot import {path}"))
+            }
+        })
     }
 }

@@ -34,10 +34,12 @@ fn inspect_fails(path: &Path) -> String {
 
 #[test]
 fn inspect_missing_file() {
-    let path = scratch_dir("missing").join("no-such-model.onnx");
+    let dir = scratch_dir("missing");
+    let path = dir.join("no-such-model.onnx");
     let stderr = inspect_fails(&path);
     assert!(stderr.contains("cannot read file"), "{stderr}");
     assert_eq!(stderr.matches("os error").count(), 1, "I/O error repeated: {stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

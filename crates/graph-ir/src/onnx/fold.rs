@@ -4,14 +4,14 @@
 //! `Add`/`Sub`/`Mul`/`Div`) whose inputs are all constants.
 
 use super::ImportError;
-use super::import_ops::NodeCtx;
+use super::import_ops::{MAX_SHAPE_OPERAND_LEN, NodeCtx};
 use super::tensor_proto::tensor_from_proto;
 use crate::graph::Graph;
 use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis, slice::slice_len};
 use crate::tensor::{DType, Fact, Tensor};
 use bytes::Bytes;
 
-/// The largest constant folding may create from a shape alone.
+/// The largest constant folding may create.
 const MAX_FOLDED_ELEMENTS: usize = 1 << 26;
 
 #[derive(Clone, Debug)]
@@ -94,6 +94,20 @@ fn f32_to_f16_bits(x: f32) -> u16 {
     } else {
         sign | ((exp as u16) << 10) | ((man + 0x1000) >> 13) as u16
     }
+}
+
+/// The element count of a folded result of this shape, refused above
+/// [`MAX_FOLDED_ELEMENTS`].
+fn folded_len(ctx: &NodeCtx, shape: &[usize]) -> Result<usize, ImportError> {
+    shape
+        .iter()
+        .try_fold(1usize, |p, &d| p.checked_mul(d))
+        .filter(|&n| n <= MAX_FOLDED_ELEMENTS)
+        .ok_or_else(|| {
+            ctx.err(format!(
+                "the constant result has more than {MAX_FOLDED_ELEMENTS} elements; too large to fold"
+            ))
+        })
 }
 
 fn strides_of(shape: &[usize]) -> Vec<usize> {
@@ -183,11 +197,10 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
                 Some(t) => Val::from_tensor(&tensor_from_proto(t)?).ok_or_else(|| a.err("value", "has no data"))?,
                 None => Val::from_tensor(&Tensor::from_f32([1], &[0.0])).expect("has data"),
             };
-            let n = shape
-                .iter()
-                .try_fold(1usize, |p, &d| p.checked_mul(d))
-                .filter(|&n| n <= MAX_FOLDED_ELEMENTS)
-                .ok_or_else(|| ctx.err(format!("ConstantOfShape {shape:?} is too large to fold")))?;
+            if fill.shape.iter().product::<usize>() != 1 {
+                return Err(a.err("value", "must hold exactly one element"));
+            }
+            let n = folded_len(ctx, &shape)?;
             Val {
                 dtype: fill.dtype,
                 data: fill.gather_flat(&vec![0; n]),
@@ -200,8 +213,11 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         }
         "Reshape" => {
             let x = arg(0)?.clone();
-            let shape =
-                reshape_target(&x.shape, &arg(1)?.ints(), a.int("allowzero", 0)? != 0).map_err(|e| ctx.err(e))?;
+            let target = arg(1)?.ints();
+            if target.len() > MAX_SHAPE_OPERAND_LEN {
+                return Err(ctx.err(format!("target shape has {} dimensions", target.len())));
+            }
+            let shape = reshape_target(&x.shape, &target, a.int("allowzero", 0)? != 0).map_err(|e| ctx.err(e))?;
             Val { shape, ..x }
         }
         "Slice" => {
@@ -241,6 +257,9 @@ fn constant(ctx: &NodeCtx) -> Result<Tensor, ImportError> {
 }
 
 fn gather(ctx: &NodeCtx, data: &Val, indices: &Val, axis: i64) -> Result<Val, ImportError> {
+    if data.shape.is_empty() {
+        return Err(ctx.err("data must have rank 1 or more"));
+    }
     let axis = resolve_axis(axis, data.shape.len()).map_err(|e| ctx.err(e))?;
     let dim = data.shape[axis] as i64;
     let idx: Vec<usize> = indices
@@ -254,17 +273,17 @@ fn gather(ctx: &NodeCtx, data: &Val, indices: &Val, axis: i64) -> Result<Val, Im
                 .ok_or_else(|| ctx.err(format!("index {i} out of range {dim}")))
         })
         .collect::<Result<_, _>>()?;
+    let mut shape = data.shape[..axis].to_vec();
+    shape.extend(&indices.shape);
+    shape.extend(&data.shape[axis + 1..]);
     let outer: usize = data.shape[..axis].iter().product();
     let inner: usize = data.shape[axis + 1..].iter().product();
-    let mut flat = Vec::with_capacity(outer * idx.len() * inner);
+    let mut flat = Vec::with_capacity(folded_len(ctx, &shape)?);
     for o in 0..outer {
         for &i in &idx {
             flat.extend((0..inner).map(|k| (o * data.shape[axis] + i) * inner + k));
         }
     }
-    let mut shape = data.shape[..axis].to_vec();
-    shape.extend(&indices.shape);
-    shape.extend(&data.shape[axis + 1..]);
     Ok(Val {
         dtype: data.dtype,
         shape,
@@ -283,6 +302,9 @@ fn squeeze(ctx: &NodeCtx, x: &Val, axes: Option<Vec<i64>>, unsqueeze: bool) -> R
             .collect::<Result<_, _>>()
             .map_err(|e| ctx.err(e))?;
         resolved.sort_unstable();
+        if resolved.windows(2).any(|w| w[0] == w[1]) {
+            return Err(ctx.err(format!("axes {axes:?} name an axis twice")));
+        }
         for a in resolved {
             shape.insert(a, 1);
         }
@@ -296,6 +318,9 @@ fn squeeze(ctx: &NodeCtx, x: &Val, axes: Option<Vec<i64>>, unsqueeze: bool) -> R
                     .map(|&a| resolve_axis(a, rank))
                     .collect::<Result<_, _>>()
                     .map_err(|e| ctx.err(e))?;
+                if let Some(&a) = resolved.iter().find(|&&a| shape[a] != 1) {
+                    return Err(ctx.err(format!("cannot squeeze axis {a} of size {}", shape[a])));
+                }
                 shape = shape
                     .iter()
                     .enumerate()
@@ -318,6 +343,9 @@ fn slice(
 ) -> Result<Val, ImportError> {
     let n = starts.len();
     let rank = x.shape.len();
+    if rank == 0 {
+        return Err(ctx.err("cannot slice a scalar"));
+    }
     let axes = axes.unwrap_or_else(|| (0..n as i64).collect());
     let steps = steps.unwrap_or_else(|| vec![1; n]);
     if ends.len() != n || axes.len() != n || steps.len() != n {
@@ -366,7 +394,24 @@ fn slice(
 
 fn concat(ctx: &NodeCtx, parts: &[&Val], axis: i64) -> Result<Val, ImportError> {
     let first = parts.first().ok_or_else(|| ctx.err("no inputs"))?;
+    if first.shape.is_empty() {
+        return Err(ctx.err("inputs must have rank 1 or more"));
+    }
     let axis = resolve_axis(axis, first.shape.len()).map_err(|e| ctx.err(e))?;
+    let fits = |p: &Val| {
+        p.shape.len() == first.shape.len()
+            && p.shape
+                .iter()
+                .zip(&first.shape)
+                .enumerate()
+                .all(|(d, (a, b))| d == axis || a == b)
+    };
+    if let Some(i) = parts.iter().position(|p| !fits(p)) {
+        return Err(ctx.err(format!(
+            "input {i} has shape {:?}, which does not concatenate with {:?} on axis {axis}",
+            parts[i].shape, first.shape
+        )));
+    }
     let outer: usize = first.shape[..axis].iter().product();
     let mut shape = first.shape.clone();
     shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
@@ -393,7 +438,7 @@ fn concat(ctx: &NodeCtx, parts: &[&Val], axis: i64) -> Result<Val, ImportError> 
 
 fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportError> {
     let shape = broadcast(&a.shape, &b.shape).map_err(|e| ctx.err(e))?;
-    let n: usize = shape.iter().product();
+    let n = folded_len(ctx, &shape)?;
     let index = |v: &Val, flat: usize| -> usize {
         let out_strides = strides_of(&shape);
         let in_strides = strides_of(&v.shape);
@@ -420,7 +465,7 @@ fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportEr
                         "Sub" => Ok(p.wrapping_sub(q)),
                         "Mul" => Ok(p.wrapping_mul(q)),
                         _ if q == 0 => Err(ctx.err("integer division by zero in a constant expression")),
-                        _ => Ok(p / q),
+                        _ => Ok(p.wrapping_div(q)),
                     }
                 })
                 .collect::<Result<_, _>>()?,

@@ -8,6 +8,10 @@ use crate::ops::*;
 use crate::tensor::Tensor;
 use onnx_ir::NodeProto;
 
+/// The most values a shape-deciding integer input (Reshape target, pads,
+/// axes, Slice ranges, Split sizes) may hold.
+pub(super) const MAX_SHAPE_OPERAND_LEN: usize = 1024;
+
 /// One ONNX node being imported.
 pub(super) struct NodeCtx<'a> {
     pub proto: &'a NodeProto,
@@ -27,10 +31,10 @@ pub(super) enum Lowered {
 }
 
 impl<'a> NodeCtx<'a> {
-    pub fn attrs(&self) -> Attrs<'a> {
+    pub fn attrs(&self) -> Attrs<'_> {
         Attrs {
             node: self.proto,
-            name: self.proto.name.as_str(),
+            name: &self.name,
         }
     }
 
@@ -78,6 +82,10 @@ impl<'a> NodeCtx<'a> {
     fn const_ints(&self, g: &Graph, i: usize) -> Result<Option<Vec<i64>>, ImportError> {
         match self.const_input(g, i)? {
             None => Ok(None),
+            Some(t) if t.volume() > MAX_SHAPE_OPERAND_LEN => Err(self.err(format!(
+                "input {i} holds {} values, more than the {MAX_SHAPE_OPERAND_LEN} a shape operand may have",
+                t.volume()
+            ))),
             Some(t) => t
                 .to_i64_vec()
                 .map(Some)
@@ -120,8 +128,25 @@ fn window_pads(
             let mut pads = [0; 4];
             for i in 0..2 {
                 let out = x[2 + i].div_ceil(strides[i].max(1));
-                let eff = dilations[i] * (kernel[i].max(1) - 1) + 1;
-                let total = ((out - 1) * strides[i] + eff).saturating_sub(x[2 + i]);
+                let eff = dilations[i]
+                    .checked_mul(kernel[i].max(1) - 1)
+                    .and_then(|e| e.checked_add(1));
+                let reach = out
+                    .checked_sub(1)
+                    .and_then(|o| o.checked_mul(strides[i]))
+                    .zip(eff)
+                    .and_then(|(r, e)| r.checked_add(e))
+                    .ok_or_else(|| {
+                        ctx.err(format!(
+                            "auto_pad {auto}: axis {} of size {} cannot hold a window of kernel {}, stride {}, dilation {}",
+                            2 + i,
+                            x[2 + i],
+                            kernel[i],
+                            strides[i],
+                            dilations[i]
+                        ))
+                    })?;
+                let total = reach.saturating_sub(x[2 + i]);
                 let small = total / 2;
                 let (begin, end) = if auto == "SAME_UPPER" {
                     (small, total - small)
@@ -241,15 +266,16 @@ fn split(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
             .map(|&v| usize::try_from(v).map_err(|_| ctx.err(format!("negative split size in {s:?}"))))
             .collect::<Result<Vec<_>, _>>()?,
         None => {
-            let n = if a.has("num_outputs") {
-                a.int("num_outputs", 1)? as usize
-            } else {
-                n_out
-            };
-            let ax = resolve_axis(axis, x.rank()).map_err(|e| ctx.err(e))?;
-            let d = x.shape[ax];
-            let chunk = d.div_ceil(n.max(1));
-            (0..n).map(|i| chunk.min(d.saturating_sub(i * chunk))).collect()
+            let n = a.int("num_outputs", n_out as i64)?;
+            if n != n_out as i64 {
+                return Err(a.err("num_outputs", format!("is {n}, but the node has {n_out} outputs")));
+            }
+            let d = resolve_axis(axis, x.rank())
+                .ok()
+                .and_then(|ax| x.shape.get(ax).copied())
+                .ok_or_else(|| ctx.err(format!("axis {axis} is out of range for {x}")))?;
+            let chunk = d.div_ceil(n_out.max(1));
+            (0..n_out).map(|i| chunk.min(d.saturating_sub(i * chunk))).collect()
         }
     };
     Ok(Lowered::Op(Op::Split(Split { axis, sizes }), ctx.data_inputs(1)?))
@@ -300,9 +326,15 @@ fn pad(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     };
     if let Some(axes) = ctx.const_ints(g, 3)? {
         let rank = g.fact(ctx.input(0)?).map_or(0, |f| f.rank());
+        if pads.len() != 2 * axes.len() {
+            return Err(ctx.err(format!("pads {pads:?} must hold 2 values per axis in {axes:?}")));
+        }
         let mut full = vec![0; 2 * rank];
         for (i, &ax) in axes.iter().enumerate() {
-            let ax = resolve_axis(ax, rank).map_err(|e| ctx.err(e))?;
+            let ax = resolve_axis(ax, rank)
+                .ok()
+                .filter(|&a| a < rank)
+                .ok_or_else(|| ctx.err(format!("axis {ax} is out of range for rank {rank}")))?;
             full[ax] = pads[i];
             full[ax + rank] = pads[i + axes.len()];
         }

@@ -189,6 +189,9 @@ pub(crate) fn window_out(
     pads: (usize, usize),
     ceil_mode: bool,
 ) -> Result<usize, String> {
+    if kernel == 0 {
+        return Err("kernel size 0 is not a valid window".into());
+    }
     let too_big = || {
         format!(
             "window (kernel {kernel}, dilation {dilation}, padding {}+{}) is too large",
