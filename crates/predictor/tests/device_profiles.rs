@@ -17,8 +17,17 @@ fn every_device_profile_loads_with_sources() {
         let stem = path.file_stem().and_then(|s| s.to_str()).expect("name");
         assert_eq!(p.name, stem, "{}: name must match the file name", path.display());
         for (name, proc_) in &p.processors {
-            for f in [&proc_.peak_gflops, &proc_.bandwidth_gbs, &proc_.kernel_overhead_us, &proc_.efficiency] {
-                assert!(!f.source.trim().is_empty(), "{}: processors.{name} has a figure without source", path.display());
+            for f in [
+                &proc_.peak_gflops,
+                &proc_.bandwidth_gbs,
+                &proc_.kernel_overhead_us,
+                &proc_.efficiency,
+            ] {
+                assert!(
+                    !f.source.trim().is_empty(),
+                    "{}: processors.{name} has a figure without source",
+                    path.display()
+                );
             }
         }
         seen += 1;
