@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use std::process::Output;
 
 fn device() -> String {
     repo()
@@ -13,18 +14,30 @@ fn device() -> String {
         .into_owned()
 }
 
+/// Runs `stretch predict` on a fixture with a device profile and processor.
+fn predict(fixture: &str, device: &str, processor: &str, extra: &[&str]) -> Output {
+    let model = repo()
+        .join(format!("fixtures/models/{fixture}.onnx"))
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec!["predict", &model, "--device", device, "--processor", processor];
+    args.extend_from_slice(extra);
+    stretch(&args)
+}
+
+fn stdout_ok(out: Output) -> String {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr_err(out: Output) -> String {
+    assert!(!out.status.success(), "expected failure");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn kernels_sum_to_the_total() {
-    let model = repo().join("fixtures/models/resnet18_bn.onnx");
-    let out = stretch_ok(&[
-        "predict",
-        &model.to_string_lossy(),
-        "--device",
-        &device(),
-        "--processor",
-        "cpu",
-        "--json",
-    ]);
+    let out = stdout_ok(predict("resnet18_bn", &device(), "cpu", &["--json"]));
     let v: Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(v["schema"], "stretch.predict/1");
     let kernels = v["kernels"].as_array().expect("kernels");
@@ -39,32 +52,14 @@ fn kernels_sum_to_the_total() {
 
 #[test]
 fn table_says_figures_are_predicted() {
-    let model = repo().join("fixtures/models/mobilenet_v2.onnx");
-    let out = stretch_ok(&[
-        "predict",
-        &model.to_string_lossy(),
-        "--device",
-        &device(),
-        "--processor",
-        "cpu",
-    ]);
+    let out = stdout_ok(predict("mobilenet_v2", &device(), "cpu", &[]));
     assert!(out.contains("predicted total on snapdragon855/cpu"), "{out}");
     assert!(out.contains("analytic"), "{out}");
 }
 
 #[test]
 fn unknown_processor_lists_the_available_ones() {
-    let model = repo().join("fixtures/models/resnet18.onnx");
-    let out = stretch(&[
-        "predict",
-        &model.to_string_lossy(),
-        "--device",
-        &device(),
-        "--processor",
-        "npu",
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_err(predict("resnet18", &device(), "npu", &[]));
     assert!(
         err.contains("no processor `npu`") && err.contains("it has: cpu"),
         "{err}"
@@ -79,17 +74,7 @@ fn bad_profile_names_file_and_key() {
         .expect("profile")
         .replacen("bandwidth_gbs", "bandwidth", 1);
     std::fs::write(&path, text).expect("write");
-    let model = repo().join("fixtures/models/resnet18.onnx");
-    let out = stretch(&[
-        "predict",
-        &model.to_string_lossy(),
-        "--device",
-        &path.to_string_lossy(),
-        "--processor",
-        "cpu",
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_err(predict("resnet18", &path.to_string_lossy(), "cpu", &[]));
     assert!(err.contains("bad.toml") && err.contains("bandwidth"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
