@@ -2,11 +2,12 @@
 //! ([`kernels`]), nn-Meter style features ([`features`]), the roofline model
 //! ([`analytic`]), device profiles with communication costs ([`profile`],
 //! `configs/devices/*.toml`), random-forest regression ([`forest`]) and
-//! block-level predictors trained on real phone latencies ([`phone`]). It
-//! exposes the [`LatencyModel`] trait that branching and the runtime use.
+//! block-level predictors trained on real phone latencies ([`phone`]), and the
+//! profiler that measures kernels on an engine ([`profiler`]). It exposes the
+//! [`LatencyModel`] trait that branching and the runtime use.
 //!
-//! Still to come: the profiling harness that measures kernels on an engine
-//! and the per-kernel regressors fitted from its measurements.
+//! Still to come: per-kernel regressors fitted from the profiler's CSV behind
+//! [`LatencyModel`], learned fusion rules, and a measured `host` profile.
 
 pub mod analytic;
 pub mod features;
@@ -15,6 +16,7 @@ pub mod kernels;
 mod model;
 pub mod phone;
 pub mod profile;
+pub mod profiler;
 
 pub use model::{AnalyticModel, KernelPrediction, LatencyModel, PredictError, Prediction, Source};
 pub use profile::{DeviceProfile, ProfileError};

@@ -25,6 +25,7 @@ enum Command {
     Inspect(commands::inspect::Args),
     Convert(commands::convert::Args),
     Predict(commands::predict::Args),
+    Profile(commands::profile::Args),
 }
 
 fn main() {
@@ -33,6 +34,7 @@ fn main() {
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Convert(a) => commands::convert::run(a),
         Command::Predict(a) => commands::predict::run(a),
+        Command::Profile(a) => commands::profile::run(a),
     };
     if let Err(e) = result {
         if e.chain().any(|c| {

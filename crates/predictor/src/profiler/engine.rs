@@ -1,0 +1,172 @@
+//! Inference engines the profiler measures kernels on.
+//!
+//! An [`Engine`] compiles an ONNX model once into a [`Runnable`]; the harness
+//! binds inputs once and then times [`Runnable::run`] alone, so model loading
+//! and input conversion never enter a measurement.
+
+use super::error::EngineError;
+use graph_ir::Tensor;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::tract_linalg::multithread::Executor;
+
+/// The exact tract release this build links (checked against Cargo.lock in tests).
+pub const TRACT_VERSION: &str = "0.23.9";
+
+/// An inference engine that runs ONNX models on the CPU.
+pub trait Engine {
+    /// Short name written to the CSV `engine` column (`tract`).
+    fn name(&self) -> &'static str;
+
+    /// The engine's release, for provenance.
+    fn version(&self) -> &'static str;
+
+    /// Threads one model run uses.
+    fn threads(&self) -> usize;
+
+    /// Compiles an ONNX model (opset of [`graph_ir::onnx::EXPORT_OPSET`],
+    /// static shapes) into something that can be run many times.
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Runnable>, EngineError>;
+}
+
+/// A compiled model with bound inputs.
+pub trait Runnable {
+    /// Binds the model's inputs, in graph-input order. Must be called before [`Runnable::run`].
+    fn set_inputs(&mut self, inputs: &[Tensor]) -> Result<(), EngineError>;
+
+    /// Runs the model once on the bound inputs and discards its outputs.
+    fn run(&mut self) -> Result<(), EngineError>;
+}
+
+/// tract (sonos/tract): pure Rust, optimises the model at load time.
+///
+/// With `threads > 1` matrix products are split over a private pool of that
+/// many threads, created when the engine is; tract keeps small products on
+/// the calling thread, as it does in production.
+#[derive(Debug)]
+pub struct TractEngine {
+    threads: usize,
+    executor: Option<Executor>,
+}
+
+const TRACT: &str = "tract";
+
+impl TractEngine {
+    /// An engine running each model on `threads` threads. The pool's threads
+    /// inherit the CPU affinity of the calling thread, so pin first.
+    pub fn new(threads: usize) -> Result<TractEngine, EngineError> {
+        let executor = match threads {
+            0 => return Err(EngineError::ZeroThreads { engine: TRACT }),
+            1 => None,
+            n => Some(Executor::multithread_with_name(n, "stretch-profile")),
+        };
+        Ok(TractEngine { threads, executor })
+    }
+}
+
+fn reason(e: impl std::fmt::Display) -> String {
+    format!("{e:#}")
+}
+
+impl Engine for TractEngine {
+    fn name(&self) -> &'static str {
+        TRACT
+    }
+
+    fn version(&self) -> &'static str {
+        TRACT_VERSION
+    }
+
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Runnable>, EngineError> {
+        let load = |e: TractError| EngineError::Load {
+            engine: TRACT,
+            reason: reason(e),
+        };
+        let model = tract_onnx::onnx()
+            .model_for_read(&mut &onnx[..])
+            .and_then(|m| m.into_optimized())
+            .map_err(load)?;
+        let options = RunOptions {
+            executor: self.executor.clone(),
+            ..RunOptions::default()
+        };
+        let plan = model.into_runnable_with_options(&options).map_err(load)?;
+        let state = plan.spawn().map_err(load)?;
+        let n_inputs = plan.model().inputs.len();
+        Ok(Box::new(TractRunnable {
+            state,
+            n_inputs,
+            inputs: TVec::new(),
+        }))
+    }
+}
+
+struct TractRunnable {
+    state: TypedSimpleState,
+    n_inputs: usize,
+    inputs: TVec<TValue>,
+}
+
+impl Runnable for TractRunnable {
+    fn set_inputs(&mut self, inputs: &[Tensor]) -> Result<(), EngineError> {
+        if inputs.len() != self.n_inputs {
+            return Err(EngineError::Input {
+                engine: TRACT,
+                index: inputs.len().min(self.n_inputs),
+                reason: format!("the model has {} inputs, {} given", self.n_inputs, inputs.len()),
+            });
+        }
+        self.inputs = inputs
+            .iter()
+            .enumerate()
+            .map(|(index, t)| {
+                let bad = |reason: String| EngineError::Input {
+                    engine: TRACT,
+                    index,
+                    reason,
+                };
+                let values = t
+                    .to_f32_vec()
+                    .ok_or_else(|| bad(format!("{} is not f32 data", t.fact())))?;
+                tract_onnx::prelude::Tensor::from_shape(t.shape(), &values)
+                    .map(|t| t.into_tvalue())
+                    .map_err(|e| bad(reason(e)))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<(), EngineError> {
+        if self.inputs.len() != self.n_inputs {
+            return Err(EngineError::Run {
+                engine: TRACT,
+                reason: "inputs were not bound before the run".into(),
+            });
+        }
+        self.state
+            .run(self.inputs.clone())
+            .map(drop)
+            .map_err(|e| EngineError::Run {
+                engine: TRACT,
+                reason: reason(e),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tract_version_matches_the_lock_file() {
+        let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock")).unwrap();
+        let entry = format!("name = \"tract-onnx\"\nversion = \"{TRACT_VERSION}\"");
+        assert!(
+            lock.contains(&entry),
+            "update TRACT_VERSION to the tract-onnx version in Cargo.lock"
+        );
+    }
+}

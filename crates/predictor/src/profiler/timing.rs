@@ -1,0 +1,100 @@
+//! Timing a runnable: warm-up runs, then repeated timed runs summarised by
+//! their median and 10th/90th percentiles.
+
+use super::engine::Runnable;
+use super::error::EngineError;
+use std::time::Instant;
+
+/// Summary of repeated timings, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timing {
+    pub median_ms: f64,
+    pub p10_ms: f64,
+    pub p90_ms: f64,
+    pub reps: usize,
+}
+
+impl Timing {
+    /// `(p90 - p10) / median`: the relative spread of the runs.
+    pub fn spread(&self) -> f64 {
+        if self.median_ms > 0.0 {
+            (self.p90_ms - self.p10_ms) / self.median_ms
+        } else {
+            0.0
+        }
+    }
+
+    /// Summarises run times in milliseconds; `None` for no runs.
+    pub fn of(mut samples: Vec<f64>) -> Option<Timing> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_by(f64::total_cmp);
+        Some(Timing {
+            median_ms: quantile(&samples, 0.5),
+            p10_ms: quantile(&samples, 0.1),
+            p90_ms: quantile(&samples, 0.9),
+            reps: samples.len(),
+        })
+    }
+}
+
+/// Linear interpolation between closest ranks of sorted, non-empty `v`.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// Runs `r` `warmup` times untimed, then `reps` (at least 1) times, each timed alone.
+pub fn measure(r: &mut dyn Runnable, warmup: usize, reps: usize) -> Result<Timing, EngineError> {
+    for _ in 0..warmup {
+        r.run()?;
+    }
+    let mut samples = Vec::with_capacity(reps.max(1));
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        r.run()?;
+        samples.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(Timing::of(samples).unwrap_or(Timing {
+        median_ms: 0.0,
+        p10_ms: 0.0,
+        p90_ms: 0.0,
+        reps: 0,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_percentiles() {
+        let t = Timing::of(vec![5.0, 1.0, 3.0, 2.0, 4.0]).unwrap();
+        assert_eq!((t.median_ms, t.reps), (3.0, 5));
+        assert!((t.p10_ms - 1.4).abs() < 1e-12 && (t.p90_ms - 4.6).abs() < 1e-12);
+        assert!((t.spread() - 3.2 / 3.0).abs() < 1e-12);
+        assert_eq!(Timing::of(vec![2.0, 4.0]).unwrap().median_ms, 3.0);
+        assert!(Timing::of(vec![]).is_none());
+    }
+
+    struct Counter(usize);
+
+    impl Runnable for Counter {
+        fn set_inputs(&mut self, _: &[graph_ir::Tensor]) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn run(&mut self) -> Result<(), EngineError> {
+            self.0 += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn warmup_runs_are_not_timed() {
+        let mut c = Counter(0);
+        let t = measure(&mut c, 3, 7).unwrap();
+        assert_eq!((c.0, t.reps), (10, 7));
+    }
+}

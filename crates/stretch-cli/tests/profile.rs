@@ -1,0 +1,109 @@
+//! `stretch profile --quick`: a row with positive timings for every kernel
+//! class, run.json, a rerun that resumes and adds nothing, and the errors for
+//! unusable cores and threads.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+const CLASSES: [&str; 9] = [
+    "conv+bn+act",
+    "dwconv+bn+act",
+    "fc",
+    "pool",
+    "gap",
+    "add+act",
+    "bn+act",
+    "act",
+    "concat",
+];
+
+#[test]
+fn quick_profile_covers_every_class_and_resumes() {
+    let dir = scratch("profile-quick");
+    let out = dir.to_string_lossy().into_owned();
+    let args = [
+        "profile",
+        "--engine",
+        "tract",
+        "--threads",
+        "1",
+        "--cores",
+        "0",
+        "--quick",
+        "--out",
+        &out,
+    ];
+    let stdout = stretch_ok(&args);
+    assert!(stdout.contains("0 already in"), "{stdout}");
+
+    let csv = std::fs::read_to_string(dir.join("kernels.csv")).expect("kernels.csv");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let mut per_class: BTreeMap<String, usize> = BTreeMap::new();
+    for line in lines.clone() {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{line}");
+        let median: f64 = cells[col("median_ms")].parse().expect("median_ms");
+        let p10: f64 = cells[col("p10_ms")].parse().expect("p10_ms");
+        let p90: f64 = cells[col("p90_ms")].parse().expect("p90_ms");
+        assert!(median > 0.0 && p10 <= median && median <= p90, "{line}");
+        assert_eq!(
+            (cells[col("engine")], cells[col("threads")], cells[col("cores")]),
+            ("tract", "1", "0")
+        );
+        *per_class.entry(cells[col("class")].to_string()).or_default() += 1;
+    }
+    for class in CLASSES {
+        assert!(per_class.get(class).is_some_and(|n| *n >= 4), "{class}: {per_class:?}");
+    }
+    let adaptive = lines
+        .filter(|l| l.split(',').nth(col("origin")) == Some("adaptive"))
+        .count();
+    assert!(adaptive > 0, "no adaptive rows");
+
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).expect("run.json"))
+        .expect("run.json is JSON");
+    assert_eq!(run["status"], "complete");
+    assert_eq!(run["engine"]["name"], "tract");
+    assert_eq!(run["settings"]["samples"], 4);
+    let total: u64 = per_class.values().map(|n| *n as u64).sum();
+    assert_eq!(run["summary"]["measured"].as_u64(), Some(total));
+
+    let again = stretch_ok(&args);
+    assert!(
+        again.contains(&format!("0 kernels measured, {total} already in")),
+        "{again}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("kernels.csv")).expect("csv"), csv);
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).expect("run.json"))
+        .expect("run.json is JSON");
+    let inv = run["invocations"].as_array().expect("invocations");
+    assert_eq!(inv.len(), 2);
+    assert_eq!(
+        (inv[0]["measured"].as_u64(), inv[1]["measured"].as_u64()),
+        (Some(total), Some(0))
+    );
+    assert_eq!(inv[1]["resumed"].as_u64(), Some(total));
+}
+
+#[test]
+fn unusable_cores_and_threads_are_errors() {
+    let dir = scratch("profile-errors");
+    let out = dir.to_string_lossy().into_owned();
+    for (extra, want) in [
+        (["--cores", "1023"], "core 1023 is not available"),
+        (["--cores", "0-x"], "`x` is not a core number"),
+        (["--threads", "2"], "--threads 2 needs at least 2 cores"),
+    ] {
+        let mut args = vec!["profile", "--quick", "--out", &out];
+        args.extend(extra);
+        let o = stretch(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(want), "{args:?}: {err}");
+    }
+    assert!(!dir.join("kernels.csv").exists());
+}
