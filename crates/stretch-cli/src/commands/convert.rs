@@ -25,16 +25,23 @@ pub fn run(args: Args) -> Result<()> {
     graph_ir::onnx::export_file(&graph, &args.output)
         .with_context(|| format!("cannot export to {}", args.output.display()))?;
     let cost = graph.total_cost();
+    let missing = graph
+        .node_ids()
+        .into_iter()
+        .filter(|id| matches!(&graph.node(*id).op, graph_ir::Op::Const(t) if !t.has_data()))
+        .count();
+    let note = if args.model.random_weights.is_some() {
+        ", missing weights filled from the seed".to_string()
+    } else if missing > 0 {
+        format!("; {missing} weights have no data (structure-only), pass --random-weights SEED to fill them")
+    } else {
+        String::new()
+    };
     println!(
-        "wrote {} ({} nodes, {} parameters{})",
+        "wrote {} ({} nodes, {} parameters{note})",
         args.output.display(),
         graph.len(),
-        cost.params,
-        if args.model.random_weights.is_some() {
-            ", missing weights filled from the seed"
-        } else {
-            ""
-        }
+        cost.params
     );
     Ok(())
 }
