@@ -13,6 +13,8 @@ use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::{BinaryOp, UnaryOp};
 use graph_ir::{Graph, GraphError, NodeId, Op};
 use predictor::features::{Work, work};
+use predictor::fit::Sample;
+use predictor::fit::analytic::{accuracy, fit};
 use predictor::kernels::{OpClass, default_rules, detect};
 use std::collections::BTreeMap;
 
@@ -94,85 +96,6 @@ fn kernel_works(g: &Graph) -> Result<Vec<(Work, bool)>, GraphError> {
         .collect())
 }
 
-/// (effective GFLOP/s, GB/s, overhead us, depthwise efficiency relative to dense)
-type Params = (f64, f64, f64, f64);
-
-fn predict(works: &[(Work, bool)], (gflops, gbs, us, dw): Params) -> f64 {
-    works
-        .iter()
-        .map(|(w, is_dw)| {
-            let g = if *is_dw { gflops * dw } else { gflops };
-            us / 1e3 + 1e3 * (w.flops as f64 / (g * 1e9)).max(w.bytes as f64 / (gbs * 1e9))
-        })
-        .sum()
-}
-
-fn log_error(samples: &[(Vec<(Work, bool)>, f64)], p: Params) -> f64 {
-    samples
-        .iter()
-        .map(|(w, ms)| (predict(w, p) / ms).ln().powi(2))
-        .sum::<f64>()
-        / samples.len() as f64
-}
-
-fn accuracy(samples: &[(Vec<(Work, bool)>, f64)], p: Params, within: f64) -> f64 {
-    let ok = samples
-        .iter()
-        .filter(|(w, ms)| ((predict(w, p) - ms) / ms).abs() <= within)
-        .count();
-    ok as f64 / samples.len() as f64
-}
-
-fn fit(train: &[(Vec<(Work, bool)>, f64)]) -> Params {
-    let grid = |lo: f64, hi: f64, n: usize| -> Vec<f64> {
-        (0..n).map(|i| lo * (hi / lo).powf(i as f64 / (n - 1) as f64)).collect()
-    };
-    let mut best = ((1.0, 1.0, 0.0, 1.0), f64::INFINITY);
-    for &g in &grid(1.0, 500.0, 30) {
-        for &b in &grid(0.5, 100.0, 20) {
-            for &o in &[0.0, 5.0, 20.0, 80.0] {
-                for &d in &grid(0.02, 1.0, 12) {
-                    let e = log_error(train, (g, b, o, d));
-                    if e < best.1 {
-                        best = ((g, b, o, d), e);
-                    }
-                }
-            }
-        }
-    }
-    let (mut p, mut e) = best;
-    for _ in 0..200 {
-        let mut improved = false;
-        for (i, f) in [
-            (0usize, 1.02),
-            (0, 0.98),
-            (1, 1.02),
-            (1, 0.98),
-            (2, 1.05),
-            (2, 0.95),
-            (3, 1.02),
-            (3, 0.98),
-        ] {
-            let mut q = p;
-            match i {
-                0 => q.0 *= f,
-                1 => q.1 *= f,
-                2 => q.2 = (q.2 * f).max(0.0) + if f > 1.0 { 0.1 } else { 0.0 },
-                _ => q.3 = (q.3 * f).min(1.0),
-            }
-            let eq = log_error(train, q);
-            if eq < e {
-                (p, e) = (q, eq);
-                improved = true;
-            }
-        }
-        if !improved {
-            break;
-        }
-    }
-    p
-}
-
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
         eprintln!("usage: fit_phone_cpu BLOCKS.json   (e.g. ../shared/data/phone-latency/pixel4_cpu_blocks.json)");
@@ -190,7 +113,7 @@ fn main() {
     for (key, ms) in &table {
         let Some(block) = parse(key) else { continue };
         match build(&block).and_then(|g| kernel_works(&g)) {
-            Ok(works) => samples.push((works, *ms)),
+            Ok(works) => samples.push(Sample { works, ms: *ms }),
             Err(e) => eprintln!("skipping {key}: {e}"),
         }
     }
@@ -215,14 +138,14 @@ fn main() {
     );
     println!(
         "fitted: effective throughput {:.2} GFLOP/s (depthwise x{:.3}), bandwidth {:.2} GB/s, kernel overhead {:.1} us",
-        p.0, p.3, p.1, p.2
+        p.gflops, p.depthwise_efficiency, p.bandwidth_gbs, p.overhead_us
     );
     for within in [0.05, 0.10, 0.15] {
         println!(
             "analytic model, held-out ±{:.0}% accuracy: {:.1}%  (train {:.1}%)",
             within * 100.0,
-            100.0 * accuracy(&test, p, within),
-            100.0 * accuracy(&train, p, within)
+            100.0 * accuracy(&test, &p, within),
+            100.0 * accuracy(&train, &p, within)
         );
     }
 }

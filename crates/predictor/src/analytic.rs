@@ -52,6 +52,7 @@ mod tests {
             depthwise_efficiency: Some(fig(0.5)),
             subgraph_overhead_us: None,
             fusion: None,
+            regressors: None,
         }
     }
 

@@ -50,7 +50,7 @@ impl OpClass {
         }
     }
 
-    const ALL: [OpClass; 12] = [
+    pub const ALL: [OpClass; 12] = [
         OpClass::Conv,
         OpClass::DwConv,
         OpClass::Bn,

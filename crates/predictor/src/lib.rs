@@ -4,13 +4,14 @@
 //! `configs/devices/*.toml`), random-forest regression ([`forest`]) and
 //! block-level predictors trained on real phone latencies ([`phone`]), and the
 //! profiler that measures kernels on an engine ([`profiler`]). It exposes the
-//! [`LatencyModel`] trait that branching and the runtime use.
-//!
-//! Still to come: per-kernel regressors fitted from the profiler's CSV behind
-//! [`LatencyModel`], learned fusion rules, and a measured `host` profile.
+//! [`LatencyModel`] trait that branching and the runtime use, implemented by
+//! [`DeviceModel`]: per-kernel regressors fitted from the profiler's CSV
+//! ([`fit`]) where a profile names them, the analytic model elsewhere.
 
 pub mod analytic;
+mod device_model;
 pub mod features;
+pub mod fit;
 pub mod forest;
 pub mod kernels;
 mod model;
@@ -18,5 +19,6 @@ pub mod phone;
 pub mod profile;
 pub mod profiler;
 
+pub use device_model::DeviceModel;
 pub use model::{AnalyticModel, KernelPrediction, LatencyModel, PredictError, Prediction, Source};
 pub use profile::{DeviceProfile, ProfileError};

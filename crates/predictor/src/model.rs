@@ -18,6 +18,8 @@ pub enum PredictError {
     Graph(#[from] GraphError),
     #[error("processor `{processor}`: {reason}")]
     Rules { processor: String, reason: String },
+    #[error(transparent)]
+    Regressors(Box<crate::fit::RegressorError>),
 }
 
 /// Where a kernel's figure comes from.

@@ -91,6 +91,10 @@ pub struct ProcessorProfile {
     /// means the default rules.
     #[serde(default)]
     pub fusion: Option<Vec<String>>,
+    /// Per-kernel regressors (`stretch fit` output), a path relative to the
+    /// profile file; kernels of the classes they cover are predicted by them.
+    #[serde(default)]
+    pub regressors: Option<String>,
 }
 
 /// Communication cost between two processors: `latency + bytes / bandwidth`.

@@ -211,6 +211,58 @@ pub struct Existing {
     pub torn_line: Option<usize>,
 }
 
+/// Reads the rows of a kernels CSV without opening it for writing; a torn
+/// last line is skipped and reported as in [`Store::open`].
+pub fn read(path: &Path) -> Result<Existing, ProfilerError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfilerError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(parse_rows(path, &text)?.0)
+}
+
+/// The rows of `text` and the byte length to keep (short of a torn last line).
+fn parse_rows(path: &Path, text: &str) -> Result<(Existing, usize), ProfilerError> {
+    let header = COLUMNS.join(",");
+    let mut existing = Existing::default();
+    let mut keep = text.len();
+    let mut lines = text.split_inclusive('\n').enumerate().peekable();
+    if let Some((_, first)) = lines.next() {
+        let found = first.trim_end_matches(['\r', '\n']);
+        if found != header {
+            return Err(ProfilerError::Header {
+                path: path.to_path_buf(),
+                found: found.to_string(),
+                expected: header,
+            });
+        }
+    }
+    let mut offset = text.split_inclusive('\n').next().map_or(0, str::len);
+    while let Some((i, raw)) = lines.next() {
+        let line = raw.trim_end_matches(['\r', '\n']);
+        let number = i + 1;
+        if !line.trim().is_empty() {
+            match Row::parse(line) {
+                Ok(row) => existing.rows.push((number, row)),
+                Err(_) if lines.peek().is_none() && !raw.ends_with('\n') => {
+                    existing.torn_line = Some(number);
+                    keep = offset;
+                }
+                Err(reason) => {
+                    return Err(ProfilerError::MalformedRow {
+                        path: path.to_path_buf(),
+                        line: number,
+                        reason,
+                    });
+                }
+            }
+        }
+        offset += raw.len();
+    }
+    Ok((existing, keep))
+}
+
 /// A kernels CSV opened for appending.
 pub struct Store {
     path: std::path::PathBuf,
@@ -238,42 +290,7 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(io("read")(e)),
         };
-        let header = COLUMNS.join(",");
-        let mut existing = Existing::default();
-        let mut keep = text.len();
-        let mut lines = text.split_inclusive('\n').enumerate().peekable();
-        if let Some((_, first)) = lines.next() {
-            let found = first.trim_end_matches(['\r', '\n']);
-            if found != header {
-                return Err(ProfilerError::Header {
-                    path: path.to_path_buf(),
-                    found: found.to_string(),
-                    expected: header,
-                });
-            }
-        }
-        let mut offset = text.split_inclusive('\n').next().map_or(0, str::len);
-        while let Some((i, raw)) = lines.next() {
-            let line = raw.trim_end_matches(['\r', '\n']);
-            let number = i + 1;
-            if !line.trim().is_empty() {
-                match Row::parse(line) {
-                    Ok(row) => existing.rows.push((number, row)),
-                    Err(_) if lines.peek().is_none() && !raw.ends_with('\n') => {
-                        existing.torn_line = Some(number);
-                        keep = offset;
-                    }
-                    Err(reason) => {
-                        return Err(ProfilerError::MalformedRow {
-                            path: path.to_path_buf(),
-                            line: number,
-                            reason,
-                        });
-                    }
-                }
-            }
-            offset += raw.len();
-        }
+        let (existing, keep) = parse_rows(path, &text)?;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -287,7 +304,7 @@ impl Store {
             file,
         };
         if text.is_empty() {
-            store.write(&format!("{header}\n"))?;
+            store.write(&format!("{}\n", COLUMNS.join(",")))?;
         } else if keep == text.len() && !text.ends_with('\n') {
             store.write("\n")?;
         }

@@ -1,0 +1,116 @@
+//! [`DeviceModel`]: the latency model a device profile describes, with the
+//! per-kernel regressors it names where there are any and the analytic model
+//! everywhere else.
+
+use crate::fit::{KernelRegressors, RegressorError};
+use crate::model::{AnalyticModel, LatencyModel, PredictError, Prediction, Source};
+use crate::profile::DeviceProfile;
+use graph_ir::{Graph, NodeId};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Regressors for one processor and the file they came from.
+struct Attached {
+    regressors: KernelRegressors,
+    file: String,
+}
+
+/// A device's latency model: per-kernel regressors where the profile (or
+/// [`DeviceModel::attach`]) provides them, the analytic model otherwise.
+/// Each kernel's [`Source`] says which made its figure.
+pub struct DeviceModel {
+    analytic: AnalyticModel,
+    attached: BTreeMap<String, Attached>,
+}
+
+impl DeviceModel {
+    /// The analytic model alone.
+    pub fn analytic(profile: DeviceProfile) -> DeviceModel {
+        DeviceModel {
+            analytic: AnalyticModel::new(profile),
+            attached: BTreeMap::new(),
+        }
+    }
+
+    /// Loads the profile and every `regressors` file it names (relative to
+    /// the profile's folder).
+    pub fn load(path: &Path) -> Result<DeviceModel, PredictError> {
+        let profile = DeviceProfile::load(path)?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let named: Vec<(String, String)> = profile
+            .processors
+            .iter()
+            .filter_map(|(name, p)| p.regressors.clone().map(|f| (name.clone(), f)))
+            .collect();
+        let mut model = DeviceModel::analytic(profile);
+        for (processor, file) in named {
+            model.attach(&processor, &dir.join(file))?;
+        }
+        Ok(model)
+    }
+
+    /// Uses the regressors in `file` for `processor` (replacing any it had).
+    pub fn attach(&mut self, processor: &str, file: &Path) -> Result<(), PredictError> {
+        self.analytic.profile.processor(processor)?;
+        let regressors = KernelRegressors::load(file)?;
+        self.attached.insert(
+            processor.to_string(),
+            Attached {
+                regressors,
+                file: file.display().to_string(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Drops every regressor: predictions come from the analytic model only.
+    pub fn without_regressors(mut self) -> DeviceModel {
+        self.attached.clear();
+        self
+    }
+
+    pub fn profile(&self) -> &DeviceProfile {
+        &self.analytic.profile
+    }
+}
+
+impl From<RegressorError> for PredictError {
+    fn from(e: RegressorError) -> PredictError {
+        PredictError::Regressors(Box::new(e))
+    }
+}
+
+impl LatencyModel for DeviceModel {
+    fn device(&self) -> &str {
+        self.analytic.device()
+    }
+
+    fn processors(&self) -> Vec<String> {
+        self.analytic.processors()
+    }
+
+    fn predict(&self, g: &Graph, nodes: &[NodeId], processor: &str) -> Result<Prediction, PredictError> {
+        let mut prediction = self.analytic.predict(g, nodes, processor)?;
+        let Some(a) = self.attached.get(processor) else {
+            return Ok(prediction);
+        };
+        for k in &mut prediction.kernels {
+            if let Some(ms) = a.regressors.predict(k.class, &k.features) {
+                k.ms = ms.map_err(|e| {
+                    PredictError::Regressors(Box::new(RegressorError::Forest {
+                        path: a.file.clone().into(),
+                        class: k.class.name().into(),
+                        source: e,
+                    }))
+                })?;
+                k.source = Source::Regressor { file: a.file.clone() };
+            }
+        }
+        prediction.total_ms = prediction.subgraph_overhead_ms + prediction.kernels.iter().map(|k| k.ms).sum::<f64>();
+        Ok(prediction)
+    }
+
+    fn comm_ms(&self, from: &str, to: &str, bytes: u64) -> Result<f64, PredictError> {
+        self.analytic.comm_ms(from, to, bytes)
+    }
+}

@@ -1,0 +1,235 @@
+//! Per-kernel-class random forests fitted from a profiler CSV (nn-Meter's
+//! per-kernel regressors), saved as one versioned JSON file next to the data.
+//!
+//! A forest predicts a kernel's milliseconds from the nn-Meter features of
+//! its leading op class ([`crate::features::feature_names`]), fitted in log
+//! space so that errors are relative. The file also keeps, per class, the
+//! out-of-fold accuracy measured when it was fitted.
+
+use crate::forest::{self, Forest, ForestError, ForestParams, MaxFeatures, TargetTransform};
+use crate::kernels::OpClass;
+use crate::profiler::adaptive::out_of_fold_errors;
+use crate::profiler::csv::Row;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The file format this build reads and writes.
+pub const FORMAT: &str = "stretch.kernel-regressors/1";
+
+/// Classes with fewer measured rows than this get no forest (the analytic
+/// model stays their predictor).
+pub const MIN_ROWS: usize = 8;
+
+#[derive(Debug, Error)]
+pub enum RegressorError {
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a kernel-regressors file: {source}", path.display())]
+    Json { path: PathBuf, source: serde_json::Error },
+    #[error("{}: format `{found}`, this build reads `{FORMAT}`", path.display())]
+    Format { path: PathBuf, found: String },
+    #[error(
+        "{source_csv} line {line}: {what} is `{found}` but earlier rows have `{expected}`; fit one engine setting per file"
+    )]
+    Mixed {
+        source_csv: String,
+        line: usize,
+        what: &'static str,
+        found: String,
+        expected: String,
+    },
+    #[error("{source_csv}: no kernel class has the {MIN_ROWS} rows a forest needs")]
+    TooFewRows { source_csv: String },
+    #[error("{}: class `{class}`: {source}", path.display())]
+    Forest {
+        path: PathBuf,
+        class: String,
+        source: ForestError,
+    },
+}
+
+/// How well a class's forest predicts rows it was not fitted on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClassReport {
+    pub rows: usize,
+    /// Out-of-fold shares of rows within ±5%, ±10%, ±15%.
+    pub within_5: f64,
+    pub within_10: f64,
+    pub within_15: f64,
+    /// Root mean squared percentage error, out of fold.
+    pub rmspe: f64,
+}
+
+/// Forests per op class, fitted from one engine setting's measurements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelRegressors {
+    format: String,
+    /// The CSV the forests were fitted from.
+    pub source_csv: String,
+    pub engine: String,
+    pub threads: usize,
+    pub cores: String,
+    pub seed: u64,
+    pub forests: BTreeMap<String, Forest>,
+    pub report: BTreeMap<String, ClassReport>,
+}
+
+fn params() -> ForestParams {
+    ForestParams {
+        n_trees: 48,
+        max_depth: 20,
+        min_samples_leaf: 1,
+        max_features: MaxFeatures::All,
+        bootstrap: true,
+        target: TargetTransform::Log,
+    }
+}
+
+fn share(errors: &[f64], within: f64) -> f64 {
+    errors.iter().filter(|e| **e <= within).count() as f64 / errors.len().max(1) as f64
+}
+
+impl KernelRegressors {
+    /// Fits one forest per op class with at least [`MIN_ROWS`] rows in
+    /// `rows` (each with its CSV line number), and measures its out-of-fold
+    /// accuracy. All rows must come from one engine, thread count and core set.
+    pub fn fit(rows: &[(usize, Row)], source_csv: &str, seed: u64) -> Result<KernelRegressors, RegressorError> {
+        let first = rows.first().ok_or_else(|| RegressorError::TooFewRows {
+            source_csv: source_csv.into(),
+        })?;
+        let (engine, threads, cores) = (&first.1.engine, first.1.threads, first.1.cores.to_string());
+        for (line, r) in rows {
+            let mixed = |what, found: String, expected: String| RegressorError::Mixed {
+                source_csv: source_csv.into(),
+                line: *line,
+                what,
+                found,
+                expected,
+            };
+            if &r.engine != engine {
+                return Err(mixed("engine", r.engine.clone(), engine.clone()));
+            }
+            if r.threads != threads {
+                return Err(mixed("threads", r.threads.to_string(), threads.to_string()));
+            }
+            if r.cores.to_string() != cores {
+                return Err(mixed("cores", r.cores.to_string(), cores.clone()));
+            }
+        }
+        let mut by_class: BTreeMap<&'static str, (Vec<Vec<f64>>, Vec<f64>)> = BTreeMap::new();
+        for (_, r) in rows {
+            if r.median_ms > 0.0 {
+                let entry = by_class.entry(r.kind.op_class().name()).or_default();
+                entry.0.push(r.features.clone());
+                entry.1.push(r.median_ms);
+            }
+        }
+        let label = PathBuf::from(source_csv);
+        let mut forests = BTreeMap::new();
+        let mut report = BTreeMap::new();
+        for (class, (x, y)) in by_class {
+            if x.len() < MIN_ROWS {
+                continue;
+            }
+            let wrap = |source| RegressorError::Forest {
+                path: label.clone(),
+                class: class.into(),
+                source,
+            };
+            let errors = out_of_fold_errors(&x, &y, seed).map_err(wrap)?;
+            let rmspe = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
+            let names = crate::features::feature_names(class_of(class).unwrap_or(OpClass::Act));
+            let mut f = forest::fit(&x, &y, &params(), seed)
+                .and_then(|f| f.with_feature_names(names.iter().copied()))
+                .map_err(wrap)?;
+            f.set_metadata("class", class.into());
+            f.set_metadata("rows", x.len().into());
+            forests.insert(class.to_string(), f);
+            report.insert(
+                class.to_string(),
+                ClassReport {
+                    rows: x.len(),
+                    within_5: share(&errors, 0.05),
+                    within_10: share(&errors, 0.10),
+                    within_15: share(&errors, 0.15),
+                    rmspe,
+                },
+            );
+        }
+        if forests.is_empty() {
+            return Err(RegressorError::TooFewRows {
+                source_csv: source_csv.into(),
+            });
+        }
+        Ok(KernelRegressors {
+            format: FORMAT.into(),
+            source_csv: source_csv.into(),
+            engine: engine.clone(),
+            threads,
+            cores,
+            seed,
+            forests,
+            report,
+        })
+    }
+
+    /// Predicted milliseconds of a kernel of `class` with `features`, or
+    /// `None` when no forest covers the class.
+    pub fn predict(&self, class: OpClass, features: &[f64]) -> Option<Result<f64, ForestError>> {
+        self.forests.get(class.name()).map(|f| f.predict(features))
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), RegressorError> {
+        let json = serde_json::to_string(self).map_err(|source| RegressorError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        std::fs::write(path, json + "\n").map_err(|source| RegressorError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Reads a file written by [`KernelRegressors::save`], checking its
+    /// format version and every forest.
+    pub fn load(path: &Path) -> Result<KernelRegressors, RegressorError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RegressorError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let json = |source| RegressorError::Json {
+            path: path.to_path_buf(),
+            source,
+        };
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(json)?;
+        let found = value.get("format").and_then(|f| f.as_str()).unwrap_or("(none)");
+        if found != FORMAT {
+            return Err(RegressorError::Format {
+                path: path.to_path_buf(),
+                found: found.into(),
+            });
+        }
+        let mut regs: KernelRegressors = serde_json::from_value(value).map_err(json)?;
+        for (class, f) in regs.forests.iter_mut() {
+            let text = serde_json::to_string(f).map_err(json)?;
+            *f = Forest::from_json(&text, path).map_err(|source| RegressorError::Forest {
+                path: path.to_path_buf(),
+                class: class.clone(),
+                source,
+            })?;
+        }
+        Ok(regs)
+    }
+}
+
+fn class_of(name: &str) -> Option<OpClass> {
+    OpClass::ALL.into_iter().find(|c| c.name() == name)
+}
