@@ -1,7 +1,7 @@
 //! Every profile under `configs/devices/` loads, validates, and every figure
 //! in it names its source.
 
-use predictor::DeviceProfile;
+use predictor::{DeviceModel, DeviceProfile, LatencyModel};
 use std::path::Path;
 
 #[test]
@@ -30,6 +30,8 @@ fn every_device_profile_loads_with_sources() {
                 );
             }
         }
+        let model = DeviceModel::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(model.processors().len(), p.processors.len());
         seen += 1;
     }
     assert!(seen >= 2, "expected device profiles in {}", dir.display());

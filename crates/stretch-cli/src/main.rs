@@ -25,6 +25,7 @@ enum Command {
     Inspect(commands::inspect::Args),
     Convert(commands::convert::Args),
     Predict(commands::predict::Args),
+    Fit(commands::fit::Args),
     Profile(commands::profile::Args),
 }
 
@@ -34,6 +35,7 @@ fn main() {
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Convert(a) => commands::convert::run(a),
         Command::Predict(a) => commands::predict::run(a),
+        Command::Fit(a) => commands::fit::run(a),
         Command::Profile(a) => commands::profile::run(a),
     };
     if let Err(e) = result {

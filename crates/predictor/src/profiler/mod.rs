@@ -17,6 +17,7 @@ pub mod engine;
 mod error;
 pub mod host;
 pub mod kernel_graph;
+pub mod link;
 mod run;
 pub mod space;
 pub mod timing;

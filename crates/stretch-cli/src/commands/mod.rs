@@ -1,4 +1,6 @@
 pub mod convert;
+pub mod fit;
 pub mod inspect;
+mod link;
 pub mod predict;
 pub mod profile;

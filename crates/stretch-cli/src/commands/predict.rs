@@ -2,7 +2,7 @@
 
 use crate::model_args::ModelArgs;
 use anyhow::{Context, Result};
-use predictor::{AnalyticModel, DeviceProfile, LatencyModel, Source};
+use predictor::{DeviceModel, LatencyModel, Source};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -13,7 +13,9 @@ use std::path::PathBuf;
 /// latency is predicted and the figures are summed with the per-subgraph
 /// overhead. Every figure is a prediction, and each row says which model made
 /// it: `analytic` (roofline over the device profile's figures) or a regressor
-/// fitted from measurements.
+/// fitted from measurements (`stretch fit`). A profile names a processor's
+/// regressors with `regressors = "FILE"`; --regressors overrides that for
+/// the asked processor and --analytic ignores every regressor.
 ///
 /// --json prints {schema: "stretch.predict/1", model, device, processor,
 /// total_ms, subgraph_overhead_ms, kernels: [{name, class, ops,
@@ -31,15 +33,29 @@ pub struct Args {
     #[arg(long)]
     pub processor: String,
 
+    /// Kernel regressors (`stretch fit` output) to use for --processor,
+    /// instead of those the profile names.
+    #[arg(long, value_name = "REGRESSORS.json", conflicts_with = "analytic")]
+    pub regressors: Option<PathBuf>,
+
+    /// Use the analytic model only, ignoring the regressors the profile names.
+    #[arg(long)]
+    pub analytic: bool,
+
     /// Print the JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let profile = DeviceProfile::load(&args.device)?;
+    let mut model = DeviceModel::load(&args.device)?;
+    if args.analytic {
+        model = model.without_regressors();
+    }
+    if let Some(file) = &args.regressors {
+        model.attach(&args.processor, file)?;
+    }
     let graph = args.model.load()?;
-    let model = AnalyticModel::new(profile);
     let prediction = model
         .predict_graph(&graph, &args.processor)
         .with_context(|| format!("cannot predict {}", args.model.model.display()))?;

@@ -43,6 +43,13 @@ pub struct Args {
     #[arg(long, default_value = "0", value_name = "CPULIST")]
     pub cores: String,
 
+    /// Measure the thread hand-off between two cores instead of kernels:
+    /// `FROM,TO`. A buffer of 4 KiB to 16 MiB is sent from a thread pinned to
+    /// FROM and copied by a thread pinned to TO; writes DIR/link.csv and
+    /// prints `latency + bytes / bandwidth` fitted to it.
+    #[arg(long, value_name = "FROM,TO")]
+    pub link: Option<String>,
+
     /// Output directory for kernels.csv and run.json; created if missing. An
     /// existing kernels.csv is resumed.
     #[arg(long, value_name = "DIR")]
@@ -103,6 +110,9 @@ fn settings(args: &Args) -> Settings {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(link) = &args.link {
+        return super::link::run(link, &args.out, args.reps.unwrap_or(200), args.warmup.unwrap_or(20));
+    }
     let cores: CoreSet = args.cores.parse()?;
     if args.threads > cores.len() {
         bail!(predictor::profiler::ProfilerError::ThreadsExceedCores {

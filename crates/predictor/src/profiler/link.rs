@@ -1,0 +1,164 @@
+//! Measures the cost of handing a tensor from a thread pinned to one core to
+//! a thread pinned to another, the way a runtime meets at a meeting point: the
+//! producer sends a filled buffer over a channel, the consumer copies it into
+//! its own buffer. Fitted as `latency + bytes / bandwidth`.
+
+use super::affinity::{CoreSet, pin_current_thread};
+use super::error::ProfilerError;
+use super::timing::Timing;
+use serde::Serialize;
+use std::sync::mpsc;
+use std::time::Instant;
+
+/// Hand-off times of one buffer size.
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkSample {
+    pub bytes: u64,
+    pub median_us: f64,
+    pub p10_us: f64,
+    pub p90_us: f64,
+    pub reps: usize,
+}
+
+/// `latency + bytes / bandwidth`, fitted by least squares.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LinkFit {
+    pub latency_us: f64,
+    pub bandwidth_gbs: f64,
+}
+
+/// Buffer sizes from 4 KiB to 16 MiB, the range of CNN feature maps.
+pub fn default_sizes() -> Vec<usize> {
+    (12..=24).step_by(2).map(|p| 1usize << p).collect()
+}
+
+/// Times `reps` hand-offs (after `warmup`) of each size in `sizes` from core
+/// `from` to core `to`: from the producer's send to the end of the
+/// consumer's copy, on one monotonic clock.
+pub fn measure(
+    from: usize,
+    to: usize,
+    sizes: &[usize],
+    warmup: usize,
+    reps: usize,
+) -> Result<Vec<LinkSample>, ProfilerError> {
+    let (from_set, to_set) = (single(from)?, single(to)?);
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let (tx, rx) = mpsc::sync_channel::<(Vec<f32>, Instant)>(1);
+    let (back_tx, back_rx) = mpsc::sync_channel::<(Vec<f32>, f64)>(1);
+    let consumer = std::thread::spawn(move || -> Result<(), ProfilerError> {
+        pin_current_thread(&to_set)?;
+        let mut own = vec![0f32; max / 4];
+        while let Ok((buf, sent)) = rx.recv() {
+            own[..buf.len()].copy_from_slice(&buf);
+            let us = sent.elapsed().as_secs_f64() * 1e6;
+            std::hint::black_box(&own);
+            if back_tx.send((buf, us)).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    });
+    let run = || -> Result<Vec<LinkSample>, ProfilerError> {
+        pin_current_thread(&from_set)?;
+        let mut out = Vec::new();
+        for &size in sizes {
+            let mut buf = vec![0f32; size / 4];
+            let mut times = Vec::with_capacity(reps);
+            for i in 0..warmup + reps {
+                buf.iter_mut().enumerate().for_each(|(j, v)| *v = (i + j) as f32);
+                let lost = || ProfilerError::Setting {
+                    name: "link",
+                    reason: "the consumer thread stopped".into(),
+                };
+                tx.send((buf, Instant::now())).map_err(|_| lost())?;
+                let (b, us) = back_rx.recv().map_err(|_| lost())?;
+                buf = b;
+                if i >= warmup {
+                    times.push(us / 1e3);
+                }
+            }
+            let t = Timing::of(times).unwrap_or(Timing {
+                median_ms: 0.0,
+                p10_ms: 0.0,
+                p90_ms: 0.0,
+                reps: 0,
+            });
+            out.push(LinkSample {
+                bytes: size as u64,
+                median_us: t.median_ms * 1e3,
+                p10_us: t.p10_ms * 1e3,
+                p90_us: t.p90_ms * 1e3,
+                reps: t.reps,
+            });
+        }
+        Ok(out)
+    };
+    let result = run();
+    drop(tx);
+    let joined = consumer.join().map_err(|_| ProfilerError::Setting {
+        name: "link",
+        reason: "the consumer thread panicked".into(),
+    })?;
+    let samples = result?;
+    joined?;
+    Ok(samples)
+}
+
+fn single(core: usize) -> Result<CoreSet, ProfilerError> {
+    CoreSet::new(vec![core]).ok_or_else(|| ProfilerError::CoreSpec {
+        spec: core.to_string(),
+        reason: "empty core set".into(),
+    })
+}
+
+/// Least-squares fit of `median_us = latency + bytes / (bandwidth * 1e3)`;
+/// the latency is clamped at 0 and the bandwidth kept positive.
+pub fn fit(samples: &[LinkSample]) -> LinkFit {
+    let n = samples.len() as f64;
+    let (sx, sy) = samples
+        .iter()
+        .fold((0.0, 0.0), |(a, b), s| (a + s.bytes as f64, b + s.median_us));
+    let (mx, my) = (sx / n.max(1.0), sy / n.max(1.0));
+    let (sxy, sxx) = samples.iter().fold((0.0, 0.0), |(a, b), s| {
+        let dx = s.bytes as f64 - mx;
+        (a + dx * (s.median_us - my), b + dx * dx)
+    });
+    let slope = if sxx > 0.0 { (sxy / sxx).max(1e-9) } else { 1e-9 };
+    LinkFit {
+        latency_us: (my - slope * mx).max(0.0),
+        bandwidth_gbs: 1.0 / (slope * 1e3),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_a_line() {
+        let samples: Vec<LinkSample> = [4096u64, 65536, 1 << 20, 16 << 20]
+            .iter()
+            .map(|&bytes| LinkSample {
+                bytes,
+                median_us: 12.0 + bytes as f64 / 8e3,
+                p10_us: 0.0,
+                p90_us: 0.0,
+                reps: 1,
+            })
+            .collect();
+        let f = fit(&samples);
+        assert!(
+            (f.latency_us - 12.0).abs() < 1e-6 && (f.bandwidth_gbs - 8.0).abs() < 1e-6,
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn hand_off_between_two_threads_is_timed() {
+        let s = measure(0, 0, &[4096, 4 << 20], 1, 9).unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().all(|x| x.reps == 9 && x.median_us > 0.0));
+        assert!(s[1].median_us > s[0].median_us, "{s:?}");
+    }
+}

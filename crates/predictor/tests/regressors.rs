@@ -1,0 +1,136 @@
+//! Per-kernel regressors: fitted from profiler rows, saved, reloaded to
+//! identical predictions, and used by a device model for the classes they cover.
+
+use graph_ir::builder::{Builder, ConvSpec};
+use predictor::fit::{KernelRegressors, RegressorError};
+use predictor::profiler::csv::Row;
+use predictor::profiler::{CoreSet, KernelKind, Origin};
+use predictor::{DeviceModel, DeviceProfile, LatencyModel, Source};
+
+fn row(kind: KernelKind, features: Vec<f64>, ms: f64) -> Row {
+    Row {
+        kind,
+        round: 0,
+        origin: Origin::Random,
+        flops: features.iter().product::<f64>() as u64,
+        bytes: 1000,
+        features,
+        median_ms: ms,
+        p10_ms: ms,
+        p90_ms: ms,
+        reps: 3,
+        engine: "tract".into(),
+        threads: 1,
+        cores: CoreSet::new(vec![0]).unwrap(),
+    }
+}
+
+/// Conv rows whose latency follows their FLOPs, act rows that follow h*c.
+fn rows() -> Vec<(usize, Row)> {
+    let mut out = Vec::new();
+    for i in 0..40usize {
+        let (h, cin, cout) = (
+            8.0 + (i % 5) as f64 * 8.0,
+            16.0 * (1 + i % 4) as f64,
+            32.0 * (1 + i % 3) as f64,
+        );
+        let flops = 2.0 * h * h * cin * cout * 9.0;
+        let f = vec![h, cin, cout, 3.0, 1.0, flops, cin * cout * 9.0];
+        out.push((i + 2, row(KernelKind::ConvBnRelu, f, flops / 1e9 + 0.01)));
+        out.push((i + 100, row(KernelKind::Act, vec![h, cin], h * h * cin / 1e8 + 0.002)));
+    }
+    out
+}
+
+#[test]
+fn fitted_regressors_reload_to_identical_predictions() {
+    let regs = KernelRegressors::fit(&rows(), "synthetic.csv", 3).unwrap();
+    assert_eq!(regs.forests.keys().cloned().collect::<Vec<_>>(), vec!["act", "conv"]);
+    assert_eq!(regs.report["conv"].rows, 40);
+    assert!(regs.report["conv"].within_15 > 0.5, "{:?}", regs.report["conv"]);
+    let dir = std::env::temp_dir().join(format!("stretch-regs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("regressors.json");
+    regs.save(&file).unwrap();
+    let back = KernelRegressors::load(&file).unwrap();
+    assert_eq!(back, regs);
+    let probe = [16.0, 32.0, 64.0, 3.0, 1.0, 4_718_592.0, 18432.0];
+    let a = regs
+        .predict(predictor::kernels::OpClass::Conv, &probe)
+        .unwrap()
+        .unwrap();
+    let b = back
+        .predict(predictor::kernels::OpClass::Conv, &probe)
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.to_bits(), b.to_bits());
+    assert!(regs.predict(predictor::kernels::OpClass::Pool, &[1.0; 5]).is_none());
+
+    let profile = format!(
+        r#"name = "t"
+description = "test"
+[processors.cpu0]
+kind = "cpu"
+peak_gflops = {{ value = 10.0, source = "t" }}
+efficiency = {{ value = 1.0, source = "t" }}
+bandwidth_gbs = {{ value = 10.0, source = "t" }}
+kernel_overhead_us = {{ value = 1.0, source = "t" }}
+regressors = "regressors.json"
+"#
+    );
+    let toml = dir.join("t.toml");
+    std::fs::write(&toml, profile).unwrap();
+    let mut b = Builder::new("m");
+    let x = b.input("x", &[1, 16, 16, 16]).unwrap();
+    let y = b.conv_bn("c", x, ConvSpec::new(32, 3, 1), true).unwrap();
+    let y = b.max_pool("p", y, 3, 2).unwrap();
+    let g = b.finish("y", y).unwrap();
+    let model = DeviceModel::load(&toml).unwrap();
+    let p = model.predict_graph(&g, "cpu0").unwrap();
+    let sources: Vec<bool> = p
+        .kernels
+        .iter()
+        .map(|k| matches!(k.source, Source::Regressor { .. }))
+        .collect();
+    assert_eq!(
+        sources,
+        vec![true, false],
+        "conv by the forest, pool by the analytic model"
+    );
+    let sum: f64 = p.kernels.iter().map(|k| k.ms).sum();
+    assert!((p.total_ms - sum).abs() < 1e-12);
+    let analytic = DeviceModel::analytic(DeviceProfile::load(&toml).unwrap());
+    assert!(
+        analytic
+            .predict_graph(&g, "cpu0")
+            .unwrap()
+            .kernels
+            .iter()
+            .all(|k| k.source == Source::Analytic)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn rows_from_different_engine_settings_are_refused_with_their_line() {
+    let mut rows = rows();
+    rows[7].1.threads = 2;
+    let line = rows[7].0;
+    let e = KernelRegressors::fit(&rows, "k.csv", 0).unwrap_err();
+    assert!(
+        matches!(e, RegressorError::Mixed { line: l, what: "threads", .. } if l == line),
+        "{e}"
+    );
+    assert!(e.to_string().contains(&format!("k.csv line {line}")), "{e}");
+}
+
+#[test]
+fn a_missing_or_foreign_file_is_named() {
+    let e = KernelRegressors::load(std::path::Path::new("/nonexistent/r.json")).unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/r.json"), "{e}");
+    let f = std::env::temp_dir().join(format!("stretch-foreign-{}.json", std::process::id()));
+    std::fs::write(&f, r#"{"format": "other/1"}"#).unwrap();
+    let e = KernelRegressors::load(&f).unwrap_err();
+    assert!(e.to_string().contains("other/1"), "{e}");
+    let _ = std::fs::remove_file(&f);
+}

@@ -1,0 +1,159 @@
+//! `stretch fit`: predictors fitted to a profiler run.
+
+use anyhow::{Result, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use predictor::features::Work;
+use predictor::fit::analytic::{self, Figures};
+use predictor::fit::{KernelRegressors, Sample};
+use predictor::forest::SplitMix64;
+use predictor::profiler::csv::{self, Row};
+use predictor::profiler::space::KernelKind;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Fit latency predictors to the kernels a `stretch profile` run measured.
+///
+/// Reads DIR/kernels.csv and fits (1) one random forest per kernel class
+/// (conv, dwconv, fc, pool, gap, add, bn, act, concat; nn-Meter features, log
+/// targets), written with each class's out-of-fold accuracy to
+/// DIR/regressors.json (format stretch.kernel-regressors/1), and (2) the
+/// analytic model's figures (effective GFLOP/s, bandwidth, kernel overhead,
+/// depthwise efficiency), judged on a seeded held-out 20% of the rows.
+///
+/// It prints the accuracy of both and a `[processors.NAME]` block for a
+/// device profile whose figures cite the CSV; add `regressors = "FILE"` (a
+/// path relative to the profile) to make `stretch predict` and every other
+/// command use the forests for that processor.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Directory of a `stretch profile` run (holds kernels.csv).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Where to write the regressors (default DIR/regressors.json).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Name of the processor in the printed profile block.
+    #[arg(long, default_value = "cpu")]
+    pub processor: String,
+
+    /// Seeds the forests, the out-of-fold split and the held-out split.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+fn sample(r: &Row) -> Sample {
+    let cout = predictor::features::feature_names(r.kind.op_class())
+        .iter()
+        .position(|n| *n == "cout")
+        .map_or(0, |i| r.features[i] as usize);
+    let params = predictor::features::feature_names(r.kind.op_class())
+        .iter()
+        .position(|n| *n == "params")
+        .map_or(0, |i| r.features[i] as u64);
+    Sample {
+        works: vec![(
+            Work {
+                flops: r.flops,
+                params,
+                bytes: r.bytes,
+                out_channels: cout,
+            },
+            r.kind == KernelKind::DwConvBnRelu,
+        )],
+        ms: r.median_ms,
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let csv_path = args.dir.join("kernels.csv");
+    if !csv_path.exists() {
+        bail!(
+            "{}: no such file; run `stretch profile --out {}` first",
+            csv_path.display(),
+            args.dir.display()
+        );
+    }
+    let rows = csv::read(&csv_path)?.rows;
+    let label = csv_path.display().to_string();
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_message(format!(
+        "fitting forests to {} rows (10-fold out-of-fold check per class)",
+        rows.len()
+    ));
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let regressors = KernelRegressors::fit(&rows, &label, args.seed);
+    bar.finish_and_clear();
+    let regressors = regressors?;
+    let out = args.out.clone().unwrap_or_else(|| args.dir.join("regressors.json"));
+    regressors.save(&out)?;
+
+    println!(
+        "{label}: {} rows, {} {} thread(s) on cores {}",
+        rows.len(),
+        regressors.engine,
+        regressors.threads,
+        regressors.cores
+    );
+    println!("random forests, out-of-fold (each row predicted by a forest fitted without it):");
+    println!(
+        "{:<8} {:>6} {:>7} {:>7} {:>7} {:>8}",
+        "class", "rows", "±5%", "±10%", "±15%", "RMSPE"
+    );
+    for (class, r) in &regressors.report {
+        println!(
+            "{:<8} {:>6} {:>6.1}% {:>6.1}% {:>6.1}% {:>7.1}%",
+            class,
+            r.rows,
+            100.0 * r.within_5,
+            100.0 * r.within_10,
+            100.0 * r.within_15,
+            100.0 * r.rmspe
+        );
+    }
+    println!("wrote {}", out.display());
+
+    let samples: Vec<Sample> = rows
+        .iter()
+        .filter(|(_, r)| r.median_ms > 0.0)
+        .map(|(_, r)| sample(r))
+        .collect();
+    let mut rng = SplitMix64::new(args.seed ^ 0x5eed);
+    let (mut train, mut test) = (Vec::new(), Vec::new());
+    for s in samples {
+        if rng.below(5) == 0 { test.push(s) } else { train.push(s) }
+    }
+    if train.is_empty() || test.is_empty() {
+        bail!("{label}: too few rows to fit and judge the analytic model");
+    }
+    let f: Figures = analytic::fit(&train);
+    println!(
+        "analytic model on a held-out 20% ({} rows): ±10% {:.1}%, ±15% {:.1}%",
+        test.len(),
+        100.0 * analytic::accuracy(&test, &f, 0.10),
+        100.0 * analytic::accuracy(&test, &f, 0.15)
+    );
+    let src = format!("fitted: {label} by `stretch fit` (seed {})", args.seed);
+    println!("\n[processors.{}]", args.processor);
+    println!("kind = \"cpu\"");
+    println!("peak_gflops = {{ value = {:.2}, source = \"{src}\" }}", f.gflops);
+    println!("efficiency = {{ value = 1.0, source = \"folded into peak_gflops by the fit\" }}");
+    println!(
+        "bandwidth_gbs = {{ value = {:.2}, source = \"{src}\" }}",
+        f.bandwidth_gbs
+    );
+    println!(
+        "kernel_overhead_us = {{ value = {:.2}, source = \"{src}\" }}",
+        f.overhead_us
+    );
+    println!(
+        "depthwise_efficiency = {{ value = {:.3}, source = \"{src}\" }}",
+        f.depthwise_efficiency
+    );
+    println!("regressors = \"{}\"", out.display());
+    Ok(())
+}

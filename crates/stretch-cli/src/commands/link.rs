@@ -1,0 +1,54 @@
+//! `stretch profile --link FROM,TO`: the thread hand-off cost between two cores.
+
+use anyhow::{Context, Result, bail};
+use predictor::profiler::link;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Measures hand-offs from core FROM to core TO (`spec` = `FROM,TO`), writes
+/// `out/link.csv` and prints the fitted `latency + bytes / bandwidth`.
+pub fn run(spec: &str, out: &Path, reps: usize, warmup: usize) -> Result<()> {
+    let parse = |s: &str| -> Result<usize> {
+        s.trim()
+            .parse()
+            .with_context(|| format!("--link `{spec}`: `{s}` is not a core number (write FROM,TO, e.g. 0,1)"))
+    };
+    let Some((a, b)) = spec.split_once(',') else {
+        bail!("--link `{spec}`: expected FROM,TO, e.g. 0,1");
+    };
+    let (from, to) = (parse(a)?, parse(b)?);
+    if reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    eprintln!("measuring hand-offs core {from} -> core {to} ({reps} reps per size)...");
+    let samples = link::measure(from, to, &link::default_sizes(), warmup, reps)?;
+    let fit = link::fit(&samples);
+    let mut csv = String::from("from,to,bytes,median_us,p10_us,p90_us,reps\n");
+    for s in &samples {
+        writeln!(
+            csv,
+            "{from},{to},{},{:.3},{:.3},{:.3},{}",
+            s.bytes, s.median_us, s.p10_us, s.p90_us, s.reps
+        )?;
+    }
+    let path = out.join("link.csv");
+    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+    println!(
+        "{:>10}  {:>10}  {:>10}  {:>10}",
+        "bytes", "median us", "p10 us", "p90 us"
+    );
+    for s in &samples {
+        println!(
+            "{:>10}  {:>10.2}  {:>10.2}  {:>10.2}",
+            s.bytes, s.median_us, s.p10_us, s.p90_us
+        );
+    }
+    println!(
+        "fitted (measured): latency {:.2} us + bytes / {:.2} GB/s; wrote {}",
+        fit.latency_us,
+        fit.bandwidth_gbs,
+        path.display()
+    );
+    Ok(())
+}
