@@ -148,8 +148,9 @@ mod tests {
         let samples: Vec<Sample> = (1..60u64)
             .map(|i| {
                 let works = vec![
-                    (work(i * 3_000_000, 200_000 + i * 50_000), false),
-                    (work(i * 400_000, i * 900_000), i % 3 == 0),
+                    (work(i * 3_000_000, (60 - i) * 40_000), false),
+                    (work((i % 7 + 1) * 300_000, 10_000), i % 3 == 0),
+                    (work(1_000, (i % 5 + 1) * 400_000), false),
                 ];
                 Sample {
                     ms: truth.predict(&works),

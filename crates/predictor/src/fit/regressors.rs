@@ -82,9 +82,9 @@ pub struct KernelRegressors {
 
 fn params() -> ForestParams {
     ForestParams {
-        n_trees: 48,
+        n_trees: 32,
         max_depth: 20,
-        min_samples_leaf: 1,
+        min_samples_leaf: 2,
         max_features: MaxFeatures::All,
         bootstrap: true,
         target: TargetTransform::Log,
