@@ -66,18 +66,16 @@ fn fitted_regressors_reload_to_identical_predictions() {
     assert_eq!(a.to_bits(), b.to_bits());
     assert!(regs.predict(predictor::kernels::OpClass::Pool, &[1.0; 5]).is_none());
 
-    let profile = format!(
-        r#"name = "t"
+    let profile = r#"name = "t"
 description = "test"
 [processors.cpu0]
 kind = "cpu"
-peak_gflops = {{ value = 10.0, source = "t" }}
-efficiency = {{ value = 1.0, source = "t" }}
-bandwidth_gbs = {{ value = 10.0, source = "t" }}
-kernel_overhead_us = {{ value = 1.0, source = "t" }}
+peak_gflops = { value = 10.0, source = "t" }
+efficiency = { value = 1.0, source = "t" }
+bandwidth_gbs = { value = 10.0, source = "t" }
+kernel_overhead_us = { value = 1.0, source = "t" }
 regressors = "regressors.json"
-"#
-    );
+"#;
     let toml = dir.join("t.toml");
     std::fs::write(&toml, profile).unwrap();
     let mut b = Builder::new("m");

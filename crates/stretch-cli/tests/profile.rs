@@ -88,6 +88,72 @@ fn quick_profile_covers_every_class_and_resumes() {
         (Some(total), Some(0))
     );
     assert_eq!(inv[1]["resumed"].as_u64(), Some(total));
+
+    let fitted = stretch_ok(&["fit", &out, "--processor", "cpu0"]);
+    assert!(
+        fitted.contains("out-of-fold") && fitted.contains("[processors.cpu0]"),
+        "{fitted}"
+    );
+    let regs = dir.join("regressors.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&regs).expect("regressors.json")).expect("JSON");
+    assert_eq!(doc["format"], "stretch.kernel-regressors/1");
+    let model = repo().join("fixtures/models/resnet18.onnx");
+    let predict = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "predict",
+            model.to_str().expect("path"),
+            "--device",
+            "configs/devices/host.toml",
+            "--processor",
+            "cpu0",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_stretch"))
+            .current_dir(repo())
+            .args(&args)
+            .output()
+            .expect("run");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).expect("JSON")
+    };
+    let kinds = |v: &Value| -> Vec<String> {
+        v["kernels"]
+            .as_array()
+            .expect("kernels")
+            .iter()
+            .map(|k| k["source"]["kind"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let with = predict(&["--regressors", regs.to_str().expect("path")]);
+    assert!(kinds(&with).iter().any(|k| k == "regressor"), "{with}");
+    let analytic = predict(&["--analytic"]);
+    assert!(kinds(&analytic).iter().all(|k| k == "analytic"), "{analytic}");
+
+    std::fs::write(dir.join("kernels.csv"), format!("{csv}conv+bn+act,0,cnn,oops\n")).expect("write");
+    let bad = stretch(&["fit", &out]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    let line = csv.lines().count() + 1;
+    assert!(
+        !bad.status.success() && err.contains(&format!(":{line}")) || err.contains(&format!("line {line}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn link_and_fusion_are_measured() {
+    let dir = scratch("profile-link");
+    let out = dir.to_string_lossy().into_owned();
+    let link = stretch_ok(&["profile", "--link", "0,0", "--reps", "5", "--out", &out]);
+    assert!(link.contains("fitted (measured)"), "{link}");
+    let rows = std::fs::read_to_string(dir.join("link.csv")).expect("link.csv");
+    assert_eq!(rows.lines().count(), 1 + 6, "{rows}");
+    let fusion = stretch_ok(&["profile", "--fusion", "--reps", "3", "--warmup", "1", "--out", &out]);
+    assert!(fusion.contains("measured rules"), "{fusion}");
+    let rows = std::fs::read_to_string(dir.join("fusion.csv")).expect("fusion.csv");
+    assert_eq!(rows.lines().count(), 1 + 6, "{rows}");
+    let bad = stretch(&["profile", "--link", "0", "--out", &out]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected FROM,TO"));
 }
 
 #[test]

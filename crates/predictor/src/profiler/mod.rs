@@ -15,6 +15,7 @@ pub mod affinity;
 pub mod csv;
 pub mod engine;
 mod error;
+pub mod fusion;
 pub mod host;
 pub mod kernel_graph;
 pub mod link;

@@ -1,7 +1,8 @@
-//! `stretch profile --link FROM,TO`: the thread hand-off cost between two cores.
+//! `stretch profile --link FROM,TO` (the thread hand-off cost between two
+//! cores) and `stretch profile --fusion` (the engine's fusion rules).
 
 use anyhow::{Context, Result, bail};
-use predictor::profiler::link;
+use predictor::profiler::{Engine, fusion, link};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -50,5 +51,56 @@ pub fn run(spec: &str, out: &Path, reps: usize, warmup: usize) -> Result<()> {
         fit.bandwidth_gbs,
         path.display()
     );
+    Ok(())
+}
+
+/// Measures the fusion pairs on `engine` (already pinned), writes
+/// `out/fusion.csv` and prints the learned rules.
+pub fn run_fusion(engine: &dyn Engine, out: &Path, reps: usize, warmup: usize) -> Result<()> {
+    if reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    eprintln!(
+        "timing {} op pairs alone and chained on {} ({reps} reps each)...",
+        fusion::PAIRS.len(),
+        engine.name()
+    );
+    let pairs = fusion::measure_pairs(engine, warmup, reps, 0)?;
+    let mut csv = String::from("first,second,first_ms,second_ms,chain_ms,saving_ms,fused\n");
+    println!(
+        "{:<14} {:>9} {:>9} {:>9} {:>9}  fused",
+        "pair", "a ms", "b ms", "a→b ms", "saved ms"
+    );
+    for p in &pairs {
+        writeln!(
+            csv,
+            "{},{},{:.6},{:.6},{:.6},{:.6},{}",
+            p.first,
+            p.second,
+            p.first_ms,
+            p.second_ms,
+            p.chain_ms,
+            p.saving_ms(),
+            p.fused()
+        )?;
+        println!(
+            "{:<14} {:>9.4} {:>9.4} {:>9.4} {:>9.4}  {}",
+            format!("{}+{}", p.first, p.second),
+            p.first_ms,
+            p.second_ms,
+            p.chain_ms,
+            p.saving_ms(),
+            if p.fused() { "yes" } else { "no" }
+        );
+    }
+    let path = out.join("fusion.csv");
+    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+    let rules: Vec<String> = fusion::rules(&pairs).iter().map(|r| format!("\"{r}\"")).collect();
+    println!(
+        "measured rules (saving > 0.5 x the cheaper op): fusion = [{}]",
+        rules.join(", ")
+    );
+    println!("wrote {}", path.display());
     Ok(())
 }

@@ -47,8 +47,16 @@ pub struct Args {
     /// `FROM,TO`. A buffer of 4 KiB to 4 MiB is sent from a thread pinned to
     /// FROM and copied by a thread pinned to TO; writes DIR/link.csv and
     /// prints `latency + bytes / bandwidth` fitted to it.
-    #[arg(long, value_name = "FROM,TO")]
+    #[arg(long, value_name = "FROM,TO", conflicts_with = "fusion")]
     pub link: Option<String>,
+
+    /// Learn the engine's fusion rules instead of measuring kernels: time
+    /// conv, dwconv, bn, add and act alone and chained in pairs at HW 28,
+    /// Cin 64, Cout 128, k 3 on --cores; a pair is fused when chaining saves
+    /// more than half of the cheaper op (nn-Meter). Writes DIR/fusion.csv and
+    /// prints the `fusion = [...]` line for a device profile.
+    #[arg(long)]
+    pub fusion: bool,
 
     /// Output directory for kernels.csv and run.json; created if missing. An
     /// existing kernels.csv is resumed.
@@ -124,6 +132,9 @@ pub fn run(args: Args) -> Result<()> {
     let engine = match args.engine {
         EngineKind::Tract => TractEngine::new(args.threads)?,
     };
+    if args.fusion {
+        return super::link::run_fusion(&engine, &args.out, args.reps.unwrap_or(50), args.warmup.unwrap_or(10));
+    }
     let settings = settings(&args);
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let csv = args.out.join("kernels.csv");
