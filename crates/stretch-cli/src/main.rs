@@ -26,6 +26,9 @@ enum Command {
     Convert(commands::convert::Args),
     Predict(commands::predict::Args),
     Fit(commands::fit::Args),
+    Plan(commands::plan::Args),
+    Branch(commands::branch::Args),
+    Stretch(commands::branch::StretchArgs),
     Profile(commands::profile::Args),
 }
 
@@ -36,6 +39,9 @@ fn main() {
         Command::Convert(a) => commands::convert::run(a),
         Command::Predict(a) => commands::predict::run(a),
         Command::Fit(a) => commands::fit::run(a),
+        Command::Plan(a) => commands::plan::run(a),
+        Command::Branch(a) => commands::branch::run(a),
+        Command::Stretch(a) => commands::branch::run_stretch(a),
         Command::Profile(a) => commands::profile::run(a),
     };
     if let Err(e) = result {

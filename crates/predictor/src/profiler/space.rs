@@ -297,11 +297,11 @@ fn concat(base: KernelConfig, mut width: impl FnMut(&mut SplitMix64) -> usize, r
 /// channels log-uniform in `[8, 1024]`.
 pub fn random(kind: KernelKind, rng: &mut SplitMix64) -> KernelConfig {
     let h = log_uniform(rng, 4, 224);
-    let c = log_uniform(rng, 8, 1024);
+    let c = channels8(log_uniform(rng, 8, 1024));
     let spatial = KernelConfig::spatial(kind, h, c);
     match kind {
         KernelKind::ConvBnRelu => KernelConfig {
-            cout: log_uniform(rng, 8, 1024),
+            cout: channels8(log_uniform(rng, 8, 1024)),
             k: pick(rng, &KERNELS),
             s: pick(rng, &[1, 2]),
             ..spatial
@@ -322,14 +322,21 @@ pub fn random(kind: KernelKind, rng: &mut SplitMix64) -> KernelConfig {
             ..spatial
         },
         KernelKind::Gap | KernelKind::AddRelu | KernelKind::BnRelu | KernelKind::Act => spatial,
-        KernelKind::Concat => concat(spatial, |rng| log_uniform(rng, 8, 512), rng),
+        KernelKind::Concat => concat(spatial, |rng| channels8(log_uniform(rng, 8, 512)), rng),
     }
 }
 
+/// `v` rounded to a multiple of 8 (at least 8), as CNN channel counts are;
+/// counts under 8 (RGB inputs) are kept.
+fn channels8(v: usize) -> usize {
+    if v < 8 { v.max(1) } else { (v + 4) / 8 * 8 }
+}
+
 /// A neighbour of `c` with its channel counts (cin/cout, or each concat
-/// input) scaled by independent factors in `[0.75, 1.25]`; other fields kept.
+/// input) scaled by independent factors in `[0.75, 1.25]` and rounded to
+/// multiples of 8; other fields kept.
 pub fn perturb(c: &KernelConfig, rng: &mut SplitMix64) -> KernelConfig {
-    let mut scale = |v: usize| ((v as f64 * (0.75 + 0.5 * unit(rng))).round() as usize).max(1);
+    let mut scale = |v: usize| channels8((v as f64 * (0.75 + 0.5 * unit(rng))).round() as usize);
     let mut n = c.clone();
     match c.kind {
         KernelKind::ConvBnRelu | KernelKind::Fc => {
@@ -371,7 +378,13 @@ mod tests {
                     assert_eq!(c.kind == KernelKind::Concat, !c.parts.is_empty(), "{c}");
                     let p = perturb(&c, &mut rng);
                     assert_eq!((p.kind, p.h, p.k, p.s), (c.kind, c.h, c.k, c.s));
-                    assert!(p.cin * 4 + 8 >= c.cin * 3 && p.cin * 4 <= c.cin * 5 + 8, "{c} -> {p}");
+                    assert!(p.cin * 4 + 32 >= c.cin * 3 && p.cin * 4 <= c.cin * 5 + 32, "{c} -> {p}");
+                    let counts = if p.parts.is_empty() {
+                        vec![p.cin, p.cout]
+                    } else {
+                        p.parts.clone()
+                    };
+                    assert!(counts.iter().all(|v| *v < 8 || v.is_multiple_of(8)), "{c} -> {p}");
                 }
             }
         }

@@ -1,0 +1,34 @@
+//! Errors of planning and branching.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum BranchError {
+    #[error(transparent)]
+    Graph(#[from] graph_ir::GraphError),
+    #[error("stage analysis: {0}")]
+    Analysis(#[from] graph_ir::analysis::AnalysisError),
+    #[error(transparent)]
+    Predict(#[from] predictor::PredictError),
+    #[error("stage {stage}: node `{node}` ({op}) cannot be duplicated and scaled: {reason}")]
+    Unsupported {
+        stage: usize,
+        node: String,
+        op: &'static str,
+        reason: String,
+    },
+    #[error("`--{name}` is {value}; it must be in (0, 1]")]
+    Bound { name: &'static str, value: f64 },
+    #[error("option `{name}`: {reason}")]
+    Option { name: &'static str, reason: String },
+    #[error("unknown processor `{name}`; the device `{device}` has: {available}")]
+    UnknownProcessor {
+        name: String,
+        device: String,
+        available: String,
+    },
+    #[error("plan {path}: {reason}")]
+    PlanFile { path: String, reason: String },
+    #[error("the plan does not match the model: {reason}")]
+    Mismatch { reason: String },
+}

@@ -1,0 +1,200 @@
+//! Plans: per stage, the branches (processor, depth, width) or why the stage
+//! stays whole, with every figure the search predicted. Versioned JSON
+//! (`stretch.plan/1`).
+
+use crate::error::BranchError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const SCHEMA: &str = "stretch.plan/1";
+
+/// How branch outputs meet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Merge {
+    /// Each branch ends in a 1x1 conv + BatchNorm to its share of the
+    /// stage's output channels; the shares are concatenated, so later stages
+    /// are unchanged.
+    Project,
+    /// Branch outputs are concatenated as they are; the next layer's input widens.
+    Concat,
+}
+
+/// Search settings (paper Eq. 4-6 and the capacity bounds).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Eq. 4: communication at most `alpha` x the segment's latency.
+    pub alpha: f64,
+    /// Eq. 5: each branch at most `beta` x the original segment's latency on its fastest processor.
+    pub beta: f64,
+    /// Lower bound on depth_i / depth, in (0, 1].
+    pub min_depth: f64,
+    /// Lower bound on width_i / width, in (0, 1].
+    pub min_width: f64,
+    /// Total branch MACs within `[lo, hi]` x the original stage's MACs.
+    pub capacity: [f64; 2],
+    pub merge: Merge,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            alpha: 0.1,
+            beta: 1.1,
+            min_depth: 0.5,
+            min_width: 0.5,
+            capacity: [0.8, 1.2],
+            merge: Merge::Project,
+        }
+    }
+}
+
+impl Settings {
+    /// Checks the bounds; errors name the option.
+    pub fn validate(&self) -> Result<(), BranchError> {
+        for (name, v) in [("min-depth", self.min_depth), ("min-width", self.min_width)] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(BranchError::Bound { name, value: v });
+            }
+        }
+        if !(self.alpha > 0.0 && self.alpha.is_finite()) {
+            return Err(BranchError::Option {
+                name: "alpha",
+                reason: format!("{} must be a positive number", self.alpha),
+            });
+        }
+        if !(self.beta > 0.0 && self.beta.is_finite()) {
+            return Err(BranchError::Option {
+                name: "beta",
+                reason: format!("{} must be a positive number", self.beta),
+            });
+        }
+        let [lo, hi] = self.capacity;
+        if !(lo > 0.0 && lo <= hi && hi.is_finite()) {
+            return Err(BranchError::Option {
+                name: "capacity",
+                reason: format!("[{lo}, {hi}] must satisfy 0 < lo <= hi"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One branch of a branched stage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BranchPlan {
+    pub processor: String,
+    pub depth: usize,
+    pub width: usize,
+    /// Channels of the branch's projection (`project` merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_to: Option<usize>,
+    pub macs: u64,
+    pub params: u64,
+    /// Predicted latency of the branch on its processor, communication included.
+    pub predicted_ms: f64,
+}
+
+/// Candidates the search looked at for one stage.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub considered: u64,
+    pub kept: u64,
+}
+
+/// One stage of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StagePlan {
+    pub index: usize,
+    pub blocks: usize,
+    pub channels: usize,
+    pub input_shape: Vec<usize>,
+    pub output_shape: Vec<usize>,
+    pub macs: u64,
+    /// Predicted latency of the original stage on each processor.
+    pub original_ms: BTreeMap<String, f64>,
+    /// Empty when the stage stays whole.
+    pub branches: Vec<BranchPlan>,
+    /// Where a whole stage runs.
+    pub processor: String,
+    /// Why the stage stays whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Predicted latency of the stage in this plan (slowest branch).
+    pub predicted_ms: f64,
+    pub candidates: Counts,
+}
+
+/// Stem or head: run whole on one processor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    pub processor: String,
+    pub predicted_ms: f64,
+}
+
+/// Predicted end-to-end figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// The original model on each single processor.
+    pub original_ms: BTreeMap<String, f64>,
+    pub fastest_single: String,
+    pub plan_ms: f64,
+    /// All processors perfectly balanced on every stage; stem and head serial.
+    pub ideal_ms: f64,
+    pub speedup: f64,
+    pub ideal_speedup: f64,
+}
+
+/// A branching plan for one model on a device's processors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: String,
+    /// Every latency in the plan is predicted by this model, not measured.
+    pub predicted_by: String,
+    pub model: String,
+    pub device: String,
+    pub processors: Vec<String>,
+    /// Runs the stem, the head, unbranched stages and every merge.
+    pub primary: String,
+    pub settings: Settings,
+    pub stem: Part,
+    pub stages: Vec<StagePlan>,
+    pub head: Part,
+    pub totals: Totals,
+}
+
+impl Plan {
+    pub fn save(&self, path: &Path) -> Result<(), BranchError> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| BranchError::PlanFile {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        std::fs::write(path, text + "\n").map_err(|e| BranchError::PlanFile {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Reads a plan, checking its schema.
+    pub fn load(path: &Path) -> Result<Plan, BranchError> {
+        let err = |reason: String| BranchError::PlanFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| err(format!("not JSON: {e}")))?;
+        let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("(none)");
+        if schema != SCHEMA {
+            return Err(err(format!("schema `{schema}`, this build reads `{SCHEMA}`")));
+        }
+        let plan: Plan = serde_json::from_value(value).map_err(|e| err(e.to_string()))?;
+        plan.settings.validate()?;
+        Ok(plan)
+    }
+
+    /// Number of stages that are branched.
+    pub fn branched_stages(&self) -> usize {
+        self.stages.iter().filter(|s| !s.branches.is_empty()).count()
+    }
+}

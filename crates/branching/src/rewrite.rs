@@ -1,0 +1,357 @@
+//! Applies a plan to a graph: every branched stage is replaced by its
+//! branches (built by [`crate::branch`]) and a Concat meeting point, through
+//! graph-ir patches. Every node is annotated with its `processor`,
+//! `meeting_point` (`true` on the Concat nodes where branches meet, `false`
+//! elsewhere), and for branch nodes its `stage` and `branch`.
+
+use crate::branch::{BranchSpec, build_branch, channels, shares};
+use crate::error::BranchError;
+use crate::init::{batch_norm, kaiming};
+use crate::plan::{Merge, Plan};
+use graph_ir::analysis::{Stage, analyze};
+use graph_ir::keys;
+use graph_ir::ops::{Concat, Op};
+use graph_ir::{Graph, NodeId, Outlet, Patch, PatchOutlet};
+use std::collections::HashMap;
+
+/// Checks that `plan` fits `g` (stage count, blocks, channels, depth and width bounds).
+pub fn check_plan(g: &Graph, stages: &[Stage], plan: &Plan) -> Result<(), BranchError> {
+    let mismatch = |reason: String| Err(BranchError::Mismatch { reason });
+    if plan.stages.len() != stages.len() {
+        return mismatch(format!(
+            "the plan has {} stages, the model {}",
+            plan.stages.len(),
+            stages.len()
+        ));
+    }
+    for (p, s) in plan.stages.iter().zip(stages) {
+        let c = channels(g, s.output());
+        if p.blocks != s.blocks.len() || p.channels != c {
+            return mismatch(format!(
+                "stage {}: the plan has {} blocks of {} channels, the model {} blocks of {} channels",
+                p.index,
+                p.blocks,
+                p.channels,
+                s.blocks.len(),
+                c
+            ));
+        }
+        for b in &p.branches {
+            if b.depth == 0 || b.depth > p.blocks || b.width == 0 {
+                return mismatch(format!(
+                    "stage {}: branch on {} has depth {} and width {} (the stage has {} blocks)",
+                    p.index, b.processor, b.depth, b.width, p.blocks
+                ));
+            }
+            if !plan.processors.contains(&b.processor) {
+                return mismatch(format!(
+                    "stage {}: branch processor `{}` is not among the plan's processors ({})",
+                    p.index,
+                    b.processor,
+                    plan.processors.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The branched graph of `plan` over `g`; new layers' weights come from `seed`.
+pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchError> {
+    let structure = analyze(g)?;
+    check_plan(g, &structure.stages, plan)?;
+    let mut out = g.clone();
+    let mut moved: HashMap<Outlet, Outlet> = HashMap::new();
+    let mut whole_processor: HashMap<NodeId, String> = HashMap::new();
+    for (stage, sp) in structure.stages.iter().zip(&plan.stages) {
+        let mut stage = stage.clone();
+        if let Some(new) = moved.get(&stage.blocks[0].segment.input) {
+            stage.blocks[0].segment.input = *new;
+        }
+        if sp.branches.is_empty() {
+            for id in stage.nodes() {
+                whole_processor.insert(id, sp.processor.clone());
+            }
+            continue;
+        }
+        let mut patch = Patch::new();
+        let mut outs = Vec::new();
+        let widths: Vec<usize> = sp.branches.iter().map(|b| b.width).collect();
+        let split = shares(channels(&out, stage.output()), &widths);
+        for (i, bp) in sp.branches.iter().enumerate() {
+            let spec = BranchSpec {
+                depth: bp.depth,
+                width: bp.width,
+                project_to: match plan.settings.merge {
+                    Merge::Project => Some(split[i]),
+                    Merge::Concat => None,
+                },
+                weights: true,
+            };
+            let prefix = format!("s{}.b{i}.", sp.index);
+            let branch = build_branch(&out, &stage, &spec, seed, &prefix)?;
+            let tags = [
+                (keys::PROCESSOR, bp.processor.clone()),
+                (keys::MEETING_POINT, "false".to_string()),
+                (keys::STAGE, sp.index.to_string()),
+                (keys::BRANCH, i.to_string()),
+            ];
+            outs.push(splice(&mut patch, &branch, stage.input().into(), &tags)?);
+        }
+        let merge = patch.add_node(format!("s{}.merge", sp.index), Op::Concat(Concat { axis: 1 }), outs);
+        for (k, v) in [
+            (keys::PROCESSOR, plan.primary.clone()),
+            (keys::MEETING_POINT, "true".to_string()),
+            (keys::STAGE, sp.index.to_string()),
+        ] {
+            patch.annotate_new(merge, k, v);
+        }
+        let old = stage.output();
+        patch.shunt(old, merge.out(0));
+        if plan.settings.merge == Merge::Concat {
+            let width: usize = sp.branches.iter().map(|b| b.width).sum();
+            widen(&out, &mut patch, old, width, seed, sp.index)?;
+        }
+        for id in stage.nodes().into_iter().rev() {
+            patch.remove(id);
+        }
+        let created = out.apply(patch)?;
+        let merge_id = *created
+            .iter()
+            .find(|id| out.node(**id).name == format!("s{}.merge", sp.index))
+            .ok_or_else(|| BranchError::Mismatch {
+                reason: format!("stage {}: merge node was not created", sp.index),
+            })?;
+        moved.insert(old, merge_id.out(0));
+    }
+    for id in out.node_ids() {
+        let node = out.node(id);
+        if matches!(node.op, Op::Const(_)) || node.annotations.contains_key(keys::PROCESSOR) {
+            continue;
+        }
+        let p = whole_processor
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| plan.primary.clone());
+        out.annotate(id, keys::PROCESSOR, p);
+        out.annotate(id, keys::MEETING_POINT, "false");
+    }
+    out.metadata.insert("stretch.plan".into(), plan_summary(plan));
+    out.check()?;
+    Ok(out)
+}
+
+fn plan_summary(plan: &Plan) -> String {
+    let stages: Vec<String> = plan
+        .stages
+        .iter()
+        .map(|s| {
+            if s.branches.is_empty() {
+                format!("s{}:{}", s.index, s.processor)
+            } else {
+                let b: Vec<String> = s
+                    .branches
+                    .iter()
+                    .map(|b| format!("{}(d{} w{})", b.processor, b.depth, b.width))
+                    .collect();
+                format!("s{}:{}", s.index, b.join("+"))
+            }
+        })
+        .collect();
+    format!(
+        "{} {:?} on {}: {}",
+        plan.schema,
+        plan.settings.merge,
+        plan.device,
+        stages.join(" ")
+    )
+}
+
+/// Copies `branch` (one input, one output) into `patch`, its input read from
+/// `input`; returns the branch output. Non-constant nodes get `tags`.
+fn splice(
+    patch: &mut Patch,
+    branch: &Graph,
+    input: PatchOutlet,
+    tags: &[(&str, String)],
+) -> Result<PatchOutlet, BranchError> {
+    let mut map: HashMap<Outlet, PatchOutlet> = HashMap::new();
+    for id in branch.topo_order()? {
+        let node = branch.node(id);
+        match &node.op {
+            Op::Input(_) => {
+                map.insert(id.out(0), input);
+            }
+            Op::Const(t) => {
+                map.insert(id.out(0), patch.add_const(node.name.clone(), t.clone()));
+            }
+            op => {
+                let inputs = node.inputs.iter().map(|o| map[o]).collect();
+                let new = patch.add_node(node.name.clone(), op.clone(), inputs);
+                for (k, v) in tags {
+                    patch.annotate_new(new, *k, v.clone());
+                }
+                for slot in 0..node.outputs.len() {
+                    map.insert(id.out(slot), new.out(slot));
+                }
+            }
+        }
+    }
+    let out = branch.outputs()[0].1;
+    Ok(map[&out])
+}
+
+/// `concat` merge: the layers reading `old` (now `width` channels wide) get
+/// new weights of the wider shape, through channel-preserving ops up to the
+/// first convolution or fully connected layer.
+fn widen(g: &Graph, patch: &mut Patch, old: Outlet, width: usize, seed: u64, stage: usize) -> Result<(), BranchError> {
+    let unsupported = |id: NodeId, reason: &str| BranchError::Unsupported {
+        stage,
+        node: g.node(id).name.clone(),
+        op: g.node(id).op.name(),
+        reason: format!("{reason}; use --merge project"),
+    };
+    let mut frontier = vec![old];
+    while let Some(o) = frontier.pop() {
+        for (id, _) in g.consumers(o) {
+            let node = g.node(id);
+            let name = node.name.clone();
+            match &node.op {
+                Op::Conv(c) => {
+                    if c.group != 1 {
+                        return Err(unsupported(id, "a grouped or depthwise conv reads the widened merge"));
+                    }
+                    let w = g.fact(node.inputs[1]).map(|f| f.shape.clone()).unwrap_or_default();
+                    let t = kaiming(vec![w[0], width, w[2], w[3]], seed, &format!("{name}.weight.widened"));
+                    let new = patch.add_const(format!("{name}.weight.widened"), t);
+                    patch.shunt(node.inputs[1], new);
+                }
+                Op::Gemm(gm) => {
+                    let w = g.fact(node.inputs[1]).map(|f| f.shape.clone()).unwrap_or_default();
+                    let shape = if gm.trans_b {
+                        vec![w[0], width]
+                    } else {
+                        vec![width, w[1]]
+                    };
+                    let t = kaiming(shape, seed, &format!("{name}.weight.widened"));
+                    let new = patch.add_const(format!("{name}.weight.widened"), t);
+                    patch.shunt(node.inputs[1], new);
+                }
+                Op::BatchNorm(_) => {
+                    for (slot, t) in (1..5).zip(batch_norm(width)) {
+                        let new = patch.add_const(format!("{name}.param{slot}.widened"), t);
+                        patch.shunt(node.inputs[slot], new);
+                    }
+                    frontier.push(id.out(0));
+                }
+                Op::Unary(_) | Op::Pool(_) | Op::GlobalAveragePool(_) | Op::Flatten(_) => frontier.push(id.out(0)),
+                _ => return Err(unsupported(id, "this op cannot take a wider input")),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{BranchPlan, Counts, Part, SCHEMA, Settings, StagePlan, Totals};
+    use graph_ir::builder::{Builder, ConvSpec};
+
+    fn resnet() -> Graph {
+        let mut b = Builder::new("r");
+        let x = b.input("x", &[1, 3, 64, 64]).unwrap();
+        let mut y = b.conv_bn("stem", x, ConvSpec::new(32, 3, 2), true).unwrap();
+        for (s, w) in [32, 64, 128].iter().enumerate() {
+            for i in 0..3 {
+                y = b.basic_block(&format!("s{s}.b{i}"), y, *w, if i == 0 && s > 0 { 2 } else { 1 }).unwrap();
+            }
+        }
+        let y = b.classifier("head", y, 10).unwrap();
+        b.finish("y", y).unwrap()
+    }
+
+    fn plan(g: &Graph, merge: Merge, widths: &[(usize, usize)]) -> Plan {
+        let s = analyze(g).unwrap();
+        let stages = s
+            .stages
+            .iter()
+            .map(|st| StagePlan {
+                index: st.index,
+                blocks: st.blocks.len(),
+                channels: channels(g, st.output()),
+                input_shape: vec![],
+                output_shape: vec![],
+                macs: 0,
+                original_ms: Default::default(),
+                branches: widths
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (d, f))| BranchPlan {
+                        processor: format!("p{i}"),
+                        depth: (*d).min(st.blocks.len()),
+                        width: channels(g, st.output()) * f / 4,
+                        project_to: None,
+                        macs: 0,
+                        params: 0,
+                        predicted_ms: 0.0,
+                    })
+                    .collect(),
+                processor: "p0".into(),
+                reason: None,
+                predicted_ms: 0.0,
+                candidates: Counts::default(),
+            })
+            .collect();
+        let part = Part {
+            processor: "p0".into(),
+            predicted_ms: 0.0,
+        };
+        Plan {
+            schema: SCHEMA.into(),
+            predicted_by: "test".into(),
+            model: "r".into(),
+            device: "d".into(),
+            processors: vec!["p0".into(), "p1".into()],
+            primary: "p0".into(),
+            settings: Settings {
+                merge,
+                ..Settings::default()
+            },
+            stem: part.clone(),
+            stages,
+            head: part,
+            totals: Totals {
+                original_ms: Default::default(),
+                fastest_single: "p0".into(),
+                plan_ms: 0.0,
+                ideal_ms: 0.0,
+                speedup: 1.0,
+                ideal_speedup: 1.0,
+            },
+        }
+    }
+
+    #[test]
+    fn both_merges_give_a_checked_annotated_graph() {
+        let g = resnet();
+        for merge in [Merge::Project, Merge::Concat] {
+            let p = plan(&g, merge, &[(3, 3), (2, 2)]);
+            let b = apply_plan(&g, &p, 1).unwrap_or_else(|e| panic!("{merge:?}: {e}"));
+            b.check().unwrap();
+            assert_eq!(b.fact(b.outputs()[0].1).unwrap().shape, vec![1, 10]);
+            let merges = b
+                .node_ids()
+                .into_iter()
+                .filter(|id| b.node(*id).annotations.get(keys::MEETING_POINT).map(String::as_str) == Some("true"))
+                .count();
+            assert_eq!(merges, 3);
+            for id in b.node_ids() {
+                let n = b.node(id);
+                if !matches!(n.op, Op::Const(_) | Op::Input(_)) {
+                    assert!(n.annotations.contains_key(keys::PROCESSOR), "{} has no processor", n.name);
+                }
+            }
+        }
+    }
+}

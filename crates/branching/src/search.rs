@@ -1,0 +1,412 @@
+//! The plan search (paper §4.2-4.3). Per stage and processor set: Eq. 4
+//! (communication at most α x the segment's latency, else the stage stays
+//! whole), the (depth, width) grid within the lower bounds, Eq. 5 (each
+//! branch at most β x the original segment on its fastest processor) and the
+//! capacity band on MACs. Among the kept candidates the lowest predicted
+//! stage latency wins; within 1% of it, branch FLOPs closest to the
+//! processors' speed (Eq. 6) and the preferred scaling (depth for GPU/DSP,
+//! width for CPU) break the tie. End-to-end = stem + per stage the slowest
+//! branch (communication included) + head, everything predicted.
+
+use crate::branch::{BranchSpec, build_branch, channels, project, scale, shares};
+use crate::error::BranchError;
+use crate::plan::{BranchPlan, Counts, Merge, Part, Plan, SCHEMA, Settings, StagePlan, Totals};
+use graph_ir::analysis::{Stage, analyze};
+use graph_ir::ops::Op;
+use graph_ir::{Graph, NodeId};
+use predictor::LatencyModel;
+use predictor::profile::ProcessorKind;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// One candidate the search looked at, for `--explain`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    pub stage: usize,
+    /// (processor, depth, width) per branch.
+    pub branches: Vec<(String, usize, usize)>,
+    pub predicted_ms: f64,
+    pub macs_ratio: f64,
+    /// The constraint that removed it; `None` if it was kept.
+    pub removed_by: Option<String>,
+}
+
+/// What the search looked at, beside the plan.
+#[derive(Debug, Default)]
+pub struct SearchReport {
+    /// Every candidate, when asked for.
+    pub candidates: Vec<Candidate>,
+}
+
+/// One (depth, width) option of a branch on one processor.
+#[derive(Clone, Debug)]
+struct Option_ {
+    depth: usize,
+    width: usize,
+    body_ms: f64,
+    macs: u64,
+    params: u64,
+}
+
+fn nodes_of(g: &Graph, ids: &[NodeId]) -> Vec<NodeId> {
+    ids.iter()
+        .copied()
+        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
+        .collect()
+}
+
+fn bytes(g: &Graph, o: graph_ir::Outlet) -> u64 {
+    g.fact(o).map_or(0, |f| f.shape.iter().product::<usize>() as u64 * 4)
+}
+
+/// Searches a plan for `g` on `processors` of `model`. `kinds` gives each
+/// processor's kind for the scaling preference (CPU when absent).
+pub fn search(
+    g: &Graph,
+    model_label: &str,
+    model: &dyn LatencyModel,
+    processors: &[String],
+    kinds: &HashMap<String, ProcessorKind>,
+    settings: &Settings,
+    explain: bool,
+) -> Result<(Plan, SearchReport), BranchError> {
+    settings.validate()?;
+    let available = model.processors();
+    for p in processors {
+        if !available.contains(p) {
+            return Err(BranchError::UnknownProcessor {
+                name: p.clone(),
+                device: model.device().to_string(),
+                available: available.join(", "),
+            });
+        }
+    }
+    if processors.is_empty() {
+        return Err(BranchError::Option {
+            name: "processors",
+            reason: "name at least one processor".into(),
+        });
+    }
+    let s = analyze(g)?;
+    let mut original = BTreeMap::new();
+    let (mut stem_ms, mut head_ms) = (HashMap::new(), HashMap::new());
+    for p in processors {
+        original.insert(p.clone(), model.predict_graph(g, p)?.total_ms);
+        stem_ms.insert(p.clone(), model.predict(g, &nodes_of(g, &s.stem.nodes), p)?.total_ms);
+        head_ms.insert(p.clone(), model.predict(g, &nodes_of(g, &s.head.nodes), p)?.total_ms);
+    }
+    let fastest = original
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(p, _)| p.clone())
+        .unwrap_or_default();
+    let primary = fastest.clone();
+    let mut report = SearchReport::default();
+    let mut stages = Vec::new();
+    let mut ideal = stem_ms[&primary] + head_ms[&primary];
+    for stage in &s.stages {
+        let sp = plan_stage(
+            g,
+            stage,
+            model,
+            processors,
+            &primary,
+            kinds,
+            settings,
+            explain,
+            &mut report,
+        )?;
+        ideal += 1.0 / sp.original_ms.values().map(|v| 1.0 / v.max(1e-12)).sum::<f64>();
+        stages.push(sp);
+    }
+    let plan_ms = stem_ms[&primary] + head_ms[&primary] + stages.iter().map(|s| s.predicted_ms).sum::<f64>();
+    let best_single = original[&fastest];
+    let plan = Plan {
+        schema: SCHEMA.into(),
+        predicted_by: format!(
+            "{} latency model of device `{}` (predicted, not measured)",
+            "stretch",
+            model.device()
+        ),
+        model: model_label.to_string(),
+        device: model.device().to_string(),
+        processors: processors.to_vec(),
+        primary: primary.clone(),
+        settings: settings.clone(),
+        stem: Part {
+            processor: primary.clone(),
+            predicted_ms: stem_ms[&primary],
+        },
+        stages,
+        head: Part {
+            processor: primary.clone(),
+            predicted_ms: head_ms[&primary],
+        },
+        totals: Totals {
+            original_ms: original,
+            fastest_single: fastest,
+            plan_ms,
+            ideal_ms: ideal,
+            speedup: best_single / plan_ms,
+            ideal_speedup: best_single / ideal,
+        },
+    };
+    Ok((plan, report))
+}
+
+/// Depths within the bound (at least 1) and widths at sixteenths of the
+/// stage width within the bound, rounded to multiples of 8.
+fn grid(blocks: usize, width: usize, s: &Settings) -> (Vec<usize>, Vec<usize>) {
+    let d_lo = ((s.min_depth * blocks as f64).ceil() as usize).clamp(1, blocks);
+    let depths = (d_lo..=blocks).collect();
+    let mut widths: Vec<usize> = (0..=16)
+        .map(|i| scale(width, i as f64 / 16.0))
+        .filter(|w| *w as f64 >= s.min_width * width as f64 - 1e-9 && *w <= width)
+        .collect();
+    widths.dedup();
+    if widths.is_empty() {
+        widths.push(width);
+    }
+    (depths, widths)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_stage(
+    g: &Graph,
+    stage: &Stage,
+    model: &dyn LatencyModel,
+    processors: &[String],
+    primary: &str,
+    kinds: &HashMap<String, ProcessorKind>,
+    settings: &Settings,
+    explain: bool,
+    report: &mut SearchReport,
+) -> Result<StagePlan, BranchError> {
+    let nodes = nodes_of(g, &stage.nodes());
+    let width = channels(g, stage.output());
+    let shape = |o| g.fact(o).map(|f| f.shape.clone()).unwrap_or_default();
+    let macs = g.cost_of(&nodes).macs;
+    let mut original_ms = BTreeMap::new();
+    for p in processors {
+        original_ms.insert(p.clone(), model.predict(g, &nodes, p)?.total_ms);
+    }
+    let seg_ms = original_ms.values().copied().fold(f64::INFINITY, f64::min);
+    let whole = |reason: String, counts: Counts| StagePlan {
+        index: stage.index,
+        blocks: stage.blocks.len(),
+        channels: width,
+        input_shape: shape(stage.input()),
+        output_shape: shape(stage.output()),
+        macs,
+        original_ms: original_ms.clone(),
+        branches: Vec::new(),
+        processor: primary.to_string(),
+        reason: Some(reason),
+        predicted_ms: original_ms[primary],
+        candidates: counts,
+    };
+    if processors.len() < 2 {
+        return Ok(whole("one processor: nothing to branch".into(), Counts::default()));
+    }
+    let (in_bytes, out_bytes) = (bytes(g, stage.input()), bytes(g, stage.output()));
+    let mut comm_max = 0.0f64;
+    for p in processors.iter().filter(|p| p.as_str() != primary) {
+        comm_max = comm_max.max(model.comm_ms(primary, p, in_bytes)? + model.comm_ms(p, primary, out_bytes)?);
+    }
+    if comm_max > settings.alpha * seg_ms {
+        return Ok(whole(
+            format!(
+                "Eq. 4: communication {comm_max:.3} ms > alpha {} x segment {seg_ms:.3} ms",
+                settings.alpha
+            ),
+            Counts::default(),
+        ));
+    }
+    let (depths, widths) = grid(stage.blocks.len(), width, settings);
+    let mut bodies: Vec<(usize, usize, Graph)> = Vec::new();
+    for &d in &depths {
+        for &w in &widths {
+            let spec = BranchSpec {
+                depth: d,
+                width: w,
+                project_to: None,
+                weights: false,
+            };
+            match build_branch(g, stage, &spec, 0, "") {
+                Ok(b) => bodies.push((d, w, b)),
+                Err(e @ BranchError::Unsupported { .. }) => return Ok(whole(e.to_string(), Counts::default())),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let mut options: Vec<Vec<Option_>> = Vec::new();
+    for p in processors {
+        let mut list = Vec::new();
+        for (d, w, b) in &bodies {
+            let cost = b.total_cost();
+            list.push(Option_ {
+                depth: *d,
+                width: *w,
+                body_ms: model.predict_graph(b, p)?.total_ms,
+                macs: cost.macs,
+                params: cost.params,
+            });
+        }
+        options.push(list);
+    }
+    let hw: usize = shape(stage.output()).iter().skip(2).product();
+    let mut proj_cache: HashMap<(usize, usize, usize), (f64, u64)> = HashMap::new();
+    let mut proj = |pi: usize, cin: usize, cout: usize| -> Result<(f64, u64), BranchError> {
+        if let Some(v) = proj_cache.get(&(pi, cin, cout)) {
+            return Ok(*v);
+        }
+        let mut b = Graph::new("proj");
+        let out_shape = shape(stage.output());
+        let x = b.add_input("x", graph_ir::Fact::f32(vec![1, cin, out_shape[2], out_shape[3]]))?;
+        let y = project(&mut b, x, cout, false, 0, "p")?;
+        b.set_outputs(vec![("y".into(), y)])?;
+        let v = (model.predict_graph(&b, &processors[pi])?.total_ms, b.total_cost().macs);
+        proj_cache.insert((pi, cin, cout), v);
+        Ok(v)
+    };
+    let n = processors.len();
+    let speed: Vec<f64> = processors.iter().map(|p| 1.0 / original_ms[p].max(1e-12)).collect();
+    let speed_sum: f64 = speed.iter().sum();
+    let mut counts = Counts::default();
+    let mut best: Option<(f64, f64, Vec<BranchPlan>)> = None;
+    let mut idx = vec![0usize; n];
+    let per = options[0].len();
+    let (mut removed_eq5, mut removed_cap) = (0u64, 0u64);
+    loop {
+        counts.considered += 1;
+        let chosen: Vec<&Option_> = (0..n).map(|i| &options[i][idx[i]]).collect();
+        let mut branches = Vec::with_capacity(n);
+        let mut total_macs = 0u64;
+        let mut stage_ms = 0.0f64;
+        let mut removed: Option<String> = None;
+        let split = shares(width, &chosen.iter().map(|o| o.width).collect::<Vec<_>>());
+        for (i, o) in chosen.iter().enumerate() {
+            let share = match settings.merge {
+                Merge::Project => Some(split[i]),
+                Merge::Concat => None,
+            };
+            let (proj_ms, proj_macs) = match share {
+                Some(c) => proj(i, o.width, c)?,
+                None => (0.0, 0),
+            };
+            let run_ms = o.body_ms + proj_ms;
+            if removed.is_none() && run_ms > settings.beta * seg_ms {
+                removed = Some(format!(
+                    "Eq. 5: branch on {} {run_ms:.3} ms > beta {} x {seg_ms:.3} ms",
+                    processors[i], settings.beta
+                ));
+            }
+            let p = &processors[i];
+            let out_b = (share.unwrap_or(o.width) * hw * 4) as u64;
+            let comm = if p == primary {
+                0.0
+            } else {
+                model.comm_ms(primary, p, in_bytes)? + model.comm_ms(p, primary, out_b)?
+            };
+            stage_ms = stage_ms.max(run_ms + comm);
+            total_macs += o.macs + proj_macs;
+            branches.push(BranchPlan {
+                processor: p.clone(),
+                depth: o.depth,
+                width: o.width,
+                project_to: share,
+                macs: o.macs + proj_macs,
+                params: o.params,
+                predicted_ms: run_ms + comm,
+            });
+        }
+        let ratio = total_macs as f64 / macs.max(1) as f64;
+        if removed.is_none() && !(settings.capacity[0]..=settings.capacity[1]).contains(&ratio) {
+            removed = Some(format!(
+                "capacity: branch MACs {ratio:.2}x the stage, outside [{}, {}]",
+                settings.capacity[0], settings.capacity[1]
+            ));
+        }
+        match &removed {
+            Some(r) if r.starts_with("Eq. 5") => removed_eq5 += 1,
+            Some(_) => removed_cap += 1,
+            None => {
+                counts.kept += 1;
+                let eq6: f64 = branches
+                    .iter()
+                    .zip(&speed)
+                    .map(|(b, s)| (b.macs as f64 / total_macs.max(1) as f64 - s / speed_sum).abs())
+                    .sum();
+                let pref: f64 = branches
+                    .iter()
+                    .map(|b| match kinds.get(&b.processor) {
+                        Some(ProcessorKind::Gpu | ProcessorKind::Dsp | ProcessorKind::Npu) => {
+                            1.0 - b.width as f64 / width as f64
+                        }
+                        _ => 1.0 - b.depth as f64 / stage.blocks.len() as f64,
+                    })
+                    .sum();
+                let tie = eq6 + 0.5 * pref;
+                let better = match &best {
+                    None => true,
+                    Some((ms, t, _)) => stage_ms < ms * 0.99 || (stage_ms <= ms * 1.01 && tie < *t),
+                };
+                if better {
+                    best = Some((stage_ms, tie, branches.clone()));
+                }
+            }
+        }
+        if explain {
+            report.candidates.push(Candidate {
+                stage: stage.index,
+                branches: branches
+                    .iter()
+                    .map(|b| (b.processor.clone(), b.depth, b.width))
+                    .collect(),
+                predicted_ms: stage_ms,
+                macs_ratio: ratio,
+                removed_by: removed,
+            });
+        }
+        let mut k = 0;
+        loop {
+            idx[k] += 1;
+            if idx[k] < per {
+                break;
+            }
+            idx[k] = 0;
+            k += 1;
+            if k == n {
+                break;
+            }
+        }
+        if k == n {
+            break;
+        }
+    }
+    let Some((ms, _, branches)) = best else {
+        return Ok(whole(
+            format!(
+                "no candidate met the constraints ({} considered: {removed_eq5} removed by Eq. 5, {removed_cap} by the capacity band)",
+                counts.considered
+            ),
+            counts,
+        ));
+    };
+    if ms >= original_ms[primary] {
+        return Ok(whole(
+            format!(
+                "the best candidate ({ms:.3} ms) is not faster than the whole stage on {primary} ({:.3} ms)",
+                original_ms[primary]
+            ),
+            counts,
+        ));
+    }
+    Ok(StagePlan {
+        reason: None,
+        branches,
+        predicted_ms: ms,
+        candidates: counts,
+        ..whole(String::new(), Counts::default())
+    })
+}

@@ -1,0 +1,91 @@
+//! `stretch branch` and `stretch stretch`: write the branched model.
+
+use super::plan::{SearchArgs, describe};
+use crate::model_args::ModelArgs;
+use anyhow::{Context, Result};
+use branching::{Plan, apply_plan};
+use std::path::PathBuf;
+
+/// Write the branched model a plan describes (ONNX, opset 17).
+///
+/// Every branched stage is replaced by one branch per processor (its first
+/// `depth` blocks, channels scaled to `width`, new layers freshly
+/// initialised: Kaiming normal, BatchNorm 1/0) meeting in a Concat; every
+/// node carries `processor` and `meeting_point` annotations (ONNX
+/// metadata_props, which other tools ignore). With --random-weights SEED a
+/// structure-only model becomes runnable; new layers' weights come from
+/// --seed.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// The plan (`stretch plan -o`).
+    #[arg(long, value_name = "PLAN.json")]
+    pub plan: PathBuf,
+
+    /// Seed of the new layers' weights.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Output ONNX file.
+    #[arg(short, long, value_name = "OUT.onnx")]
+    pub out: PathBuf,
+}
+
+/// Search a plan and write the branched model in one step (`plan` + `branch`).
+#[derive(clap::Args, Debug)]
+pub struct StretchArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub search: SearchArgs,
+
+    /// Also write the plan here.
+    #[arg(long, value_name = "PLAN.json")]
+    pub plan_out: Option<PathBuf>,
+
+    /// Seed of the new layers' weights.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Output ONNX file.
+    #[arg(short, long, value_name = "OUT.onnx")]
+    pub out: PathBuf,
+}
+
+fn write(graph: &graph_ir::Graph, plan: &Plan, seed: u64, out: &PathBuf) -> Result<()> {
+    let branched = apply_plan(graph, plan, seed).context("cannot branch the model")?;
+    graph_ir::onnx::export_file(&branched, out).with_context(|| format!("cannot write {}", out.display()))?;
+    let cost = branched.total_cost();
+    println!(
+        "wrote {}: {} stages branched of {}, {:.3} GMACs, {} params",
+        out.display(),
+        plan.branched_stages(),
+        plan.stages.len(),
+        cost.macs as f64 / 1e9,
+        cost.params
+    );
+    Ok(())
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let graph = args.model.load()?;
+    let plan = Plan::load(&args.plan)?;
+    write(&graph, &plan, args.seed, &args.out)
+}
+
+pub fn run_stretch(args: StretchArgs) -> Result<()> {
+    let graph = args.model.load()?;
+    let label = args.model.model.display().to_string();
+    let model = args.search.model()?;
+    let processors = args.search.processors(&model);
+    let (plan, _) = args.search.plan(&graph, &label, &processors, false)?;
+    print!("{}", describe(&plan));
+    if let Some(p) = &args.plan_out {
+        plan.save(p)?;
+        println!("wrote {}", p.display());
+    }
+    write(&graph, &plan, args.seed, &args.out)
+}

@@ -1,0 +1,292 @@
+//! `stretch plan`: search a branching plan for a model on a device.
+
+use crate::model_args::ModelArgs;
+use anyhow::{Context, Result, bail};
+use branching::plan::{Merge, Plan, Settings};
+use branching::search;
+use predictor::{DeviceModel, LatencyModel};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Search how to branch a model's stages across a device's processors
+/// (NN-Stretch §4).
+///
+/// For each stage: if the communication a meeting point costs is at most
+/// --alpha x the stage's predicted latency (Eq. 4), the stage is duplicated
+/// once per processor and every (depth, width) pair within --min-depth and
+/// --min-width is tried per branch; a candidate is kept when each branch is
+/// at most --beta x the original stage on its fastest processor (Eq. 5) and
+/// the branches' MACs are within --capacity of the original stage. The
+/// fastest kept candidate wins (ties: FLOPs proportional to processor speed,
+/// Eq. 6; depth-scaling on GPU/DSP, width-scaling on CPU). Stem, head and
+/// merges run on the fastest single processor. Every latency is predicted by
+/// the device profile's latency model, never measured, and says so.
+///
+/// Writes a versioned JSON plan (stretch.plan/1) with -o; --explain lists
+/// every candidate and the constraint that removed it; --all-combinations
+/// compares every processor combination of the device.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub search: SearchArgs,
+
+    /// Write the plan (JSON) here.
+    #[arg(short, long, value_name = "PLAN.json")]
+    pub out: Option<PathBuf>,
+
+    /// List every candidate considered and the constraint that removed it.
+    #[arg(long)]
+    pub explain: bool,
+
+    /// Predict every combination of the device's processors and print their
+    /// speedup over the fastest single processor.
+    #[arg(long, conflicts_with = "out")]
+    pub all_combinations: bool,
+}
+
+/// Options shared by `plan` and `stretch`.
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// Device profile (TOML), e.g. configs/devices/snapdragon855.toml.
+    #[arg(long, value_name = "PROFILE.toml")]
+    pub device: PathBuf,
+
+    /// Processors to branch across, comma-separated (default: all the device has).
+    #[arg(long, value_delimiter = ',')]
+    pub processors: Vec<String>,
+
+    /// Eq. 4: a stage is branched only if communication <= alpha x its latency.
+    #[arg(long, default_value_t = 0.1)]
+    pub alpha: f64,
+
+    /// Eq. 5: each branch <= beta x the original stage on its fastest processor.
+    #[arg(long, default_value_t = 1.1)]
+    pub beta: f64,
+
+    /// Lower bound on a branch's depth / the stage's depth, in (0, 1].
+    #[arg(long, default_value_t = 0.5)]
+    pub min_depth: f64,
+
+    /// Lower bound on a branch's width / the stage's width, in (0, 1].
+    #[arg(long, default_value_t = 0.5)]
+    pub min_width: f64,
+
+    /// Band of the branches' total MACs relative to the original stage: LO,HI.
+    #[arg(long, value_delimiter = ',', default_value = "0.8,1.2")]
+    pub capacity: Vec<f64>,
+
+    /// How branches meet: project (1x1 conv to each branch's share, then
+    /// concat; later stages unchanged) or concat (outputs concatenated; the
+    /// next layer widens).
+    #[arg(long, value_enum, default_value = "project")]
+    pub merge: MergeArg,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum MergeArg {
+    Project,
+    Concat,
+}
+
+impl SearchArgs {
+    pub fn settings(&self) -> Result<Settings> {
+        let [lo, hi] = self.capacity[..] else {
+            bail!("--capacity takes two numbers LO,HI, got {:?}", self.capacity);
+        };
+        let s = Settings {
+            alpha: self.alpha,
+            beta: self.beta,
+            min_depth: self.min_depth,
+            min_width: self.min_width,
+            capacity: [lo, hi],
+            merge: match self.merge {
+                MergeArg::Project => Merge::Project,
+                MergeArg::Concat => Merge::Concat,
+            },
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn model(&self) -> Result<DeviceModel> {
+        DeviceModel::load(&self.device).with_context(|| format!("cannot load {}", self.device.display()))
+    }
+
+    pub fn processors(&self, model: &DeviceModel) -> Vec<String> {
+        if self.processors.is_empty() {
+            model.processors()
+        } else {
+            self.processors.clone()
+        }
+    }
+
+    /// Searches a plan for `graph` (read from `label`) on `processors`.
+    pub fn plan(
+        &self,
+        graph: &graph_ir::Graph,
+        label: &str,
+        processors: &[String],
+        explain: bool,
+    ) -> Result<(Plan, branching::SearchReport)> {
+        let model = self.model()?;
+        let kinds: HashMap<String, _> = model
+            .profile()
+            .processors
+            .iter()
+            .map(|(n, p)| (n.clone(), p.kind))
+            .collect();
+        Ok(search(
+            graph,
+            label,
+            &model,
+            processors,
+            &kinds,
+            &self.settings()?,
+            explain,
+        )?)
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let graph = args.model.load()?;
+    let label = args.model.model.display().to_string();
+    let model = args.search.model()?;
+    let mut out = std::io::stdout().lock();
+    if args.all_combinations {
+        let all = model.processors();
+        let mut rows = vec![
+            [
+                "processors",
+                "predicted ms",
+                "speedup vs fastest single",
+                "branched stages",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for mask in 1u32..(1 << all.len()) {
+            let set: Vec<String> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, p)| p.clone())
+                .collect();
+            let (plan, _) = args.search.plan(&graph, &label, &set, false)?;
+            rows.push(vec![
+                set.join("+"),
+                format!("{:.2}", plan.totals.plan_ms),
+                format!(
+                    "{:.2}x",
+                    plan.totals.original_ms[&plan.totals.fastest_single] / plan.totals.plan_ms
+                ),
+                format!("{}/{}", plan.branched_stages(), plan.stages.len()),
+            ]);
+        }
+        writeln!(
+            out,
+            "{label} on {} (all figures predicted, not measured)",
+            model.device()
+        )?;
+        write!(out, "{}", crate::format::table(&rows, 1))?;
+        return Ok(());
+    }
+    let processors = args.search.processors(&model);
+    let (plan, report) = args.search.plan(&graph, &label, &processors, args.explain)?;
+    if args.explain {
+        for c in &report.candidates {
+            let b: Vec<String> = c.branches.iter().map(|(p, d, w)| format!("{p}(d{d} w{w})")).collect();
+            writeln!(
+                out,
+                "stage {} {:<60} {:>9.3} ms  macs {:.2}x  {}",
+                c.stage,
+                b.join(" + "),
+                c.predicted_ms,
+                c.macs_ratio,
+                c.removed_by.as_deref().unwrap_or("kept")
+            )?;
+        }
+    }
+    write!(out, "{}", describe(&plan))?;
+    if let Some(path) = &args.out {
+        plan.save(path)?;
+        writeln!(out, "wrote {}", path.display())?;
+    }
+    Ok(())
+}
+
+/// A readable table of a plan.
+pub fn describe(plan: &Plan) -> String {
+    let mut rows = vec![
+        [
+            "part",
+            "processors (depth, width)",
+            "predicted ms",
+            "candidates kept/considered",
+            "note",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    rows.push(vec![
+        "stem".into(),
+        plan.stem.processor.clone(),
+        format!("{:.3}", plan.stem.predicted_ms),
+        String::new(),
+        String::new(),
+    ]);
+    for s in &plan.stages {
+        let what = if s.branches.is_empty() {
+            format!("{} (whole: {} blocks, {} ch)", s.processor, s.blocks, s.channels)
+        } else {
+            s.branches
+                .iter()
+                .map(|b| format!("{}(d{} w{})", b.processor, b.depth, b.width))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        };
+        rows.push(vec![
+            format!("stage {}", s.index),
+            what,
+            format!("{:.3}", s.predicted_ms),
+            format!("{}/{}", s.candidates.kept, s.candidates.considered),
+            s.reason.clone().unwrap_or_default(),
+        ]);
+    }
+    rows.push(vec![
+        "head".into(),
+        plan.head.processor.clone(),
+        format!("{:.3}", plan.head.predicted_ms),
+        String::new(),
+        String::new(),
+    ]);
+    let mut text = format!(
+        "plan for {} on {} ({}; merge {:?}); all latencies predicted, not measured\n",
+        plan.model,
+        plan.device,
+        plan.processors.join("+"),
+        plan.settings.merge
+    );
+    text += &crate::format::table(&rows, 2);
+    let singles: Vec<String> = plan
+        .totals
+        .original_ms
+        .iter()
+        .map(|(p, ms)| format!("{p} {ms:.2} ms"))
+        .collect();
+    let considered: u64 = plan.stages.iter().map(|s| s.candidates.considered).sum();
+    let kept: u64 = plan.stages.iter().map(|s| s.candidates.kept).sum();
+    text += &format!(
+        "original on one processor: {}\nplan: {:.2} ms, {:.2}x over the fastest single processor ({}); ideal bound {:.2} ms ({:.2}x)\ncandidates: {considered} considered, {kept} kept\n",
+        singles.join(", "),
+        plan.totals.plan_ms,
+        plan.totals.speedup,
+        plan.totals.fastest_single,
+        plan.totals.ideal_ms,
+        plan.totals.ideal_speedup
+    );
+    text
+}
