@@ -264,7 +264,9 @@ mod tests {
         let mut y = b.conv_bn("stem", x, ConvSpec::new(32, 3, 2), true).unwrap();
         for (s, w) in [32, 64, 128].iter().enumerate() {
             for i in 0..3 {
-                y = b.basic_block(&format!("s{s}.b{i}"), y, *w, if i == 0 && s > 0 { 2 } else { 1 }).unwrap();
+                y = b
+                    .basic_block(&format!("s{s}.b{i}"), y, *w, if i == 0 && s > 0 { 2 } else { 1 })
+                    .unwrap();
             }
         }
         let y = b.classifier("head", y, 10).unwrap();
@@ -349,7 +351,11 @@ mod tests {
             for id in b.node_ids() {
                 let n = b.node(id);
                 if !matches!(n.op, Op::Const(_) | Op::Input(_)) {
-                    assert!(n.annotations.contains_key(keys::PROCESSOR), "{} has no processor", n.name);
+                    assert!(
+                        n.annotations.contains_key(keys::PROCESSOR),
+                        "{} has no processor",
+                        n.name
+                    );
                 }
             }
         }

@@ -48,6 +48,9 @@ struct Report {
     output: Port,
     #[serde(flatten)]
     summary: graph_ir::analysis::Summary,
+    /// Branches of a branched model (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    branches: Vec<BranchRow>,
 }
 
 fn row(label: String, p: &PartSummary) -> Vec<String> {
@@ -68,6 +71,51 @@ fn row(label: String, p: &PartSummary) -> Vec<String> {
     ]
 }
 
+/// One branch of a branched model, from its nodes' annotations.
+#[derive(Serialize)]
+struct BranchRow {
+    stage: String,
+    branch: String,
+    processor: String,
+    nodes: usize,
+    macs: u64,
+    params: u64,
+}
+
+/// Branches of a model `stretch branch` wrote, grouped by their `stage` and
+/// `branch` annotations, in stage order.
+fn branches(g: &graph_ir::Graph) -> Vec<BranchRow> {
+    use graph_ir::keys;
+    let mut groups: std::collections::BTreeMap<(usize, usize), (String, Vec<graph_ir::NodeId>)> = Default::default();
+    for id in g.node_ids() {
+        let a = &g.node(id).annotations;
+        let (Some(s), Some(b)) = (a.get(keys::STAGE), a.get(keys::BRANCH)) else {
+            continue;
+        };
+        let (Ok(s), Ok(b)) = (s.parse::<usize>(), b.parse::<usize>()) else {
+            continue;
+        };
+        let entry = groups
+            .entry((s, b))
+            .or_insert_with(|| (a.get(keys::PROCESSOR).cloned().unwrap_or_default(), Vec::new()));
+        entry.1.push(id);
+    }
+    groups
+        .into_iter()
+        .map(|((s, b), (processor, ids))| {
+            let cost = g.cost_of(&ids);
+            BranchRow {
+                stage: s.to_string(),
+                branch: b.to_string(),
+                processor,
+                nodes: ids.len(),
+                macs: cost.macs,
+                params: cost.params,
+            }
+        })
+        .collect()
+}
+
 pub fn run(args: Args) -> Result<()> {
     let graph = args.model.load()?;
     let structure = analyze(&graph).with_context(|| format!("cannot analyse {}", args.model.model.display()))?;
@@ -86,6 +134,7 @@ pub fn run(args: Args) -> Result<()> {
             shape: graph.fact(out).map(|f| f.shape.clone()).unwrap_or_default(),
         },
         summary,
+        branches: branches(&graph),
     };
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -127,6 +176,29 @@ pub fn run(args: Args) -> Result<()> {
         s.stages.iter().map(|p| p.blocks).collect::<Vec<_>>()
     )?;
     write!(out, "{}", table(&rows, 2))?;
+    if !report.branches.is_empty() {
+        let mut rows = vec![
+            ["stage", "branch", "processor", "nodes", "MACs", "params"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        for b in &report.branches {
+            rows.push(vec![
+                b.stage.clone(),
+                b.branch.clone(),
+                b.processor.clone(),
+                b.nodes.to_string(),
+                si(b.macs),
+                si(b.params),
+            ]);
+        }
+        writeln!(
+            out,
+            "branched model: {} branches meet at Concat meeting points (stage analysis above sees each branched stage as one region)",
+            report.branches.len()
+        )?;
+        write!(out, "{}", table(&rows, 3))?;
+    }
     writeln!(
         out,
         "MACs count Conv/Gemm/MatMul multiply-accumulates (computed from shapes); params count float initializer elements ({} exactly).",

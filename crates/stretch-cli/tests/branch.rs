@@ -1,0 +1,172 @@
+//! `stretch plan`, `stretch branch` and `stretch stretch` on the fixtures:
+//! every branched model passes onnx.checker (full check), runs in
+//! onnxruntime with the original's output shape, carries its annotations,
+//! and `stretch inspect` lists its branches.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+const MODELS: [&str; 6] = [
+    "resnet18",
+    "resnet34",
+    "resnet50",
+    "mobilenet_v2",
+    "efficientnet_b0",
+    "regnet_x_1_6gf",
+];
+
+fn path(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn every_fixture_branches_into_a_runnable_model_in_both_merge_modes() {
+    let dir = scratch("branch-fixtures");
+    let device = path(&repo().join("configs/devices/host.toml"));
+    let mut outputs = Vec::new();
+    for m in MODELS {
+        let model = path(&repo().join(format!("fixtures/models/{m}.onnx")));
+        for merge in ["project", "concat"] {
+            let out = dir.join(format!("{m}-{merge}.onnx"));
+            let plan = dir.join(format!("{m}-{merge}.json"));
+            let text = stretch_ok(&[
+                "stretch",
+                &model,
+                "--device",
+                &device,
+                "--processors",
+                "cpu0,cpu1",
+                "--merge",
+                merge,
+                "--random-weights",
+                "1",
+                "--plan-out",
+                &path(&plan),
+                "-o",
+                &path(&out),
+            ]);
+            assert!(text.contains("predicted, not measured"), "{text}");
+            let doc: Value = serde_json::from_str(&std::fs::read_to_string(&plan).expect("plan")).expect("JSON");
+            assert_eq!(doc["schema"], "stretch.plan/1");
+            let branched = doc["stages"]
+                .as_array()
+                .expect("stages")
+                .iter()
+                .filter(|s| !s["branches"].as_array().expect("branches").is_empty())
+                .count();
+            assert!(branched > 0, "{m} {merge}: nothing branched:\n{text}");
+            let inspect = stretch_ok(&["inspect", &path(&out)]);
+            assert!(
+                inspect.contains("branched model:") && inspect.contains("cpu1"),
+                "{inspect}"
+            );
+            outputs.push(path(&out));
+        }
+    }
+    let mut check = vec!["check"];
+    check.extend(outputs.iter().map(String::as_str));
+    reference(&check);
+    let mut run = vec!["run"];
+    run.extend(outputs.iter().map(String::as_str));
+    let ran = reference(&run);
+    assert_eq!(
+        ran.matches("output 0 shape [1, 1000], finite").count(),
+        outputs.len(),
+        "{ran}"
+    );
+}
+
+#[test]
+fn plan_then_branch_keeps_the_plan_and_marks_meeting_points() {
+    let dir = scratch("branch-plan");
+    let model = path(&repo().join("fixtures/models/resnet50.onnx"));
+    let device = path(&repo().join("configs/devices/snapdragon855.toml"));
+    let plan = path(&dir.join("plan.json"));
+    let text = stretch_ok(&[
+        "plan",
+        &model,
+        "--device",
+        &device,
+        "--processors",
+        "cpu,gpu,dsp",
+        "-o",
+        &plan,
+    ]);
+    assert!(text.contains("candidates:") && text.contains("considered"), "{text}");
+    let out = path(&dir.join("b.onnx"));
+    stretch_ok(&["branch", &model, "--plan", &plan, "--random-weights", "2", "-o", &out]);
+    let g = graph_ir::onnx::import_file(&out, &Default::default()).expect("import branched");
+    let mut merges = 0;
+    for id in g.node_ids() {
+        let n = g.node(id);
+        if matches!(n.op, graph_ir::Op::Const(_) | graph_ir::Op::Input(_)) {
+            continue;
+        }
+        assert!(n.annotations.contains_key("processor"), "{} has no processor", n.name);
+        if n.annotations.get("meeting_point").map(String::as_str) == Some("true") {
+            merges += 1;
+        }
+    }
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&plan).expect("plan")).expect("JSON");
+    let branched = doc["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .filter(|s| !s["branches"].as_array().expect("b").is_empty())
+        .count();
+    assert_eq!(merges, branched);
+    let explain = stretch_ok(&[
+        "plan",
+        &model,
+        "--device",
+        &device,
+        "--processors",
+        "cpu,dsp",
+        "--explain",
+    ]);
+    assert!(
+        explain.lines().filter(|l| l.starts_with("stage ")).count() > 10,
+        "{explain}"
+    );
+    let all = stretch_ok(&["plan", &model, "--device", &device, "--all-combinations"]);
+    for combo in ["cpu+dsp+gpu", "cpu+gpu", "dsp"] {
+        assert!(all.contains(combo), "{all}");
+    }
+}
+
+#[test]
+fn bad_plans_and_options_are_named() {
+    let dir = scratch("branch-errors");
+    let r18 = path(&repo().join("fixtures/models/resnet18.onnx"));
+    let r50 = path(&repo().join("fixtures/models/resnet50.onnx"));
+    let device = path(&repo().join("configs/devices/host.toml"));
+    let err = |args: &[&str]| -> String {
+        let o = stretch(args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = err(&["plan", &r18, "--device", &device, "--processors", "cpu0,npu"]);
+    assert!(e.contains("unknown processor `npu`") && e.contains("cpu0, cpu1"), "{e}");
+    let e = err(&["plan", &r18, "--device", &device, "--min-width", "1.5"]);
+    assert!(e.contains("min-width") && e.contains("(0, 1]"), "{e}");
+    let e = err(&["plan", &r18, "--device", &device, "--min-depth", "0"]);
+    assert!(e.contains("min-depth"), "{e}");
+    let plan = path(&dir.join("r50.json"));
+    stretch_ok(&["plan", &r50, "--device", &device, "-o", &plan]);
+    let e = err(&["branch", &r18, "--plan", &plan, "-o", &path(&dir.join("x.onnx"))]);
+    assert!(e.contains("does not match the model") && e.contains("stage 0"), "{e}");
+    std::fs::write(dir.join("bad.json"), r#"{"schema": "other/9"}"#).expect("write");
+    let e = err(&[
+        "branch",
+        &r18,
+        "--plan",
+        &path(&dir.join("bad.json")),
+        "-o",
+        &path(&dir.join("x.onnx")),
+    ]);
+    assert!(e.contains("bad.json") && e.contains("other/9"), "{e}");
+    let one = stretch_ok(&["plan", &r18, "--device", &device, "--processors", "cpu0"]);
+    assert!(one.contains("one processor: nothing to branch"), "{one}");
+}
