@@ -1,0 +1,123 @@
+//! Property: random ResNet- and MobileNetV2-style graphs built in code, planned
+//! on random settings, branch into graphs that pass `check()`; with the
+//! `project` merge their MACs change by exactly what the plan reports.
+
+use branching::plan::{Merge, Settings};
+use branching::{apply_plan, search};
+use graph_ir::builder::{Builder, ConvSpec};
+use graph_ir::ops::UnaryOp;
+use graph_ir::{Graph, Outlet};
+use predictor::{DeviceModel, DeviceProfile};
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+fn device() -> DeviceModel {
+    let p = |name: &str, gflops: f64, kind: &str| {
+        format!(
+            "[processors.{name}]\nkind = \"{kind}\"\npeak_gflops = {{ value = {gflops}, source = \"t\" }}\nefficiency = {{ value = 1.0, source = \"t\" }}\nbandwidth_gbs = {{ value = 20.0, source = \"t\" }}\nkernel_overhead_us = {{ value = 1.0, source = \"t\" }}\n"
+        )
+    };
+    let text = format!(
+        "name = \"t\"\ndescription = \"t\"\n{}{}{}[[links]]\nbetween = [\"a\", \"b\"]\nlatency_us = {{ value = 5.0, source = \"t\" }}\nbandwidth_gbs = {{ value = 10.0, source = \"t\" }}\n[[links]]\nbetween = [\"a\", \"c\"]\nlatency_us = {{ value = 5.0, source = \"t\" }}\nbandwidth_gbs = {{ value = 10.0, source = \"t\" }}\n[[links]]\nbetween = [\"b\", \"c\"]\nlatency_us = {{ value = 5.0, source = \"t\" }}\nbandwidth_gbs = {{ value = 10.0, source = \"t\" }}\n",
+        p("a", 10.0, "cpu"),
+        p("b", 14.0, "gpu"),
+        p("c", 8.0, "dsp")
+    );
+    DeviceModel::analytic(DeviceProfile::parse(&text, "test").unwrap())
+}
+
+fn relu6(b: &mut Builder, n: &str, x: Outlet) -> Outlet {
+    b.unary(
+        n,
+        x,
+        UnaryOp::Clip {
+            min: Some(0.0),
+            max: Some(6.0),
+        },
+    )
+    .unwrap()
+}
+
+fn resnet(depths: &[usize], base: usize) -> Graph {
+    let mut b = Builder::new("r");
+    let x = b.input("x", &[1, 3, 64, 64]).unwrap();
+    let mut y = b.conv_bn("stem", x, ConvSpec::new(base, 3, 2), true).unwrap();
+    for (s, d) in depths.iter().enumerate() {
+        for i in 0..*d {
+            let stride = if i == 0 { 2 } else { 1 };
+            y = b.basic_block(&format!("l{s}.{i}"), y, base << s, stride).unwrap();
+        }
+    }
+    let y = b.classifier("head", y, 10).unwrap();
+    b.finish("y", y).unwrap()
+}
+
+fn mbnet(depths: &[usize], expand: usize) -> Graph {
+    let mut b = Builder::new("m");
+    let x = b.input("x", &[1, 3, 64, 64]).unwrap();
+    let s = b.conv_bn("stem", x, ConvSpec::new(16, 3, 2), false).unwrap();
+    let mut y = relu6(&mut b, "stem.act", s);
+    let mut c = 16;
+    for (s, d) in depths.iter().enumerate() {
+        let out = 24 + 16 * s;
+        for i in 0..*d {
+            let n = format!("l{s}.{i}");
+            let stride = if i == 0 { 2 } else { 1 };
+            let mid = c * expand;
+            let e = b
+                .conv_bn(&format!("{n}.e"), y, ConvSpec::new(mid, 1, 1), false)
+                .unwrap();
+            let e = relu6(&mut b, &format!("{n}.e.act"), e);
+            let w = b
+                .conv_bn(&format!("{n}.dw"), e, ConvSpec::new(mid, 3, stride).group(mid), false)
+                .unwrap();
+            let w = relu6(&mut b, &format!("{n}.dw.act"), w);
+            let p = b
+                .conv_bn(&format!("{n}.p"), w, ConvSpec::new(out, 1, 1), false)
+                .unwrap();
+            y = if stride == 1 && c == out {
+                b.add(&format!("{n}.add"), p, y).unwrap()
+            } else {
+                p
+            };
+            c = out;
+        }
+    }
+    let y = b.classifier("head", y, 10).unwrap();
+    b.finish("y", y).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn branched_graphs_check_and_macs_add_up(
+        mobile in any::<bool>(),
+        depths in proptest::collection::vec(2usize..4, 2..4),
+        base in prop::sample::select(vec![16usize, 24, 32]),
+        three in any::<bool>(),
+        min_depth in 0.3f64..0.6,
+        min_width in 0.3f64..0.6,
+        concat in any::<bool>(),
+    ) {
+        let g = if mobile { mbnet(&depths, 1 + base / 16) } else { resnet(&depths, base) };
+        let model = device();
+        let procs: Vec<String> = if three { vec!["a".into(), "b".into(), "c".into()] } else { vec!["a".into(), "b".into()] };
+        let merge = if concat { Merge::Concat } else { Merge::Project };
+        let settings = Settings { min_depth, min_width, alpha: 10.0, capacity: [0.1, 3.5], beta: 10.0, merge };
+        let (plan, _) = search(&g, "random", &model, &procs, &HashMap::new(), &settings, false).unwrap();
+        prop_assert!(plan.branched_stages() > 0, "nothing branched: {:?}", plan.stages.iter().map(|s| s.reason.clone()).collect::<Vec<_>>());
+        let b = apply_plan(&g, &plan, 7).unwrap();
+        b.check().unwrap();
+        prop_assert_eq!(b.fact(b.outputs()[0].1).unwrap().shape.clone(), vec![1, 10]);
+        if merge == Merge::Project {
+            let delta: i64 = plan
+                .stages
+                .iter()
+                .filter(|s| !s.branches.is_empty())
+                .map(|s| s.branches.iter().map(|x| x.macs as i64).sum::<i64>() - s.macs as i64)
+                .sum();
+            prop_assert_eq!(b.total_cost().macs as i64 - g.total_cost().macs as i64, delta);
+        }
+    }
+}
