@@ -81,7 +81,10 @@ fn gcd(a: usize, b: usize) -> usize {
 /// The largest divisor of both `cin` and `cout` that is at most `want` (at least 1).
 fn group_count(cin: usize, cout: usize, want: usize) -> usize {
     let g = gcd(cin, cout);
-    (1..=want.max(1).min(g)).rev().find(|d| g.is_multiple_of(*d)).unwrap_or(1)
+    (1..=want.max(1).min(g))
+        .rev()
+        .find(|d| g.is_multiple_of(*d))
+        .unwrap_or(1)
 }
 
 /// Builds branch `spec` of `stage` of `g` as a graph with one input (the

@@ -1,4 +1,5 @@
-//! The plan search (paper §4.2-4.3). Per stage and processor set: Eq. 4
+//! The plan search (paper §4.2-4.3). Per stage, over every subset of two
+//! or more of the asked processors (one branch each): Eq. 4
 //! (communication at most α x the segment's latency, else the stage stays
 //! whole), the (depth, width) grid within the lower bounds, Eq. 5 (each
 //! branch at most β x the original segment on its fastest processor) and the
@@ -209,14 +210,24 @@ fn plan_stage(
         return Ok(whole("one processor: nothing to branch".into(), Counts::default()));
     }
     let (in_bytes, out_bytes) = (bytes(g, stage.input()), bytes(g, stage.output()));
-    let mut comm_max = 0.0f64;
-    for p in processors.iter().filter(|p| p.as_str() != primary) {
-        comm_max = comm_max.max(model.comm_ms(primary, p, in_bytes)? + model.comm_ms(p, primary, out_bytes)?);
-    }
-    if comm_max > settings.alpha * seg_ms {
+    let comm_of = |sub: &[usize]| -> Result<f64, BranchError> {
+        let mut worst = 0.0f64;
+        for p in sub.iter().map(|&i| &processors[i]).filter(|p| p.as_str() != primary) {
+            worst = worst.max(model.comm_ms(primary, p, in_bytes)? + model.comm_ms(p, primary, out_bytes)?);
+        }
+        Ok(worst)
+    };
+    let all: Vec<usize> = (0..processors.len()).collect();
+    let cheapest = (0..processors.len())
+        .flat_map(|a| ((a + 1)..processors.len()).map(move |b| [a, b]))
+        .map(|pair| comm_of(&pair))
+        .collect::<Result<Vec<f64>, _>>()?
+        .into_iter()
+        .fold(comm_of(&all)?, f64::min);
+    if cheapest > settings.alpha * seg_ms {
         return Ok(whole(
             format!(
-                "Eq. 4: communication {comm_max:.3} ms > alpha {} x segment {seg_ms:.3} ms",
+                "Eq. 4: communication {cheapest:.3} ms > alpha {} x segment {seg_ms:.3} ms",
                 settings.alpha
             ),
             Counts::default(),
@@ -269,119 +280,128 @@ fn plan_stage(
         proj_cache.insert((pi, cin, cout), v);
         Ok(v)
     };
-    let n = processors.len();
-    let speed: Vec<f64> = processors.iter().map(|p| 1.0 / original_ms[p].max(1e-12)).collect();
-    let speed_sum: f64 = speed.iter().sum();
     let mut counts = Counts::default();
     let mut best: Option<(f64, f64, Vec<BranchPlan>)> = None;
-    let mut idx = vec![0usize; n];
     let per = options[0].len();
     let (mut removed_eq5, mut removed_cap) = (0u64, 0u64);
-    loop {
-        counts.considered += 1;
-        let chosen: Vec<&Option_> = (0..n).map(|i| &options[i][idx[i]]).collect();
-        let mut branches = Vec::with_capacity(n);
-        let mut total_macs = 0u64;
-        let mut stage_ms = 0.0f64;
-        let mut removed: Option<String> = None;
-        let split = shares(width, &chosen.iter().map(|o| o.width).collect::<Vec<_>>());
-        for (i, o) in chosen.iter().enumerate() {
-            let share = match settings.merge {
-                Merge::Project => Some(split[i]),
-                Merge::Concat => None,
-            };
-            let (proj_ms, proj_macs) = match share {
-                Some(c) => proj(i, o.width, c)?,
-                None => (0.0, 0),
-            };
-            let run_ms = o.body_ms + proj_ms;
-            if removed.is_none() && run_ms > settings.beta * seg_ms {
+    for mask in 1usize..(1 << processors.len()) {
+        if mask.count_ones() < 2 {
+            continue;
+        }
+        let sub: Vec<usize> = (0..processors.len()).filter(|i| mask & (1 << i) != 0).collect();
+        let n = sub.len();
+        let speed: Vec<f64> = sub
+            .iter()
+            .map(|&i| 1.0 / original_ms[&processors[i]].max(1e-12))
+            .collect();
+        let speed_sum: f64 = speed.iter().sum();
+        let mut idx = vec![0usize; n];
+        loop {
+            counts.considered += 1;
+            let chosen: Vec<&Option_> = (0..n).map(|i| &options[sub[i]][idx[i]]).collect();
+            let mut branches = Vec::with_capacity(n);
+            let mut total_macs = 0u64;
+            let mut stage_ms = 0.0f64;
+            let mut removed: Option<String> = None;
+            let split = shares(width, &chosen.iter().map(|o| o.width).collect::<Vec<_>>());
+            for (i, o) in chosen.iter().enumerate() {
+                let share = match settings.merge {
+                    Merge::Project => Some(split[i]),
+                    Merge::Concat => None,
+                };
+                let (proj_ms, proj_macs) = match share {
+                    Some(c) => proj(sub[i], o.width, c)?,
+                    None => (0.0, 0),
+                };
+                let run_ms = o.body_ms + proj_ms;
+                if removed.is_none() && run_ms > settings.beta * seg_ms {
+                    removed = Some(format!(
+                        "Eq. 5: branch on {} {run_ms:.3} ms > beta {} x {seg_ms:.3} ms",
+                        processors[sub[i]], settings.beta
+                    ));
+                }
+                let p = &processors[sub[i]];
+                let out_b = (share.unwrap_or(o.width) * hw * 4) as u64;
+                let comm = if p == primary {
+                    0.0
+                } else {
+                    model.comm_ms(primary, p, in_bytes)? + model.comm_ms(p, primary, out_b)?
+                };
+                stage_ms = stage_ms.max(run_ms + comm);
+                total_macs += o.macs + proj_macs;
+                branches.push(BranchPlan {
+                    processor: p.clone(),
+                    depth: o.depth,
+                    width: o.width,
+                    project_to: share,
+                    macs: o.macs + proj_macs,
+                    params: o.params,
+                    predicted_ms: run_ms + comm,
+                });
+            }
+            let ratio = total_macs as f64 / macs.max(1) as f64;
+            if removed.is_none() && !(settings.capacity[0]..=settings.capacity[1]).contains(&ratio) {
                 removed = Some(format!(
-                    "Eq. 5: branch on {} {run_ms:.3} ms > beta {} x {seg_ms:.3} ms",
-                    processors[i], settings.beta
+                    "capacity: branch MACs {ratio:.2}x the stage, outside [{}, {}]",
+                    settings.capacity[0], settings.capacity[1]
                 ));
             }
-            let p = &processors[i];
-            let out_b = (share.unwrap_or(o.width) * hw * 4) as u64;
-            let comm = if p == primary {
-                0.0
-            } else {
-                model.comm_ms(primary, p, in_bytes)? + model.comm_ms(p, primary, out_b)?
-            };
-            stage_ms = stage_ms.max(run_ms + comm);
-            total_macs += o.macs + proj_macs;
-            branches.push(BranchPlan {
-                processor: p.clone(),
-                depth: o.depth,
-                width: o.width,
-                project_to: share,
-                macs: o.macs + proj_macs,
-                params: o.params,
-                predicted_ms: run_ms + comm,
-            });
-        }
-        let ratio = total_macs as f64 / macs.max(1) as f64;
-        if removed.is_none() && !(settings.capacity[0]..=settings.capacity[1]).contains(&ratio) {
-            removed = Some(format!(
-                "capacity: branch MACs {ratio:.2}x the stage, outside [{}, {}]",
-                settings.capacity[0], settings.capacity[1]
-            ));
-        }
-        match &removed {
-            Some(r) if r.starts_with("Eq. 5") => removed_eq5 += 1,
-            Some(_) => removed_cap += 1,
-            None => {
-                counts.kept += 1;
-                let eq6: f64 = branches
-                    .iter()
-                    .zip(&speed)
-                    .map(|(b, s)| (b.macs as f64 / total_macs.max(1) as f64 - s / speed_sum).abs())
-                    .sum();
-                let pref: f64 = branches
-                    .iter()
-                    .map(|b| match kinds.get(&b.processor) {
-                        Some(ProcessorKind::Gpu | ProcessorKind::Dsp | ProcessorKind::Npu) => {
-                            1.0 - b.width as f64 / width as f64
-                        }
-                        _ => 1.0 - b.depth as f64 / stage.blocks.len() as f64,
-                    })
-                    .sum();
-                let tie = eq6 + 0.5 * pref;
-                let better = match &best {
-                    None => true,
-                    Some((ms, t, _)) => stage_ms < ms * 0.99 || (stage_ms <= ms * 1.01 && tie < *t),
-                };
-                if better {
-                    best = Some((stage_ms, tie, branches.clone()));
+            match &removed {
+                Some(r) if r.starts_with("Eq. 5") => removed_eq5 += 1,
+                Some(_) => removed_cap += 1,
+                None => {
+                    counts.kept += 1;
+                    let eq6: f64 = branches
+                        .iter()
+                        .zip(&speed)
+                        .map(|(b, s)| (b.macs as f64 / total_macs.max(1) as f64 - s / speed_sum).abs())
+                        .sum();
+                    let pref: f64 = branches
+                        .iter()
+                        .map(|b| match kinds.get(&b.processor) {
+                            Some(ProcessorKind::Gpu | ProcessorKind::Dsp | ProcessorKind::Npu) => {
+                                1.0 - b.width as f64 / width as f64
+                            }
+                            _ => 1.0 - b.depth as f64 / stage.blocks.len() as f64,
+                        })
+                        .sum();
+                    let tie = eq6 + 0.5 * pref;
+                    let better = match &best {
+                        None => true,
+                        Some((ms, t, _)) => stage_ms < ms * 0.99 || (stage_ms <= ms * 1.01 && tie < *t),
+                    };
+                    if better {
+                        best = Some((stage_ms, tie, branches.clone()));
+                    }
                 }
             }
-        }
-        if explain {
-            report.candidates.push(Candidate {
-                stage: stage.index,
-                branches: branches
-                    .iter()
-                    .map(|b| (b.processor.clone(), b.depth, b.width))
-                    .collect(),
-                predicted_ms: stage_ms,
-                macs_ratio: ratio,
-                removed_by: removed,
-            });
-        }
-        let mut k = 0;
-        loop {
-            idx[k] += 1;
-            if idx[k] < per {
-                break;
+            if explain {
+                report.candidates.push(Candidate {
+                    stage: stage.index,
+                    branches: branches
+                        .iter()
+                        .map(|b| (b.processor.clone(), b.depth, b.width))
+                        .collect(),
+                    predicted_ms: stage_ms,
+                    macs_ratio: ratio,
+                    removed_by: removed,
+                });
             }
-            idx[k] = 0;
-            k += 1;
+            let mut k = 0;
+            loop {
+                idx[k] += 1;
+                if idx[k] < per {
+                    break;
+                }
+                idx[k] = 0;
+                k += 1;
+                if k == n {
+                    break;
+                }
+            }
             if k == n {
                 break;
             }
-        }
-        if k == n {
-            break;
         }
     }
     let Some((ms, _, branches)) = best else {
