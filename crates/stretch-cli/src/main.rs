@@ -1,6 +1,7 @@
 //! `stretch`: makes CNNs run faster on devices with several processors by
 //! branching their stages across processors (NN-Stretch).
 
+mod chart;
 mod commands;
 mod format;
 mod model_args;

@@ -130,7 +130,18 @@ fn plan_then_branch_keeps_the_plan_and_marks_meeting_points() {
         explain.lines().filter(|l| l.starts_with("stage ")).count() > 10,
         "{explain}"
     );
-    let all = stretch_ok(&["plan", &model, "--device", &device, "--all-combinations"]);
+    let chart = path(&dir.join("combos.svg"));
+    let all = stretch_ok(&[
+        "plan",
+        &model,
+        "--device",
+        &device,
+        "--all-combinations",
+        "--chart",
+        &chart,
+    ]);
+    let svg = std::fs::read_to_string(&chart).expect("chart");
+    assert!(svg.starts_with("<svg") && svg.contains("cpu+dsp+gpu"), "{svg}");
     for combo in ["cpu+dsp+gpu", "cpu+gpu", "dsp"] {
         assert!(all.contains(combo), "{all}");
     }

@@ -46,6 +46,10 @@ pub struct Args {
     /// speedup over the fastest single processor.
     #[arg(long, conflicts_with = "out")]
     pub all_combinations: bool,
+
+    /// With --all-combinations: also draw the speedups as an SVG bar chart here.
+    #[arg(long, value_name = "CHART.svg", requires = "all_combinations")]
+    pub chart: Option<PathBuf>,
 }
 
 /// Options shared by `plan` and `stretch`.
@@ -160,6 +164,7 @@ pub fn run(args: Args) -> Result<()> {
         let all = model.processors();
         let (full, _) = args.search.plan(&graph, &label, &all, false)?;
         let best_single = full.totals.original_ms[&full.totals.fastest_single];
+        let mut bars = Vec::new();
         let mut rows = vec![
             [
                 "processors",
@@ -178,6 +183,7 @@ pub fn run(args: Args) -> Result<()> {
                 .map(|(_, p)| p.clone())
                 .collect();
             let (plan, _) = args.search.plan(&graph, &label, &set, false)?;
+            bars.push((set.join("+"), best_single / plan.totals.plan_ms));
             rows.push(vec![
                 set.join("+"),
                 format!("{:.2}", plan.totals.plan_ms),
@@ -192,6 +198,20 @@ pub fn run(args: Args) -> Result<()> {
             full.totals.fastest_single
         )?;
         write!(out, "{}", crate::format::table(&rows, 1))?;
+        if let Some(path) = &args.chart {
+            let title = format!(
+                "{} on {}: predicted speedup over {} alone",
+                args.model
+                    .model
+                    .file_stem()
+                    .map_or(label.clone(), |s| s.to_string_lossy().into_owned()),
+                model.device(),
+                full.totals.fastest_single
+            );
+            std::fs::write(path, crate::chart::bars_svg(&title, &bars, "x"))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            writeln!(out, "wrote {}", path.display())?;
+        }
         return Ok(());
     }
     let processors = args.search.processors(&model);
