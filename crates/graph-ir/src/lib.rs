@@ -19,6 +19,7 @@ pub mod ops;
 mod patch;
 mod random;
 mod tensor;
+pub mod zoo;
 
 pub use cost::NodeCost;
 pub use error::GraphError;

@@ -30,6 +30,7 @@ enum Command {
     Plan(commands::plan::Args),
     Branch(commands::branch::Args),
     Stretch(commands::branch::StretchArgs),
+    Zoo(commands::zoo::Args),
     Profile(commands::profile::Args),
 }
 
@@ -43,6 +44,7 @@ fn main() {
         Command::Plan(a) => commands::plan::run(a),
         Command::Branch(a) => commands::branch::run(a),
         Command::Stretch(a) => commands::branch::run_stretch(a),
+        Command::Zoo(a) => commands::zoo::run(a),
         Command::Profile(a) => commands::profile::run(a),
     };
     if let Err(e) = result {

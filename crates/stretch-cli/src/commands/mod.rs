@@ -6,3 +6,4 @@ mod link;
 pub mod plan;
 pub mod predict;
 pub mod profile;
+pub mod zoo;
