@@ -1,0 +1,248 @@
+//! The runtime: load a partitioned model once, serve requests from many threads.
+
+use crate::config::ProcessorConfig;
+use crate::engine::{Compiled, Value};
+use crate::error::RuntimeError;
+use crate::extract::extract;
+use crate::partition::{Partition, partition};
+use crate::worker::{self, Done, EngineFactory, Job, Worker};
+use graph_ir::{Fact, Graph, Outlet};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc::channel;
+use std::time::Instant;
+use tract_onnx::prelude::{DatumType, TVec};
+
+/// One subgraph execution of a traced run.
+#[derive(Clone, Debug)]
+pub struct Span {
+    pub subgraph: String,
+    pub processor: String,
+    /// Seconds since the run started.
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// A loaded model: its subgraphs compiled on the workers of their processors.
+/// `Send + Sync`: share it (e.g. in an `Arc`) and call [`Runtime::run`] from
+/// any number of threads.
+pub struct Runtime {
+    partition: Partition,
+    compiled: Vec<Arc<dyn Compiled>>,
+    worker_of: Vec<usize>,
+    workers: Vec<Worker>,
+    inputs: Vec<(String, Fact, Outlet)>,
+    outputs: Vec<Outlet>,
+}
+
+impl Runtime {
+    /// Partitions `g` (unannotated nodes go to the first processor), starts
+    /// one worker per processor and compiles every subgraph on its worker's engine.
+    pub fn load(
+        g: &Graph,
+        processors: &[ProcessorConfig],
+        factory: Arc<EngineFactory>,
+    ) -> Result<Runtime, RuntimeError> {
+        let first = processors.first().ok_or(RuntimeError::NoProcessors)?;
+        for (i, p) in processors.iter().enumerate() {
+            if processors[..i].iter().any(|q| q.name == p.name) {
+                return Err(RuntimeError::DuplicateProcessor {
+                    processor: p.name.clone(),
+                });
+            }
+        }
+        let partition = partition(g, &first.name)?;
+        let configured = || {
+            processors
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut worker_of = Vec::new();
+        for s in &partition.subgraphs {
+            let w = processors.iter().position(|p| p.name == s.processor).ok_or_else(|| {
+                RuntimeError::UnknownProcessor {
+                    node: g.node(s.nodes[0]).name.clone(),
+                    processor: s.processor.clone(),
+                    configured: configured(),
+                }
+            })?;
+            worker_of.push(w);
+        }
+        let workers = processors
+            .iter()
+            .map(|p| worker::start(p, &factory))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut compiled: Vec<Arc<dyn Compiled>> = Vec::new();
+        for (s, &w) in partition.subgraphs.iter().zip(&worker_of) {
+            let sub = extract(g, s)?;
+            let bytes = graph_ir::onnx::export_bytes(&sub).map_err(|e| RuntimeError::Export {
+                subgraph: s.name.clone(),
+                reason: e.to_string(),
+            })?;
+            let engine = &workers[w].engine;
+            let c = engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                engine: engine.name(),
+                subgraph: s.name.clone(),
+                processor: s.processor.clone(),
+                reason,
+            })?;
+            compiled.push(Arc::from(c));
+        }
+        let inputs = g
+            .inputs()
+            .iter()
+            .map(|id| {
+                let o = id.out(0);
+                (
+                    g.node(*id).name.clone(),
+                    g.fact(o).cloned().unwrap_or_else(|| Fact::f32(vec![])),
+                    o,
+                )
+            })
+            .collect();
+        let outputs = g.outputs().iter().map(|(_, o)| *o).collect();
+        Ok(Runtime {
+            partition,
+            compiled,
+            worker_of,
+            workers,
+            inputs,
+            outputs,
+        })
+    }
+
+    pub fn partition(&self) -> &Partition {
+        &self.partition
+    }
+
+    /// Names and facts of the model inputs, in order.
+    pub fn input_facts(&self) -> Vec<(&str, &Fact)> {
+        self.inputs.iter().map(|(n, f, _)| (n.as_str(), f)).collect()
+    }
+
+    /// The engine name and version of each processor, in configuration order.
+    pub fn engines(&self) -> Vec<(String, &'static str, &'static str)> {
+        self.workers
+            .iter()
+            .map(|w| (w.config.name.clone(), w.engine.name(), w.engine.version()))
+            .collect()
+    }
+
+    /// Runs the model once on `inputs` (graph-input order), returning its outputs.
+    pub fn run(&self, inputs: Vec<Value>) -> Result<Vec<Value>, RuntimeError> {
+        self.run_traced(inputs).map(|(o, _)| o)
+    }
+
+    fn check_inputs(&self, inputs: &[Value]) -> Result<(), RuntimeError> {
+        if inputs.len() != self.inputs.len() {
+            return Err(RuntimeError::InputCount {
+                expected: self.inputs.len(),
+                got: inputs.len(),
+            });
+        }
+        for (index, ((name, fact, _), v)) in self.inputs.iter().zip(inputs).enumerate() {
+            if v.datum_type() != DatumType::F32 || v.shape() != fact.shape.as_slice() {
+                return Err(RuntimeError::Input {
+                    index,
+                    name: name.clone(),
+                    expected: format!("f32 {:?}", fact.shape),
+                    got: format!("{:?} {:?}", v.datum_type(), v.shape()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Like [`Runtime::run`], also returning when each subgraph ran (Algorithm 1:
+    /// every ready subgraph of a pool worker is dispatched first, then ready
+    /// inline subgraphs run on this thread, then the scheduler waits for the
+    /// next result; a meeting point runs once all its inputs arrived).
+    pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Vec<Span>), RuntimeError> {
+        self.check_inputs(&inputs)?;
+        let t0 = Instant::now();
+        let subs = &self.partition.subgraphs;
+        let mut values: HashMap<Outlet, Value> = HashMap::new();
+        for ((_, _, o), v) in self.inputs.iter().zip(inputs) {
+            values.insert(*o, v);
+        }
+        let mut started = vec![false; subs.len()];
+        let mut remaining = subs.len();
+        let mut in_flight = 0usize;
+        let mut spans = Vec::with_capacity(subs.len());
+        let (reply, results) = channel::<Done>();
+        let mut pinned = false;
+        while remaining > 0 {
+            let mut inline_ready = None;
+            for (i, s) in subs.iter().enumerate() {
+                if started[i] || !s.inputs.iter().all(|o| values.contains_key(o)) {
+                    continue;
+                }
+                let w = &self.workers[self.worker_of[i]];
+                match &w.queue {
+                    Some(q) => {
+                        started[i] = true;
+                        in_flight += 1;
+                        let job = Job {
+                            index: i,
+                            compiled: self.compiled[i].clone(),
+                            inputs: s.inputs.iter().map(|o| values[o].clone()).collect(),
+                            reply: reply.clone(),
+                        };
+                        q.send(job).map_err(|_| RuntimeError::WorkerGone {
+                            processor: w.config.name.clone(),
+                        })?;
+                    }
+                    None if inline_ready.is_none() => inline_ready = Some(i),
+                    None => {}
+                }
+            }
+            let done = match inline_ready {
+                Some(i) => {
+                    if !pinned {
+                        worker::pin_inline(&self.workers[self.worker_of[i]].config)?;
+                        pinned = true;
+                    }
+                    started[i] = true;
+                    let ins: TVec<Value> = subs[i].inputs.iter().map(|o| values[o].clone()).collect();
+                    worker::execute(i, self.compiled[i].as_ref(), ins)
+                }
+                None if in_flight > 0 => {
+                    in_flight -= 1;
+                    results
+                        .recv()
+                        .map_err(|_| RuntimeError::WorkerGone { processor: "?".into() })?
+                }
+                None => break,
+            };
+            let s = &subs[done.index];
+            let outs = done.result.map_err(|reason| RuntimeError::Run {
+                subgraph: s.name.clone(),
+                processor: s.processor.clone(),
+                reason,
+            })?;
+            for (o, v) in s.outputs.iter().zip(outs) {
+                values.insert(*o, v);
+            }
+            spans.push(Span {
+                subgraph: s.name.clone(),
+                processor: s.processor.clone(),
+                start_s: done.start.duration_since(t0).as_secs_f64(),
+                end_s: done.end.duration_since(t0).as_secs_f64(),
+            });
+            remaining -= 1;
+        }
+        let outputs = self
+            .outputs
+            .iter()
+            .map(|o| values.get(o).cloned())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| RuntimeError::Run {
+                subgraph: "graph".into(),
+                processor: "-".into(),
+                reason: "an output was not produced".into(),
+            })?;
+        Ok((outputs, spans))
+    }
+}
