@@ -12,6 +12,7 @@ mod config;
 mod engine;
 mod error;
 mod extract;
+pub mod npy;
 mod partition;
 mod runtime;
 pub mod testing;

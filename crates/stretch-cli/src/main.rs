@@ -4,6 +4,7 @@
 mod commands;
 mod format;
 mod model_args;
+mod runtime_args;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +27,7 @@ enum Command {
     Convert(commands::convert::Args),
     Predict(commands::predict::Args),
     Profile(commands::profile::Args),
+    Run(commands::run::Args),
 }
 
 fn main() {
@@ -35,6 +37,7 @@ fn main() {
         Command::Convert(a) => commands::convert::run(a),
         Command::Predict(a) => commands::predict::run(a),
         Command::Profile(a) => commands::profile::run(a),
+        Command::Run(a) => commands::run::run(a),
     };
     if let Err(e) = result {
         if e.chain().any(|c| {

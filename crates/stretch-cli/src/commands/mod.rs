@@ -2,3 +2,4 @@ pub mod convert;
 pub mod inspect;
 pub mod predict;
 pub mod profile;
+pub mod run;
