@@ -8,6 +8,7 @@
 //! dispatching subgraphs to pinned worker threads and running the scheduling
 //! thread's own subgraphs inline, joining at meeting points.
 
+pub mod affinity;
 mod config;
 mod engine;
 mod error;

@@ -14,12 +14,24 @@ pub const INPUT: [usize; 4] = [1, 3, 32, 32];
 /// Stem, one branch per processor in `branches` (each `blocks` ResNet basic
 /// blocks of `width` channels), a meeting point and a head.
 pub fn branched(width: usize, blocks: usize, branches: &[&str]) -> Result<Graph, GraphError> {
-    build(width, blocks, branches, true)
+    build(width, blocks, branches, true, INPUT[2])
 }
 
-fn build(width: usize, blocks: usize, branches: &[&str], annotate: bool) -> Result<Graph, GraphError> {
+/// [`branched`] with a `side`x`side` input, for benchmarks.
+pub fn branched_sized(width: usize, blocks: usize, branches: &[&str], side: usize) -> Result<Graph, GraphError> {
+    build(width, blocks, branches, true, side)
+}
+
+/// The sequential counterpart of a two-branch [`branched_sized`] model: one
+/// branch of `2 * blocks` blocks (the same blocks run one after the other),
+/// unannotated.
+pub fn sequential_sized(width: usize, blocks: usize, side: usize) -> Result<Graph, GraphError> {
+    build(width, 2 * blocks, &["cpu0"], false, side)
+}
+
+fn build(width: usize, blocks: usize, branches: &[&str], annotate: bool, side: usize) -> Result<Graph, GraphError> {
     let mut b = Builder::new("branched");
-    let x = b.input("x", &INPUT)?;
+    let x = b.input("x", &[1, 3, side, side])?;
     let stem = b.conv_bn("stem", x, ConvSpec::new(width, 3, 2), true)?;
     let mut ends = Vec::new();
     for (i, _) in branches.iter().enumerate() {
@@ -61,5 +73,5 @@ pub fn three_branch(width: usize) -> Result<Graph, GraphError> {
 
 /// The same layers as [`two_branch`] without any annotation (runs whole).
 pub fn unannotated(width: usize, blocks: usize) -> Result<Graph, GraphError> {
-    build(width, blocks, &["cpu0", "cpu1"], false)
+    build(width, blocks, &["cpu0", "cpu1"], false, INPUT[2])
 }

@@ -57,9 +57,9 @@ pub(crate) struct Worker {
 
 fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
     match &config.cores {
-        Some(c) => predictor::profiler::affinity::pin_current_thread(c).map_err(|e| RuntimeError::Pin {
+        Some(c) => crate::affinity::pin_current_thread(c).map_err(|reason| RuntimeError::Pin {
             processor: config.name.clone(),
-            reason: e.to_string(),
+            reason,
         }),
         None => Ok(()),
     }
@@ -72,16 +72,10 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
     match config.kind {
         WorkerKind::Inline => {
             if let Some(c) = &config.cores {
-                let allowed = predictor::profiler::affinity::available().map_err(|e| RuntimeError::Pin {
+                crate::affinity::check(c).map_err(|reason| RuntimeError::Pin {
                     processor: config.name.clone(),
-                    reason: e.to_string(),
+                    reason,
                 })?;
-                if let Some(core) = c.ids().iter().find(|c| !allowed.ids().contains(c)) {
-                    return Err(RuntimeError::Pin {
-                        processor: config.name.clone(),
-                        reason: format!("core {core} is not available (available: {allowed})"),
-                    });
-                }
             }
             Ok(Worker {
                 config: config.clone(),

@@ -28,6 +28,7 @@ enum Command {
     Predict(commands::predict::Args),
     Profile(commands::profile::Args),
     Run(commands::run::Args),
+    Bench(commands::bench::Args),
 }
 
 fn main() {
@@ -38,6 +39,7 @@ fn main() {
         Command::Predict(a) => commands::predict::run(a),
         Command::Profile(a) => commands::profile::run(a),
         Command::Run(a) => commands::run::run(a),
+        Command::Bench(a) => commands::bench::run(a),
     };
     if let Err(e) = result {
         if e.chain().any(|c| {

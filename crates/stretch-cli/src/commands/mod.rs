@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod convert;
 pub mod inspect;
 pub mod predict;
