@@ -71,6 +71,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("inline only (baseline): {inline:8.2} us overhead per dispatch, {inline_run:9.1} us per run");
     println!("pool worker hop:        {pool:8.2} us overhead per dispatch, {pool_run:9.1} us per run");
     println!("ratio pool/inline:      {:8.2}x", pool / inline.max(1e-9));
-    println!("goal: < 20 us per dispatch -> {}", if pool < 20.0 { "met" } else { "NOT met" });
+    println!(
+        "goal: < 20 us per dispatch -> {}",
+        if pool < 20.0 { "met" } else { "NOT met" }
+    );
     Ok(())
 }

@@ -44,6 +44,8 @@ pub enum RuntimeError {
     },
     #[error("the model has {expected} inputs, {got} given")]
     InputCount { expected: usize, got: usize },
+    #[error("every processor is disabled")]
+    AllDisabled,
     #[error("worker of processor '{processor}' has stopped")]
     WorkerGone { processor: String },
 }

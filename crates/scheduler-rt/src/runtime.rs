@@ -9,6 +9,7 @@ use crate::worker::{self, Done, EngineFactory, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::channel;
 use std::time::Instant;
 use tract_onnx::prelude::{DatumType, TVec};
@@ -28,7 +29,9 @@ pub struct Span {
 /// any number of threads.
 pub struct Runtime {
     partition: Partition,
-    compiled: Vec<Arc<dyn Compiled>>,
+    /// `compiled[subgraph][worker]`: every subgraph on every worker, so a
+    /// subgraph can move when its processor is disabled.
+    compiled: Vec<Vec<Arc<dyn Compiled>>>,
     worker_of: Vec<usize>,
     workers: Vec<Worker>,
     inputs: Vec<(String, Fact, Outlet)>,
@@ -74,21 +77,24 @@ impl Runtime {
             .iter()
             .map(|p| worker::start(p, &factory))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut compiled: Vec<Arc<dyn Compiled>> = Vec::new();
-        for (s, &w) in partition.subgraphs.iter().zip(&worker_of) {
+        let mut compiled: Vec<Vec<Arc<dyn Compiled>>> = Vec::new();
+        for s in &partition.subgraphs {
             let sub = extract(g, s)?;
             let bytes = graph_ir::onnx::export_bytes(&sub).map_err(|e| RuntimeError::Export {
                 subgraph: s.name.clone(),
                 reason: e.to_string(),
             })?;
-            let engine = &workers[w].engine;
-            let c = engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
-                engine: engine.name(),
-                subgraph: s.name.clone(),
-                processor: s.processor.clone(),
-                reason,
-            })?;
-            compiled.push(Arc::from(c));
+            let mut per_worker = Vec::new();
+            for w in &workers {
+                let c = w.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                    engine: w.engine.name(),
+                    subgraph: s.name.clone(),
+                    processor: w.config.name.clone(),
+                    reason,
+                })?;
+                per_worker.push(Arc::from(c));
+            }
+            compiled.push(per_worker);
         }
         let inputs = g
             .inputs()
@@ -128,6 +134,40 @@ impl Runtime {
             .iter()
             .map(|w| (w.config.name.clone(), w.engine.name(), w.engine.version()))
             .collect()
+    }
+
+    /// Disables (`false`) or re-enables a processor at run time. While it is
+    /// disabled its subgraphs run on the first enabled processor, and jobs
+    /// still queued on it are handed back and re-run there; no request is lost.
+    pub fn set_enabled(&self, processor: &str, enabled: bool) -> Result<(), RuntimeError> {
+        let w = self
+            .workers
+            .iter()
+            .find(|w| w.config.name == processor)
+            .ok_or_else(|| RuntimeError::UnknownProcessor {
+                node: "(set_enabled)".into(),
+                processor: processor.to_string(),
+                configured: self
+                    .workers
+                    .iter()
+                    .map(|w| w.config.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        w.enabled.store(enabled, Ordering::Release);
+        Ok(())
+    }
+
+    /// The worker that runs subgraph `i` now.
+    fn placement(&self, i: usize) -> Result<usize, RuntimeError> {
+        let home = self.worker_of[i];
+        if self.workers[home].enabled.load(Ordering::Acquire) {
+            return Ok(home);
+        }
+        self.workers
+            .iter()
+            .position(|w| w.enabled.load(Ordering::Acquire))
+            .ok_or(RuntimeError::AllDisabled)
     }
 
     /// Runs the model once on `inputs` (graph-input order), returning its outputs.
@@ -179,14 +219,16 @@ impl Runtime {
                 if started[i] || !s.inputs.iter().all(|o| values.contains_key(o)) {
                     continue;
                 }
-                let w = &self.workers[self.worker_of[i]];
+                let wi = self.placement(i)?;
+                let w = &self.workers[wi];
                 match &w.queue {
                     Some(q) => {
                         started[i] = true;
                         in_flight += 1;
                         let job = Job {
                             index: i,
-                            compiled: self.compiled[i].clone(),
+                            worker: wi,
+                            compiled: self.compiled[i][wi].clone(),
                             inputs: s.inputs.iter().map(|o| values[o].clone()).collect(),
                             reply: reply.clone(),
                         };
@@ -194,19 +236,19 @@ impl Runtime {
                             processor: w.config.name.clone(),
                         })?;
                     }
-                    None if inline_ready.is_none() => inline_ready = Some(i),
+                    None if inline_ready.is_none() => inline_ready = Some((i, wi)),
                     None => {}
                 }
             }
             let done = match inline_ready {
-                Some(i) => {
+                Some((i, wi)) => {
                     if !pinned {
-                        worker::pin_inline(&self.workers[self.worker_of[i]].config)?;
+                        worker::pin_inline(&self.workers[wi].config)?;
                         pinned = true;
                     }
                     started[i] = true;
                     let ins: TVec<Value> = subs[i].inputs.iter().map(|o| values[o].clone()).collect();
-                    worker::execute(i, self.compiled[i].as_ref(), ins)
+                    worker::execute(i, wi, self.compiled[i][wi].as_ref(), ins)
                 }
                 None if in_flight > 0 => {
                     in_flight -= 1;
@@ -217,9 +259,14 @@ impl Runtime {
                 None => break,
             };
             let s = &subs[done.index];
-            let outs = done.result.map_err(|reason| RuntimeError::Run {
+            let processor = &self.workers[done.worker].config.name;
+            let Some(result) = done.result else {
+                started[done.index] = false;
+                continue;
+            };
+            let outs = result.map_err(|reason| RuntimeError::Run {
                 subgraph: s.name.clone(),
-                processor: s.processor.clone(),
+                processor: processor.clone(),
                 reason,
             })?;
             for (o, v) in s.outputs.iter().zip(outs) {
@@ -227,7 +274,7 @@ impl Runtime {
             }
             spans.push(Span {
                 subgraph: s.name.clone(),
-                processor: s.processor.clone(),
+                processor: processor.clone(),
                 start_s: done.start.duration_since(t0).as_secs_f64(),
                 end_s: done.end.duration_since(t0).as_secs_f64(),
             });

@@ -5,6 +5,7 @@ use crate::engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::Instant;
 use tract_onnx::prelude::TVec;
@@ -12,29 +13,33 @@ use tract_onnx::prelude::TVec;
 /// Makes the engine of one processor given its intra-op thread count.
 pub type EngineFactory = dyn Fn(usize) -> Box<dyn Engine> + Send + Sync;
 
-/// What a subgraph run produced: its index, outputs or error, start and end.
+/// What a subgraph run produced: its index, the worker that ran it, outputs
+/// or error (`None`: the worker was disabled and did not run it), start and end.
 pub(crate) struct Done {
     pub index: usize,
-    pub result: Result<TVec<Value>, String>,
+    pub worker: usize,
+    pub result: Option<Result<TVec<Value>, String>>,
     pub start: Instant,
     pub end: Instant,
 }
 
 pub(crate) struct Job {
     pub index: usize,
+    pub worker: usize,
     pub compiled: Arc<dyn Compiled>,
     pub inputs: TVec<Value>,
     pub reply: Sender<Done>,
 }
 
 /// Runs `compiled` once, turning a panic into an error.
-pub(crate) fn execute(index: usize, compiled: &dyn Compiled, inputs: TVec<Value>) -> Done {
+pub(crate) fn execute(index: usize, worker: usize, compiled: &dyn Compiled, inputs: TVec<Value>) -> Done {
     let start = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| compiled.run(inputs)))
         .unwrap_or_else(|p| Err(format!("engine panicked: {}", panic_text(&p))));
     Done {
         index,
-        result,
+        worker,
+        result: Some(result),
         start,
         end: Instant::now(),
     }
@@ -53,6 +58,9 @@ pub(crate) struct Worker {
     pub engine: Box<dyn Engine>,
     /// `Some` for pool workers: the queue of their thread.
     pub queue: Option<Sender<Job>>,
+    /// Cleared while the processor is disabled; a pool worker then hands
+    /// queued jobs back unrun.
+    pub enabled: Arc<AtomicBool>,
 }
 
 fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
@@ -81,6 +89,7 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
                 config: config.clone(),
                 engine: factory(config.threads),
                 queue: None,
+                enabled: Arc::new(AtomicBool::new(true)),
             })
         }
         WorkerKind::Pool => {
@@ -88,6 +97,8 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
             let (ready_tx, ready_rx) = channel();
             let cfg = config.clone();
             let factory = factory.clone();
+            let enabled = Arc::new(AtomicBool::new(true));
+            let flag = enabled.clone();
             std::thread::Builder::new()
                 .name(format!("stretch-{}", config.name))
                 .spawn(move || {
@@ -98,7 +109,18 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
                         return;
                     }
                     while let Ok(job) = rx.recv() {
-                        let done = execute(job.index, job.compiled.as_ref(), job.inputs);
+                        let done = if flag.load(Ordering::Acquire) {
+                            execute(job.index, job.worker, job.compiled.as_ref(), job.inputs)
+                        } else {
+                            let now = Instant::now();
+                            Done {
+                                index: job.index,
+                                worker: job.worker,
+                                result: None,
+                                start: now,
+                                end: now,
+                            }
+                        };
                         let _ = job.reply.send(done);
                     }
                 })
@@ -113,6 +135,7 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
                 config: config.clone(),
                 engine,
                 queue: Some(jobs),
+                enabled,
             })
         }
     }

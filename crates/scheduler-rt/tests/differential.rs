@@ -200,3 +200,44 @@ fn bad_inputs_and_configs_are_named() {
     let e = Runtime::load(&g, &cfg, tract()).err().unwrap().to_string();
     assert!(e.contains("cpu1") && e.contains("1000"), "{e}");
 }
+
+#[test]
+fn disabling_a_processor_mid_run_loses_no_request() {
+    let g = two_branch(8, 1).unwrap();
+    let rt = Arc::new(Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap());
+    let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
+    rt.set_enabled("cpu1", false).unwrap();
+    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    assert!(spans.iter().all(|s| s.processor == "cpu0"), "{spans:?}");
+    rt.set_enabled("cpu1", true).unwrap();
+    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    assert!(spans.iter().any(|s| s.processor == "cpu1"), "{spans:?}");
+    let toggler = {
+        let rt = rt.clone();
+        std::thread::spawn(move || {
+            for k in 0..40 {
+                rt.set_enabled("cpu1", k % 2 == 1).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            rt.set_enabled("cpu1", true).unwrap();
+        })
+    };
+    let clients: Vec<_> = (0..4u64)
+        .map(|c| {
+            let (rt, reference) = (rt.clone(), reference.clone());
+            std::thread::spawn(move || {
+                for r in 0..20u64 {
+                    let seed = 7000 + 100 * c + r;
+                    let got = rt.run(vec![input(seed)]).unwrap();
+                    assert_close(&got[0], &reference.run(tvec![input(seed)]).unwrap()[0]);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    toggler.join().unwrap();
+    let e = rt.set_enabled("gpu", false).unwrap_err().to_string();
+    assert!(e.contains("'gpu'") && e.contains("cpu0, cpu1"), "{e}");
+}
