@@ -39,6 +39,23 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     for p in ["cpu0", "cpu1"] {
         assert!(events.iter().any(|e| e["tid"] == p), "{p} not in the trace");
     }
+    let out = stretch_ok(&[
+        "bench",
+        b,
+        "--original",
+        o,
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--trace",
+        t,
+        "--interference",
+        "core0",
+    ]);
+    assert!(out.contains("CPU-burning thread pinned to core0"), "{out}");
+    let bad = stretch(&["bench", b, "--original", o, "--interference", "core999"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("core 999"));
     let bad = stretch(&["bench", b, "--original", o, "--runs", "0"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--runs must be at least 1"));
 }

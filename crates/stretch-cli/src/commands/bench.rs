@@ -9,6 +9,9 @@ use predictor::profiler::CoreSet;
 use scheduler_rt::{ProcessorConfig, Runtime, Span, TRACT_VERSION, WorkerKind, affinity};
 use std::io::Write;
 use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
@@ -46,6 +49,12 @@ pub struct Args {
     /// Untimed runs before timing each configuration.
     #[arg(long, default_value_t = 5)]
     pub warmup: usize,
+
+    /// Run a CPU-burning thread pinned to these cores (`core0`, `0-1`) during
+    /// every measurement, to see how each configuration suffers from outside
+    /// load (the runtime does not adapt placement yet).
+    #[arg(long, value_name = "CORES")]
+    pub interference: Option<String>,
 
     /// Where to write the Chrome trace of one branched run.
     #[arg(long, value_name = "TRACE.json", default_value = "bench-trace.json")]
@@ -167,6 +176,24 @@ pub fn run(args: Args) -> Result<()> {
         .and_then(|i| original.fact(i.out(0)))
         .context("the original has no input")?;
     let x = Tensor::from_shape(&first.shape, &random_values(1, first.volume()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let burner = match &args.interference {
+        Some(spec) => {
+            let c = CoreSet::from_str(spec.strip_prefix("core").unwrap_or(spec))
+                .with_context(|| format!("bad --interference '{spec}'"))?;
+            affinity::check(&c).map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
+            let stop = stop.clone();
+            Some(std::thread::spawn(move || {
+                let pinned = affinity::pin_current_thread(&c);
+                let mut x = 0u64;
+                while pinned.is_ok() && !stop.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                pinned
+            }))
+        }
+        None => None,
+    };
     let total = (configs.len() * (args.runs + args.warmup)) as u64;
     let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let mut rows = Vec::new();
@@ -178,6 +205,12 @@ pub fn run(args: Args) -> Result<()> {
         spans = rt.run_traced(vec![x.clone().into_tvalue()])?.1;
     }
     bar.finish_and_clear();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(b) = burner {
+        b.join()
+            .map_err(|_| anyhow::anyhow!("the interference thread panicked"))?
+            .map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
+    }
     std::fs::write(&args.trace, serde_json::to_string_pretty(&trace_json(&spans))?)
         .with_context(|| format!("cannot write {}", args.trace.display()))?;
     let mut out = std::io::stdout().lock();
@@ -195,6 +228,12 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     writeln!(out, "processors {}", specs.join(" "))?;
+    if let Some(c) = &args.interference {
+        writeln!(
+            out,
+            "interference: a CPU-burning thread pinned to {c} ran during every measurement"
+        )?;
+    }
     writeln!(
         out,
         "{:<34} {:>10} {:>10} {:>10}",
