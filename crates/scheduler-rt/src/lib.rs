@@ -24,5 +24,5 @@ pub use engine::{Compiled, Engine, TRACT_VERSION, TractEngine, Value};
 pub use error::RuntimeError;
 pub use extract::extract;
 pub use partition::{Partition, Subgraph, partition};
-pub use runtime::{Runtime, Span};
+pub use runtime::{LATENCY_EMA_ALPHA, Runtime, Span};
 pub use worker::EngineFactory;

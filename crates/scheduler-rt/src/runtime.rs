@@ -8,9 +8,9 @@ use crate::partition::{Partition, partition};
 use crate::worker::{self, Done, EngineFactory, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tract_onnx::prelude::{DatumType, TVec};
 
@@ -36,7 +36,12 @@ pub struct Runtime {
     workers: Vec<Worker>,
     inputs: Vec<(String, Fact, Outlet)>,
     outputs: Vec<Outlet>,
+    /// `latency[subgraph][worker]`: exponential moving average of measured ms.
+    latency: Mutex<Vec<Vec<Option<f64>>>>,
 }
+
+/// Weight of the newest measurement in the latency moving averages.
+pub const LATENCY_EMA_ALPHA: f64 = 0.2;
 
 impl Runtime {
     /// Partitions `g` (unannotated nodes go to the first processor), starts
@@ -109,6 +114,7 @@ impl Runtime {
             })
             .collect();
         let outputs = g.outputs().iter().map(|(_, o)| *o).collect();
+        let latency = Mutex::new(vec![vec![None; processors.len()]; partition.subgraphs.len()]);
         Ok(Runtime {
             partition,
             compiled,
@@ -116,6 +122,7 @@ impl Runtime {
             workers,
             inputs,
             outputs,
+            latency,
         })
     }
 
@@ -156,6 +163,21 @@ impl Runtime {
             })?;
         w.enabled.store(enabled, Ordering::Release);
         Ok(())
+    }
+
+    /// Moving average (weight [`LATENCY_EMA_ALPHA`]) of the measured latency
+    /// in ms of subgraph `subgraph` (index in [`Runtime::partition`]) on
+    /// `processor`; `None` before it has run there.
+    pub fn latency_ms(&self, subgraph: usize, processor: &str) -> Option<f64> {
+        let w = self.workers.iter().position(|w| w.config.name == processor)?;
+        self.latency.lock().ok()?.get(subgraph)?.get(w).copied().flatten()
+    }
+
+    fn record(&self, subgraph: usize, worker: usize, ms: f64) {
+        if let Ok(mut table) = self.latency.lock() {
+            let cell = &mut table[subgraph][worker];
+            *cell = Some(cell.map_or(ms, |m| m + LATENCY_EMA_ALPHA * (ms - m)));
+        }
     }
 
     /// The worker that runs subgraph `i` now.
@@ -269,6 +291,11 @@ impl Runtime {
                 processor: processor.clone(),
                 reason,
             })?;
+            self.record(
+                done.index,
+                done.worker,
+                done.end.duration_since(done.start).as_secs_f64() * 1e3,
+            );
             for (o, v) in s.outputs.iter().zip(outs) {
                 values.insert(*o, v);
             }

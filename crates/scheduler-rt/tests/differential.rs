@@ -206,8 +206,18 @@ fn disabling_a_processor_mid_run_loses_no_request() {
     let g = two_branch(8, 1).unwrap();
     let rt = Arc::new(Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap());
     let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
+    rt.run(vec![input(0)]).unwrap();
+    let branch_b = rt
+        .partition()
+        .subgraphs
+        .iter()
+        .position(|s| s.processor == "cpu1")
+        .unwrap();
+    assert!(rt.latency_ms(branch_b, "cpu1").is_some_and(|ms| ms > 0.0));
+    assert_eq!(rt.latency_ms(branch_b, "cpu0"), None);
     rt.set_enabled("cpu1", false).unwrap();
     let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    assert!(rt.latency_ms(branch_b, "cpu0").is_some_and(|ms| ms > 0.0));
     assert!(spans.iter().all(|s| s.processor == "cpu0"), "{spans:?}");
     rt.set_enabled("cpu1", true).unwrap();
     let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
