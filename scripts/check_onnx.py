@@ -14,6 +14,11 @@ never stretch's own code, so it can judge what stretch writes.
                                           run A and B in onnxruntime on the same
                                           random input(s); fail if any output
                                           differs by more than atol (max abs)
+  check_onnx.py expect MODEL IN.npy OUT.npy [--rtol 1e-4]
+                                          run MODEL in onnxruntime on the input
+                                          IN.npy; fail unless its first output
+                                          matches OUT.npy within rtol times the
+                                          reference's max abs value
 Exit status is non-zero on any failure, with the reason on stderr.
 """
 import argparse
@@ -117,6 +122,22 @@ def cmd_compare(args):
     print(f"equal within {args.atol:.1e}: {args.a} vs {args.b}")
 
 
+def cmd_expect(args):
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
+    x = np.load(args.input)
+    (ref,) = sess.run([sess.get_outputs()[0].name], {sess.get_inputs()[0].name: x})
+    got = np.load(args.output)
+    if got.shape != ref.shape:
+        sys.exit(f"{args.output}: shape {list(got.shape)}, onnxruntime gives {list(ref.shape)}")
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    diff = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
+    print(f"{args.output}: max abs diff {diff:.3e}, reference scale {scale:.3e}")
+    if not diff <= args.rtol * max(scale, 1e-12):
+        sys.exit(f"{args.output}: differs from onnxruntime by {diff:.3e} > {args.rtol:.1e} x {scale:.3e}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -134,8 +155,14 @@ def main():
     m.add_argument("b")
     m.add_argument("--atol", type=float, default=1e-5)
     m.add_argument("--seed", type=int, default=0)
+    e = sub.add_parser("expect")
+    e.add_argument("model")
+    e.add_argument("input")
+    e.add_argument("output")
+    e.add_argument("--rtol", type=float, default=1e-4)
     args = p.parse_args()
-    {"check": cmd_check, "fill": cmd_fill, "run": cmd_run, "compare": cmd_compare}[args.cmd](args)
+    commands = {"check": cmd_check, "fill": cmd_fill, "run": cmd_run, "compare": cmd_compare, "expect": cmd_expect}
+    commands[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,28 @@
-//! `scheduler-rt` will own the runtime: processor-level subgraph partitioning
-//! of annotated graphs, engines (tract, onnxruntime), CPU/DSP/GPU-style
-//! workers, meeting points, adaptive re-placement, the multi-DNN schedulers
-//! and the simulator that replays predicted latencies through the same policies.
+//! `scheduler-rt`: runs a branched model with its branches in parallel on
+//! different processors (NN-Stretch §5, Algorithm 1).
 //!
-//! It builds on [`graph_ir`]; nothing is implemented here yet.
+//! A model annotated with [`graph_ir::keys::PROCESSOR`] is cut into
+//! processor-level [`Subgraph`]s ([`partition`]); each subgraph is compiled
+//! once by an [`Engine`] on the worker that owns its processor; a
+//! [`Runtime`] then serves requests from any number of client threads,
+//! dispatching subgraphs to pinned worker threads and running the scheduling
+//! thread's own subgraphs inline, joining at meeting points.
+
+pub mod affinity;
+mod config;
+mod engine;
+mod error;
+mod extract;
+pub mod npy;
+mod partition;
+mod runtime;
+pub mod testing;
+mod worker;
+
+pub use config::{ProcessorConfig, WorkerKind};
+pub use engine::{Compiled, Engine, TRACT_VERSION, TractEngine, Value};
+pub use error::RuntimeError;
+pub use extract::extract;
+pub use partition::{Partition, Subgraph, partition};
+pub use runtime::{LATENCY_EMA_ALPHA, Runtime, Span};
+pub use worker::EngineFactory;

@@ -5,6 +5,7 @@ mod chart;
 mod commands;
 mod format;
 mod model_args;
+mod runtime_args;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,8 @@ enum Command {
     Stretch(commands::branch::StretchArgs),
     Zoo(commands::zoo::Args),
     Profile(commands::profile::Args),
+    Run(commands::run::Args),
+    Bench(commands::bench::Args),
 }
 
 fn main() {
@@ -46,6 +49,8 @@ fn main() {
         Command::Stretch(a) => commands::branch::run_stretch(a),
         Command::Zoo(a) => commands::zoo::run(a),
         Command::Profile(a) => commands::profile::run(a),
+        Command::Run(a) => commands::run::run(a),
+        Command::Bench(a) => commands::bench::run(a),
     };
     if let Err(e) = result {
         if e.chain().any(|c| {

@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod branch;
 pub mod convert;
 pub mod fit;
@@ -6,4 +7,5 @@ mod link;
 pub mod plan;
 pub mod predict;
 pub mod profile;
+pub mod run;
 pub mod zoo;

@@ -1,0 +1,51 @@
+//! Errors of the runtime, with the subgraph, processor or value at fault.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum RuntimeError {
+    #[error("node '{node}' is annotated processor '{processor}', which is not configured (configured: {configured})")]
+    UnknownProcessor {
+        node: String,
+        processor: String,
+        configured: String,
+    },
+    #[error("no processor is configured")]
+    NoProcessors,
+    #[error("processor '{processor}' is configured twice")]
+    DuplicateProcessor { processor: String },
+    #[error("bad processor spec '{spec}': {reason}")]
+    BadSpec { spec: String, reason: String },
+    #[error("processor '{processor}' cannot be pinned: {reason}")]
+    Pin { processor: String, reason: String },
+    #[error("graph: {0}")]
+    Graph(#[from] graph_ir::GraphError),
+    #[error("subgraph {subgraph} cannot be exported: {reason}")]
+    Export { subgraph: String, reason: String },
+    #[error("engine {engine} cannot compile subgraph {subgraph} for processor '{processor}': {reason}")]
+    Compile {
+        engine: &'static str,
+        subgraph: String,
+        processor: String,
+        reason: String,
+    },
+    #[error("subgraph {subgraph} on processor '{processor}' failed: {reason}")]
+    Run {
+        subgraph: String,
+        processor: String,
+        reason: String,
+    },
+    #[error("input {index} ('{name}'): expected {expected}, got {got}")]
+    Input {
+        index: usize,
+        name: String,
+        expected: String,
+        got: String,
+    },
+    #[error("the model has {expected} inputs, {got} given")]
+    InputCount { expected: usize, got: usize },
+    #[error("every processor is disabled")]
+    AllDisabled,
+    #[error("worker of processor '{processor}' has stopped")]
+    WorkerGone { processor: String },
+}

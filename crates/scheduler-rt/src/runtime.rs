@@ -1,0 +1,322 @@
+//! The runtime: load a partitioned model once, serve requests from many threads.
+
+use crate::config::ProcessorConfig;
+use crate::engine::{Compiled, Value};
+use crate::error::RuntimeError;
+use crate::extract::extract;
+use crate::partition::{Partition, partition};
+use crate::worker::{self, Done, EngineFactory, Job, Worker};
+use graph_ir::{Fact, Graph, Outlet};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tract_onnx::prelude::{DatumType, TVec};
+
+/// One subgraph execution of a traced run.
+#[derive(Clone, Debug)]
+pub struct Span {
+    pub subgraph: String,
+    pub processor: String,
+    /// Seconds since the run started.
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// A loaded model: its subgraphs compiled on the workers of their processors.
+/// `Send + Sync`: share it (e.g. in an `Arc`) and call [`Runtime::run`] from
+/// any number of threads.
+pub struct Runtime {
+    partition: Partition,
+    /// `compiled[subgraph][worker]`: every subgraph on every worker, so a
+    /// subgraph can move when its processor is disabled.
+    compiled: Vec<Vec<Arc<dyn Compiled>>>,
+    worker_of: Vec<usize>,
+    workers: Vec<Worker>,
+    inputs: Vec<(String, Fact, Outlet)>,
+    outputs: Vec<Outlet>,
+    /// `latency[subgraph][worker]`: exponential moving average of measured ms.
+    latency: Mutex<Vec<Vec<Option<f64>>>>,
+}
+
+/// Weight of the newest measurement in the latency moving averages.
+pub const LATENCY_EMA_ALPHA: f64 = 0.2;
+
+impl Runtime {
+    /// Partitions `g` (unannotated nodes go to the first processor), starts
+    /// one worker per processor and compiles every subgraph on its worker's engine.
+    pub fn load(
+        g: &Graph,
+        processors: &[ProcessorConfig],
+        factory: Arc<EngineFactory>,
+    ) -> Result<Runtime, RuntimeError> {
+        let first = processors.first().ok_or(RuntimeError::NoProcessors)?;
+        for (i, p) in processors.iter().enumerate() {
+            if processors[..i].iter().any(|q| q.name == p.name) {
+                return Err(RuntimeError::DuplicateProcessor {
+                    processor: p.name.clone(),
+                });
+            }
+        }
+        let partition = partition(g, &first.name)?;
+        let configured = || {
+            processors
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut worker_of = Vec::new();
+        for s in &partition.subgraphs {
+            let w = processors.iter().position(|p| p.name == s.processor).ok_or_else(|| {
+                RuntimeError::UnknownProcessor {
+                    node: g.node(s.nodes[0]).name.clone(),
+                    processor: s.processor.clone(),
+                    configured: configured(),
+                }
+            })?;
+            worker_of.push(w);
+        }
+        let workers = processors
+            .iter()
+            .map(|p| worker::start(p, &factory))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut compiled: Vec<Vec<Arc<dyn Compiled>>> = Vec::new();
+        for s in &partition.subgraphs {
+            let sub = extract(g, s)?;
+            let bytes = graph_ir::onnx::export_bytes(&sub).map_err(|e| RuntimeError::Export {
+                subgraph: s.name.clone(),
+                reason: e.to_string(),
+            })?;
+            let mut per_worker = Vec::new();
+            for w in &workers {
+                let c = w.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                    engine: w.engine.name(),
+                    subgraph: s.name.clone(),
+                    processor: w.config.name.clone(),
+                    reason,
+                })?;
+                per_worker.push(Arc::from(c));
+            }
+            compiled.push(per_worker);
+        }
+        let inputs = g
+            .inputs()
+            .iter()
+            .map(|id| {
+                let o = id.out(0);
+                (
+                    g.node(*id).name.clone(),
+                    g.fact(o).cloned().unwrap_or_else(|| Fact::f32(vec![])),
+                    o,
+                )
+            })
+            .collect();
+        let outputs = g.outputs().iter().map(|(_, o)| *o).collect();
+        let latency = Mutex::new(vec![vec![None; processors.len()]; partition.subgraphs.len()]);
+        Ok(Runtime {
+            partition,
+            compiled,
+            worker_of,
+            workers,
+            inputs,
+            outputs,
+            latency,
+        })
+    }
+
+    pub fn partition(&self) -> &Partition {
+        &self.partition
+    }
+
+    /// Names and facts of the model inputs, in order.
+    pub fn input_facts(&self) -> Vec<(&str, &Fact)> {
+        self.inputs.iter().map(|(n, f, _)| (n.as_str(), f)).collect()
+    }
+
+    /// The engine name and version of each processor, in configuration order.
+    pub fn engines(&self) -> Vec<(String, &'static str, &'static str)> {
+        self.workers
+            .iter()
+            .map(|w| (w.config.name.clone(), w.engine.name(), w.engine.version()))
+            .collect()
+    }
+
+    /// Disables (`false`) or re-enables a processor at run time. While it is
+    /// disabled its subgraphs run on the first enabled processor, and jobs
+    /// still queued on it are handed back and re-run there; no request is lost.
+    pub fn set_enabled(&self, processor: &str, enabled: bool) -> Result<(), RuntimeError> {
+        let w = self
+            .workers
+            .iter()
+            .find(|w| w.config.name == processor)
+            .ok_or_else(|| RuntimeError::UnknownProcessor {
+                node: "(set_enabled)".into(),
+                processor: processor.to_string(),
+                configured: self
+                    .workers
+                    .iter()
+                    .map(|w| w.config.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        w.enabled.store(enabled, Ordering::Release);
+        Ok(())
+    }
+
+    /// Moving average (weight [`LATENCY_EMA_ALPHA`]) of the measured latency
+    /// in ms of subgraph `subgraph` (index in [`Runtime::partition`]) on
+    /// `processor`; `None` before it has run there.
+    pub fn latency_ms(&self, subgraph: usize, processor: &str) -> Option<f64> {
+        let w = self.workers.iter().position(|w| w.config.name == processor)?;
+        self.latency.lock().ok()?.get(subgraph)?.get(w).copied().flatten()
+    }
+
+    fn record(&self, subgraph: usize, worker: usize, ms: f64) {
+        if let Ok(mut table) = self.latency.lock() {
+            let cell = &mut table[subgraph][worker];
+            *cell = Some(cell.map_or(ms, |m| m + LATENCY_EMA_ALPHA * (ms - m)));
+        }
+    }
+
+    /// The worker that runs subgraph `i` now.
+    fn placement(&self, i: usize) -> Result<usize, RuntimeError> {
+        let home = self.worker_of[i];
+        if self.workers[home].enabled.load(Ordering::Acquire) {
+            return Ok(home);
+        }
+        self.workers
+            .iter()
+            .position(|w| w.enabled.load(Ordering::Acquire))
+            .ok_or(RuntimeError::AllDisabled)
+    }
+
+    /// Runs the model once on `inputs` (graph-input order), returning its outputs.
+    pub fn run(&self, inputs: Vec<Value>) -> Result<Vec<Value>, RuntimeError> {
+        self.run_traced(inputs).map(|(o, _)| o)
+    }
+
+    fn check_inputs(&self, inputs: &[Value]) -> Result<(), RuntimeError> {
+        if inputs.len() != self.inputs.len() {
+            return Err(RuntimeError::InputCount {
+                expected: self.inputs.len(),
+                got: inputs.len(),
+            });
+        }
+        for (index, ((name, fact, _), v)) in self.inputs.iter().zip(inputs).enumerate() {
+            if v.datum_type() != DatumType::F32 || v.shape() != fact.shape.as_slice() {
+                return Err(RuntimeError::Input {
+                    index,
+                    name: name.clone(),
+                    expected: format!("f32 {:?}", fact.shape),
+                    got: format!("{:?} {:?}", v.datum_type(), v.shape()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Like [`Runtime::run`], also returning when each subgraph ran (Algorithm 1:
+    /// every ready subgraph of a pool worker is dispatched first, then ready
+    /// inline subgraphs run on this thread, then the scheduler waits for the
+    /// next result; a meeting point runs once all its inputs arrived).
+    pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Vec<Span>), RuntimeError> {
+        self.check_inputs(&inputs)?;
+        let t0 = Instant::now();
+        let subs = &self.partition.subgraphs;
+        let mut values: HashMap<Outlet, Value> = HashMap::new();
+        for ((_, _, o), v) in self.inputs.iter().zip(inputs) {
+            values.insert(*o, v);
+        }
+        let mut started = vec![false; subs.len()];
+        let mut remaining = subs.len();
+        let mut in_flight = 0usize;
+        let mut spans = Vec::with_capacity(subs.len());
+        let (reply, results) = channel::<Done>();
+        let mut pinned = false;
+        while remaining > 0 {
+            let mut inline_ready = None;
+            for (i, s) in subs.iter().enumerate() {
+                if started[i] || !s.inputs.iter().all(|o| values.contains_key(o)) {
+                    continue;
+                }
+                let wi = self.placement(i)?;
+                let w = &self.workers[wi];
+                match &w.queue {
+                    Some(q) => {
+                        started[i] = true;
+                        in_flight += 1;
+                        let job = Job {
+                            index: i,
+                            worker: wi,
+                            compiled: self.compiled[i][wi].clone(),
+                            inputs: s.inputs.iter().map(|o| values[o].clone()).collect(),
+                            reply: reply.clone(),
+                        };
+                        q.send(job).map_err(|_| RuntimeError::WorkerGone {
+                            processor: w.config.name.clone(),
+                        })?;
+                    }
+                    None if inline_ready.is_none() => inline_ready = Some((i, wi)),
+                    None => {}
+                }
+            }
+            let done = match inline_ready {
+                Some((i, wi)) => {
+                    if !pinned {
+                        worker::pin_inline(&self.workers[wi].config)?;
+                        pinned = true;
+                    }
+                    started[i] = true;
+                    let ins: TVec<Value> = subs[i].inputs.iter().map(|o| values[o].clone()).collect();
+                    worker::execute(i, wi, self.compiled[i][wi].as_ref(), ins)
+                }
+                None if in_flight > 0 => {
+                    in_flight -= 1;
+                    results
+                        .recv()
+                        .map_err(|_| RuntimeError::WorkerGone { processor: "?".into() })?
+                }
+                None => break,
+            };
+            let s = &subs[done.index];
+            let processor = &self.workers[done.worker].config.name;
+            let Some(result) = done.result else {
+                started[done.index] = false;
+                continue;
+            };
+            let outs = result.map_err(|reason| RuntimeError::Run {
+                subgraph: s.name.clone(),
+                processor: processor.clone(),
+                reason,
+            })?;
+            self.record(
+                done.index,
+                done.worker,
+                done.end.duration_since(done.start).as_secs_f64() * 1e3,
+            );
+            for (o, v) in s.outputs.iter().zip(outs) {
+                values.insert(*o, v);
+            }
+            spans.push(Span {
+                subgraph: s.name.clone(),
+                processor: processor.clone(),
+                start_s: done.start.duration_since(t0).as_secs_f64(),
+                end_s: done.end.duration_since(t0).as_secs_f64(),
+            });
+            remaining -= 1;
+        }
+        let outputs = self
+            .outputs
+            .iter()
+            .map(|o| values.get(o).cloned())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| RuntimeError::Run {
+                subgraph: "graph".into(),
+                processor: "-".into(),
+                reason: "an output was not produced".into(),
+            })?;
+        Ok((outputs, spans))
+    }
+}

@@ -1,0 +1,147 @@
+//! Workers: the thread (or lack of one) that runs a processor's subgraphs.
+
+use crate::config::{ProcessorConfig, WorkerKind};
+use crate::engine::{Compiled, Engine, Value};
+use crate::error::RuntimeError;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::time::Instant;
+use tract_onnx::prelude::TVec;
+
+/// Makes the engine of one processor given its intra-op thread count.
+pub type EngineFactory = dyn Fn(usize) -> Box<dyn Engine> + Send + Sync;
+
+/// What a subgraph run produced: its index, the worker that ran it, outputs
+/// or error (`None`: the worker was disabled and did not run it), start and end.
+pub(crate) struct Done {
+    pub index: usize,
+    pub worker: usize,
+    pub result: Option<Result<TVec<Value>, String>>,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+pub(crate) struct Job {
+    pub index: usize,
+    pub worker: usize,
+    pub compiled: Arc<dyn Compiled>,
+    pub inputs: TVec<Value>,
+    pub reply: Sender<Done>,
+}
+
+/// Runs `compiled` once, turning a panic into an error.
+pub(crate) fn execute(index: usize, worker: usize, compiled: &dyn Compiled, inputs: TVec<Value>) -> Done {
+    let start = Instant::now();
+    let result = catch_unwind(AssertUnwindSafe(|| compiled.run(inputs)))
+        .unwrap_or_else(|p| Err(format!("engine panicked: {}", panic_text(&p))));
+    Done {
+        index,
+        worker,
+        result: Some(result),
+        start,
+        end: Instant::now(),
+    }
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-text payload".into())
+}
+
+/// A started worker and the engine subgraphs are compiled with.
+pub(crate) struct Worker {
+    pub config: ProcessorConfig,
+    pub engine: Box<dyn Engine>,
+    /// `Some` for pool workers: the queue of their thread.
+    pub queue: Option<Sender<Job>>,
+    /// Cleared while the processor is disabled; a pool worker then hands
+    /// queued jobs back unrun.
+    pub enabled: Arc<AtomicBool>,
+}
+
+fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
+    match &config.cores {
+        Some(c) => crate::affinity::pin_current_thread(c).map_err(|reason| RuntimeError::Pin {
+            processor: config.name.clone(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Starts the worker for `config`. A pool worker's thread is pinned before
+/// its engine is made, so the engine's own threads inherit the pinning.
+/// Inline workers check their cores here and pin the caller on each run.
+pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> Result<Worker, RuntimeError> {
+    match config.kind {
+        WorkerKind::Inline => {
+            if let Some(c) = &config.cores {
+                crate::affinity::check(c).map_err(|reason| RuntimeError::Pin {
+                    processor: config.name.clone(),
+                    reason,
+                })?;
+            }
+            Ok(Worker {
+                config: config.clone(),
+                engine: factory(config.threads),
+                queue: None,
+                enabled: Arc::new(AtomicBool::new(true)),
+            })
+        }
+        WorkerKind::Pool => {
+            let (jobs, rx) = channel::<Job>();
+            let (ready_tx, ready_rx) = channel();
+            let cfg = config.clone();
+            let factory = factory.clone();
+            let enabled = Arc::new(AtomicBool::new(true));
+            let flag = enabled.clone();
+            std::thread::Builder::new()
+                .name(format!("stretch-{}", config.name))
+                .spawn(move || {
+                    let started = pin(&cfg).map(|_| factory(cfg.threads));
+                    let failed = started.is_err();
+                    let _ = ready_tx.send(started);
+                    if failed {
+                        return;
+                    }
+                    while let Ok(job) = rx.recv() {
+                        let done = if flag.load(Ordering::Acquire) {
+                            execute(job.index, job.worker, job.compiled.as_ref(), job.inputs)
+                        } else {
+                            let now = Instant::now();
+                            Done {
+                                index: job.index,
+                                worker: job.worker,
+                                result: None,
+                                start: now,
+                                end: now,
+                            }
+                        };
+                        let _ = job.reply.send(done);
+                    }
+                })
+                .map_err(|e| RuntimeError::Pin {
+                    processor: config.name.clone(),
+                    reason: format!("cannot start its thread: {e}"),
+                })?;
+            let engine = ready_rx.recv().map_err(|_| RuntimeError::WorkerGone {
+                processor: config.name.clone(),
+            })??;
+            Ok(Worker {
+                config: config.clone(),
+                engine,
+                queue: Some(jobs),
+                enabled,
+            })
+        }
+    }
+}
+
+/// Pins the calling thread to an inline worker's cores, if it has any.
+pub(crate) fn pin_inline(config: &ProcessorConfig) -> Result<(), RuntimeError> {
+    pin(config)
+}

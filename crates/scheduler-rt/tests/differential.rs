@@ -1,0 +1,253 @@
+//! The partitioned runtime against a whole-graph tract run of the same model.
+
+use graph_ir::Graph;
+use scheduler_rt::testing::{INPUT, three_branch, two_branch, unannotated};
+use scheduler_rt::{Compiled, Engine, EngineFactory, ProcessorConfig, Runtime, RuntimeError, TractEngine, Value};
+use std::sync::Arc;
+use tract_onnx::prelude::{IntoTValue, TVec, Tensor, tvec};
+
+const TOLERANCE: f32 = 1e-4;
+
+fn tract() -> Arc<EngineFactory> {
+    Arc::new(|threads| Box::new(TractEngine::new(threads)) as Box<dyn Engine>)
+}
+
+fn data(v: &Value) -> Vec<f32> {
+    v.to_plain_array_view::<f32>().unwrap().iter().copied().collect()
+}
+
+fn input(seed: u64) -> Value {
+    Tensor::from_shape(&INPUT, &input_data(seed)).unwrap().into_tvalue()
+}
+
+fn input_data(seed: u64) -> Vec<f32> {
+    let n: usize = INPUT.iter().product();
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn whole(g: &Graph) -> Box<dyn Compiled> {
+    let bytes = graph_ir::onnx::export_bytes(g).unwrap();
+    TractEngine::new(1).compile(&bytes).unwrap()
+}
+
+fn assert_close(got: &Value, want: &Value) {
+    assert_eq!(got.shape(), want.shape());
+    let (g, w) = (data(got), data(want));
+    let scale = w.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (a - b).abs() <= TOLERANCE * scale,
+            "element {i}: {a} vs {b} (scale {scale})"
+        );
+    }
+}
+
+fn check(g: &Graph, workers: usize) {
+    let rt = Runtime::load(g, &ProcessorConfig::default_set(workers), tract()).unwrap();
+    let reference = whole(g);
+    for seed in 0..3 {
+        let got = rt.run(vec![input(seed)]).unwrap();
+        let want = reference.run(tvec![input(seed)]).unwrap();
+        assert_close(&got[0], &want[0]);
+    }
+}
+
+#[test]
+fn one_two_and_three_workers_match_the_whole_graph() {
+    let one = unannotated(8, 1).unwrap();
+    let rt = Runtime::load(&one, &ProcessorConfig::default_set(1), tract()).unwrap();
+    assert_eq!(rt.partition().subgraphs.len(), 1);
+    check(&one, 1);
+    check(&two_branch(8, 1).unwrap(), 2);
+    check(&three_branch(8).unwrap(), 3);
+}
+
+#[test]
+fn eight_clients_get_their_own_results() {
+    let g = two_branch(8, 1).unwrap();
+    let rt = Arc::new(Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap());
+    let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
+    let clients: Vec<_> = (0..8u64)
+        .map(|c| {
+            let (rt, reference) = (rt.clone(), reference.clone());
+            std::thread::spawn(move || {
+                for r in 0..50u64 {
+                    let seed = 1000 * c + r;
+                    let got = rt.run(vec![input(seed)]).unwrap();
+                    let want = reference.run(tvec![input(seed)]).unwrap();
+                    assert_close(&got[0], &want[0]);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+}
+
+/// Fails (or panics) on the request whose first input element is `marker`.
+struct Faulty {
+    inner: Box<dyn Compiled>,
+    marker: f32,
+    panic: bool,
+}
+
+impl Compiled for Faulty {
+    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+        if inputs.iter().any(|v| {
+            v.to_plain_array_view::<f32>()
+                .ok()
+                .and_then(|a| a.iter().next().copied())
+                == Some(self.marker)
+        }) {
+            if self.panic {
+                panic!("injected panic");
+            }
+            return Err("injected failure".into());
+        }
+        self.inner.run(inputs)
+    }
+}
+
+struct FaultyEngine {
+    inner: TractEngine,
+    panic: bool,
+}
+
+impl Engine for FaultyEngine {
+    fn name(&self) -> &'static str {
+        "faulty"
+    }
+    fn version(&self) -> &'static str {
+        "0"
+    }
+    fn threads(&self) -> usize {
+        1
+    }
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+        Ok(Box::new(Faulty {
+            inner: self.inner.compile(onnx)?,
+            marker: 42.0,
+            panic: self.panic,
+        }))
+    }
+}
+
+#[test]
+fn a_failing_or_panicking_engine_fails_only_its_request() {
+    let g = two_branch(8, 1).unwrap();
+    let reference = whole(&g);
+    for panic in [false, true] {
+        let factory: Arc<EngineFactory> = Arc::new(move |_| {
+            Box::new(FaultyEngine {
+                inner: TractEngine::new(1),
+                panic,
+            }) as Box<dyn Engine>
+        });
+        let rt = Runtime::load(&g, &ProcessorConfig::default_set(2), factory).unwrap();
+        for seed in 0..4 {
+            let mut d = input_data(seed);
+            if seed == 2 {
+                d[0] = 42.0;
+            }
+            let x = Tensor::from_shape(&INPUT, &d).unwrap().into_tvalue();
+            match rt.run(vec![x.clone()]) {
+                Ok(out) => {
+                    assert_ne!(seed, 2);
+                    assert_close(&out[0], &reference.run(tvec![x]).unwrap()[0]);
+                }
+                Err(RuntimeError::Run {
+                    subgraph,
+                    processor,
+                    reason,
+                }) => {
+                    assert_eq!(seed, 2);
+                    assert_eq!((subgraph.as_str(), processor.as_str()), ("sg0@cpu0", "cpu0"));
+                    assert!(reason.contains(if panic { "injected panic" } else { "injected failure" }));
+                }
+                Err(e) => panic!("unexpected error {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_and_configs_are_named() {
+    let g = two_branch(8, 1).unwrap();
+    let e = Runtime::load(&g, &ProcessorConfig::default_set(1), tract())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("'cpu1'") && e.contains("configured: cpu0"), "{e}");
+    let rt = Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap();
+    let wrong = Tensor::zero::<f32>(&[1, 3, 16, 16]).unwrap().into_tvalue();
+    let e = rt.run(vec![wrong]).err().unwrap().to_string();
+    assert!(
+        e.contains("expected f32 [1, 3, 32, 32]") && e.contains("[1, 3, 16, 16]"),
+        "{e}"
+    );
+    let wrong = Tensor::zero::<i64>(&INPUT).unwrap().into_tvalue();
+    let e = rt.run(vec![wrong]).err().unwrap().to_string();
+    assert!(e.contains("I64"), "{e}");
+    let mut cfg = ProcessorConfig::default_set(2);
+    cfg[1] = "cpu1=pool:core1000".parse().unwrap();
+    let e = Runtime::load(&g, &cfg, tract()).err().unwrap().to_string();
+    assert!(e.contains("cpu1") && e.contains("1000"), "{e}");
+}
+
+#[test]
+fn disabling_a_processor_mid_run_loses_no_request() {
+    let g = two_branch(8, 1).unwrap();
+    let rt = Arc::new(Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap());
+    let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
+    rt.run(vec![input(0)]).unwrap();
+    let branch_b = rt
+        .partition()
+        .subgraphs
+        .iter()
+        .position(|s| s.processor == "cpu1")
+        .unwrap();
+    assert!(rt.latency_ms(branch_b, "cpu1").is_some_and(|ms| ms > 0.0));
+    assert_eq!(rt.latency_ms(branch_b, "cpu0"), None);
+    rt.set_enabled("cpu1", false).unwrap();
+    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    assert!(rt.latency_ms(branch_b, "cpu0").is_some_and(|ms| ms > 0.0));
+    assert!(spans.iter().all(|s| s.processor == "cpu0"), "{spans:?}");
+    rt.set_enabled("cpu1", true).unwrap();
+    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    assert!(spans.iter().any(|s| s.processor == "cpu1"), "{spans:?}");
+    let toggler = {
+        let rt = rt.clone();
+        std::thread::spawn(move || {
+            for k in 0..40 {
+                rt.set_enabled("cpu1", k % 2 == 1).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            rt.set_enabled("cpu1", true).unwrap();
+        })
+    };
+    let clients: Vec<_> = (0..4u64)
+        .map(|c| {
+            let (rt, reference) = (rt.clone(), reference.clone());
+            std::thread::spawn(move || {
+                for r in 0..20u64 {
+                    let seed = 7000 + 100 * c + r;
+                    let got = rt.run(vec![input(seed)]).unwrap();
+                    assert_close(&got[0], &reference.run(tvec![input(seed)]).unwrap()[0]);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    toggler.join().unwrap();
+    let e = rt.set_enabled("gpu", false).unwrap_err().to_string();
+    assert!(e.contains("'gpu'") && e.contains("cpu0, cpu1"), "{e}");
+}

@@ -1,0 +1,139 @@
+//! `stretch run`: run a (branched) model once on the subgraph runtime.
+
+use crate::model_args::ModelArgs;
+use crate::runtime_args::{RuntimeArgs, load};
+use anyhow::{Context, Result, bail};
+use scheduler_rt::npy::{self, Array};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+use tract_onnx::prelude::{IntoTValue, Tensor};
+
+/// Run a model once on the subgraph runtime and summarize its outputs.
+///
+/// The model is cut into processor-level subgraphs from its `processor`
+/// node annotations (as `stretch branch` writes them); each subgraph runs on
+/// its processor's worker (tract engine), branches in parallel, joined at
+/// meeting points. A model without annotations runs whole on the first
+/// processor. Inputs and outputs are NumPy .npy files of float32 (C order,
+/// little-endian); the model must have one input.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+
+    /// Input tensor (.npy, float32) with the model input's exact shape.
+    #[arg(
+        long,
+        value_name = "IN.npy",
+        conflicts_with = "random",
+        required_unless_present = "random"
+    )]
+    pub input: Option<PathBuf>,
+
+    /// Use a pseudo-random input (uniform in [-1, 1)) drawn from SEED.
+    #[arg(long, value_name = "SEED")]
+    pub random: Option<u64>,
+
+    /// Write the first output here (.npy, float32).
+    #[arg(long, value_name = "OUT.npy")]
+    pub output: Option<PathBuf>,
+}
+
+/// `n` values uniform in [-1, 1) from `seed` (a 64-bit LCG).
+pub fn random_values(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let label = args.model.model.display().to_string();
+    let graph = args.model.load()?;
+    let processors = args.runtime.processors(&graph);
+    let rt = load(&graph, &processors, &label)?;
+    let facts = rt.input_facts();
+    let [(input_name, fact)] = facts.as_slice() else {
+        bail!("{label} has {} inputs; stretch run supports one", facts.len());
+    };
+    let array = match (&args.input, args.random) {
+        (Some(path), _) => npy::read(path)?,
+        (None, Some(seed)) => Array {
+            shape: fact.shape.clone(),
+            data: random_values(seed, fact.volume()),
+        },
+        (None, None) => bail!("give --input IN.npy or --random SEED"),
+    };
+    if array.shape != fact.shape {
+        bail!(
+            "input '{input_name}' of {label}: expected shape {:?}, got {:?}{}",
+            fact.shape,
+            array.shape,
+            args.input
+                .as_ref()
+                .map(|p| format!(" from {}", p.display()))
+                .unwrap_or_default()
+        );
+    }
+    let x = Tensor::from_shape(&array.shape, &array.data)?.into_tvalue();
+    let start = Instant::now();
+    let (outputs, spans) = rt.run_traced(vec![x])?;
+    let elapsed = start.elapsed();
+    let mut out = std::io::stdout().lock();
+    let engines: Vec<String> = rt.engines().iter().map(|(p, e, v)| format!("{p}={e} {v}")).collect();
+    writeln!(out, "model      {label}")?;
+    writeln!(out, "processors {}", engines.join(", "))?;
+    writeln!(out, "subgraphs  {}", rt.partition().subgraphs.len())?;
+    for s in &spans {
+        writeln!(
+            out,
+            "  {:<14} {:>9.3} ms .. {:>9.3} ms",
+            s.subgraph,
+            s.start_s * 1e3,
+            s.end_s * 1e3
+        )?;
+    }
+    writeln!(
+        out,
+        "run        {:.3} ms (measured, one run, first run included)",
+        elapsed.as_secs_f64() * 1e3
+    )?;
+    let mut first = None;
+    for (i, v) in outputs.iter().enumerate() {
+        let view = v.to_plain_array_view::<f32>().context("output is not float32")?;
+        let data: Vec<f32> = view.iter().copied().collect();
+        let n = data.len().max(1) as f64;
+        let mean = data.iter().map(|v| *v as f64).sum::<f64>() / n;
+        let (min, max) = data
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+        let argmax = data
+            .iter()
+            .enumerate()
+            .fold((0, f32::NEG_INFINITY), |m, (i, v)| if *v > m.1 { (i, *v) } else { m })
+            .0;
+        writeln!(
+            out,
+            "output {i}   shape {:?} min {min:.6} max {max:.6} mean {mean:.6} argmax {argmax}",
+            v.shape()
+        )?;
+        if first.is_none() {
+            first = Some(Array {
+                shape: v.shape().to_vec(),
+                data,
+            });
+        }
+    }
+    if let (Some(path), Some(a)) = (&args.output, first) {
+        npy::write(path, &a)?;
+        writeln!(out, "wrote      {}", path.display())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! Options shared by the commands that run models on the runtime.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use graph_ir::{Graph, keys};
+use scheduler_rt::{Engine, EngineFactory, ProcessorConfig, Runtime, TractEngine, WorkerKind};
+use std::sync::Arc;
+
+#[derive(Args, Debug)]
+pub struct RuntimeArgs {
+    /// A processor of the runtime: `NAME=KIND[:CORES][,threads=N]`. KIND is
+    /// `inline` (runs on the scheduling thread, the paper's CPU worker) or
+    /// `pool` (a thread started once, pinned to CORES, the paper's DSP-style
+    /// worker); CORES is a cpulist such as `core1`, `0-1` or `0,2`; N is the
+    /// engine's intra-op threads (default 1). Repeat per processor, e.g.
+    /// `--processor cpu0=inline:core0 --processor cpu1=pool:core1`. Without
+    /// it, the processors the model's annotations name are used, the first
+    /// inline and the others as pool workers, unpinned; nodes without a
+    /// processor annotation run on the first processor.
+    #[arg(long = "processor", value_name = "SPEC")]
+    pub processors: Vec<ProcessorConfig>,
+}
+
+impl RuntimeArgs {
+    /// The configured processors, or those the model's annotations name.
+    pub fn processors(&self, g: &Graph) -> Vec<ProcessorConfig> {
+        if !self.processors.is_empty() {
+            return self.processors.clone();
+        }
+        let mut names: Vec<String> = Vec::new();
+        for id in g.topo_order().unwrap_or_else(|_| g.node_ids()) {
+            if let Some(p) = g.node(id).annotations.get(keys::PROCESSOR)
+                && !names.contains(p)
+            {
+                names.push(p.clone());
+            }
+        }
+        if names.is_empty() {
+            names.push("cpu0".into());
+        }
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| ProcessorConfig::new(n, if i == 0 { WorkerKind::Inline } else { WorkerKind::Pool }))
+            .collect()
+    }
+}
+
+/// tract engines, one per processor.
+pub fn tract_factory() -> Arc<EngineFactory> {
+    Arc::new(|threads| Box::new(TractEngine::new(threads)) as Box<dyn Engine>)
+}
+
+/// Loads `g` on the runtime with `processors`, naming the model in errors.
+pub fn load(g: &Graph, processors: &[ProcessorConfig], label: &str) -> Result<Runtime> {
+    Runtime::load(g, processors, tract_factory()).with_context(|| format!("cannot load {label} on the runtime"))
+}

@@ -1,0 +1,61 @@
+//! `stretch bench` on a small two-branch model and its sequential original.
+
+mod common;
+
+use common::{scratch, stretch, stretch_ok};
+use scheduler_rt::testing::{branched_sized, sequential_sized};
+
+#[test]
+fn bench_reports_every_configuration_and_writes_a_trace() {
+    let dir = scratch("bench");
+    let (b, o, t) = (dir.join("b.onnx"), dir.join("o.onnx"), dir.join("trace.json"));
+    graph_ir::onnx::export_file(&branched_sized(8, 1, &["cpu0", "cpu1"], 16).unwrap(), &b).unwrap();
+    graph_ir::onnx::export_file(&sequential_sized(8, 1, 16).unwrap(), &o).unwrap();
+    let (b, o, t) = (b.to_str().unwrap(), o.to_str().unwrap(), t.to_str().unwrap());
+    let out = stretch_ok(&[
+        "bench",
+        b,
+        "--original",
+        o,
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--trace",
+        t,
+    ]);
+    for row in [
+        "original, 1 core",
+        "intra-op threads",
+        "branched, 1 core (sequential)",
+        "branched, 2 processors",
+    ] {
+        assert!(out.contains(row), "{row} missing:\n{out}");
+    }
+    assert_eq!(out.matches("speedup of branched").count(), 3, "{out}");
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert_eq!(events.len(), 4);
+    for p in ["cpu0", "cpu1"] {
+        assert!(events.iter().any(|e| e["tid"] == p), "{p} not in the trace");
+    }
+    let out = stretch_ok(&[
+        "bench",
+        b,
+        "--original",
+        o,
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--trace",
+        t,
+        "--interference",
+        "core0",
+    ]);
+    assert!(out.contains("CPU-burning thread pinned to core0"), "{out}");
+    let bad = stretch(&["bench", b, "--original", o, "--interference", "core999"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("core 999"));
+    let bad = stretch(&["bench", b, "--original", o, "--runs", "0"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--runs must be at least 1"));
+}

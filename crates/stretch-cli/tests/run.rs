@@ -1,0 +1,139 @@
+//! `stretch run` on annotated branched models, checked against onnxruntime.
+
+mod common;
+
+use common::{reference, scratch, stretch, stretch_ok};
+use scheduler_rt::npy::{Array, write};
+use scheduler_rt::testing::{INPUT, three_branch, two_branch};
+use std::path::PathBuf;
+
+fn model(dir: &std::path::Path, three: bool) -> PathBuf {
+    let g = if three { three_branch(8) } else { two_branch(8, 1) }.unwrap();
+    let path = dir.join("branched.onnx");
+    graph_ir::onnx::export_file(&g, &path).unwrap();
+    path
+}
+
+fn input(dir: &std::path::Path, seed: u32) -> PathBuf {
+    let n: usize = INPUT.iter().product();
+    let data = (0..n)
+        .map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0 - 1.0)
+        .collect();
+    let path = dir.join(format!("in{seed}.npy"));
+    write(
+        &path,
+        &Array {
+            shape: INPUT.to_vec(),
+            data,
+        },
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn branched_runs_match_onnxruntime_with_one_two_and_three_workers() {
+    let dir = scratch("run-ort");
+    for (three, specs) in [
+        (false, vec!["cpu0=inline", "cpu1=pool"]),
+        (false, vec!["cpu1=pool", "cpu0=pool"]),
+        (true, vec!["cpu0=inline", "cpu1=pool", "cpu2=pool"]),
+    ] {
+        let m = model(&dir, three);
+        let x = input(&dir, specs.len() as u32);
+        let y = dir.join("out.npy");
+        let (m_s, x_s, y_s) = (m.to_str().unwrap(), x.to_str().unwrap(), y.to_str().unwrap());
+        let mut args = vec!["run", m_s, "--input", x_s, "--output", y_s];
+        for s in &specs {
+            args.extend(["--processor", s]);
+        }
+        let out = stretch_ok(&args);
+        assert!(out.contains("output 0   shape [1, 10]"), "{out}");
+        reference(&["expect", m_s, x_s, y_s, "--rtol", "1e-4"]);
+    }
+    let m = model(&dir, false);
+    let one = dir.join("one.npy");
+    let x = input(&dir, 9);
+    let out = stretch_ok(&[
+        "run",
+        m.to_str().unwrap(),
+        "--input",
+        x.to_str().unwrap(),
+        "--output",
+        one.to_str().unwrap(),
+        "--processor",
+        "cpu0=inline",
+        "--processor",
+        "cpu1=inline",
+    ]);
+    assert!(out.contains("subgraphs  4"), "{out}");
+    reference(&[
+        "expect",
+        m.to_str().unwrap(),
+        x.to_str().unwrap(),
+        one.to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn bad_inputs_and_processors_are_named() {
+    let dir = scratch("run-bad");
+    let m = model(&dir, false);
+    let m_s = m.to_str().unwrap();
+    let wrong = dir.join("wrong.npy");
+    write(
+        &wrong,
+        &Array {
+            shape: vec![1, 3, 8, 8],
+            data: vec![0.0; 192],
+        },
+    )
+    .unwrap();
+    let f64_file = dir.join("f64.npy");
+    let mut bytes = scheduler_rt::npy::to_bytes(&Array {
+        shape: vec![2],
+        data: vec![0.0; 2],
+    });
+    let at = bytes.windows(3).position(|w| w == b"<f4").unwrap();
+    bytes[at..at + 3].copy_from_slice(b"<f8");
+    std::fs::write(&f64_file, bytes).unwrap();
+    for (args, expected) in [
+        (
+            vec!["run", m_s, "--input", wrong.to_str().unwrap()],
+            vec!["expected shape [1, 3, 32, 32]", "got [1, 3, 8, 8]"],
+        ),
+        (
+            vec!["run", m_s, "--input", f64_file.to_str().unwrap()],
+            vec!["f64.npy", "'<f8'"],
+        ),
+        (
+            vec!["run", m_s, "--random", "1", "--processor", "cpu0=inline"],
+            vec!["'cpu1'", "configured: cpu0"],
+        ),
+        (
+            vec![
+                "run",
+                m_s,
+                "--random",
+                "1",
+                "--processor",
+                "cpu0=inline",
+                "--processor",
+                "cpu1=pool:core999",
+            ],
+            vec!["cpu1", "999"],
+        ),
+        (
+            vec!["run", m_s, "--random", "1", "--processor", "cpu0=gpu"],
+            vec!["unknown worker kind 'gpu'"],
+        ),
+    ] {
+        let out = stretch(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        for e in expected {
+            assert!(err.contains(e), "{args:?}: '{e}' not in {err}");
+        }
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Scheduling overhead per subgraph dispatch of the scheduler-rt runtime
+# (goal: < 20 us median). Baseline (all inline) measured in the same run.
+# Usage: scripts/benchmarks/dispatch_overhead.sh [SUBGRAPHS] [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo run --release -q -p scheduler-rt --example dispatch_overhead -- "${1:-64}" "${2:-500}"
