@@ -256,21 +256,13 @@ fn widen(g: &Graph, patch: &mut Patch, old: Outlet, width: usize, seed: u64, sta
 mod tests {
     use super::*;
     use crate::plan::{BranchPlan, Counts, Part, SCHEMA, Settings, StagePlan, Totals};
-    use graph_ir::builder::{Builder, ConvSpec};
 
     fn resnet() -> Graph {
-        let mut b = Builder::new("r");
-        let x = b.input("x", &[1, 3, 64, 64]).unwrap();
-        let mut y = b.conv_bn("stem", x, ConvSpec::new(32, 3, 2), true).unwrap();
-        for (s, w) in [32, 64, 128].iter().enumerate() {
-            for i in 0..3 {
-                y = b
-                    .basic_block(&format!("s{s}.b{i}"), y, *w, if i == 0 && s > 0 { 2 } else { 1 })
-                    .unwrap();
-            }
-        }
-        let y = b.classifier("head", y, 10).unwrap();
-        b.finish("y", y).unwrap()
+        let o = graph_ir::zoo::ZooOptions {
+            input_size: 32,
+            classes: 10,
+        };
+        graph_ir::zoo::build("resnet-mini", &o).unwrap()
     }
 
     fn plan(g: &Graph, merge: Merge, widths: &[(usize, usize)]) -> Plan {
