@@ -76,6 +76,7 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
         }
         let mut patch = Patch::new();
         let mut outs = Vec::new();
+        let mut built_width = 0;
         let widths: Vec<usize> = sp.branches.iter().map(|b| b.width).collect();
         let split = shares(channels(&out, stage.output()), &widths);
         for (i, bp) in sp.branches.iter().enumerate() {
@@ -90,6 +91,7 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
             };
             let prefix = format!("s{}.b{i}.", sp.index);
             let branch = build_branch(&out, &stage, &spec, seed, &prefix)?;
+            built_width += channels(&branch, branch.outputs()[0].1);
             let tags = [
                 (keys::PROCESSOR, bp.processor.clone()),
                 (keys::MEETING_POINT, "false".to_string()),
@@ -109,8 +111,7 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
         let old = stage.output();
         patch.shunt(old, merge.out(0));
         if plan.settings.merge == Merge::Concat {
-            let width: usize = sp.branches.iter().map(|b| b.width).sum();
-            widen(&out, &mut patch, old, width, seed, sp.index)?;
+            widen(&out, &mut patch, old, built_width, seed, sp.index)?;
         }
         for id in stage.nodes().into_iter().rev() {
             patch.remove(id);
