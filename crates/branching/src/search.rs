@@ -39,6 +39,29 @@ pub struct SearchReport {
     pub candidates: Vec<Candidate>,
 }
 
+/// The constraint that removed a candidate.
+enum Removal {
+    /// Eq. 5: the branch on `processors[processor]` takes `ms`.
+    Eq5 { processor: usize, ms: f64 },
+    /// The branches' MACs are `ratio` x the stage's, outside the band.
+    Capacity { ratio: f64 },
+}
+
+impl Removal {
+    fn describe(&self, processors: &[String], settings: &Settings, seg_ms: f64) -> String {
+        match self {
+            Removal::Eq5 { processor, ms } => format!(
+                "Eq. 5: branch on {} {ms:.3} ms > beta {} x {seg_ms:.3} ms",
+                processors[*processor], settings.beta
+            ),
+            Removal::Capacity { ratio } => format!(
+                "capacity: branch MACs {ratio:.2}x the stage, outside [{}, {}]",
+                settings.capacity[0], settings.capacity[1]
+            ),
+        }
+    }
+}
+
 /// One (depth, width) option of a branch on one processor.
 #[derive(Clone, Debug)]
 struct Option_ {
@@ -217,13 +240,12 @@ fn plan_stage(
         }
         Ok(worst)
     };
-    let all: Vec<usize> = (0..processors.len()).collect();
     let cheapest = (0..processors.len())
         .flat_map(|a| ((a + 1)..processors.len()).map(move |b| [a, b]))
         .map(|pair| comm_of(&pair))
         .collect::<Result<Vec<f64>, _>>()?
         .into_iter()
-        .fold(comm_of(&all)?, f64::min);
+        .fold(f64::INFINITY, f64::min);
     if cheapest > settings.alpha * seg_ms {
         return Ok(whole(
             format!(
@@ -280,6 +302,16 @@ fn plan_stage(
         proj_cache.insert((pi, cin, cout), v);
         Ok(v)
     };
+    let comm_in = processors
+        .iter()
+        .map(|p| {
+            if p == primary {
+                Ok(0.0)
+            } else {
+                model.comm_ms(primary, p, in_bytes)
+            }
+        })
+        .collect::<Result<Vec<f64>, _>>()?;
     let mut counts = Counts::default();
     let mut best: Option<(f64, f64, Vec<BranchPlan>)> = None;
     let per = options[0].len();
@@ -302,7 +334,7 @@ fn plan_stage(
             let mut branches = Vec::with_capacity(n);
             let mut total_macs = 0u64;
             let mut stage_ms = 0.0f64;
-            let mut removed: Option<String> = None;
+            let mut removed: Option<Removal> = None;
             let split = shares(width, &chosen.iter().map(|o| o.width).collect::<Vec<_>>());
             for (i, o) in chosen.iter().enumerate() {
                 let share = match settings.merge {
@@ -315,17 +347,17 @@ fn plan_stage(
                 };
                 let run_ms = o.body_ms + proj_ms;
                 if removed.is_none() && run_ms > settings.beta * seg_ms {
-                    removed = Some(format!(
-                        "Eq. 5: branch on {} {run_ms:.3} ms > beta {} x {seg_ms:.3} ms",
-                        processors[sub[i]], settings.beta
-                    ));
+                    removed = Some(Removal::Eq5 {
+                        processor: sub[i],
+                        ms: run_ms,
+                    });
                 }
                 let p = &processors[sub[i]];
                 let out_b = (share.unwrap_or(o.width) * hw * 4) as u64;
                 let comm = if p == primary {
                     0.0
                 } else {
-                    model.comm_ms(primary, p, in_bytes)? + model.comm_ms(p, primary, out_b)?
+                    comm_in[sub[i]] + model.comm_ms(p, primary, out_b)?
                 };
                 stage_ms = stage_ms.max(run_ms + comm);
                 total_macs += o.macs + proj_macs;
@@ -341,14 +373,11 @@ fn plan_stage(
             }
             let ratio = total_macs as f64 / macs.max(1) as f64;
             if removed.is_none() && !(settings.capacity[0]..=settings.capacity[1]).contains(&ratio) {
-                removed = Some(format!(
-                    "capacity: branch MACs {ratio:.2}x the stage, outside [{}, {}]",
-                    settings.capacity[0], settings.capacity[1]
-                ));
+                removed = Some(Removal::Capacity { ratio });
             }
             match &removed {
-                Some(r) if r.starts_with("Eq. 5") => removed_eq5 += 1,
-                Some(_) => removed_cap += 1,
+                Some(Removal::Eq5 { .. }) => removed_eq5 += 1,
+                Some(Removal::Capacity { .. }) => removed_cap += 1,
                 None => {
                     counts.kept += 1;
                     let eq6: f64 = branches
@@ -384,7 +413,7 @@ fn plan_stage(
                         .collect(),
                     predicted_ms: stage_ms,
                     macs_ratio: ratio,
-                    removed_by: removed,
+                    removed_by: removed.map(|r| r.describe(processors, settings, seg_ms)),
                 });
             }
             let mut k = 0;
