@@ -17,7 +17,7 @@ use crate::error::BranchError;
 use crate::init::{batch_norm, filled, kaiming};
 use graph_ir::analysis::Stage;
 use graph_ir::ops::{BatchNorm, Conv, Op};
-use graph_ir::{Graph, Outlet};
+use graph_ir::{Graph, NodeId, Outlet};
 use std::collections::HashMap;
 
 /// New weights: drawn ([`kaiming`]) or declared without data (structure
@@ -173,15 +173,7 @@ pub fn build_branch(
                 }
                 Op::BatchNorm(bn) => {
                     let x = data(0)?;
-                    let c = channels(&b, x);
-                    let mut inputs = vec![x];
-                    for (p, t) in ["weight", "bias", "running_mean", "running_var"]
-                        .iter()
-                        .zip(batch_norm(c))
-                    {
-                        inputs.push(b.add_const(format!("{name}.{p}"), t)?);
-                    }
-                    b.add_node(name, Op::BatchNorm(bn.clone()), &inputs)?
+                    fresh_batch_norm(&mut b, x, &name, bn.clone())?
                 }
                 Op::Gemm(_) | Op::MatMul(_) => {
                     return Err(unsupported(
@@ -249,17 +241,19 @@ pub fn project(b: &mut Graph, x: Outlet, c: usize, data: bool, seed: u64, name: 
         weight(data, vec![c, cin, 1, 1], seed, &format!("{name}.weight")),
     )?;
     let conv = b.add_node(name, Op::Conv(Conv::default()), &[x, w])?;
-    let mut inputs = vec![conv.out(0)];
-    for (p, t) in ["weight", "bias", "running_mean", "running_var"]
-        .iter()
-        .zip(batch_norm(c))
-    {
-        inputs.push(b.add_const(format!("{name}.bn.{p}"), t)?);
+    let bn = fresh_batch_norm(b, conv.out(0), &format!("{name}.bn"), BatchNorm::default())?;
+    Ok(bn.out(0))
+}
+
+/// A BatchNorm node `name` over `x` with fresh parameters ([`batch_norm`])
+/// named `{name}.weight`, `{name}.bias`, `{name}.running_mean`, `{name}.running_var`.
+fn fresh_batch_norm(b: &mut Graph, x: Outlet, name: &str, op: BatchNorm) -> Result<NodeId, BranchError> {
+    let mut inputs = vec![x];
+    let params = ["weight", "bias", "running_mean", "running_var"];
+    for (p, t) in params.iter().zip(batch_norm(channels(b, x))) {
+        inputs.push(b.add_const(format!("{name}.{p}"), t)?);
     }
-    Ok(
-        b.add_node(format!("{name}.bn"), Op::BatchNorm(BatchNorm::default()), &inputs)?
-            .out(0),
-    )
+    Ok(b.add_node(name, Op::BatchNorm(op), &inputs)?)
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 
 use graph_ir::Tensor;
 
+use predictor::forest::SplitMix64;
+
 /// SplitMix64 stream seeded by `seed` and `name`.
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64, name: &str) -> Rng {
@@ -14,19 +16,11 @@ impl Rng {
         for b in name.bytes() {
             h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
         }
-        Rng(h)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        Rng(SplitMix64::new(h))
     }
 
     fn uniform(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        ((self.0.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
 
     /// A standard normal sample (Box-Muller).
