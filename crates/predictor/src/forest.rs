@@ -448,18 +448,29 @@ impl Forest {
             return Err(ForestError::Format { path, found });
         }
         let forest: Forest = serde_json::from_value(value).map_err(json_error(path))?;
+        forest.validate(path)?;
+        Ok(forest)
+    }
+
+    /// Checks a deserialized forest's format version and structure, so that a
+    /// corrupt one fails here, not in `predict`; `path` names its source.
+    pub fn validate(&self, path: &Path) -> Result<(), ForestError> {
+        if self.format != FORMAT {
+            let (path, found) = (path.to_path_buf(), self.format.clone());
+            return Err(ForestError::Format { path, found });
+        }
         let corrupt = |reason: String| ForestError::Corrupt {
             path: path.to_path_buf(),
             reason,
         };
-        if forest.trees.is_empty() || forest.feature_names.is_empty() {
+        if self.trees.is_empty() || self.feature_names.is_empty() {
             return Err(corrupt("no trees or no features".into()));
         }
-        for (i, tree) in forest.trees.iter().enumerate() {
-            tree.check(forest.feature_names.len())
+        for (i, tree) in self.trees.iter().enumerate() {
+            tree.check(self.feature_names.len())
                 .map_err(|e| corrupt(format!("tree {i}: {e}")))?;
         }
-        Ok(forest)
+        Ok(())
     }
 }
 

@@ -217,10 +217,9 @@ impl KernelRegressors {
                 found: found.into(),
             });
         }
-        let mut regs: KernelRegressors = serde_json::from_value(value).map_err(json)?;
-        for (class, f) in regs.forests.iter_mut() {
-            let text = serde_json::to_string(f).map_err(json)?;
-            *f = Forest::from_json(&text, path).map_err(|source| RegressorError::Forest {
+        let regs: KernelRegressors = serde_json::from_value(value).map_err(json)?;
+        for (class, f) in &regs.forests {
+            f.validate(path).map_err(|source| RegressorError::Forest {
                 path: path.to_path_buf(),
                 class: class.clone(),
                 source,
