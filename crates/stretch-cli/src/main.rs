@@ -59,7 +59,40 @@ fn main() {
         }) {
             return;
         }
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", message(&e));
         std::process::exit(1);
+    }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text an
+/// earlier message already quotes (library errors often embed their source).
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message;
+
+    #[test]
+    fn a_cause_already_quoted_is_not_repeated() {
+        let io = std::io::Error::other("no such file");
+        let e = anyhow::Error::new(io)
+            .context("a.toml: cannot read: no such file")
+            .context("cannot predict m.onnx");
+        assert_eq!(message(&e), "cannot predict m.onnx: a.toml: cannot read: no such file");
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(message(&plain), "outer: inner");
     }
 }
