@@ -30,6 +30,18 @@ fn field<'h>(header: &'h str, key: &str) -> Option<&'h str> {
     Some(header[at..].trim_start().strip_prefix(':')?.trim_start())
 }
 
+/// `n` values uniform in [-1, 1) from `seed` (a 64-bit LCG): the inputs of
+/// `stretch run --random`, `stretch bench` and the runtime's tests.
+pub fn random_values(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
 /// Parses `.npy` bytes; `path` names the file in errors.
 pub fn parse(bytes: &[u8], path: &str) -> Result<Array, NpyError> {
     let bad = |reason: &str| NpyError::Format {

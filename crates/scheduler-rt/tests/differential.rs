@@ -21,14 +21,7 @@ fn input(seed: u64) -> Value {
 }
 
 fn input_data(seed: u64) -> Vec<f32> {
-    let n: usize = INPUT.iter().product();
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    scheduler_rt::npy::random_values(seed, INPUT.iter().product())
 }
 
 fn whole(g: &Graph) -> Box<dyn Compiled> {

@@ -1,11 +1,11 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
-use crate::commands::run::random_values;
 use crate::model_args::ModelArgs;
 use crate::runtime_args::{RuntimeArgs, load};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use predictor::profiler::CoreSet;
+use scheduler_rt::npy::random_values;
 use scheduler_rt::{ProcessorConfig, Runtime, Span, TRACT_VERSION, WorkerKind, affinity};
 use std::io::Write;
 use std::path::PathBuf;

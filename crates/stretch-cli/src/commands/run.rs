@@ -43,17 +43,6 @@ pub struct Args {
     pub output: Option<PathBuf>,
 }
 
-/// `n` values uniform in [-1, 1) from `seed` (a 64-bit LCG).
-pub fn random_values(seed: u64, n: usize) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 pub fn run(args: Args) -> Result<()> {
     let label = args.model.model.display().to_string();
     let graph = args.model.load()?;
@@ -67,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
         (Some(path), _) => npy::read(path)?,
         (None, Some(seed)) => Array {
             shape: fact.shape.clone(),
-            data: random_values(seed, fact.volume()),
+            data: scheduler_rt::npy::random_values(seed, fact.volume()),
         },
         (None, None) => bail!("give --input IN.npy or --random SEED"),
     };
