@@ -19,6 +19,10 @@ never stretch's own code, so it can judge what stretch writes.
                                           IN.npy; fail unless its first output
                                           matches OUT.npy within rtol times the
                                           reference's max abs value
+  check_onnx.py expect-list LIST [--rtol 1e-4]
+                                          `expect` for every line "MODEL IN.npy OUT.npy"
+                                          of LIST, in one process; fails after
+                                          reporting every line
 Exit status is non-zero on any failure, with the reason on stderr.
 """
 import argparse
@@ -122,20 +126,41 @@ def cmd_compare(args):
     print(f"equal within {args.atol:.1e}: {args.a} vs {args.b}")
 
 
-def cmd_expect(args):
+def expect_one(model, input, output, rtol):
+    """None if OUTPUT matches onnxruntime's run of MODEL on INPUT, else the reason."""
     import onnxruntime as ort
 
-    sess = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
-    x = np.load(args.input)
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    x = np.load(input)
     (ref,) = sess.run([sess.get_outputs()[0].name], {sess.get_inputs()[0].name: x})
-    got = np.load(args.output)
+    got = np.load(output)
     if got.shape != ref.shape:
-        sys.exit(f"{args.output}: shape {list(got.shape)}, onnxruntime gives {list(ref.shape)}")
+        return f"{output}: shape {list(got.shape)}, onnxruntime gives {list(ref.shape)}"
     scale = float(np.max(np.abs(ref))) if ref.size else 0.0
     diff = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
-    print(f"{args.output}: max abs diff {diff:.3e}, reference scale {scale:.3e}")
-    if not diff <= args.rtol * max(scale, 1e-12):
-        sys.exit(f"{args.output}: differs from onnxruntime by {diff:.3e} > {args.rtol:.1e} x {scale:.3e}")
+    print(f"{output}: max abs diff {diff:.3e}, reference scale {scale:.3e}, relative {diff / max(scale, 1e-12):.3e}")
+    if not diff <= rtol * max(scale, 1e-12):
+        return f"{output}: differs from onnxruntime by {diff:.3e} > {rtol:.1e} x {scale:.3e}"
+    return None
+
+
+def cmd_expect(args):
+    failure = expect_one(args.model, args.input, args.output, args.rtol)
+    if failure:
+        sys.exit(failure)
+
+
+def cmd_expect_list(args):
+    failures = []
+    with open(args.list) as f:
+        for line in f:
+            if line.strip():
+                model, input, output = line.split()
+                failure = expect_one(model, input, output, args.rtol)
+                if failure:
+                    failures.append(failure)
+    if failures:
+        sys.exit("\n".join(failures))
 
 
 def main():
@@ -160,8 +185,18 @@ def main():
     e.add_argument("input")
     e.add_argument("output")
     e.add_argument("--rtol", type=float, default=1e-4)
+    el = sub.add_parser("expect-list")
+    el.add_argument("list")
+    el.add_argument("--rtol", type=float, default=1e-4)
     args = p.parse_args()
-    commands = {"check": cmd_check, "fill": cmd_fill, "run": cmd_run, "compare": cmd_compare, "expect": cmd_expect}
+    commands = {
+        "check": cmd_check,
+        "fill": cmd_fill,
+        "run": cmd_run,
+        "compare": cmd_compare,
+        "expect": cmd_expect,
+        "expect-list": cmd_expect_list,
+    }
     commands[args.cmd](args)
 
 

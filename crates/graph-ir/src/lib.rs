@@ -18,6 +18,7 @@ pub mod onnx;
 pub mod ops;
 mod patch;
 mod random;
+pub mod rng;
 mod tensor;
 pub mod zoo;
 

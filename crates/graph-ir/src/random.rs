@@ -1,26 +1,9 @@
 //! Deterministic filling of weights that have no data (structure-only models).
 
 use crate::graph::{Graph, NodeId};
+use crate::rng::SplitMix64;
 use crate::ops::Op;
 use crate::tensor::{DType, Tensor};
-
-/// SplitMix64: a small, fast generator with good statistical quality, seeded per tensor.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn next_f32(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
 
 /// FNV-1a of a name, so a tensor's values depend on the seed and its name only.
 fn name_hash(name: &str) -> u64 {
@@ -82,7 +65,7 @@ impl Graph {
                 }
                 _ => continue,
             };
-            let mut rng = SplitMix64(seed ^ name_hash(&name));
+            let mut rng = SplitMix64::new(seed ^ name_hash(&name));
             let (lo, hi) = match self.role_of(id) {
                 Role::Weight { fan_in } => {
                     let b = (3.0 / fan_in as f32).sqrt();

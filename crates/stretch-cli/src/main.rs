@@ -3,8 +3,10 @@
 
 mod chart;
 mod commands;
+mod curve;
 mod format;
 mod model_args;
+mod recipe_args;
 mod runtime_args;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +37,8 @@ enum Command {
     Profile(commands::profile::Args),
     Run(commands::run::Args),
     Bench(commands::bench::Args),
+    Train(commands::train::Args),
+    CompareAccuracy(commands::compare::Args),
 }
 
 fn main() {
@@ -51,6 +55,8 @@ fn main() {
         Command::Profile(a) => commands::profile::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Bench(a) => commands::bench::run(a),
+        Command::Train(a) => commands::train::run(a),
+        Command::CompareAccuracy(a) => commands::compare::run(a),
     };
     if let Err(e) = result {
         if e.chain().any(|c| {

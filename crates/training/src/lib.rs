@@ -1,5 +1,46 @@
-//! `training` will own lowering a [`graph_ir::Graph`] to a burn module, the
-//! datasets (digits, CIFAR-10, MNIST, image folders), the training loop with
-//! checkpoints and distillation, and writing trained weights back into the graph.
+//! `training`: lowering a [`graph_ir::Graph`] to burn operations, datasets,
+//! the training loop with checkpoints and distillation, and writing trained
+//! weights back into the graph.
 //!
-//! Nothing is implemented here yet.
+//! [`lower`] turns a graph into a [`Program`] whose parameters ([`Params`]) are
+//! the graph's constants; [`Program::forward`] runs it on any burn device, with
+//! autodiff when the device has it. [`Session`] trains it on a [`data::Dataset`]
+//! with a [`Recipe`], one epoch at a time, and can checkpoint and resume exactly.
+
+mod backend;
+mod checkpoint;
+pub mod data;
+mod error;
+mod forward;
+mod head;
+mod infer;
+mod init;
+mod lower;
+mod metrics;
+mod optim;
+mod params;
+mod train;
+
+pub use backend::{Backend, Device};
+pub use checkpoint::{Checkpoint, Header as CheckpointHeader};
+pub use error::TrainError;
+pub use forward::{BatchStats, Forward};
+pub use head::replace_head;
+pub use infer::Inference;
+pub use init::reinitialise;
+pub use lower::{ParamSpec, Program, Role, lower};
+pub use metrics::Tally;
+pub use optim::{Optimizer, OptimizerState, Schedule};
+pub use params::{Params, host_vec};
+pub use train::{Distill, EpochMetrics, Progress, Recipe, Session};
+
+/// Runs `f` with burn's CPU kernels limited to `threads` threads (0: all cores).
+pub fn with_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    if threads == 0 {
+        return f();
+    }
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
+    }
+}

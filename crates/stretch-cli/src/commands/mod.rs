@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod branch;
+pub mod compare;
 pub mod convert;
 pub mod fit;
 pub mod inspect;
@@ -8,4 +9,5 @@ pub mod plan;
 pub mod predict;
 pub mod profile;
 pub mod run;
+pub mod train;
 pub mod zoo;

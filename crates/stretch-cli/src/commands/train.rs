@@ -1,0 +1,310 @@
+//! `stretch train`: trains a model (original or branched) with burn and
+//! writes the trained weights back as ONNX.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use graph_ir::Graph;
+use graph_ir::onnx::{ImportOptions, import_file};
+use indicatif::{ProgressBar, ProgressStyle};
+use training::data::{self, Dataset, ImageSet};
+use training::{Distill, EpochMetrics, Progress, Recipe, Session, TrainError};
+
+use crate::curve::{learning_curve_svg, metrics_csv};
+use crate::model_args::ModelArgs;
+use crate::recipe_args::{RecipeArgs, beside};
+
+/// Train a model on an image classification dataset with burn (CPU by
+/// default) and write the trained weights, BatchNorm running statistics
+/// included, back into the ONNX model.
+///
+/// The recipe is NN-Stretch's: SGD with momentum 0.9 and a half-period cosine
+/// learning-rate schedule (Adam as an option). Each epoch prints the training
+/// loss and top-1 and the validation loss, top-1 and top-5, appends them to
+/// the metrics CSV, redraws the learning curve (SVG) and saves a checkpoint;
+/// `--resume CHECKPOINT` continues an interrupted run exactly where it
+/// stopped (with one thread, bit-identical to an uninterrupted run). A loss
+/// that becomes NaN or infinite stops the run naming the epoch and batch;
+/// the last checkpoint stays the last good one.
+///
+/// Works on branched models from `stretch branch` the same way: every branch
+/// is trained jointly. `--teacher ORIGINAL.onnx` adds soft-label distillation
+/// from the original model (paper §7.3).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+
+    /// Teacher model for soft-label distillation (same input and classes).
+    #[arg(long, value_name = "TEACHER.onnx")]
+    pub teacher: Option<PathBuf>,
+
+    /// Weight of the teacher's soft labels (the true labels get 1 - alpha).
+    #[arg(long, default_value_t = 0.5)]
+    pub kd_alpha: f64,
+
+    /// Distillation temperature.
+    #[arg(long, default_value_t = 4.0)]
+    pub kd_temperature: f64,
+
+    /// If the model's classifier has another number of outputs than the
+    /// dataset has classes, replace it by a fresh one of the right size.
+    #[arg(long)]
+    pub replace_head: bool,
+
+    /// Continue from this checkpoint (same model, dataset and recipe).
+    #[arg(long, value_name = "CHECKPOINT")]
+    pub resume: Option<PathBuf>,
+
+    /// Where to save the checkpoint each epoch [default: OUT with .ckpt].
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+
+    /// Stop after this epoch, leaving the checkpoint to `--resume` from later
+    /// (for time-limited jobs); the model written is the one at that epoch.
+    #[arg(long, value_name = "EPOCH")]
+    pub stop_after: Option<usize>,
+
+    /// Per-epoch metrics CSV [default: OUT with .metrics.csv].
+    #[arg(long, value_name = "FILE.csv")]
+    pub metrics: Option<PathBuf>,
+
+    /// Learning-curve SVG [default: OUT with .curve.svg].
+    #[arg(long, value_name = "FILE.svg")]
+    pub curve: Option<PathBuf>,
+
+    /// Trained model to write.
+    #[arg(short, long, value_name = "OUT.onnx")]
+    pub out: PathBuf,
+}
+
+/// Where a run writes its side files.
+pub struct Outputs {
+    pub checkpoint: PathBuf,
+    pub metrics: PathBuf,
+    pub curve: PathBuf,
+}
+
+impl Outputs {
+    pub fn beside(out: &Path) -> Outputs {
+        Outputs {
+            checkpoint: beside(out, ".ckpt"),
+            metrics: beside(out, ".metrics.csv"),
+            curve: beside(out, ".curve.svg"),
+        }
+    }
+}
+
+/// Loads the dataset for a model whose input is `[C, H, W]`.
+pub fn load_dataset(args: &RecipeArgs, graph: &Graph) -> Result<ImageSet> {
+    let input = graph
+        .inputs()
+        .first()
+        .map(|&id| graph.node(id).outputs[0].shape.clone())
+        .unwrap_or_default();
+    let size = if input.len() == 4 { [input[2], input[3]] } else { [32, 32] };
+    let set = data::load(&args.dataset, size).with_context(|| format!("cannot load dataset {}", args.dataset))?;
+    println!(
+        "dataset {}: {} images {}x{}x{}, {} classes",
+        set.describe(),
+        set.len(),
+        set.image_shape()[0],
+        set.image_shape()[1],
+        set.image_shape()[2],
+        set.classes()
+    );
+    Ok(set)
+}
+
+struct Bar(Option<ProgressBar>);
+
+impl Progress for Bar {
+    fn epoch_started(&mut self, epoch: usize, batches: usize) {
+        let bar = ProgressBar::new(batches as u64).with_style(
+            ProgressStyle::with_template("epoch {prefix} {bar:30} {pos}/{len} batches, loss {msg} [{elapsed}<{eta}]")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_prefix(epoch.to_string());
+        self.0 = Some(bar);
+    }
+
+    fn batch_done(&mut self, loss: f64) {
+        if let Some(b) = &self.0 {
+            b.set_message(format!("{loss:.4}"));
+            b.inc(1);
+        }
+    }
+
+    fn epoch_done(&mut self, _: &EpochMetrics) {
+        if let Some(b) = self.0.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Trains `graph` in place for the recipe's epochs (or until `stop_after`),
+/// writing checkpoint, metrics and curve every epoch. Returns the history and
+/// the wall-clock seconds of this call.
+#[allow(clippy::too_many_arguments)]
+pub fn train_graph(
+    graph: &mut Graph,
+    label: &str,
+    set: &dyn Dataset,
+    recipe: Recipe,
+    args: &RecipeArgs,
+    teacher: Option<&Graph>,
+    outputs: &Outputs,
+    resume: Option<&Path>,
+    stop_after: Option<usize>,
+) -> Result<(Vec<EpochMetrics>, f64)> {
+    let start = Instant::now();
+    let epochs = recipe.epochs;
+    let history = training::with_threads(args.threads, || -> Result<Vec<EpochMetrics>> {
+        let mut session = Session::new(graph, set, recipe, args.backend, teacher)?;
+        if let Some(r) = resume {
+            session.resume(r)?;
+            println!("{label}: resumed from {} after epoch {}", r.display(), session.epochs_done());
+        }
+        let t = session.transform();
+        println!(
+            "{label}: {} training / {} validation images, normalised with mean {:?} std {:?}; {} on {} thread(s)",
+            session.split().train.len(),
+            session.split().val.len(),
+            t.mean.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+            t.std.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+            args.backend,
+            if args.threads == 0 { "all".to_string() } else { args.threads.to_string() },
+        );
+        let mut bar = Bar(None);
+        while session.epochs_done() < epochs && stop_after.is_none_or(|s| session.epochs_done() < s) {
+            let m = match session.run_epoch(&mut bar) {
+                Ok(m) => m,
+                Err(TrainError::NonFinite { value, epoch, batch, .. }) => {
+                    bar.epoch_done(&session.history().last().cloned().unwrap_or_else(|| empty(epoch)));
+                    let last = if session.epochs_done() > 0 {
+                        format!(
+                            "the last good checkpoint is {} (epoch {})",
+                            outputs.checkpoint.display(),
+                            session.epochs_done()
+                        )
+                    } else {
+                        "no checkpoint was written yet".to_string()
+                    };
+                    return Err(TrainError::NonFinite {
+                        value,
+                        epoch,
+                        batch,
+                        checkpoint: last,
+                    }
+                    .into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            println!(
+                "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
+                m.epoch, m.lr, m.train_loss, m.train_top1, m.val_loss, m.val_top1, m.val_top5, m.seconds, m.images_per_second
+            );
+            session.save_checkpoint(&outputs.checkpoint)?;
+            write(&outputs.metrics, metrics_csv(session.history()))?;
+            write(&outputs.curve, learning_curve_svg(label, session.history()))?;
+        }
+        session.write_back(graph)?;
+        Ok(session.history().to_vec())
+    })?;
+    Ok((history, start.elapsed().as_secs_f64()))
+}
+
+fn empty(epoch: usize) -> EpochMetrics {
+    EpochMetrics {
+        epoch,
+        lr: 0.0,
+        train_loss: f64::NAN,
+        train_top1: 0.0,
+        val_loss: f64::NAN,
+        val_top1: 0.0,
+        val_top5: 0.0,
+        seconds: 0.0,
+        images_per_second: 0.0,
+    }
+}
+
+fn write(path: &Path, text: String) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Imports a model for training (weights must be present or --random-weights given).
+pub fn import_for_training(path: &Path) -> Result<Graph> {
+    import_file(path, &ImportOptions::default()).with_context(|| format!("cannot import {}", path.display()))
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut graph = args.model.load()?;
+    let set = load_dataset(&args.recipe, &graph)?;
+    let program = training::lower(&graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
+    if program.classes() != set.classes() {
+        if !args.replace_head {
+            return Err(TrainError::ClassMismatch {
+                model: program.classes(),
+                dataset: set.classes(),
+            }
+            .into());
+        }
+        let name = training::replace_head(&mut graph, set.classes(), args.recipe.seed)?;
+        println!(
+            "replaced the classifier '{name}' ({} outputs) by a fresh {}-way one",
+            program.classes(),
+            set.classes()
+        );
+    }
+    let teacher = match &args.teacher {
+        Some(t) => Some(import_for_training(t)?),
+        None => None,
+    };
+    let distill = args.teacher.as_ref().map(|_| Distill {
+        alpha: args.kd_alpha,
+        temperature: args.kd_temperature,
+    });
+    let recipe = args.recipe.recipe(distill)?;
+    if args.resume.is_some() && args.stop_after.is_some_and(|s| s == 0) {
+        bail!("--stop-after 0 would not train at all");
+    }
+    let mut outputs = Outputs::beside(&args.out);
+    if let Some(c) = &args.checkpoint {
+        outputs.checkpoint = c.clone();
+    }
+    if let Some(m) = &args.metrics {
+        outputs.metrics = m.clone();
+    }
+    if let Some(c) = &args.curve {
+        outputs.curve = c.clone();
+    }
+    let label = args.model.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let (history, seconds) = train_graph(
+        &mut graph,
+        &label,
+        &set,
+        recipe,
+        &args.recipe,
+        teacher.as_ref(),
+        &outputs,
+        args.resume.as_deref(),
+        args.stop_after,
+    )?;
+    graph_ir::onnx::export_file(&graph, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
+    if let Some(last) = history.last() {
+        let best = history.iter().map(|m| m.val_top1).fold(0.0, f64::max);
+        println!(
+            "trained {} epochs in {seconds:.1} s: validation top-1 {:.2}% (best {best:.2}%), top-5 {:.2}%",
+            last.epoch, last.val_top1, last.val_top5
+        );
+    }
+    println!("wrote {}", args.out.display());
+    println!("checkpoint {}", outputs.checkpoint.display());
+    println!("metrics {}", outputs.metrics.display());
+    println!("learning curve {}", outputs.curve.display());
+    Ok(())
+}

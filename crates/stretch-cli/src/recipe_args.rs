@@ -1,0 +1,133 @@
+//! Training options shared by `stretch train` and `stretch compare-accuracy`.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
+use training::data::{Augment, DatasetSpec};
+use training::{Backend, Distill, Optimizer, Recipe, Schedule};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OptimizerArg {
+    Sgd,
+    Adam,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ScheduleArg {
+    /// Half a cosine period from --lr down to 0 over the run.
+    Cosine,
+    Constant,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RecipeArgs {
+    /// Dataset: `digits` (bundled scikit-learn digits, 1797 8x8 grey images),
+    /// `digits:FILE.csv.gz`, `cifar10:DIR|FILE.bin` (CIFAR-10 binary batches),
+    /// `mnist:DIR` (IDX files, optionally .gz) or `folder:DIR` (one
+    /// sub-directory of PNG/JPEG images per class). Images are resized
+    /// (bilinear) to the model's input and normalised per channel with the
+    /// training split's mean and standard deviation.
+    #[arg(long, value_name = "KIND[:PATH]")]
+    pub dataset: DatasetSpec,
+
+    #[arg(long, default_value_t = 30)]
+    pub epochs: usize,
+
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: usize,
+
+    /// Peak learning rate.
+    #[arg(long, default_value_t = 0.05)]
+    pub lr: f64,
+
+    #[arg(long, value_enum, default_value_t = OptimizerArg::Sgd)]
+    pub optimizer: OptimizerArg,
+
+    /// SGD momentum.
+    #[arg(long, default_value_t = 0.9)]
+    pub momentum: f64,
+
+    /// L2 weight decay on every learned parameter.
+    #[arg(long, default_value_t = 5e-4)]
+    pub weight_decay: f64,
+
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Cosine)]
+    pub schedule: ScheduleArg,
+
+    /// Seed of the train/validation split, the batch order and augmentation.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Share of the dataset held out for validation.
+    #[arg(long, default_value_t = 0.2)]
+    pub val_fraction: f64,
+
+    /// Augmentation: `none`, or any of `crop:PAD` (random crop after padding
+    /// PAD pixels) and `flip` (random horizontal flip), comma-separated.
+    #[arg(long, default_value = "none")]
+    pub augment: String,
+
+    /// Threads for burn's CPU kernels (0: all cores). One thread makes runs
+    /// bit-identical.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+
+    /// Backend: `flex` (CPU) or `cuda[:INDEX]` (builds with `--features cuda`).
+    #[arg(long, default_value = "flex")]
+    pub backend: Backend,
+}
+
+impl RecipeArgs {
+    pub fn recipe(&self, distill: Option<Distill>) -> Result<Recipe> {
+        Ok(Recipe {
+            epochs: self.epochs,
+            batch_size: self.batch_size,
+            lr: self.lr,
+            optimizer: match self.optimizer {
+                OptimizerArg::Sgd => Optimizer::Sgd {
+                    momentum: self.momentum,
+                },
+                OptimizerArg::Adam => Optimizer::Adam {
+                    beta1: 0.9,
+                    beta2: 0.999,
+                    epsilon: 1e-8,
+                },
+            },
+            weight_decay: self.weight_decay,
+            schedule: match self.schedule {
+                ScheduleArg::Cosine => Schedule::Cosine,
+                ScheduleArg::Constant => Schedule::Constant,
+            },
+            seed: self.seed,
+            val_fraction: self.val_fraction,
+            augment: parse_augment(&self.augment)?,
+            distill,
+        })
+    }
+}
+
+fn parse_augment(s: &str) -> Result<Augment> {
+    let mut a = Augment::default();
+    if s == "none" {
+        return Ok(a);
+    }
+    for part in s.split(',') {
+        match part.split_once(':') {
+            _ if part == "flip" => a.flip = true,
+            Some(("crop", pad)) => {
+                a.crop_padding = pad
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("--augment: crop padding '{pad}' is not a number"))?
+            }
+            _ => bail!("--augment: unknown item '{part}' (expected none, crop:PAD, flip)"),
+        }
+    }
+    Ok(a)
+}
+
+/// `path` with its extension replaced by `ext` (`trained.onnx` → `trained.ckpt`).
+pub fn beside(path: &std::path::Path, suffix: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!("{stem}{suffix}"))
+}

@@ -1,0 +1,238 @@
+//! Running a [`Program`] on burn tensors, in inference or training mode.
+
+use burn::tensor::{Tensor, activation, module};
+use graph_ir::ops::{BinaryOp, UnaryOp};
+
+use crate::lower::{Kernel, Operand, Program, pad4};
+
+/// Batch statistics of one BatchNorm in a training-mode forward pass.
+pub struct BatchStats {
+    /// Parameter index of the running mean.
+    pub mean_param: usize,
+    /// Parameter index of the running variance.
+    pub var_param: usize,
+    /// Fraction of the running value kept (ONNX `momentum`).
+    pub momentum: f64,
+    pub mean: Tensor<1>,
+    /// Population (biased) variance of the batch.
+    pub var: Tensor<1>,
+    /// Number of values per channel the statistics were taken over.
+    pub count: usize,
+}
+
+/// Output of [`Program::forward`].
+pub struct Forward {
+    /// `[N, classes]` scores.
+    pub logits: Tensor<2>,
+    /// Empty in inference mode.
+    pub stats: Vec<BatchStats>,
+}
+
+impl Program {
+    /// Runs the program on `x` (`[N, C, H, W]`) with parameter values `params`
+    /// (one flat tensor per [`Program::params`] entry). In training mode
+    /// BatchNorm normalises with batch statistics and reports them; in
+    /// inference mode it uses the running statistics.
+    pub fn forward(&self, params: &[Tensor<1>], x: Tensor<4>, train: bool) -> Forward {
+        let n = x.dims()[0];
+        let mut slots: Vec<Option<Tensor<4>>> = vec![None; self.slots.len()];
+        slots[self.input] = Some(x);
+        let mut stats = Vec::new();
+        let device = params
+            .first()
+            .map(|p| p.device())
+            .unwrap_or_else(|| slots[self.input].as_ref().expect("set").device());
+        for step in &self.steps {
+            let read = |i: usize, slots: &[Option<Tensor<4>>]| -> Tensor<4> {
+                match step.inputs[i] {
+                    Operand::Slot(s) => slots[s].clone().expect("topological order"),
+                    Operand::Param(p) => {
+                        params[p].clone().reshape(pad4(&self.params[p].shape))
+                    }
+                }
+            };
+            let shape_of = |i: usize| -> Vec<usize> {
+                match step.inputs[i] {
+                    Operand::Slot(s) => self.shape(s, n),
+                    Operand::Param(p) => self.params[p].shape.clone(),
+                }
+            };
+            let out_shape = self.shape(step.outputs[0], n);
+            let outputs: Vec<Tensor<4>> = match &step.kernel {
+                Kernel::Conv {
+                    options,
+                    weight,
+                    bias,
+                } => {
+                    let w = params[*weight]
+                        .clone()
+                        .reshape(pad4(&self.params[*weight].shape));
+                    let b = bias.map(|b| params[b].clone());
+                    vec![module::conv2d(read(0, &slots), w, b, options.clone())]
+                }
+                Kernel::BatchNorm {
+                    epsilon,
+                    momentum,
+                    scale,
+                    shift,
+                    mean,
+                    var,
+                } => {
+                    let x = read(0, &slots);
+                    let (g, b) = (params[*scale].clone(), params[*shift].clone());
+                    if train {
+                        let dims = x.dims();
+                        let out = module::batch_norm_train(x, g, b, *epsilon);
+                        stats.push(BatchStats {
+                            mean_param: *mean,
+                            var_param: *var,
+                            momentum: *momentum,
+                            mean: out.mean,
+                            var: out.variance,
+                            count: dims[0] * dims[2] * dims[3],
+                        });
+                        vec![out.output]
+                    } else {
+                        let (m, v) = (params[*mean].clone(), params[*var].clone());
+                        vec![module::batch_norm(x, g, b, m, v, *epsilon)]
+                    }
+                }
+                Kernel::Unary(op) => vec![unary(*op, read(0, &slots))],
+                Kernel::Binary(op) => {
+                    let r = out_shape.len();
+                    let a = align(read(0, &slots), &shape_of(0), r);
+                    let b = align(read(1, &slots), &shape_of(1), r);
+                    vec![match op {
+                        BinaryOp::Add => a + b,
+                        BinaryOp::Sub => a - b,
+                        BinaryOp::Mul => a * b,
+                        BinaryOp::Div => a / b,
+                    }]
+                }
+                Kernel::Concat(axis) => {
+                    let parts = (0..step.inputs.len()).map(|i| read(i, &slots)).collect();
+                    vec![Tensor::cat(parts, *axis)]
+                }
+                Kernel::Split { axis, sizes } => {
+                    let x = read(0, &slots);
+                    let mut start = 0;
+                    sizes
+                        .iter()
+                        .map(|&len| {
+                            let part = x.clone().narrow(*axis, start, len);
+                            start += len;
+                            part
+                        })
+                        .collect()
+                }
+                Kernel::Narrow(ranges) => {
+                    let mut x = read(0, &slots);
+                    for &(axis, start, len) in ranges {
+                        x = x.narrow(axis, start, len);
+                    }
+                    vec![x]
+                }
+                Kernel::Reshape => vec![read(0, &slots).reshape(pad4(&out_shape))],
+                Kernel::Transpose(perm) => vec![read(0, &slots).permute(*perm)],
+                Kernel::MaxPool(o) => vec![module::max_pool2d(read(0, &slots), o.clone())],
+                Kernel::AvgPool(o) => vec![module::avg_pool2d(read(0, &slots), o.clone())],
+                Kernel::GlobalAveragePool => {
+                    vec![read(0, &slots).mean_dim(2).mean_dim(3)]
+                }
+                Kernel::ReduceMean(axes) => {
+                    let mut x = read(0, &slots);
+                    for &a in axes {
+                        x = x.mean_dim(a);
+                    }
+                    vec![x.reshape(pad4(&out_shape))]
+                }
+                Kernel::Gemm {
+                    alpha,
+                    beta,
+                    trans_b,
+                } => {
+                    let (k, bs) = (shape_of(0)[1], shape_of(1));
+                    let a: Tensor<2> = read(0, &slots).reshape([n, k]);
+                    let mut b: Tensor<2> = read(1, &slots).reshape([bs[0], bs[1]]);
+                    if *trans_b {
+                        b = b.swap_dims(0, 1);
+                    }
+                    let m = b.dims()[1];
+                    let mut y = a.matmul(b);
+                    if *alpha != 1.0 {
+                        y = y.mul_scalar(*alpha);
+                    }
+                    if step.inputs.len() > 2 && *beta != 0.0 {
+                        let cs = shape_of(2);
+                        let vol: usize = cs.iter().product();
+                        let rows = if vol == m || vol == 1 { 1 } else { n };
+                        let c: Tensor<2> = read(2, &slots).reshape([rows, vol / rows]);
+                        y = y + c.mul_scalar(*beta);
+                    }
+                    vec![y.reshape([n, m, 1, 1])]
+                }
+                Kernel::MatMul => {
+                    let (sa, sb) = (shape_of(0), shape_of(1));
+                    let a: Tensor<2> = read(0, &slots).reshape([sa[0], sa[1]]);
+                    let b: Tensor<2> = read(1, &slots).reshape([sb[0], sb[1]]);
+                    vec![a.matmul(b).reshape(pad4(&out_shape))]
+                }
+                Kernel::Pad(pads, value) => {
+                    let mut x = read(0, &slots);
+                    for &(axis, before, after) in pads {
+                        let mut dims = x.dims();
+                        let mut parts = Vec::new();
+                        if before > 0 {
+                            dims[axis] = before;
+                            parts.push(Tensor::full(dims, *value, &device));
+                        }
+                        parts.push(x);
+                        if after > 0 {
+                            dims[axis] = after;
+                            parts.push(Tensor::full(dims, *value, &device));
+                        }
+                        x = Tensor::cat(parts, axis);
+                    }
+                    vec![x]
+                }
+            };
+            for (slot, t) in step.outputs.iter().zip(outputs) {
+                slots[*slot] = Some(t);
+            }
+        }
+        let out = slots[self.output].take().expect("output computed");
+        Forward {
+            logits: out.reshape([n, self.classes()]),
+            stats,
+        }
+    }
+}
+
+/// Reshapes a value of logical shape `shape` to rank `rank` by numpy broadcasting
+/// rules (leading ones), then pads to the rank-4 layout.
+fn align(x: Tensor<4>, shape: &[usize], rank: usize) -> Tensor<4> {
+    if shape.len() >= rank {
+        return x;
+    }
+    let mut s = vec![1; rank - shape.len()];
+    s.extend_from_slice(shape);
+    x.reshape(pad4(&s))
+}
+
+fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
+    match op {
+        UnaryOp::Relu => activation::relu(x),
+        UnaryOp::Clip { min, max } => match (min, max) {
+            (Some(lo), Some(hi)) => x.clamp(lo, hi),
+            (Some(lo), None) => x.clamp_min(lo),
+            (None, Some(hi)) => x.clamp_max(hi),
+            (None, None) => x,
+        },
+        UnaryOp::Sigmoid => activation::sigmoid(x),
+        UnaryOp::HardSigmoid { alpha, beta } => {
+            activation::hard_sigmoid(x, alpha as f64, beta as f64)
+        }
+        UnaryOp::HardSwish => activation::hard_swish(x),
+        UnaryOp::Tanh => activation::tanh(x),
+    }
+}

@@ -1,0 +1,56 @@
+//! Fresh weights for training from scratch.
+
+use graph_ir::Graph;
+use graph_ir::ops::Op;
+use graph_ir::rng::SplitMix64;
+
+use crate::error::TrainError;
+use crate::lower::{Program, Role};
+
+/// Re-draws every parameter of `graph` as a freshly initialised network:
+/// conv and linear weights He-uniform (±sqrt(6/fan_in)), their biases 0,
+/// BatchNorm scale 1, shift 0, running mean 0 and variance 1. Constants that
+/// are not parameters are kept. Deterministic in `seed` and parameter names.
+pub fn reinitialise(graph: &mut Graph, program: &Program, seed: u64) -> Result<(), TrainError> {
+    let mut bn_scale = std::collections::HashSet::new();
+    for id in graph.node_ids() {
+        if let Op::BatchNorm(_) = graph.node(id).op {
+            bn_scale.insert(graph.node(id).inputs[1].node);
+        }
+    }
+    for spec in program.params() {
+        let n: usize = spec.shape.iter().product();
+        let values: Vec<f32> = match spec.role {
+            Role::Fixed => continue,
+            Role::RunningMean => vec![0.0; n],
+            Role::RunningVar => vec![1.0; n],
+            Role::Learnable if bn_scale.contains(&spec.node) => vec![1.0; n],
+            Role::Learnable if spec.shape.len() < 2 => vec![0.0; n],
+            Role::Learnable => {
+                let fan_in = fan_in(graph, spec.node, &spec.shape);
+                let bound = (6.0 / fan_in.max(1) as f32).sqrt();
+                let hash = spec.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x1000_0000_01b3));
+                let mut rng = SplitMix64::new(seed ^ hash);
+                (0..n).map(|_| (2.0 * rng.next_f32() - 1.0) * bound).collect()
+            }
+        };
+        graph.replace_op(spec.node, Op::Const(graph_ir::Tensor::from_f32(spec.shape.clone(), &values)))?;
+    }
+    Ok(())
+}
+
+/// Inputs per output of a weight: `C/g·kh·kw` for conv weights, `K` for Gemm weights.
+fn fan_in(graph: &Graph, weight: graph_ir::NodeId, shape: &[usize]) -> usize {
+    for id in graph.node_ids() {
+        let node = graph.node(id);
+        if node.inputs.get(1).map(|o| o.node) != Some(weight) {
+            continue;
+        }
+        match &node.op {
+            Op::Gemm(g) => return if g.trans_b { shape[1] } else { shape[0] },
+            Op::MatMul(_) => return shape[0],
+            _ => {}
+        }
+    }
+    shape[1..].iter().product()
+}

@@ -1,0 +1,510 @@
+//! Lowering a [`Graph`] to a [`Program`]: a topologically ordered list of burn
+//! kernels over value slots, with every constant tensor a parameter slot.
+//!
+//! Values are carried as rank-4 burn tensors: a value of logical rank `r ≤ 4`
+//! is stored with its logical shape followed by `4 - r` ones, so `[N, C]` is
+//! `[N, C, 1, 1]`. Values computed from the graph input carry the batch in
+//! dimension 0, whatever batch the graph's facts were inferred with; constants
+//! carry none. The same program serves training (autodiff) and inference.
+
+use std::collections::HashMap;
+
+use burn::tensor::ops::{AvgPoolOptions, ConvOptions, MaxPoolOptions};
+use graph_ir::ops::{BinaryOp, Op, PoolKind, UnaryOp};
+use graph_ir::{DType, Graph, NodeId, Outlet};
+
+use crate::error::TrainError;
+
+/// What a parameter slot holds and how training treats it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Updated by the optimizer (conv, linear and BatchNorm scale/shift weights).
+    Learnable,
+    /// A BatchNorm running mean, updated from batch statistics in training mode.
+    RunningMean,
+    /// A BatchNorm running variance, updated from batch statistics in training mode.
+    RunningVar,
+    /// A constant operand that is never changed.
+    Fixed,
+}
+
+/// One constant of the graph as a parameter slot.
+#[derive(Clone, Debug)]
+pub struct ParamSpec {
+    pub node: NodeId,
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub role: Role,
+}
+
+/// Where a kernel reads an operand from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Operand {
+    Slot(usize),
+    Param(usize),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Kernel {
+    Conv {
+        options: ConvOptions<2>,
+        weight: usize,
+        bias: Option<usize>,
+    },
+    BatchNorm {
+        epsilon: f64,
+        momentum: f64,
+        scale: usize,
+        shift: usize,
+        mean: usize,
+        var: usize,
+    },
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Concat(usize),
+    Split {
+        axis: usize,
+        sizes: Vec<usize>,
+    },
+    /// `(axis, start, length)` per narrowed axis.
+    Narrow(Vec<(usize, usize, usize)>),
+    Reshape,
+    Transpose([usize; 4]),
+    MaxPool(MaxPoolOptions<2>),
+    AvgPool(AvgPoolOptions<2>),
+    GlobalAveragePool,
+    ReduceMean(Vec<usize>),
+    Gemm {
+        alpha: f64,
+        beta: f64,
+        trans_b: bool,
+    },
+    MatMul,
+    /// Constant padding: `(axis, before, after)` per padded axis.
+    Pad(Vec<(usize, usize, usize)>, f32),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Step {
+    pub kernel: Kernel,
+    pub inputs: Vec<Operand>,
+    pub outputs: Vec<usize>,
+}
+
+/// A value slot: its shape as inferred in the graph and whether dimension 0 is the batch.
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    pub shape: Vec<usize>,
+    pub batched: bool,
+}
+
+/// A graph lowered to burn kernels; run it with [`Program::forward`](crate::Program::forward).
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub(crate) steps: Vec<Step>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) input: usize,
+    pub(crate) output: usize,
+    pub(crate) params: Vec<ParamSpec>,
+    input_shape: [usize; 3],
+    classes: usize,
+}
+
+impl Program {
+    /// The parameter slots, in the order [`crate::Params`] holds their values.
+    pub fn params(&self) -> &[ParamSpec] {
+        &self.params
+    }
+
+    /// `[channels, height, width]` of one input image.
+    pub fn input_shape(&self) -> [usize; 3] {
+        self.input_shape
+    }
+
+    /// Number of scores the model outputs per image.
+    pub fn classes(&self) -> usize {
+        self.classes
+    }
+
+    /// Logical shape of a slot for a batch of `n`.
+    pub(crate) fn shape(&self, slot: usize, n: usize) -> Vec<usize> {
+        let s = &self.slots[slot];
+        let mut shape = s.shape.clone();
+        if s.batched {
+            shape[0] = n;
+        }
+        shape
+    }
+}
+
+/// `shape` padded with trailing ones to rank 4.
+pub(crate) fn pad4(shape: &[usize]) -> [usize; 4] {
+    let mut out = [1; 4];
+    out[..shape.len()].copy_from_slice(shape);
+    out
+}
+
+struct Lowering<'g> {
+    graph: &'g Graph,
+    slots: Vec<Slot>,
+    slot_of: HashMap<Outlet, usize>,
+    params: Vec<ParamSpec>,
+    param_of: HashMap<NodeId, usize>,
+    batch: usize,
+}
+
+/// Lowers `graph` (one rank-4 float input, one output of scores per image).
+/// Errors name the node that cannot be lowered and why.
+pub fn lower(graph: &Graph) -> Result<Program, TrainError> {
+    let inputs = graph.inputs();
+    if inputs.len() != 1 {
+        return Err(TrainError::Model(format!(
+            "expected one image input, found {}",
+            inputs.len()
+        )));
+    }
+    let input_node = graph.node(inputs[0]);
+    let fact = &input_node.outputs[0];
+    if fact.rank() != 4 || fact.dtype != DType::F32 {
+        return Err(TrainError::Model(format!(
+            "input '{}' is {fact}; training needs a float32 [N, C, H, W] image input",
+            input_node.name
+        )));
+    }
+    let [batch, c, h, w] = [fact.shape[0], fact.shape[1], fact.shape[2], fact.shape[3]];
+    if graph.outputs().len() != 1 {
+        return Err(TrainError::Model(format!(
+            "expected one output (class scores), found {}",
+            graph.outputs().len()
+        )));
+    }
+    let mut l = Lowering {
+        graph,
+        slots: Vec::new(),
+        slot_of: HashMap::new(),
+        params: Vec::new(),
+        param_of: HashMap::new(),
+        batch,
+    };
+    let roles = param_roles(graph);
+    let input = l.slot(inputs[0].out(0), true);
+    let mut steps = Vec::new();
+    for id in graph.topo_order()? {
+        let node = graph.node(id);
+        match &node.op {
+            Op::Input(_) => {}
+            Op::Const(t) => {
+                let role = roles.get(&id).copied().unwrap_or(Role::Fixed);
+                if t.dtype() != DType::F32 {
+                    continue;
+                }
+                l.param_of.insert(id, l.params.len());
+                l.params.push(ParamSpec {
+                    node: id,
+                    name: node.name.clone(),
+                    shape: t.shape().to_vec(),
+                    role,
+                });
+            }
+            op => steps.push(l.step(id, op)?),
+        }
+    }
+    let out = graph.outputs()[0].1;
+    let output = *l.slot_of.get(&out).ok_or_else(|| {
+        TrainError::Model("the output is a constant, not computed from the input".into())
+    })?;
+    let out_shape = &l.slots[output].shape;
+    if out_shape.len() < 2 || out_shape[0] != batch {
+        return Err(TrainError::Model(format!(
+            "output {:?} is not one score vector per image",
+            out_shape
+        )));
+    }
+    let classes = out_shape[1..].iter().product();
+    Ok(Program {
+        steps,
+        slots: l.slots,
+        input,
+        output,
+        params: l.params,
+        input_shape: [c, h, w],
+        classes,
+    })
+}
+
+/// Roles of the constants by the input slot of the op that reads them.
+fn param_roles(graph: &Graph) -> HashMap<NodeId, Role> {
+    let mut roles = HashMap::new();
+    for id in graph.node_ids() {
+        let node = graph.node(id);
+        for (slot, o) in node.inputs.iter().enumerate() {
+            if !matches!(graph.node(o.node).op, Op::Const(_)) {
+                continue;
+            }
+            let role = match (&node.op, slot) {
+                (Op::Conv(_), 1 | 2) | (Op::Gemm(_), 1 | 2) | (Op::MatMul(_), _) => Role::Learnable,
+                (Op::BatchNorm(_), 1 | 2) => Role::Learnable,
+                (Op::BatchNorm(_), 3) => Role::RunningMean,
+                (Op::BatchNorm(_), 4) => Role::RunningVar,
+                _ => Role::Fixed,
+            };
+            let entry = roles.entry(o.node).or_insert(role);
+            if role == Role::Learnable {
+                *entry = Role::Learnable;
+            }
+        }
+    }
+    roles
+}
+
+impl Lowering<'_> {
+    fn slot(&mut self, o: Outlet, batched: bool) -> usize {
+        let shape = self.graph.fact(o).map(|f| f.shape.clone()).unwrap_or_default();
+        self.slots.push(Slot { shape, batched });
+        self.slot_of.insert(o, self.slots.len() - 1);
+        self.slots.len() - 1
+    }
+
+    fn unsupported(&self, id: NodeId, reason: impl Into<String>) -> TrainError {
+        let node = self.graph.node(id);
+        TrainError::Unsupported {
+            node: node.name.clone(),
+            op: node.op.name(),
+            reason: reason.into(),
+        }
+    }
+
+    fn operand(&self, id: NodeId, o: Outlet) -> Result<Operand, TrainError> {
+        if let Some(&s) = self.slot_of.get(&o) {
+            return Ok(Operand::Slot(s));
+        }
+        if let Some(&p) = self.param_of.get(&o.node) {
+            return Ok(Operand::Param(p));
+        }
+        Err(self.unsupported(id, "reads a non-float constant"))
+    }
+
+    fn param(&self, id: NodeId, o: Outlet, what: &str) -> Result<usize, TrainError> {
+        match self.operand(id, o)? {
+            Operand::Param(p) => Ok(p),
+            Operand::Slot(_) => Err(self.unsupported(id, format!("{what} must be a constant"))),
+        }
+    }
+
+    fn rank(&self, o: Outlet) -> usize {
+        self.graph.fact(o).map_or(0, |f| f.rank())
+    }
+
+    fn step(&mut self, id: NodeId, op: &Op) -> Result<Step, TrainError> {
+        let node = self.graph.node(id);
+        if node.outputs.iter().any(|f| f.rank() > 4) {
+            return Err(self.unsupported(id, "values of rank above 4 are not supported"));
+        }
+        if node.outputs.iter().any(|f| f.dtype != DType::F32) {
+            return Err(self.unsupported(id, "only float32 values can be trained"));
+        }
+        let batched = node.inputs.iter().any(|o| {
+            self.slot_of
+                .get(o)
+                .is_some_and(|&s| self.slots[s].batched)
+        });
+        let first = node.inputs.first().copied();
+        let axis = |a: i64, rank: usize| -> usize {
+            if a < 0 { (a + rank as i64) as usize } else { a as usize }
+        };
+        let mut inputs: Vec<Operand> = Vec::new();
+        let kernel = match op {
+            Op::Conv(c) => {
+                inputs.push(self.operand(id, node.inputs[0])?);
+                let weight = self.param(id, node.inputs[1], "the weight")?;
+                let bias = match node.inputs.get(2) {
+                    Some(&b) => Some(self.param(id, b, "the bias")?),
+                    None => None,
+                };
+                Kernel::Conv {
+                    options: ConvOptions::new_with_padding(
+                        c.strides,
+                        [(c.pads[0], c.pads[2]), (c.pads[1], c.pads[3])],
+                        c.dilations,
+                        c.group,
+                    ),
+                    weight,
+                    bias,
+                }
+            }
+            Op::BatchNorm(b) => {
+                let r = self.rank(node.inputs[0]);
+                if !(2..=4).contains(&r) {
+                    return Err(self.unsupported(id, format!("input of rank {r}")));
+                }
+                inputs.push(self.operand(id, node.inputs[0])?);
+                Kernel::BatchNorm {
+                    epsilon: b.epsilon as f64,
+                    momentum: b.momentum as f64,
+                    scale: self.param(id, node.inputs[1], "the scale")?,
+                    shift: self.param(id, node.inputs[2], "the bias")?,
+                    mean: self.param(id, node.inputs[3], "the mean")?,
+                    var: self.param(id, node.inputs[4], "the variance")?,
+                }
+            }
+            Op::Unary(u) => Kernel::Unary(u.op),
+            Op::Binary(b) => Kernel::Binary(b.op),
+            Op::Concat(c) => Kernel::Concat(axis(c.axis, node.outputs[0].rank())),
+            Op::Split(s) => Kernel::Split {
+                axis: axis(s.axis, node.outputs[0].rank()),
+                sizes: s.sizes.clone(),
+            },
+            Op::Slice(s) => {
+                let in_shape = &self.graph.fact(node.inputs[0]).expect("wired").shape;
+                let out_shape = &node.outputs[0].shape;
+                let mut ranges = Vec::new();
+                for (i, &a) in s.axes.iter().enumerate() {
+                    let a = axis(a, in_shape.len());
+                    if s.steps.get(i).copied().unwrap_or(1) != 1 {
+                        return Err(self.unsupported(id, "only step 1 slices can be trained"));
+                    }
+                    if a == 0 && batched {
+                        return Err(self.unsupported(id, "slices the batch dimension"));
+                    }
+                    let d = in_shape[a] as i64;
+                    let st = if s.starts[i] < 0 { s.starts[i] + d } else { s.starts[i] };
+                    ranges.push((a, st.clamp(0, d) as usize, out_shape[a]));
+                }
+                Kernel::Narrow(ranges)
+            }
+            Op::Reshape(_) | Op::Flatten(_) => {
+                let in_shape = &self.graph.fact(node.inputs[0]).expect("wired").shape;
+                let out_shape = &node.outputs[0].shape;
+                let per = |s: &[usize]| s.iter().skip(1).product::<usize>();
+                if batched
+                    && (out_shape.first() != in_shape.first()
+                        || per(out_shape) != per(in_shape))
+                {
+                    return Err(self.unsupported(
+                        id,
+                        format!(
+                            "reshapes {in_shape:?} to {out_shape:?}, mixing images of a batch"
+                        ),
+                    ));
+                }
+                Kernel::Reshape
+            }
+            Op::Transpose(t) => {
+                if batched && t.perm.first() != Some(&0) {
+                    return Err(self.unsupported(id, "moves the batch dimension"));
+                }
+                let mut perm = [0, 1, 2, 3];
+                perm[..t.perm.len()].copy_from_slice(&t.perm);
+                Kernel::Transpose(perm)
+            }
+            Op::Pool(p) => {
+                let pairs = [(p.pads[0], p.pads[2]), (p.pads[1], p.pads[3])];
+                match p.kind {
+                    PoolKind::Max => Kernel::MaxPool(
+                        MaxPoolOptions::new(p.kernel)
+                            .with_stride(p.strides)
+                            .with_padding_pairs(pairs)
+                            .with_dilation(p.dilations)
+                            .with_ceil_mode(p.ceil_mode),
+                    ),
+                    PoolKind::Average { count_include_pad } => {
+                        if p.dilations != [1, 1] {
+                            return Err(self.unsupported(id, "dilated average pooling"));
+                        }
+                        Kernel::AvgPool(
+                            AvgPoolOptions::new(p.kernel)
+                                .with_stride(p.strides)
+                                .with_padding_pairs(pairs)
+                                .with_count_include_pad(count_include_pad)
+                                .with_ceil_mode(p.ceil_mode),
+                        )
+                    }
+                }
+            }
+            Op::GlobalAveragePool(_) => Kernel::GlobalAveragePool,
+            Op::ReduceMean(r) => {
+                let rank = self.rank(node.inputs[0]);
+                let axes: Vec<usize> = if r.axes.is_empty() {
+                    (0..rank).collect()
+                } else {
+                    r.axes.iter().map(|&a| axis(a, rank)).collect()
+                };
+                if batched && axes.contains(&0) {
+                    return Err(self.unsupported(id, "averages over the batch dimension"));
+                }
+                Kernel::ReduceMean(axes)
+            }
+            Op::Gemm(g) => {
+                if g.trans_a || self.rank(node.inputs[0]) != 2 {
+                    return Err(self.unsupported(id, "A must be a [N, K] value, not transposed"));
+                }
+                inputs.push(self.operand(id, node.inputs[0])?);
+                inputs.push(self.operand(id, node.inputs[1])?);
+                if let Some(&c) = node.inputs.get(2) {
+                    inputs.push(self.operand(id, c)?);
+                }
+                Kernel::Gemm {
+                    alpha: g.alpha as f64,
+                    beta: g.beta as f64,
+                    trans_b: g.trans_b,
+                }
+            }
+            Op::MatMul(_) => {
+                if node.inputs.iter().any(|&o| self.rank(o) != 2) {
+                    return Err(self.unsupported(id, "only [N, K] x [K, M] products can be trained"));
+                }
+                Kernel::MatMul
+            }
+            Op::Pad(p) => {
+                if p.mode != graph_ir::ops::PadMode::Constant {
+                    return Err(self.unsupported(id, "only constant padding can be trained"));
+                }
+                let r = p.pads.len() / 2;
+                let mut pads = Vec::new();
+                for a in 0..r {
+                    let (b, e) = (p.pads[a], p.pads[a + r]);
+                    if b < 0 || e < 0 {
+                        return Err(self.unsupported(id, "negative pads"));
+                    }
+                    if (b, e) != (0, 0) {
+                        if a == 0 && batched {
+                            return Err(self.unsupported(id, "pads the batch dimension"));
+                        }
+                        pads.push((a, b as usize, e as usize));
+                    }
+                }
+                Kernel::Pad(pads, p.value)
+            }
+            Op::Input(_) | Op::Const(_) => unreachable!("handled by the caller"),
+        };
+        if inputs.is_empty() {
+            for &o in &node.inputs {
+                inputs.push(self.operand(id, o)?);
+            }
+        }
+        if !batched && first.is_some() {
+            return Err(self.unsupported(
+                id,
+                "computes only on constants; fold it before training (stretch convert)",
+            ));
+        }
+        if batched {
+            for f in &node.outputs {
+                if f.shape.first() != Some(&self.batch) {
+                    return Err(self.unsupported(
+                        id,
+                        format!("output {:?} lost the batch dimension", f.shape),
+                    ));
+                }
+            }
+        }
+        let outputs = (0..node.outputs.len())
+            .map(|i| self.slot(id.out(i), batched))
+            .collect();
+        Ok(Step {
+            kernel,
+            inputs,
+            outputs,
+        })
+    }
+}

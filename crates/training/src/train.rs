@@ -1,0 +1,419 @@
+//! The training loop: mini-batch SGD/Adam over a lowered graph, validation
+//! each epoch, distillation from a teacher, checkpoints and exact resumption.
+
+use std::path::Path;
+use std::time::Instant;
+
+use burn::tensor::{Device, Tensor, TensorData, loss::cross_entropy_with_logits};
+use graph_ir::Graph;
+use graph_ir::rng::SplitMix64;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Backend;
+use crate::checkpoint::{Checkpoint, Header, SCHEMA};
+use crate::data::{Augment, Dataset, Split, Transform, split};
+use crate::error::TrainError;
+use crate::infer::Inference;
+use crate::lower::{Program, Role, lower};
+use crate::metrics::{Tally, cross_entropy, softmax};
+use crate::optim::{Optimizer, OptimizerState, Schedule};
+use crate::params::{Params, host_vec};
+
+/// Soft-label distillation from a teacher model.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Distill {
+    /// Weight of the teacher's soft labels; `1 - alpha` goes to the true labels.
+    pub alpha: f64,
+    /// Softmax temperature for both teacher and student (the soft term is scaled by T²).
+    pub temperature: f64,
+}
+
+/// A training recipe. Two runs with equal recipes, data and model produce the
+/// same weights on one CPU thread.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Recipe {
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub lr: f64,
+    pub optimizer: Optimizer,
+    pub weight_decay: f64,
+    pub schedule: Schedule,
+    pub seed: u64,
+    /// Share of the dataset held out for validation.
+    pub val_fraction: f64,
+    pub augment: Augment,
+    pub distill: Option<Distill>,
+}
+
+impl Default for Recipe {
+    fn default() -> Recipe {
+        Recipe {
+            epochs: 30,
+            batch_size: 64,
+            lr: 0.05,
+            optimizer: Optimizer::Sgd { momentum: 0.9 },
+            weight_decay: 5e-4,
+            schedule: Schedule::Cosine,
+            seed: 0,
+            val_fraction: 0.2,
+            augment: Augment::default(),
+            distill: None,
+        }
+    }
+}
+
+/// What one epoch measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpochMetrics {
+    /// 1-based.
+    pub epoch: usize,
+    /// Learning rate at the epoch's first batch.
+    pub lr: f64,
+    pub train_loss: f64,
+    pub train_top1: f64,
+    pub val_loss: f64,
+    pub val_top1: f64,
+    pub val_top5: f64,
+    /// Wall-clock seconds of the epoch's training batches (validation excluded).
+    pub seconds: f64,
+    pub images_per_second: f64,
+}
+
+/// Receives progress; every method has an empty default.
+pub trait Progress {
+    fn epoch_started(&mut self, _epoch: usize, _batches: usize) {}
+    fn batch_done(&mut self, _loss: f64) {}
+    fn epoch_done(&mut self, _metrics: &EpochMetrics) {}
+}
+
+impl Progress for () {}
+
+/// A training run in progress.
+pub struct Session<'a> {
+    program: Program,
+    params: Params,
+    optimizer: OptimizerState,
+    recipe: Recipe,
+    transform: Transform,
+    split: Split,
+    data: &'a dyn Dataset,
+    teacher: Option<Inference>,
+    history: Vec<EpochMetrics>,
+    train_device: Device,
+    eval_device: Device,
+}
+
+const EPOCH_SALT: u64 = 0x4570_6f63_6853_6875;
+
+impl<'a> Session<'a> {
+    /// Lowers `graph`, loads its weights and prepares the data split and
+    /// normalisation for `recipe`. `teacher` is required when the recipe distils.
+    pub fn new(
+        graph: &Graph,
+        data: &'a dyn Dataset,
+        recipe: Recipe,
+        backend: Backend,
+        teacher: Option<&Graph>,
+    ) -> Result<Session<'a>, TrainError> {
+        check_recipe(&recipe)?;
+        let program = lower(graph)?;
+        if program.classes() != data.classes() {
+            return Err(TrainError::ClassMismatch {
+                model: program.classes(),
+                dataset: data.classes(),
+            });
+        }
+        if data.len() < 2 {
+            return Err(TrainError::Option {
+                key: "dataset",
+                reason: format!("{} has {} image(s); need at least 2", data.describe(), data.len()),
+            });
+        }
+        let eval_device = backend.device();
+        let train_device = eval_device.clone().autodiff();
+        let params = Params::from_graph(&program, graph, &train_device)?;
+        let split = split(data.len(), recipe.val_fraction, recipe.seed);
+        let transform = Transform::fit(data, &split.train, program.input_shape(), recipe.augment)?;
+        let teacher = match (recipe.distill, teacher) {
+            (Some(_), Some(t)) => {
+                let inf = Inference::new(t, &eval_device)?;
+                if inf.program.input_shape() != program.input_shape() || inf.program.classes() != program.classes() {
+                    return Err(TrainError::Option {
+                        key: "teacher",
+                        reason: format!(
+                            "the teacher takes {:?} and outputs {} classes; the student takes {:?} and outputs {}",
+                            inf.program.input_shape(),
+                            inf.program.classes(),
+                            program.input_shape(),
+                            program.classes()
+                        ),
+                    });
+                }
+                Some(inf)
+            }
+            (Some(_), None) => {
+                return Err(TrainError::Option {
+                    key: "teacher",
+                    reason: "distillation needs a teacher model".into(),
+                });
+            }
+            (None, _) => None,
+        };
+        let optimizer = OptimizerState::new(recipe.optimizer, recipe.weight_decay, program.params().len());
+        Ok(Session {
+            program,
+            params,
+            optimizer,
+            recipe,
+            transform,
+            split,
+            data,
+            teacher,
+            history: Vec::new(),
+            train_device,
+            eval_device,
+        })
+    }
+
+    pub fn recipe(&self) -> &Recipe {
+        &self.recipe
+    }
+
+    pub fn transform(&self) -> &Transform {
+        &self.transform
+    }
+
+    pub fn split(&self) -> &Split {
+        &self.split
+    }
+
+    pub fn history(&self) -> &[EpochMetrics] {
+        &self.history
+    }
+
+    pub fn epochs_done(&self) -> usize {
+        self.history.len()
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    fn batches_per_epoch(&self) -> usize {
+        self.split.train.len().div_ceil(self.recipe.batch_size)
+    }
+
+    /// Trains one epoch, then validates. A non-finite loss stops the epoch
+    /// with [`TrainError::NonFinite`] and leaves the weights as they were
+    /// before the failing batch.
+    pub fn run_epoch(&mut self, progress: &mut dyn Progress) -> Result<EpochMetrics, TrainError> {
+        let epoch = self.history.len() + 1;
+        let mut rng = SplitMix64::new(self.recipe.seed ^ EPOCH_SALT ^ (epoch as u64).wrapping_mul(0x9E37_79B9));
+        let mut order = self.split.train.clone();
+        rng.shuffle(&mut order);
+        let batches = self.batches_per_epoch();
+        let total_steps = batches * self.recipe.epochs;
+        let [c, h, w] = self.program.input_shape();
+        let classes = self.program.classes();
+        progress.epoch_started(epoch, batches);
+        let lr0 = self.recipe.schedule.at(self.recipe.lr, (epoch - 1) * batches, total_steps);
+        let mut tally = Tally::default();
+        let start = Instant::now();
+        for (b, idx) in order.chunks(self.recipe.batch_size).enumerate() {
+            let n = idx.len();
+            let images = self.transform.batch(self.data, idx, Some(&mut rng));
+            let labels: Vec<usize> = idx.iter().map(|&i| self.data.label(i)).collect();
+            let mut onehot = vec![0f32; n * classes];
+            for (r, &l) in labels.iter().enumerate() {
+                onehot[r * classes + l] = 1.0;
+            }
+            let soft = self.teacher.as_ref().map(|t| {
+                let d = self.recipe.distill.expect("teacher implies distillation");
+                (softmax(&t.scores(&images, n), classes, d.temperature), d)
+            });
+            let x = Tensor::<4>::from_data(TensorData::new(images, [n, c, h, w]), &self.train_device);
+            let fwd = self.program.forward(&self.params.values, x, true);
+            let target = Tensor::<2>::from_data(TensorData::new(onehot, [n, classes]), &self.train_device);
+            let mut loss = cross_entropy_with_logits(fwd.logits.clone(), target);
+            if let Some((p, d)) = soft {
+                let p = Tensor::<2>::from_data(TensorData::new(p, [n, classes]), &self.train_device);
+                let soft_loss = cross_entropy_with_logits(fwd.logits.clone().div_scalar(d.temperature), p);
+                loss = loss.mul_scalar(1.0 - d.alpha) + soft_loss.mul_scalar(d.alpha * d.temperature * d.temperature);
+            }
+            let value = host_vec(&loss.clone().detach())[0];
+            if !value.is_finite() {
+                return Err(TrainError::NonFinite {
+                    value,
+                    epoch,
+                    batch: b + 1,
+                    checkpoint: String::new(),
+                });
+            }
+            let scores = host_vec(&fwd.logits.clone().detach().reshape([n * classes]));
+            let grads = loss.backward();
+            let step = (epoch - 1) * batches + b;
+            let lr = self.recipe.schedule.at(self.recipe.lr, step, total_steps);
+            for (i, spec) in self.program.params().iter().enumerate() {
+                if spec.role != Role::Learnable {
+                    continue;
+                }
+                let p = &self.params.values[i];
+                let Some(g) = p.grad(&grads) else { continue };
+                let updated = self.optimizer.update(i, p.clone().inner(), g, lr);
+                self.params.values[i] = Tensor::from_inner(updated).require_grad();
+            }
+            self.optimizer.step += 1;
+            self.params.update_running(fwd.stats);
+            tally.add(&scores, &labels, value as f64);
+            progress.batch_done(value as f64);
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let val = self.evaluate(&self.split.val.clone());
+        let m = EpochMetrics {
+            epoch,
+            lr: lr0,
+            train_loss: tally.mean_loss(),
+            train_top1: tally.top1(),
+            val_loss: val.mean_loss(),
+            val_top1: val.top1(),
+            val_top5: val.top5(),
+            seconds,
+            images_per_second: tally.count as f64 / seconds.max(1e-9),
+        };
+        self.history.push(m.clone());
+        progress.epoch_done(&m);
+        Ok(m)
+    }
+
+    /// Loss and accuracy of the current weights (running BatchNorm statistics) on `indices`.
+    pub fn evaluate(&self, indices: &[usize]) -> Tally {
+        let params = self.params.detached();
+        let [c, h, w] = self.program.input_shape();
+        let mut tally = Tally::default();
+        for idx in indices.chunks(256) {
+            let n = idx.len();
+            let images = self.transform.batch(self.data, idx, None);
+            let x = Tensor::<4>::from_data(TensorData::new(images, [n, c, h, w]), &self.eval_device);
+            let logits = self.program.forward(&params, x, false).logits;
+            let scores = host_vec(&logits.reshape([n * self.program.classes()]));
+            let labels: Vec<usize> = idx.iter().map(|&i| self.data.label(i)).collect();
+            let loss = cross_entropy(&scores, &labels);
+            tally.add(&scores, &labels, loss);
+        }
+        tally
+    }
+
+    /// Writes the trained weights and running statistics into `graph`.
+    pub fn write_back(&self, graph: &mut Graph) -> Result<(), TrainError> {
+        self.params.write_back(&self.program, graph)
+    }
+
+    fn header(&self) -> Header {
+        let (first, second) = self.optimizer.to_host();
+        Header {
+            schema: SCHEMA.into(),
+            params: self.program.params().iter().map(|p| (p.name.clone(), p.shape.clone())).collect(),
+            recipe: self.recipe.clone(),
+            dataset: self.data.describe(),
+            transform: self.transform.clone(),
+            epochs_done: self.history.len(),
+            optimizer_step: self.optimizer.step,
+            history: self.history.clone(),
+            buffers: first.iter().zip(&second).map(|(f, s)| (f.is_some(), s.is_some())).collect(),
+        }
+    }
+
+    /// Saves everything needed to continue this run (atomically replacing `path`).
+    pub fn save_checkpoint(&self, path: &Path) -> Result<(), TrainError> {
+        let (first, second) = self.optimizer.to_host();
+        Checkpoint {
+            header: self.header(),
+            values: self.params.to_host(),
+            first,
+            second,
+        }
+        .save(path)
+    }
+
+    /// Continues from a checkpoint of the same model, data and recipe; a
+    /// different recipe, dataset or model is refused naming what differs.
+    pub fn resume(&mut self, path: &Path) -> Result<(), TrainError> {
+        let ck = Checkpoint::load(path)?;
+        let bad = |reason: String| TrainError::Checkpoint {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let mine = self.header();
+        if ck.header.params != mine.params {
+            let first = mine
+                .params
+                .iter()
+                .zip(&ck.header.params)
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| format!("the model has {} {:?}, the checkpoint {} {:?}", a.0, a.1, b.0, b.1))
+                .unwrap_or_else(|| {
+                    format!("the model has {} parameters, the checkpoint {}", mine.params.len(), ck.header.params.len())
+                });
+            return Err(bad(format!("belongs to another model: {first}")));
+        }
+        if ck.header.recipe != self.recipe {
+            return Err(bad(format!(
+                "was made with another recipe: {}",
+                recipe_difference(&ck.header.recipe, &self.recipe)
+            )));
+        }
+        if ck.header.dataset != mine.dataset {
+            return Err(bad(format!("was trained on {}, not {}", ck.header.dataset, mine.dataset)));
+        }
+        if ck.header.epochs_done > self.recipe.epochs {
+            return Err(bad(format!(
+                "has {} epochs done, more than the recipe's {}",
+                ck.header.epochs_done, self.recipe.epochs
+            )));
+        }
+        self.params = Params::from_host(&self.program, ck.values, &self.train_device);
+        self.optimizer.restore(ck.first, ck.second, &self.eval_device)?;
+        self.optimizer.step = ck.header.optimizer_step;
+        self.transform = ck.header.transform;
+        self.history = ck.header.history;
+        Ok(())
+    }
+}
+
+fn check_recipe(r: &Recipe) -> Result<(), TrainError> {
+    let bad = |key, reason: String| Err(TrainError::Option { key, reason });
+    if r.epochs == 0 {
+        return bad("epochs", "must be at least 1".into());
+    }
+    if r.batch_size == 0 {
+        return bad("batch-size", "must be at least 1".into());
+    }
+    if !(r.lr > 0.0 && r.lr.is_finite()) {
+        return bad("lr", format!("{} is not a positive number", r.lr));
+    }
+    if !(0.0..1.0).contains(&r.val_fraction) || r.val_fraction == 0.0 {
+        return bad("val-fraction", format!("{} is not in (0, 1)", r.val_fraction));
+    }
+    if let Some(d) = r.distill {
+        if !(0.0..=1.0).contains(&d.alpha) {
+            return bad("kd-alpha", format!("{} is not in [0, 1]", d.alpha));
+        }
+        if !(d.temperature > 0.0) {
+            return bad("kd-temperature", format!("{} is not positive", d.temperature));
+        }
+    }
+    Ok(())
+}
+
+fn recipe_difference(a: &Recipe, b: &Recipe) -> String {
+    let ja = serde_json::to_value(a).expect("serialisable");
+    let jb = serde_json::to_value(b).expect("serialisable");
+    let (Some(ma), Some(mb)) = (ja.as_object(), jb.as_object()) else {
+        return "recipes differ".into();
+    };
+    ma.iter()
+        .filter(|(k, v)| mb.get(*k) != Some(v))
+        .map(|(k, v)| format!("{k} {v} in the checkpoint, {} now", mb.get(k).cloned().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
