@@ -1,8 +1,8 @@
 //! Deterministic filling of weights that have no data (structure-only models).
 
 use crate::graph::{Graph, NodeId};
-use crate::rng::SplitMix64;
 use crate::ops::Op;
+use crate::rng::SplitMix64;
 use crate::tensor::{DType, Tensor};
 
 /// FNV-1a of a name, so a tensor's values depend on the seed and its name only.

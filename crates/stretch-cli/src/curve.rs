@@ -17,7 +17,11 @@ pub fn learning_curve_svg(title: &str, history: &[EpochMetrics]) -> String {
     );
     let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    let _ = writeln!(svg, r#"<text x="10" y="22" font-size="15" font-weight="bold">{}</text>"#, esc(title));
+    let _ = writeln!(
+        svg,
+        r#"<text x="10" y="22" font-size="15" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
     let epochs: Vec<f64> = history.iter().map(|m| m.epoch as f64).collect();
     let loss_max = history
         .iter()
@@ -47,20 +51,56 @@ pub fn learning_curve_svg(title: &str, history: &[EpochMetrics]) -> String {
     for (p, (name, ymax, series)) in panels.iter().enumerate() {
         let x0 = margin + p as f64 * (pw + margin + 30.0);
         let y0 = top;
-        let _ = writeln!(svg, r##"<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##);
-        let _ = writeln!(svg, r#"<text x="{}" y="{}" text-anchor="middle">{name}</text>"#, x0 + pw / 2.0, y0 - 6.0);
-        let _ = writeln!(svg, r#"<text x="{}" y="{}" text-anchor="end">{ymax:.3}</text>"#, x0 - 4.0, y0 + 10.0);
-        let _ = writeln!(svg, r#"<text x="{}" y="{}" text-anchor="end">0</text>"#, x0 - 4.0, y0 + ph);
-        let _ = writeln!(svg, r#"<text x="{}" y="{}" text-anchor="middle">epoch</text>"#, x0 + pw / 2.0, y0 + ph + 34.0);
-        let _ = writeln!(svg, r#"<text x="{x0}" y="{}" text-anchor="middle">1</text>"#, y0 + ph + 16.0);
-        let _ = writeln!(svg, r#"<text x="{}" y="{}" text-anchor="middle">{last}</text>"#, x0 + pw, y0 + ph + 16.0);
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle">{name}</text>"#,
+            x0 + pw / 2.0,
+            y0 - 6.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="end">{ymax:.3}</text>"#,
+            x0 - 4.0,
+            y0 + 10.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="end">0</text>"#,
+            x0 - 4.0,
+            y0 + ph
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle">epoch</text>"#,
+            x0 + pw / 2.0,
+            y0 + ph + 34.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{x0}" y="{}" text-anchor="middle">1</text>"#,
+            y0 + ph + 16.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle">{last}</text>"#,
+            x0 + pw,
+            y0 + ph + 16.0
+        );
         for (k, (label, colour, ys)) in series.iter().enumerate() {
             let pts: Vec<String> = epochs
                 .iter()
                 .zip(ys)
                 .filter(|(_, y)| y.is_finite())
                 .map(|(&e, &y)| {
-                    let x = if last > 1.0 { x0 + pw * (e - 1.0) / (last - 1.0) } else { x0 + pw / 2.0 };
+                    let x = if last > 1.0 {
+                        x0 + pw * (e - 1.0) / (last - 1.0)
+                    } else {
+                        x0 + pw / 2.0
+                    };
                     format!("{x:.1},{:.1}", y0 + ph - ph * (y / ymax).clamp(0.0, 1.0))
                 })
                 .collect();
@@ -93,7 +133,15 @@ pub fn metrics_csv(history: &[EpochMetrics]) -> String {
         let _ = writeln!(
             s,
             "{},{:.6},{:.6},{:.3},{:.6},{:.3},{:.3},{:.3},{:.1}",
-            m.epoch, m.lr, m.train_loss, m.train_top1, m.val_loss, m.val_top1, m.val_top5, m.seconds, m.images_per_second
+            m.epoch,
+            m.lr,
+            m.train_loss,
+            m.train_top1,
+            m.val_loss,
+            m.val_top1,
+            m.val_top5,
+            m.seconds,
+            m.images_per_second
         );
     }
     s

@@ -128,6 +128,9 @@ fn parse_augment(s: &str) -> Result<Augment> {
 
 /// `path` with its extension replaced by `ext` (`trained.onnx` → `trained.ckpt`).
 pub fn beside(path: &std::path::Path, suffix: &str) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     path.with_file_name(format!("{stem}{suffix}"))
 }

@@ -63,7 +63,15 @@ fn burn_inference_matches_onnxruntime() {
         for merge in ["project", "concat"] {
             let b = dir.join(format!("{name}-{merge}.onnx"));
             stretch_ok(&[
-                "stretch", &path(&m), "--device", &host, "--alpha", "1", "--merge", merge, "-o",
+                "stretch",
+                &path(&m),
+                "--device",
+                &host,
+                "--alpha",
+                "1",
+                "--merge",
+                merge,
+                "-o",
                 &path(&b),
             ]);
             models.push((b, true));
@@ -89,14 +97,32 @@ fn burn_inference_matches_onnxruntime() {
             .collect();
         let scores = inf.scores(&data, n);
         let (x, y) = (dir.join(format!("x{i}.npy")), dir.join(format!("y{i}.npy")));
-        write(&x, &Array { shape: vec![n, c, h, w], data }).expect("write input");
+        write(
+            &x,
+            &Array {
+                shape: vec![n, c, h, w],
+                data,
+            },
+        )
+        .expect("write input");
         let classes = inf.program.classes();
-        write(&y, &Array { shape: vec![n, classes], data: scores }).expect("write output");
+        write(
+            &y,
+            &Array {
+                shape: vec![n, classes],
+                data: scores,
+            },
+        )
+        .expect("write output");
         list.push_str(&format!("{} {} {}\n", path(model), path(&x), path(&y)));
     }
     let list_file = dir.join("list.txt");
     std::fs::write(&list_file, list).expect("write list");
     let report = reference(&["expect-list", &path(&list_file), "--rtol", "1e-4"]);
-    assert_eq!(report.lines().filter(|l| l.contains("max abs diff")).count(), models.len(), "{report}");
+    assert_eq!(
+        report.lines().filter(|l| l.contains("max abs diff")).count(),
+        models.len(),
+        "{report}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,15 +14,35 @@ fn path(p: &std::path::Path) -> String {
 /// A zoo model for 16x16 inputs and `classes` classes.
 fn zoo(dir: &std::path::Path, name: &str, classes: &str) -> String {
     let m = path(&dir.join(format!("{name}-{classes}.onnx")));
-    stretch_ok(&["zoo", name, "--input-size", "16", "--classes", classes, "--seed", "1", "-o", &m]);
+    stretch_ok(&[
+        "zoo",
+        name,
+        "--input-size",
+        "16",
+        "--classes",
+        classes,
+        "--seed",
+        "1",
+        "-o",
+        &m,
+    ]);
     m
 }
 
 fn train(model: &str, out: &str, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "train", model, "--dataset", "digits", "--epochs", "3", "--batch-size", "64", "--lr", "0.05", "--seed", "3",
-        "--threads", "1", "-o", out,
+    let defaults = [
+        ("--epochs", "3"),
+        ("--batch-size", "64"),
+        ("--lr", "0.05"),
+        ("--seed", "3"),
+        ("--threads", "1"),
     ];
+    let mut args = vec!["train", model, "--dataset", "digits", "-o", out];
+    for (k, v) in defaults {
+        if !extra.contains(&k) {
+            args.extend_from_slice(&[k, v]);
+        }
+    }
     args.extend_from_slice(extra);
     stretch(&args)
 }
@@ -59,7 +79,10 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
     let out = train(&m, &part, &["--resume", &ckpt]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("resumed from") && text.contains("after epoch 2"), "{text}");
+    assert!(
+        text.contains("resumed from") && text.contains("after epoch 2"),
+        "{text}"
+    );
     let a = std::fs::read(&full).expect("full");
     let b = std::fs::read(&part).expect("resumed");
     assert!(a == b, "resumed model differs from the uninterrupted one");
@@ -70,7 +93,10 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
             .map(|l| l.split(',').take(7).collect::<Vec<_>>().join(","))
             .collect()
     };
-    let (ca, cb) = (csv(&path(&dir.join("full.metrics.csv"))), csv(&path(&dir.join("part.metrics.csv"))));
+    let (ca, cb) = (
+        csv(&path(&dir.join("full.metrics.csv"))),
+        csv(&path(&dir.join("part.metrics.csv"))),
+    );
     assert_eq!(ca.len(), 4);
     assert_eq!(ca, cb, "metrics differ");
     let svg = std::fs::read_to_string(dir.join("full.curve.svg")).expect("curve");
@@ -78,7 +104,10 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
     reference(&["check", &full]);
     let other = train(&m, &path(&dir.join("x.onnx")), &["--resume", &ckpt, "--lr", "0.1"]);
     let e = String::from_utf8_lossy(&other.stderr);
-    assert!(!other.status.success() && e.contains("another recipe") && e.contains("lr 0.05 in the checkpoint"), "{e}");
+    assert!(
+        !other.status.success() && e.contains("another recipe") && e.contains("lr 0.05 in the checkpoint"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -89,27 +118,66 @@ fn bad_input_is_named() {
     let out = path(&dir.join("o.onnx"));
     let r = train(&m7, &out, &["--epochs", "1"]);
     let e = String::from_utf8_lossy(&r.stderr);
-    assert!(!r.status.success() && e.contains("outputs 7 scores") && e.contains("10 classes") && e.contains("--replace-head"), "{e}");
+    assert!(
+        !r.status.success()
+            && e.contains("outputs 7 scores")
+            && e.contains("10 classes")
+            && e.contains("--replace-head"),
+        "{e}"
+    );
     let r = train(&m7, &out, &["--epochs", "1", "--replace-head"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(String::from_utf8_lossy(&r.stdout).contains("by a fresh 10-way one"));
     let r = stretch(&["train", &m7, "--dataset", "cifar10:/nonexistent/cifar", "-o", &out]);
     let e = String::from_utf8_lossy(&r.stderr);
-    assert!(!r.status.success() && e.contains("/nonexistent/cifar: does not exist"), "{e}");
+    assert!(
+        !r.status.success() && e.contains("/nonexistent/cifar: does not exist"),
+        "{e}"
+    );
     let bogus = dir.join("bogus.bin");
     std::fs::write(&bogus, b"12345").expect("write");
-    let r = stretch(&["train", &m7, "--dataset", &format!("cifar10:{}", path(&bogus)), "-o", &out]);
+    let r = stretch(&[
+        "train",
+        &m7,
+        "--dataset",
+        &format!("cifar10:{}", path(&bogus)),
+        "-o",
+        &out,
+    ]);
     let e = String::from_utf8_lossy(&r.stderr);
-    assert!(!r.status.success() && e.contains("bogus.bin") && e.contains("3073 bytes"), "{e}");
+    assert!(
+        !r.status.success() && e.contains("bogus.bin") && e.contains("3073 bytes"),
+        "{e}"
+    );
     let m10 = zoo(&dir, "resnet-mini", "10");
     let good = path(&dir.join("good.ckpt"));
     let r = train(&m10, &out, &["--epochs", "1", "--checkpoint", &good]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let before = std::fs::read(&good).expect("checkpoint");
-    let r = train(&m10, &out, &["--epochs", "1", "--lr", "1e30", "--schedule", "constant", "--checkpoint", &good]);
+    let r = train(
+        &m10,
+        &out,
+        &[
+            "--epochs",
+            "1",
+            "--lr",
+            "1e30",
+            "--schedule",
+            "constant",
+            "--checkpoint",
+            &good,
+        ],
+    );
     let e = String::from_utf8_lossy(&r.stderr);
-    assert!(!r.status.success() && e.contains("at epoch 1, batch") && e.contains("training stopped"), "{e}");
-    assert_eq!(std::fs::read(&good).expect("checkpoint"), before, "the last good checkpoint was touched");
+    assert!(
+        !r.status.success() && e.contains("at epoch 1, batch") && e.contains("training stopped"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(&good).expect("checkpoint"),
+        before,
+        "the last good checkpoint was touched"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -121,12 +189,37 @@ fn distillation_and_compare_accuracy_run() {
     let b = path(&dir.join("branched.onnx"));
     stretch_ok(&["stretch", &m, "--device", &host, "--alpha", "1", "-o", &b]);
     let out = path(&dir.join("kd.onnx"));
-    let r = train(&b, &out, &["--epochs", "1", "--teacher", &m, "--kd-alpha", "0.7", "--kd-temperature", "3"]);
+    let r = train(
+        &b,
+        &out,
+        &[
+            "--epochs",
+            "1",
+            "--teacher",
+            &m,
+            "--kd-alpha",
+            "0.7",
+            "--kd-temperature",
+            "3",
+        ],
+    );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let cmp = stretch_ok(&[
-        "compare-accuracy", &m, &b, "--dataset", "digits", "--epochs", "1", "--threads", "1", "--out-dir",
+        "compare-accuracy",
+        &m,
+        &b,
+        "--dataset",
+        "digits",
+        "--epochs",
+        "1",
+        "--threads",
+        "1",
+        "--out-dir",
         &path(&dir.join("cmp")),
     ]);
-    assert!(cmp.contains("original") && cmp.contains("branched") && cmp.contains("gap (branched - original)"), "{cmp}");
+    assert!(
+        cmp.contains("original") && cmp.contains("branched") && cmp.contains("gap (branched - original)"),
+        "{cmp}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

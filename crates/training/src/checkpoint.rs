@@ -9,9 +9,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::Transform;
 use crate::error::TrainError;
 use crate::train::{EpochMetrics, Recipe};
-use crate::data::Transform;
 
 const MAGIC: &[u8; 8] = b"STRETCH1";
 
@@ -71,7 +71,9 @@ impl Checkpoint {
             return Err(bad("not a stretch checkpoint (no STRETCH1 magic)".into()));
         }
         let len = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")) as usize;
-        let body = bytes.get(16..16usize.saturating_add(len)).ok_or_else(|| bad("truncated header".into()))?;
+        let body = bytes
+            .get(16..16usize.saturating_add(len))
+            .ok_or_else(|| bad("truncated header".into()))?;
         let header: Header = serde_json::from_slice(body).map_err(|e| bad(format!("bad header: {e}")))?;
         if header.schema != SCHEMA {
             return Err(bad(format!("schema '{}', expected '{SCHEMA}'", header.schema)));
@@ -81,7 +83,11 @@ impl Checkpoint {
             .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")));
         let mut take = |n: usize, what: &str| -> Result<Vec<f32>, TrainError> {
             let v: Vec<f32> = floats.by_ref().take(n).collect();
-            if v.len() == n { Ok(v) } else { Err(bad(format!("truncated data in {what}"))) }
+            if v.len() == n {
+                Ok(v)
+            } else {
+                Err(bad(format!("truncated data in {what}")))
+            }
         };
         let mut values = Vec::new();
         for (name, shape) in &header.params {
@@ -89,11 +95,19 @@ impl Checkpoint {
         }
         let mut first = Vec::new();
         for ((name, shape), (f, _)) in header.params.iter().zip(&header.buffers) {
-            first.push(if *f { Some(take(shape.iter().product(), name)?) } else { None });
+            first.push(if *f {
+                Some(take(shape.iter().product(), name)?)
+            } else {
+                None
+            });
         }
         let mut second = Vec::new();
         for ((name, shape), (_, s)) in header.params.iter().zip(&header.buffers) {
-            second.push(if *s { Some(take(shape.iter().product(), name)?) } else { None });
+            second.push(if *s {
+                Some(take(shape.iter().product(), name)?)
+            } else {
+                None
+            });
         }
         if floats.next().is_some() {
             return Err(bad("data after the last array".into()));

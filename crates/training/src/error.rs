@@ -25,9 +25,7 @@ pub enum TrainError {
     )]
     ClassMismatch { model: usize, dataset: usize },
     /// The loss stopped being finite.
-    #[error(
-        "loss is {value} at epoch {epoch}, batch {batch}: training stopped (lower --lr?); {checkpoint}"
-    )]
+    #[error("loss is {value} at epoch {epoch}, batch {batch}: training stopped (lower --lr?); {checkpoint}")]
     NonFinite {
         value: f32,
         epoch: usize,
@@ -41,10 +39,7 @@ pub enum TrainError {
     #[error("{key}: {reason}")]
     Option { key: &'static str, reason: String },
     #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Graph(#[from] graph_ir::GraphError),
 }

@@ -46,9 +46,7 @@ impl Program {
             let read = |i: usize, slots: &[Option<Tensor<4>>]| -> Tensor<4> {
                 match step.inputs[i] {
                     Operand::Slot(s) => slots[s].clone().expect("topological order"),
-                    Operand::Param(p) => {
-                        params[p].clone().reshape(pad4(&self.params[p].shape))
-                    }
+                    Operand::Param(p) => params[p].clone().reshape(pad4(&self.params[p].shape)),
                 }
             };
             let shape_of = |i: usize| -> Vec<usize> {
@@ -59,14 +57,8 @@ impl Program {
             };
             let out_shape = self.shape(step.outputs[0], n);
             let outputs: Vec<Tensor<4>> = match &step.kernel {
-                Kernel::Conv {
-                    options,
-                    weight,
-                    bias,
-                } => {
-                    let w = params[*weight]
-                        .clone()
-                        .reshape(pad4(&self.params[*weight].shape));
+                Kernel::Conv { options, weight, bias } => {
+                    let w = params[*weight].clone().reshape(pad4(&self.params[*weight].shape));
                     let b = bias.map(|b| params[b].clone());
                     vec![module::conv2d(read(0, &slots), w, b, options.clone())]
                 }
@@ -146,11 +138,7 @@ impl Program {
                     }
                     vec![x.reshape(pad4(&out_shape))]
                 }
-                Kernel::Gemm {
-                    alpha,
-                    beta,
-                    trans_b,
-                } => {
+                Kernel::Gemm { alpha, beta, trans_b } => {
                     let (k, bs) = (shape_of(0)[1], shape_of(1));
                     let a: Tensor<2> = read(0, &slots).reshape([n, k]);
                     let mut b: Tensor<2> = read(1, &slots).reshape([bs[0], bs[1]]);
@@ -229,9 +217,7 @@ fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
             (None, None) => x,
         },
         UnaryOp::Sigmoid => activation::sigmoid(x),
-        UnaryOp::HardSigmoid { alpha, beta } => {
-            activation::hard_sigmoid(x, alpha as f64, beta as f64)
-        }
+        UnaryOp::HardSigmoid { alpha, beta } => activation::hard_sigmoid(x, alpha as f64, beta as f64),
         UnaryOp::HardSwish => activation::hard_swish(x),
         UnaryOp::Tanh => activation::tanh(x),
     }

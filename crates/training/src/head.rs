@@ -26,7 +26,9 @@ pub fn replace_head(graph: &mut Graph, classes: usize, seed: u64) -> Result<Stri
         }
     };
     let node = graph.node(gemm).clone();
-    let Op::Gemm(g) = &node.op else { unreachable!("matched above") };
+    let Op::Gemm(g) = &node.op else {
+        unreachable!("matched above")
+    };
     let b = node.inputs[1];
     let b_shape = match &graph.node(b.node).op {
         Op::Const(t) => t.shape().to_vec(),
@@ -35,7 +37,11 @@ pub fn replace_head(graph: &mut Graph, classes: usize, seed: u64) -> Result<Stri
     let k = if g.trans_b { b_shape[1] } else { b_shape[0] };
     let bound = 1.0 / (k as f32).sqrt();
     let mut rng = SplitMix64::new(seed ^ 0x4865_6164);
-    let mut draw = |n: usize| (0..n).map(|_| (2.0 * rng.next_f32() - 1.0) * bound).collect::<Vec<f32>>();
+    let mut draw = |n: usize| {
+        (0..n)
+            .map(|_| (2.0 * rng.next_f32() - 1.0) * bound)
+            .collect::<Vec<f32>>()
+    };
     let shape = if g.trans_b { vec![classes, k] } else { vec![k, classes] };
     let weights = Tensor::from_f32(shape, &draw(classes * k));
     graph.replace_op(b.node, Op::Const(weights))?;

@@ -29,12 +29,17 @@ pub fn reinitialise(graph: &mut Graph, program: &Program, seed: u64) -> Result<(
             Role::Learnable => {
                 let fan_in = fan_in(graph, spec.node, &spec.shape);
                 let bound = (6.0 / fan_in.max(1) as f32).sqrt();
-                let hash = spec.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x1000_0000_01b3));
+                let hash = spec.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    (h ^ b as u64).wrapping_mul(0x1000_0000_01b3)
+                });
                 let mut rng = SplitMix64::new(seed ^ hash);
                 (0..n).map(|_| (2.0 * rng.next_f32() - 1.0) * bound).collect()
             }
         };
-        graph.replace_op(spec.node, Op::Const(graph_ir::Tensor::from_f32(spec.shape.clone(), &values)))?;
+        graph.replace_op(
+            spec.node,
+            Op::Const(graph_ir::Tensor::from_f32(spec.shape.clone(), &values)),
+        )?;
     }
     Ok(())
 }

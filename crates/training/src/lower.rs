@@ -210,9 +210,10 @@ pub fn lower(graph: &Graph) -> Result<Program, TrainError> {
         }
     }
     let out = graph.outputs()[0].1;
-    let output = *l.slot_of.get(&out).ok_or_else(|| {
-        TrainError::Model("the output is a constant, not computed from the input".into())
-    })?;
+    let output = *l
+        .slot_of
+        .get(&out)
+        .ok_or_else(|| TrainError::Model("the output is a constant, not computed from the input".into()))?;
     let out_shape = &l.slots[output].shape;
     if out_shape.len() < 2 || out_shape[0] != batch {
         return Err(TrainError::Model(format!(
@@ -303,15 +304,12 @@ impl Lowering<'_> {
         if node.outputs.iter().any(|f| f.dtype != DType::F32) {
             return Err(self.unsupported(id, "only float32 values can be trained"));
         }
-        let batched = node.inputs.iter().any(|o| {
-            self.slot_of
-                .get(o)
-                .is_some_and(|&s| self.slots[s].batched)
-        });
+        let batched = node
+            .inputs
+            .iter()
+            .any(|o| self.slot_of.get(o).is_some_and(|&s| self.slots[s].batched));
         let first = node.inputs.first().copied();
-        let axis = |a: i64, rank: usize| -> usize {
-            if a < 0 { (a + rank as i64) as usize } else { a as usize }
-        };
+        let axis = |a: i64, rank: usize| -> usize { if a < 0 { (a + rank as i64) as usize } else { a as usize } };
         let mut inputs: Vec<Operand> = Vec::new();
         let kernel = match op {
             Op::Conv(c) => {
@@ -376,15 +374,10 @@ impl Lowering<'_> {
                 let in_shape = &self.graph.fact(node.inputs[0]).expect("wired").shape;
                 let out_shape = &node.outputs[0].shape;
                 let per = |s: &[usize]| s.iter().skip(1).product::<usize>();
-                if batched
-                    && (out_shape.first() != in_shape.first()
-                        || per(out_shape) != per(in_shape))
-                {
+                if batched && (out_shape.first() != in_shape.first() || per(out_shape) != per(in_shape)) {
                     return Err(self.unsupported(
                         id,
-                        format!(
-                            "reshapes {in_shape:?} to {out_shape:?}, mixing images of a batch"
-                        ),
+                        format!("reshapes {in_shape:?} to {out_shape:?}, mixing images of a batch"),
                     ));
                 }
                 Kernel::Reshape
@@ -491,16 +484,11 @@ impl Lowering<'_> {
         if batched {
             for f in &node.outputs {
                 if f.shape.first() != Some(&self.batch) {
-                    return Err(self.unsupported(
-                        id,
-                        format!("output {:?} lost the batch dimension", f.shape),
-                    ));
+                    return Err(self.unsupported(id, format!("output {:?} lost the batch dimension", f.shape)));
                 }
             }
         }
-        let outputs = (0..node.outputs.len())
-            .map(|i| self.slot(id.out(i), batched))
-            .collect();
+        let outputs = (0..node.outputs.len()).map(|i| self.slot(id.out(i), batched)).collect();
         Ok(Step {
             kernel,
             inputs,

@@ -72,11 +72,7 @@ impl OptimizerState {
                 self.first[i] = Some(v.clone());
                 p - v.mul_scalar(lr)
             }
-            Optimizer::Adam {
-                beta1,
-                beta2,
-                epsilon,
-            } => {
+            Optimizer::Adam { beta1, beta2, epsilon } => {
                 let t = self.step as i32 + 1;
                 let m = match self.first[i].take() {
                     Some(m) => m.mul_scalar(beta1) + g.clone().mul_scalar(1.0 - beta1),

@@ -67,13 +67,7 @@ impl Params {
     pub fn detached(&self) -> Vec<Tensor<1>> {
         self.values
             .iter()
-            .map(|t| {
-                if t.is_autodiff() {
-                    t.clone().inner()
-                } else {
-                    t.clone()
-                }
-            })
+            .map(|t| if t.is_autodiff() { t.clone().inner() } else { t.clone() })
             .collect()
     }
 

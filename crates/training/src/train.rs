@@ -216,7 +216,10 @@ impl<'a> Session<'a> {
         let [c, h, w] = self.program.input_shape();
         let classes = self.program.classes();
         progress.epoch_started(epoch, batches);
-        let lr0 = self.recipe.schedule.at(self.recipe.lr, (epoch - 1) * batches, total_steps);
+        let lr0 = self
+            .recipe
+            .schedule
+            .at(self.recipe.lr, (epoch - 1) * batches, total_steps);
         let mut tally = Tally::default();
         let start = Instant::now();
         for (b, idx) in order.chunks(self.recipe.batch_size).enumerate() {
@@ -312,14 +315,23 @@ impl<'a> Session<'a> {
         let (first, second) = self.optimizer.to_host();
         Header {
             schema: SCHEMA.into(),
-            params: self.program.params().iter().map(|p| (p.name.clone(), p.shape.clone())).collect(),
+            params: self
+                .program
+                .params()
+                .iter()
+                .map(|p| (p.name.clone(), p.shape.clone()))
+                .collect(),
             recipe: self.recipe.clone(),
             dataset: self.data.describe(),
             transform: self.transform.clone(),
             epochs_done: self.history.len(),
             optimizer_step: self.optimizer.step,
             history: self.history.clone(),
-            buffers: first.iter().zip(&second).map(|(f, s)| (f.is_some(), s.is_some())).collect(),
+            buffers: first
+                .iter()
+                .zip(&second)
+                .map(|(f, s)| (f.is_some(), s.is_some()))
+                .collect(),
         }
     }
 
@@ -352,7 +364,11 @@ impl<'a> Session<'a> {
                 .find(|(a, b)| a != b)
                 .map(|(a, b)| format!("the model has {} {:?}, the checkpoint {} {:?}", a.0, a.1, b.0, b.1))
                 .unwrap_or_else(|| {
-                    format!("the model has {} parameters, the checkpoint {}", mine.params.len(), ck.header.params.len())
+                    format!(
+                        "the model has {} parameters, the checkpoint {}",
+                        mine.params.len(),
+                        ck.header.params.len()
+                    )
                 });
             return Err(bad(format!("belongs to another model: {first}")));
         }
@@ -363,7 +379,10 @@ impl<'a> Session<'a> {
             )));
         }
         if ck.header.dataset != mine.dataset {
-            return Err(bad(format!("was trained on {}, not {}", ck.header.dataset, mine.dataset)));
+            return Err(bad(format!(
+                "was trained on {}, not {}",
+                ck.header.dataset, mine.dataset
+            )));
         }
         if ck.header.epochs_done > self.recipe.epochs {
             return Err(bad(format!(
@@ -413,7 +432,12 @@ fn recipe_difference(a: &Recipe, b: &Recipe) -> String {
     };
     ma.iter()
         .filter(|(k, v)| mb.get(*k) != Some(v))
-        .map(|(k, v)| format!("{k} {v} in the checkpoint, {} now", mb.get(k).cloned().unwrap_or_default()))
+        .map(|(k, v)| {
+            format!(
+                "{k} {v} in the checkpoint, {} now",
+                mb.get(k).cloned().unwrap_or_default()
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }

@@ -22,7 +22,9 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn err(spec: &str) -> String {
-    load(&spec.parse().expect("spec"), [8, 8]).expect_err("must fail").to_string()
+    load(&spec.parse().expect("spec"), [8, 8])
+        .expect_err("must fail")
+        .to_string()
 }
 
 #[test]
@@ -47,7 +49,10 @@ fn digits_csv_and_errors() {
     let bad = dir.join("bad.csv");
     std::fs::write(&bad, "1,2,3\n").expect("write");
     let e = err(&format!("digits:{}", bad.display()));
-    assert!(e.contains("bad.csv") && e.contains("line 1: 3 values") && e.contains("expected 64 pixel"), "{e}");
+    assert!(
+        e.contains("bad.csv") && e.contains("line 1: 3 values") && e.contains("expected 64 pixel"),
+        "{e}"
+    );
     let e = err(&format!("digits:{}", dir.join("missing.csv.gz").display()));
     assert!(e.contains("missing.csv.gz: does not exist"), "{e}");
 }
@@ -93,7 +98,10 @@ fn mnist_idx_plain_and_gzip() {
     std::fs::write(dir.join("t10k-images-idx3-ubyte"), idx(3, &[2, 4, 4], &pixels[..32])).expect("write");
     std::fs::write(dir.join("t10k-labels-idx1-ubyte"), idx(1, &[3], &[1, 2, 3])).expect("write");
     let e = err(&format!("mnist:{}", dir.display()));
-    assert!(e.contains("t10k-labels-idx1-ubyte") && e.contains("3 labels for 2 images"), "{e}");
+    assert!(
+        e.contains("t10k-labels-idx1-ubyte") && e.contains("3 labels for 2 images"),
+        "{e}"
+    );
     std::fs::write(dir.join("t10k-labels-idx1-ubyte"), b"not idx").expect("write");
     let e = err(&format!("mnist:{}", dir.display()));
     assert!(e.contains("not an IDX file"), "{e}");

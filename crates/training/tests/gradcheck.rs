@@ -43,7 +43,11 @@ fn tiny_graph() -> Graph {
     let mean = konst(&mut g, "bn.mean", vec![7], 0.0, 0.0);
     let var = konst(&mut g, "bn.var", vec![7], 1.0, 1.0);
     let bn = g
-        .add_node("bn", Op::BatchNorm(BatchNorm::default()), &[cat, gamma, beta, mean, var])
+        .add_node(
+            "bn",
+            Op::BatchNorm(BatchNorm::default()),
+            &[cat, gamma, beta, mean, var],
+        )
         .expect("bn")
         .out(0);
     let pool = g

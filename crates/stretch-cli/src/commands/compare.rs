@@ -96,7 +96,9 @@ pub fn run(args: Args) -> Result<()> {
     println!(
         "gap (branched - original) top-1: {:+.2} points; measured on the same {}-image validation split (seed {})",
         top1[1] - top1[0],
-        set_holder.as_ref().map_or(0, |s| (s.len() as f64 * args.recipe.val_fraction).round() as usize),
+        set_holder
+            .as_ref()
+            .map_or(0, |s| (s.len() as f64 * args.recipe.val_fraction).round() as usize),
         args.recipe.seed
     );
     println!("models, metrics and curves in {}", args.out_dir.display());

@@ -106,7 +106,11 @@ pub fn load_dataset(args: &RecipeArgs, graph: &Graph) -> Result<ImageSet> {
         .first()
         .map(|&id| graph.node(id).outputs[0].shape.clone())
         .unwrap_or_default();
-    let size = if input.len() == 4 { [input[2], input[3]] } else { [32, 32] };
+    let size = if input.len() == 4 {
+        [input[2], input[3]]
+    } else {
+        [32, 32]
+    };
     let set = data::load(&args.dataset, size).with_context(|| format!("cannot load dataset {}", args.dataset))?;
     println!(
         "dataset {}: {} images {}x{}x{}, {} classes",
@@ -167,7 +171,11 @@ pub fn train_graph(
         let mut session = Session::new(graph, set, recipe, args.backend, teacher)?;
         if let Some(r) = resume {
             session.resume(r)?;
-            println!("{label}: resumed from {} after epoch {}", r.display(), session.epochs_done());
+            println!(
+                "{label}: resumed from {} after epoch {}",
+                r.display(),
+                session.epochs_done()
+            );
         }
         let t = session.transform();
         println!(
@@ -177,13 +185,19 @@ pub fn train_graph(
             t.mean.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
             t.std.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
             args.backend,
-            if args.threads == 0 { "all".to_string() } else { args.threads.to_string() },
+            if args.threads == 0 {
+                "all".to_string()
+            } else {
+                args.threads.to_string()
+            },
         );
         let mut bar = Bar(None);
         while session.epochs_done() < epochs && stop_after.is_none_or(|s| session.epochs_done() < s) {
             let m = match session.run_epoch(&mut bar) {
                 Ok(m) => m,
-                Err(TrainError::NonFinite { value, epoch, batch, .. }) => {
+                Err(TrainError::NonFinite {
+                    value, epoch, batch, ..
+                }) => {
                     bar.epoch_done(&session.history().last().cloned().unwrap_or_else(|| empty(epoch)));
                     let last = if session.epochs_done() > 0 {
                         format!(
@@ -206,7 +220,15 @@ pub fn train_graph(
             };
             println!(
                 "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
-                m.epoch, m.lr, m.train_loss, m.train_top1, m.val_loss, m.val_top1, m.val_top5, m.seconds, m.images_per_second
+                m.epoch,
+                m.lr,
+                m.train_loss,
+                m.train_top1,
+                m.val_loss,
+                m.val_top1,
+                m.val_top5,
+                m.seconds,
+                m.images_per_second
             );
             session.save_checkpoint(&outputs.checkpoint)?;
             write(&outputs.metrics, metrics_csv(session.history()))?;
@@ -282,7 +304,12 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(c) = &args.curve {
         outputs.curve = c.clone();
     }
-    let label = args.model.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let label = args
+        .model
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let (history, seconds) = train_graph(
         &mut graph,
         &label,

@@ -33,7 +33,10 @@ pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
         let bad = |why: String| {
             TrainError::dataset(
                 path,
-                format!("line {}: {why}; expected 64 pixel values 0..16 and a label 0..9, comma-separated", i + 1),
+                format!(
+                    "line {}: {why}; expected 64 pixel values 0..16 and a label 0..9, comma-separated",
+                    i + 1
+                ),
             )
         };
         let values: Vec<&str> = line.split(',').collect();
@@ -41,10 +44,7 @@ pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
             return Err(bad(format!("{} values", values.len())));
         }
         for (k, v) in values.iter().enumerate() {
-            let x: u32 = v
-                .trim()
-                .parse()
-                .map_err(|_| bad(format!("value {} is '{v}'", k + 1)))?;
+            let x: u32 = v.trim().parse().map_err(|_| bad(format!("value {} is '{v}'", k + 1)))?;
             if k < 64 {
                 if x > 16 {
                     return Err(bad(format!("pixel {} is {x}", k + 1)));

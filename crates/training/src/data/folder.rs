@@ -16,7 +16,10 @@ pub fn load(root: &Path, size: [usize; 2]) -> Result<ImageSet, TrainError> {
         .collect();
     classes.sort();
     if classes.is_empty() {
-        return Err(TrainError::dataset(root, "has no class sub-directories (expected ROOT/CLASS/IMAGE.png)"));
+        return Err(TrainError::dataset(
+            root,
+            "has no class sub-directories (expected ROOT/CLASS/IMAGE.png)",
+        ));
     }
     let [h, w] = size;
     let mut set = ImageSet {
@@ -48,7 +51,10 @@ pub fn load(root: &Path, size: [usize; 2]) -> Result<ImageSet, TrainError> {
         }
     }
     if set.labels.is_empty() {
-        return Err(TrainError::dataset(root, "has class directories but no .png/.jpg images"));
+        return Err(TrainError::dataset(
+            root,
+            "has class directories but no .png/.jpg images",
+        ));
     }
     Ok(set)
 }

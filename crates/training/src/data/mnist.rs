@@ -14,7 +14,10 @@ pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
     let mut images: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| TrainError::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains("images-idx3-ubyte")))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("images-idx3-ubyte"))
+        })
         .collect();
     images.sort();
     if images.is_empty() {
@@ -31,10 +34,17 @@ pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
         labels: Vec::new(),
     };
     for img in images {
-        let name = img.file_name().expect("file").to_string_lossy().replace("images-idx3", "labels-idx1");
+        let name = img
+            .file_name()
+            .expect("file")
+            .to_string_lossy()
+            .replace("images-idx3", "labels-idx1");
         let lab = img.with_file_name(name);
         if !lab.exists() {
-            return Err(TrainError::dataset(&lab, format!("missing: the labels for {}", img.display())));
+            return Err(TrainError::dataset(
+                &lab,
+                format!("missing: the labels for {}", img.display()),
+            ));
         }
         let (dims, pixels) = read_idx(&img, 3)?;
         let (ldims, labels) = read_idx(&lab, 1)?;
@@ -49,7 +59,10 @@ pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
         } else if set.shape != [1, dims[1], dims[2]] {
             return Err(TrainError::dataset(
                 &img,
-                format!("images are {}x{}, earlier files {}x{}", dims[1], dims[2], set.shape[1], set.shape[2]),
+                format!(
+                    "images are {}x{}, earlier files {}x{}",
+                    dims[1], dims[2], set.shape[1], set.shape[2]
+                ),
             ));
         }
         set.pixels.extend_from_slice(&pixels);
@@ -83,7 +96,10 @@ fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>), TrainErro
     if bytes.len() - header != volume {
         return Err(TrainError::dataset(
             path,
-            format!("header says {dims:?} ({volume} bytes) but {} bytes follow", bytes.len() - header),
+            format!(
+                "header says {dims:?} ({volume} bytes) but {} bytes follow",
+                bytes.len() - header
+            ),
         ));
     }
     Ok((dims, bytes[header..].to_vec()))

@@ -95,9 +95,7 @@ impl FromStr for DatasetSpec {
             Some((k, p)) => (k, Some(PathBuf::from(p))),
             None => (s, None),
         };
-        let need = |p: Option<PathBuf>| {
-            p.ok_or_else(|| format!("dataset '{kind}' needs a path: {kind}:PATH"))
-        };
+        let need = |p: Option<PathBuf>| p.ok_or_else(|| format!("dataset '{kind}' needs a path: {kind}:PATH"));
         Ok(match kind {
             "digits" => DatasetSpec::Digits(path),
             "cifar10" | "cifar" => DatasetSpec::Cifar10(need(path)?),

@@ -105,7 +105,10 @@ impl Transform {
             let (dy, dx, flip) = match rng.as_deref_mut() {
                 Some(r) if self.augment != Augment::default() => {
                     let p = self.augment.crop_padding;
-                    let (dy, dx) = (r.below(2 * p + 1) as isize - p as isize, r.below(2 * p + 1) as isize - p as isize);
+                    let (dy, dx) = (
+                        r.below(2 * p + 1) as isize - p as isize,
+                        r.below(2 * p + 1) as isize - p as isize,
+                    );
                     (dy, dx, self.augment.flip && r.below(2) == 1)
                 }
                 _ => (0, 0, false),
