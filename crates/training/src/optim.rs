@@ -34,6 +34,9 @@ impl Schedule {
     }
 }
 
+/// One optional host buffer per parameter.
+pub type HostBuffers = Vec<Option<Vec<f32>>>;
+
 /// Per-parameter optimizer buffers (`None` for parameters that are not learned).
 pub struct OptimizerState {
     pub rule: Optimizer,
@@ -93,7 +96,7 @@ impl OptimizerState {
     }
 
     /// Buffers on the host, for checkpoints: `(first, second)` moments.
-    pub fn to_host(&self) -> (Vec<Option<Vec<f32>>>, Vec<Option<Vec<f32>>>) {
+    pub fn to_host(&self) -> (HostBuffers, HostBuffers) {
         let host = |v: &Vec<Option<Tensor<1>>>| v.iter().map(|t| t.as_ref().map(host_vec)).collect();
         (host(&self.first), host(&self.second))
     }
@@ -101,8 +104,8 @@ impl OptimizerState {
     /// Restores buffers written by [`OptimizerState::to_host`].
     pub fn restore(
         &mut self,
-        first: Vec<Option<Vec<f32>>>,
-        second: Vec<Option<Vec<f32>>>,
+        first: HostBuffers,
+        second: HostBuffers,
         device: &burn::tensor::Device,
     ) -> Result<(), TrainError> {
         if first.len() != self.first.len() || second.len() != self.second.len() {

@@ -417,7 +417,7 @@ fn check_recipe(r: &Recipe) -> Result<(), TrainError> {
         if !(0.0..=1.0).contains(&d.alpha) {
             return bad("kd-alpha", format!("{} is not in [0, 1]", d.alpha));
         }
-        if !(d.temperature > 0.0) {
+        if d.temperature.is_nan() || d.temperature <= 0.0 {
             return bad("kd-temperature", format!("{} is not positive", d.temperature));
         }
     }

@@ -10,7 +10,7 @@ use crate::commands::train::{Outputs, import_for_training, load_dataset, train_g
 use crate::format::{si, table};
 use crate::recipe_args::RecipeArgs;
 
-/// Train ORIGINAL and BRANCHED from scratch with the same recipe, seed and
+/// Train ORIGINAL and each BRANCHED model from scratch with the same recipe, seed and
 /// data split, and print params, MACs, validation top-1/top-5 and training
 /// time side by side, with the accuracy gap (the paper's Table 7
 /// comparison). Both models are re-initialised (He-uniform weights, fresh
@@ -21,8 +21,9 @@ pub struct Args {
     /// The original model.
     pub original: PathBuf,
 
-    /// Its branched version (from `stretch branch`).
-    pub branched: PathBuf,
+    /// Branched versions of it (from `stretch branch`), one or more.
+    #[arg(required = true)]
+    pub branched: Vec<PathBuf>,
 
     #[command(flatten)]
     pub recipe: RecipeArgs,
@@ -48,7 +49,13 @@ pub fn run(args: Args) -> Result<()> {
     ]];
     let mut top1 = Vec::new();
     let mut set_holder = None;
-    for (kind, path) in [("original", &args.original), ("branched", &args.branched)] {
+    let mut models = vec![("original".to_string(), &args.original)];
+    for (i, b) in args.branched.iter().enumerate() {
+        let stem = b.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        models.push((format!("branched{}-{stem}", i + 1), b));
+    }
+    for (kind, path) in models {
+        let kind = kind.as_str();
         let mut graph = import_for_training(path)?;
         if set_holder.is_none() {
             set_holder = Some(load_dataset(&args.recipe, &graph)?);
