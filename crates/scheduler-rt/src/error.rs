@@ -46,6 +46,8 @@ pub enum RuntimeError {
     InputCount { expected: usize, got: usize },
     #[error("every processor is disabled")]
     AllDisabled,
+    #[error("engine {engine} is not available: {reason}")]
+    EngineUnavailable { engine: &'static str, reason: String },
     #[error("worker of processor '{processor}' has stopped")]
     WorkerGone { processor: String },
 }

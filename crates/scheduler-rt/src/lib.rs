@@ -14,15 +14,18 @@ mod engine;
 mod error;
 mod extract;
 pub mod npy;
+#[cfg(feature = "ort")]
+mod ort_engine;
 mod partition;
 mod runtime;
 pub mod testing;
 mod worker;
 
-pub use config::{ProcessorConfig, WorkerKind};
-pub use engine::{Compiled, Engine, TRACT_VERSION, TractEngine, Value};
+pub use config::{EngineKind, ProcessorConfig, WorkerKind};
+pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
 pub use error::RuntimeError;
 pub use extract::extract;
+#[cfg(feature = "ort")]
+pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};
 pub use runtime::{LATENCY_EMA_ALPHA, Runtime, Span};
-pub use worker::EngineFactory;

@@ -1,11 +1,12 @@
 //! The runtime: load a partitioned model once, serve requests from many threads.
 
 use crate::config::ProcessorConfig;
+use crate::engine::EngineFactory;
 use crate::engine::{Compiled, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract;
 use crate::partition::{Partition, partition};
-use crate::worker::{self, Done, EngineFactory, Job, Worker};
+use crate::worker::{self, Done, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

@@ -1,7 +1,7 @@
 //! Workers: the thread (or lack of one) that runs a processor's subgraphs.
 
 use crate::config::{ProcessorConfig, WorkerKind};
-use crate::engine::{Compiled, Engine, Value};
+use crate::engine::{Compiled, Engine, EngineFactory, Value};
 use crate::error::RuntimeError;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -9,9 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::Instant;
 use tract_onnx::prelude::TVec;
-
-/// Makes the engine of one processor given its intra-op thread count.
-pub type EngineFactory = dyn Fn(usize) -> Box<dyn Engine> + Send + Sync;
 
 /// What a subgraph run produced: its index, the worker that ran it, outputs
 /// or error (`None`: the worker was disabled and did not run it), start and end.
@@ -87,12 +84,12 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
             }
             Ok(Worker {
                 config: config.clone(),
-                engine: factory(config.threads),
+                engine: factory(config)?,
                 queue: None,
                 enabled: Arc::new(AtomicBool::new(true)),
             })
         }
-        WorkerKind::Pool => {
+        WorkerKind::Pool | WorkerKind::Queue => {
             let (jobs, rx) = channel::<Job>();
             let (ready_tx, ready_rx) = channel();
             let cfg = config.clone();
@@ -102,7 +99,7 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
             std::thread::Builder::new()
                 .name(format!("stretch-{}", config.name))
                 .spawn(move || {
-                    let started = pin(&cfg).map(|_| factory(cfg.threads));
+                    let started = pin(&cfg).and_then(|_| factory(&cfg));
                     let failed = started.is_err();
                     let _ = ready_tx.send(started);
                     if failed {

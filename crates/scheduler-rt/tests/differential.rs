@@ -9,7 +9,7 @@ use tract_onnx::prelude::{IntoTValue, TVec, Tensor, tvec};
 const TOLERANCE: f32 = 1e-4;
 
 fn tract() -> Arc<EngineFactory> {
-    Arc::new(|threads| Box::new(TractEngine::new(threads)) as Box<dyn Engine>)
+    scheduler_rt::default_factory()
 }
 
 fn data(v: &Value) -> Vec<f32> {
@@ -138,10 +138,10 @@ fn a_failing_or_panicking_engine_fails_only_its_request() {
     let reference = whole(&g);
     for panic in [false, true] {
         let factory: Arc<EngineFactory> = Arc::new(move |_| {
-            Box::new(FaultyEngine {
+            Ok(Box::new(FaultyEngine {
                 inner: TractEngine::new(1),
                 panic,
-            }) as Box<dyn Engine>
+            }) as Box<dyn Engine>)
         });
         let rt = Runtime::load(&g, &ProcessorConfig::default_set(2), factory).unwrap();
         for seed in 0..4 {
@@ -243,4 +243,33 @@ fn disabling_a_processor_mid_run_loses_no_request() {
     toggler.join().unwrap();
     let e = rt.set_enabled("gpu", false).unwrap_err().to_string();
     assert!(e.contains("'gpu'") && e.contains("cpu0, cpu1"), "{e}");
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn onnxruntime_processors_match_the_whole_graph() {
+    let g = three_branch(8).unwrap();
+    let procs: Vec<ProcessorConfig> = ["cpu0=inline,engine=ort", "cpu1=pool,engine=ort,threads=2", "cpu2=queue"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let rt = Runtime::load(&g, &procs, tract()).unwrap();
+    let engines: Vec<&str> = rt.engines().iter().map(|(_, e, _)| *e).collect();
+    assert_eq!(engines, ["ort", "ort", "tract"]);
+    let reference = whole(&g);
+    for seed in 0..3 {
+        let got = rt.run(vec![input(seed)]).unwrap();
+        assert_close(&got[0], &reference.run(tvec![input(seed)]).unwrap()[0]);
+    }
+}
+
+#[cfg(not(feature = "ort"))]
+#[test]
+fn onnxruntime_processors_need_the_feature() {
+    let procs: Vec<ProcessorConfig> = vec!["cpu0=inline,engine=ort".parse().unwrap()];
+    let e = Runtime::load(&unannotated(8, 1).unwrap(), &procs, tract())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("`ort` feature"), "{e}");
 }

@@ -3,16 +3,18 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use graph_ir::{Graph, keys};
-use scheduler_rt::{Engine, EngineFactory, ProcessorConfig, Runtime, TractEngine, WorkerKind};
-use std::sync::Arc;
+use scheduler_rt::{ProcessorConfig, Runtime, WorkerKind, default_factory};
 
 #[derive(Args, Debug)]
 pub struct RuntimeArgs {
-    /// A processor of the runtime: `NAME=KIND[:CORES][,threads=N]`. KIND is
-    /// `inline` (runs on the scheduling thread, the paper's CPU worker) or
-    /// `pool` (a thread started once, pinned to CORES, the paper's DSP-style
-    /// worker); CORES is a cpulist such as `core1`, `0-1` or `0,2`; N is the
-    /// engine's intra-op threads (default 1). Repeat per processor, e.g.
+    /// A processor of the runtime: `NAME=KIND[:CORES][,threads=N][,engine=E]`.
+    /// KIND is `inline` (runs on the scheduling thread, the paper's CPU
+    /// worker), `pool` (a thread started once, pinned to CORES, the paper's
+    /// DSP-style worker) or `queue` (an asynchronous in-order queue served by
+    /// its own thread, the paper's GPU-style worker); CORES is a cpulist such
+    /// as `core1`, `0-1` or `0,2`; N is the engine's intra-op threads
+    /// (default 1); E is `tract` (default) or `ort` (onnxruntime, loaded from
+    /// $ORT_DYLIB_PATH or the .venv wheel). Repeat per processor, e.g.
     /// `--processor cpu0=inline:core0 --processor cpu1=pool:core1`. Without
     /// it, the processors the model's annotations name are used, the first
     /// inline and the others as pool workers, unpinned; nodes without a
@@ -46,12 +48,8 @@ impl RuntimeArgs {
     }
 }
 
-/// tract engines, one per processor.
-pub fn tract_factory() -> Arc<EngineFactory> {
-    Arc::new(|threads| Box::new(TractEngine::new(threads)) as Box<dyn Engine>)
-}
-
-/// Loads `g` on the runtime with `processors`, naming the model in errors.
+/// Loads `g` on the runtime with `processors` (each with the engine its
+/// configuration names), naming the model in errors.
 pub fn load(g: &Graph, processors: &[ProcessorConfig], label: &str) -> Result<Runtime> {
-    Runtime::load(g, processors, tract_factory()).with_context(|| format!("cannot load {label} on the runtime"))
+    Runtime::load(g, processors, default_factory()).with_context(|| format!("cannot load {label} on the runtime"))
 }

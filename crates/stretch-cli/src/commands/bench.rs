@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use predictor::profiler::CoreSet;
 use scheduler_rt::npy::random_values;
-use scheduler_rt::{ProcessorConfig, Runtime, Span, TRACT_VERSION, WorkerKind, affinity};
+use scheduler_rt::{EngineKind, ProcessorConfig, Runtime, Span, TRACT_VERSION, WorkerKind, affinity};
 use std::io::Write;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -86,6 +86,7 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
         kind,
         cores: CoreSet::new(ids),
         threads,
+        engine: EngineKind::Tract,
     }
 }
 
