@@ -17,6 +17,7 @@ pub mod npy;
 #[cfg(feature = "ort")]
 mod ort_engine;
 mod partition;
+mod queue;
 mod runtime;
 pub mod testing;
 mod worker;

@@ -1,11 +1,12 @@
 //! The runtime: load a partitioned model once, serve requests from many threads.
 
-use crate::config::ProcessorConfig;
+use crate::config::{ProcessorConfig, WorkerKind};
 use crate::engine::EngineFactory;
 use crate::engine::{Compiled, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract;
 use crate::partition::{Partition, partition};
+use crate::queue::{Cell, Input};
 use crate::worker::{self, Done, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
@@ -219,9 +220,11 @@ impl Runtime {
     }
 
     /// Like [`Runtime::run`], also returning when each subgraph ran (Algorithm 1:
-    /// every ready subgraph of a pool worker is dispatched first, then ready
-    /// inline subgraphs run on this thread, then the scheduler waits for the
-    /// next result; a meeting point runs once all its inputs arrived).
+    /// every ready subgraph of a pool or queue worker is dispatched first,
+    /// then ready inline subgraphs run on this thread, then the scheduler
+    /// waits for the next result; a meeting point runs once all its inputs
+    /// arrived). A subgraph on a queue worker is ready as soon as the values
+    /// it lacks are queued on that same worker before it.
     pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Vec<Span>), RuntimeError> {
         self.check_inputs(&inputs)?;
         let t0 = Instant::now();
@@ -235,24 +238,50 @@ impl Runtime {
         let mut in_flight = 0usize;
         let mut spans = Vec::with_capacity(subs.len());
         let (reply, results) = channel::<Done>();
+        let mut queued: HashMap<Outlet, (usize, Cell)> = HashMap::new();
         let mut pinned = false;
         while remaining > 0 {
             let mut inline_ready = None;
             for (i, s) in subs.iter().enumerate() {
-                if started[i] || !s.inputs.iter().all(|o| values.contains_key(o)) {
+                if started[i] {
                     continue;
                 }
                 let wi = self.placement(i)?;
                 let w = &self.workers[wi];
+                let chains = w.config.kind == WorkerKind::Queue;
+                let ready = s
+                    .inputs
+                    .iter()
+                    .all(|o| values.contains_key(o) || (chains && queued.get(o).is_some_and(|(q, _)| *q == wi)));
+                if !ready {
+                    continue;
+                }
                 match &w.queue {
                     Some(q) => {
                         started[i] = true;
                         in_flight += 1;
+                        let inputs = s
+                            .inputs
+                            .iter()
+                            .map(|o| match values.get(o) {
+                                Some(v) => Input::Ready(v.clone()),
+                                None => Input::Queued(queued[o].1.clone()),
+                            })
+                            .collect();
+                        let publish: Vec<Cell> = if chains {
+                            s.outputs.iter().map(|_| Cell::default()).collect()
+                        } else {
+                            Vec::new()
+                        };
+                        for (o, c) in s.outputs.iter().zip(&publish) {
+                            queued.insert(*o, (wi, c.clone()));
+                        }
                         let job = Job {
                             index: i,
                             worker: wi,
                             compiled: self.compiled[i][wi].clone(),
-                            inputs: s.inputs.iter().map(|o| values[o].clone()).collect(),
+                            inputs,
+                            publish,
                             reply: reply.clone(),
                         };
                         q.send(job).map_err(|_| RuntimeError::WorkerGone {
@@ -281,6 +310,9 @@ impl Runtime {
                 }
                 None => break,
             };
+            for o in &subs[done.index].outputs {
+                queued.remove(o);
+            }
             let s = &subs[done.index];
             let processor = &self.workers[done.worker].config.name;
             let Some(result) = done.result else {
