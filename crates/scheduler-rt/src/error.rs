@@ -14,6 +14,8 @@ pub enum RuntimeError {
     NoProcessors,
     #[error("processor '{processor}' is configured twice")]
     DuplicateProcessor { processor: String },
+    #[error("{file}: {key}: {reason}")]
+    Config { file: String, key: String, reason: String },
     #[error("bad processor spec '{spec}': {reason}")]
     BadSpec { spec: String, reason: String },
     #[error("processor '{processor}' cannot be pinned: {reason}")]

@@ -8,6 +8,7 @@
 //! dispatching subgraphs to pinned worker threads and running the scheduling
 //! thread's own subgraphs inline, joining at meeting points.
 
+pub mod adaptive;
 pub mod affinity;
 mod config;
 mod engine;
@@ -19,6 +20,7 @@ mod ort_engine;
 mod partition;
 mod queue;
 mod runtime;
+mod runtime_config;
 pub mod testing;
 mod worker;
 
@@ -30,3 +32,4 @@ pub use extract::extract;
 pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};
 pub use runtime::{LATENCY_EMA_ALPHA, Runtime, Span};
+pub use runtime_config::RuntimeConfig;

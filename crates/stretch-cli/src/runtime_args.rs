@@ -3,7 +3,8 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use graph_ir::{Graph, keys};
-use scheduler_rt::{ProcessorConfig, Runtime, WorkerKind, default_factory};
+use scheduler_rt::{ProcessorConfig, Runtime, RuntimeConfig, WorkerKind, default_factory};
+use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct RuntimeArgs {
@@ -21,11 +22,43 @@ pub struct RuntimeArgs {
     /// processor annotation run on the first processor.
     #[arg(long = "processor", value_name = "SPEC")]
     pub processors: Vec<ProcessorConfig>,
+
+    /// Runtime configuration (TOML): a `[[processor]]` table per processor
+    /// with `name`, `kind` (inline|pool|queue), `cores`, `threads` and
+    /// `engine` (tract|ort), in order, and an optional `[adaptive]` table;
+    /// see configs/runtime/host.toml. --processor flags replace the
+    /// processor of the same name or add one.
+    #[arg(long = "runtime-config", value_name = "FILE.toml")]
+    pub runtime_config: Option<PathBuf>,
 }
 
 impl RuntimeArgs {
-    /// The configured processors, or those the model's annotations name.
-    pub fn processors(&self, g: &Graph) -> Vec<ProcessorConfig> {
+    /// The runtime configuration file with the --processor flags applied,
+    /// or `None` when no file is given.
+    pub fn config(&self) -> Result<Option<RuntimeConfig>> {
+        let Some(path) = &self.runtime_config else {
+            return Ok(None);
+        };
+        let config = RuntimeConfig::load(path).context("cannot load the runtime configuration")?;
+        Ok(Some(config.with_overrides(&self.processors)))
+    }
+
+    /// Whether processors were configured (by file or flags) rather than
+    /// derived from the model.
+    pub fn is_configured(&self) -> bool {
+        self.runtime_config.is_some() || !self.processors.is_empty()
+    }
+
+    /// The configured processors (file, then flags), or those the model's
+    /// annotations name.
+    pub fn processors(&self, g: &Graph) -> Result<Vec<ProcessorConfig>> {
+        if let Some(c) = self.config()? {
+            return Ok(c.processors);
+        }
+        Ok(self.from_flags_or_model(g))
+    }
+
+    fn from_flags_or_model(&self, g: &Graph) -> Vec<ProcessorConfig> {
         if !self.processors.is_empty() {
             return self.processors.clone();
         }

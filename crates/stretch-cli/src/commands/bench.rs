@@ -136,15 +136,15 @@ pub fn run(args: Args) -> Result<()> {
     }
     .load()?;
     let cores = affinity::allowed_cores().map_err(anyhow::Error::msg)?;
-    let processors = if args.runtime.processors.is_empty() {
-        let named = args.runtime.processors(&branched);
-        named
+    let processors = if args.runtime.is_configured() {
+        args.runtime.processors(&branched)?
+    } else {
+        args.runtime
+            .processors(&branched)?
             .iter()
             .enumerate()
             .map(|(i, p)| pinned(&p.name, p.kind, i, 1, &cores))
             .collect()
-    } else {
-        args.runtime.processors.clone()
     };
     let one_core: Vec<ProcessorConfig> = processors
         .iter()

@@ -46,7 +46,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let label = args.model.model.display().to_string();
     let graph = args.model.load()?;
-    let processors = args.runtime.processors(&graph);
+    let processors = args.runtime.processors(&graph)?;
     let rt = load(&graph, &processors, &label)?;
     let facts = rt.input_facts();
     let [(input_name, fact)] = facts.as_slice() else {
