@@ -55,10 +55,10 @@ impl RuntimeArgs {
         if let Some(c) = self.config()? {
             return Ok(c.processors);
         }
-        Ok(self.from_flags_or_model(g))
+        Ok(self.flags_or_model(g))
     }
 
-    fn from_flags_or_model(&self, g: &Graph) -> Vec<ProcessorConfig> {
+    fn flags_or_model(&self, g: &Graph) -> Vec<ProcessorConfig> {
         if !self.processors.is_empty() {
             return self.processors.clone();
         }
