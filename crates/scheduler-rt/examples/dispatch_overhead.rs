@@ -47,7 +47,7 @@ fn measure(g: &graph_ir::Graph, second: WorkerKind, runs: usize) -> Result<(f64,
     let mut per_run = Vec::new();
     for r in 0..runs + 20 {
         let t = Instant::now();
-        let (_, spans) = rt.run_traced(vec![x.clone().into_tvalue()])?;
+        let spans = rt.run_traced(vec![x.clone().into_tvalue()])?.1.spans;
         let wall = t.elapsed().as_secs_f64();
         let inside: f64 = spans.iter().map(|s| s.end_s - s.start_s).sum();
         if r >= 20 {

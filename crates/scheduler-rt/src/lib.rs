@@ -22,6 +22,7 @@ mod queue;
 mod runtime;
 mod runtime_config;
 pub mod testing;
+mod trace;
 mod worker;
 
 pub use config::{EngineKind, ProcessorConfig, WorkerKind};
@@ -31,5 +32,6 @@ pub use extract::extract;
 #[cfg(feature = "ort")]
 pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};
-pub use runtime::{LATENCY_EMA_ALPHA, Runtime, Span};
+pub use runtime::{LATENCY_EMA_ALPHA, Runtime};
 pub use runtime_config::RuntimeConfig;
+pub use trace::{Moved, Span, Trace};

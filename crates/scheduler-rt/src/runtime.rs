@@ -7,6 +7,7 @@ use crate::error::RuntimeError;
 use crate::extract::extract;
 use crate::partition::{Partition, partition};
 use crate::queue::{Cell, Input};
+use crate::trace::{Span, Trace};
 use crate::worker::{self, Done, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
@@ -15,16 +16,6 @@ use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tract_onnx::prelude::{DatumType, TVec};
-
-/// One subgraph execution of a traced run.
-#[derive(Clone, Debug)]
-pub struct Span {
-    pub subgraph: String,
-    pub processor: String,
-    /// Seconds since the run started.
-    pub start_s: f64,
-    pub end_s: f64,
-}
 
 /// A loaded model: its subgraphs compiled on the workers of their processors.
 /// `Send + Sync`: share it (e.g. in an `Arc`) and call [`Runtime::run`] from
@@ -225,7 +216,7 @@ impl Runtime {
     /// waits for the next result; a meeting point runs once all its inputs
     /// arrived). A subgraph on a queue worker is ready as soon as the values
     /// it lacks are queued on that same worker before it.
-    pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Vec<Span>), RuntimeError> {
+    pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Trace), RuntimeError> {
         self.check_inputs(&inputs)?;
         let t0 = Instant::now();
         let subs = &self.partition.subgraphs;
@@ -337,6 +328,7 @@ impl Runtime {
                 processor: processor.clone(),
                 start_s: done.start.duration_since(t0).as_secs_f64(),
                 end_s: done.end.duration_since(t0).as_secs_f64(),
+                meeting_point: s.meeting_point,
             });
             remaining -= 1;
         }
@@ -350,6 +342,12 @@ impl Runtime {
                 processor: "-".into(),
                 reason: "an output was not produced".into(),
             })?;
-        Ok((outputs, spans))
+        Ok((
+            outputs,
+            Trace {
+                spans,
+                moves: Vec::new(),
+            },
+        ))
     }
 }

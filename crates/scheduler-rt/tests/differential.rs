@@ -220,11 +220,11 @@ fn disabling_loses_no_request(kind: scheduler_rt::WorkerKind) {
     assert!(rt.latency_ms(branch_b, "cpu1").is_some_and(|ms| ms > 0.0));
     assert_eq!(rt.latency_ms(branch_b, "cpu0"), None);
     rt.set_enabled("cpu1", false).unwrap();
-    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    let spans = rt.run_traced(vec![input(0)]).unwrap().1.spans;
     assert!(rt.latency_ms(branch_b, "cpu0").is_some_and(|ms| ms > 0.0));
     assert!(spans.iter().all(|s| s.processor == "cpu0"), "{spans:?}");
     rt.set_enabled("cpu1", true).unwrap();
-    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    let spans = rt.run_traced(vec![input(0)]).unwrap().1.spans;
     assert!(spans.iter().any(|s| s.processor == "cpu1"), "{spans:?}");
     let toggler = {
         let rt = rt.clone();
@@ -332,7 +332,8 @@ fn a_queue_worker_runs_chained_subgraphs_without_waiting_for_the_scheduler() {
         "{names:?}"
     );
     let reference = whole(&g);
-    let (out, spans) = rt.run_traced(vec![input(1)]).unwrap();
+    let (out, trace) = rt.run_traced(vec![input(1)]).unwrap();
+    let spans = trace.spans;
     assert_close(&out[0], &reference.run(tvec![input(1)]).unwrap()[0]);
     let gpu: Vec<_> = spans.iter().filter(|s| s.processor == "gpu").collect();
     let inline_c = spans

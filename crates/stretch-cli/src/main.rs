@@ -4,6 +4,7 @@
 mod chart;
 mod commands;
 mod format;
+mod gantt;
 mod model_args;
 mod runtime_args;
 

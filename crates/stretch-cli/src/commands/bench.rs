@@ -3,10 +3,11 @@
 use crate::model_args::ModelArgs;
 use crate::runtime_args::{RuntimeArgs, load};
 use anyhow::{Context, Result, bail};
+use graph_ir::Graph;
 use indicatif::{ProgressBar, ProgressStyle};
 use predictor::profiler::CoreSet;
 use scheduler_rt::npy::random_values;
-use scheduler_rt::{EngineKind, ProcessorConfig, Runtime, Span, TRACT_VERSION, WorkerKind, affinity};
+use scheduler_rt::{EngineKind, ProcessorConfig, Runtime, Trace, WorkerKind, affinity, make_engine};
 use std::io::Write;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -17,18 +18,22 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 
 /// Measure a branched model on its processors against the original model.
 ///
-/// In one run, on the same random input, with the tract engine (tract
-/// version printed; other engines are not built in): (1) the original on one
-/// core, (2) the original with one intra-op thread per available core,
-/// (3) the branched model with every processor inline on one core
-/// (branches one after the other), (4) the branched model on its processors.
-/// Prints median, p90 and p99 latency (measured, wall clock per request)
-/// and the ratios of (4) against (1), (2) and (3), and writes a Chrome trace
-/// (chrome://tracing, Perfetto) of one run of (4).
+/// In one run, on the same random input: (1) the original on one core,
+/// (2) the original with one intra-op thread per available core, (3) the
+/// original in onnxruntime with 2 intra-op threads (the outside reference;
+/// needs the `ort` feature and libonnxruntime.so, else skipped with the
+/// reason), (4) the branched model with every processor inline on one core
+/// (branches one after the other), (5) the branched model on its processors,
+/// (6) the same with every processor on each other engine this build has.
+/// (1), (2), (4) and (5) use tract unless the configuration names another
+/// engine (versions printed). Prints median, p90 and p99 latency (measured,
+/// wall clock per request), the ratios of (5) against the others, and
+/// writes a Chrome trace (chrome://tracing, Perfetto) and a Gantt chart
+/// (PNG) of one run of (5).
 ///
-/// Without --processor, the processors the annotations name are used, the
-/// first inline and the others as pool workers, processor i pinned to the
-/// i-th available core (modulo the core count).
+/// Without --processor or --runtime-config, the processors the annotations
+/// name are used, the first inline and the others as pool workers,
+/// processor i pinned to the i-th available core (modulo the core count).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The branched (annotated) model.
@@ -59,6 +64,20 @@ pub struct Args {
     /// Where to write the Chrome trace of one branched run.
     #[arg(long, value_name = "TRACE.json", default_value = "bench-trace.json")]
     pub trace: PathBuf,
+
+    /// Where to write the Gantt chart (PNG) of the traced run: a row per
+    /// processor, a bar per subgraph, waits at meeting points in grey.
+    /// Default: the trace's path with the extension `.png`.
+    #[arg(long, value_name = "GANTT.png")]
+    pub gantt: Option<PathBuf>,
+}
+
+/// One measured configuration.
+struct Config<'g> {
+    name: String,
+    graph: &'g Graph,
+    processors: Vec<ProcessorConfig>,
+    label: &'g str,
 }
 
 struct Row {
@@ -109,17 +128,53 @@ fn time(rt: &Runtime, x: &Tensor, args: &Args, bar: &ProgressBar, name: &str) ->
     })
 }
 
-fn trace_json(spans: &[Span]) -> serde_json::Value {
-    let events: Vec<serde_json::Value> = spans
+/// Chrome trace events: a complete event per subgraph run (thread = its
+/// processor, `args.processor` too) and an instant event per move.
+fn trace_json(trace: &Trace) -> serde_json::Value {
+    let mut events: Vec<serde_json::Value> = trace
+        .spans
         .iter()
         .map(|s| {
             serde_json::json!({
                 "name": s.subgraph, "cat": "subgraph", "ph": "X", "pid": 1, "tid": s.processor,
                 "ts": s.start_s * 1e6, "dur": (s.end_s - s.start_s) * 1e6,
+                "args": { "processor": s.processor, "meeting_point": s.meeting_point },
             })
         })
         .collect();
+    events.extend(trace.moves.iter().map(|m| {
+        serde_json::json!({
+            "name": m.to_string(), "cat": "adaptation", "ph": "i", "s": "g", "pid": 1, "tid": m.to,
+            "ts": m.at_s * 1e6,
+            "args": { "subgraph": m.subgraph, "from": m.from, "to": m.to, "reason": m.reason },
+        })
+    }));
     serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" })
+}
+
+/// The onnxruntime reference configuration, or why there is none.
+fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String> {
+    if !EngineKind::available().contains(&EngineKind::Ort) {
+        return Err("not built (stretch-cli feature `ort`)".into());
+    }
+    let mut p = pinned("cpu0", WorkerKind::Inline, 0, 2, cores);
+    p.engine = EngineKind::Ort;
+    make_engine(&p).map(|_| p).map_err(|e| e.to_string())
+}
+
+/// Starts a thread burning CPU on the cores `spec` names until `stop` is set.
+fn interference(spec: &str, stop: Arc<AtomicBool>) -> Result<std::thread::JoinHandle<Result<(), String>>> {
+    let c = CoreSet::from_str(spec.strip_prefix("core").unwrap_or(spec))
+        .with_context(|| format!("bad --interference '{spec}'"))?;
+    affinity::check(&c).map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
+    Ok(std::thread::spawn(move || {
+        let pinned = affinity::pin_current_thread(&c);
+        let mut x = 0u64;
+        while pinned.is_ok() && !stop.load(Ordering::Relaxed) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        pinned
+    }))
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -136,7 +191,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     .load()?;
     let cores = affinity::allowed_cores().map_err(anyhow::Error::msg)?;
-    let processors = if args.runtime.is_configured() {
+    let processors: Vec<ProcessorConfig> = if args.runtime.is_configured() {
         args.runtime.processors(&branched)?
     } else {
         args.runtime
@@ -150,27 +205,59 @@ pub fn run(args: Args) -> Result<()> {
         .iter()
         .map(|p| pinned(&p.name, WorkerKind::Inline, 0, 1, &cores))
         .collect();
-    let configs = [
-        (
-            "original, 1 core".to_string(),
-            &original,
-            vec![pinned("cpu0", WorkerKind::Inline, 0, 1, &cores)],
-            &original_label,
-        ),
-        (
-            format!("original, {} intra-op threads", cores.len()),
-            &original,
-            vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), &cores)],
-            &original_label,
-        ),
-        ("branched, 1 core (sequential)".to_string(), &branched, one_core, &label),
-        (
-            format!("branched, {} processors", processors.len()),
-            &branched,
-            processors.clone(),
-            &label,
-        ),
+    let n = processors.len();
+    let mut configs = vec![
+        Config {
+            name: "original, 1 core".into(),
+            graph: &original,
+            processors: vec![pinned("cpu0", WorkerKind::Inline, 0, 1, &cores)],
+            label: &original_label,
+        },
+        Config {
+            name: format!("original, {} intra-op threads", cores.len()),
+            graph: &original,
+            processors: vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), &cores)],
+            label: &original_label,
+        },
     ];
+    let reference = ort_reference(&cores);
+    let ort_row = reference.as_ref().ok().map(|p| {
+        configs.push(Config {
+            name: "original, onnxruntime 2 threads".into(),
+            graph: &original,
+            processors: vec![p.clone()],
+            label: &original_label,
+        });
+        configs.len() - 1
+    });
+    configs.push(Config {
+        name: "branched, 1 core (sequential)".into(),
+        graph: &branched,
+        processors: one_core,
+        label: &label,
+    });
+    let main = configs.len();
+    configs.push(Config {
+        name: format!("branched, {n} processors"),
+        graph: &branched,
+        processors: processors.clone(),
+        label: &label,
+    });
+    for engine in EngineKind::available() {
+        if processors.iter().all(|p| p.engine == engine) || (engine == EngineKind::Ort && reference.is_err()) {
+            continue;
+        }
+        let on: Vec<ProcessorConfig> = processors
+            .iter()
+            .map(|p| ProcessorConfig { engine, ..p.clone() })
+            .collect();
+        configs.push(Config {
+            name: format!("branched, {n} processors, {}", engine.as_str()),
+            graph: &branched,
+            processors: on,
+            label: &label,
+        });
+    }
     let first = original
         .inputs()
         .first()
@@ -178,32 +265,29 @@ pub fn run(args: Args) -> Result<()> {
         .context("the original has no input")?;
     let x = Tensor::from_shape(&first.shape, &random_values(1, first.volume()))?;
     let stop = Arc::new(AtomicBool::new(false));
-    let burner = match &args.interference {
-        Some(spec) => {
-            let c = CoreSet::from_str(spec.strip_prefix("core").unwrap_or(spec))
-                .with_context(|| format!("bad --interference '{spec}'"))?;
-            affinity::check(&c).map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
-            let stop = stop.clone();
-            Some(std::thread::spawn(move || {
-                let pinned = affinity::pin_current_thread(&c);
-                let mut x = 0u64;
-                while pinned.is_ok() && !stop.load(Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-                pinned
-            }))
-        }
-        None => None,
-    };
+    let burner = args
+        .interference
+        .as_deref()
+        .map(|spec| interference(spec, stop.clone()))
+        .transpose()?;
     let total = (configs.len() * (args.runs + args.warmup)) as u64;
     let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let mut rows = Vec::new();
-    let mut spans = Vec::new();
-    for (name, g, procs, file) in &configs {
+    let mut trace = Trace::default();
+    let mut engines = Vec::new();
+    for (i, c) in configs.iter().enumerate() {
         affinity::pin_current_thread(&cores).map_err(anyhow::Error::msg)?;
-        let rt = load(g, procs, file)?;
-        rows.push(time(&rt, &x, &args, &bar, name)?);
-        spans = rt.run_traced(vec![x.clone().into_tvalue()])?.1;
+        let rt = load(c.graph, &c.processors, c.label)?;
+        for (_, e, v) in rt.engines() {
+            let e = format!("{e} {v}");
+            if !engines.contains(&e) {
+                engines.push(e);
+            }
+        }
+        rows.push(time(&rt, &x, &args, &bar, &c.name)?);
+        if i == main {
+            trace = rt.run_traced(vec![x.clone().into_tvalue()])?.1;
+        }
     }
     bar.finish_and_clear();
     stop.store(true, Ordering::Relaxed);
@@ -212,23 +296,24 @@ pub fn run(args: Args) -> Result<()> {
             .map_err(|_| anyhow::anyhow!("the interference thread panicked"))?
             .map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
     }
-    std::fs::write(&args.trace, serde_json::to_string_pretty(&trace_json(&spans))?)
+    std::fs::write(&args.trace, serde_json::to_string_pretty(&trace_json(&trace))?)
         .with_context(|| format!("cannot write {}", args.trace.display()))?;
+    let gantt = args.gantt.clone().unwrap_or_else(|| args.trace.with_extension("png"));
+    let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
+    crate::gantt::write_png(&gantt, &format!("{label}: one run on {n} processors"), &names, &trace)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "branched  {label}\noriginal  {original_label}")?;
     writeln!(
         out,
-        "engine    tract {TRACT_VERSION}; cores available {cores}; {} timed runs each",
+        "engines   {}; cores available {cores}; {} timed runs each",
+        engines.join(", "),
         args.runs
     )?;
-    let specs: Vec<String> = processors
-        .iter()
-        .map(|p| {
-            let c = p.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
-            format!("{}={:?}{c},threads={}", p.name, p.kind, p.threads)
-        })
-        .collect();
+    let specs: Vec<String> = processors.iter().map(ProcessorConfig::spec).collect();
     writeln!(out, "processors {}", specs.join(" "))?;
+    if let Err(reason) = &reference {
+        writeln!(out, "onnxruntime reference: skipped: {reason}")?;
+    }
     if let Some(c) = &args.interference {
         writeln!(
             out,
@@ -237,28 +322,34 @@ pub fn run(args: Args) -> Result<()> {
     }
     writeln!(
         out,
-        "{:<34} {:>10} {:>10} {:>10}",
+        "{:<40} {:>10} {:>10} {:>10}",
         "configuration (measured)", "p50 ms", "p90 ms", "p99 ms"
     )?;
     for r in &rows {
         writeln!(
             out,
-            "{:<34} {:>10.3} {:>10.3} {:>10.3}",
+            "{:<40} {:>10.3} {:>10.3} {:>10.3}",
             r.name,
             r.quantile(0.5),
             r.quantile(0.9),
             r.quantile(0.99)
         )?;
     }
-    let b = rows[3].quantile(0.5);
-    for r in &rows[..3] {
-        writeln!(
-            out,
-            "speedup of branched on its processors vs {:<30} {:.2}x (p50)",
-            r.name,
-            r.quantile(0.5) / b
-        )?;
+    let b = rows[main].quantile(0.5);
+    for (i, r) in rows.iter().enumerate().filter(|(i, _)| *i != main) {
+        let what = if Some(i) == ort_row {
+            "speedup of branched vs the onnxruntime reference"
+        } else {
+            "speedup of branched on its processors vs"
+        };
+        let name = if Some(i) == ort_row {
+            format!("(original, 2 threads, p50 {:.3} ms)", r.quantile(0.5))
+        } else {
+            r.name.clone()
+        };
+        writeln!(out, "{what} {name:<30} {:.2}x (p50)", r.quantile(0.5) / b)?;
     }
     writeln!(out, "trace     {}", args.trace.display())?;
+    writeln!(out, "gantt     {}", gantt.display())?;
     Ok(())
 }

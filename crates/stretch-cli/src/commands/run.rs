@@ -73,7 +73,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let x = Tensor::from_shape(&array.shape, &array.data)?.into_tvalue();
     let start = Instant::now();
-    let (outputs, spans) = rt.run_traced(vec![x])?;
+    let (outputs, trace) = rt.run_traced(vec![x])?;
+    let spans = trace.spans;
     let elapsed = start.elapsed();
     let mut out = std::io::stdout().lock();
     let engines: Vec<String> = rt.engines().iter().map(|(p, e, v)| format!("{p}={e} {v}")).collect();
