@@ -1,4 +1,8 @@
-//! Adapting placement to outside load (paper §7.4, Fig. 13).
+//! Adapting placement to outside load (paper §7.4, Fig. 13): a subgraph
+//! whose processor turns slow moves to the processor that would finish it
+//! first, and goes back once its home processor is fast again.
+
+use crate::policy::{Clock, Decision, Estimates, Observation, PlacementPolicy, SubgraphInfo};
 
 /// When the adaptive policy moves a subgraph away and back.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,6 +21,299 @@ impl Default for AdaptiveParams {
             margin: 1.5,
             runs: 3,
             probe_ms: 200.0,
+        }
+    }
+}
+
+/// Weight of the newest observation in the policy's estimates.
+const ALPHA: f64 = 0.3;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Home,
+    /// Moved off its home; the home was last tried at `probed_ms`.
+    Away {
+        probed_ms: f64,
+    },
+    /// Trying its home again; goes back to `away` if the home is still slow.
+    Probing {
+        away: usize,
+    },
+}
+
+struct Entry {
+    info: SubgraphInfo,
+    current: usize,
+    state: State,
+    streak: usize,
+    /// Per processor: moving average of the runs that were not slow (the
+    /// estimate a slow run is judged against).
+    normal: Vec<Option<f64>>,
+    /// Per processor: moving average of every run, slow ones included.
+    recent: Vec<Option<f64>>,
+}
+
+/// The policy of paper §7.4: a subgraph whose runs on its processor take
+/// more than `margin` × that processor's estimate for it, `runs` times in a
+/// row, moves to the processor where it would finish first: that
+/// processor's estimate for it (measured there, else the estimate the
+/// caller gives, else its normal latency where it is, i.e. processors
+/// assumed equally fast) plus the work of the same level already placed
+/// there. A moved subgraph tries its home again every `probe_ms`; it stays
+/// home if that run is within `margin` × its home estimate, else it moves
+/// back where it was.
+pub struct AdaptivePolicy {
+    params: AdaptiveParams,
+    entries: Vec<Entry>,
+}
+
+fn ema(cell: &mut Option<f64>, ms: f64) {
+    *cell = Some(cell.map_or(ms, |m| m + ALPHA * (ms - m)));
+}
+
+impl AdaptivePolicy {
+    /// A policy for subgraphs `infos` (partition order) on `processors` processors.
+    pub fn new(params: AdaptiveParams, infos: &[SubgraphInfo], processors: usize) -> AdaptivePolicy {
+        let entries = infos
+            .iter()
+            .map(|info| Entry {
+                info: *info,
+                current: info.home,
+                state: State::Home,
+                streak: 0,
+                normal: vec![None; processors],
+                recent: vec![None; processors],
+            })
+            .collect();
+        AdaptivePolicy { params, entries }
+    }
+
+    /// Expected ms of subgraph `s` on processor `p` now.
+    fn expected(&self, s: usize, p: usize, estimates: &dyn Estimates) -> Option<f64> {
+        let e = &self.entries[s];
+        e.recent[p]
+            .or(e.normal[p])
+            .or_else(|| estimates.estimate_ms(s, p))
+            .or(e.normal[e.current])
+    }
+
+    /// When processor `p` would finish subgraph `s` if it ran all of `s`'s
+    /// level placed on it, `s` included.
+    fn finish(&self, s: usize, p: usize, estimates: &dyn Estimates) -> f64 {
+        let level = self.entries[s].info.level;
+        let others: f64 = (0..self.entries.len())
+            .filter(|&t| t != s && self.entries[t].info.level == level && self.entries[t].current == p)
+            .map(|t| self.expected(t, p, estimates).unwrap_or(0.0))
+            .sum();
+        others + self.expected(s, p, estimates).unwrap_or(f64::INFINITY)
+    }
+
+    fn judge(&mut self, o: &Observation, estimates: &dyn Estimates, now: f64) -> Option<Decision> {
+        let margin = self.params.margin;
+        let e = &mut self.entries[o.subgraph];
+        ema(&mut e.recent[o.processor], o.ms);
+        if o.processor != e.current {
+            return None;
+        }
+        if let State::Probing { away } = e.state {
+            let home = e.info.home;
+            let fast = e.normal[home].is_none_or(|n| o.ms <= margin * n);
+            if fast {
+                ema(&mut e.normal[home], o.ms);
+                e.recent[home] = Some(o.ms);
+                e.state = State::Home;
+                e.streak = 0;
+                return Some(Decision {
+                    subgraph: o.subgraph,
+                    from: away,
+                    to: home,
+                    reason: "back",
+                });
+            }
+            e.current = away;
+            e.state = State::Away { probed_ms: now };
+            return Some(Decision {
+                subgraph: o.subgraph,
+                from: home,
+                to: away,
+                reason: "still slow",
+            });
+        }
+        let slow = e.normal[o.processor].is_some_and(|n| o.ms > margin * n);
+        if !slow {
+            ema(&mut e.normal[o.processor], o.ms);
+            e.streak = 0;
+            return None;
+        }
+        e.streak += 1;
+        if e.streak < self.params.runs {
+            return None;
+        }
+        let from = o.processor;
+        let processors = e.normal.len();
+        let (best, cost) = (0..processors)
+            .map(|p| (p, self.finish(o.subgraph, p, estimates)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        if best == from || cost >= self.finish(o.subgraph, from, estimates) {
+            return None;
+        }
+        let e = &mut self.entries[o.subgraph];
+        e.current = best;
+        e.streak = 0;
+        e.state = if best == e.info.home {
+            State::Home
+        } else {
+            State::Away { probed_ms: now }
+        };
+        Some(Decision {
+            subgraph: o.subgraph,
+            from,
+            to: best,
+            reason: "slow",
+        })
+    }
+}
+
+impl PlacementPolicy for AdaptivePolicy {
+    fn placement(&self, subgraph: usize) -> usize {
+        self.entries.get(subgraph).map_or(0, |e| e.current)
+    }
+
+    fn observe(&mut self, run: &[Observation], clock: &dyn Clock, estimates: &dyn Estimates) -> Vec<Decision> {
+        let now = clock.now_ms();
+        let mut moves: Vec<Decision> = run.iter().filter_map(|o| self.judge(o, estimates, now)).collect();
+        for (s, e) in self.entries.iter_mut().enumerate() {
+            if let State::Away { probed_ms } = e.state
+                && now - probed_ms >= self.params.probe_ms
+            {
+                moves.push(Decision {
+                    subgraph: s,
+                    from: e.current,
+                    to: e.info.home,
+                    reason: "probe",
+                });
+                e.state = State::Probing { away: e.current };
+                e.current = e.info.home;
+            }
+        }
+        moves
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::NoEstimates;
+    use std::cell::Cell;
+
+    struct FakeClock(Cell<f64>);
+
+    impl Clock for FakeClock {
+        fn now_ms(&self) -> f64 {
+            self.0.get()
+        }
+    }
+
+    /// Stem (level 0, p0), branch a (level 1, p0), branch b (level 1, p1),
+    /// merge (level 2, p0).
+    fn policy() -> AdaptivePolicy {
+        let info = |home, level| SubgraphInfo { home, level };
+        AdaptivePolicy::new(
+            AdaptiveParams {
+                margin: 1.5,
+                runs: 3,
+                probe_ms: 100.0,
+            },
+            &[info(0, 0), info(0, 1), info(1, 1), info(0, 2)],
+            2,
+        )
+    }
+
+    /// One request: every subgraph where the policy places it, taking
+    /// `ms(subgraph, processor)`.
+    fn request(p: &mut AdaptivePolicy, clock: &FakeClock, ms: impl Fn(usize, usize) -> f64) -> Vec<Decision> {
+        let run: Vec<Observation> = (0..4)
+            .map(|s| {
+                let processor = p.placement(s);
+                Observation {
+                    subgraph: s,
+                    processor,
+                    ms: ms(s, processor),
+                }
+            })
+            .collect();
+        clock.0.set(clock.0.get() + 10.0);
+        p.observe(&run, clock, &NoEstimates)
+    }
+
+    #[test]
+    fn a_branch_on_a_slowed_processor_moves_after_the_streak_and_comes_back() {
+        let mut p = policy();
+        let clock = FakeClock(Cell::new(0.0));
+        let normal = |_: usize, _: usize| 2.0;
+        for _ in 0..5 {
+            assert!(request(&mut p, &clock, normal).is_empty());
+        }
+        let loaded = |s: usize, q: usize| if q == 1 { 10.0 } else { normal(s, q) };
+        assert!(request(&mut p, &clock, loaded).is_empty());
+        assert!(request(&mut p, &clock, loaded).is_empty());
+        let moved = request(&mut p, &clock, loaded);
+        assert_eq!(
+            moved,
+            [Decision {
+                subgraph: 2,
+                from: 1,
+                to: 0,
+                reason: "slow"
+            }]
+        );
+        assert_eq!(p.placement(2), 0);
+        let mut probes = 0;
+        for _ in 0..30 {
+            for d in request(&mut p, &clock, loaded) {
+                match d.reason {
+                    "probe" => probes += 1,
+                    "still slow" => assert_eq!((d.from, d.to), (1, 0)),
+                    other => panic!("unexpected {other}"),
+                }
+            }
+        }
+        assert!((2..=3).contains(&probes), "one probe per 100 ms, got {probes}");
+        assert_eq!(p.placement(2), 0);
+        let mut reasons = Vec::new();
+        for _ in 0..12 {
+            reasons.extend(request(&mut p, &clock, normal).iter().map(|d| d.reason));
+        }
+        assert_eq!(reasons, ["probe", "back"]);
+        assert_eq!(p.placement(2), 1);
+    }
+
+    #[test]
+    fn a_subgraph_stays_when_no_processor_would_finish_it_sooner() {
+        let mut p = policy();
+        let clock = FakeClock(Cell::new(0.0));
+        let b_is_long = |s: usize| if s == 2 { 9.0 } else { 2.0 };
+        for _ in 0..3 {
+            request(&mut p, &clock, |s, _| b_is_long(s));
+        }
+        for _ in 0..10 {
+            let d = request(
+                &mut p,
+                &clock,
+                |s, q| if q == 0 { 2.0 * b_is_long(s) } else { b_is_long(s) },
+            );
+            assert!(d.iter().all(|d| d.subgraph != 1), "{d:?}");
+        }
+        assert_eq!(p.placement(1), 0);
+    }
+
+    #[test]
+    fn an_isolated_slow_run_moves_nothing() {
+        let mut p = policy();
+        let clock = FakeClock(Cell::new(0.0));
+        for k in 0..20 {
+            let d = request(&mut p, &clock, |_, q| if q == 1 && k % 3 == 2 { 50.0 } else { 2.0 });
+            assert!(d.is_empty(), "{d:?}");
         }
     }
 }

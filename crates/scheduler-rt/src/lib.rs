@@ -18,6 +18,7 @@ pub mod npy;
 #[cfg(feature = "ort")]
 mod ort_engine;
 mod partition;
+pub mod policy;
 mod queue;
 mod runtime;
 mod runtime_config;
@@ -25,6 +26,7 @@ pub mod testing;
 mod trace;
 mod worker;
 
+pub use adaptive::{AdaptiveParams, AdaptivePolicy};
 pub use config::{EngineKind, ProcessorConfig, WorkerKind};
 pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
 pub use error::RuntimeError;
