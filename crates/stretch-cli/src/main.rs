@@ -2,9 +2,11 @@
 //! branching their stages across processors (NN-Stretch).
 
 mod chart;
+mod chrome_trace;
 mod commands;
 mod format;
 mod gantt;
+mod interference;
 mod model_args;
 mod runtime_args;
 

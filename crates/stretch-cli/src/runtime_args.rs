@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use graph_ir::{Graph, keys};
-use scheduler_rt::{ProcessorConfig, Runtime, RuntimeConfig, WorkerKind, default_factory};
+use scheduler_rt::{AdaptiveParams, ProcessorConfig, Runtime, RuntimeConfig, WorkerKind, default_factory};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -30,6 +30,15 @@ pub struct RuntimeArgs {
     /// processor of the same name or add one.
     #[arg(long = "runtime-config", value_name = "FILE.toml")]
     pub runtime_config: Option<PathBuf>,
+
+    /// Adapt placement to outside load (paper §7.4): a subgraph whose runs
+    /// take more than `margin` (1.5) × its usual latency `runs` (3) times in
+    /// a row moves to the processor that would finish it first, and tries
+    /// its home again every `probe_ms` (200) ms, staying once it is fast
+    /// there. The parameters come from the configuration's [adaptive]
+    /// table, whose presence also turns adaptation on.
+    #[arg(long)]
+    pub adaptive: bool,
 }
 
 impl RuntimeArgs {
@@ -41,6 +50,15 @@ impl RuntimeArgs {
         };
         let config = RuntimeConfig::load(path).context("cannot load the runtime configuration")?;
         Ok(Some(config.with_overrides(&self.processors)))
+    }
+
+    /// The adaptation parameters, when adaptation is on.
+    pub fn adaptive(&self) -> Result<Option<AdaptiveParams>> {
+        let configured = self.config()?.and_then(|c| c.adaptive);
+        Ok(match configured {
+            Some(p) => Some(p),
+            None => self.adaptive.then(AdaptiveParams::default),
+        })
     }
 
     /// Whether processors were configured (by file or flags) rather than
@@ -82,7 +100,18 @@ impl RuntimeArgs {
 }
 
 /// Loads `g` on the runtime with `processors` (each with the engine its
-/// configuration names), naming the model in errors.
-pub fn load(g: &Graph, processors: &[ProcessorConfig], label: &str) -> Result<Runtime> {
-    Runtime::load(g, processors, default_factory()).with_context(|| format!("cannot load {label} on the runtime"))
+/// configuration names), adapting placement with `adaptive` if given,
+/// naming the model in errors.
+pub fn load_adaptive(
+    g: &Graph,
+    processors: &[ProcessorConfig],
+    adaptive: Option<AdaptiveParams>,
+    label: &str,
+) -> Result<Runtime> {
+    let rt = Runtime::load(g, processors, default_factory())
+        .with_context(|| format!("cannot load {label} on the runtime"))?;
+    Ok(match adaptive {
+        Some(p) => rt.with_adaptation(p),
+        None => rt,
+    })
 }

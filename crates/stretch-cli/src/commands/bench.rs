@@ -1,18 +1,17 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
+use crate::chrome_trace;
+use crate::interference::Interference;
 use crate::model_args::ModelArgs;
-use crate::runtime_args::{RuntimeArgs, load};
+use crate::runtime_args::{RuntimeArgs, load_adaptive};
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use indicatif::{ProgressBar, ProgressStyle};
 use predictor::profiler::CoreSet;
 use scheduler_rt::npy::random_values;
-use scheduler_rt::{EngineKind, ProcessorConfig, Runtime, Trace, WorkerKind, affinity, make_engine};
+use scheduler_rt::{AdaptiveParams, EngineKind, ProcessorConfig, Runtime, Trace, WorkerKind, affinity, make_engine};
 use std::io::Write;
 use std::path::PathBuf;
-use std::str::FromStr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
@@ -30,6 +29,17 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 /// wall clock per request), the ratios of (5) against the others, and
 /// writes a Chrome trace (chrome://tracing, Perfetto) and a Gantt chart
 /// (PNG) of one run of (5).
+///
+/// With --interference CORES (or --adaptive, or an [adaptive] table in the
+/// runtime configuration), (7) the branched model on its processors with
+/// the adaptive runtime is measured too: a subgraph slow on its processor
+/// for a few runs moves to the processor that finishes it first and moves
+/// back when the load is gone (paper §7.4). The load runs during every
+/// timed run and never during warm-up, so the adaptive runtime learns
+/// unloaded latencies first; after (7)'s timed runs the load stops and
+/// (7) keeps running, untimed, until its moved subgraphs are back. Its p50
+/// and p99 are printed beside (5) and (2)/(3), and the Chrome trace holds
+/// every run of (7) as a second process, with an instant event per move.
 ///
 /// Without --processor or --runtime-config, the processors the annotations
 /// name are used, the first inline and the others as pool workers,
@@ -56,8 +66,8 @@ pub struct Args {
     pub warmup: usize,
 
     /// Run a CPU-burning thread pinned to these cores (`core0`, `0-1`) during
-    /// every measurement, to see how each configuration suffers from outside
-    /// load (the runtime does not adapt placement yet).
+    /// every timed run (not during warm-up), to see how each configuration
+    /// suffers from outside load and how the adaptive runtime copes.
     #[arg(long, value_name = "CORES")]
     pub interference: Option<String>,
 
@@ -78,6 +88,7 @@ struct Config<'g> {
     graph: &'g Graph,
     processors: Vec<ProcessorConfig>,
     label: &'g str,
+    adaptive: Option<AdaptiveParams>,
 }
 
 struct Row {
@@ -109,47 +120,66 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
     }
 }
 
-fn time(rt: &Runtime, x: &Tensor, args: &Args, bar: &ProgressBar, name: &str) -> Result<Row> {
+/// Warm-up (unloaded), then timed runs under `load`; returns the row and,
+/// when `keep`, every timed run's trace with its start in seconds since
+/// the first.
+fn time(
+    rt: &Runtime,
+    x: &Tensor,
+    args: &Args,
+    bar: &ProgressBar,
+    name: &str,
+    load: Option<&Interference>,
+    keep: bool,
+) -> Result<(Row, Vec<(f64, Trace)>)> {
     bar.set_message(name.to_string());
     for _ in 0..args.warmup {
         rt.run(vec![x.clone().into_tvalue()])?;
         bar.inc(1);
     }
+    if let Some(l) = load {
+        l.set(true);
+    }
     let mut ms = Vec::with_capacity(args.runs);
+    let mut traces = Vec::new();
+    let start = Instant::now();
     for _ in 0..args.runs {
         let t = Instant::now();
-        rt.run(vec![x.clone().into_tvalue()])?;
+        let trace = rt.run_traced(vec![x.clone().into_tvalue()]);
         ms.push(t.elapsed().as_secs_f64() * 1e3);
+        if keep {
+            traces.push((t.duration_since(start).as_secs_f64(), trace?.1));
+        } else {
+            trace?;
+        }
         bar.inc(1);
     }
-    Ok(Row {
-        name: name.to_string(),
-        ms,
-    })
+    if let Some(l) = load {
+        l.set(false);
+    }
+    Ok((
+        Row {
+            name: name.to_string(),
+            ms,
+        },
+        traces,
+    ))
 }
 
-/// Chrome trace events: a complete event per subgraph run (thread = its
-/// processor, `args.processor` too) and an instant event per move.
-fn trace_json(trace: &Trace) -> serde_json::Value {
-    let mut events: Vec<serde_json::Value> = trace
-        .spans
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "name": s.subgraph, "cat": "subgraph", "ph": "X", "pid": 1, "tid": s.processor,
-                "ts": s.start_s * 1e6, "dur": (s.end_s - s.start_s) * 1e6,
-                "args": { "processor": s.processor, "meeting_point": s.meeting_point },
-            })
-        })
-        .collect();
-    events.extend(trace.moves.iter().map(|m| {
-        serde_json::json!({
-            "name": m.to_string(), "cat": "adaptation", "ph": "i", "s": "g", "pid": 1, "tid": m.to,
-            "ts": m.at_s * 1e6,
-            "args": { "subgraph": m.subgraph, "from": m.from, "to": m.to, "reason": m.reason },
-        })
-    }));
-    serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" })
+/// Runs `rt` unloaded, after `offset_s`, until every subgraph is back on
+/// its home processor or `limit_s` passed; returns the traces.
+fn recover(rt: &Runtime, x: &Tensor, offset_s: f64, limit_s: f64) -> Result<Vec<(f64, Trace)>> {
+    let start = Instant::now();
+    let home = |rt: &Runtime| {
+        (0..rt.partition().subgraphs.len())
+            .all(|i| rt.placed_on(i) == Some(rt.partition().subgraphs[i].processor.as_str()))
+    };
+    let mut traces = Vec::new();
+    while !home(rt) && start.elapsed().as_secs_f64() < limit_s {
+        let t = start.elapsed().as_secs_f64();
+        traces.push((offset_s + t, rt.run_traced(vec![x.clone().into_tvalue()])?.1));
+    }
+    Ok(traces)
 }
 
 /// The onnxruntime reference configuration, or why there is none.
@@ -160,21 +190,6 @@ fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String
     let mut p = pinned("cpu0", WorkerKind::Inline, 0, 2, cores);
     p.engine = EngineKind::Ort;
     make_engine(&p).map(|_| p).map_err(|e| e.to_string())
-}
-
-/// Starts a thread burning CPU on the cores `spec` names until `stop` is set.
-fn interference(spec: &str, stop: Arc<AtomicBool>) -> Result<std::thread::JoinHandle<Result<(), String>>> {
-    let c = CoreSet::from_str(spec.strip_prefix("core").unwrap_or(spec))
-        .with_context(|| format!("bad --interference '{spec}'"))?;
-    affinity::check(&c).map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
-    Ok(std::thread::spawn(move || {
-        let pinned = affinity::pin_current_thread(&c);
-        let mut x = 0u64;
-        while pinned.is_ok() && !stop.load(Ordering::Relaxed) {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-        }
-        pinned
-    }))
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -201,48 +216,59 @@ pub fn run(args: Args) -> Result<()> {
             .map(|(i, p)| pinned(&p.name, p.kind, i, 1, &cores))
             .collect()
     };
+    let adaptive = match args.runtime.adaptive()? {
+        Some(p) => Some(p),
+        None => args.interference.as_ref().map(|_| AdaptiveParams::default()),
+    };
     let one_core: Vec<ProcessorConfig> = processors
         .iter()
         .map(|p| pinned(&p.name, WorkerKind::Inline, 0, 1, &cores))
         .collect();
     let n = processors.len();
+    let config = |name: String, graph, processors, label| Config {
+        name,
+        graph,
+        processors,
+        label,
+        adaptive: None,
+    };
     let mut configs = vec![
-        Config {
-            name: "original, 1 core".into(),
-            graph: &original,
-            processors: vec![pinned("cpu0", WorkerKind::Inline, 0, 1, &cores)],
-            label: &original_label,
-        },
-        Config {
-            name: format!("original, {} intra-op threads", cores.len()),
-            graph: &original,
-            processors: vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), &cores)],
-            label: &original_label,
-        },
+        config(
+            "original, 1 core".into(),
+            &original,
+            vec![pinned("cpu0", WorkerKind::Inline, 0, 1, &cores)],
+            &original_label,
+        ),
+        config(
+            format!("original, {} intra-op threads", cores.len()),
+            &original,
+            vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), &cores)],
+            &original_label,
+        ),
     ];
     let reference = ort_reference(&cores);
     let ort_row = reference.as_ref().ok().map(|p| {
-        configs.push(Config {
-            name: "original, onnxruntime 2 threads".into(),
-            graph: &original,
-            processors: vec![p.clone()],
-            label: &original_label,
-        });
+        configs.push(config(
+            "original, onnxruntime 2 threads".into(),
+            &original,
+            vec![p.clone()],
+            &original_label,
+        ));
         configs.len() - 1
     });
-    configs.push(Config {
-        name: "branched, 1 core (sequential)".into(),
-        graph: &branched,
-        processors: one_core,
-        label: &label,
-    });
+    configs.push(config(
+        "branched, 1 core (sequential)".into(),
+        &branched,
+        one_core,
+        &label,
+    ));
     let main = configs.len();
-    configs.push(Config {
-        name: format!("branched, {n} processors"),
-        graph: &branched,
-        processors: processors.clone(),
-        label: &label,
-    });
+    configs.push(config(
+        format!("branched, {n} processors"),
+        &branched,
+        processors.clone(),
+        &label,
+    ));
     for engine in EngineKind::available() {
         if processors.iter().all(|p| p.engine == engine) || (engine == EngineKind::Ort && reference.is_err()) {
             continue;
@@ -251,53 +277,75 @@ pub fn run(args: Args) -> Result<()> {
             .iter()
             .map(|p| ProcessorConfig { engine, ..p.clone() })
             .collect();
-        configs.push(Config {
-            name: format!("branched, {n} processors, {}", engine.as_str()),
-            graph: &branched,
-            processors: on,
-            label: &label,
-        });
+        configs.push(config(
+            format!("branched, {n} processors, {}", engine.as_str()),
+            &branched,
+            on,
+            &label,
+        ));
     }
+    let adaptive_row = adaptive.as_ref().map(|params| {
+        configs.push(Config {
+            adaptive: Some(params.clone()),
+            ..config(
+                format!("branched, {n} processors, adaptive"),
+                &branched,
+                processors.clone(),
+                &label,
+            )
+        });
+        configs.len() - 1
+    });
     let first = original
         .inputs()
         .first()
         .and_then(|i| original.fact(i.out(0)))
         .context("the original has no input")?;
     let x = Tensor::from_shape(&first.shape, &random_values(1, first.volume()))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let burner = args
-        .interference
-        .as_deref()
-        .map(|spec| interference(spec, stop.clone()))
-        .transpose()?;
+    let load = args.interference.as_deref().map(Interference::start).transpose()?;
     let total = (configs.len() * (args.runs + args.warmup)) as u64;
     let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let mut rows = Vec::new();
     let mut trace = Trace::default();
+    let mut adaptive_runs = Vec::new();
     let mut engines = Vec::new();
     for (i, c) in configs.iter().enumerate() {
         affinity::pin_current_thread(&cores).map_err(anyhow::Error::msg)?;
-        let rt = load(c.graph, &c.processors, c.label)?;
+        let rt = load_adaptive(c.graph, &c.processors, c.adaptive.clone(), c.label)?;
         for (_, e, v) in rt.engines() {
             let e = format!("{e} {v}");
             if !engines.contains(&e) {
                 engines.push(e);
             }
         }
-        rows.push(time(&rt, &x, &args, &bar, &c.name)?);
+        let keep = Some(i) == adaptive_row;
+        let (row, traces) = time(&rt, &x, &args, &bar, &c.name, load.as_ref(), keep)?;
+        rows.push(row);
         if i == main {
             trace = rt.run_traced(vec![x.clone().into_tvalue()])?.1;
         }
+        if keep {
+            let end = traces
+                .last()
+                .map_or(0.0, |(t, tr)| t + tr.spans.iter().map(|s| s.end_s).fold(0.0, f64::max));
+            let limit = 20.0 * c.adaptive.as_ref().map_or(0.2, |a| a.probe_ms / 1e3);
+            adaptive_runs = traces;
+            adaptive_runs.extend(recover(&rt, &x, end, limit)?);
+        }
     }
     bar.finish_and_clear();
-    stop.store(true, Ordering::Relaxed);
-    if let Some(b) = burner {
-        b.join()
-            .map_err(|_| anyhow::anyhow!("the interference thread panicked"))?
-            .map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
+    if let Some(l) = load {
+        l.finish()?;
     }
-    std::fs::write(&args.trace, serde_json::to_string_pretty(&trace_json(&trace))?)
-        .with_context(|| format!("cannot write {}", args.trace.display()))?;
+    let mut events = chrome_trace::events(&trace, 1, &format!("one run, {n} processors"), 0.0);
+    for (offset, t) in &adaptive_runs {
+        events.extend(chrome_trace::events(t, 2, "adaptive runs (load, then none)", *offset));
+    }
+    std::fs::write(
+        &args.trace,
+        serde_json::to_string_pretty(&chrome_trace::document(events))?,
+    )
+    .with_context(|| format!("cannot write {}", args.trace.display()))?;
     let gantt = args.gantt.clone().unwrap_or_else(|| args.trace.with_extension("png"));
     let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
     crate::gantt::write_png(&gantt, &format!("{label}: one run on {n} processors"), &names, &trace)?;
@@ -317,7 +365,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(c) = &args.interference {
         writeln!(
             out,
-            "interference: a CPU-burning thread pinned to {c} ran during every measurement"
+            "interference: a CPU-burning thread pinned to {c} ran during every timed run (not during warm-up)"
         )?;
     }
     writeln!(
@@ -336,18 +384,54 @@ pub fn run(args: Args) -> Result<()> {
         )?;
     }
     let b = rows[main].quantile(0.5);
-    for (i, r) in rows.iter().enumerate().filter(|(i, _)| *i != main) {
-        let what = if Some(i) == ort_row {
-            "speedup of branched vs the onnxruntime reference"
+    for (i, r) in rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != main && Some(*i) != adaptive_row)
+    {
+        if Some(i) == ort_row {
+            writeln!(
+                out,
+                "speedup of branched vs the onnxruntime reference (original, 2 threads, p50 {:.3} ms) {:.2}x (p50)",
+                r.quantile(0.5),
+                r.quantile(0.5) / b
+            )?;
         } else {
-            "speedup of branched on its processors vs"
-        };
-        let name = if Some(i) == ort_row {
-            format!("(original, 2 threads, p50 {:.3} ms)", r.quantile(0.5))
-        } else {
-            r.name.clone()
-        };
-        writeln!(out, "{what} {name:<30} {:.2}x (p50)", r.quantile(0.5) / b)?;
+            writeln!(
+                out,
+                "speedup of branched on its processors vs {:<30} {:.2}x (p50)",
+                r.name,
+                r.quantile(0.5) / b
+            )?;
+        }
+    }
+    if let Some(a) = adaptive_row {
+        let (ad, fixed) = (&rows[a], &rows[main]);
+        let reference = ort_row.map_or(&rows[1], |o| &rows[o]);
+        writeln!(
+            out,
+            "adaptive vs fixed placement: p50 {:.3} vs {:.3} ms, p99 {:.3} vs {:.3} ms ({} p50 {:.3} ms, p99 {:.3} ms)",
+            ad.quantile(0.5),
+            fixed.quantile(0.5),
+            ad.quantile(0.99),
+            fixed.quantile(0.99),
+            reference.name,
+            reference.quantile(0.5),
+            reference.quantile(0.99)
+        )?;
+        let moves: Vec<String> = adaptive_runs
+            .iter()
+            .flat_map(|(_, t)| t.moves.iter().map(|m| m.to_string()))
+            .collect();
+        let slow = moves.iter().filter(|m| m.ends_with("(slow)")).count();
+        let back = moves.iter().filter(|m| m.ends_with("(back)")).count();
+        writeln!(
+            out,
+            "adaptation: {} moves ({slow} off a slow processor, {back} back home) in {} runs; first: {}",
+            moves.len(),
+            adaptive_runs.len(),
+            moves.first().map_or("none", String::as_str)
+        )?;
     }
     writeln!(out, "trace     {}", args.trace.display())?;
     writeln!(out, "gantt     {}", gantt.display())?;

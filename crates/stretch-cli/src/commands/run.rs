@@ -1,7 +1,7 @@
 //! `stretch run`: run a (branched) model once on the subgraph runtime.
 
 use crate::model_args::ModelArgs;
-use crate::runtime_args::{RuntimeArgs, load};
+use crate::runtime_args::{RuntimeArgs, load_adaptive};
 use anyhow::{Context, Result, bail};
 use scheduler_rt::npy::{self, Array};
 use std::io::Write;
@@ -47,7 +47,7 @@ pub fn run(args: Args) -> Result<()> {
     let label = args.model.model.display().to_string();
     let graph = args.model.load()?;
     let processors = args.runtime.processors(&graph)?;
-    let rt = load(&graph, &processors, &label)?;
+    let rt = load_adaptive(&graph, &processors, args.runtime.adaptive()?, &label)?;
     let facts = rt.input_facts();
     let [(input_name, fact)] = facts.as_slice() else {
         bail!("{label} has {} inputs; stretch run supports one", facts.len());
