@@ -3,10 +3,14 @@
 //!
 //! A model annotated with [`graph_ir::keys::PROCESSOR`] is cut into
 //! processor-level [`Subgraph`]s ([`partition`]); each subgraph is compiled
-//! once by an [`Engine`] on the worker that owns its processor; a
-//! [`Runtime`] then serves requests from any number of client threads,
-//! dispatching subgraphs to pinned worker threads and running the scheduling
-//! thread's own subgraphs inline, joining at meeting points.
+//! once by the [`Engine`] of every processor (tract, or onnxruntime with the
+//! `ort` feature; [`EngineKind`]); a [`Runtime`] then serves requests from
+//! any number of client threads, dispatching subgraphs to pinned pool
+//! threads and in-order queue threads ([`WorkerKind`]) and running the
+//! scheduling thread's own subgraphs inline, joining at meeting points.
+//! Processors come from specs or a TOML file ([`RuntimeConfig`]). A
+//! [`policy::PlacementPolicy`] such as [`AdaptivePolicy`] may move
+//! subgraphs between processors as their observed latencies change.
 
 pub mod adaptive;
 pub mod affinity;
