@@ -28,16 +28,23 @@ impl Default for AdaptiveParams {
 /// Weight of the newest observation in the policy's estimates.
 const ALPHA: f64 = 0.3;
 
+/// The longest wait between probes, in units of `probe_ms`.
+pub const MAX_BACKOFF: f64 = 16.0;
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum State {
     Home,
-    /// Moved off its home; the home was last tried at `probed_ms`.
+    /// Moved off its home; the home was last tried at `probed_ms` and is
+    /// tried again `wait_ms` later.
     Away {
         probed_ms: f64,
+        wait_ms: f64,
     },
-    /// Trying its home again; goes back to `away` if the home is still slow.
+    /// Trying its home again; goes back to `away` if the home is still
+    /// slow, waiting `wait_ms` before the next try.
     Probing {
         away: usize,
+        wait_ms: f64,
     },
 }
 
@@ -59,9 +66,13 @@ struct Entry {
 /// processor's estimate for it (measured there, else the estimate the
 /// caller gives, else its normal latency where it is, i.e. processors
 /// assumed equally fast) plus the work of the same level already placed
-/// there. A moved subgraph tries its home again every `probe_ms`; it stays
-/// home if that run is within `margin` × its home estimate, else it moves
-/// back where it was.
+/// there; that estimate becomes its normal latency there until measured,
+/// so a destination slower than predicted is left again the same way. A
+/// moved subgraph tries its home again `probe_ms` later; it stays home if
+/// that run is within `margin` × its home estimate or no slower than it
+/// recently ran where it went, else it moves
+/// back where it was and waits twice as long before the next try (at most
+/// [`MAX_BACKOFF`] × `probe_ms`), so a lasting load costs few slow probes.
 pub struct AdaptivePolicy {
     params: AdaptiveParams,
     entries: Vec<Entry>,
@@ -115,9 +126,9 @@ impl AdaptivePolicy {
         if o.processor != e.current {
             return None;
         }
-        if let State::Probing { away } = e.state {
+        if let State::Probing { away, wait_ms } = e.state {
             let home = e.info.home;
-            let fast = e.normal[home].is_none_or(|n| o.ms <= margin * n);
+            let fast = e.normal[home].is_none_or(|n| o.ms <= margin * n) || e.recent[away].is_some_and(|r| o.ms <= r);
             if fast {
                 ema(&mut e.normal[home], o.ms);
                 e.recent[home] = Some(o.ms);
@@ -131,7 +142,10 @@ impl AdaptivePolicy {
                 });
             }
             e.current = away;
-            e.state = State::Away { probed_ms: now };
+            e.state = State::Away {
+                probed_ms: now,
+                wait_ms: (2.0 * wait_ms).min(MAX_BACKOFF * self.params.probe_ms),
+            };
             return Some(Decision {
                 subgraph: o.subgraph,
                 from: home,
@@ -157,13 +171,20 @@ impl AdaptivePolicy {
         if best == from || cost >= self.finish(o.subgraph, from, estimates) {
             return None;
         }
+        let predicted = self.expected(o.subgraph, best, estimates);
         let e = &mut self.entries[o.subgraph];
+        if e.normal[best].is_none() {
+            e.normal[best] = predicted;
+        }
         e.current = best;
         e.streak = 0;
         e.state = if best == e.info.home {
             State::Home
         } else {
-            State::Away { probed_ms: now }
+            State::Away {
+                probed_ms: now,
+                wait_ms: self.params.probe_ms,
+            }
         };
         Some(Decision {
             subgraph: o.subgraph,
@@ -183,8 +204,8 @@ impl PlacementPolicy for AdaptivePolicy {
         let now = clock.now_ms();
         let mut moves: Vec<Decision> = run.iter().filter_map(|o| self.judge(o, estimates, now)).collect();
         for (s, e) in self.entries.iter_mut().enumerate() {
-            if let State::Away { probed_ms } = e.state
-                && now - probed_ms >= self.params.probe_ms
+            if let State::Away { probed_ms, wait_ms } = e.state
+                && now - probed_ms >= wait_ms
             {
                 moves.push(Decision {
                     subgraph: s,
@@ -192,7 +213,10 @@ impl PlacementPolicy for AdaptivePolicy {
                     to: e.info.home,
                     reason: "probe",
                 });
-                e.state = State::Probing { away: e.current };
+                e.state = State::Probing {
+                    away: e.current,
+                    wait_ms,
+                };
                 e.current = e.info.home;
             }
         }
@@ -268,20 +292,21 @@ mod tests {
             }]
         );
         assert_eq!(p.placement(2), 0);
-        let mut probes = 0;
-        for _ in 0..30 {
+        let mut probes = Vec::new();
+        for _ in 0..80 {
             for d in request(&mut p, &clock, loaded) {
                 match d.reason {
-                    "probe" => probes += 1,
+                    "probe" => probes.push(clock.0.get()),
                     "still slow" => assert_eq!((d.from, d.to), (1, 0)),
                     other => panic!("unexpected {other}"),
                 }
             }
         }
-        assert!((2..=3).contains(&probes), "one probe per 100 ms, got {probes}");
+        let gaps: Vec<f64> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps, [210.0, 410.0], "probes back off: {probes:?}");
         assert_eq!(p.placement(2), 0);
         let mut reasons = Vec::new();
-        for _ in 0..12 {
+        for _ in 0..90 {
             reasons.extend(request(&mut p, &clock, normal).iter().map(|d| d.reason));
         }
         assert_eq!(reasons, ["probe", "back"]);
@@ -305,6 +330,30 @@ mod tests {
             assert!(d.iter().all(|d| d.subgraph != 1), "{d:?}");
         }
         assert_eq!(p.placement(1), 0);
+    }
+
+    #[test]
+    fn a_destination_slower_than_predicted_is_left_again() {
+        let mut p = policy();
+        let clock = FakeClock(Cell::new(0.0));
+        for _ in 0..3 {
+            request(&mut p, &clock, |_, _| 2.0);
+        }
+        let mut moves = Vec::new();
+        for _ in 0..8 {
+            let ms = |s: usize, q: usize| match (s, q) {
+                (0, 0) => 5.0,
+                (0, 1) => 9.0,
+                _ => 2.0,
+            };
+            moves.extend(
+                request(&mut p, &clock, ms)
+                    .into_iter()
+                    .map(|d| (d.subgraph, d.to, d.reason)),
+            );
+        }
+        assert_eq!(moves, [(0, 1, "slow"), (0, 0, "slow")]);
+        assert_eq!(p.placement(0), 0);
     }
 
     #[test]

@@ -76,7 +76,12 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
         assert!(out.contains(line), "{line} missing:\n{out}");
     }
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();
-    let adaptive = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["pid"] == 2).count();
+    let adaptive = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["pid"] == 2)
+        .count();
     assert!(adaptive >= 2 * 4, "the adaptive runs are not in the trace:\n{trace}");
     let bad = stretch(&["bench", b, "--original", o, "--interference", "core999"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("core 999"));
