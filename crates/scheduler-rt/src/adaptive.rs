@@ -65,8 +65,9 @@ struct Entry {
 /// row, moves to the processor where it would finish first: that
 /// processor's estimate for it (measured there, else the estimate the
 /// caller gives, else its normal latency where it is, i.e. processors
-/// assumed equally fast) plus the work of the same level already placed
-/// there; that estimate becomes its normal latency there until measured,
+/// assumed equally fast, either scaled by how much slower than normal that
+/// processor last ran the subgraphs measured on it) plus the work of the same level
+/// already placed there; that estimate becomes its normal latency there until measured,
 /// so a destination slower than predicted is left again the same way. A
 /// moved subgraph tries its home again `probe_ms` later; it stays home if
 /// that run is within `margin` × its home estimate or no slower than it
@@ -99,13 +100,29 @@ impl AdaptivePolicy {
         AdaptivePolicy { params, entries }
     }
 
-    /// Expected ms of subgraph `s` on processor `p` now.
+    /// How much slower than normal processor `p` ran the subgraphs last
+    /// measured on it (≥ 1; 1 when none was).
+    fn load_factor(&self, p: usize) -> f64 {
+        let ratios: Vec<f64> = self
+            .entries
+            .iter()
+            .filter_map(|e| Some(e.recent[p]? / e.normal[p]?))
+            .collect();
+        if ratios.is_empty() {
+            return 1.0;
+        }
+        (ratios.iter().sum::<f64>() / ratios.len() as f64).max(1.0)
+    }
+
+    /// Expected ms of subgraph `s` on processor `p` now: measured there,
+    /// else the caller's estimate or its normal latency where it is, times
+    /// `p`'s load factor.
     fn expected(&self, s: usize, p: usize, estimates: &dyn Estimates) -> Option<f64> {
         let e = &self.entries[s];
-        e.recent[p]
-            .or(e.normal[p])
-            .or_else(|| estimates.estimate_ms(s, p))
-            .or(e.normal[e.current])
+        e.recent[p].or(e.normal[p]).or_else(|| {
+            let base = estimates.estimate_ms(s, p).or(e.normal[e.current])?;
+            Some(base * self.load_factor(p))
+        })
     }
 
     /// When processor `p` would finish subgraph `s` if it ran all of `s`'s
@@ -354,6 +371,20 @@ mod tests {
         }
         assert_eq!(moves, [(0, 1, "slow"), (0, 0, "slow")]);
         assert_eq!(p.placement(0), 0);
+    }
+
+    #[test]
+    fn nothing_moves_onto_a_processor_that_is_slow_itself() {
+        let mut p = policy();
+        let clock = FakeClock(Cell::new(0.0));
+        for _ in 0..3 {
+            request(&mut p, &clock, |_, _| 2.0);
+        }
+        for _ in 0..10 {
+            let d = request(&mut p, &clock, |_, q| if q == 1 { 40.0 } else { 4.0 });
+            assert!(d.iter().all(|d| d.to == 0), "{d:?}");
+        }
+        assert_eq!((p.placement(0), p.placement(3)), (0, 0));
     }
 
     #[test]
