@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check CI runs: formatting, clippy (warnings are errors) and the
-# whole test suite, after installing the Python reference tools.
+# whole test suite, after installing the Python reference tools. stretch-cli's
+# default feature `ort` turns on scheduler-rt's onnxruntime engine for the
+# whole workspace; its tests load libonnxruntime.so from the .venv wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

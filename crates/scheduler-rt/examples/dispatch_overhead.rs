@@ -11,8 +11,7 @@
 
 use graph_ir::builder::Builder;
 use graph_ir::keys;
-use scheduler_rt::{Engine, EngineFactory, ProcessorConfig, Runtime, TractEngine, WorkerKind};
-use std::sync::Arc;
+use scheduler_rt::{ProcessorConfig, Runtime, WorkerKind, default_factory};
 use std::time::Instant;
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
@@ -37,19 +36,18 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn measure(g: &graph_ir::Graph, second: WorkerKind, runs: usize) -> Result<(f64, f64), Box<dyn std::error::Error>> {
-    let factory: Arc<EngineFactory> = Arc::new(|t| Box::new(TractEngine::new(t)) as Box<dyn Engine>);
     let procs = [
         ProcessorConfig::new("cpu0", WorkerKind::Inline),
         ProcessorConfig::new("cpu1", second),
     ];
-    let rt = Runtime::load(g, &procs, factory)?;
+    let rt = Runtime::load(g, &procs, default_factory())?;
     let n = rt.partition().subgraphs.len();
     let x = Tensor::from_shape(&[1, 16], &[0.5f32; 16])?;
     let mut per_dispatch = Vec::new();
     let mut per_run = Vec::new();
     for r in 0..runs + 20 {
         let t = Instant::now();
-        let (_, spans) = rt.run_traced(vec![x.clone().into_tvalue()])?;
+        let spans = rt.run_traced(vec![x.clone().into_tvalue()])?.1.spans;
         let wall = t.elapsed().as_secs_f64();
         let inside: f64 = spans.iter().map(|s| s.end_s - s.start_s).sum();
         if r >= 20 {

@@ -1,11 +1,14 @@
 //! Which worker backs which named processor, on which cores.
 //!
-//! Spec syntax (CLI `--processor`): `NAME=KIND[:CORES][,threads=N]` where
-//! `KIND` is `inline` (runs on the calling thread, paper's CPU worker) or
-//! `pool` (a thread created at start-up and pinned to `CORES`, paper's
-//! DSP-style worker), `CORES` a Linux cpulist with optional `core` prefix
-//! (`core1`, `0-1`, `0,2`) and `N` the engine's intra-op threads (default 1).
-//! Example: `cpu0=inline:core0 cpu1=pool:core1`.
+//! Spec syntax (CLI `--processor`):
+//! `NAME=KIND[:CORES][,threads=N][,engine=ENGINE]` where `KIND` is `inline`
+//! (runs on the calling thread, paper's CPU worker), `pool` (a thread created
+//! at start-up and pinned to `CORES`, paper's DSP-style worker) or `queue`
+//! (an asynchronous in-order queue served by its own thread, paper's
+//! GPU-style worker), `CORES` a Linux cpulist with optional `core` prefix
+//! (`core1`, `0-1`, `0,2`), `N` the engine's intra-op threads (default 1)
+//! and `ENGINE` `tract` (default) or `ort` (onnxruntime, feature `ort`).
+//! Example: `cpu0=inline:core0 cpu1=pool:core1,engine=ort`.
 
 use crate::error::RuntimeError;
 use predictor::profiler::CoreSet;
@@ -18,6 +21,74 @@ pub enum WorkerKind {
     Inline,
     /// On a dedicated thread created once at start-up.
     Pool,
+    /// Submitted to an asynchronous in-order queue served by its own thread;
+    /// submission never blocks and completion is signalled back.
+    Queue,
+}
+
+impl WorkerKind {
+    /// The spelling used in specs and config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerKind::Inline => "inline",
+            WorkerKind::Pool => "pool",
+            WorkerKind::Queue => "queue",
+        }
+    }
+}
+
+impl FromStr for WorkerKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "inline" => Ok(WorkerKind::Inline),
+            "pool" => Ok(WorkerKind::Pool),
+            "queue" => Ok(WorkerKind::Queue),
+            other => Err(format!("unknown worker kind '{other}' (inline, pool, queue)")),
+        }
+    }
+}
+
+/// Which engine compiles and runs a processor's subgraphs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EngineKind {
+    /// tract, built in.
+    #[default]
+    Tract,
+    /// onnxruntime, loaded at run time (needs the `ort` feature).
+    Ort,
+}
+
+impl EngineKind {
+    /// The spelling used in specs and config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Tract => "tract",
+            EngineKind::Ort => "ort",
+        }
+    }
+
+    /// The engines this build can make.
+    pub fn available() -> Vec<EngineKind> {
+        let mut v = vec![EngineKind::Tract];
+        if cfg!(feature = "ort") {
+            v.push(EngineKind::Ort);
+        }
+        v
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "tract" => Ok(EngineKind::Tract),
+            "ort" | "onnxruntime" => Ok(EngineKind::Ort),
+            other => Err(format!("unknown engine '{other}' (tract, ort)")),
+        }
+    }
 }
 
 /// One named processor of the runtime.
@@ -29,6 +100,7 @@ pub struct ProcessorConfig {
     pub cores: Option<CoreSet>,
     /// Intra-op threads of the processor's engine.
     pub threads: usize,
+    pub engine: EngineKind,
 }
 
 impl ProcessorConfig {
@@ -38,7 +110,20 @@ impl ProcessorConfig {
             kind,
             cores: None,
             threads: 1,
+            engine: EngineKind::Tract,
         }
+    }
+
+    /// This configuration as a spec that [`FromStr`] parses back.
+    pub fn spec(&self) -> String {
+        let cores = self.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
+        format!(
+            "{}={}{cores},threads={},engine={}",
+            self.name,
+            self.kind.as_str(),
+            self.threads,
+            self.engine.as_str()
+        )
     }
 
     /// `cpu0` inline plus `cpu1..cpu{n-1}` as pool workers, unpinned.
@@ -70,30 +155,31 @@ impl FromStr for ProcessorConfig {
             Some((k, c)) => (k, Some(c)),
             None => (head, None),
         };
-        let kind = match kind {
-            "inline" => WorkerKind::Inline,
-            "pool" => WorkerKind::Pool,
-            other => return Err(bad(&format!("unknown worker kind '{other}' (inline, pool)"))),
-        };
+        let kind = WorkerKind::from_str(kind).map_err(|e| bad(&e))?;
         let cores = cores
             .map(|c| CoreSet::from_str(c.strip_prefix("core").unwrap_or(c)).map_err(|e| bad(&e.to_string())))
             .transpose()?;
         let mut threads = 1;
+        let mut engine = EngineKind::Tract;
         for p in parts {
-            let n = p
-                .strip_prefix("threads=")
-                .ok_or_else(|| bad(&format!("unknown option '{p}'")))?;
-            threads = n
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| bad(&format!("threads must be a positive integer, got '{n}'")))?;
+            if let Some(n) = p.strip_prefix("threads=") {
+                threads = n
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad(&format!("threads must be a positive integer, got '{n}'")))?;
+            } else if let Some(e) = p.strip_prefix("engine=") {
+                engine = EngineKind::from_str(e).map_err(|e| bad(&e))?;
+            } else {
+                return Err(bad(&format!("unknown option '{p}' (threads=N, engine=tract|ort)")));
+            }
         }
         Ok(ProcessorConfig {
             name: name.to_string(),
             kind,
             cores,
             threads,
+            engine,
         })
     }
 }
@@ -111,6 +197,10 @@ mod tests {
         assert_eq!(c.threads, 2);
         let c: ProcessorConfig = "cpu0=inline".parse().unwrap();
         assert_eq!((c.kind, c.cores, c.threads), (WorkerKind::Inline, None, 1));
+        assert_eq!(c.engine, EngineKind::Tract);
+        let c: ProcessorConfig = "gpu=queue:0-1,engine=ort,threads=2".parse().unwrap();
+        assert_eq!((c.kind, c.engine, c.threads), (WorkerKind::Queue, EngineKind::Ort, 2));
+        assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
     }
 
     #[test]
@@ -121,6 +211,7 @@ mod tests {
             ("cpu0=pool:corex", "x"),
             ("cpu0=pool,threads=0", "'0'"),
             ("cpu0=pool,fast", "'fast'"),
+            ("cpu0=pool,engine=trt", "'trt'"),
         ] {
             let e = spec.parse::<ProcessorConfig>().unwrap_err().to_string();
             assert!(e.contains(part), "{spec}: {e}");

@@ -1,5 +1,7 @@
 //! Engines: compile a subgraph once, run it many times.
 
+use crate::config::{EngineKind, ProcessorConfig};
+use crate::error::RuntimeError;
 use std::sync::{Arc, Mutex};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::tract_linalg::multithread::Executor;
@@ -20,6 +22,30 @@ pub trait Engine: Send + Sync {
     fn threads(&self) -> usize;
     /// Compiles an ONNX model with static shapes; the error is the engine's reason.
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String>;
+}
+
+/// Makes the engine of one processor from its configuration.
+pub type EngineFactory = dyn Fn(&ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeError> + Send + Sync;
+
+/// The engine `config.engine` names, with `config.threads` intra-op threads;
+/// [`EngineKind::Ort`] fails unless built with the `ort` feature and the
+/// library loads.
+pub fn make_engine(config: &ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeError> {
+    match config.engine {
+        EngineKind::Tract => Ok(Box::new(TractEngine::new(config.threads))),
+        #[cfg(feature = "ort")]
+        EngineKind::Ort => Ok(Box::new(crate::ort_engine::OrtEngine::new(config.threads)?)),
+        #[cfg(not(feature = "ort"))]
+        EngineKind::Ort => Err(RuntimeError::EngineUnavailable {
+            engine: "ort",
+            reason: "this build has no onnxruntime engine (build with the `ort` feature)".into(),
+        }),
+    }
+}
+
+/// A factory making each processor's engine with [`make_engine`].
+pub fn default_factory() -> Arc<EngineFactory> {
+    Arc::new(make_engine)
 }
 
 /// A compiled subgraph; may be run from several threads at once.

@@ -14,6 +14,8 @@ pub enum RuntimeError {
     NoProcessors,
     #[error("processor '{processor}' is configured twice")]
     DuplicateProcessor { processor: String },
+    #[error("{file}: {key}: {reason}")]
+    Config { file: String, key: String, reason: String },
     #[error("bad processor spec '{spec}': {reason}")]
     BadSpec { spec: String, reason: String },
     #[error("processor '{processor}' cannot be pinned: {reason}")]
@@ -46,6 +48,8 @@ pub enum RuntimeError {
     InputCount { expected: usize, got: usize },
     #[error("every processor is disabled")]
     AllDisabled,
+    #[error("engine {engine} is not available: {reason}")]
+    EngineUnavailable { engine: &'static str, reason: String },
     #[error("worker of processor '{processor}' has stopped")]
     WorkerGone { processor: String },
 }

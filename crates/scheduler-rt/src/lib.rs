@@ -3,26 +3,41 @@
 //!
 //! A model annotated with [`graph_ir::keys::PROCESSOR`] is cut into
 //! processor-level [`Subgraph`]s ([`partition`]); each subgraph is compiled
-//! once by an [`Engine`] on the worker that owns its processor; a
-//! [`Runtime`] then serves requests from any number of client threads,
-//! dispatching subgraphs to pinned worker threads and running the scheduling
-//! thread's own subgraphs inline, joining at meeting points.
+//! once by the [`Engine`] of every processor (tract, or onnxruntime with the
+//! `ort` feature; [`EngineKind`]); a [`Runtime`] then serves requests from
+//! any number of client threads, dispatching subgraphs to pinned pool
+//! threads and in-order queue threads ([`WorkerKind`]) and running the
+//! scheduling thread's own subgraphs inline, joining at meeting points.
+//! Processors come from specs or a TOML file ([`RuntimeConfig`]). A
+//! [`policy::PlacementPolicy`] such as [`AdaptivePolicy`] may move
+//! subgraphs between processors as their observed latencies change.
 
+pub mod adaptive;
 pub mod affinity;
 mod config;
 mod engine;
 mod error;
 mod extract;
 pub mod npy;
+#[cfg(feature = "ort")]
+mod ort_engine;
 mod partition;
+pub mod policy;
+mod queue;
 mod runtime;
+mod runtime_config;
 pub mod testing;
+mod trace;
 mod worker;
 
-pub use config::{ProcessorConfig, WorkerKind};
-pub use engine::{Compiled, Engine, TRACT_VERSION, TractEngine, Value};
+pub use adaptive::{AdaptiveParams, AdaptivePolicy};
+pub use config::{EngineKind, ProcessorConfig, WorkerKind};
+pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
 pub use error::RuntimeError;
 pub use extract::extract;
+#[cfg(feature = "ort")]
+pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};
-pub use runtime::{LATENCY_EMA_ALPHA, Runtime, Span};
-pub use worker::EngineFactory;
+pub use runtime::{LATENCY_EMA_ALPHA, Runtime};
+pub use runtime_config::RuntimeConfig;
+pub use trace::{Moved, Span, Trace};

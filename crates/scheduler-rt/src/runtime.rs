@@ -1,28 +1,23 @@
 //! The runtime: load a partitioned model once, serve requests from many threads.
 
-use crate::config::ProcessorConfig;
+use crate::adaptive::{AdaptiveParams, AdaptivePolicy};
+use crate::config::{ProcessorConfig, WorkerKind};
+use crate::engine::EngineFactory;
 use crate::engine::{Compiled, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract;
 use crate::partition::{Partition, partition};
-use crate::worker::{self, Done, EngineFactory, Job, Worker};
+use crate::policy::{Observation, PlacementPolicy, SubgraphInfo, SystemClock};
+use crate::queue::{Cell, Input};
+use crate::trace::{Moved, Span, Trace};
+use crate::worker::{self, Done, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tract_onnx::prelude::{DatumType, TVec};
-
-/// One subgraph execution of a traced run.
-#[derive(Clone, Debug)]
-pub struct Span {
-    pub subgraph: String,
-    pub processor: String,
-    /// Seconds since the run started.
-    pub start_s: f64,
-    pub end_s: f64,
-}
 
 /// A loaded model: its subgraphs compiled on the workers of their processors.
 /// `Send + Sync`: share it (e.g. in an `Arc`) and call [`Runtime::run`] from
@@ -38,6 +33,10 @@ pub struct Runtime {
     outputs: Vec<Outlet>,
     /// `latency[subgraph][worker]`: exponential moving average of measured ms.
     latency: Mutex<Vec<Vec<Option<f64>>>>,
+    /// The worker each subgraph is placed on (its home unless a policy moved it).
+    placed: Vec<AtomicUsize>,
+    policy: Option<Mutex<Box<dyn PlacementPolicy>>>,
+    clock: SystemClock,
 }
 
 /// Weight of the newest measurement in the latency moving averages.
@@ -115,6 +114,7 @@ impl Runtime {
             .collect();
         let outputs = g.outputs().iter().map(|(_, o)| *o).collect();
         let latency = Mutex::new(vec![vec![None; processors.len()]; partition.subgraphs.len()]);
+        let placed = worker_of.iter().map(|w| AtomicUsize::new(*w)).collect();
         Ok(Runtime {
             partition,
             compiled,
@@ -123,7 +123,57 @@ impl Runtime {
             inputs,
             outputs,
             latency,
+            placed,
+            policy: None,
+            clock: SystemClock::new(),
         })
+    }
+
+    /// Home processor (index in the configuration) and dataflow level of
+    /// each subgraph, in partition order.
+    pub fn subgraph_infos(&self) -> Vec<SubgraphInfo> {
+        let mut producer: HashMap<Outlet, usize> = HashMap::new();
+        let mut infos: Vec<SubgraphInfo> = Vec::new();
+        for (i, s) in self.partition.subgraphs.iter().enumerate() {
+            let level = s
+                .inputs
+                .iter()
+                .filter_map(|o| producer.get(o).map(|p| infos[*p].level + 1))
+                .max()
+                .unwrap_or(0);
+            infos.push(SubgraphInfo {
+                home: self.worker_of[i],
+                level,
+            });
+            for o in &s.outputs {
+                producer.insert(*o, i);
+            }
+        }
+        infos
+    }
+
+    /// Lets `policy` place subgraphs: after each request it sees the
+    /// engine time of every subgraph run and may move subgraphs; the moves
+    /// are in that request's [`Trace::moves`].
+    pub fn with_policy(mut self, policy: Box<dyn PlacementPolicy>) -> Runtime {
+        for (i, p) in self.placed.iter().enumerate() {
+            p.store(policy.placement(i).min(self.workers.len() - 1), Ordering::Release);
+        }
+        self.policy = Some(Mutex::new(policy));
+        self
+    }
+
+    /// [`Runtime::with_policy`] with an [`AdaptivePolicy`] using `params`.
+    pub fn with_adaptation(self, params: AdaptiveParams) -> Runtime {
+        let policy = AdaptivePolicy::new(params, &self.subgraph_infos(), self.workers.len());
+        self.with_policy(Box::new(policy))
+    }
+
+    /// The processor subgraph `subgraph` is placed on now (before the
+    /// fallback for disabled processors).
+    pub fn placed_on(&self, subgraph: usize) -> Option<&str> {
+        let w = self.placed.get(subgraph)?.load(Ordering::Acquire);
+        Some(self.workers[w].config.name.as_str())
     }
 
     pub fn partition(&self) -> &Partition {
@@ -182,7 +232,7 @@ impl Runtime {
 
     /// The worker that runs subgraph `i` now.
     fn placement(&self, i: usize) -> Result<usize, RuntimeError> {
-        let home = self.worker_of[i];
+        let home = self.placed[i].load(Ordering::Acquire);
         if self.workers[home].enabled.load(Ordering::Acquire) {
             return Ok(home);
         }
@@ -218,10 +268,12 @@ impl Runtime {
     }
 
     /// Like [`Runtime::run`], also returning when each subgraph ran (Algorithm 1:
-    /// every ready subgraph of a pool worker is dispatched first, then ready
-    /// inline subgraphs run on this thread, then the scheduler waits for the
-    /// next result; a meeting point runs once all its inputs arrived).
-    pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Vec<Span>), RuntimeError> {
+    /// every ready subgraph of a pool or queue worker is dispatched first,
+    /// then ready inline subgraphs run on this thread, then the scheduler
+    /// waits for the next result; a meeting point runs once all its inputs
+    /// arrived). A subgraph on a queue worker is ready as soon as the values
+    /// it lacks are queued on that same worker before it.
+    pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Trace), RuntimeError> {
         self.check_inputs(&inputs)?;
         let t0 = Instant::now();
         let subs = &self.partition.subgraphs;
@@ -234,24 +286,51 @@ impl Runtime {
         let mut in_flight = 0usize;
         let mut spans = Vec::with_capacity(subs.len());
         let (reply, results) = channel::<Done>();
+        let mut queued: HashMap<Outlet, (usize, Cell)> = HashMap::new();
+        let mut observed = Vec::with_capacity(subs.len());
         let mut pinned = false;
         while remaining > 0 {
             let mut inline_ready = None;
             for (i, s) in subs.iter().enumerate() {
-                if started[i] || !s.inputs.iter().all(|o| values.contains_key(o)) {
+                if started[i] {
                     continue;
                 }
                 let wi = self.placement(i)?;
                 let w = &self.workers[wi];
+                let chains = w.config.kind == WorkerKind::Queue;
+                let ready = s
+                    .inputs
+                    .iter()
+                    .all(|o| values.contains_key(o) || (chains && queued.get(o).is_some_and(|(q, _)| *q == wi)));
+                if !ready {
+                    continue;
+                }
                 match &w.queue {
                     Some(q) => {
                         started[i] = true;
                         in_flight += 1;
+                        let inputs = s
+                            .inputs
+                            .iter()
+                            .map(|o| match values.get(o) {
+                                Some(v) => Input::Ready(v.clone()),
+                                None => Input::Queued(queued[o].1.clone()),
+                            })
+                            .collect();
+                        let publish: Vec<Cell> = if chains {
+                            s.outputs.iter().map(|_| Cell::default()).collect()
+                        } else {
+                            Vec::new()
+                        };
+                        for (o, c) in s.outputs.iter().zip(&publish) {
+                            queued.insert(*o, (wi, c.clone()));
+                        }
                         let job = Job {
                             index: i,
                             worker: wi,
                             compiled: self.compiled[i][wi].clone(),
-                            inputs: s.inputs.iter().map(|o| values[o].clone()).collect(),
+                            inputs,
+                            publish,
                             reply: reply.clone(),
                         };
                         q.send(job).map_err(|_| RuntimeError::WorkerGone {
@@ -280,6 +359,9 @@ impl Runtime {
                 }
                 None => break,
             };
+            for o in &subs[done.index].outputs {
+                queued.remove(o);
+            }
             let s = &subs[done.index];
             let processor = &self.workers[done.worker].config.name;
             let Some(result) = done.result else {
@@ -291,11 +373,13 @@ impl Runtime {
                 processor: processor.clone(),
                 reason,
             })?;
-            self.record(
-                done.index,
-                done.worker,
-                done.end.duration_since(done.start).as_secs_f64() * 1e3,
-            );
+            let ms = done.end.duration_since(done.start).as_secs_f64() * 1e3;
+            self.record(done.index, done.worker, ms);
+            observed.push(Observation {
+                subgraph: done.index,
+                processor: done.worker,
+                ms,
+            });
             for (o, v) in s.outputs.iter().zip(outs) {
                 values.insert(*o, v);
             }
@@ -304,6 +388,7 @@ impl Runtime {
                 processor: processor.clone(),
                 start_s: done.start.duration_since(t0).as_secs_f64(),
                 end_s: done.end.duration_since(t0).as_secs_f64(),
+                meeting_point: s.meeting_point,
             });
             remaining -= 1;
         }
@@ -317,6 +402,38 @@ impl Runtime {
                 processor: "-".into(),
                 reason: "an output was not produced".into(),
             })?;
-        Ok((outputs, spans))
+        let moves = self.adapt(&observed, t0);
+        Ok((outputs, Trace { spans, moves }))
+    }
+
+    /// Feeds a finished request to the policy and applies its moves.
+    fn adapt(&self, observed: &[Observation], t0: Instant) -> Vec<Moved> {
+        let Some(policy) = &self.policy else {
+            return Vec::new();
+        };
+        let estimates = match self.latency.lock() {
+            Ok(t) => t.clone(),
+            Err(_) => return Vec::new(),
+        };
+        let Ok(mut policy) = policy.lock() else {
+            return Vec::new();
+        };
+        let decisions = policy.observe(observed, &self.clock, &estimates);
+        let at_s = t0.elapsed().as_secs_f64();
+        let last = self.workers.len() - 1;
+        decisions
+            .into_iter()
+            .filter(|d| d.subgraph < self.placed.len())
+            .map(|d| {
+                self.placed[d.subgraph].store(d.to.min(last), Ordering::Release);
+                Moved {
+                    subgraph: self.partition.subgraphs[d.subgraph].name.clone(),
+                    from: self.workers[d.from.min(last)].config.name.clone(),
+                    to: self.workers[d.to.min(last)].config.name.clone(),
+                    at_s,
+                    reason: d.reason,
+                }
+            })
+            .collect()
     }
 }

@@ -3,10 +3,17 @@
 //! Layout: a stem on `cpu0`, then branches reading the stem's output (one per
 //! processor), concatenated along channels at a meeting point on `cpu0`, then
 //! a head (conv-bn and a classifier) on `cpu0`. Weights are random (seed 7).
+//! [`Slowed`] engines emulate a processor under outside load.
 
+use crate::config::ProcessorConfig;
+use crate::engine::{Compiled, Engine, EngineFactory, Value, make_engine};
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::Concat;
 use graph_ir::{Graph, GraphError, Op, keys};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tract_onnx::prelude::TVec;
 
 /// Input shape of the models built here.
 pub const INPUT: [usize; 4] = [1, 3, 32, 32];
@@ -74,4 +81,63 @@ pub fn three_branch(width: usize) -> Result<Graph, GraphError> {
 /// The same layers as [`two_branch`] without any annotation (runs whole).
 pub fn unannotated(width: usize, blocks: usize) -> Result<Graph, GraphError> {
     build(width, blocks, &["cpu0", "cpu1"], false, INPUT[2])
+}
+
+/// Wraps an engine so every run first sleeps for the delay currently in
+/// `delay_us` (shared, so a test can slow a processor down and speed it up
+/// again while the runtime serves requests).
+pub struct Slowed {
+    pub inner: Box<dyn Engine>,
+    pub delay_us: Arc<AtomicU64>,
+}
+
+impl Engine for Slowed {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn version(&self) -> &'static str {
+        self.inner.version()
+    }
+
+    fn threads(&self) -> usize {
+        self.inner.threads()
+    }
+
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+        Ok(Box::new(SlowedCompiled {
+            inner: self.inner.compile(onnx)?,
+            delay_us: self.delay_us.clone(),
+        }))
+    }
+}
+
+struct SlowedCompiled {
+    inner: Box<dyn Compiled>,
+    delay_us: Arc<AtomicU64>,
+}
+
+impl Compiled for SlowedCompiled {
+    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+        let us = self.delay_us.load(Ordering::Relaxed);
+        if us > 0 {
+            std::thread::sleep(Duration::from_micros(us));
+        }
+        self.inner.run(inputs)
+    }
+}
+
+/// An engine factory making tract engines, each processor named in `delays`
+/// wrapped in [`Slowed`] with that shared delay.
+pub fn slowed_factory(delays: Vec<(String, Arc<AtomicU64>)>) -> Arc<EngineFactory> {
+    Arc::new(move |config: &ProcessorConfig| {
+        let inner = make_engine(config)?;
+        Ok(match delays.iter().find(|(p, _)| *p == config.name) {
+            Some((_, d)) => Box::new(Slowed {
+                inner,
+                delay_us: d.clone(),
+            }) as Box<dyn Engine>,
+            None => inner,
+        })
+    })
 }

@@ -1,17 +1,15 @@
 //! Workers: the thread (or lack of one) that runs a processor's subgraphs.
 
 use crate::config::{ProcessorConfig, WorkerKind};
-use crate::engine::{Compiled, Engine, Value};
+use crate::engine::{Compiled, Engine, EngineFactory, Value};
 use crate::error::RuntimeError;
+use crate::queue::{self, Cell, Input};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::Instant;
 use tract_onnx::prelude::TVec;
-
-/// Makes the engine of one processor given its intra-op thread count.
-pub type EngineFactory = dyn Fn(usize) -> Box<dyn Engine> + Send + Sync;
 
 /// What a subgraph run produced: its index, the worker that ran it, outputs
 /// or error (`None`: the worker was disabled and did not run it), start and end.
@@ -27,8 +25,47 @@ pub(crate) struct Job {
     pub index: usize,
     pub worker: usize,
     pub compiled: Arc<dyn Compiled>,
-    pub inputs: TVec<Value>,
+    pub inputs: Vec<Input>,
+    /// Cells later jobs of a queue worker read this job's outputs from
+    /// (empty for pool workers).
+    pub publish: Vec<Cell>,
     pub reply: Sender<Done>,
+}
+
+impl Job {
+    fn serve(self, enabled: &AtomicBool) {
+        let done = if enabled.load(Ordering::Acquire) {
+            match queue::resolve(self.inputs) {
+                Ok(inputs) => {
+                    let done = execute(self.index, self.worker, self.compiled.as_ref(), inputs);
+                    if let Some(Ok(outs)) = &done.result {
+                        queue::publish(&self.publish, outs);
+                    }
+                    done
+                }
+                Err(reason) => {
+                    let now = Instant::now();
+                    Done {
+                        index: self.index,
+                        worker: self.worker,
+                        result: Some(Err(reason)),
+                        start: now,
+                        end: now,
+                    }
+                }
+            }
+        } else {
+            let now = Instant::now();
+            Done {
+                index: self.index,
+                worker: self.worker,
+                result: None,
+                start: now,
+                end: now,
+            }
+        };
+        let _ = self.reply.send(done);
+    }
 }
 
 /// Runs `compiled` once, turning a panic into an error.
@@ -56,7 +93,7 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 pub(crate) struct Worker {
     pub config: ProcessorConfig,
     pub engine: Box<dyn Engine>,
-    /// `Some` for pool workers: the queue of their thread.
+    /// `Some` for pool and queue workers: the job channel of their thread.
     pub queue: Option<Sender<Job>>,
     /// Cleared while the processor is disabled; a pool worker then hands
     /// queued jobs back unrun.
@@ -73,9 +110,11 @@ fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
     }
 }
 
-/// Starts the worker for `config`. A pool worker's thread is pinned before
-/// its engine is made, so the engine's own threads inherit the pinning.
-/// Inline workers check their cores here and pin the caller on each run.
+/// Starts the worker for `config`. A pool or queue worker's thread is pinned
+/// before its engine is made, so the engine's own threads inherit the
+/// pinning; it serves jobs in submission order, and a queue worker's jobs
+/// may read values of jobs queued before them ([`crate::queue`]). Inline
+/// workers check their cores here and pin the caller on each run.
 pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> Result<Worker, RuntimeError> {
     match config.kind {
         WorkerKind::Inline => {
@@ -87,12 +126,12 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
             }
             Ok(Worker {
                 config: config.clone(),
-                engine: factory(config.threads),
+                engine: factory(config)?,
                 queue: None,
                 enabled: Arc::new(AtomicBool::new(true)),
             })
         }
-        WorkerKind::Pool => {
+        WorkerKind::Pool | WorkerKind::Queue => {
             let (jobs, rx) = channel::<Job>();
             let (ready_tx, ready_rx) = channel();
             let cfg = config.clone();
@@ -102,26 +141,14 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
             std::thread::Builder::new()
                 .name(format!("stretch-{}", config.name))
                 .spawn(move || {
-                    let started = pin(&cfg).map(|_| factory(cfg.threads));
+                    let started = pin(&cfg).and_then(|_| factory(&cfg));
                     let failed = started.is_err();
                     let _ = ready_tx.send(started);
                     if failed {
                         return;
                     }
                     while let Ok(job) = rx.recv() {
-                        let done = if flag.load(Ordering::Acquire) {
-                            execute(job.index, job.worker, job.compiled.as_ref(), job.inputs)
-                        } else {
-                            let now = Instant::now();
-                            Done {
-                                index: job.index,
-                                worker: job.worker,
-                                result: None,
-                                start: now,
-                                end: now,
-                            }
-                        };
-                        let _ = job.reply.send(done);
+                        job.serve(&flag);
                     }
                 })
                 .map_err(|e| RuntimeError::Pin {

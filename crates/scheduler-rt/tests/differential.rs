@@ -9,7 +9,7 @@ use tract_onnx::prelude::{IntoTValue, TVec, Tensor, tvec};
 const TOLERANCE: f32 = 1e-4;
 
 fn tract() -> Arc<EngineFactory> {
-    Arc::new(|threads| Box::new(TractEngine::new(threads)) as Box<dyn Engine>)
+    scheduler_rt::default_factory()
 }
 
 fn data(v: &Value) -> Vec<f32> {
@@ -138,10 +138,10 @@ fn a_failing_or_panicking_engine_fails_only_its_request() {
     let reference = whole(&g);
     for panic in [false, true] {
         let factory: Arc<EngineFactory> = Arc::new(move |_| {
-            Box::new(FaultyEngine {
+            Ok(Box::new(FaultyEngine {
                 inner: TractEngine::new(1),
                 panic,
-            }) as Box<dyn Engine>
+            }) as Box<dyn Engine>)
         });
         let rt = Runtime::load(&g, &ProcessorConfig::default_set(2), factory).unwrap();
         for seed in 0..4 {
@@ -196,8 +196,19 @@ fn bad_inputs_and_configs_are_named() {
 
 #[test]
 fn disabling_a_processor_mid_run_loses_no_request() {
+    disabling_loses_no_request(scheduler_rt::WorkerKind::Pool);
+}
+
+#[test]
+fn disabling_a_queue_processor_mid_run_loses_no_request() {
+    disabling_loses_no_request(scheduler_rt::WorkerKind::Queue);
+}
+
+fn disabling_loses_no_request(kind: scheduler_rt::WorkerKind) {
     let g = two_branch(8, 1).unwrap();
-    let rt = Arc::new(Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap());
+    let mut procs = ProcessorConfig::default_set(2);
+    procs[1].kind = kind;
+    let rt = Arc::new(Runtime::load(&g, &procs, tract()).unwrap());
     let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
     rt.run(vec![input(0)]).unwrap();
     let branch_b = rt
@@ -209,11 +220,11 @@ fn disabling_a_processor_mid_run_loses_no_request() {
     assert!(rt.latency_ms(branch_b, "cpu1").is_some_and(|ms| ms > 0.0));
     assert_eq!(rt.latency_ms(branch_b, "cpu0"), None);
     rt.set_enabled("cpu1", false).unwrap();
-    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    let spans = rt.run_traced(vec![input(0)]).unwrap().1.spans;
     assert!(rt.latency_ms(branch_b, "cpu0").is_some_and(|ms| ms > 0.0));
     assert!(spans.iter().all(|s| s.processor == "cpu0"), "{spans:?}");
     rt.set_enabled("cpu1", true).unwrap();
-    let (_, spans) = rt.run_traced(vec![input(0)]).unwrap();
+    let spans = rt.run_traced(vec![input(0)]).unwrap().1.spans;
     assert!(spans.iter().any(|s| s.processor == "cpu1"), "{spans:?}");
     let toggler = {
         let rt = rt.clone();
@@ -243,4 +254,103 @@ fn disabling_a_processor_mid_run_loses_no_request() {
     toggler.join().unwrap();
     let e = rt.set_enabled("gpu", false).unwrap_err().to_string();
     assert!(e.contains("'gpu'") && e.contains("cpu0, cpu1"), "{e}");
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn onnxruntime_processors_match_the_whole_graph() {
+    let g = three_branch(8).unwrap();
+    let procs: Vec<ProcessorConfig> = ["cpu0=inline,engine=ort", "cpu1=pool,engine=ort,threads=2", "cpu2=queue"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let rt = Runtime::load(&g, &procs, tract()).unwrap();
+    let engines: Vec<&str> = rt.engines().iter().map(|(_, e, _)| *e).collect();
+    assert_eq!(engines, ["ort", "ort", "tract"]);
+    let reference = whole(&g);
+    for seed in 0..3 {
+        let got = rt.run(vec![input(seed)]).unwrap();
+        assert_close(&got[0], &reference.run(tvec![input(seed)]).unwrap()[0]);
+    }
+}
+
+#[cfg(not(feature = "ort"))]
+#[test]
+fn onnxruntime_processors_need_the_feature() {
+    let procs: Vec<ProcessorConfig> = vec!["cpu0=inline,engine=ort".parse().unwrap()];
+    let e = Runtime::load(&unannotated(8, 1).unwrap(), &procs, tract())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("`ort` feature"), "{e}");
+}
+
+/// `stem@cpu0 → a@gpu → b@gpu`, `c@cpu0` beside them reading the stem, and
+/// `(b + c) + a` on cpu0: `a` and `b` are consecutive subgraphs of `gpu`.
+fn gpu_chain() -> Graph {
+    use graph_ir::builder::Builder;
+    use graph_ir::keys;
+    let mut b = Builder::new("chain");
+    let x = b.input("x", &INPUT).unwrap();
+    let stem = b.relu("stem", x).unwrap();
+    let a = b.relu("a", stem).unwrap();
+    let bb = b.relu("b", a).unwrap();
+    let c = b.relu("c", stem).unwrap();
+    let s1 = b.add("s1", bb, c).unwrap();
+    let y = b.add("s2", s1, a).unwrap();
+    let mut g = b.finish("y", y).unwrap();
+    for id in g.node_ids() {
+        let p = if ["a", "b"].contains(&g.node(id).name.as_str()) {
+            "gpu"
+        } else {
+            "cpu0"
+        };
+        g.annotate(id, keys::PROCESSOR, p);
+    }
+    g
+}
+
+#[test]
+fn a_queue_worker_runs_chained_subgraphs_without_waiting_for_the_scheduler() {
+    use scheduler_rt::testing::slowed_factory;
+    use std::sync::atomic::AtomicU64;
+    let g = gpu_chain();
+    let delays = vec![
+        ("cpu0".to_string(), Arc::new(AtomicU64::new(60_000))),
+        ("gpu".to_string(), Arc::new(AtomicU64::new(5_000))),
+    ];
+    let procs: Vec<ProcessorConfig> = ["cpu0=inline", "gpu=queue"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let rt = Runtime::load(&g, &procs, slowed_factory(delays)).unwrap();
+    let names: Vec<&str> = rt.partition().subgraphs.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names
+            .windows(2)
+            .any(|w| w[0].ends_with("@gpu") && w[1].ends_with("@gpu")),
+        "{names:?}"
+    );
+    let reference = whole(&g);
+    let (out, trace) = rt.run_traced(vec![input(1)]).unwrap();
+    let spans = trace.spans;
+    assert_close(&out[0], &reference.run(tvec![input(1)]).unwrap()[0]);
+    let gpu: Vec<_> = spans.iter().filter(|s| s.processor == "gpu").collect();
+    let inline_c = spans
+        .iter()
+        .filter(|s| s.processor == "cpu0")
+        .find(|s| s.start_s >= gpu[0].start_s - 1e-3)
+        .expect("c runs beside the gpu chain");
+    assert_eq!(gpu.len(), 2, "{spans:?}");
+    let gap = gpu[1].start_s - gpu[0].end_s;
+    assert!(
+        gap < 0.02 && gpu[1].end_s < inline_c.end_s,
+        "the second gpu subgraph waited for the scheduler: {spans:?}"
+    );
+    let pooled: Vec<ProcessorConfig> = ["cpu0=inline", "gpu=pool"].iter().map(|s| s.parse().unwrap()).collect();
+    let rt = Runtime::load(&g, &pooled, scheduler_rt::default_factory()).unwrap();
+    assert_close(
+        &rt.run(vec![input(2)]).unwrap()[0],
+        &reference.run(tvec![input(2)]).unwrap()[0],
+    );
 }

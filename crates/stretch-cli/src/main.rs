@@ -2,9 +2,12 @@
 //! branching their stages across processors (NN-Stretch).
 
 mod chart;
+mod chrome_trace;
 mod commands;
 mod curve;
 mod format;
+mod gantt;
+mod interference;
 mod model_args;
 mod recipe_args;
 mod runtime_args;

@@ -3,27 +3,80 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use graph_ir::{Graph, keys};
-use scheduler_rt::{Engine, EngineFactory, ProcessorConfig, Runtime, TractEngine, WorkerKind};
-use std::sync::Arc;
+use scheduler_rt::{AdaptiveParams, ProcessorConfig, Runtime, RuntimeConfig, WorkerKind, default_factory};
+use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct RuntimeArgs {
-    /// A processor of the runtime: `NAME=KIND[:CORES][,threads=N]`. KIND is
-    /// `inline` (runs on the scheduling thread, the paper's CPU worker) or
-    /// `pool` (a thread started once, pinned to CORES, the paper's DSP-style
-    /// worker); CORES is a cpulist such as `core1`, `0-1` or `0,2`; N is the
-    /// engine's intra-op threads (default 1). Repeat per processor, e.g.
+    /// A processor of the runtime: `NAME=KIND[:CORES][,threads=N][,engine=E]`.
+    /// KIND is `inline` (runs on the scheduling thread, the paper's CPU
+    /// worker), `pool` (a thread started once, pinned to CORES, the paper's
+    /// DSP-style worker) or `queue` (an asynchronous in-order queue served by
+    /// its own thread, the paper's GPU-style worker); CORES is a cpulist such
+    /// as `core1`, `0-1` or `0,2`; N is the engine's intra-op threads
+    /// (default 1); E is `tract` (default) or `ort` (onnxruntime, loaded from
+    /// $ORT_DYLIB_PATH or the .venv wheel). Repeat per processor, e.g.
     /// `--processor cpu0=inline:core0 --processor cpu1=pool:core1`. Without
     /// it, the processors the model's annotations name are used, the first
     /// inline and the others as pool workers, unpinned; nodes without a
     /// processor annotation run on the first processor.
     #[arg(long = "processor", value_name = "SPEC")]
     pub processors: Vec<ProcessorConfig>,
+
+    /// Runtime configuration (TOML): a `[[processor]]` table per processor
+    /// with `name`, `kind` (inline|pool|queue), `cores`, `threads` and
+    /// `engine` (tract|ort), in order, and an optional `[adaptive]` table;
+    /// see configs/runtime/host.toml. --processor flags replace the
+    /// processor of the same name or add one.
+    #[arg(long = "runtime-config", value_name = "FILE.toml")]
+    pub runtime_config: Option<PathBuf>,
+
+    /// Adapt placement to outside load (paper §7.4): a subgraph whose runs
+    /// take more than `margin` (1.5) × its usual latency `runs` (3) times in
+    /// a row moves to the processor that would finish it first, and tries
+    /// its home again every `probe_ms` (200) ms, staying once it is fast
+    /// there. The parameters come from the configuration's [adaptive]
+    /// table, whose presence also turns adaptation on.
+    #[arg(long)]
+    pub adaptive: bool,
 }
 
 impl RuntimeArgs {
-    /// The configured processors, or those the model's annotations name.
-    pub fn processors(&self, g: &Graph) -> Vec<ProcessorConfig> {
+    /// The runtime configuration file with the --processor flags applied,
+    /// or `None` when no file is given.
+    pub fn config(&self) -> Result<Option<RuntimeConfig>> {
+        let Some(path) = &self.runtime_config else {
+            return Ok(None);
+        };
+        let config = RuntimeConfig::load(path).context("cannot load the runtime configuration")?;
+        Ok(Some(config.with_overrides(&self.processors)))
+    }
+
+    /// The adaptation parameters, when adaptation is on.
+    pub fn adaptive(&self) -> Result<Option<AdaptiveParams>> {
+        let configured = self.config()?.and_then(|c| c.adaptive);
+        Ok(match configured {
+            Some(p) => Some(p),
+            None => self.adaptive.then(AdaptiveParams::default),
+        })
+    }
+
+    /// Whether processors were configured (by file or flags) rather than
+    /// derived from the model.
+    pub fn is_configured(&self) -> bool {
+        self.runtime_config.is_some() || !self.processors.is_empty()
+    }
+
+    /// The configured processors (file, then flags), or those the model's
+    /// annotations name.
+    pub fn processors(&self, g: &Graph) -> Result<Vec<ProcessorConfig>> {
+        if let Some(c) = self.config()? {
+            return Ok(c.processors);
+        }
+        Ok(self.flags_or_model(g))
+    }
+
+    fn flags_or_model(&self, g: &Graph) -> Vec<ProcessorConfig> {
         if !self.processors.is_empty() {
             return self.processors.clone();
         }
@@ -46,12 +99,19 @@ impl RuntimeArgs {
     }
 }
 
-/// tract engines, one per processor.
-pub fn tract_factory() -> Arc<EngineFactory> {
-    Arc::new(|threads| Box::new(TractEngine::new(threads)) as Box<dyn Engine>)
-}
-
-/// Loads `g` on the runtime with `processors`, naming the model in errors.
-pub fn load(g: &Graph, processors: &[ProcessorConfig], label: &str) -> Result<Runtime> {
-    Runtime::load(g, processors, tract_factory()).with_context(|| format!("cannot load {label} on the runtime"))
+/// Loads `g` on the runtime with `processors` (each with the engine its
+/// configuration names), adapting placement with `adaptive` if given,
+/// naming the model in errors.
+pub fn load_adaptive(
+    g: &Graph,
+    processors: &[ProcessorConfig],
+    adaptive: Option<AdaptiveParams>,
+    label: &str,
+) -> Result<Runtime> {
+    let rt = Runtime::load(g, processors, default_factory())
+        .with_context(|| format!("cannot load {label} on the runtime"))?;
+    Ok(match adaptive {
+        Some(p) => rt.with_adaptation(p),
+        None => rt,
+    })
 }

@@ -27,18 +27,31 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     for row in [
         "original, 1 core",
         "intra-op threads",
+        "original, onnxruntime 2 threads",
         "branched, 1 core (sequential)",
         "branched, 2 processors",
+        "branched, 2 processors, ort",
     ] {
         assert!(out.contains(row), "{row} missing:\n{out}");
     }
-    assert_eq!(out.matches("speedup of branched").count(), 3, "{out}");
+    assert_eq!(out.matches("speedup of branched").count(), 5, "{out}");
+    assert!(
+        out.contains("speedup of branched vs the onnxruntime reference (original, 2 threads, p50"),
+        "{out}"
+    );
+    assert!(out.contains("engines   tract 0.") && out.contains("ort 1."), "{out}");
+    let png = std::fs::read(dir.join("trace.png")).unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
-    assert_eq!(events.len(), 4);
+    assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 4, "{trace}");
     for p in ["cpu0", "cpu1"] {
-        assert!(events.iter().any(|e| e["tid"] == p), "{p} not in the trace");
+        assert!(
+            events.iter().any(|e| e["tid"] == p && e["args"]["processor"] == p),
+            "{p} not in the trace"
+        );
     }
+    assert!(events.iter().any(|e| e["args"]["meeting_point"] == true), "{trace}");
     let out = stretch_ok(&[
         "bench",
         b,
@@ -54,6 +67,22 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
         "core0",
     ]);
     assert!(out.contains("CPU-burning thread pinned to core0"), "{out}");
+    for line in [
+        "branched, 2 processors, adaptive",
+        "adaptive vs fixed placement: p50",
+        "original, onnxruntime 2 threads p50",
+        "adaptation: ",
+    ] {
+        assert!(out.contains(line), "{line} missing:\n{out}");
+    }
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();
+    let adaptive = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["pid"] == 2)
+        .count();
+    assert!(adaptive >= 2 * 4, "the adaptive runs are not in the trace:\n{trace}");
     let bad = stretch(&["bench", b, "--original", o, "--interference", "core999"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("core 999"));
     let bad = stretch(&["bench", b, "--original", o, "--runs", "0"]);

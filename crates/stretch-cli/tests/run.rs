@@ -76,6 +76,59 @@ fn branched_runs_match_onnxruntime_with_one_two_and_three_workers() {
 }
 
 #[test]
+fn a_runtime_config_file_sets_processors_and_flags_override_it() {
+    let dir = scratch("run-config");
+    let m = model(&dir, true);
+    let x = input(&dir, 4);
+    let y = dir.join("out.npy");
+    let host = common::repo().join("configs/runtime/host.toml");
+    let (m_s, x_s, y_s, host_s) = (
+        m.to_str().unwrap(),
+        x.to_str().unwrap(),
+        y.to_str().unwrap(),
+        host.to_str().unwrap(),
+    );
+    let out = stretch_ok(&[
+        "run",
+        m_s,
+        "--input",
+        x_s,
+        "--output",
+        y_s,
+        "--runtime-config",
+        host_s,
+        "--processor",
+        "cpu1=queue",
+        "--processor",
+        "cpu2=pool,engine=ort",
+    ]);
+    assert!(
+        out.contains("cpu0=tract") && out.contains("cpu1=tract") && out.contains("cpu2=ort"),
+        "{out}"
+    );
+    reference(&["expect", m_s, x_s, y_s, "--rtol", "1e-4"]);
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[[processor]]\nname = \"cpu0\"\nkind = \"inline\"\nthreads = -1\n",
+    )
+    .unwrap();
+    let out = stretch(&["run", m_s, "--random", "1", "--runtime-config", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("bad.toml") && err.contains("line 4"),
+        "{err}"
+    );
+    std::fs::write(&bad, "[[processor]]\nname = \"cpu0\"\nkind = \"gpu\"\n").unwrap();
+    let out = stretch(&["run", m_s, "--random", "1", "--runtime-config", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml: processor[0].kind: unknown worker kind 'gpu'"),
+        "{err}"
+    );
+}
+
+#[test]
 fn bad_inputs_and_processors_are_named() {
     let dir = scratch("run-bad");
     let m = model(&dir, false);

@@ -1,34 +1,49 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
+use crate::chrome_trace;
+use crate::interference::Interference;
 use crate::model_args::ModelArgs;
-use crate::runtime_args::{RuntimeArgs, load};
+use crate::runtime_args::{RuntimeArgs, load_adaptive};
 use anyhow::{Context, Result, bail};
+use graph_ir::Graph;
 use indicatif::{ProgressBar, ProgressStyle};
 use predictor::profiler::CoreSet;
 use scheduler_rt::npy::random_values;
-use scheduler_rt::{ProcessorConfig, Runtime, Span, TRACT_VERSION, WorkerKind, affinity};
+use scheduler_rt::{AdaptiveParams, EngineKind, ProcessorConfig, Runtime, Trace, WorkerKind, affinity, make_engine};
 use std::io::Write;
 use std::path::PathBuf;
-use std::str::FromStr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
 /// Measure a branched model on its processors against the original model.
 ///
-/// In one run, on the same random input, with the tract engine (tract
-/// version printed; other engines are not built in): (1) the original on one
-/// core, (2) the original with one intra-op thread per available core,
-/// (3) the branched model with every processor inline on one core
-/// (branches one after the other), (4) the branched model on its processors.
-/// Prints median, p90 and p99 latency (measured, wall clock per request)
-/// and the ratios of (4) against (1), (2) and (3), and writes a Chrome trace
-/// (chrome://tracing, Perfetto) of one run of (4).
+/// In one run, on the same random input: (1) the original on one core,
+/// (2) the original with one intra-op thread per available core, (3) the
+/// original in onnxruntime with 2 intra-op threads (the outside reference;
+/// needs the `ort` feature and libonnxruntime.so, else skipped with the
+/// reason), (4) the branched model with every processor inline on one core
+/// (branches one after the other), (5) the branched model on its processors,
+/// (6) the same with every processor on each other engine this build has.
+/// (1), (2), (4) and (5) use tract unless the configuration names another
+/// engine (versions printed). Prints median, p90 and p99 latency (measured,
+/// wall clock per request), the ratios of (5) against the others, and
+/// writes a Chrome trace (chrome://tracing, Perfetto) and a Gantt chart
+/// (PNG) of one run of (5).
 ///
-/// Without --processor, the processors the annotations name are used, the
-/// first inline and the others as pool workers, processor i pinned to the
-/// i-th available core (modulo the core count).
+/// With --interference CORES (or --adaptive, or an [adaptive] table in the
+/// runtime configuration), (7) the branched model on its processors with
+/// the adaptive runtime is measured too: a subgraph slow on its processor
+/// for a few runs moves to the processor that finishes it first and moves
+/// back when the load is gone (paper §7.4). The load runs during every
+/// timed run and never during warm-up, so the adaptive runtime learns
+/// unloaded latencies first; after (7)'s timed runs the load stops and
+/// (7) keeps running, untimed, until its moved subgraphs are back. Its p50
+/// and p99 are printed beside (5) and (2)/(3), and the Chrome trace holds
+/// every run of (7) as a second process, with an instant event per move.
+///
+/// Without --processor or --runtime-config, the processors the annotations
+/// name are used, the first inline and the others as pool workers,
+/// processor i pinned to the i-th available core (modulo the core count).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The branched (annotated) model.
@@ -51,14 +66,29 @@ pub struct Args {
     pub warmup: usize,
 
     /// Run a CPU-burning thread pinned to these cores (`core0`, `0-1`) during
-    /// every measurement, to see how each configuration suffers from outside
-    /// load (the runtime does not adapt placement yet).
+    /// every timed run (not during warm-up), to see how each configuration
+    /// suffers from outside load and how the adaptive runtime copes.
     #[arg(long, value_name = "CORES")]
     pub interference: Option<String>,
 
     /// Where to write the Chrome trace of one branched run.
     #[arg(long, value_name = "TRACE.json", default_value = "bench-trace.json")]
     pub trace: PathBuf,
+
+    /// Where to write the Gantt chart (PNG) of the traced run: a row per
+    /// processor, a bar per subgraph, waits at meeting points in grey.
+    /// Default: the trace's path with the extension `.png`.
+    #[arg(long, value_name = "GANTT.png")]
+    pub gantt: Option<PathBuf>,
+}
+
+/// One measured configuration.
+struct Config<'g> {
+    name: String,
+    graph: &'g Graph,
+    processors: Vec<ProcessorConfig>,
+    label: &'g str,
+    adaptive: Option<AdaptiveParams>,
 }
 
 struct Row {
@@ -86,39 +116,80 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
         kind,
         cores: CoreSet::new(ids),
         threads,
+        engine: EngineKind::Tract,
     }
 }
 
-fn time(rt: &Runtime, x: &Tensor, args: &Args, bar: &ProgressBar, name: &str) -> Result<Row> {
+/// Warm-up (unloaded), then timed runs under `load`; returns the row and,
+/// when `keep`, every timed run's trace with its start in seconds since
+/// the first.
+fn time(
+    rt: &Runtime,
+    x: &Tensor,
+    args: &Args,
+    bar: &ProgressBar,
+    name: &str,
+    load: Option<&Interference>,
+    keep: bool,
+) -> Result<(Row, Vec<(f64, Trace)>)> {
     bar.set_message(name.to_string());
     for _ in 0..args.warmup {
         rt.run(vec![x.clone().into_tvalue()])?;
         bar.inc(1);
     }
+    if let Some(l) = load {
+        l.set(true);
+    }
     let mut ms = Vec::with_capacity(args.runs);
+    let mut traces = Vec::new();
+    let start = Instant::now();
     for _ in 0..args.runs {
         let t = Instant::now();
-        rt.run(vec![x.clone().into_tvalue()])?;
+        let trace = rt.run_traced(vec![x.clone().into_tvalue()]);
         ms.push(t.elapsed().as_secs_f64() * 1e3);
+        if keep {
+            traces.push((t.duration_since(start).as_secs_f64(), trace?.1));
+        } else {
+            trace?;
+        }
         bar.inc(1);
     }
-    Ok(Row {
-        name: name.to_string(),
-        ms,
-    })
+    if let Some(l) = load {
+        l.set(false);
+    }
+    Ok((
+        Row {
+            name: name.to_string(),
+            ms,
+        },
+        traces,
+    ))
 }
 
-fn trace_json(spans: &[Span]) -> serde_json::Value {
-    let events: Vec<serde_json::Value> = spans
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "name": s.subgraph, "cat": "subgraph", "ph": "X", "pid": 1, "tid": s.processor,
-                "ts": s.start_s * 1e6, "dur": (s.end_s - s.start_s) * 1e6,
-            })
-        })
-        .collect();
-    serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" })
+/// Runs `rt` unloaded, after `offset_s`, until every subgraph is back on
+/// its home processor or `limit_s` passed; returns the traces.
+fn recover(rt: &Runtime, x: &Tensor, offset_s: f64, limit_s: f64) -> Result<Vec<(f64, Trace)>> {
+    let start = Instant::now();
+    let home = |rt: &Runtime| {
+        (0..rt.partition().subgraphs.len())
+            .all(|i| rt.placed_on(i) == Some(rt.partition().subgraphs[i].processor.as_str()))
+    };
+    let mut traces = Vec::new();
+    while !home(rt) && start.elapsed().as_secs_f64() < limit_s {
+        let t = start.elapsed().as_secs_f64();
+        traces.push((offset_s + t, rt.run_traced(vec![x.clone().into_tvalue()])?.1));
+    }
+    Ok(traces)
+}
+
+/// The onnxruntime reference configuration, or why there is none.
+fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String> {
+    if !EngineKind::available().contains(&EngineKind::Ort) {
+        return Err("not built (stretch-cli feature `ort`)".into());
+    }
+    let mut p = pinned("cpu0", WorkerKind::Inline, 0, 2, cores);
+    p.engine = EngineKind::Ort;
+    make_engine(&p).map(|_| p).map_err(|e| e.to_string())
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -135,129 +206,234 @@ pub fn run(args: Args) -> Result<()> {
     }
     .load()?;
     let cores = affinity::allowed_cores().map_err(anyhow::Error::msg)?;
-    let processors = if args.runtime.processors.is_empty() {
-        let named = args.runtime.processors(&branched);
-        named
+    let processors: Vec<ProcessorConfig> = if args.runtime.is_configured() {
+        args.runtime.processors(&branched)?
+    } else {
+        args.runtime
+            .processors(&branched)?
             .iter()
             .enumerate()
             .map(|(i, p)| pinned(&p.name, p.kind, i, 1, &cores))
             .collect()
-    } else {
-        args.runtime.processors.clone()
+    };
+    let adaptive = match args.runtime.adaptive()? {
+        Some(p) => Some(p),
+        None => args.interference.as_ref().map(|_| AdaptiveParams::default()),
     };
     let one_core: Vec<ProcessorConfig> = processors
         .iter()
         .map(|p| pinned(&p.name, WorkerKind::Inline, 0, 1, &cores))
         .collect();
-    let configs = [
-        (
-            "original, 1 core".to_string(),
+    let n = processors.len();
+    let config = |name: String, graph, processors, label| Config {
+        name,
+        graph,
+        processors,
+        label,
+        adaptive: None,
+    };
+    let mut configs = vec![
+        config(
+            "original, 1 core".into(),
             &original,
             vec![pinned("cpu0", WorkerKind::Inline, 0, 1, &cores)],
             &original_label,
         ),
-        (
+        config(
             format!("original, {} intra-op threads", cores.len()),
             &original,
             vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), &cores)],
             &original_label,
         ),
-        ("branched, 1 core (sequential)".to_string(), &branched, one_core, &label),
-        (
-            format!("branched, {} processors", processors.len()),
-            &branched,
-            processors.clone(),
-            &label,
-        ),
     ];
+    let reference = ort_reference(&cores);
+    let ort_row = reference.as_ref().ok().map(|p| {
+        configs.push(config(
+            "original, onnxruntime 2 threads".into(),
+            &original,
+            vec![p.clone()],
+            &original_label,
+        ));
+        configs.len() - 1
+    });
+    configs.push(config(
+        "branched, 1 core (sequential)".into(),
+        &branched,
+        one_core,
+        &label,
+    ));
+    let main = configs.len();
+    configs.push(config(
+        format!("branched, {n} processors"),
+        &branched,
+        processors.clone(),
+        &label,
+    ));
+    for engine in EngineKind::available() {
+        if processors.iter().all(|p| p.engine == engine) || (engine == EngineKind::Ort && reference.is_err()) {
+            continue;
+        }
+        let on: Vec<ProcessorConfig> = processors
+            .iter()
+            .map(|p| ProcessorConfig { engine, ..p.clone() })
+            .collect();
+        configs.push(config(
+            format!("branched, {n} processors, {}", engine.as_str()),
+            &branched,
+            on,
+            &label,
+        ));
+    }
+    let adaptive_row = adaptive.as_ref().map(|params| {
+        configs.push(Config {
+            adaptive: Some(params.clone()),
+            ..config(
+                format!("branched, {n} processors, adaptive"),
+                &branched,
+                processors.clone(),
+                &label,
+            )
+        });
+        configs.len() - 1
+    });
     let first = original
         .inputs()
         .first()
         .and_then(|i| original.fact(i.out(0)))
         .context("the original has no input")?;
     let x = Tensor::from_shape(&first.shape, &random_values(1, first.volume()))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let burner = match &args.interference {
-        Some(spec) => {
-            let c = CoreSet::from_str(spec.strip_prefix("core").unwrap_or(spec))
-                .with_context(|| format!("bad --interference '{spec}'"))?;
-            affinity::check(&c).map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
-            let stop = stop.clone();
-            Some(std::thread::spawn(move || {
-                let pinned = affinity::pin_current_thread(&c);
-                let mut x = 0u64;
-                while pinned.is_ok() && !stop.load(Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-                pinned
-            }))
-        }
-        None => None,
-    };
+    let load = args.interference.as_deref().map(Interference::start).transpose()?;
     let total = (configs.len() * (args.runs + args.warmup)) as u64;
     let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let mut rows = Vec::new();
-    let mut spans = Vec::new();
-    for (name, g, procs, file) in &configs {
+    let mut trace = Trace::default();
+    let mut adaptive_runs = Vec::new();
+    let mut engines = Vec::new();
+    for (i, c) in configs.iter().enumerate() {
         affinity::pin_current_thread(&cores).map_err(anyhow::Error::msg)?;
-        let rt = load(g, procs, file)?;
-        rows.push(time(&rt, &x, &args, &bar, name)?);
-        spans = rt.run_traced(vec![x.clone().into_tvalue()])?.1;
+        let rt = load_adaptive(c.graph, &c.processors, c.adaptive.clone(), c.label)?;
+        for (_, e, v) in rt.engines() {
+            let e = format!("{e} {v}");
+            if !engines.contains(&e) {
+                engines.push(e);
+            }
+        }
+        let keep = Some(i) == adaptive_row;
+        let (row, traces) = time(&rt, &x, &args, &bar, &c.name, load.as_ref(), keep)?;
+        rows.push(row);
+        if i == main {
+            trace = rt.run_traced(vec![x.clone().into_tvalue()])?.1;
+        }
+        if keep {
+            let end = traces
+                .last()
+                .map_or(0.0, |(t, tr)| t + tr.spans.iter().map(|s| s.end_s).fold(0.0, f64::max));
+            let limit = 20.0 * c.adaptive.as_ref().map_or(0.2, |a| a.probe_ms / 1e3);
+            adaptive_runs = traces;
+            adaptive_runs.extend(recover(&rt, &x, end, limit)?);
+        }
     }
     bar.finish_and_clear();
-    stop.store(true, Ordering::Relaxed);
-    if let Some(b) = burner {
-        b.join()
-            .map_err(|_| anyhow::anyhow!("the interference thread panicked"))?
-            .map_err(|e| anyhow::anyhow!("--interference: {e}"))?;
+    if let Some(l) = load {
+        l.finish()?;
     }
-    std::fs::write(&args.trace, serde_json::to_string_pretty(&trace_json(&spans))?)
-        .with_context(|| format!("cannot write {}", args.trace.display()))?;
+    let mut events = chrome_trace::events(&trace, 1, &format!("one run, {n} processors"), 0.0);
+    for (offset, t) in &adaptive_runs {
+        events.extend(chrome_trace::events(t, 2, "adaptive runs (load, then none)", *offset));
+    }
+    std::fs::write(
+        &args.trace,
+        serde_json::to_string_pretty(&chrome_trace::document(events))?,
+    )
+    .with_context(|| format!("cannot write {}", args.trace.display()))?;
+    let gantt = args.gantt.clone().unwrap_or_else(|| args.trace.with_extension("png"));
+    let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
+    crate::gantt::write_png(&gantt, &format!("{label}: one run on {n} processors"), &names, &trace)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "branched  {label}\noriginal  {original_label}")?;
     writeln!(
         out,
-        "engine    tract {TRACT_VERSION}; cores available {cores}; {} timed runs each",
+        "engines   {}; cores available {cores}; {} timed runs each",
+        engines.join(", "),
         args.runs
     )?;
-    let specs: Vec<String> = processors
-        .iter()
-        .map(|p| {
-            let c = p.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
-            format!("{}={:?}{c},threads={}", p.name, p.kind, p.threads)
-        })
-        .collect();
+    let specs: Vec<String> = processors.iter().map(ProcessorConfig::spec).collect();
     writeln!(out, "processors {}", specs.join(" "))?;
+    if let Err(reason) = &reference {
+        writeln!(out, "onnxruntime reference: skipped: {reason}")?;
+    }
     if let Some(c) = &args.interference {
         writeln!(
             out,
-            "interference: a CPU-burning thread pinned to {c} ran during every measurement"
+            "interference: a CPU-burning thread pinned to {c} ran during every timed run (not during warm-up)"
         )?;
     }
     writeln!(
         out,
-        "{:<34} {:>10} {:>10} {:>10}",
+        "{:<40} {:>10} {:>10} {:>10}",
         "configuration (measured)", "p50 ms", "p90 ms", "p99 ms"
     )?;
     for r in &rows {
         writeln!(
             out,
-            "{:<34} {:>10.3} {:>10.3} {:>10.3}",
+            "{:<40} {:>10.3} {:>10.3} {:>10.3}",
             r.name,
             r.quantile(0.5),
             r.quantile(0.9),
             r.quantile(0.99)
         )?;
     }
-    let b = rows[3].quantile(0.5);
-    for r in &rows[..3] {
+    let b = rows[main].quantile(0.5);
+    for (i, r) in rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != main && Some(*i) != adaptive_row)
+    {
+        if Some(i) == ort_row {
+            writeln!(
+                out,
+                "speedup of branched vs the onnxruntime reference (original, 2 threads, p50 {:.3} ms) {:.2}x (p50)",
+                r.quantile(0.5),
+                r.quantile(0.5) / b
+            )?;
+        } else {
+            writeln!(
+                out,
+                "speedup of branched on its processors vs {:<30} {:.2}x (p50)",
+                r.name,
+                r.quantile(0.5) / b
+            )?;
+        }
+    }
+    if let Some(a) = adaptive_row {
+        let (ad, fixed) = (&rows[a], &rows[main]);
+        let reference = ort_row.map_or(&rows[1], |o| &rows[o]);
         writeln!(
             out,
-            "speedup of branched on its processors vs {:<30} {:.2}x (p50)",
-            r.name,
-            r.quantile(0.5) / b
+            "adaptive vs fixed placement: p50 {:.3} vs {:.3} ms, p99 {:.3} vs {:.3} ms ({} p50 {:.3} ms, p99 {:.3} ms)",
+            ad.quantile(0.5),
+            fixed.quantile(0.5),
+            ad.quantile(0.99),
+            fixed.quantile(0.99),
+            reference.name,
+            reference.quantile(0.5),
+            reference.quantile(0.99)
+        )?;
+        let moves: Vec<String> = adaptive_runs
+            .iter()
+            .flat_map(|(_, t)| t.moves.iter().map(|m| m.to_string()))
+            .collect();
+        let slow = moves.iter().filter(|m| m.ends_with("(slow)")).count();
+        let back = moves.iter().filter(|m| m.ends_with("(back)")).count();
+        writeln!(
+            out,
+            "adaptation: {} moves ({slow} off a slow processor, {back} back home) in {} runs; first: {}",
+            moves.len(),
+            adaptive_runs.len(),
+            moves.first().map_or("none", String::as_str)
         )?;
     }
     writeln!(out, "trace     {}", args.trace.display())?;
+    writeln!(out, "gantt     {}", gantt.display())?;
     Ok(())
 }

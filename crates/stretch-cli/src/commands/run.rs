@@ -1,7 +1,7 @@
 //! `stretch run`: run a (branched) model once on the subgraph runtime.
 
 use crate::model_args::ModelArgs;
-use crate::runtime_args::{RuntimeArgs, load};
+use crate::runtime_args::{RuntimeArgs, load_adaptive};
 use anyhow::{Context, Result, bail};
 use scheduler_rt::npy::{self, Array};
 use std::io::Write;
@@ -46,8 +46,8 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let label = args.model.model.display().to_string();
     let graph = args.model.load()?;
-    let processors = args.runtime.processors(&graph);
-    let rt = load(&graph, &processors, &label)?;
+    let processors = args.runtime.processors(&graph)?;
+    let rt = load_adaptive(&graph, &processors, args.runtime.adaptive()?, &label)?;
     let facts = rt.input_facts();
     let [(input_name, fact)] = facts.as_slice() else {
         bail!("{label} has {} inputs; stretch run supports one", facts.len());
@@ -73,7 +73,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let x = Tensor::from_shape(&array.shape, &array.data)?.into_tvalue();
     let start = Instant::now();
-    let (outputs, spans) = rt.run_traced(vec![x])?;
+    let (outputs, trace) = rt.run_traced(vec![x])?;
+    let spans = trace.spans;
     let elapsed = start.elapsed();
     let mut out = std::io::stdout().lock();
     let engines: Vec<String> = rt.engines().iter().map(|(p, e, v)| format!("{p}={e} {v}")).collect();

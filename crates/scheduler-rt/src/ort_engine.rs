@@ -1,0 +1,270 @@
+//! onnxruntime engine (feature `ort`): the shared library is loaded at run
+//! time, on first use, from [`dylib_path`]; nothing is downloaded or linked
+//! at build time.
+
+use crate::engine::{Compiled, Engine, Value};
+use crate::error::RuntimeError;
+use ort::environment::Environment;
+use ort::session::Session;
+use ort::value::Tensor as OrtTensor;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
+
+/// Where the pip wheel of onnxruntime keeps its library, relative to a
+/// repository root holding the project's `.venv`.
+pub const WHEEL_DIR: &str = ".venv/lib/python3.11/site-packages/onnxruntime/capi";
+
+/// The process's one onnxruntime environment, the library file and its
+/// release (from the file name, as the wheel ships it).
+struct Loaded {
+    env: Environment,
+    library: String,
+    version: String,
+}
+
+static ENVIRONMENT: OnceLock<Result<Loaded, String>> = OnceLock::new();
+
+/// The onnxruntime library to load: `$ORT_DYLIB_PATH` when set, else the
+/// first `libonnxruntime.so*` in [`WHEEL_DIR`] under the current directory,
+/// one of its ancestors, or the repository this crate was built from. The
+/// error lists every place looked at.
+pub fn dylib_path() -> Result<PathBuf, RuntimeError> {
+    let mut roots: Vec<PathBuf> = std::env::current_dir()
+        .map(|d| d.ancestors().map(Path::to_path_buf).collect())
+        .unwrap_or_default();
+    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    locate(std::env::var_os("ORT_DYLIB_PATH"), &roots)
+}
+
+fn locate(env: Option<std::ffi::OsString>, roots: &[PathBuf]) -> Result<PathBuf, RuntimeError> {
+    if let Some(p) = env.filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(unavailable(format!(
+                "ORT_DYLIB_PATH is set to {}, which is not a file",
+                p.display()
+            )))
+        };
+    }
+    let mut looked = Vec::new();
+    for root in roots {
+        let dir = root.join(WHEEL_DIR);
+        if let Some(lib) = find_library(&dir) {
+            return Ok(lib);
+        }
+        looked.push(format!("{}/libonnxruntime.so*", dir.display()));
+    }
+    Err(unavailable(format!(
+        "libonnxruntime.so not found: ORT_DYLIB_PATH is not set and none of [{}] exists \
+         (scripts/setup.sh --deps installs the onnxruntime wheel into .venv)",
+        looked.join(", ")
+    )))
+}
+
+fn find_library(dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libonnxruntime.so"))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+fn unavailable(reason: String) -> RuntimeError {
+    RuntimeError::EngineUnavailable { engine: "ort", reason }
+}
+
+/// Loads the library once per process and creates the one onnxruntime
+/// environment; later calls return the same result.
+fn environment() -> Result<&'static Loaded, RuntimeError> {
+    ENVIRONMENT
+        .get_or_init(|| {
+            let path = dylib_path().map_err(|e| e.to_string())?;
+            let builder = ort::init_from(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let env = builder
+                .with_name("stretch")
+                .build()
+                .map_err(|e| format!("{}: cannot create the environment: {e}", path.display()))?;
+            let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            let version = real
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.split_once(".so."))
+                .map_or_else(|| "(release unknown)".to_string(), |(_, v)| v.to_string());
+            Ok(Loaded {
+                env,
+                library: path.display().to_string(),
+                version,
+            })
+        })
+        .as_ref()
+        .map_err(|reason| unavailable(reason.clone()))
+}
+
+/// onnxruntime (CPU execution provider) with a fixed number of intra-op
+/// threads per session. Sessions are created on the thread that compiles;
+/// with one thread a run executes entirely on the calling thread.
+pub struct OrtEngine {
+    threads: usize,
+    loaded: &'static Loaded,
+}
+
+impl OrtEngine {
+    /// An engine whose sessions use `threads` (≥ 1) intra-op threads; fails
+    /// with the places looked at when the library cannot be loaded.
+    pub fn new(threads: usize) -> Result<OrtEngine, RuntimeError> {
+        Ok(OrtEngine {
+            threads: threads.max(1),
+            loaded: environment()?,
+        })
+    }
+
+    /// The library file this process loaded.
+    pub fn library(&self) -> &'static str {
+        &self.loaded.library
+    }
+
+    fn session(&self, onnx: &[u8]) -> Result<Session, String> {
+        Session::builder(&self.loaded.env)
+            .map_err(|e| e.to_string())?
+            .with_intra_threads(self.threads)
+            .map_err(|e| e.to_string())?
+            .with_inter_threads(1)
+            .map_err(|e| e.to_string())?
+            .commit_from_memory(onnx)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Engine for OrtEngine {
+    fn name(&self) -> &'static str {
+        "ort"
+    }
+
+    fn version(&self) -> &'static str {
+        &self.loaded.version
+    }
+
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+        let first = self.session(onnx)?;
+        Ok(Box::new(OrtCompiled {
+            engine: OrtEngine {
+                threads: self.threads,
+                loaded: self.loaded,
+            },
+            onnx: onnx.to_vec(),
+            sessions: Mutex::new(vec![first]),
+        }))
+    }
+}
+
+/// A pool of sessions of one model: a run takes one (creating another when
+/// all are busy), so concurrent runs never wait on each other.
+struct OrtCompiled {
+    engine: OrtEngine,
+    onnx: Vec<u8>,
+    sessions: Mutex<Vec<Session>>,
+}
+
+impl OrtCompiled {
+    fn run_on(session: &mut Session, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+        let mut feeds = Vec::with_capacity(inputs.len());
+        for (outlet, v) in session.inputs().iter().zip(inputs) {
+            let data: Vec<f32> = v
+                .to_plain_array_view::<f32>()
+                .map_err(|e| format!("input '{}': {e}", outlet.name()))?
+                .iter()
+                .copied()
+                .collect();
+            let t = OrtTensor::from_array((v.shape().to_vec(), data)).map_err(|e| e.to_string())?;
+            feeds.push((outlet.name().to_string(), ort::session::SessionInputValue::from(t)));
+        }
+        let outputs = session.run(feeds).map_err(|e| e.to_string())?;
+        let mut result = TVec::new();
+        for (name, value) in outputs.into_iter() {
+            let (shape, data) = value
+                .try_extract_tensor::<f32>()
+                .map_err(|e| format!("output '{name}': {e}"))?;
+            let shape: Vec<usize> = shape.iter().map(|d| *d as usize).collect();
+            let t = Tensor::from_shape(&shape, data).map_err(|e| format!("output '{name}': {e}"))?;
+            result.push(t.into_tvalue());
+        }
+        Ok(result)
+    }
+}
+
+impl Compiled for OrtCompiled {
+    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+        let pooled = self
+            .sessions
+            .lock()
+            .map_err(|_| "session pool poisoned".to_string())?
+            .pop();
+        let mut session = match pooled {
+            Some(s) => s,
+            None => self.engine.session(&self.onnx)?,
+        };
+        let out = Self::run_on(&mut session, inputs);
+        if let Ok(mut pool) = self.sessions.lock() {
+            pool.push(session);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::TractEngine;
+    use crate::testing::{INPUT, two_branch};
+    use tract_onnx::prelude::tvec;
+
+    #[test]
+    fn ort_matches_tract_on_a_whole_model() {
+        let g = two_branch(8, 1).unwrap();
+        let bytes = graph_ir::onnx::export_bytes(&g).unwrap();
+        let x = Tensor::from_shape(&INPUT, &crate::npy::random_values(3, INPUT.iter().product()))
+            .unwrap()
+            .into_tvalue();
+        let engine = OrtEngine::new(2).unwrap();
+        assert!(engine.version().starts_with("1."), "{}", engine.version());
+        let ort = engine.compile(&bytes).unwrap();
+        let tract = TractEngine::new(1).compile(&bytes).unwrap();
+        let (a, b) = (
+            ort.run(tvec![x.clone()]).unwrap().remove(0),
+            tract.run(tvec![x]).unwrap().remove(0),
+        );
+        assert_eq!(a.shape(), b.shape());
+        let a = a.to_plain_array_view::<f32>().unwrap();
+        let b = b.to_plain_array_view::<f32>().unwrap();
+        let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+        for (x, y) in a.iter().zip(b.iter()) {
+            assert!((x - y).abs() <= 1e-4 * scale, "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn the_wheel_library_is_found_and_a_missing_one_is_named() {
+        let found = dylib_path().unwrap();
+        assert!(found.to_string_lossy().contains("libonnxruntime.so"), "{found:?}");
+        let e = locate(None, &[PathBuf::from("/nowhere")]).unwrap_err().to_string();
+        assert!(
+            e.contains("ORT_DYLIB_PATH") && e.contains(&format!("/nowhere/{WHEEL_DIR}/libonnxruntime.so*")),
+            "{e}"
+        );
+        let e = locate(Some("/no/lib.so".into()), &[]).unwrap_err().to_string();
+        assert!(e.contains("/no/lib.so"), "{e}");
+    }
+}

@@ -1,0 +1,250 @@
+//! Runtime configuration files (TOML): the processors, their workers,
+//! cores, threads and engines, and the adaptation policy.
+//!
+//! ```toml
+//! [[processor]]          # in order; the first runs unannotated nodes
+//! name = "cpu0"
+//! kind = "inline"        # inline | pool | queue
+//! cores = "0"            # cpulist, `core` prefix allowed; omit: unpinned
+//! threads = 1            # engine intra-op threads
+//! engine = "tract"       # tract | ort
+//!
+//! [adaptive]             # omit to keep placement fixed
+//! margin = 1.5
+//! runs = 3
+//! probe_ms = 200
+//! ```
+
+use crate::adaptive::AdaptiveParams;
+use crate::config::{EngineKind, ProcessorConfig, WorkerKind};
+use crate::error::RuntimeError;
+use predictor::profiler::CoreSet;
+use serde::Deserialize;
+use std::path::Path;
+use std::str::FromStr;
+
+/// A loaded runtime configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeConfig {
+    pub processors: Vec<ProcessorConfig>,
+    /// `Some` when the file has an `[adaptive]` table.
+    pub adaptive: Option<AdaptiveParams>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    processor: Vec<Processor>,
+    adaptive: Option<Adaptive>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Processor {
+    name: String,
+    kind: String,
+    cores: Option<String>,
+    threads: Option<usize>,
+    engine: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Adaptive {
+    margin: Option<f64>,
+    runs: Option<usize>,
+    probe_ms: Option<f64>,
+}
+
+impl RuntimeConfig {
+    /// Reads and validates `path`; errors name the file and the key.
+    pub fn load(path: &Path) -> Result<RuntimeConfig, RuntimeError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| RuntimeError::Config {
+            file: file.clone(),
+            key: "-".into(),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Self::parse(&text, &file)
+    }
+
+    /// Parses TOML `text`; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<RuntimeConfig, RuntimeError> {
+        let bad = |key: String, reason: String| RuntimeError::Config {
+            file: file.to_string(),
+            key,
+            reason,
+        };
+        let raw: File = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
+            let key = line.map_or_else(|| "-".to_string(), |l| format!("line {l}"));
+            bad(key, e.message().to_string())
+        })?;
+        if raw.processor.is_empty() {
+            return Err(bad("processor".into(), "no [[processor]] is configured".into()));
+        }
+        let mut processors: Vec<ProcessorConfig> = Vec::new();
+        for (i, p) in raw.processor.into_iter().enumerate() {
+            let key = |k: &str| format!("processor[{i}].{k}");
+            if p.name.is_empty() {
+                return Err(bad(key("name"), "the processor name is empty".into()));
+            }
+            if processors.iter().any(|q| q.name == p.name) {
+                return Err(bad(key("name"), format!("processor '{}' is configured twice", p.name)));
+            }
+            let kind = WorkerKind::from_str(&p.kind).map_err(|e| bad(key("kind"), e))?;
+            let cores = p
+                .cores
+                .map(|c| {
+                    CoreSet::from_str(c.strip_prefix("core").unwrap_or(&c))
+                        .map_err(|e| bad(key("cores"), e.to_string()))
+                })
+                .transpose()?;
+            let threads = match p.threads {
+                Some(0) => return Err(bad(key("threads"), "must be a positive integer, got 0".into())),
+                Some(n) => n,
+                None => 1,
+            };
+            let engine = p
+                .engine
+                .map(|e| EngineKind::from_str(&e).map_err(|e| bad(key("engine"), e)))
+                .transpose()?
+                .unwrap_or_default();
+            processors.push(ProcessorConfig {
+                name: p.name,
+                kind,
+                cores,
+                threads,
+                engine,
+            });
+        }
+        let adaptive = raw
+            .adaptive
+            .map(|a| {
+                let d = AdaptiveParams::default();
+                let params = AdaptiveParams {
+                    margin: a.margin.unwrap_or(d.margin),
+                    runs: a.runs.unwrap_or(d.runs),
+                    probe_ms: a.probe_ms.unwrap_or(d.probe_ms),
+                };
+                if !(params.margin > 1.0 && params.margin.is_finite()) {
+                    return Err(bad(
+                        "adaptive.margin".into(),
+                        format!("must be above 1, got {}", params.margin),
+                    ));
+                }
+                if params.runs == 0 {
+                    return Err(bad("adaptive.runs".into(), "must be at least 1".into()));
+                }
+                if !(params.probe_ms > 0.0 && params.probe_ms.is_finite()) {
+                    return Err(bad(
+                        "adaptive.probe_ms".into(),
+                        format!("must be positive, got {}", params.probe_ms),
+                    ));
+                }
+                Ok(params)
+            })
+            .transpose()?;
+        Ok(RuntimeConfig { processors, adaptive })
+    }
+
+    /// Applies command-line processors: one with a configured name replaces
+    /// it in place, others are appended in order.
+    pub fn with_overrides(mut self, overrides: &[ProcessorConfig]) -> RuntimeConfig {
+        for o in overrides {
+            match self.processors.iter_mut().find(|p| p.name == o.name) {
+                Some(p) => *p = o.clone(),
+                None => self.processors.push(o.clone()),
+            }
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/runtime/host.toml");
+        let c = RuntimeConfig::load(&path).unwrap();
+        let specs: Vec<String> = c.processors.iter().map(ProcessorConfig::spec).collect();
+        assert_eq!(
+            specs,
+            [
+                "cpu0=inline:0,threads=1,engine=tract",
+                "cpu1=pool:1,threads=1,engine=tract"
+            ]
+        );
+        assert_eq!(c.adaptive, None);
+    }
+
+    #[test]
+    fn processors_keep_their_order_and_overrides_replace_or_add() {
+        let c = RuntimeConfig::parse(
+            "[[processor]]\nname = \"b\"\nkind = \"pool\"\ncores = \"core1\"\nengine = \"ort\"\nthreads = 2\n\
+             [[processor]]\nname = \"a\"\nkind = \"queue\"\n[adaptive]\nruns = 5\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.processors[0].spec(), "b=pool:1,threads=2,engine=ort");
+        assert_eq!(c.processors[1].spec(), "a=queue,threads=1,engine=tract");
+        assert_eq!(c.adaptive.as_ref().map(|a| (a.runs, a.margin)), Some((5, 1.5)));
+        let c = c.with_overrides(&["a=inline".parse().unwrap(), "c=pool".parse().unwrap()]);
+        let names: Vec<(&str, WorkerKind)> = c.processors.iter().map(|p| (p.name.as_str(), p.kind)).collect();
+        assert_eq!(
+            names,
+            [
+                ("b", WorkerKind::Pool),
+                ("a", WorkerKind::Inline),
+                ("c", WorkerKind::Pool)
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        let p = "[[processor]]\nname = \"cpu0\"\nkind = \"inline\"\n";
+        for (text, key, words) in [
+            ("", "processor", "no [[processor]]"),
+            (
+                &format!("{p}[[processor]]\nname = \"cpu0\"\nkind = \"pool\"\n") as &str,
+                "processor[1].name",
+                "twice",
+            ),
+            (
+                "[[processor]]\nname = \"x\"\nkind = \"gpu\"\n",
+                "processor[0].kind",
+                "'gpu'",
+            ),
+            (
+                "[[processor]]\nname = \"x\"\nkind = \"pool\"\ncores = \"a\"\n",
+                "processor[0].cores",
+                "",
+            ),
+            (
+                "[[processor]]\nname = \"x\"\nkind = \"pool\"\nthreads = 0\n",
+                "processor[0].threads",
+                "0",
+            ),
+            (
+                "[[processor]]\nname = \"x\"\nkind = \"pool\"\nengine = \"trt\"\n",
+                "processor[0].engine",
+                "'trt'",
+            ),
+            (&format!("{p}corez = 1\n"), "line 4", "corez"),
+            (&format!("{p}[adaptive]\nmargin = 0.5\n"), "adaptive.margin", "0.5"),
+            (&format!("{p}[adaptive]\nruns = 0\n"), "adaptive.runs", "at least 1"),
+        ] {
+            let e = RuntimeConfig::parse(text, "rt.toml").unwrap_err().to_string();
+            assert!(
+                e.contains("rt.toml") && e.contains(key) && e.contains(words),
+                "{text}: {e}"
+            );
+        }
+        let e = RuntimeConfig::load(Path::new("/no/such.toml")).unwrap_err().to_string();
+        assert!(e.contains("/no/such.toml"), "{e}");
+    }
+}

@@ -1,0 +1,197 @@
+//! Every fixture, with random weights and a 32x32 input, branched on the
+//! host profile (`cpu0,cpu1`, `--alpha 1` so that stages of this small input
+//! branch too) in both merge modes, runs on the subgraph
+//! runtime like the whole model in onnxruntime (scripts/reference_outputs.py,
+//! one Python call for all models), within 1e-4 of the reference's max abs
+//! value:
+//! - 1 worker: both processors inline on the scheduling thread;
+//! - 2 workers: `cpu0` inline, `cpu1` a pool thread (tract, the default);
+//! - 3 workers: the scheduling thread plus `cpu0` on a pool thread and
+//!   `cpu1` on a queue thread;
+//! - 8 client threads × 50 requests, each on its own input, on the 3-worker
+//!   runtime, every output checked against its own input's reference.
+//!
+//! Each subgraph runs in the onnxruntime engine: compiling every fixture
+//! with tract in a debug build takes minutes, so tract (the default engine)
+//! runs the 2-worker check of [`TRACT_CHECKED`] only.
+
+mod common;
+
+use common::{fixtures, python, repo, scratch, stretch_ok};
+use scheduler_rt::npy::{Array, random_values, read, write};
+use scheduler_rt::{ProcessorConfig, Runtime, Value, default_factory};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use tract_onnx::prelude::{IntoTValue, Tensor};
+
+const TOLERANCE: f32 = 1e-4;
+const SHAPE: [usize; 4] = [1, 3, 32, 32];
+const CLIENTS: usize = 8;
+const REQUESTS: usize = 50;
+/// Branched models also checked with tract on 2 workers.
+const TRACT_CHECKED: [&str; 2] = ["resnet18-project.onnx", "mobilenet_v2_bn-concat.onnx"];
+
+fn input(k: usize) -> Vec<f32> {
+    random_values(10_000 + k as u64, SHAPE.iter().product())
+}
+
+fn value(k: usize) -> Value {
+    Tensor::from_shape(&SHAPE, &input(k)).expect("input").into_tvalue()
+}
+
+fn specs(specs: &[&str]) -> Vec<ProcessorConfig> {
+    specs.iter().map(|s| s.parse().expect("spec")).collect()
+}
+
+/// Fails unless `got` equals row `k` of `reference` within the tolerance.
+fn check(name: &str, what: &str, got: &Value, reference: &Array, k: usize) {
+    let per: usize = reference.shape[1..].iter().product();
+    let want = &reference.data[k * per..(k + 1) * per];
+    assert_eq!(got.shape(), &reference.shape[1..], "{name} {what}: output shape");
+    let got = got.to_plain_array_view::<f32>().expect("f32 output");
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= TOLERANCE * scale,
+            "{name} {what}, input {k}, element {i}: {a} vs onnxruntime {b} (scale {scale})"
+        );
+    }
+}
+
+fn branch(fixture: &Path, merge: &str, dir: &Path) -> PathBuf {
+    let stem = fixture.file_stem().and_then(|s| s.to_str()).expect("name");
+    let out = dir.join(format!("{stem}-{merge}.onnx"));
+    let device = repo().join("configs/devices/host.toml");
+    stretch_ok(&[
+        "stretch",
+        fixture.to_str().expect("utf-8 path"),
+        "--device",
+        device.to_str().expect("utf-8 path"),
+        "--processors",
+        "cpu0,cpu1",
+        "--merge",
+        merge,
+        "--alpha",
+        "1",
+        "--random-weights",
+        "1",
+        "--input-shape",
+        "1,3,32,32",
+        "-o",
+        out.to_str().expect("utf-8 path"),
+    ]);
+    out
+}
+
+fn run_all(model: &Path, reference: &Array) {
+    let name = model.file_name().and_then(|s| s.to_str()).expect("name").to_string();
+    let g = graph_ir::onnx::import_file(model, &Default::default()).expect("import the branched model");
+    assert!(
+        g.node_ids().iter().any(|id| g
+            .node(*id)
+            .annotations
+            .get(graph_ir::keys::PROCESSOR)
+            .map(String::as_str)
+            == Some("cpu1")),
+        "{name}: nothing placed on cpu1"
+    );
+    let mut configs = vec![
+        (
+            "1 worker",
+            specs(&["cpu0=inline,engine=ort", "cpu1=inline,engine=ort"]),
+            0..2,
+        ),
+        (
+            "2 workers",
+            specs(&["cpu0=inline,engine=ort", "cpu1=pool,engine=ort"]),
+            2..4,
+        ),
+    ];
+    if TRACT_CHECKED.contains(&name.as_str()) {
+        configs.push(("2 workers, tract", specs(&["cpu0=inline", "cpu1=pool"]), 2..4));
+    }
+    for (what, procs, inputs) in configs {
+        let rt = Runtime::load(&g, &procs, default_factory()).expect("load");
+        for k in inputs {
+            check(&name, what, &rt.run(vec![value(k)]).expect("run")[0], reference, k);
+        }
+    }
+    let procs = specs(&["cpu0=pool,engine=ort", "cpu1=queue,engine=ort"]);
+    let rt = Arc::new(Runtime::load(&g, &procs, default_factory()).expect("load"));
+    check(
+        &name,
+        "3 workers",
+        &rt.run(vec![value(4)]).expect("run")[0],
+        reference,
+        4,
+    );
+    std::thread::scope(|s| {
+        for c in 0..CLIENTS {
+            let (rt, name) = (rt.clone(), name.clone());
+            s.spawn(move || {
+                for r in 0..REQUESTS {
+                    let k = 5 + c * REQUESTS + r;
+                    let out = rt.run(vec![value(k)]).expect("run");
+                    check(&name, "8 clients", &out[0], reference, k);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn every_fixture_branched_runs_like_onnxruntime_on_one_two_and_three_workers_and_eight_clients() {
+    let dir = scratch("fixtures-runtime");
+    let jobs: Vec<(PathBuf, &str)> = fixtures()
+        .into_iter()
+        .flat_map(|f| [(f.clone(), "project"), (f, "concat")])
+        .collect();
+    let models: Vec<PathBuf> = std::thread::scope(|s| {
+        let halves: Vec<_> = jobs
+            .chunks(jobs.len().div_ceil(2))
+            .map(|chunk| {
+                let dir = &dir;
+                s.spawn(move || chunk.iter().map(|(f, m)| branch(f, m, dir)).collect::<Vec<_>>())
+            })
+            .collect();
+        halves.into_iter().flat_map(|h| h.join().expect("branching")).collect()
+    });
+    let k = 5 + CLIENTS * REQUESTS;
+    let inputs = dir.join("inputs.npy");
+    let mut shape = vec![k];
+    shape.extend(SHAPE);
+    write(
+        &inputs,
+        &Array {
+            shape,
+            data: (0..k).flat_map(input).collect(),
+        },
+    )
+    .expect("write inputs");
+    let out = Command::new(python())
+        .arg(repo().join("scripts/reference_outputs.py"))
+        .arg(&inputs)
+        .arg(&dir)
+        .args(&models)
+        .output()
+        .expect("run python (install the reference tools with scripts/setup.sh)");
+    assert!(
+        out.status.success(),
+        "reference_outputs.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::scope(|s| {
+        for half in models.chunks(models.len().div_ceil(2)) {
+            let dir = &dir;
+            s.spawn(move || {
+                for m in half {
+                    let stem = m.file_stem().and_then(|s| s.to_str()).expect("name");
+                    let reference = read(&dir.join(format!("{stem}.npy"))).expect("reference outputs");
+                    run_all(m, &reference);
+                }
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
