@@ -51,7 +51,10 @@ pub fn run(args: Args) -> Result<()> {
     let mut set_holder = None;
     let mut models = vec![("original".to_string(), &args.original)];
     for (i, b) in args.branched.iter().enumerate() {
-        let stem = b.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = b
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         models.push((format!("branched{}-{stem}", i + 1), b));
     }
     for (kind, path) in models {
@@ -100,12 +103,18 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!();
     print!("{}", table(&rows, 1));
+    let val = set_holder
+        .as_ref()
+        .map_or(0, |s| (s.len() as f64 * args.recipe.val_fraction).round() as usize);
+    for (b, t) in args.branched.iter().zip(&top1[1..]) {
+        println!(
+            "gap (branched - original) top-1 for {}: {:+.2} points",
+            b.display(),
+            t - top1[0]
+        );
+    }
     println!(
-        "gap (branched - original) top-1: {:+.2} points; measured on the same {}-image validation split (seed {})",
-        top1[1] - top1[0],
-        set_holder
-            .as_ref()
-            .map_or(0, |s| (s.len() as f64 * args.recipe.val_fraction).round() as usize),
+        "measured on the same {val}-image validation split (seed {})",
         args.recipe.seed
     );
     println!("models, metrics and curves in {}", args.out_dir.display());
