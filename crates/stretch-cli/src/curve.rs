@@ -5,6 +5,12 @@ use std::fmt::Write as _;
 
 use training::EpochMetrics;
 
+/// One line of a panel: legend label, stroke colour, value per epoch.
+type Series<'a> = (&'a str, &'a str, Vec<f64>);
+
+/// One chart: title, top of the y axis, its lines.
+type Panel<'a> = (&'a str, f64, Vec<Series<'a>>);
+
 /// Two side-by-side line charts of `history`, titled `title`.
 pub fn learning_curve_svg(title: &str, history: &[EpochMetrics]) -> String {
     let (pw, ph, margin, top) = (360.0, 240.0, 50.0, 40.0);
@@ -29,7 +35,7 @@ pub fn learning_curve_svg(title: &str, history: &[EpochMetrics]) -> String {
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max)
         .max(1e-6);
-    let panels: [(&str, f64, Vec<(&str, &str, Vec<f64>)>); 2] = [
+    let panels: [Panel; 2] = [
         (
             "loss",
             loss_max,
