@@ -3,7 +3,7 @@
 # 64, on 1 and 2 threads: stretch (burn flex backend) and, in the same run
 # when torch and torchvision are importable, PyTorch on the same shapes.
 #
-#   scripts/benchmarks/train_throughput.sh [EPOCHS]
+#   scripts/benchmarks/train_throughput.sh [EPOCHS]   (default 2; the last epoch is reported, so the first warms up)
 #
 # stretch's figure is the training images/s its own epoch report prints
 # (forward, backward and SGD update over 1438 digits images upscaled to
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
-EPOCHS="${1:-1}"
+EPOCHS="${1:-2}"
 cargo build --release -q -p stretch-cli
 STRETCH="$CARGO_TARGET_DIR/release/stretch"
 PY="${STRETCH_PYTHON:-.venv/bin/python}"
