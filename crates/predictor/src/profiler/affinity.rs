@@ -124,22 +124,41 @@ pub fn available() -> Result<CoreSet, ProfilerError> {
     Err(ProfilerError::AffinityUnsupported)
 }
 
+/// Checks that every core of `cores` is in `allowed` and below Linux's
+/// `CPU_SETSIZE`.
+///
+/// Fails with [`ProfilerError::CoreUnavailable`] naming the first core that
+/// is not.
+pub fn check_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(), ProfilerError> {
+    match cores
+        .ids()
+        .iter()
+        .find(|&&c| c > MAX_CORE || !allowed.ids().contains(&c))
+    {
+        Some(&core) => Err(ProfilerError::CoreUnavailable {
+            core,
+            available: allowed.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Restricts the calling thread to `cores`. Threads it creates afterwards
 /// (an engine's thread pool) inherit the restriction.
 ///
 /// Fails with [`ProfilerError::CoreUnavailable`] naming the first core that
 /// this process may not run on (missing or excluded by its affinity mask).
-#[cfg(target_os = "linux")]
 pub fn pin_current_thread(cores: &CoreSet) -> Result<(), ProfilerError> {
-    let allowed = available()?;
-    if let Some(&core) = cores.ids().iter().find(|c| !allowed.ids().contains(c)) {
-        return Err(ProfilerError::CoreUnavailable {
-            core,
-            available: allowed.to_string(),
-        });
-    }
+    pin_current_thread_within(cores, &available()?)
+}
+
+/// Restricts the calling thread to `cores` after checking them against
+/// `allowed` (a set read earlier, e.g. before the caller pinned itself).
+#[cfg(target_os = "linux")]
+pub fn pin_current_thread_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(), ProfilerError> {
+    check_within(cores, allowed)?;
     // SAFETY: the set is zero-initialised and only bits below CPU_SETSIZE
-    // (checked by `CoreSet` parsing and the `allowed` test) are set.
+    // (checked by `check_within`) are set.
     let rc = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_ZERO(&mut set);
@@ -159,7 +178,7 @@ pub fn pin_current_thread(cores: &CoreSet) -> Result<(), ProfilerError> {
 
 /// Restricts the calling thread to `cores`.
 #[cfg(not(target_os = "linux"))]
-pub fn pin_current_thread(_cores: &CoreSet) -> Result<(), ProfilerError> {
+pub fn pin_current_thread_within(_cores: &CoreSet, _allowed: &CoreSet) -> Result<(), ProfilerError> {
     Err(ProfilerError::AffinityUnsupported)
 }
 

@@ -29,7 +29,7 @@ pub enum ProfilerError {
     CoreSpec { spec: String, reason: String },
     #[error("core {core} is not available to this process (it may run on cores {available})")]
     CoreUnavailable { core: usize, available: String },
-    #[error("cannot pin the profiling thread to cores {cores}: {source}")]
+    #[error("cannot pin a thread to cores {cores}: {source}")]
     Affinity { cores: String, source: std::io::Error },
     #[error("pinning threads to cores is only supported on Linux")]
     AffinityUnsupported,
