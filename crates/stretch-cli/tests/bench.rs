@@ -21,9 +21,12 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
         "3",
         "--warmup",
         "1",
+        "--block",
+        "2",
         "--trace",
         t,
     ]);
+    assert!(out.contains("3 timed runs each, interleaved in blocks of 2"), "{out}");
     for row in [
         "original, 1 core",
         "intra-op threads",
@@ -32,7 +35,17 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
         "branched, 2 processors",
         "branched, 2 processors, ort",
     ] {
-        assert!(out.contains(row), "{row} missing:\n{out}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(row) || l.contains(&format!("{row} ")))
+            .unwrap_or_else(|| panic!("{row} missing:\n{out}"));
+        let ms: Vec<f64> = line
+            .split_whitespace()
+            .rev()
+            .take(3)
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        assert!(ms.len() == 3 && ms.iter().all(|v| v.is_finite() && *v > 0.0), "{line}");
     }
     assert_eq!(out.matches("speedup of branched").count(), 5, "{out}");
     assert!(
@@ -87,4 +100,6 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("core 999"));
     let bad = stretch(&["bench", b, "--original", o, "--runs", "0"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--runs must be at least 1"));
+    let bad = stretch(&["bench", b, "--original", o, "--block", "0"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--block must be at least 1"));
 }

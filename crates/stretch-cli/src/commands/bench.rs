@@ -25,8 +25,12 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 /// (branches one after the other), (5) the branched model on its processors,
 /// (6) the same with every processor on each other engine this build has.
 /// (1), (2), (4) and (5) use tract unless the configuration names another
-/// engine (versions printed). Prints median, p90 and p99 latency (measured,
-/// wall clock per request), the ratios of (5) against the others, and
+/// engine (versions printed). After a warm-up of each, the configurations
+/// are timed interleaved: every round runs each of them for a short block
+/// (--block), so a change in the machine's speed during the benchmark
+/// (other tenants, clock frequency) falls on all of them alike. Prints median, p90 and p99
+/// latency (measured, wall clock per request), the ratios of (5) against
+/// the others, and
 /// writes a Chrome trace (chrome://tracing, Perfetto) and a Gantt chart
 /// (PNG) of one run of (5).
 ///
@@ -64,6 +68,14 @@ pub struct Args {
     /// Untimed runs before timing each configuration.
     #[arg(long, default_value_t = 5)]
     pub warmup: usize,
+
+    /// Timed runs of one configuration in a row within each round of the
+    /// interleaved measurement; each such block starts with one untimed run,
+    /// so that thread pools still spinning after the previous configuration
+    /// (onnxruntime's, the intra-op executor's) and its cache contents do not
+    /// count against this one.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub block: usize,
 
     /// Run a CPU-burning thread pinned to these cores (`core0`, `0-1`) during
     /// every timed run (not during warm-up), to see how each configuration
@@ -120,50 +132,66 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
     }
 }
 
-/// Warm-up (unloaded), then timed runs under `load`; returns the row and,
-/// when `keep`, every timed run's trace with its start in seconds since
-/// the first.
-fn time(
-    rt: &Runtime,
+/// Warms every runtime up (unloaded), then times `args.runs` runs of each
+/// under `load`, interleaved: each round runs every runtime for a block of
+/// `args.block` timed runs (after one untimed run), starting one runtime
+/// further along each round, so that a change in the machine's speed during
+/// the benchmark (other tenants, clock frequency) falls on every
+/// configuration alike. Returns one latency list per runtime and, for
+/// runtime `keep`, every timed run's trace with its start in seconds since
+/// the first timed run.
+fn time_interleaved(
+    runtimes: &[(&str, Runtime)],
     x: &Tensor,
     args: &Args,
-    bar: &ProgressBar,
-    name: &str,
+    cores: &CoreSet,
     load: Option<&Interference>,
-    keep: bool,
-) -> Result<(Row, Vec<(f64, Trace)>)> {
-    bar.set_message(name.to_string());
-    for _ in 0..args.warmup {
-        rt.run(vec![x.clone().into_tvalue()])?;
-        bar.inc(1);
+    keep: Option<usize>,
+) -> Result<(Vec<Vec<f64>>, Vec<(f64, Trace)>)> {
+    let block = args.block.clamp(1, args.runs);
+    let rounds = args.runs.div_ceil(block);
+    let total = (runtimes.len() * (args.runs + args.warmup + rounds)) as u64;
+    let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
+    let run = |rt: &Runtime| -> Result<Trace> {
+        affinity::pin_current_thread(cores).map_err(anyhow::Error::msg)?;
+        Ok(rt.run_traced(vec![x.clone().into_tvalue()])?.1)
+    };
+    for (name, rt) in runtimes {
+        bar.set_message(format!("warm-up: {name}"));
+        for _ in 0..args.warmup {
+            run(rt)?;
+            bar.inc(1);
+        }
     }
+    bar.set_message(format!("{rounds} rounds of {block} runs of each configuration"));
     if let Some(l) = load {
         l.set(true);
     }
-    let mut ms = Vec::with_capacity(args.runs);
+    let mut ms = vec![Vec::with_capacity(args.runs); runtimes.len()];
     let mut traces = Vec::new();
     let start = Instant::now();
-    for _ in 0..args.runs {
-        let t = Instant::now();
-        let trace = rt.run_traced(vec![x.clone().into_tvalue()]);
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
-        if keep {
-            traces.push((t.duration_since(start).as_secs_f64(), trace?.1));
-        } else {
-            trace?;
+    for round in 0..rounds {
+        for k in 0..runtimes.len() {
+            let i = (round + k) % runtimes.len();
+            let rt = &runtimes[i].1;
+            run(rt)?;
+            bar.inc(1);
+            for _ in 0..block.min(args.runs - ms[i].len()) {
+                let t = Instant::now();
+                let trace = run(rt)?;
+                ms[i].push(t.elapsed().as_secs_f64() * 1e3);
+                if Some(i) == keep {
+                    traces.push((t.duration_since(start).as_secs_f64(), trace));
+                }
+                bar.inc(1);
+            }
         }
-        bar.inc(1);
     }
     if let Some(l) = load {
         l.set(false);
     }
-    Ok((
-        Row {
-            name: name.to_string(),
-            ms,
-        },
-        traces,
-    ))
+    bar.finish_and_clear();
+    Ok((ms, traces))
 }
 
 /// Runs `rt` unloaded, after `offset_s`, until every subgraph is back on
@@ -195,6 +223,9 @@ fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String
 pub fn run(args: Args) -> Result<()> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
+    }
+    if args.block == 0 {
+        bail!("--block must be at least 1");
     }
     let label = args.model.model.display().to_string();
     let branched = args.model.load()?;
@@ -303,13 +334,9 @@ pub fn run(args: Args) -> Result<()> {
         .context("the original has no input")?;
     let x = Tensor::from_shape(&first.shape, &random_values(1, first.volume()))?;
     let load = args.interference.as_deref().map(Interference::start).transpose()?;
-    let total = (configs.len() * (args.runs + args.warmup)) as u64;
-    let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
-    let mut rows = Vec::new();
-    let mut trace = Trace::default();
-    let mut adaptive_runs = Vec::new();
     let mut engines = Vec::new();
-    for (i, c) in configs.iter().enumerate() {
+    let mut runtimes = Vec::with_capacity(configs.len());
+    for c in &configs {
         affinity::pin_current_thread(&cores).map_err(anyhow::Error::msg)?;
         let rt = load_adaptive(c.graph, &c.processors, c.adaptive.clone(), c.label)?;
         for (_, e, v) in rt.engines() {
@@ -318,22 +345,27 @@ pub fn run(args: Args) -> Result<()> {
                 engines.push(e);
             }
         }
-        let keep = Some(i) == adaptive_row;
-        let (row, traces) = time(&rt, &x, &args, &bar, &c.name, load.as_ref(), keep)?;
-        rows.push(row);
-        if i == main {
-            trace = rt.run_traced(vec![x.clone().into_tvalue()])?.1;
-        }
-        if keep {
-            let end = traces
-                .last()
-                .map_or(0.0, |(t, tr)| t + tr.spans.iter().map(|s| s.end_s).fold(0.0, f64::max));
-            let limit = 20.0 * c.adaptive.as_ref().map_or(0.2, |a| a.probe_ms / 1e3);
-            adaptive_runs = traces;
-            adaptive_runs.extend(recover(&rt, &x, end, limit)?);
-        }
+        runtimes.push((c.name.as_str(), rt));
     }
-    bar.finish_and_clear();
+    let (times, mut adaptive_runs) = time_interleaved(&runtimes, &x, &args, &cores, load.as_ref(), adaptive_row)?;
+    let rows: Vec<Row> = configs
+        .iter()
+        .zip(times)
+        .map(|(c, ms)| Row {
+            name: c.name.clone(),
+            ms,
+        })
+        .collect();
+    affinity::pin_current_thread(&cores).map_err(anyhow::Error::msg)?;
+    let trace = runtimes[main].1.run_traced(vec![x.clone().into_tvalue()])?.1;
+    if let Some(a) = adaptive_row {
+        let end = adaptive_runs
+            .last()
+            .map_or(0.0, |(t, tr)| t + tr.spans.iter().map(|s| s.end_s).fold(0.0, f64::max));
+        let limit = 20.0 * configs[a].adaptive.as_ref().map_or(0.2, |p| p.probe_ms / 1e3);
+        let recovered = recover(&runtimes[a].1, &x, end, limit)?;
+        adaptive_runs.extend(recovered);
+    }
     if let Some(l) = load {
         l.finish()?;
     }
@@ -353,9 +385,10 @@ pub fn run(args: Args) -> Result<()> {
     writeln!(out, "branched  {label}\noriginal  {original_label}")?;
     writeln!(
         out,
-        "engines   {}; cores available {cores}; {} timed runs each",
+        "engines   {}; cores available {cores}; {} timed runs each, interleaved in blocks of {} (each after one untimed run)",
         engines.join(", "),
-        args.runs
+        args.runs,
+        args.block.min(args.runs)
     )?;
     let specs: Vec<String> = processors.iter().map(ProcessorConfig::spec).collect();
     writeln!(out, "processors {}", specs.join(" "))?;
