@@ -132,6 +132,9 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
     }
 }
 
+/// A timed run's trace with its start in seconds since the first timed run.
+type TimedTrace = (f64, Trace);
+
 /// Warms every runtime up (unloaded), then times `args.runs` runs of each
 /// under `load`, interleaved: each round runs every runtime for a block of
 /// `args.block` timed runs (after one untimed run), starting one runtime
@@ -147,7 +150,7 @@ fn time_interleaved(
     cores: &CoreSet,
     load: Option<&Interference>,
     keep: Option<usize>,
-) -> Result<(Vec<Vec<f64>>, Vec<(f64, Trace)>)> {
+) -> Result<(Vec<Vec<f64>>, Vec<TimedTrace>)> {
     let block = args.block.clamp(1, args.runs);
     let rounds = args.runs.div_ceil(block);
     let total = (runtimes.len() * (args.runs + args.warmup + rounds)) as u64;
@@ -196,7 +199,7 @@ fn time_interleaved(
 
 /// Runs `rt` unloaded, after `offset_s`, until every subgraph is back on
 /// its home processor or `limit_s` passed; returns the traces.
-fn recover(rt: &Runtime, x: &Tensor, offset_s: f64, limit_s: f64) -> Result<Vec<(f64, Trace)>> {
+fn recover(rt: &Runtime, x: &Tensor, offset_s: f64, limit_s: f64) -> Result<Vec<TimedTrace>> {
     let start = Instant::now();
     let home = |rt: &Runtime| {
         (0..rt.partition().subgraphs.len())
