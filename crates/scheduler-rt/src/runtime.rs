@@ -353,8 +353,7 @@ impl Runtime {
                 }
                 None if in_flight > 0 => {
                     in_flight -= 1;
-                    results
-                        .recv()
+                    crate::spin::recv(&results, crate::spin::POLL_BEFORE_BLOCKING)
                         .map_err(|_| RuntimeError::WorkerGone { processor: "?".into() })?
                 }
                 None => break,

@@ -147,7 +147,7 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
                     if failed {
                         return;
                     }
-                    while let Ok(job) = rx.recv() {
+                    while let Ok(job) = crate::spin::recv(&rx, crate::spin::POLL_BEFORE_BLOCKING) {
                         job.serve(&flag);
                     }
                 })
