@@ -54,7 +54,7 @@ echo "== 5/5 stretch bench: trained branched model on cpu0 + cpu1 vs the origina
     --trace "$OUT/trace.json" --gantt "$OUT/gantt.png"
 echo "(this 32x32 example runs in about 2 ms, where the hand-offs between cores weigh as much as the"
 echo " branches' work, so its ratios say little; scripts/benchmarks/runtime_fixtures.sh measures the"
-echo " 224x224 torchvision models, where branching pays: README, section "Runtime")"
+echo " 224x224 torchvision models, where branching pays: see the README's Runtime section)"
 echo
 echo "wrote: $OUT/plan.json (plan), $OUT/branched-trained.onnx (trained model),"
 echo "       $OUT/branched-trained.metrics.csv and .curve.svg (training), $OUT/trace.json (Chrome trace), $OUT/gantt.png"

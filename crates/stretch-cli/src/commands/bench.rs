@@ -156,12 +156,11 @@ fn time_interleaved(
     let rounds = args.runs.div_ceil(block);
     let total = (runtimes.len() * (args.runs + args.warmup + rounds)) as u64;
     let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
-    let run = |rt: &Runtime| -> Result<Trace> {
-        affinity::pin_current_thread(cores).map_err(anyhow::Error::msg)?;
-        Ok(rt.run_traced(vec![x.clone().into_tvalue()])?.1)
-    };
+    let run = |rt: &Runtime| -> Result<Trace> { Ok(rt.run_traced(vec![x.clone().into_tvalue()])?.1) };
+    let unpin = || affinity::pin_current_thread(cores).map_err(anyhow::Error::msg);
     for (name, rt) in runtimes {
         bar.set_message(format!("warm-up: {name}"));
+        unpin()?;
         for _ in 0..args.warmup {
             run(rt)?;
             bar.inc(1);
@@ -178,6 +177,7 @@ fn time_interleaved(
         for k in 0..runtimes.len() {
             let i = (round + k) % runtimes.len();
             let rt = &runtimes[i].1;
+            unpin()?;
             run(rt)?;
             bar.inc(1);
             for _ in 0..block.min(args.runs - ms[i].len()) {
