@@ -18,6 +18,7 @@ mod config;
 mod engine;
 mod error;
 mod extract;
+pub mod multi;
 pub mod npy;
 #[cfg(feature = "ort")]
 mod ort_engine;

@@ -1,0 +1,163 @@
+//! When requests arrive: the workload's patterns turned into job specs, the
+//! same sequence under the runtime and the simulator (seeded).
+
+use super::core::{Completed, JobSpec};
+use super::workload::{Arrival, Workload};
+use graph_ir::rng::SplitMix64;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+#[derive(PartialEq)]
+struct At(f64, usize, u64);
+
+impl Eq for At {}
+
+impl PartialOrd for At {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for At {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1)).then(o.2.cmp(&self.2))
+    }
+}
+
+/// The arrival process of a workload. App `i` sends jobs of model `i`.
+pub struct Arrivals {
+    patterns: Vec<Arrival>,
+    slo_ms: Vec<Option<f64>>,
+    pending: BinaryHeap<At>,
+    end_ms: f64,
+    limit: usize,
+    issued: usize,
+    rng: SplitMix64,
+    frame_apps: Vec<usize>,
+    frame: u64,
+    frame_left: usize,
+    /// Frames whose requests have all finished.
+    pub frames_done: u64,
+}
+
+impl Arrivals {
+    /// Arrivals of `w` with the given SLO per app (ms).
+    pub fn new(w: &Workload, slo_ms: Vec<Option<f64>>) -> Arrivals {
+        let mut rng = SplitMix64::new(w.seed);
+        let mut pending = BinaryHeap::new();
+        let patterns: Vec<Arrival> = w.apps.iter().map(|a| a.arrival.clone()).collect();
+        let mut frame_apps = Vec::new();
+        for (i, p) in patterns.iter().enumerate() {
+            match p {
+                Arrival::Periodic { fps } => pending.push(At(unit_f64(&mut rng) * 1e3 / fps, i, 0)),
+                Arrival::Poisson { rate } => pending.push(At(exp_gap(&mut rng, *rate), i, 0)),
+                Arrival::Closed => pending.push(At(0.0, i, 0)),
+                Arrival::Frame { .. } => frame_apps.push(i),
+            }
+        }
+        let mut a = Arrivals {
+            patterns,
+            slo_ms,
+            pending,
+            end_ms: w.duration_s.map_or(f64::INFINITY, |d| d * 1e3),
+            limit: w.requests.unwrap_or(usize::MAX),
+            issued: 0,
+            rng,
+            frame_apps,
+            frame: 0,
+            frame_left: 0,
+            frames_done: 0,
+        };
+        a.start_frame(0.0);
+        a
+    }
+
+    fn start_frame(&mut self, now: f64) {
+        if self.frame_apps.is_empty() || now >= self.end_ms {
+            return;
+        }
+        for &i in &self.frame_apps {
+            if let Arrival::Frame { per_frame } = self.patterns[i] {
+                for _ in 0..per_frame {
+                    self.pending.push(At(now, i, self.frame + 1));
+                    self.frame_left += 1;
+                }
+            }
+        }
+        self.frame += 1;
+    }
+
+    /// When the next arrival is due, if one is known.
+    pub fn next_ms(&self) -> Option<f64> {
+        if self.issued >= self.limit {
+            return None;
+        }
+        self.pending.peek().map(|a| a.0).filter(|t| *t < self.end_ms)
+    }
+
+    /// The jobs due at or before `now`, in arrival order; periodic and
+    /// Poisson apps schedule their next request.
+    pub fn due(&mut self, now: f64) -> Vec<JobSpec> {
+        let mut out = Vec::new();
+        while let Some(t) = self.next_ms() {
+            if t > now {
+                break;
+            }
+            let Some(At(t, app, frame)) = self.pending.pop() else {
+                break;
+            };
+            self.issued += 1;
+            out.push(JobSpec {
+                app,
+                model: app,
+                arrival_ms: t,
+                slo_ms: self.slo_ms[app],
+                frame: (frame > 0).then_some(frame),
+            });
+            match self.patterns[app] {
+                Arrival::Periodic { fps } => self.pending.push(At(t + 1e3 / fps, app, 0)),
+                Arrival::Poisson { rate } => {
+                    let gap = exp_gap(&mut self.rng, rate);
+                    self.pending.push(At(t + gap, app, 0));
+                }
+                Arrival::Closed | Arrival::Frame { .. } => {}
+            }
+        }
+        out
+    }
+
+    /// A job finished at `now`: a closed-loop app sends its next request,
+    /// and the last request of a frame starts the next frame.
+    pub fn completed(&mut self, c: &Completed, now: f64) {
+        match self.patterns[c.spec.app] {
+            Arrival::Closed => self.pending.push(At(now, c.spec.app, 0)),
+            Arrival::Frame { .. } => {
+                self.frame_left = self.frame_left.saturating_sub(1);
+                if self.frame_left == 0 {
+                    self.frames_done += 1;
+                    self.start_frame(now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Jobs issued so far.
+    pub fn issued(&self) -> usize {
+        self.issued
+    }
+
+    /// The end of the arrival window in ms (infinite for a request count).
+    pub fn end_ms(&self) -> f64 {
+        self.end_ms
+    }
+}
+
+fn exp_gap(rng: &mut SplitMix64, rate: f64) -> f64 {
+    -(1.0 - unit_f64(rng)).ln() / rate * 1e3
+}
+
+/// Uniform in [0, 1) with 53 random bits.
+fn unit_f64(rng: &mut SplitMix64) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}

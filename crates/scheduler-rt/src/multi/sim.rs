@@ -1,0 +1,167 @@
+//! A discrete-event simulator running the real [`Scheduler`] and policy
+//! objects: only the clock (simulated) and the workers (latencies from a
+//! table, optionally with noise and contention) differ from `serve`.
+
+use super::arrivals::Arrivals;
+use super::core::{SchedError, Scheduler};
+use super::report::{RunLog, Span};
+use super::workload::Workload;
+use graph_ir::rng::SplitMix64;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Noise and contention of simulated workers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimOptions {
+    /// Relative spread of each run's latency (log-normal, mean kept); 0 = none.
+    pub noise: f64,
+    /// Latency factor of a subgraph that starts while another processor is
+    /// busy (shared memory and caches; Band Table 1 reports 1.4-2x for two
+    /// models on one processor); 1 = none.
+    pub contention: f64,
+    pub seed: u64,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            noise: 0.0,
+            contention: 1.0,
+            seed: 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Event {
+    Finish { worker: usize, seq: u64 },
+    Down(usize),
+    Up(usize),
+}
+
+struct Timed(f64, u64, Event);
+
+impl PartialEq for Timed {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Timed {}
+impl PartialOrd for Timed {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Timed {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+    }
+}
+
+/// Runs `workload` on `sched` with true latencies `truth[model][candidate][worker]`
+/// (ms). `slo_ms` per app; outages come from the workload.
+pub fn simulate(
+    sched: &mut Scheduler,
+    workload: &Workload,
+    slo_ms: Vec<Option<f64>>,
+    truth: &[Vec<Vec<f64>>],
+    options: SimOptions,
+) -> Result<RunLog, SchedError> {
+    let names: Vec<String> = sched.workers().iter().map(|w| w.name.clone()).collect();
+    let mut arrivals = Arrivals::new(workload, slo_ms);
+    let mut events = BinaryHeap::new();
+    let mut order = 0u64;
+    for o in &workload.outages {
+        if let Some(w) = names.iter().position(|n| *n == o.processor) {
+            events.push(Timed(o.at_s * 1e3, order, Event::Down(w)));
+            events.push(Timed((o.at_s + o.for_s) * 1e3, order + 1, Event::Up(w)));
+            order += 2;
+        }
+    }
+    let mut rng = SplitMix64::new(options.seed);
+    let mut log = RunLog {
+        submitted: vec![0; workload.apps.len()],
+        ..RunLog::default()
+    };
+    let mut busy: Vec<Option<Span>> = vec![None; names.len()];
+    let mut now = 0.0f64;
+    loop {
+        let next_event = events.peek().map(|t: &Timed| t.0);
+        let next = match (arrivals.next_ms(), next_event) {
+            (Some(a), Some(e)) => a.min(e),
+            (Some(a), None) => a,
+            (None, Some(e)) => e,
+            (None, None) => break,
+        };
+        now = now.max(next);
+        for spec in arrivals.due(now) {
+            log.submitted[spec.app] += 1;
+            sched.submit(spec);
+        }
+        while events.peek().is_some_and(|t| t.0 <= now) {
+            let Some(Timed(_, _, ev)) = events.pop() else { break };
+            match ev {
+                Event::Finish { worker, seq } => {
+                    let Some(mut span) = busy[worker].take() else { continue };
+                    let current = sched.workers()[worker].running.as_ref().is_some_and(|r| r.seq == seq);
+                    if !current {
+                        continue;
+                    }
+                    span.end_ms = now;
+                    let ms = span.end_ms - span.start_ms;
+                    log.spans.push(span);
+                    if let Some(c) = sched.finish(now, worker, seq, Some(ms)) {
+                        arrivals.completed(&c, now);
+                        log.end_ms = log.end_ms.max(now);
+                        log.completed.push(c);
+                    }
+                }
+                Event::Down(w) => {
+                    if let Some(mut s) = busy[w].take() {
+                        s.end_ms = now;
+                        s.counted = false;
+                        log.spans.push(s);
+                    }
+                    sched.set_available(w, false);
+                }
+                Event::Up(w) => sched.set_available(w, true),
+            }
+        }
+        for spec in arrivals.due(now) {
+            log.submitted[spec.app] += 1;
+            sched.submit(spec);
+        }
+        for d in sched.schedule(now)? {
+            let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
+            let mut ms = truth[d.model][d.candidate][d.worker];
+            if others_busy {
+                ms *= options.contention;
+            }
+            if options.noise > 0.0 {
+                let z = normal(&mut rng);
+                ms *= (options.noise * z - options.noise * options.noise / 2.0).exp();
+            }
+            busy[d.worker] = Some(Span {
+                worker: d.worker,
+                app: d.app,
+                job: d.job,
+                candidate: d.candidate,
+                start_ms: now,
+                end_ms: now + ms,
+                counted: true,
+            });
+            events.push(Timed(now + ms, order, Event::Finish { worker: d.worker, seq: d.seq }));
+            order += 1;
+        }
+    }
+    log.frames_done = arrivals.frames_done;
+    log.decision_us = std::mem::take(&mut sched.decision_us);
+    Ok(log)
+}
+
+/// A standard normal draw (Box-Muller).
+fn normal(rng: &mut SplitMix64) -> f64 {
+    let u = |r: &mut SplitMix64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let (a, b) = (u(rng), u(rng));
+    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+}

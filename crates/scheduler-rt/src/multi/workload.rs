@@ -1,0 +1,342 @@
+//! Workloads (TOML): apps with a model, an SLO and an arrival pattern, and
+//! scheduled outages. Errors name the file and the key.
+//!
+//! ```toml
+//! seed = 7                 # arrivals (Poisson gaps, periodic phases)
+//! duration_s = 20          # arrivals stop after this; or `requests = N`
+//! slo_multiplier = 2.0     # default SLO: multiplier x isolated p99 on the fastest processor
+//!
+//! [[app]]
+//! name = "scene"
+//! model = "../../fixtures/models/mobilenet_v2.onnx"   # relative to this file
+//! random_weights = 1       # fill structure-only initializers from this seed
+//! arrival = "periodic"     # periodic (fps) | poisson (rate, per s) | closed | frame (per_frame)
+//! fps = 10
+//! slo_ms = 60              # or slo_multiplier = 3
+//! processor = "cpu1"       # where `fixed` runs it; default: its fastest processor
+//!
+//! [[outage]]
+//! processor = "cpu1"
+//! at_s = 10
+//! for_s = 7
+//! ```
+//!
+//! Frame-driven apps (Band's EagleEye) form one group: each camera frame
+//! sends `per_frame` requests of every such app, and the next frame starts
+//! when all of them have finished.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[error("{file}: {key}: {reason}")]
+pub struct WorkloadError {
+    pub file: String,
+    pub key: String,
+    pub reason: String,
+}
+
+/// How an app's requests arrive.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arrival {
+    Periodic { fps: f64 },
+    Poisson { rate: f64 },
+    /// The next request when the previous one finished.
+    Closed,
+    /// `per_frame` requests per camera frame of the frame group.
+    Frame { per_frame: usize },
+}
+
+/// An app's SLO.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Slo {
+    Ms(f64),
+    /// Times the model's isolated p99 latency on its fastest processor.
+    Multiplier(f64),
+    None,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct App {
+    pub name: String,
+    pub model: PathBuf,
+    pub random_weights: Option<u64>,
+    pub arrival: Arrival,
+    pub slo: Slo,
+    pub processor: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outage {
+    pub processor: String,
+    pub at_s: f64,
+    pub for_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub file: String,
+    pub seed: u64,
+    pub duration_s: Option<f64>,
+    pub requests: Option<usize>,
+    pub apps: Vec<App>,
+    pub outages: Vec<Outage>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    seed: Option<u64>,
+    duration_s: Option<f64>,
+    requests: Option<usize>,
+    slo_multiplier: Option<f64>,
+    #[serde(default)]
+    app: Vec<AppFile>,
+    #[serde(default)]
+    outage: Vec<OutageFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppFile {
+    name: Option<String>,
+    model: String,
+    random_weights: Option<u64>,
+    arrival: String,
+    fps: Option<f64>,
+    rate: Option<f64>,
+    per_frame: Option<usize>,
+    slo_ms: Option<f64>,
+    slo_multiplier: Option<f64>,
+    processor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutageFile {
+    processor: String,
+    at_s: f64,
+    for_s: f64,
+}
+
+impl Workload {
+    /// Reads and validates `path`; model paths are resolved against its folder.
+    pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
+        let file = path.display().to_string();
+        let err = |key: &str, reason: String| WorkloadError {
+            file: file.clone(),
+            key: key.to_string(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err("-", format!("cannot read: {e}")))?;
+        let parsed: File = toml::from_str(&text).map_err(|e| {
+            let span = e.span().map(|s| text[..s.start].lines().count()).unwrap_or(0);
+            err(&format!("line {span}"), e.message().to_string())
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut w = Self::build(parsed, dir, &err)?;
+        w.file = file;
+        Ok(w)
+    }
+
+    fn build(f: File, dir: &Path, err: &dyn Fn(&str, String) -> WorkloadError) -> Result<Workload, WorkloadError> {
+        let positive = |key: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(err(key, format!("must be a positive number, got {v}")))
+            }
+        };
+        if let Some(d) = f.duration_s {
+            positive("duration_s", d)?;
+        }
+        if f.duration_s.is_none() && f.requests.is_none() {
+            return Err(err("duration_s", "give duration_s or requests".into()));
+        }
+        if f.requests == Some(0) {
+            return Err(err("requests", "must be at least 1".into()));
+        }
+        if let Some(m) = f.slo_multiplier {
+            positive("slo_multiplier", m)?;
+        }
+        if f.app.is_empty() {
+            return Err(err("app", "the workload has no [[app]]".into()));
+        }
+        let mut apps = Vec::new();
+        for (i, a) in f.app.into_iter().enumerate() {
+            let key = |k: &str| format!("app[{i}].{k}");
+            let name = a.name.clone().unwrap_or_else(|| format!("app{i}"));
+            if apps.iter().any(|x: &App| x.name == name) {
+                return Err(err(&key("name"), format!("'{name}' is used twice")));
+            }
+            let model = dir.join(&a.model);
+            if !model.is_file() {
+                return Err(err(&key("model"), format!("no such file: {}", model.display())));
+            }
+            let need = |k: &str, v: Option<f64>| match v {
+                Some(v) => positive(&key(k), v),
+                None => Err(err(&key(k), format!("arrival '{}' needs {k}", a.arrival))),
+            };
+            let arrival = match a.arrival.as_str() {
+                "periodic" => Arrival::Periodic { fps: need("fps", a.fps)? },
+                "poisson" => Arrival::Poisson { rate: need("rate", a.rate)? },
+                "closed" => Arrival::Closed,
+                "frame" => Arrival::Frame {
+                    per_frame: a.per_frame.filter(|n| *n > 0).ok_or_else(|| {
+                        err(&key("per_frame"), "arrival 'frame' needs per_frame >= 1".into())
+                    })?,
+                },
+                other => {
+                    return Err(err(
+                        &key("arrival"),
+                        format!("unknown arrival '{other}' (periodic, poisson, closed, frame)"),
+                    ));
+                }
+            };
+            let slo = match (a.slo_ms, a.slo_multiplier.or(f.slo_multiplier)) {
+                (Some(ms), _) => Slo::Ms(positive(&key("slo_ms"), ms)?),
+                (None, Some(m)) => Slo::Multiplier(positive(&key("slo_multiplier"), m)?),
+                (None, None) => Slo::None,
+            };
+            apps.push(App {
+                name,
+                model,
+                random_weights: a.random_weights,
+                arrival,
+                slo,
+                processor: a.processor,
+            });
+        }
+        let mut outages = Vec::new();
+        for (i, o) in f.outage.into_iter().enumerate() {
+            if !(o.at_s.is_finite() && o.at_s >= 0.0) {
+                return Err(err(&format!("outage[{i}].at_s"), format!("must be >= 0, got {}", o.at_s)));
+            }
+            positive(&format!("outage[{i}].for_s"), o.for_s)?;
+            outages.push(Outage {
+                processor: o.processor,
+                at_s: o.at_s,
+                for_s: o.for_s,
+            });
+        }
+        Ok(Workload {
+            file: String::new(),
+            seed: f.seed.unwrap_or(0),
+            duration_s: f.duration_s,
+            requests: f.requests,
+            apps,
+            outages,
+        })
+    }
+
+    /// Checks that every processor the workload names is configured.
+    pub fn check_processors(&self, names: &[String]) -> Result<(), WorkloadError> {
+        let bad = |key: String, p: &str| WorkloadError {
+            file: self.file.clone(),
+            key,
+            reason: format!("unknown processor '{p}' (configured: {})", names.join(", ")),
+        };
+        for (i, a) in self.apps.iter().enumerate() {
+            if let Some(p) = &a.processor
+                && !names.contains(p)
+            {
+                return Err(bad(format!("app[{i}].processor"), p));
+            }
+        }
+        for (i, o) in self.outages.iter().enumerate() {
+            if !names.contains(&o.processor) {
+                return Err(bad(format!("outage[{i}].processor"), &o.processor));
+            }
+        }
+        Ok(())
+    }
+
+    /// The same workload with every multiplier SLO replaced by `m`.
+    pub fn with_multiplier(&self, m: f64) -> Workload {
+        let mut w = self.clone();
+        for a in &mut w.apps {
+            if matches!(a.slo, Slo::Multiplier(_) | Slo::None) {
+                a.slo = Slo::Multiplier(m);
+            }
+        }
+        w
+    }
+}
+
+/// Parses workload text as if read from `dir/name` (tests, embedded examples).
+pub fn parse(text: &str, dir: &Path, name: &str) -> Result<Workload, WorkloadError> {
+    let err = |key: &str, reason: String| WorkloadError {
+        file: name.to_string(),
+        key: key.to_string(),
+        reason,
+    };
+    let parsed: File = toml::from_str(text).map_err(|e| err("-", e.message().to_string()))?;
+    let mut w = Workload::build(parsed, dir, &err)?;
+    w.file = name.to_string();
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
+    }
+
+    #[test]
+    fn parses_every_arrival_kind() {
+        let w = parse(
+            r#"
+seed = 3
+duration_s = 5
+slo_multiplier = 2
+[[app]]
+model = "resnet18.onnx"
+arrival = "periodic"
+fps = 10
+[[app]]
+model = "resnet18.onnx"
+arrival = "poisson"
+rate = 4
+slo_ms = 100
+[[app]]
+model = "resnet18.onnx"
+arrival = "closed"
+[[app]]
+model = "resnet18.onnx"
+arrival = "frame"
+per_frame = 2
+[[outage]]
+processor = "cpu1"
+at_s = 1
+for_s = 2
+"#,
+            &dir(),
+            "w.toml",
+        )
+        .unwrap();
+        assert_eq!(w.apps.len(), 4);
+        assert_eq!(w.apps[0].arrival, Arrival::Periodic { fps: 10.0 });
+        assert_eq!(w.apps[0].slo, Slo::Multiplier(2.0));
+        assert_eq!(w.apps[1].slo, Slo::Ms(100.0));
+        assert_eq!(w.apps[3].arrival, Arrival::Frame { per_frame: 2 });
+        assert_eq!(w.outages[0].for_s, 2.0);
+        assert!(w.check_processors(&["cpu0".into()]).unwrap_err().to_string().contains("outage[0].processor"));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        for (text, key) in [
+            ("duration_s = 1\n[[app]]\nmodel = \"nope.onnx\"\narrival = \"closed\"", "app[0].model"),
+            ("duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\nslo_ms = 0", "app[0].slo_ms"),
+            ("duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"periodic\"", "app[0].fps"),
+            ("duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"often\"", "app[0].arrival"),
+            ("[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"", "duration_s"),
+        ] {
+            let e = parse(text, &dir(), "w.toml").unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+    }
+}
