@@ -53,6 +53,9 @@ mod tests {
             subgraph_overhead_us: None,
             fusion: None,
             regressors: None,
+            supports: None,
+            unsupported: None,
+            ops_source: None,
         }
     }
 

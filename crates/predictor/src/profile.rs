@@ -95,6 +95,16 @@ pub struct ProcessorProfile {
     /// profile file; kernels of the classes they cover are predicted by them.
     #[serde(default)]
     pub regressors: Option<String>,
+    /// Multi-DNN serving: the only operators this processor runs (ONNX op
+    /// types, `DepthwiseConv` for depthwise convolutions); absent means all.
+    #[serde(default)]
+    pub supports: Option<Vec<String>>,
+    /// Or: the operators it does not run.
+    #[serde(default)]
+    pub unsupported: Option<Vec<String>>,
+    /// Where the operator lists come from.
+    #[serde(default)]
+    pub ops_source: Option<String>,
 }
 
 /// Communication cost between two processors: `latency + bytes / bandwidth`.

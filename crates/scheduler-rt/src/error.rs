@@ -50,6 +50,10 @@ pub enum RuntimeError {
     AllDisabled,
     #[error("engine {engine} is not available: {reason}")]
     EngineUnavailable { engine: &'static str, reason: String },
+    #[error("model '{model}': {reason}")]
+    Units { model: String, reason: String },
+    #[error("scheduling policy: {reason}")]
+    Policy { reason: String },
     #[error("worker of processor '{processor}' has stopped")]
     WorkerGone { processor: String },
 }

@@ -9,6 +9,10 @@
 //! threads = 1            # engine intra-op threads
 //! engine = "tract"       # tract | ort
 //!
+//! supports = ["Conv"]    # multi-DNN serving: only these operators run here,
+//! unsupported = ["HardSwish", "DepthwiseConv"]  # or all but these (one of the two)
+//! accelerator = false    # Band's beta for latency scaling: 1000 (true) or 10
+//!
 //! [adaptive]             # omit to keep placement fixed
 //! margin = 1.5
 //! runs = 3
@@ -18,6 +22,7 @@
 use crate::adaptive::AdaptiveParams;
 use crate::config::{EngineKind, ProcessorConfig, WorkerKind};
 use crate::error::RuntimeError;
+use crate::multi::support::{KNOWN_OPS, OpSupport};
 use predictor::profiler::CoreSet;
 use serde::Deserialize;
 use std::path::Path;
@@ -29,6 +34,11 @@ pub struct RuntimeConfig {
     pub processors: Vec<ProcessorConfig>,
     /// `Some` when the file has an `[adaptive]` table.
     pub adaptive: Option<AdaptiveParams>,
+    /// Operators each processor runs (multi-DNN serving), by processor index.
+    pub support: Vec<OpSupport>,
+    /// Whether each processor counts as an accelerator for latency
+    /// scaling (Band's β), by processor index.
+    pub accelerator: Vec<bool>,
 }
 
 #[derive(Deserialize)]
@@ -47,6 +57,9 @@ struct Processor {
     cores: Option<String>,
     threads: Option<usize>,
     engine: Option<String>,
+    supports: Option<Vec<String>>,
+    unsupported: Option<Vec<String>>,
+    accelerator: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -85,6 +98,8 @@ impl RuntimeConfig {
             return Err(bad("processor".into(), "no [[processor]] is configured".into()));
         }
         let mut processors: Vec<ProcessorConfig> = Vec::new();
+        let mut support = Vec::new();
+        let mut accelerator = Vec::new();
         for (i, p) in raw.processor.into_iter().enumerate() {
             let key = |k: &str| format!("processor[{i}].{k}");
             if p.name.is_empty() {
@@ -111,6 +126,19 @@ impl RuntimeConfig {
                 .map(|e| EngineKind::from_str(&e).map_err(|e| bad(key("engine"), e)))
                 .transpose()?
                 .unwrap_or_default();
+            if p.supports.is_some() && p.unsupported.is_some() {
+                return Err(bad(key("supports"), "give supports or unsupported, not both".into()));
+            }
+            for (k, list) in [("supports", &p.supports), ("unsupported", &p.unsupported)] {
+                if let Some(op) = list.iter().flatten().find(|o| !KNOWN_OPS.contains(&o.as_str())) {
+                    return Err(bad(
+                        key(k),
+                        format!("unknown operator '{op}' (known: {})", KNOWN_OPS.join(", ")),
+                    ));
+                }
+            }
+            support.push(OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()));
+            accelerator.push(p.accelerator.unwrap_or(false));
             processors.push(ProcessorConfig {
                 name: p.name,
                 kind,
@@ -146,7 +174,12 @@ impl RuntimeConfig {
                 Ok(params)
             })
             .transpose()?;
-        Ok(RuntimeConfig { processors, adaptive })
+        Ok(RuntimeConfig {
+            processors,
+            adaptive,
+            support,
+            accelerator,
+        })
     }
 
     /// Applies command-line processors: one with a configured name replaces
@@ -155,7 +188,11 @@ impl RuntimeConfig {
         for o in overrides {
             match self.processors.iter_mut().find(|p| p.name == o.name) {
                 Some(p) => *p = o.clone(),
-                None => self.processors.push(o.clone()),
+                None => {
+                    self.processors.push(o.clone());
+                    self.support.push(OpSupport::All);
+                    self.accelerator.push(false);
+                }
             }
         }
         self

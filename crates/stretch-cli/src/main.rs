@@ -9,6 +9,7 @@ mod format;
 mod gantt;
 mod interference;
 mod model_args;
+mod multi_common;
 mod recipe_args;
 mod runtime_args;
 
@@ -42,6 +43,8 @@ enum Command {
     Bench(commands::bench::Args),
     Train(commands::train::Args),
     CompareAccuracy(commands::compare::Args),
+    Serve(commands::serve::Args),
+    Simulate(commands::simulate::Args),
 }
 
 fn main() {
@@ -60,6 +63,8 @@ fn main() {
         Command::Bench(a) => commands::bench::run(a),
         Command::Train(a) => commands::train::run(a),
         Command::CompareAccuracy(a) => commands::compare::run(a),
+        Command::Serve(a) => commands::serve::run(a),
+        Command::Simulate(a) => commands::simulate::run(a),
     };
     if let Err(e) = result {
         if e.chain().any(|c| {

@@ -56,7 +56,9 @@ impl Job {
 
     /// Not complete, not running, and every region it reads is complete.
     pub fn region_ready(&self, m: &ModelUnits, r: usize) -> bool {
-        !self.running[r] && !self.region_complete(m, r) && m.regions[r].preds.iter().all(|p| self.region_complete(m, *p))
+        !self.running[r]
+            && !self.region_complete(m, r)
+            && m.regions[r].preds.iter().all(|p| self.region_complete(m, *p))
     }
 
     pub fn complete(&self, m: &ModelUnits) -> bool {
@@ -231,7 +233,12 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(models: Vec<ModelUnits>, workers: &[String], policy: Box<dyn Policy>, estimator: Estimator) -> Scheduler {
+    pub fn new(
+        models: Vec<ModelUnits>,
+        workers: &[String],
+        policy: Box<dyn Policy>,
+        estimator: Estimator,
+    ) -> Scheduler {
         Scheduler {
             models,
             workers: workers
@@ -348,7 +355,11 @@ impl Scheduler {
             what,
             assignment: a,
         };
-        let pos = self.queue.iter().position(|t| *t == a.task).ok_or_else(|| bad("task not queued"))?;
+        let pos = self
+            .queue
+            .iter()
+            .position(|t| *t == a.task)
+            .ok_or_else(|| bad("task not queued"))?;
         let job = &self.jobs[&a.task.job];
         let m = &self.models[job.spec.model];
         let c = m.candidates.get(a.candidate).ok_or_else(|| bad("no such candidate"))?;
@@ -411,7 +422,10 @@ impl Scheduler {
             });
         }
         for reg in (0..m.regions.len()).rev() {
-            let t = Task { job: job.id, region: reg };
+            let t = Task {
+                job: job.id,
+                region: reg,
+            };
             if job.region_ready(m, reg) && !self.queue.contains(&t) {
                 push(&mut self.queue, t);
             }

@@ -136,9 +136,11 @@ impl Estimator {
     pub fn load(&mut self, saved: &SavedEstimates) -> bool {
         let fits = saved.base.len() == self.base.len()
             && saved.table.len() == self.table.len()
-            && saved.table.iter().zip(&self.table).all(|(a, b)| {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.len() == y.len())
-            })
+            && saved
+                .table
+                .iter()
+                .zip(&self.table)
+                .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.len() == y.len()))
             && saved.base.iter().zip(&self.base).all(|(a, b)| a.len() == b.len());
         if fits {
             self.base = saved.base.clone();

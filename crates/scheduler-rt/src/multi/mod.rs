@@ -11,14 +11,17 @@ pub mod core;
 pub mod estimator;
 pub mod policy;
 pub mod report;
+pub mod serve;
 pub mod sim;
 pub mod support;
 pub mod units;
 pub mod workload;
 
-pub use self::core::{Assignment, Completed, Dispatch, Job, JobId, JobSpec, Requeue, Scheduler, Task, View, WorkerState};
+pub use self::core::{
+    Assignment, Completed, Dispatch, Job, JobId, JobSpec, Requeue, Scheduler, Task, View, WorkerState,
+};
 pub use estimator::{Estimator, EstimatorParams};
-pub use policy::{Policy, policy_by_name, POLICY_NAMES};
+pub use policy::{POLICY_NAMES, Policy, policy_by_name};
 pub use support::{OpSupport, op_key};
 pub use units::{Candidate, ModelUnits, Region, Unit, UnitsError, analyze};
 

@@ -105,7 +105,11 @@ impl Report {
                     slo_ms: *slo,
                     requests: log.submitted.get(i).copied().unwrap_or(0),
                     completed: done.len(),
-                    slo_satisfaction: if done.is_empty() { 0.0 } else { 100.0 * met as f64 / done.len() as f64 },
+                    slo_satisfaction: if done.is_empty() {
+                        0.0
+                    } else {
+                        100.0 * met as f64 / done.len() as f64
+                    },
                     p50_ms: quantile(&lat, 0.5),
                     p99_ms: quantile(&lat, 0.99),
                 }
@@ -119,7 +123,12 @@ impl Report {
             .iter()
             .enumerate()
             .map(|(w, n)| {
-                let busy: f64 = log.spans.iter().filter(|s| s.worker == w).map(|s| s.end_ms - s.start_ms).sum();
+                let busy: f64 = log
+                    .spans
+                    .iter()
+                    .filter(|s| s.worker == w)
+                    .map(|s| s.end_ms - s.start_ms)
+                    .sum();
                 (n.clone(), 100.0 * busy / span_end)
             })
             .collect();
@@ -138,7 +147,11 @@ impl Report {
             requests,
             completed,
             lost: requests - completed.min(requests),
-            slo_satisfaction: if completed == 0 { 0.0 } else { 100.0 * met as f64 / completed as f64 },
+            slo_satisfaction: if completed == 0 {
+                0.0
+            } else {
+                100.0 * met as f64 / completed as f64
+            },
             throughput_rps: completed as f64 / (duration_ms / 1e3),
             fps: has_frames.then(|| log.frames_done as f64 / (duration_ms / 1e3)),
             utilisation,

@@ -150,7 +150,14 @@ pub fn simulate(
                 end_ms: now + ms,
                 counted: true,
             });
-            events.push(Timed(now + ms, order, Event::Finish { worker: d.worker, seq: d.seq }));
+            events.push(Timed(
+                now + ms,
+                order,
+                Event::Finish {
+                    worker: d.worker,
+                    seq: d.seq,
+                },
+            ));
             order += 1;
         }
     }

@@ -21,7 +21,11 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum UnitsError {
     #[error("operator {op} (node '{node}') is supported by no configured processor ({processors})")]
-    Unsupported { op: String, node: String, processors: String },
+    Unsupported {
+        op: String,
+        node: String,
+        processors: String,
+    },
     #[error("graph: {0}")]
     Graph(#[from] graph_ir::GraphError),
     #[error("the model has no operators")]
@@ -78,7 +82,12 @@ impl ModelUnits {
     /// The candidate with the most FLOPs (Band profiles it first).
     pub fn largest(&self) -> usize {
         (0..self.candidates.len())
-            .max_by_key(|c| (self.candidates[*c].flops, self.candidates[*c].last - self.candidates[*c].first))
+            .max_by_key(|c| {
+                (
+                    self.candidates[*c].flops,
+                    self.candidates[*c].last - self.candidates[*c].first,
+                )
+            })
             .unwrap_or(0)
     }
 
@@ -141,7 +150,13 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
         let start = units.len();
         for &id in &sg.nodes {
             let key = op_key(g, id);
-            let set = ProcSet::from_iter(support.iter().enumerate().filter(|(_, s)| s.supports(key)).map(|(i, _)| i));
+            let set = ProcSet::from_iter(
+                support
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.supports(key))
+                    .map(|(i, _)| i),
+            );
             if set.is_empty() {
                 return Err(UnitsError::Unsupported {
                     op: key.to_string(),
@@ -177,7 +192,10 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
                 if set.is_empty() {
                     break;
                 }
-                let nodes: Vec<NodeId> = units[first..=last].iter().flat_map(|u| u.nodes.iter().copied()).collect();
+                let nodes: Vec<NodeId> = units[first..=last]
+                    .iter()
+                    .flat_map(|u| u.nodes.iter().copied())
+                    .collect();
                 let subgraph = subgraph_of(g, format!("u{first}-{last}"), nodes);
                 let flops = g.cost_of(&subgraph.nodes).flops;
                 let io_bytes = subgraph
@@ -256,7 +274,11 @@ mod tests {
         let g = b.finish("y", y).unwrap();
         let names: Vec<String> = ["C", "G", "N"].iter().map(|s| s.to_string()).collect();
         let only = |ops: &[&str]| OpSupport::Only(ops.iter().map(|s| s.to_string()).collect());
-        let support = [OpSupport::All, only(&["Relu", "Sigmoid"]), only(&["Relu", "Sigmoid", "Tanh"])];
+        let support = [
+            OpSupport::All,
+            only(&["Relu", "Sigmoid"]),
+            only(&["Relu", "Sigmoid", "Tanh"]),
+        ];
         let m = analyze(&g, &names, &support).unwrap();
         let unit_ops: Vec<Vec<String>> = m
             .units
@@ -265,9 +287,10 @@ mod tests {
             .collect();
         assert_eq!(unit_ops, [vec!["op1", "op2"], vec!["op3"], vec!["op4"]]);
         let show = |c: &Candidate| {
-            let ops: Vec<usize> = (c.first..=c.last).flat_map(|u| m.units[u].nodes.clone()).map(|n| {
-                g.node(n).name[2..].parse::<usize>().unwrap()
-            }).collect();
+            let ops: Vec<usize> = (c.first..=c.last)
+                .flat_map(|u| m.units[u].nodes.clone())
+                .map(|n| g.node(n).name[2..].parse::<usize>().unwrap())
+                .collect();
             let procs: String = c.support.iter().map(|p| names[p].clone()).collect();
             (ops, procs)
         };
@@ -296,7 +319,11 @@ mod tests {
         for r in 0..4 {
             assert!(m.whole_region(r).is_some());
         }
-        assert!(m.candidates.iter().all(|c| m.units[c.first].region == m.units[c.last].region));
+        assert!(
+            m.candidates
+                .iter()
+                .all(|c| m.units[c.first].region == m.units[c.last].region)
+        );
     }
 
     #[test]
@@ -304,6 +331,9 @@ mod tests {
         let g = crate::testing::two_branch(8, 1).unwrap();
         let names = vec!["npu".to_string()];
         let e = analyze(&g, &names, &[OpSupport::Only(["Conv".to_string()].into())]).unwrap_err();
-        assert!(e.to_string().contains("is supported by no configured processor (npu)"), "{e}");
+        assert!(
+            e.to_string().contains("is supported by no configured processor (npu)"),
+            "{e}"
+        );
     }
 }

@@ -40,12 +40,18 @@ pub struct WorkloadError {
 /// How an app's requests arrive.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrival {
-    Periodic { fps: f64 },
-    Poisson { rate: f64 },
+    Periodic {
+        fps: f64,
+    },
+    Poisson {
+        rate: f64,
+    },
     /// The next request when the previous one finished.
     Closed,
     /// `per_frame` requests per camera frame of the frame group.
-    Frame { per_frame: usize },
+    Frame {
+        per_frame: usize,
+    },
 }
 
 /// An app's SLO.
@@ -179,13 +185,18 @@ impl Workload {
                 None => Err(err(&key(k), format!("arrival '{}' needs {k}", a.arrival))),
             };
             let arrival = match a.arrival.as_str() {
-                "periodic" => Arrival::Periodic { fps: need("fps", a.fps)? },
-                "poisson" => Arrival::Poisson { rate: need("rate", a.rate)? },
+                "periodic" => Arrival::Periodic {
+                    fps: need("fps", a.fps)?,
+                },
+                "poisson" => Arrival::Poisson {
+                    rate: need("rate", a.rate)?,
+                },
                 "closed" => Arrival::Closed,
                 "frame" => Arrival::Frame {
-                    per_frame: a.per_frame.filter(|n| *n > 0).ok_or_else(|| {
-                        err(&key("per_frame"), "arrival 'frame' needs per_frame >= 1".into())
-                    })?,
+                    per_frame: a
+                        .per_frame
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| err(&key("per_frame"), "arrival 'frame' needs per_frame >= 1".into()))?,
                 },
                 other => {
                     return Err(err(
@@ -211,7 +222,10 @@ impl Workload {
         let mut outages = Vec::new();
         for (i, o) in f.outage.into_iter().enumerate() {
             if !(o.at_s.is_finite() && o.at_s >= 0.0) {
-                return Err(err(&format!("outage[{i}].at_s"), format!("must be >= 0, got {}", o.at_s)));
+                return Err(err(
+                    &format!("outage[{i}].at_s"),
+                    format!("must be >= 0, got {}", o.at_s),
+                ));
             }
             positive(&format!("outage[{i}].for_s"), o.for_s)?;
             outages.push(Outage {
@@ -323,16 +337,33 @@ for_s = 2
         assert_eq!(w.apps[1].slo, Slo::Ms(100.0));
         assert_eq!(w.apps[3].arrival, Arrival::Frame { per_frame: 2 });
         assert_eq!(w.outages[0].for_s, 2.0);
-        assert!(w.check_processors(&["cpu0".into()]).unwrap_err().to_string().contains("outage[0].processor"));
+        assert!(
+            w.check_processors(&["cpu0".into()])
+                .unwrap_err()
+                .to_string()
+                .contains("outage[0].processor")
+        );
     }
 
     #[test]
     fn errors_name_the_key() {
         for (text, key) in [
-            ("duration_s = 1\n[[app]]\nmodel = \"nope.onnx\"\narrival = \"closed\"", "app[0].model"),
-            ("duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\nslo_ms = 0", "app[0].slo_ms"),
-            ("duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"periodic\"", "app[0].fps"),
-            ("duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"often\"", "app[0].arrival"),
+            (
+                "duration_s = 1\n[[app]]\nmodel = \"nope.onnx\"\narrival = \"closed\"",
+                "app[0].model",
+            ),
+            (
+                "duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\nslo_ms = 0",
+                "app[0].slo_ms",
+            ),
+            (
+                "duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"periodic\"",
+                "app[0].fps",
+            ),
+            (
+                "duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"often\"",
+                "app[0].arrival",
+            ),
             ("[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"", "duration_s"),
         ] {
             let e = parse(text, &dir(), "w.toml").unwrap_err().to_string();

@@ -9,5 +9,7 @@ pub mod plan;
 pub mod predict;
 pub mod profile;
 pub mod run;
+pub mod serve;
+pub mod simulate;
 pub mod train;
 pub mod zoo;

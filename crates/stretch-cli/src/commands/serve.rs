@@ -1,0 +1,294 @@
+//! `stretch serve`: several models' requests on real workers (Band).
+
+use crate::multi_common::{self as mc, compare_table, plot_svg};
+use anyhow::{Context, Result, bail};
+use clap::Args as ClapArgs;
+use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
+use scheduler_rt::multi::report::Report;
+use scheduler_rt::multi::serve::Server;
+use scheduler_rt::multi::{OpSupport, Scheduler};
+use scheduler_rt::{ProcessorConfig, RuntimeConfig, default_factory};
+use serde::{Deserialize, Serialize};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+/// Serve a multi-DNN workload for real: each app's requests (periodic,
+/// Poisson, closed-loop or per camera frame) are jobs in one queue; the
+/// policy picks which job's next subgraph runs on which processor (Band,
+/// MobiSys '22). Models are cut into units by what each processor supports
+/// and every candidate subgraph is compiled once per processor that can run
+/// it. Reports per app: requests, completed, SLO satisfaction, p50/p99
+/// latency; in total: throughput, frames/s for frame-driven apps,
+/// utilisation per processor, scheduler decision time. All figures are
+/// measured on this machine.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Workload (TOML): apps with model, SLO and arrivals, and outages; see configs/workloads/.
+    #[arg(long, value_name = "W.toml")]
+    pub workload: PathBuf,
+
+    /// Runtime configuration (TOML) with the processors, their engines and
+    /// the operators each supports (`supports` / `unsupported`); see
+    /// configs/runtime/hetero.toml. Default: one tract worker per core, all operators.
+    #[arg(long = "runtime-config", value_name = "C.toml")]
+    pub runtime_config: Option<PathBuf>,
+
+    /// A processor `NAME=KIND[:CORES][,threads=N][,engine=E]`, replacing the
+    /// configuration's processor of that name or adding one (all operators).
+    #[arg(long = "processor", value_name = "SPEC")]
+    pub processors: Vec<ProcessorConfig>,
+
+    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole.
+    #[arg(long, default_value = "lst")]
+    pub policy: String,
+
+    /// Run the same workload under each of these policies (comma-separated)
+    /// and print one table.
+    #[arg(long, value_name = "P1,P2,...")]
+    pub compare: Option<String>,
+
+    /// Run once per SLO multiplier (x each model's isolated p99 on its
+    /// fastest processor), replacing the workload's multiplier SLOs.
+    #[arg(long = "slo-multipliers", value_name = "M1,M2,...")]
+    pub slo_multipliers: Option<String>,
+
+    /// Override the workload's duration_s.
+    #[arg(long = "duration-s")]
+    pub duration_s: Option<f64>,
+
+    /// Isolated runs per model and processor for the SLO base (p99).
+    #[arg(long = "isolated-runs", default_value_t = 20)]
+    pub isolated_runs: usize,
+
+    /// Skip comparing every output with the whole-model onnxruntime reference.
+    #[arg(long = "no-check")]
+    pub no_check: bool,
+
+    /// Print the reports as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write a Chrome trace of the last run (one track per processor).
+    #[arg(long, value_name = "T.json")]
+    pub trace: Option<PathBuf>,
+
+    /// Write an SVG of SLO satisfaction against the multiplier per policy.
+    #[arg(long, value_name = "P.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// Save the measured latency of every (model, candidate, processor)
+    /// for `stretch simulate --latencies`.
+    #[arg(long = "save-latencies", value_name = "L.json")]
+    pub save_latencies: Option<PathBuf>,
+}
+
+/// Latencies measured by `serve`, replayed by `simulate --latencies`.
+#[derive(Serialize, Deserialize)]
+pub struct Measured {
+    pub processors: Vec<String>,
+    pub apps: Vec<String>,
+    /// Isolated p99 of each app on its fastest processor, ms.
+    pub isolated_ms: Vec<f64>,
+    /// `truth[model][candidate][processor]`: mean measured engine ms (or the
+    /// estimator's figure where a candidate never ran there; null where it cannot run).
+    pub truth: Vec<Vec<Vec<Option<f64>>>>,
+    /// How many runs each entry of `truth` averages (0: estimated).
+    pub runs: Vec<Vec<Vec<u32>>>,
+    /// The registration state of the estimator.
+    pub registration: scheduler_rt::multi::estimator::SavedEstimates,
+}
+
+pub fn processors(
+    config: &Option<PathBuf>,
+    flags: &[ProcessorConfig],
+) -> Result<(Vec<ProcessorConfig>, Vec<OpSupport>, Vec<bool>)> {
+    let config = match config {
+        Some(p) => RuntimeConfig::load(p).context("cannot load the runtime configuration")?,
+        None => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let processors: Vec<ProcessorConfig> = (0..cores)
+                .map(|i| format!("cpu{i}=pool:core{i}").parse())
+                .collect::<Result<_, _>>()?;
+            RuntimeConfig {
+                support: vec![OpSupport::All; processors.len()],
+                accelerator: vec![false; processors.len()],
+                processors,
+                adaptive: None,
+            }
+        }
+    };
+    let c = config.with_overrides(flags);
+    for (i, p) in c.processors.iter().enumerate() {
+        if c.processors[..i].iter().any(|q| q.name == p.name) {
+            bail!("processor '{}' is configured twice", p.name);
+        }
+    }
+    Ok((c.processors, c.support, c.accelerator))
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let policies = mc::policy_list(a.compare.as_deref().unwrap_or(&a.policy))?;
+    let multipliers = mc::multipliers(&a.slo_multipliers)?;
+    let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
+    let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
+    let workload = mc::load_workload(&a.workload, &names, a.duration_s)?;
+    for p in &policies {
+        mc::make_policy(p, &workload, &names)?;
+    }
+    let graphs = mc::load_graphs(&workload)?;
+    let tty = std::io::stderr().is_terminal();
+    let mut say = |msg: &str| {
+        if tty {
+            eprint!("\r\x1b[2K{msg}");
+        }
+    };
+    let factory = default_factory();
+    let mut server = Server::load(&procs, &support, graphs, factory.clone(), &mut say)
+        .with_context(|| format!("cannot load the models of {}", workload.file))?;
+    if tty {
+        eprintln!();
+    }
+    for (m, model) in server.models.iter().enumerate() {
+        eprintln!(
+            "{}: {} units, {} candidate subgraphs, {} regions",
+            workload.apps[m].name,
+            model.units.units.len(),
+            model.units.candidates.len(),
+            model.units.regions.len()
+        );
+    }
+    if !a.no_check {
+        let engine = server
+            .compute_references(&factory)
+            .context("cannot compute the reference outputs")?;
+        eprintln!("every output is compared with the whole model run by {engine} (max |diff| <= 1e-4 x output scale)");
+    }
+    let units: Vec<_> = server.models.iter().map(|m| m.units.clone()).collect();
+    let mut base = Estimator::new(EstimatorParams::default(), &accel, &units);
+    server
+        .register(&mut base)
+        .context("registration (timing each model's largest subgraph per processor)")?;
+    let mut isolated = Vec::new();
+    for m in 0..server.models.len() {
+        let mut best = f64::INFINITY;
+        for w in 0..names.len() {
+            if let Some(p99) = server.isolated_p99(m, w, a.isolated_runs.max(1))? {
+                best = best.min(p99);
+            }
+        }
+        eprintln!(
+            "{}: isolated p99 on its fastest processor {best:.2} ms (measured)",
+            workload.apps[m].name
+        );
+        isolated.push(best);
+    }
+    let mut rows = Vec::new();
+    let mut last_log = None;
+    let mut sums: Vec<Vec<Vec<(f64, u32)>>> = units
+        .iter()
+        .map(|u| vec![vec![(0.0, 0); names.len()]; u.candidates.len()])
+        .collect();
+    for m in &multipliers {
+        let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
+        let slo = mc::slos(&w, &isolated);
+        for p in &policies {
+            let policy = mc::make_policy(p, &w, &names)?;
+            let mut sched = Scheduler::new(units.clone(), &names, policy, base.clone());
+            let label = format!("{p}{}", m.map_or(String::new(), |m| format!(" x{m}")));
+            let total = w.duration_s.unwrap_or(0.0);
+            let mut progress = |t: f64, log: &scheduler_rt::multi::report::RunLog, in_system: usize| {
+                if tty {
+                    eprint!(
+                        "\r\x1b[2K[{label}] {t:.0}/{total:.0} s, {} completed, {in_system} in system",
+                        log.completed.len()
+                    );
+                    let _ = std::io::stderr().flush();
+                }
+            };
+            let log = server.run(&mut sched, &w, slo.clone(), &mut progress)?;
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+            for s in log.spans.iter().filter(|s| s.counted) {
+                let e = &mut sums[s.app][s.candidate][s.worker];
+                e.0 += s.end_ms - s.start_ms;
+                e.1 += 1;
+            }
+            let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
+            let apps: Vec<(String, Option<f64>)> =
+                w.apps.iter().map(|x| x.name.clone()).zip(slo.iter().copied()).collect();
+            let has_frames = w
+                .apps
+                .iter()
+                .any(|x| matches!(x.arrival, scheduler_rt::multi::workload::Arrival::Frame { .. }));
+            let mut report = Report::new("measured", p, &apps, &names, &log, duration, has_frames);
+            report.policy = p.clone();
+            if !a.json && multipliers.len() * policies.len() == 1 {
+                print!("{}", report.text());
+            }
+            rows.push((*m, report));
+            last_log = Some(log);
+        }
+    }
+    if a.json {
+        let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else if rows.len() > 1 {
+        print!("{}", compare_table(&rows));
+        println!(
+            "(measured on this machine; SLO met = share of completed requests within their SLO; late requests still ran)"
+        );
+    }
+    if let (Some(path), Some(log)) = (&a.trace, &last_log) {
+        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
+        mc::write(
+            path,
+            &serde_json::to_string(&mc::chrome_trace(log, &names, &apps, "measured"))?,
+        )?;
+    }
+    if let Some(path) = &a.plot {
+        mc::write(path, &plot_svg("SLO satisfaction (measured, stretch serve)", &rows))?;
+    }
+    if let Some(path) = &a.save_latencies {
+        let truth = sums
+            .iter()
+            .enumerate()
+            .map(|(m, cs)| {
+                cs.iter()
+                    .enumerate()
+                    .map(|(c, ws)| {
+                        ws.iter()
+                            .enumerate()
+                            .map(|(w, (sum, n))| {
+                                if !units[m].candidates[c].support.contains(w) {
+                                    None
+                                } else if *n > 0 {
+                                    Some(sum / *n as f64)
+                                } else {
+                                    Some(base.estimate(m, c, w)).filter(|x| x.is_finite())
+                                }
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let runs = sums
+            .iter()
+            .map(|cs| cs.iter().map(|ws| ws.iter().map(|x| x.1).collect()).collect())
+            .collect();
+        let saved = Measured {
+            processors: names.clone(),
+            apps: workload.apps.iter().map(|x| x.name.clone()).collect(),
+            isolated_ms: isolated.clone(),
+            truth,
+            runs,
+            registration: base.save(),
+        };
+        mc::write(path, &serde_json::to_string(&saved)?)?;
+    }
+    if rows.iter().any(|r| r.1.mismatches > 0) {
+        bail!("outputs differed from the whole-model reference (see the reports)");
+    }
+    Ok(())
+}

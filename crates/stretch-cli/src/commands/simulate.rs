@@ -1,0 +1,293 @@
+//! `stretch simulate`: the multi-DNN scheduler on simulated processors.
+
+use super::serve::{Measured, processors};
+use crate::multi_common::{self as mc, compare_table, plot_svg};
+use anyhow::{Context, Result, bail};
+use clap::Args as ClapArgs;
+use predictor::{DeviceModel, LatencyModel};
+use scheduler_rt::ProcessorConfig;
+use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
+use scheduler_rt::multi::report::Report;
+use scheduler_rt::multi::sim::{SimOptions, simulate};
+use scheduler_rt::multi::workload::Arrival;
+use scheduler_rt::multi::{ModelUnits, OpSupport, ProcSet, Scheduler, analyze};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Simulate a multi-DNN workload: the same scheduler and policy objects as
+/// `stretch serve`, on a simulated clock with processors whose latencies
+/// come from a device profile's predictor (`--device`) or from a `serve`
+/// run's measurements (`--latencies`). Every figure it prints is simulated.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Workload (TOML); see configs/workloads/.
+    #[arg(long, value_name = "W.toml")]
+    pub workload: PathBuf,
+
+    /// Device profile: processors, their operator support and the predictor
+    /// of every subgraph's latency.
+    #[arg(long, value_name = "D.toml", conflicts_with = "latencies")]
+    pub device: Option<PathBuf>,
+
+    /// Latencies measured by `stretch serve --save-latencies` (use the same
+    /// --runtime-config as that run).
+    #[arg(long, value_name = "L.json", requires = "runtime_config")]
+    pub latencies: Option<PathBuf>,
+
+    /// Runtime configuration giving processors and operator support (with --latencies).
+    #[arg(long = "runtime-config", value_name = "C.toml")]
+    pub runtime_config: Option<PathBuf>,
+
+    /// Processor specs added to or replacing the configuration's (with --latencies).
+    #[arg(long = "processor", value_name = "SPEC")]
+    pub processors: Vec<ProcessorConfig>,
+
+    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole.
+    #[arg(long, default_value = "lst")]
+    pub policy: String,
+
+    /// Simulate under each of these policies (comma-separated), one table.
+    #[arg(long, value_name = "P1,P2,...")]
+    pub compare: Option<String>,
+
+    /// One run per SLO multiplier (x isolated p99 on the fastest processor).
+    #[arg(long = "slo-multipliers", value_name = "M1,M2,...")]
+    pub slo_multipliers: Option<String>,
+
+    /// Override the workload's duration_s.
+    #[arg(long = "duration-s")]
+    pub duration_s: Option<f64>,
+
+    /// Relative spread of each run's latency (log-normal), e.g. 0.05.
+    #[arg(long, default_value_t = 0.0)]
+    pub noise: f64,
+
+    /// Latency factor of a subgraph started while another processor is busy
+    /// (Band Table 1: 1.4-2x for two models on one processor).
+    #[arg(long, default_value_t = 1.0)]
+    pub contention: f64,
+
+    /// Seed of the noise.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    #[arg(long)]
+    pub json: bool,
+
+    /// Chrome trace of the last run.
+    #[arg(long, value_name = "T.json")]
+    pub trace: Option<PathBuf>,
+
+    /// SVG of SLO satisfaction against the multiplier per policy.
+    #[arg(long, value_name = "P.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+struct Setup {
+    names: Vec<String>,
+    accel: Vec<bool>,
+    units: Vec<ModelUnits>,
+    truth: Vec<Vec<Vec<f64>>>,
+    isolated: Option<Vec<f64>>,
+    source: String,
+}
+
+fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
+    let path = a.device.as_ref().context("give --device or --latencies")?;
+    let model = DeviceModel::load(path).with_context(|| format!("cannot load {}", path.display()))?;
+    let profile = model.profile().clone();
+    let names: Vec<String> = profile.processors.keys().cloned().collect();
+    let support: Vec<OpSupport> = profile
+        .processors
+        .values()
+        .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
+        .collect();
+    let accel = profile
+        .processors
+        .values()
+        .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
+        .collect();
+    let mut units = Vec::new();
+    let mut truth = Vec::new();
+    for g in graphs {
+        let u = analyze(g, &names, &support).with_context(|| format!("model '{}'", g.name))?;
+        let mut t = Vec::new();
+        for c in &u.candidates {
+            let mut row = Vec::new();
+            for (w, n) in names.iter().enumerate() {
+                row.push(if c.support.contains(w) {
+                    model
+                        .predict(g, &c.subgraph.nodes, n)
+                        .with_context(|| format!("cannot predict '{}' on {n}", g.name))?
+                        .total_ms
+                } else {
+                    f64::INFINITY
+                });
+            }
+            t.push(row);
+        }
+        units.push(u);
+        truth.push(t);
+    }
+    Ok(Setup {
+        names,
+        accel,
+        units,
+        truth,
+        isolated: None,
+        source: format!("predicted by the {} device profile", profile.name),
+    })
+}
+
+fn from_measured(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
+    let path = a.latencies.as_ref().context("give --device or --latencies")?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let m: Measured = serde_json::from_str(&text).with_context(|| format!("{}: not a latency file", path.display()))?;
+    let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
+    let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
+    if names != m.processors {
+        bail!(
+            "{}: measured on processors {:?}, configured {:?}",
+            path.display(),
+            m.processors,
+            names
+        );
+    }
+    let mut units = Vec::new();
+    for g in graphs {
+        units.push(analyze(g, &names, &support).with_context(|| format!("model '{}'", g.name))?);
+    }
+    let shape_ok =
+        m.truth.len() == units.len() && m.truth.iter().zip(&units).all(|(t, u)| t.len() == u.candidates.len());
+    if !shape_ok {
+        bail!(
+            "{}: measured for other models or operator support than this workload",
+            path.display()
+        );
+    }
+    let truth = m
+        .truth
+        .iter()
+        .map(|cs| {
+            cs.iter()
+                .map(|ws| ws.iter().map(|x| x.unwrap_or(f64::INFINITY)).collect())
+                .collect()
+        })
+        .collect();
+    Ok(Setup {
+        names,
+        accel,
+        units,
+        truth,
+        isolated: Some(m.isolated_ms),
+        source: format!("latencies measured by stretch serve ({})", path.display()),
+    })
+}
+
+/// Simulated isolated latency: the model alone on `w`, missing operators on
+/// the first processor that has them.
+fn isolated_ms(u: &ModelUnits, truth: &[Vec<f64>], w: usize, n: usize) -> f64 {
+    let all = ProcSet::from_iter(0..n);
+    let mut total = 0.0;
+    for r in 0..u.regions.len() {
+        match u.fixed_plan(r, u.regions[r].units.start, w, all) {
+            Some(steps) => total += steps.iter().map(|(c, p)| truth[*c][*p]).sum::<f64>(),
+            None => return f64::INFINITY,
+        }
+    }
+    total
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let policies = mc::policy_list(a.compare.as_deref().unwrap_or(&a.policy))?;
+    let multipliers = mc::multipliers(&a.slo_multipliers)?;
+    if !(a.noise >= 0.0 && a.noise.is_finite() && a.contention >= 1.0 && a.contention.is_finite()) {
+        bail!("--noise must be >= 0 and --contention >= 1");
+    }
+    let probe = scheduler_rt::multi::workload::Workload::load(&a.workload)?;
+    let graphs = mc::load_graphs(&probe)?;
+    let setup = if a.latencies.is_some() {
+        from_measured(&a, &graphs)?
+    } else {
+        from_device(&a, &graphs)?
+    };
+    let workload = mc::load_workload(&a.workload, &setup.names, a.duration_s)?;
+    let n = setup.names.len();
+    let isolated: Vec<f64> = match &setup.isolated {
+        Some(v) => v.clone(),
+        None => (0..setup.units.len())
+            .map(|m| {
+                (0..n)
+                    .map(|w| isolated_ms(&setup.units[m], &setup.truth[m], w, n))
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect(),
+    };
+    let mut base = Estimator::new(EstimatorParams::default(), &setup.accel, &setup.units);
+    for (m, u) in setup.units.iter().enumerate() {
+        for w in 0..n {
+            if let Some(c) = (0..u.candidates.len())
+                .filter(|c| u.candidates[*c].support.contains(w))
+                .max_by_key(|c| u.candidates[*c].flops)
+            {
+                base.set_base(m, c, w, setup.truth[m][c][w]);
+            }
+        }
+    }
+    eprintln!("simulated processors: {} ({})", setup.names.join(", "), setup.source);
+    let options = SimOptions {
+        noise: a.noise,
+        contention: a.contention,
+        seed: a.seed,
+    };
+    let mut rows = Vec::new();
+    let mut last = None;
+    for m in &multipliers {
+        let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
+        let slo = mc::slos(&w, &isolated);
+        for p in &policies {
+            let policy = mc::make_policy(p, &w, &setup.names)?;
+            let mut sched = Scheduler::new(setup.units.clone(), &setup.names, policy, base.clone());
+            let t = Instant::now();
+            let log = simulate(&mut sched, &w, slo.clone(), &setup.truth, options)?;
+            let wall = t.elapsed().as_secs_f64();
+            let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
+            let apps: Vec<(String, Option<f64>)> =
+                w.apps.iter().map(|x| x.name.clone()).zip(slo.iter().copied()).collect();
+            let frames = w.apps.iter().any(|x| matches!(x.arrival, Arrival::Frame { .. }));
+            let report = Report::new("simulated", p, &apps, &setup.names, &log, duration, frames);
+            if !a.json && rows.is_empty() && multipliers.len() * policies.len() == 1 {
+                print!("{}", report.text());
+            }
+            eprintln!(
+                "[{p}{}] simulated {:.1} s in {:.3} s",
+                m.map_or(String::new(), |m| format!(" x{m}")),
+                duration / 1e3,
+                wall
+            );
+            rows.push((*m, report));
+            last = Some(log);
+        }
+    }
+    if a.json {
+        let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else if rows.len() > 1 {
+        print!("{}", compare_table(&rows));
+        println!(
+            "(simulated: {}; SLO met = share of completed requests within their SLO)",
+            setup.source
+        );
+    }
+    if let (Some(path), Some(log)) = (&a.trace, &last) {
+        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
+        mc::write(
+            path,
+            &serde_json::to_string(&mc::chrome_trace(log, &setup.names, &apps, "simulated"))?,
+        )?;
+    }
+    if let Some(path) = &a.plot {
+        mc::write(path, &plot_svg("SLO satisfaction (simulated, stretch simulate)", &rows))?;
+    }
+    Ok(())
+}

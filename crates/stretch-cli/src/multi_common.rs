@@ -1,0 +1,235 @@
+//! What `serve` and `simulate` share: workloads, models, policies, tables,
+//! traces and plots.
+
+use anyhow::{Context, Result, bail};
+use graph_ir::Graph;
+use graph_ir::onnx::{ImportOptions, import_file};
+use scheduler_rt::multi::policy::PolicyOptions;
+use scheduler_rt::multi::report::{Report, RunLog};
+use scheduler_rt::multi::workload::{Slo, Workload};
+use scheduler_rt::multi::{POLICY_NAMES, Policy, policy_by_name};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Policy names accepted on the command line: [`POLICY_NAMES`], `rr`, and
+/// `lst-whole` (LST over whole-model subgraphs only).
+pub fn policy_help() -> String {
+    format!("{}, rr, lst-whole", POLICY_NAMES.join(", "))
+}
+
+/// Splits and checks a comma-separated policy list.
+pub fn policy_list(list: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let ok = POLICY_NAMES.contains(&p) || p == "rr" || p == "lst-whole";
+        if !ok {
+            bail!("unknown policy '{p}' (known: {})", policy_help());
+        }
+        out.push(p.to_string());
+    }
+    if out.is_empty() {
+        bail!("no policy given (known: {})", policy_help());
+    }
+    Ok(out)
+}
+
+/// Makes the policy called `name` for `workload` on processors `names`.
+pub fn make_policy(name: &str, workload: &Workload, names: &[String]) -> Result<Box<dyn Policy>> {
+    let fixed = workload
+        .apps
+        .iter()
+        .map(|a| a.processor.as_ref().and_then(|p| names.iter().position(|n| n == p)))
+        .collect();
+    let (base, whole) = match name {
+        "lst-whole" => ("lst", true),
+        "rr" => ("round-robin", false),
+        n => (n, false),
+    };
+    let options = PolicyOptions {
+        fixed,
+        whole_model_only: whole,
+    };
+    policy_by_name(base, &options).with_context(|| format!("unknown policy '{name}' (known: {})", policy_help()))
+}
+
+/// Reads the workload and checks the processors it names.
+pub fn load_workload(path: &Path, names: &[String], duration_s: Option<f64>) -> Result<Workload> {
+    let mut w = Workload::load(path)?;
+    w.check_processors(names)?;
+    if let Some(d) = duration_s {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("--duration-s must be positive, got {d}");
+        }
+        w.duration_s = Some(d);
+    }
+    Ok(w)
+}
+
+/// Imports every app's model, naming the app and file in errors.
+pub fn load_graphs(w: &Workload) -> Result<Vec<Graph>> {
+    w.apps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let options = ImportOptions {
+                input_shapes: Vec::new(),
+                random_weights: a.random_weights,
+            };
+            let mut g = import_file(&a.model, &options)
+                .with_context(|| format!("{}: app[{i}] ({}): cannot import {}", w.file, a.name, a.model.display()))?;
+            g.name = a.name.clone();
+            Ok(g)
+        })
+        .collect()
+}
+
+/// Each app's SLO in ms, multipliers applied to `isolated_ms[app]`.
+pub fn slos(w: &Workload, isolated_ms: &[f64]) -> Vec<Option<f64>> {
+    w.apps
+        .iter()
+        .zip(isolated_ms)
+        .map(|(a, iso)| match a.slo {
+            Slo::Ms(ms) => Some(ms),
+            Slo::Multiplier(m) => Some(m * iso),
+            Slo::None => None,
+        })
+        .collect()
+}
+
+/// The multipliers to sweep: from the flag, or the workload as written.
+pub fn multipliers(flag: &Option<String>) -> Result<Vec<Option<f64>>> {
+    let Some(list) = flag else { return Ok(vec![None]) };
+    list.split(',')
+        .map(|s| {
+            let m: f64 = s
+                .trim()
+                .parse()
+                .with_context(|| format!("--slo-multipliers: '{s}' is not a number"))?;
+            if !(m.is_finite() && m > 0.0) {
+                bail!("--slo-multipliers: {m} must be positive");
+            }
+            Ok(Some(m))
+        })
+        .collect()
+}
+
+/// One row per (policy, multiplier).
+pub fn compare_table(rows: &[(Option<f64>, Report)]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<12} {:>10} {:>9} {:>11} {:>9} {:>10} {:>8} {:>12}",
+        "policy", "multiplier", "SLO met", "throughput", "p99 max", "frames/s", "lost", "decision p50"
+    );
+    for (m, r) in rows {
+        let p99 = r.apps.iter().map(|a| a.p99_ms).fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "{:<12} {:>10} {:>8.1}% {:>7.2} r/s {:>6.1} ms {:>10} {:>8} {:>9.1} µs",
+            r.policy,
+            m.map_or("-".into(), |m| format!("{m}")),
+            r.slo_satisfaction,
+            r.throughput_rps,
+            p99,
+            r.fps.map_or("-".into(), |f| format!("{f:.2}")),
+            r.lost,
+            r.decision_p50_us
+        );
+    }
+    s
+}
+
+/// SLO satisfaction against the multiplier, one line per policy (SVG).
+pub fn plot_svg(title: &str, rows: &[(Option<f64>, Report)]) -> String {
+    let (w, h, l, t, r, b) = (640.0, 400.0, 60.0, 40.0, 140.0, 50.0);
+    let xs: Vec<f64> = rows.iter().filter_map(|(m, _)| *m).collect();
+    let (x0, x1) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+    let (x0, x1) = if x1 > x0 { (x0, x1) } else { (x0 - 1.0, x0 + 1.0) };
+    let px = |x: f64| l + (x - x0) / (x1 - x0) * (w - l - r);
+    let py = |y: f64| t + (100.0 - y) / 100.0 * (h - t - b);
+    let colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{l}" y="24" font-size="14" font-weight="bold">{title}</text>"#
+    );
+    for y in [0.0, 25.0, 50.0, 75.0, 100.0] {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{l}" x2="{}" y1="{}" y2="{}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{y}%</text>"##,
+            w - r,
+            py(y),
+            py(y),
+            l - 6.0,
+            py(y) + 4.0
+        );
+    }
+    for x in &xs {
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{x}</text>"#,
+            px(*x),
+            h - b + 16.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">SLO multiplier (x isolated p99 on the fastest processor)</text>"#,
+        (l + w - r) / 2.0,
+        h - 12.0
+    );
+    let mut policies: Vec<&str> = Vec::new();
+    for (_, rep) in rows {
+        if !policies.contains(&rep.policy.as_str()) {
+            policies.push(&rep.policy);
+        }
+    }
+    for (i, p) in policies.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let pts: Vec<String> = rows
+            .iter()
+            .filter(|(m, rep)| m.is_some() && rep.policy == *p)
+            .map(|(m, rep)| format!("{:.1},{:.1}", px(m.unwrap_or(0.0)), py(rep.slo_satisfaction)))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            pts.join(" ")
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" fill="{c}">{p}</text>"#,
+            w - r + 10.0,
+            t + 18.0 * i as f64 + 10.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A Chrome trace (chrome://tracing, Perfetto) of a run: one track per processor.
+pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str) -> serde_json::Value {
+    let mut events = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": i, "args": {"name": n}}));
+    }
+    for s in &log.spans {
+        events.push(serde_json::json!({
+            "name": format!("{}#{} c{}", apps.get(s.app).map_or("?", |a| a.as_str()), s.job, s.candidate),
+            "cat": if s.counted { "subgraph" } else { "aborted by outage" },
+            "ph": "X", "pid": 1, "tid": s.worker,
+            "ts": s.start_ms * 1e3, "dur": (s.end_ms - s.start_ms) * 1e3,
+            "args": {"app": s.app, "job": s.job, "candidate": s.candidate, "counted": s.counted},
+        }));
+    }
+    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
+}
+
+/// Writes `text` to `path`, naming it in errors.
+pub fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
