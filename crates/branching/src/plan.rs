@@ -176,7 +176,8 @@ impl Plan {
         })
     }
 
-    /// Reads a plan, checking its schema.
+    /// Reads a plan, checking its schema, its settings and that no stage puts
+    /// two branches on one processor.
     pub fn load(path: &Path) -> Result<Plan, BranchError> {
         let err = |reason: String| BranchError::PlanFile {
             path: path.display().to_string(),
@@ -190,6 +191,16 @@ impl Plan {
         }
         let plan: Plan = serde_json::from_value(value).map_err(|e| err(e.to_string()))?;
         plan.settings.validate()?;
+        for s in &plan.stages {
+            for (i, b) in s.branches.iter().enumerate() {
+                if s.branches[..i].iter().any(|o| o.processor == b.processor) {
+                    return Err(err(format!(
+                        "stage {}: processor `{}` takes more than one branch",
+                        s.index, b.processor
+                    )));
+                }
+            }
+        }
         Ok(plan)
     }
 

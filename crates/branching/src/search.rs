@@ -84,7 +84,8 @@ fn bytes(g: &Graph, o: graph_ir::Outlet) -> u64 {
 }
 
 /// Searches a plan for `g` on `processors` of `model`. `kinds` gives each
-/// processor's kind for the scaling preference (CPU when absent).
+/// processor's kind for the scaling preference (CPU when absent). Every
+/// processor must exist in `model` and be named once.
 pub fn search(
     g: &Graph,
     model_label: &str,
@@ -96,7 +97,10 @@ pub fn search(
 ) -> Result<(Plan, SearchReport), BranchError> {
     settings.validate()?;
     let available = model.processors();
-    for p in processors {
+    for (i, p) in processors.iter().enumerate() {
+        if processors[..i].contains(p) {
+            return Err(BranchError::DuplicateProcessor { name: p.clone() });
+        }
         if !available.contains(p) {
             return Err(BranchError::UnknownProcessor {
                 name: p.clone(),
