@@ -216,3 +216,24 @@ fn a_processor_named_twice_is_refused() {
     assert!(!dir.join("x.onnx").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn all_combinations_draws_from_the_listed_processors() {
+    let model = path(&repo().join("fixtures/models/resnet18.onnx"));
+    let device = path(&repo().join("configs/devices/snapdragon855.toml"));
+    let text = stretch_ok(&[
+        "plan",
+        &model,
+        "--device",
+        &device,
+        "--processors",
+        "gpu,cpu",
+        "--all-combinations",
+    ]);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(3)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(rows, ["gpu", "cpu", "gpu+cpu"], "{text}");
+}
