@@ -97,6 +97,19 @@ pub fn build_branch(
     seed: u64,
     prefix: &str,
 ) -> Result<Graph, BranchError> {
+    build_branch_at(g, stage, spec, None, seed, prefix)
+}
+
+/// [`build_branch`] for a stage input of `input_channels` channels instead of
+/// its own (the stage reads an earlier stage's `concat` merge).
+pub fn build_branch_at(
+    g: &Graph,
+    stage: &Stage,
+    spec: &BranchSpec,
+    input_channels: Option<usize>,
+    seed: u64,
+    prefix: &str,
+) -> Result<Graph, BranchError> {
     let unsupported = |node: &str, op: &'static str, reason: String| BranchError::Unsupported {
         stage: stage.index,
         node: node.to_string(),
@@ -121,9 +134,12 @@ pub fn build_branch(
     }
     let ratio = spec.width as f64 / stage_width as f64;
     let mut b = Graph::new(format!("{}.{prefix}", g.name));
-    let input_fact = g.fact(stage.input()).cloned().ok_or_else(|| BranchError::Mismatch {
+    let mut input_fact = g.fact(stage.input()).cloned().ok_or_else(|| BranchError::Mismatch {
         reason: format!("stage {} input has no known shape", stage.index),
     })?;
+    if let (Some(c), Some(d)) = (input_channels, input_fact.shape.get_mut(1)) {
+        *d = c;
+    }
     let x = b.add_input(format!("{prefix}input"), input_fact)?;
     let mut map: HashMap<Outlet, Outlet> = HashMap::from([(stage.input(), x)]);
     for block in &stage.blocks[..spec.depth] {

@@ -27,6 +27,8 @@ pub enum BranchError {
         device: String,
         available: String,
     },
+    #[error("processor `{name}` is named more than once; each processor takes at most one branch of a stage")]
+    DuplicateProcessor { name: String },
     #[error("plan {path}: {reason}")]
     PlanFile { path: String, reason: String },
     #[error("the plan does not match the model: {reason}")]

@@ -9,6 +9,7 @@
 pub mod branch;
 mod error;
 pub mod init;
+pub mod merge_cost;
 pub mod plan;
 pub mod rewrite;
 pub mod search;

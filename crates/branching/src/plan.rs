@@ -124,6 +124,16 @@ pub struct StagePlan {
     /// Predicted latency of the stage in this plan (slowest branch).
     pub predicted_ms: f64,
     pub candidates: Counts,
+    /// MACs a whole stage's first layers gain (negative: save) by reading the
+    /// previous stage's `concat` merge, wider or narrower than the original
+    /// stage boundary; counted in `predicted_ms`. A branch's `macs` already
+    /// count its own first layers at the merge's width.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub widened_macs: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 /// Stem or head: run whole on one processor.
@@ -131,6 +141,10 @@ pub struct StagePlan {
 pub struct Part {
     pub processor: String,
     pub predicted_ms: f64,
+    /// MACs the part gains by reading a `concat` merge (see
+    /// [`StagePlan::widened_macs`]); counted in `predicted_ms`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub widened_macs: i64,
 }
 
 /// Predicted end-to-end figures.
@@ -176,7 +190,8 @@ impl Plan {
         })
     }
 
-    /// Reads a plan, checking its schema.
+    /// Reads a plan, checking its schema, its settings and that no stage puts
+    /// two branches on one processor.
     pub fn load(path: &Path) -> Result<Plan, BranchError> {
         let err = |reason: String| BranchError::PlanFile {
             path: path.display().to_string(),
@@ -190,7 +205,35 @@ impl Plan {
         }
         let plan: Plan = serde_json::from_value(value).map_err(|e| err(e.to_string()))?;
         plan.settings.validate()?;
+        for s in &plan.stages {
+            for (i, b) in s.branches.iter().enumerate() {
+                if s.branches[..i].iter().any(|o| o.processor == b.processor) {
+                    return Err(err(format!(
+                        "stage {}: processor `{}` takes more than one branch",
+                        s.index, b.processor
+                    )));
+                }
+            }
+        }
         Ok(plan)
+    }
+
+    /// The change of the model's MACs the plan makes: per branched stage its
+    /// branches' MACs minus the stage's, plus what `concat` merges add to
+    /// whole stages and the head after them.
+    pub fn macs_delta(&self) -> i64 {
+        let stages: i64 = self
+            .stages
+            .iter()
+            .map(|s| {
+                if s.branches.is_empty() {
+                    s.widened_macs
+                } else {
+                    s.branches.iter().map(|b| b.macs as i64).sum::<i64>() - s.macs as i64
+                }
+            })
+            .sum();
+        stages + self.stem.widened_macs + self.head.widened_macs
     }
 
     /// Number of stages that are branched.

@@ -296,11 +296,13 @@ mod tests {
                 reason: None,
                 predicted_ms: 0.0,
                 candidates: Counts::default(),
+                widened_macs: 0,
             })
             .collect();
         let part = Part {
             processor: "p0".into(),
             predicted_ms: 0.0,
+            widened_macs: 0,
         };
         Plan {
             schema: SCHEMA.into(),

@@ -6,11 +6,15 @@
 //! capacity band on MACs. Among the kept candidates the lowest predicted
 //! stage latency wins; within 1% of it, branch FLOPs closest to the
 //! processors' speed (Eq. 6) and the preferred scaling (depth for GPU/DSP,
-//! width for CPU) break the tie. End-to-end = stem + per stage the slowest
-//! branch (communication included) + head, everything predicted.
+//! width for CPU) break the tie. With the `concat` merge a candidate's
+//! latency includes what its merge width costs the layers after it, and the
+//! stage or head after a branched stage is priced reading the merge's
+//! width. End-to-end = stem + per stage the slowest branch (communication
+//! included) + head, everything predicted.
 
-use crate::branch::{BranchSpec, build_branch, channels, project, scale, shares};
+use crate::branch::{BranchSpec, build_branch_at, channels, project, scale, shares};
 use crate::error::BranchError;
+use crate::merge_cost::{Widening, widening};
 use crate::plan::{BranchPlan, Counts, Merge, Part, Plan, SCHEMA, Settings, StagePlan, Totals};
 use graph_ir::analysis::{Stage, analyze};
 use graph_ir::ops::Op;
@@ -84,7 +88,8 @@ fn bytes(g: &Graph, o: graph_ir::Outlet) -> u64 {
 }
 
 /// Searches a plan for `g` on `processors` of `model`. `kinds` gives each
-/// processor's kind for the scaling preference (CPU when absent).
+/// processor's kind for the scaling preference (CPU when absent). Every
+/// processor must exist in `model` and be named once.
 pub fn search(
     g: &Graph,
     model_label: &str,
@@ -96,7 +101,10 @@ pub fn search(
 ) -> Result<(Plan, SearchReport), BranchError> {
     settings.validate()?;
     let available = model.processors();
-    for p in processors {
+    for (i, p) in processors.iter().enumerate() {
+        if processors[..i].contains(p) {
+            return Err(BranchError::DuplicateProcessor { name: p.clone() });
+        }
         if !available.contains(p) {
             return Err(BranchError::UnknownProcessor {
                 name: p.clone(),
@@ -128,10 +136,12 @@ pub fn search(
     let mut report = SearchReport::default();
     let mut stages = Vec::new();
     let mut ideal = stem_ms[&primary] + head_ms[&primary];
+    let mut in_width = None;
     for stage in &s.stages {
         let sp = plan_stage(
             g,
             stage,
+            in_width,
             model,
             processors,
             &primary,
@@ -141,9 +151,21 @@ pub fn search(
             &mut report,
         )?;
         ideal += 1.0 / sp.original_ms.values().map(|v| 1.0 / v.max(1e-12)).sum::<f64>();
+        in_width = match settings.merge {
+            Merge::Concat if !sp.branches.is_empty() => {
+                let w: usize = sp.branches.iter().map(|b| b.width).sum();
+                (w != sp.channels).then_some(w)
+            }
+            _ => None,
+        };
         stages.push(sp);
     }
-    let plan_ms = stem_ms[&primary] + head_ms[&primary] + stages.iter().map(|s| s.predicted_ms).sum::<f64>();
+    let head_widening = match (in_width, s.stages.last()) {
+        (Some(w), Some(last)) => widening(g, last.output(), w, last.index, model, &primary)?,
+        _ => Widening::default(),
+    };
+    let head_total = head_ms[&primary] + head_widening.ms;
+    let plan_ms = stem_ms[&primary] + head_total + stages.iter().map(|s| s.predicted_ms).sum::<f64>();
     let best_single = original[&fastest];
     let plan = Plan {
         schema: SCHEMA.into(),
@@ -160,11 +182,13 @@ pub fn search(
         stem: Part {
             processor: primary.clone(),
             predicted_ms: stem_ms[&primary],
+            widened_macs: 0,
         },
         stages,
         head: Part {
             processor: primary.clone(),
-            predicted_ms: head_ms[&primary],
+            predicted_ms: head_total,
+            widened_macs: head_widening.macs,
         },
         totals: Totals {
             original_ms: original,
@@ -194,10 +218,13 @@ fn grid(blocks: usize, width: usize, s: &Settings) -> (Vec<usize>, Vec<usize>) {
     (depths, widths)
 }
 
+/// Plans one stage whose input is `in_width` channels wide when an earlier
+/// `concat` merge changed it.
 #[allow(clippy::too_many_arguments)]
 fn plan_stage(
     g: &Graph,
     stage: &Stage,
+    in_width: Option<usize>,
     model: &dyn LatencyModel,
     processors: &[String],
     primary: &str,
@@ -215,6 +242,11 @@ fn plan_stage(
         original_ms.insert(p.clone(), model.predict(g, &nodes, p)?.total_ms);
     }
     let seg_ms = original_ms.values().copied().fold(f64::INFINITY, f64::min);
+    let widened = match in_width {
+        Some(w) => widening(g, stage.input(), w, stage.index, model, primary)?,
+        None => Widening::default(),
+    };
+    let whole_ms = original_ms[primary] + widened.ms;
     let whole = |reason: String, counts: Counts| StagePlan {
         index: stage.index,
         blocks: stage.blocks.len(),
@@ -226,13 +258,18 @@ fn plan_stage(
         branches: Vec::new(),
         processor: primary.to_string(),
         reason: Some(reason),
-        predicted_ms: original_ms[primary],
+        predicted_ms: whole_ms,
         candidates: counts,
+        widened_macs: widened.macs,
     };
     if processors.len() < 2 {
         return Ok(whole("one processor: nothing to branch".into(), Counts::default()));
     }
-    let (in_bytes, out_bytes) = (bytes(g, stage.input()), bytes(g, stage.output()));
+    let in_bytes = match in_width {
+        Some(w) => bytes(g, stage.input()) / channels(g, stage.input()).max(1) as u64 * w as u64,
+        None => bytes(g, stage.input()),
+    };
+    let out_bytes = bytes(g, stage.output());
     let comm_of = |sub: &[usize]| -> Result<f64, BranchError> {
         let mut worst = 0.0f64;
         for p in sub.iter().map(|&i| &processors[i]).filter(|p| p.as_str() != primary) {
@@ -265,7 +302,7 @@ fn plan_stage(
                 project_to: None,
                 weights: false,
             };
-            match build_branch(g, stage, &spec, 0, "") {
+            match build_branch_at(g, stage, &spec, in_width, 0, "") {
                 Ok(b) => bodies.push((d, w, b)),
                 Err(e @ BranchError::Unsupported { .. }) => return Ok(whole(e.to_string(), Counts::default())),
                 Err(e) => return Err(e),
@@ -312,8 +349,16 @@ fn plan_stage(
             }
         })
         .collect::<Result<Vec<f64>, _>>()?;
+    if settings.merge == Merge::Concat
+        && let Err(e @ BranchError::Unsupported { .. }) =
+            widening(g, stage.output(), width, stage.index, model, primary)
+    {
+        return Ok(whole(e.to_string(), Counts::default()));
+    }
+    let mut after_ms: HashMap<usize, f64> = HashMap::new();
+    let stage_macs = (macs as i64 + widened.macs).max(1) as f64;
     let mut counts = Counts::default();
-    let mut best: Option<(f64, f64, Vec<BranchPlan>)> = None;
+    let mut best: Option<(f64, f64, Vec<BranchPlan>, f64)> = None;
     let per = options[0].len();
     let (mut removed_eq5, mut removed_cap) = (0u64, 0u64);
     for mask in 1usize..(1 << processors.len()) {
@@ -371,7 +416,7 @@ fn plan_stage(
                     predicted_ms: run_ms + comm,
                 });
             }
-            let ratio = total_macs as f64 / macs.max(1) as f64;
+            let ratio = total_macs as f64 / stage_macs;
             if removed.is_none() && !(settings.capacity[0]..=settings.capacity[1]).contains(&ratio) {
                 removed = Some(Removal::Capacity { ratio });
             }
@@ -395,12 +440,25 @@ fn plan_stage(
                         })
                         .sum();
                     let tie = eq6 + 0.5 * pref;
+                    let out_width: usize = branches.iter().map(|b| b.width).sum();
+                    let after = match settings.merge {
+                        Merge::Concat if out_width != width => match after_ms.get(&out_width) {
+                            Some(v) => *v,
+                            None => {
+                                let v = widening(g, stage.output(), out_width, stage.index, model, primary)?.ms;
+                                after_ms.insert(out_width, v);
+                                v
+                            }
+                        },
+                        _ => 0.0,
+                    };
+                    let ranked = stage_ms + after;
                     let better = match &best {
                         None => true,
-                        Some((ms, t, _)) => stage_ms < ms * 0.99 || (stage_ms <= ms * 1.01 && tie < *t),
+                        Some((ms, t, _, _)) => ranked < ms * 0.99 || (ranked <= ms * 1.01 && tie < *t),
                     };
                     if better {
-                        best = Some((stage_ms, tie, branches.clone()));
+                        best = Some((ranked, tie, branches.clone(), stage_ms));
                     }
                 }
             }
@@ -433,7 +491,7 @@ fn plan_stage(
             }
         }
     }
-    let Some((ms, _, branches)) = best else {
+    let Some((ranked, _, branches, ms)) = best else {
         return Ok(whole(
             format!(
                 "no candidate met the constraints ({} considered: {removed_eq5} removed by Eq. 5, {removed_cap} by the capacity band)",
@@ -442,11 +500,10 @@ fn plan_stage(
             counts,
         ));
     };
-    if ms >= original_ms[primary] {
+    if ranked >= whole_ms {
         return Ok(whole(
             format!(
-                "the best candidate ({ms:.3} ms) is not faster than the whole stage on {primary} ({:.3} ms)",
-                original_ms[primary]
+                "the best candidate ({ranked:.3} ms) is not faster than the whole stage on {primary} ({whole_ms:.3} ms)"
             ),
             counts,
         ));
@@ -456,6 +513,7 @@ fn plan_stage(
         branches,
         predicted_ms: ms,
         candidates: counts,
+        widened_macs: 0,
         ..whole(String::new(), Counts::default())
     })
 }

@@ -10,10 +10,12 @@ mod gantt;
 mod interference;
 mod model_args;
 mod multi_common;
+mod panics;
 mod recipe_args;
 mod runtime_args;
 
 use clap::{Parser, Subcommand};
+use std::panic::AssertUnwindSafe;
 
 /// Turn a sequential CNN (ONNX) into a multi-branch one that runs its stages
 /// in parallel on a device's processors, retrain it, and run it.
@@ -49,7 +51,28 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let result = match cli.command {
+    panics::quiet_engine_panics();
+    let result = match std::panic::catch_unwind(AssertUnwindSafe(|| dispatch(cli.command))) {
+        Ok(r) => r,
+        Err(payload) => match panics::escaped(payload.as_ref()) {
+            Some(text) => Err(anyhow::anyhow!("the inference engine failed: {text}")),
+            None => std::panic::resume_unwind(payload),
+        },
+    };
+    if let Err(e) = result {
+        if e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
+            return;
+        }
+        eprintln!("error: {}", message(&e));
+        std::process::exit(1);
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Convert(a) => commands::convert::run(a),
         Command::Predict(a) => commands::predict::run(a),
@@ -65,16 +88,6 @@ fn main() {
         Command::CompareAccuracy(a) => commands::compare::run(a),
         Command::Serve(a) => commands::serve::run(a),
         Command::Simulate(a) => commands::simulate::run(a),
-    };
-    if let Err(e) = result {
-        if e.chain().any(|c| {
-            c.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-        }) {
-            return;
-        }
-        eprintln!("error: {}", message(&e));
-        std::process::exit(1);
     }
 }
 

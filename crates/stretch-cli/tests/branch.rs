@@ -181,3 +181,59 @@ fn bad_plans_and_options_are_named() {
     let one = stretch_ok(&["plan", &r18, "--device", &device, "--processors", "cpu0"]);
     assert!(one.contains("one processor: nothing to branch"), "{one}");
 }
+
+#[test]
+fn a_processor_named_twice_is_refused() {
+    let dir = scratch("branch-duplicates");
+    let r18 = path(&repo().join("fixtures/models/resnet18.onnx"));
+    let device = path(&repo().join("configs/devices/host.toml"));
+    let out = path(&dir.join("x.onnx"));
+    for args in [
+        vec!["plan", &r18, "--device", &device, "--processors", "cpu0,cpu0"],
+        vec![
+            "stretch",
+            &r18,
+            "--device",
+            &device,
+            "--processors",
+            "cpu0,cpu1,cpu0",
+            "-o",
+            &out,
+        ],
+    ] {
+        let o = stretch(&args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success(),
+            "{args:?} succeeded:\n{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(
+            e.starts_with("error: ") && e.lines().count() == 1 && e.contains("`cpu0` is named more than once"),
+            "{e}"
+        );
+    }
+    assert!(!dir.join("x.onnx").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn all_combinations_draws_from_the_listed_processors() {
+    let model = path(&repo().join("fixtures/models/resnet18.onnx"));
+    let device = path(&repo().join("configs/devices/snapdragon855.toml"));
+    let text = stretch_ok(&[
+        "plan",
+        &model,
+        "--device",
+        &device,
+        "--processors",
+        "gpu,cpu",
+        "--all-combinations",
+    ]);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(3)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(rows, ["gpu", "cpu", "gpu+cpu"], "{text}");
+}

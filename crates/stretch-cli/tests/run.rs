@@ -190,3 +190,26 @@ fn bad_inputs_and_processors_are_named() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// An engine that panics on a model (tract on negative Pad pads) gives one
+/// `error:` line, on an inline and on a pool worker, with or without
+/// RUST_BACKTRACE; the panic's own report and backtrace stay off stderr.
+#[test]
+fn an_engine_panic_is_one_error_line() {
+    let model = common::repo().join("fixtures/ops/pad_negative_opset13.onnx");
+    let model = model.to_string_lossy();
+    for (worker, backtrace) in [("cpu0=inline", "1"), ("cpu0=pool", "0")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stretch"))
+            .args(["run", &model, "--random", "1", "--processor", worker])
+            .env("RUST_BACKTRACE", backtrace)
+            .output()
+            .expect("run stretch");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{worker}: {e}");
+        assert!(e.starts_with("error: ") && e.lines().count() == 1, "{worker}: {e}");
+        assert!(e.contains("pad_negative_opset13.onnx"), "{worker}: {e}");
+        for noise in ["panicked at", "backtrace", "RUST_BACKTRACE"] {
+            assert!(!e.contains(noise), "{worker}: {e}");
+        }
+    }
+}

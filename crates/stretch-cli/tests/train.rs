@@ -223,3 +223,32 @@ fn distillation_and_compare_accuracy_run() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn distillation_and_augmentation_values_are_checked() {
+    let dir = scratch("train-options");
+    let m = zoo(&dir, "resnet-mini", "10");
+    let out = path(&dir.join("o.onnx"));
+    let cases: [(&[&str], &[&str]); 5] = [
+        (&["--kd-alpha", "5"], &["--kd-alpha 5", "[0, 1]"]),
+        (&["--kd-alpha", "0.3"], &["--kd-alpha 0.3", "needs --teacher"]),
+        (&["--kd-temperature", "2"], &["--kd-temperature 2", "needs --teacher"]),
+        (&["--augment", "crop:1000"], &["augment", "crop:1000", "16x16"]),
+        (&["--augment", "flip,crop:16"], &["augment", "crop:16", "below 16"]),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["--epochs", "1"];
+        args.extend_from_slice(extra);
+        let r = train(&m, &out, &args);
+        let e = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{extra:?} was accepted");
+        assert!(e.starts_with("error: ") && e.lines().count() == 1, "{extra:?}: {e}");
+        for x in expected {
+            assert!(e.contains(x), "{extra:?}: {e}");
+        }
+    }
+    assert!(!dir.join("o.onnx").exists());
+    let r = train(&m, &out, &["--epochs", "1", "--augment", "crop:2,flip"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,21 +1,40 @@
 //! Fresh weights for training from scratch.
 
+use std::collections::HashSet;
+
 use graph_ir::Graph;
-use graph_ir::ops::Op;
+use graph_ir::ops::{BinaryOp, Op};
 use graph_ir::rng::SplitMix64;
 
 use crate::error::TrainError;
-use crate::lower::{Program, Role};
+use crate::lower::{Program, Role, elementwise_parameter};
 
 /// Re-draws every parameter of `graph` as a freshly initialised network:
 /// conv and linear weights He-uniform (±sqrt(6/fan_in)), their biases 0,
-/// BatchNorm scale 1, shift 0, running mean 0 and variance 1. Constants that
-/// are not parameters are kept. Deterministic in `seed` and parameter names.
+/// BatchNorm scale 1, shift 0, running mean 0 and variance 1, elementwise
+/// biases (Add, Sub) 0 and scales (Mul) 1. Constants that are not parameters
+/// are kept. Deterministic in `seed` and parameter names.
 pub fn reinitialise(graph: &mut Graph, program: &Program, seed: u64) -> Result<(), TrainError> {
-    let mut bn_scale = std::collections::HashSet::new();
+    let mut ones = HashSet::new();
+    let mut zeros = HashSet::new();
     for id in graph.node_ids() {
-        if let Op::BatchNorm(_) = graph.node(id).op {
-            bn_scale.insert(graph.node(id).inputs[1].node);
+        let node = graph.node(id);
+        match &node.op {
+            Op::BatchNorm(_) => {
+                ones.insert(node.inputs[1].node);
+            }
+            Op::Binary(b) => {
+                for (slot, o) in node.inputs.iter().enumerate() {
+                    if elementwise_parameter(graph, id, slot) {
+                        if b.op == BinaryOp::Mul {
+                            ones.insert(o.node);
+                        } else {
+                            zeros.insert(o.node);
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
     for spec in program.params() {
@@ -24,8 +43,8 @@ pub fn reinitialise(graph: &mut Graph, program: &Program, seed: u64) -> Result<(
             Role::Fixed => continue,
             Role::RunningMean => vec![0.0; n],
             Role::RunningVar => vec![1.0; n],
-            Role::Learnable if bn_scale.contains(&spec.node) => vec![1.0; n],
-            Role::Learnable if spec.shape.len() < 2 => vec![0.0; n],
+            Role::Learnable if ones.contains(&spec.node) => vec![1.0; n],
+            Role::Learnable if zeros.contains(&spec.node) || spec.shape.len() < 2 => vec![0.0; n],
             Role::Learnable => {
                 let fan_in = fan_in(graph, spec.node, &spec.shape);
                 let bound = (6.0 / fan_in.max(1) as f32).sqrt();

@@ -18,13 +18,17 @@ use crate::error::TrainError;
 /// What a parameter slot holds and how training treats it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
-    /// Updated by the optimizer (conv, linear and BatchNorm scale/shift weights).
+    /// Updated by the optimizer: conv, Gemm and MatMul weights and biases,
+    /// BatchNorm scale and shift, and float constants of more than one
+    /// element that an Add, Sub or Mul applies to a computed value of their
+    /// broadcast shape (a bias after a MatMul, a per-channel scale).
     Learnable,
     /// A BatchNorm running mean, updated from batch statistics in training mode.
     RunningMean,
     /// A BatchNorm running variance, updated from batch statistics in training mode.
     RunningVar,
-    /// A constant operand that is never changed.
+    /// A constant operand that is never changed: shape operands and scalars
+    /// such as the 3 of `x + 3`.
     Fixed,
 }
 
@@ -244,6 +248,7 @@ fn param_roles(graph: &Graph) -> HashMap<NodeId, Role> {
             }
             let role = match (&node.op, slot) {
                 (Op::Conv(_), 1 | 2) | (Op::Gemm(_), 1 | 2) | (Op::MatMul(_), _) => Role::Learnable,
+                (Op::Binary(_), _) if elementwise_parameter(graph, id, slot) => Role::Learnable,
                 (Op::BatchNorm(_), 1 | 2) => Role::Learnable,
                 (Op::BatchNorm(_), 3) => Role::RunningMean,
                 (Op::BatchNorm(_), 4) => Role::RunningVar,
@@ -256,6 +261,30 @@ fn param_roles(graph: &Graph) -> HashMap<NodeId, Role> {
         }
     }
     roles
+}
+
+/// Whether input `slot` of the Add, Sub or Mul `id` is a learned bias or
+/// scale: a float constant of more than one element, read beside a computed
+/// value that it broadcasts to without widening (a bias vector after a
+/// MatMul, a per-channel scale).
+pub(crate) fn elementwise_parameter(graph: &Graph, id: NodeId, slot: usize) -> bool {
+    let node = graph.node(id);
+    let Op::Binary(b) = &node.op else { return false };
+    if !matches!(b.op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) || node.inputs.len() != 2 {
+        return false;
+    }
+    let (konst, other) = (node.inputs[slot], node.inputs[1 - slot]);
+    let Op::Const(t) = &graph.node(konst.node).op else {
+        return false;
+    };
+    if t.dtype() != DType::F32 || t.shape().iter().product::<usize>() < 2 {
+        return false;
+    }
+    if matches!(graph.node(other.node).op, Op::Const(_)) {
+        return false;
+    }
+    let Some(value) = graph.fact(other) else { return false };
+    value.rank() >= t.shape().len() && node.outputs.first().is_some_and(|f| f.shape == value.shape)
 }
 
 impl Lowering<'_> {

@@ -107,7 +107,8 @@ const EPOCH_SALT: u64 = 0x4570_6f63_6853_6875;
 
 impl<'a> Session<'a> {
     /// Lowers `graph`, loads its weights and prepares the data split and
-    /// normalisation for `recipe`. `teacher` is required when the recipe distils.
+    /// normalisation for `recipe`. `teacher` is required when the recipe
+    /// distils; a crop padding must be smaller than the model's input side.
     pub fn new(
         graph: &Graph,
         data: &'a dyn Dataset,
@@ -117,6 +118,17 @@ impl<'a> Session<'a> {
     ) -> Result<Session<'a>, TrainError> {
         check_recipe(&recipe)?;
         let program = lower(graph)?;
+        let [_, h, w] = program.input_shape();
+        let pad = recipe.augment.crop_padding;
+        if pad > 0 && pad >= h.min(w) {
+            return Err(TrainError::Option {
+                key: "augment",
+                reason: format!(
+                    "crop:{pad} pads the model's {h}x{w} input by at least its side; use a padding below {}",
+                    h.min(w)
+                ),
+            });
+        }
         if program.classes() != data.classes() {
             return Err(TrainError::ClassMismatch {
                 model: program.classes(),

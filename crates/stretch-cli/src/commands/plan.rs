@@ -25,7 +25,7 @@ use std::path::PathBuf;
 ///
 /// Writes a versioned JSON plan (stretch.plan/1) with -o; --explain lists
 /// every candidate and the constraint that removed it; --all-combinations
-/// compares every processor combination of the device.
+/// compares every combination of the processors.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -42,8 +42,8 @@ pub struct Args {
     #[arg(long)]
     pub explain: bool,
 
-    /// Predict every combination of the device's processors and print their
-    /// speedup over the fastest single processor.
+    /// Predict every combination of the processors (--processors, else all
+    /// the device has) and print their speedup over the fastest single one.
     #[arg(long, conflicts_with = "out")]
     pub all_combinations: bool,
 
@@ -161,7 +161,7 @@ pub fn run(args: Args) -> Result<()> {
     let model = args.search.model()?;
     let mut out = std::io::stdout().lock();
     if args.all_combinations {
-        let all = model.processors();
+        let all = args.search.processors(&model);
         let (full, _) = args.search.plan(&graph, &label, &all, false)?;
         let best_single = full.totals.original_ms[&full.totals.fastest_single];
         let mut bars = Vec::new();

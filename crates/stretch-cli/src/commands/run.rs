@@ -73,7 +73,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let x = Tensor::from_shape(&array.shape, &array.data)?.into_tvalue();
     let start = Instant::now();
-    let (outputs, trace) = rt.run_traced(vec![x])?;
+    let (outputs, trace) = rt.run_traced(vec![x]).with_context(|| format!("cannot run {label}"))?;
     let spans = trace.spans;
     let elapsed = start.elapsed();
     let mut out = std::io::stdout().lock();

@@ -43,13 +43,14 @@ pub struct Args {
     #[arg(long, value_name = "TEACHER.onnx")]
     pub teacher: Option<PathBuf>,
 
-    /// Weight of the teacher's soft labels (the true labels get 1 - alpha).
-    #[arg(long, default_value_t = 0.5)]
-    pub kd_alpha: f64,
+    /// With --teacher: weight of the teacher's soft labels, in [0, 1] (the
+    /// true labels get 1 - alpha) [default: 0.5].
+    #[arg(long, value_name = "ALPHA")]
+    pub kd_alpha: Option<f64>,
 
-    /// Distillation temperature.
-    #[arg(long, default_value_t = 4.0)]
-    pub kd_temperature: f64,
+    /// With --teacher: distillation temperature, positive [default: 4.0].
+    #[arg(long, value_name = "T")]
+    pub kd_temperature: Option<f64>,
 
     /// If the model's classifier has another number of outputs than the
     /// dataset has classes, replace it by a fresh one of the right size.
@@ -263,7 +264,37 @@ pub fn import_for_training(path: &Path) -> Result<Graph> {
     import_file(path, &ImportOptions::default()).with_context(|| format!("cannot import {}", path.display()))
 }
 
+/// The distillation settings of `--kd-alpha` and `--kd-temperature`: `None`
+/// without a teacher, where giving either is an error, as is a value out of
+/// range.
+fn distill(teacher: bool, alpha: Option<f64>, temperature: Option<f64>) -> Result<Option<Distill>> {
+    if let Some(a) = alpha
+        && !(0.0..=1.0).contains(&a)
+    {
+        bail!("--kd-alpha {a}: the teacher's weight must be in [0, 1]");
+    }
+    if let Some(t) = temperature
+        && !(t > 0.0 && t.is_finite())
+    {
+        bail!("--kd-temperature {t}: the temperature must be a positive number");
+    }
+    if !teacher {
+        if let Some(a) = alpha {
+            bail!("--kd-alpha {a} weights a teacher's soft labels; it needs --teacher TEACHER.onnx");
+        }
+        if let Some(t) = temperature {
+            bail!("--kd-temperature {t} softens a teacher's labels; it needs --teacher TEACHER.onnx");
+        }
+        return Ok(None);
+    }
+    Ok(Some(Distill {
+        alpha: alpha.unwrap_or(0.5),
+        temperature: temperature.unwrap_or(4.0),
+    }))
+}
+
 pub fn run(args: Args) -> Result<()> {
+    let distill = distill(args.teacher.is_some(), args.kd_alpha, args.kd_temperature)?;
     let mut graph = args.model.load()?;
     let set = load_dataset(&args.recipe, &graph)?;
     let program = training::lower(&graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
@@ -286,10 +317,6 @@ pub fn run(args: Args) -> Result<()> {
         Some(t) => Some(import_for_training(t)?),
         None => None,
     };
-    let distill = args.teacher.as_ref().map(|_| Distill {
-        alpha: args.kd_alpha,
-        temperature: args.kd_temperature,
-    });
     let recipe = args.recipe.recipe(distill)?;
     if args.resume.is_some() && args.stop_after.is_some_and(|s| s == 0) {
         bail!("--stop-after 0 would not train at all");

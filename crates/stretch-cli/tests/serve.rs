@@ -1,0 +1,223 @@
+//! `stretch serve` and `stretch simulate`: a real multi-DNN run on tiny zoo
+//! models with an accelerator-like processor and an outage (nothing lost,
+//! every output equal to the whole-model reference), the simulator on a
+//! device profile, and one clear error line for each bad input.
+
+mod common;
+
+use common::{scratch, stretch, stretch_ok};
+use std::path::Path;
+
+fn zoo(dir: &Path) {
+    let m = dir.join("mini.onnx");
+    stretch_ok(&[
+        "zoo",
+        "resnet-mini",
+        "--input-size",
+        "32",
+        "--classes",
+        "10",
+        "-o",
+        m.to_str().unwrap(),
+    ]);
+    let b = dir.join("mb.onnx");
+    stretch_ok(&[
+        "zoo",
+        "mbnet-mini",
+        "--input-size",
+        "32",
+        "--classes",
+        "10",
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+}
+
+const CONFIG: &str = r#"
+[[processor]]
+name = "cpu0"
+kind = "pool"
+[[processor]]
+name = "npu"
+kind = "pool"
+unsupported = ["Gemm", "DepthwiseConv"]
+accelerator = true
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn serve_survives_an_outage_with_every_output_checked() {
+    let dir = scratch("serve-outage");
+    zoo(&dir);
+    let rc = write(&dir, "rt.toml", CONFIG);
+    let w = write(
+        &dir,
+        "w.toml",
+        r#"
+seed = 1
+duration_s = 2.5
+slo_multiplier = 4
+[[app]]
+name = "a"
+model = "mini.onnx"
+arrival = "periodic"
+fps = 40
+[[app]]
+name = "b"
+model = "mb.onnx"
+arrival = "poisson"
+rate = 30
+[[outage]]
+processor = "npu"
+at_s = 0.5
+for_s = 1
+"#,
+    );
+    let out = stretch_ok(&[
+        "serve",
+        "--workload",
+        &w,
+        "--runtime-config",
+        &rc,
+        "--compare",
+        "lst,fixed,rr,sel,heft",
+        "--json",
+        "--isolated-runs",
+        "3",
+    ]);
+    let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let reports = reports.as_array().unwrap();
+    assert_eq!(reports.len(), 5);
+    for r in reports {
+        assert_eq!(r["kind"], "measured");
+        assert!(r["requests"].as_u64().unwrap() > 50, "{r}");
+        assert_eq!(r["lost"], 0, "{r}");
+        assert_eq!(r["completed"], r["requests"], "{r}");
+        assert_eq!(r["outputs_checked"], r["completed"], "{r}");
+        assert_eq!(r["mismatches"], 0, "{r}");
+    }
+}
+
+#[test]
+fn simulate_runs_every_policy_on_a_device_profile() {
+    let dir = scratch("simulate");
+    zoo(&dir);
+    let w = write(
+        &dir,
+        "w.toml",
+        "seed = 2\nduration_s = 30\nslo_multiplier = 2\n[[app]]\nmodel = \"mini.onnx\"\narrival = \"periodic\"\nfps = 200\n\
+         [[app]]\nmodel = \"mb.onnx\"\narrival = \"frame\"\nper_frame = 2\n",
+    );
+    let device = common::repo().join("configs/devices/host.toml");
+    let out = stretch_ok(&[
+        "simulate",
+        "--workload",
+        &w,
+        "--device",
+        device.to_str().unwrap(),
+        "--compare",
+        "lst,fixed,rr,sel,heft,lst-whole",
+        "--json",
+    ]);
+    let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for r in reports.as_array().unwrap() {
+        assert_eq!(r["kind"], "simulated");
+        assert!(r["completed"].as_u64().unwrap() > 1000, "{r}");
+        assert!(r["fps"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let again = stretch_ok(&[
+        "simulate",
+        "--workload",
+        &w,
+        "--device",
+        device.to_str().unwrap(),
+        "--compare",
+        "lst,fixed,rr,sel,heft,lst-whole",
+        "--json",
+    ]);
+    let strip = |s: &str| -> Vec<(String, String)> {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["apps"].to_string(), r["throughput_rps"].to_string()))
+            .collect()
+    };
+    assert_eq!(strip(&out), strip(&again), "simulation is not deterministic");
+}
+
+#[test]
+fn bad_inputs_fail_with_one_line() {
+    let dir = scratch("serve-errors");
+    zoo(&dir);
+    let rc = write(&dir, "rt.toml", CONFIG);
+    let conv_only = write(
+        &dir,
+        "conv.toml",
+        "[[processor]]\nname = \"npu\"\nkind = \"pool\"\nsupports = [\"Conv\"]\n",
+    );
+    let good = "duration_s = 1\n[[app]]\nmodel = \"mini.onnx\"\narrival = \"closed\"\n";
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                write(
+                    &dir,
+                    "missing.toml",
+                    "duration_s = 1\n[[app]]\nmodel = \"nope.onnx\"\narrival = \"closed\"\n",
+                ),
+                rc.clone(),
+            ],
+            "app[0].model",
+        ),
+        (
+            vec![
+                write(&dir, "good.toml", good),
+                rc.clone(),
+                "--policy".into(),
+                "fastest".into(),
+            ],
+            "unknown policy 'fastest'",
+        ),
+        (
+            vec![
+                write(&dir, "proc.toml", &format!("{good}processor = \"gpu\"\n")),
+                rc.clone(),
+            ],
+            "unknown processor 'gpu'",
+        ),
+        (
+            vec![write(&dir, "good2.toml", good), conv_only],
+            "is supported by no configured processor",
+        ),
+        (
+            vec![write(&dir, "slo.toml", &format!("{good}slo_ms = 0\n")), rc.clone()],
+            "app[0].slo_ms",
+        ),
+        (
+            vec![write(&dir, "bad.toml", "duration_s = [\n"), rc.clone()],
+            "bad.toml",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut full = vec![
+            "serve".to_string(),
+            "--workload".into(),
+            args[0].clone(),
+            "--runtime-config".into(),
+            args[1].clone(),
+        ];
+        full.extend(args[2..].iter().cloned());
+        let full: Vec<&str> = full.iter().map(String::as_str).collect();
+        let out = stretch(&full);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{full:?} succeeded");
+        assert!(err.contains(want), "{full:?}: {err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
