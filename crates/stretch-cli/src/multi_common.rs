@@ -2,14 +2,106 @@
 //! traces and plots.
 
 use anyhow::{Context, Result, bail};
+use clap::Args;
 use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
 use scheduler_rt::multi::policy::PolicyOptions;
 use scheduler_rt::multi::report::{Report, RunLog};
-use scheduler_rt::multi::workload::{Slo, Workload};
+use scheduler_rt::multi::workload::{Arrival, Slo, Workload};
 use scheduler_rt::multi::{POLICY_NAMES, Policy, policy_by_name};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The policy sweep and outputs `serve` and `simulate` share.
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole.
+    #[arg(long, default_value = "lst")]
+    pub policy: String,
+
+    /// Run the same workload under each of these policies (comma-separated)
+    /// and print one table.
+    #[arg(long, value_name = "P1,P2,...")]
+    pub compare: Option<String>,
+
+    /// Run once per SLO multiplier (x each model's isolated p99 on its
+    /// fastest processor), replacing the workload's multiplier SLOs.
+    #[arg(long = "slo-multipliers", value_name = "M1,M2,...")]
+    pub slo_multipliers: Option<String>,
+
+    /// Override the workload's duration_s.
+    #[arg(long = "duration-s")]
+    pub duration_s: Option<f64>,
+
+    /// Print the reports as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write a Chrome trace of the last run (one track per processor).
+    #[arg(long, value_name = "T.json")]
+    pub trace: Option<PathBuf>,
+
+    /// Write an SVG of SLO satisfaction against the multiplier per policy.
+    #[arg(long, value_name = "P.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+impl SweepArgs {
+    /// The policies to run: `--compare`, else `--policy`.
+    pub fn policies(&self) -> Result<Vec<String>> {
+        policy_list(self.compare.as_deref().unwrap_or(&self.policy))
+    }
+}
+
+/// The report of one run of `w` under policy `p`: over the arrival window,
+/// or until the last job finished when the workload counts requests.
+pub fn report_for(
+    kind: &'static str,
+    p: &str,
+    w: &Workload,
+    slo: &[Option<f64>],
+    names: &[String],
+    log: &RunLog,
+) -> Report {
+    let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
+    let apps: Vec<(String, Option<f64>)> = w.apps.iter().map(|x| x.name.clone()).zip(slo.iter().copied()).collect();
+    let frames = w.apps.iter().any(|x| matches!(x.arrival, Arrival::Frame { .. }));
+    Report::new(kind, p, &apps, names, log, duration, frames)
+}
+
+/// Prints the reports (JSON, or a table when there are several; a single
+/// report was printed as it finished) and writes the trace of the last run
+/// and the plot. `kind` is `measured` or `simulated`; `footer` follows the table.
+pub fn emit(
+    args: &SweepArgs,
+    kind: &str,
+    footer: &str,
+    rows: &[(Option<f64>, Report)],
+    last: Option<&RunLog>,
+    names: &[String],
+    w: &Workload,
+) -> Result<()> {
+    if args.json {
+        let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else if rows.len() > 1 {
+        print!("{}", compare_table(rows));
+        println!("{footer}");
+    }
+    if let (Some(path), Some(log)) = (&args.trace, last) {
+        let apps: Vec<String> = w.apps.iter().map(|x| x.name.clone()).collect();
+        write(path, &serde_json::to_string(&chrome_trace(log, names, &apps, kind))?)?;
+    }
+    if let Some(path) = &args.plot {
+        let tool = if kind == "measured" {
+            "stretch serve"
+        } else {
+            "stretch simulate"
+        };
+        write(path, &plot_svg(&format!("SLO satisfaction ({kind}, {tool})"), rows))?;
+    }
+    Ok(())
+}
 
 /// Policy names accepted on the command line: [`POLICY_NAMES`], `rr`, and
 /// `lst-whole` (LST over whole-model subgraphs only).

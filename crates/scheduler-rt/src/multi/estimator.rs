@@ -184,7 +184,7 @@ mod tests {
     fn unmeasured_candidates_scale_by_flops_plus_beta_bytes() {
         let models = one_model();
         let mut e = Estimator::new(EstimatorParams::default(), &[false, true], &models);
-        let big = models[0].largest();
+        let big = models[0].largest_on(1).unwrap();
         e.set_base(0, big, 1, 8.0);
         let other = (0..models[0].candidates.len()).find(|c| *c != big).unwrap();
         let c = &models[0].candidates[other];

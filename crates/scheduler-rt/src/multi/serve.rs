@@ -229,10 +229,7 @@ impl Server {
     pub fn register(&self, estimator: &mut Estimator) -> Result<(), RuntimeError> {
         for (m, model) in self.models.iter().enumerate() {
             for w in 0..self.workers.len() {
-                let Some(c) = (0..model.units.candidates.len())
-                    .filter(|c| model.units.candidates[*c].support.contains(w))
-                    .max_by_key(|c| model.units.candidates[*c].flops)
-                else {
+                let Some(c) = model.units.largest_on(w) else {
                     continue;
                 };
                 let inputs = self.candidate_inputs(m, c)?;
@@ -251,13 +248,9 @@ impl Server {
     pub fn isolated_p99(&self, m: usize, w: usize, runs: usize) -> Result<Option<f64>, RuntimeError> {
         let model = &self.models[m];
         let all = super::ProcSet::from_iter(0..self.workers.len());
-        let mut steps = Vec::new();
-        for r in 0..model.units.regions.len() {
-            match model.units.fixed_plan(r, model.units.regions[r].units.start, w, all) {
-                Some(s) => steps.extend(s),
-                None => return Ok(None),
-            }
-        }
+        let Some(steps) = model.units.isolated_plan(w, all) else {
+            return Ok(None);
+        };
         let mut times = Vec::new();
         for k in 0..=runs {
             let mut values: HashMap<Outlet, Value> = model.input.iter().cloned().collect();

@@ -79,16 +79,12 @@ impl ModelUnits {
         self.index.get(&(first, last)).copied()
     }
 
-    /// The candidate with the most FLOPs (Band profiles it first).
-    pub fn largest(&self) -> usize {
+    /// The candidate with the most FLOPs that processor `p` can run (Band
+    /// times it at registration), if there is one.
+    pub fn largest_on(&self, p: usize) -> Option<usize> {
         (0..self.candidates.len())
-            .max_by_key(|c| {
-                (
-                    self.candidates[*c].flops,
-                    self.candidates[*c].last - self.candidates[*c].first,
-                )
-            })
-            .unwrap_or(0)
+            .filter(|c| self.candidates[*c].support.contains(p))
+            .max_by_key(|c| self.candidates[*c].flops)
     }
 
     /// Candidates of the whole region `r`, if one exists.
@@ -124,6 +120,17 @@ impl ModelUnits {
             };
             steps.push((c, w));
             i = j + 1;
+        }
+        Some(steps)
+    }
+
+    /// [`ModelUnits::fixed_plan`] of every region from its start, in region
+    /// order: the model run alone on `p` with fallbacks (`None` if some run
+    /// has no processor in `available`).
+    pub fn isolated_plan(&self, p: usize, available: ProcSet) -> Option<Vec<(usize, usize)>> {
+        let mut steps = Vec::new();
+        for (r, region) in self.regions.iter().enumerate() {
+            steps.extend(self.fixed_plan(r, region.units.start, p, available)?);
         }
         Some(steps)
     }

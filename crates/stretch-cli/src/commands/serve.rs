@@ -1,10 +1,9 @@
 //! `stretch serve`: several models' requests on real workers (Band).
 
-use crate::multi_common::{self as mc, compare_table, plot_svg};
+use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::report::Report;
 use scheduler_rt::multi::serve::Server;
 use scheduler_rt::multi::{OpSupport, Scheduler};
 use scheduler_rt::{ProcessorConfig, RuntimeConfig, default_factory};
@@ -38,23 +37,8 @@ pub struct Args {
     #[arg(long = "processor", value_name = "SPEC")]
     pub processors: Vec<ProcessorConfig>,
 
-    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole.
-    #[arg(long, default_value = "lst")]
-    pub policy: String,
-
-    /// Run the same workload under each of these policies (comma-separated)
-    /// and print one table.
-    #[arg(long, value_name = "P1,P2,...")]
-    pub compare: Option<String>,
-
-    /// Run once per SLO multiplier (x each model's isolated p99 on its
-    /// fastest processor), replacing the workload's multiplier SLOs.
-    #[arg(long = "slo-multipliers", value_name = "M1,M2,...")]
-    pub slo_multipliers: Option<String>,
-
-    /// Override the workload's duration_s.
-    #[arg(long = "duration-s")]
-    pub duration_s: Option<f64>,
+    #[command(flatten)]
+    pub sweep: mc::SweepArgs,
 
     /// Isolated runs per model and processor for the SLO base (p99).
     #[arg(long = "isolated-runs", default_value_t = 20)]
@@ -63,18 +47,6 @@ pub struct Args {
     /// Skip comparing every output with the whole-model onnxruntime reference.
     #[arg(long = "no-check")]
     pub no_check: bool,
-
-    /// Print the reports as JSON.
-    #[arg(long)]
-    pub json: bool,
-
-    /// Write a Chrome trace of the last run (one track per processor).
-    #[arg(long, value_name = "T.json")]
-    pub trace: Option<PathBuf>,
-
-    /// Write an SVG of SLO satisfaction against the multiplier per policy.
-    #[arg(long, value_name = "P.svg")]
-    pub plot: Option<PathBuf>,
 
     /// Save the measured latency of every (model, candidate, processor)
     /// for `stretch simulate --latencies`.
@@ -127,11 +99,11 @@ pub fn processors(
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let policies = mc::policy_list(a.compare.as_deref().unwrap_or(&a.policy))?;
-    let multipliers = mc::multipliers(&a.slo_multipliers)?;
+    let policies = a.sweep.policies()?;
+    let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
-    let workload = mc::load_workload(&a.workload, &names, a.duration_s)?;
+    let workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
     for p in &policies {
         mc::make_policy(p, &workload, &names)?;
     }
@@ -214,41 +186,25 @@ pub fn run(a: Args) -> Result<()> {
                 e.0 += s.end_ms - s.start_ms;
                 e.1 += 1;
             }
-            let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
-            let apps: Vec<(String, Option<f64>)> =
-                w.apps.iter().map(|x| x.name.clone()).zip(slo.iter().copied()).collect();
-            let has_frames = w
-                .apps
-                .iter()
-                .any(|x| matches!(x.arrival, scheduler_rt::multi::workload::Arrival::Frame { .. }));
-            let mut report = Report::new("measured", p, &apps, &names, &log, duration, has_frames);
-            report.policy = p.clone();
-            if !a.json && multipliers.len() * policies.len() == 1 {
+            let report = mc::report_for("measured", p, &w, &slo, &names, &log);
+            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
                 print!("{}", report.text());
             }
             rows.push((*m, report));
             last_log = Some(log);
         }
     }
-    if a.json {
-        let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    } else if rows.len() > 1 {
-        print!("{}", compare_table(&rows));
-        println!(
-            "(measured on this machine; SLO met = share of completed requests within their SLO; late requests still ran)"
-        );
-    }
-    if let (Some(path), Some(log)) = (&a.trace, &last_log) {
-        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
-        mc::write(
-            path,
-            &serde_json::to_string(&mc::chrome_trace(log, &names, &apps, "measured"))?,
-        )?;
-    }
-    if let Some(path) = &a.plot {
-        mc::write(path, &plot_svg("SLO satisfaction (measured, stretch serve)", &rows))?;
-    }
+    let footer =
+        "(measured on this machine; SLO met = share of completed requests within their SLO; late requests still ran)";
+    mc::emit(
+        &a.sweep,
+        "measured",
+        footer,
+        &rows,
+        last_log.as_ref(),
+        &names,
+        &workload,
+    )?;
     if let Some(path) = &a.save_latencies {
         let truth = sums
             .iter()

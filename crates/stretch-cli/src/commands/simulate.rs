@@ -1,15 +1,13 @@
 //! `stretch simulate`: the multi-DNN scheduler on simulated processors.
 
 use super::serve::{Measured, processors};
-use crate::multi_common::{self as mc, compare_table, plot_svg};
+use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use predictor::{DeviceModel, LatencyModel};
 use scheduler_rt::ProcessorConfig;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::report::Report;
 use scheduler_rt::multi::sim::{SimOptions, simulate};
-use scheduler_rt::multi::workload::Arrival;
 use scheduler_rt::multi::{ModelUnits, OpSupport, ProcSet, Scheduler, analyze};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -42,21 +40,8 @@ pub struct Args {
     #[arg(long = "processor", value_name = "SPEC")]
     pub processors: Vec<ProcessorConfig>,
 
-    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole.
-    #[arg(long, default_value = "lst")]
-    pub policy: String,
-
-    /// Simulate under each of these policies (comma-separated), one table.
-    #[arg(long, value_name = "P1,P2,...")]
-    pub compare: Option<String>,
-
-    /// One run per SLO multiplier (x isolated p99 on the fastest processor).
-    #[arg(long = "slo-multipliers", value_name = "M1,M2,...")]
-    pub slo_multipliers: Option<String>,
-
-    /// Override the workload's duration_s.
-    #[arg(long = "duration-s")]
-    pub duration_s: Option<f64>,
+    #[command(flatten)]
+    pub sweep: mc::SweepArgs,
 
     /// Relative spread of each run's latency (log-normal), e.g. 0.05.
     #[arg(long, default_value_t = 0.0)]
@@ -70,17 +55,6 @@ pub struct Args {
     /// Seed of the noise.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-
-    #[arg(long)]
-    pub json: bool,
-
-    /// Chrome trace of the last run.
-    #[arg(long, value_name = "T.json")]
-    pub trace: Option<PathBuf>,
-
-    /// SVG of SLO satisfaction against the multiplier per policy.
-    #[arg(long, value_name = "P.svg")]
-    pub plot: Option<PathBuf>,
 }
 
 struct Setup {
@@ -188,19 +162,13 @@ fn from_measured(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
 /// the first processor that has them.
 fn isolated_ms(u: &ModelUnits, truth: &[Vec<f64>], w: usize, n: usize) -> f64 {
     let all = ProcSet::from_iter(0..n);
-    let mut total = 0.0;
-    for r in 0..u.regions.len() {
-        match u.fixed_plan(r, u.regions[r].units.start, w, all) {
-            Some(steps) => total += steps.iter().map(|(c, p)| truth[*c][*p]).sum::<f64>(),
-            None => return f64::INFINITY,
-        }
-    }
-    total
+    u.isolated_plan(w, all)
+        .map_or(f64::INFINITY, |steps| steps.iter().map(|(c, p)| truth[*c][*p]).sum())
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let policies = mc::policy_list(a.compare.as_deref().unwrap_or(&a.policy))?;
-    let multipliers = mc::multipliers(&a.slo_multipliers)?;
+    let policies = a.sweep.policies()?;
+    let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     if !(a.noise >= 0.0 && a.noise.is_finite() && a.contention >= 1.0 && a.contention.is_finite()) {
         bail!("--noise must be >= 0 and --contention >= 1");
     }
@@ -211,7 +179,7 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         from_device(&a, &graphs)?
     };
-    let workload = mc::load_workload(&a.workload, &setup.names, a.duration_s)?;
+    let workload = mc::load_workload(&a.workload, &setup.names, a.sweep.duration_s)?;
     let n = setup.names.len();
     let isolated: Vec<f64> = match &setup.isolated {
         Some(v) => v.clone(),
@@ -226,10 +194,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut base = Estimator::new(EstimatorParams::default(), &setup.accel, &setup.units);
     for (m, u) in setup.units.iter().enumerate() {
         for w in 0..n {
-            if let Some(c) = (0..u.candidates.len())
-                .filter(|c| u.candidates[*c].support.contains(w))
-                .max_by_key(|c| u.candidates[*c].flops)
-            {
+            if let Some(c) = u.largest_on(w) {
                 base.set_base(m, c, w, setup.truth[m][c][w]);
             }
         }
@@ -251,43 +216,32 @@ pub fn run(a: Args) -> Result<()> {
             let t = Instant::now();
             let log = simulate(&mut sched, &w, slo.clone(), &setup.truth, options)?;
             let wall = t.elapsed().as_secs_f64();
-            let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
-            let apps: Vec<(String, Option<f64>)> =
-                w.apps.iter().map(|x| x.name.clone()).zip(slo.iter().copied()).collect();
-            let frames = w.apps.iter().any(|x| matches!(x.arrival, Arrival::Frame { .. }));
-            let report = Report::new("simulated", p, &apps, &setup.names, &log, duration, frames);
-            if !a.json && rows.is_empty() && multipliers.len() * policies.len() == 1 {
+            let report = mc::report_for("simulated", p, &w, &slo, &setup.names, &log);
+            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
                 print!("{}", report.text());
             }
             eprintln!(
                 "[{p}{}] simulated {:.1} s in {:.3} s",
                 m.map_or(String::new(), |m| format!(" x{m}")),
-                duration / 1e3,
+                report.duration_s,
                 wall
             );
             rows.push((*m, report));
             last = Some(log);
         }
     }
-    if a.json {
-        let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    } else if rows.len() > 1 {
-        print!("{}", compare_table(&rows));
-        println!(
-            "(simulated: {}; SLO met = share of completed requests within their SLO)",
-            setup.source
-        );
-    }
-    if let (Some(path), Some(log)) = (&a.trace, &last) {
-        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
-        mc::write(
-            path,
-            &serde_json::to_string(&mc::chrome_trace(log, &setup.names, &apps, "simulated"))?,
-        )?;
-    }
-    if let Some(path) = &a.plot {
-        mc::write(path, &plot_svg("SLO satisfaction (simulated, stretch simulate)", &rows))?;
-    }
+    let footer = format!(
+        "(simulated: {}; SLO met = share of completed requests within their SLO)",
+        setup.source
+    );
+    mc::emit(
+        &a.sweep,
+        "simulated",
+        &footer,
+        &rows,
+        last.as_ref(),
+        &setup.names,
+        &workload,
+    )?;
     Ok(())
 }
