@@ -320,25 +320,33 @@ fn lst_picks_the_least_slack_job_of_band_fig_12() {
     assert_eq!((d[0].job, d[0].candidate, d[0].worker), (1, ab, NPU));
 }
 
-/// A job that can no longer meet its SLO is queued on its best worker
-/// though it is busy; one that still can waits in the global queue.
+/// A job that can no longer meet its SLO yields to one that still can,
+/// even from the queue's head with the least slack, and runs once a worker
+/// is free: it is counted late, never dropped.
 #[test]
-fn lst_sends_late_jobs_to_a_busy_worker_and_lets_others_wait() {
+fn lst_runs_late_jobs_after_feasible_ones_and_never_drops_them() {
     let support = [OpSupport::All, OpSupport::All];
     let models = vec![model(&[UnaryOp::Relu], &support)];
     let mut e = Estimator::new(EstimatorParams::default(), &[false, true], &models);
     set(&mut e, &models, 0, (0, 0), CPU, 50.0);
     set(&mut e, &models, 0, (0, 0), NPU, 5.0);
     let mut s = Scheduler::new(models, &names(2), Box::new(Lst::new(false)), e);
-    s.submit(spec(0, 0.0, None));
-    assert_eq!(s.schedule(0.0).unwrap()[0].worker, NPU);
-    let relaxed = s.submit(spec(0, 1.0, Some(100.0)));
-    let late = s.submit(spec(0, 1.0, Some(8.0)));
-    assert!(s.schedule(1.0).unwrap().is_empty());
-    let local: Vec<u64> = s.workers()[NPU].local.iter().map(|r| r.task.job).collect();
-    assert_eq!(local, [late]);
-    assert_eq!(s.queue().map(|t| t.job).collect::<Vec<_>>(), [relaxed]);
+    let late = s.submit(spec(0, 0.0, Some(3.0)));
+    let feasible = s.submit(spec(0, 0.0, Some(100.0)));
+    let d = s.schedule(0.0).unwrap();
+    assert_eq!(
+        d.iter().map(|d| (d.job, d.worker)).collect::<Vec<_>>(),
+        [(feasible, NPU)]
+    );
+    assert_eq!(s.queue().map(|t| t.job).collect::<Vec<_>>(), [late]);
     assert!(s.workers()[CPU].idle());
+    let done = s.finish(5.0, NPU, d[0].seq, Some(5.0)).unwrap();
+    assert!(done.met_slo());
+    let d = s.schedule(5.0).unwrap();
+    assert_eq!(d.iter().map(|d| (d.job, d.worker)).collect::<Vec<_>>(), [(late, NPU)]);
+    let done = s.finish(10.0, NPU, d[0].seq, Some(5.0)).unwrap();
+    assert_eq!(done.job, late);
+    assert!(!done.met_slo());
 }
 
 /// With `whole_model_only` the region's remainder runs as one subgraph

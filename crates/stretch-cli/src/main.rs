@@ -8,6 +8,7 @@ mod curve;
 mod format;
 mod gantt;
 mod interference;
+mod latencies;
 mod model_args;
 mod multi_common;
 mod panics;

@@ -318,6 +318,15 @@ pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str)
             "args": {"app": s.app, "job": s.job, "candidate": s.candidate, "counted": s.counted},
         }));
     }
+    for o in &log.outages {
+        let marks = std::iter::once(("went away", o.down_ms)).chain(o.up_ms.map(|u| ("came back", u)));
+        for (what, at) in marks {
+            events.push(serde_json::json!({
+                "name": format!("{} {what}", names.get(o.worker).map_or("?", |n| n.as_str())),
+                "cat": "outage", "ph": "i", "s": "g", "pid": 1, "tid": o.worker, "ts": at * 1e3,
+            }));
+        }
+    }
     serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
 }
 

@@ -100,6 +100,13 @@ for_s = 1
         assert_eq!(r["completed"], r["requests"], "{r}");
         assert_eq!(r["outputs_checked"], r["completed"], "{r}");
         assert_eq!(r["mismatches"], 0, "{r}");
+        let o = &r["outages"][0];
+        assert_eq!(o["processor"], "npu", "{r}");
+        assert!(o["down_s"].as_f64().is_some_and(|d| (d - 0.5).abs() < 0.05), "{r}");
+        assert!(o["up_s"].as_f64().is_some_and(|u| (u - 1.5).abs() < 0.05), "{r}");
+        if r["policy"] == "lst" {
+            assert!(o["resumed_after_ms"].as_f64().is_some_and(|x| x < 1000.0), "{r}");
+        }
     }
 }
 
@@ -220,4 +227,103 @@ fn bad_inputs_fail_with_one_line() {
         assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+/// A branched model (plan + branch for two processors) served as one app:
+/// under `lst` its two branches of one request run at the same time on the
+/// two processors, and every output equals the whole-model reference.
+#[test]
+fn a_branched_model_runs_its_branches_in_parallel() {
+    let dir = scratch("serve-branched");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let host = common::repo().join("configs/devices/host.toml");
+    stretch_ok(&[
+        "zoo",
+        "resnet-mini",
+        "--input-size",
+        "96",
+        "--classes",
+        "10",
+        "-o",
+        &s(&dir.join("mini.onnx")),
+    ]);
+    let plan = dir.join("plan.json");
+    let branched = dir.join("branched.onnx");
+    stretch_ok(&[
+        "plan",
+        &s(&dir.join("mini.onnx")),
+        "--device",
+        &s(&host),
+        "--processors",
+        "cpu0,cpu1",
+        "-o",
+        &s(&plan),
+    ]);
+    stretch_ok(&[
+        "branch",
+        &s(&dir.join("mini.onnx")),
+        "--plan",
+        &s(&plan),
+        "--random-weights",
+        "3",
+        "-o",
+        &s(&branched),
+    ]);
+    let rc = write(
+        &dir,
+        "rt2.toml",
+        "[[processor]]\nname = \"cpu0\"\nkind = \"pool\"\n[[processor]]\nname = \"cpu1\"\nkind = \"pool\"\n",
+    );
+    let w = write(
+        &dir,
+        "wb.toml",
+        "seed = 1\nduration_s = 1.5\n[[app]]\nname = \"branched\"\nmodel = \"branched.onnx\"\narrival = \"closed\"\n",
+    );
+    let trace = dir.join("trace.json");
+    let out = stretch_ok(&[
+        "serve",
+        "--workload",
+        &w,
+        "--runtime-config",
+        &rc,
+        "--policy",
+        "lst",
+        "--json",
+        "--isolated-runs",
+        "3",
+        "--trace",
+        &s(&trace),
+    ]);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &r[0];
+    assert!(r["completed"].as_u64().unwrap() > 5, "{r}");
+    assert_eq!(r["outputs_checked"], r["completed"], "{r}");
+    assert_eq!(r["mismatches"], 0, "{r}");
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let spans: Vec<(u64, u64, f64, f64)> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            (
+                e["args"]["job"].as_u64().unwrap(),
+                e["tid"].as_u64().unwrap(),
+                ts,
+                ts + e["dur"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let parallel = spans
+        .iter()
+        .filter(|a| spans.iter().any(|b| a.0 == b.0 && a.1 != b.1 && a.2 < b.3 && b.2 < a.3))
+        .map(|a| a.0)
+        .collect::<std::collections::BTreeSet<_>>();
+    assert!(
+        parallel.len() * 2 >= r["completed"].as_u64().unwrap() as usize,
+        "only {} of {} requests ran two subgraphs at once",
+        parallel.len(),
+        r["completed"]
+    );
 }

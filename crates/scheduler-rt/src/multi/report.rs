@@ -30,6 +30,59 @@ pub struct RunLog {
     /// Outputs compared with the reference, and how many differed.
     pub outputs_checked: usize,
     pub mismatches: usize,
+    /// Processors taken away and brought back during the run.
+    pub outages: Vec<Outage>,
+    /// Per finished subgraph, the driver's ms around the engine's: from
+    /// the hand-off to the worker to its start, and from its end to the
+    /// scheduler hearing of it.
+    pub dispatch_overhead_ms: Vec<f64>,
+}
+
+impl RunLog {
+    /// Records that `worker` went away (`up` false) or came back at `now`.
+    pub fn outage(&mut self, worker: usize, up: bool, now: f64) {
+        if !up {
+            self.outages.push(Outage {
+                worker,
+                down_ms: now,
+                up_ms: None,
+            });
+        } else if let Some(o) = self
+            .outages
+            .iter_mut()
+            .rev()
+            .find(|o| o.worker == worker && o.up_ms.is_none())
+        {
+            o.up_ms = Some(now);
+        }
+    }
+}
+
+/// A processor that went away at `down_ms` and came back at `up_ms`
+/// (`None`: still away when the run ended).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Outage {
+    pub worker: usize,
+    pub down_ms: f64,
+    pub up_ms: Option<f64>,
+}
+
+/// How a run went through one outage.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutageReport {
+    pub processor: String,
+    pub down_s: f64,
+    pub up_s: Option<f64>,
+    /// From the processor's return to the start of its first subgraph.
+    pub resumed_after_ms: Option<f64>,
+    /// Completed requests per second in the 5 s before the outage (or since
+    /// the start), during it, and in the first second after it.
+    pub before_rps: f64,
+    pub during_rps: f64,
+    pub after_rps: Option<f64>,
+    /// Back in use within 1 s and the first second after it completed at
+    /// least 90% of the rate before the outage.
+    pub recovered_within_1s: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -68,6 +121,44 @@ pub struct Report {
     pub per_second: Vec<usize>,
     pub outputs_checked: usize,
     pub mismatches: usize,
+    pub outages: Vec<OutageReport>,
+}
+
+/// Completed requests per second of `log` finishing in `[from, to)` ms.
+fn rate(log: &RunLog, from: f64, to: f64) -> f64 {
+    if to <= from {
+        return 0.0;
+    }
+    let n = log
+        .completed
+        .iter()
+        .filter(|c| c.finish_ms >= from && c.finish_ms < to)
+        .count();
+    n as f64 / ((to - from) / 1e3)
+}
+
+fn outage_report(log: &RunLog, o: &Outage, workers: &[String]) -> OutageReport {
+    let before_rps = rate(log, (o.down_ms - 5e3).max(0.0), o.down_ms);
+    let during_rps = rate(log, o.down_ms, o.up_ms.unwrap_or(log.end_ms));
+    let resumed_after_ms = o.up_ms.and_then(|up| {
+        log.spans
+            .iter()
+            .filter(|s| s.worker == o.worker && s.start_ms >= up)
+            .map(|s| s.start_ms - up)
+            .min_by(f64::total_cmp)
+    });
+    let after_rps = o.up_ms.map(|up| rate(log, up, up + 1e3));
+    OutageReport {
+        processor: workers.get(o.worker).cloned().unwrap_or_else(|| o.worker.to_string()),
+        down_s: o.down_ms / 1e3,
+        up_s: o.up_ms.map(|u| u / 1e3),
+        resumed_after_ms,
+        before_rps,
+        during_rps,
+        after_rps,
+        recovered_within_1s: resumed_after_ms.is_some_and(|r| r <= 1e3)
+            && after_rps.is_some_and(|a| a >= 0.9 * before_rps),
+    }
 }
 
 /// The `q`-quantile (nearest rank) of `v`; 0 for an empty slice.
@@ -160,6 +251,7 @@ impl Report {
             per_second,
             outputs_checked: log.outputs_checked,
             mismatches: log.mismatches,
+            outages: log.outages.iter().map(|o| outage_report(log, o, workers)).collect(),
         }
     }
 
@@ -203,6 +295,29 @@ impl Report {
                 s,
                 "outputs checked against the whole-model reference: {}, mismatches: {}",
                 self.outputs_checked, self.mismatches
+            );
+        }
+        for o in &self.outages {
+            let back = match (o.up_s, o.resumed_after_ms) {
+                (Some(u), Some(r)) => format!("back at {u:.1} s, running again {r:.0} ms later"),
+                (Some(u), None) => format!("back at {u:.1} s, not used again"),
+                _ => "not back before the end".to_string(),
+            };
+            let after = o
+                .after_rps
+                .map_or(String::new(), |a| format!(", {a:.1} in the first second after"));
+            let _ = writeln!(
+                s,
+                "outage of {} at {:.1} s: {back}; completed/s {:.1} before, {:.1} during{after}{}",
+                o.processor,
+                o.down_s,
+                o.before_rps,
+                o.during_rps,
+                if o.recovered_within_1s {
+                    " (recovered within 1 s)"
+                } else {
+                    " (not recovered within 1 s)"
+                }
             );
         }
         s

@@ -295,7 +295,7 @@ impl Server {
         };
         let (reply, results): (Sender<Done>, Receiver<Done>) = channel();
         let mut values: HashMap<JobId, HashMap<Outlet, Value>> = HashMap::new();
-        let mut flight: HashMap<u64, (JobId, usize, usize, usize)> = HashMap::new();
+        let mut flight: HashMap<u64, (JobId, usize, usize, usize, Instant)> = HashMap::new();
         let t0 = Instant::now();
         let now_ms = |t: Instant| (t - t0).as_secs_f64() * 1e3;
         let mut last_progress = 0.0;
@@ -305,7 +305,7 @@ impl Server {
                 let Some((_, w, up)) = outages.next() else { break };
                 if !up
                     && let Some(r) = &sched.workers()[w].running
-                    && let Some((job, app, _, c)) = flight.remove(&r.seq)
+                    && let Some((job, app, _, c, _)) = flight.remove(&r.seq)
                 {
                     log.spans.push(Span {
                         worker: w,
@@ -318,6 +318,7 @@ impl Server {
                     });
                 }
                 sched.set_available(w, up);
+                log.outage(w, up, now);
             }
             for spec in arrivals.due(now) {
                 log.submitted[spec.app] += 1;
@@ -332,7 +333,7 @@ impl Server {
                 let sub = &self.models[d.model].units.candidates[d.candidate].subgraph;
                 let vals = &values[&d.job];
                 let ins: TVec<Value> = sub.inputs.iter().map(|o| vals[o].clone()).collect();
-                flight.insert(d.seq, (d.job, d.app, d.model, d.candidate));
+                flight.insert(d.seq, (d.job, d.app, d.model, d.candidate, Instant::now()));
                 self.send(d.model, d.candidate, d.worker, d.seq, ins, &reply)?;
             }
             if now - last_progress >= 1000.0 {
@@ -356,7 +357,7 @@ impl Server {
                 }
             };
             let seq = done.index as u64;
-            let Some((job, app, m, c)) = flight.remove(&seq) else {
+            let Some((job, app, m, c, sent)) = flight.remove(&seq) else {
                 continue;
             };
             let current = sched.workers()[done.worker]
@@ -377,6 +378,8 @@ impl Server {
                 counted: true,
             });
             let finish_at = now_ms(Instant::now());
+            log.dispatch_overhead_ms
+                .push(now_ms(done.start) - now_ms(sent) + finish_at - end);
             let outputs = match done.result {
                 Some(Ok(outs)) => outs,
                 Some(Err(reason)) => {

@@ -10,10 +10,43 @@ use graph_ir::rng::SplitMix64;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// Noise and contention of simulated workers.
+/// The true latency of one candidate on one processor (ms; infinite where
+/// the processor cannot run it), when it starts with every other processor
+/// idle (`alone`) or some other processor busy (`shared`), each with its
+/// relative spread (coefficient of variation; 0 = exact).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Latency {
+    pub alone_ms: f64,
+    pub alone_cv: f64,
+    pub shared_ms: f64,
+    pub shared_cv: f64,
+}
+
+impl Latency {
+    /// The same figure alone and shared, no spread.
+    pub fn exact(ms: f64) -> Latency {
+        Latency {
+            alone_ms: ms,
+            alone_cv: 0.0,
+            shared_ms: ms,
+            shared_cv: 0.0,
+        }
+    }
+}
+
+/// What simulated processors take: `table[model][candidate][worker]`, and
+/// the driver's cost around each subgraph (hand-off to the worker and back).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Truth {
+    pub table: Vec<Vec<Vec<Latency>>>,
+    pub overhead_ms: f64,
+}
+
+/// Noise and contention of simulated workers, on top of [`Truth`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SimOptions {
-    /// Relative spread of each run's latency (log-normal, mean kept); 0 = none.
+    /// Relative spread of each run's latency (log-normal, mean kept),
+    /// replacing the truth's own spread when > 0.
     pub noise: f64,
     /// Latency factor of a subgraph that starts while another processor is
     /// busy (shared memory and caches; Band Table 1 reports 1.4-2x for two
@@ -58,13 +91,14 @@ impl Ord for Timed {
     }
 }
 
-/// Runs `workload` on `sched` with true latencies `truth[model][candidate][worker]`
-/// (ms). `slo_ms` per app; outages come from the workload.
+/// Runs `workload` on `sched` with processors taking `truth` (a subgraph
+/// that starts while another processor is busy takes the shared figure,
+/// times `options.contention`). `slo_ms` per app; outages come from the workload.
 pub fn simulate(
     sched: &mut Scheduler,
     workload: &Workload,
     slo_ms: Vec<Option<f64>>,
-    truth: &[Vec<Vec<f64>>],
+    truth: &Truth,
     options: SimOptions,
 ) -> Result<RunLog, SchedError> {
     let names: Vec<String> = sched.workers().iter().map(|w| w.name.clone()).collect();
@@ -123,8 +157,12 @@ pub fn simulate(
                         log.spans.push(s);
                     }
                     sched.set_available(w, false);
+                    log.outage(w, false, now);
                 }
-                Event::Up(w) => sched.set_available(w, true),
+                Event::Up(w) => {
+                    sched.set_available(w, true);
+                    log.outage(w, true, now);
+                }
             }
         }
         for spec in arrivals.due(now) {
@@ -133,14 +171,22 @@ pub fn simulate(
         }
         for d in sched.schedule(now)? {
             let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
-            let mut ms = truth[d.model][d.candidate][d.worker];
-            if others_busy {
-                ms *= options.contention;
-            }
-            if options.noise > 0.0 {
+            let t = truth.table[d.model][d.candidate][d.worker];
+            let (mut ms, cv) = if others_busy {
+                (t.shared_ms * options.contention, t.shared_cv)
+            } else {
+                (t.alone_ms, t.alone_cv)
+            };
+            let sigma = if options.noise > 0.0 {
+                options.noise
+            } else {
+                (1.0 + cv * cv).ln().sqrt()
+            };
+            if sigma > 0.0 {
                 let z = normal(&mut rng);
-                ms *= (options.noise * z - options.noise * options.noise / 2.0).exp();
+                ms *= (sigma * z - sigma * sigma / 2.0).exp();
             }
+            ms += truth.overhead_ms;
             busy[d.worker] = Some(Span {
                 worker: d.worker,
                 app: d.app,

@@ -1,5 +1,6 @@
 //! `stretch serve`: several models' requests on real workers (Band).
 
+use crate::latencies::Recorder;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
@@ -7,7 +8,6 @@ use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::serve::Server;
 use scheduler_rt::multi::{OpSupport, Scheduler};
 use scheduler_rt::{ProcessorConfig, RuntimeConfig, default_factory};
-use serde::{Deserialize, Serialize};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -52,22 +52,6 @@ pub struct Args {
     /// for `stretch simulate --latencies`.
     #[arg(long = "save-latencies", value_name = "L.json")]
     pub save_latencies: Option<PathBuf>,
-}
-
-/// Latencies measured by `serve`, replayed by `simulate --latencies`.
-#[derive(Serialize, Deserialize)]
-pub struct Measured {
-    pub processors: Vec<String>,
-    pub apps: Vec<String>,
-    /// Isolated p99 of each app on its fastest processor, ms.
-    pub isolated_ms: Vec<f64>,
-    /// `truth[model][candidate][processor]`: mean measured engine ms (or the
-    /// estimator's figure where a candidate never ran there; null where it cannot run).
-    pub truth: Vec<Vec<Vec<Option<f64>>>>,
-    /// How many runs each entry of `truth` averages (0: estimated).
-    pub runs: Vec<Vec<Vec<u32>>>,
-    /// The registration state of the estimator.
-    pub registration: scheduler_rt::multi::estimator::SavedEstimates,
 }
 
 pub fn processors(
@@ -156,10 +140,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let mut rows = Vec::new();
     let mut last_log = None;
-    let mut sums: Vec<Vec<Vec<(f64, u32)>>> = units
-        .iter()
-        .map(|u| vec![vec![(0.0, 0); names.len()]; u.candidates.len()])
-        .collect();
+    let mut recorder = Recorder::new(&units, names.len());
     for m in &multipliers {
         let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
         let slo = mc::slos(&w, &isolated);
@@ -181,11 +162,7 @@ pub fn run(a: Args) -> Result<()> {
             if tty {
                 eprint!("\r\x1b[2K");
             }
-            for s in log.spans.iter().filter(|s| s.counted) {
-                let e = &mut sums[s.app][s.candidate][s.worker];
-                e.0 += s.end_ms - s.start_ms;
-                e.1 += 1;
-            }
+            recorder.add(&log);
             let report = mc::report_for("measured", p, &w, &slo, &names, &log);
             if !a.sweep.json && multipliers.len() * policies.len() == 1 {
                 print!("{}", report.text());
@@ -206,41 +183,13 @@ pub fn run(a: Args) -> Result<()> {
         &workload,
     )?;
     if let Some(path) = &a.save_latencies {
-        let truth = sums
-            .iter()
-            .enumerate()
-            .map(|(m, cs)| {
-                cs.iter()
-                    .enumerate()
-                    .map(|(c, ws)| {
-                        ws.iter()
-                            .enumerate()
-                            .map(|(w, (sum, n))| {
-                                if !units[m].candidates[c].support.contains(w) {
-                                    None
-                                } else if *n > 0 {
-                                    Some(sum / *n as f64)
-                                } else {
-                                    Some(base.estimate(m, c, w)).filter(|x| x.is_finite())
-                                }
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
-        let runs = sums
-            .iter()
-            .map(|cs| cs.iter().map(|ws| ws.iter().map(|x| x.1).collect()).collect())
-            .collect();
-        let saved = Measured {
-            processors: names.clone(),
-            apps: workload.apps.iter().map(|x| x.name.clone()).collect(),
-            isolated_ms: isolated.clone(),
-            truth,
-            runs,
-            registration: base.save(),
-        };
+        let saved = recorder.measured(
+            &units,
+            &base,
+            names.clone(),
+            workload.apps.iter().map(|x| x.name.clone()).collect(),
+            isolated.clone(),
+        );
         mc::write(path, &serde_json::to_string(&saved)?)?;
     }
     if rows.iter().any(|r| r.1.mismatches > 0) {

@@ -1,13 +1,14 @@
 //! `stretch simulate`: the multi-DNN scheduler on simulated processors.
 
-use super::serve::{Measured, processors};
+use super::serve::processors;
+use crate::latencies::Measured;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use predictor::{DeviceModel, LatencyModel};
 use scheduler_rt::ProcessorConfig;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::sim::{SimOptions, simulate};
+use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate};
 use scheduler_rt::multi::{ModelUnits, OpSupport, ProcSet, Scheduler, analyze};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -43,12 +44,14 @@ pub struct Args {
     #[command(flatten)]
     pub sweep: mc::SweepArgs,
 
-    /// Relative spread of each run's latency (log-normal), e.g. 0.05.
+    /// Relative spread of each run's latency (log-normal), e.g. 0.05; with
+    /// --latencies each entry's measured spread is used unless this is set.
     #[arg(long, default_value_t = 0.0)]
     pub noise: f64,
 
     /// Latency factor of a subgraph started while another processor is busy
-    /// (Band Table 1: 1.4-2x for two models on one processor).
+    /// (Band Table 1: 1.4-2x for two models on one processor); with
+    /// --latencies the measured busy-neighbour latencies already include it.
     #[arg(long, default_value_t = 1.0)]
     pub contention: f64,
 
@@ -61,8 +64,10 @@ struct Setup {
     names: Vec<String>,
     accel: Vec<bool>,
     units: Vec<ModelUnits>,
-    truth: Vec<Vec<Vec<f64>>>,
+    truth: Truth,
     isolated: Option<Vec<f64>>,
+    /// The estimator's registration state of the measured run.
+    registration: Option<scheduler_rt::multi::estimator::SavedEstimates>,
     source: String,
 }
 
@@ -89,14 +94,14 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
         for c in &u.candidates {
             let mut row = Vec::new();
             for (w, n) in names.iter().enumerate() {
-                row.push(if c.support.contains(w) {
+                row.push(Latency::exact(if c.support.contains(w) {
                     model
                         .predict(g, &c.subgraph.nodes, n)
                         .with_context(|| format!("cannot predict '{}' on {n}", g.name))?
                         .total_ms
                 } else {
                     f64::INFINITY
-                });
+                }));
             }
             t.push(row);
         }
@@ -107,8 +112,12 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
         names,
         accel,
         units,
-        truth,
+        truth: Truth {
+            table: truth,
+            overhead_ms: 0.0,
+        },
         isolated: None,
+        registration: None,
         source: format!("predicted by the {} device profile", profile.name),
     })
 }
@@ -139,31 +148,25 @@ fn from_measured(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
             path.display()
         );
     }
-    let truth = m
-        .truth
-        .iter()
-        .map(|cs| {
-            cs.iter()
-                .map(|ws| ws.iter().map(|x| x.unwrap_or(f64::INFINITY)).collect())
-                .collect()
-        })
-        .collect();
+    let truth = m.truth();
     Ok(Setup {
         names,
         accel,
         units,
         truth,
-        isolated: Some(m.isolated_ms),
+        isolated: Some(m.isolated_ms.clone()),
+        registration: Some(m.registration.clone()),
         source: format!("latencies measured by stretch serve ({})", path.display()),
     })
 }
 
 /// Simulated isolated latency: the model alone on `w`, missing operators on
 /// the first processor that has them.
-fn isolated_ms(u: &ModelUnits, truth: &[Vec<f64>], w: usize, n: usize) -> f64 {
+fn isolated_ms(u: &ModelUnits, truth: &[Vec<Latency>], w: usize, n: usize) -> f64 {
     let all = ProcSet::from_iter(0..n);
-    u.isolated_plan(w, all)
-        .map_or(f64::INFINITY, |steps| steps.iter().map(|(c, p)| truth[*c][*p]).sum())
+    u.isolated_plan(w, all).map_or(f64::INFINITY, |steps| {
+        steps.iter().map(|(c, p)| truth[*c][*p].alone_ms).sum()
+    })
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -186,16 +189,19 @@ pub fn run(a: Args) -> Result<()> {
         None => (0..setup.units.len())
             .map(|m| {
                 (0..n)
-                    .map(|w| isolated_ms(&setup.units[m], &setup.truth[m], w, n))
+                    .map(|w| isolated_ms(&setup.units[m], &setup.truth.table[m], w, n))
                     .fold(f64::INFINITY, f64::min)
             })
             .collect(),
     };
     let mut base = Estimator::new(EstimatorParams::default(), &setup.accel, &setup.units);
-    for (m, u) in setup.units.iter().enumerate() {
-        for w in 0..n {
-            if let Some(c) = u.largest_on(w) {
-                base.set_base(m, c, w, setup.truth[m][c][w]);
+    let registered = setup.registration.as_ref().is_some_and(|r| base.load(r));
+    if !registered {
+        for (m, u) in setup.units.iter().enumerate() {
+            for w in 0..n {
+                if let Some(c) = u.largest_on(w) {
+                    base.set_base(m, c, w, setup.truth.table[m][c][w].alone_ms);
+                }
             }
         }
     }

@@ -7,12 +7,14 @@ use crate::multi::core::{Assignment, Requeue, View};
 /// Orders queued tasks by slack = deadline − now − expected latency
 /// ([`job_plan`]; +∞ without an SLO), ties by earlier arrival, then lower
 /// job id, then queue position. Walking that order with the workers' waits
-/// updated by each assignment of the call, a task's plan is recomputed
-/// and its first step is assigned when its worker is idle and has had no
-/// work in this call; a job that can no longer meet its deadline
-/// (now + latency > deadline) goes to its best first worker even when that
-/// worker is busy (Band queues SLO-violating jobs at once; they still run).
-/// Other tasks wait. The rest of a job goes back to the queue's head.
+/// updated by each assignment of the call, a task's plan is recomputed and
+/// its first step is assigned when its worker is idle and has had no work
+/// in this call; other tasks wait. A job that can no longer meet its
+/// deadline (negative slack: now + expected latency > deadline) comes after
+/// every job that still can, in the same order among themselves: Band drops
+/// such jobs at once, here they still run, on a worker no feasible job
+/// wants now, and count as violations. The rest of a job goes back to the
+/// queue's head.
 #[derive(Clone, Debug, Default)]
 pub struct Lst {
     /// Only whole-region candidates (see [`super::plan::region_plan`]).
@@ -52,8 +54,9 @@ impl Policy for Lst {
             .collect();
         order.sort_by(|a, b| {
             let (ja, jb) = (&view.jobs[&view.queue[*a].job], &view.jobs[&view.queue[*b].job]);
-            slacks[*a]
-                .total_cmp(&slacks[*b])
+            (slacks[*a] < 0.0)
+                .cmp(&(slacks[*b] < 0.0))
+                .then(slacks[*a].total_cmp(&slacks[*b]))
                 .then(ja.spec.arrival_ms.total_cmp(&jb.spec.arrival_ms))
                 .then(ja.id.cmp(&jb.id))
                 .then(a.cmp(b))
@@ -68,9 +71,7 @@ impl Policy for Lst {
             let Some((candidate, worker)) = plan.regions.get(task.region).and_then(|r| r.first) else {
                 continue;
             };
-            let free = view.workers[worker].idle() && !given[worker];
-            let late = job.deadline_ms().is_some_and(|d| view.now_ms + plan.latency > d);
-            if free || late {
+            if view.workers[worker].idle() && !given[worker] {
                 waits[worker] += view.estimate(job.spec.model, candidate, worker);
                 given[worker] = true;
                 out.push(Assignment {
