@@ -70,13 +70,35 @@ pub struct ModelUnits {
     pub units: Vec<Unit>,
     pub regions: Vec<Region>,
     pub candidates: Vec<Candidate>,
-    index: HashMap<(usize, usize), usize>,
+    /// Per region of `n` units, `n × n` candidate indices by (first, last)
+    /// relative to the region's start, `NONE` where there is none.
+    index: Vec<Vec<u32>>,
 }
+
+const NONE: u32 = u32::MAX;
 
 impl ModelUnits {
     /// The candidate covering units `first..=last`, if there is one.
     pub fn candidate(&self, first: usize, last: usize) -> Option<usize> {
-        self.index.get(&(first, last)).copied()
+        let r = self.units.get(first)?.region;
+        let u = &self.regions[r].units;
+        if last < first || last >= u.end {
+            return None;
+        }
+        let n = u.len();
+        match self.index[r][(first - u.start) * n + (last - u.start)] {
+            NONE => None,
+            c => Some(c as usize),
+        }
+    }
+
+    /// The candidates starting at unit `first`: entry `d` covers units
+    /// `first..=first + d` (to the region's end), `u32::MAX` where there is none.
+    pub fn candidates_from(&self, first: usize) -> &[u32] {
+        let Some(u) = self.units.get(first) else { return &[] };
+        let units = &self.regions[u.region].units;
+        let (n, f) = (units.len(), first - units.start);
+        &self.index[u.region][f * n + f..(f + 1) * n]
     }
 
     /// The candidate with the most FLOPs that processor `p` can run (Band
@@ -190,8 +212,10 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
         }
     }
     let mut candidates = Vec::new();
-    let mut index = HashMap::new();
+    let mut index = Vec::with_capacity(regions.len());
     for (r, region) in regions.iter().enumerate() {
+        let n = region.units.len();
+        let mut dense = vec![NONE; n * n];
         for first in region.units.clone() {
             let mut set = ProcSet::ALL;
             for last in first..region.units.end {
@@ -212,7 +236,7 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
                     .filter_map(|o| g.fact(*o))
                     .map(|f| f.bytes() as u64)
                     .sum();
-                index.insert((first, last), candidates.len());
+                dense[(first - region.units.start) * n + (last - region.units.start)] = candidates.len() as u32;
                 candidates.push(Candidate {
                     region: r,
                     first,
@@ -224,6 +248,7 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
                 });
             }
         }
+        index.push(dense);
     }
     Ok(ModelUnits {
         units,

@@ -1,8 +1,9 @@
 //! Least Slack Time, Band's default policy (§4.3.1, Fig. 12).
 
 use super::Policy;
-use super::plan::{job_plan, waits};
-use crate::multi::core::{Assignment, Requeue, View};
+use super::plan::{JobPlan, job_plan, waits};
+use crate::multi::core::{Assignment, Job, Requeue, View};
+use std::collections::HashMap;
 
 /// Orders queued tasks by slack = deadline − now − expected latency
 /// ([`job_plan`]; +∞ without an SLO), ties by earlier arrival, then lower
@@ -28,19 +29,43 @@ impl Lst {
 
     /// Slack in ms of the job of each queued task, in queue order.
     pub fn slacks(&self, view: &View) -> Vec<f64> {
-        let w = waits(view);
+        self.plans(view, &waits(view))
+            .into_iter()
+            .map(|p| p.map_or(f64::INFINITY, |p| p.1))
+            .collect()
+    }
+
+    /// Each queued task's job plan and slack under `waits` (`None` for a
+    /// task whose job is gone). Jobs of one model at the same progress with
+    /// nothing in flight have the same plan; it is computed once.
+    fn plans(&self, view: &View, waits: &[f64]) -> Vec<Option<(JobPlan, f64)>> {
+        let mut same = PlanCache::default();
         view.queue
             .iter()
-            .map(|t| match view.jobs.get(&t.job) {
-                Some(job) => {
-                    let latency = job_plan(view, job, &w, self.whole_model_only).latency;
-                    job.deadline_ms().map_or(f64::INFINITY, |d| d - view.now_ms - latency)
-                }
-                None => f64::INFINITY,
+            .map(|t| {
+                let job = view.jobs.get(&t.job)?;
+                let plan = self.plan(view, job, waits, &mut same);
+                let slack = job
+                    .deadline_ms()
+                    .map_or(f64::INFINITY, |d| d - view.now_ms - plan.latency);
+                Some((plan, slack))
             })
             .collect()
     }
+
+    fn plan(&self, view: &View, job: &Job, waits: &[f64], same: &mut PlanCache) -> JobPlan {
+        if job.running.iter().any(|r| *r) {
+            return job_plan(view, job, waits, self.whole_model_only);
+        }
+        same.entry((job.spec.model, job.done.clone()))
+            .or_insert_with(|| job_plan(view, job, waits, self.whole_model_only))
+            .clone()
+    }
 }
+
+/// Plans of jobs with nothing in flight by (model, units done per region),
+/// valid for one set of waits.
+type PlanCache = HashMap<(usize, Vec<usize>), JobPlan>;
 
 impl Policy for Lst {
     fn name(&self) -> &'static str {
@@ -48,37 +73,54 @@ impl Policy for Lst {
     }
 
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
-        let slacks = self.slacks(view);
-        let mut order: Vec<usize> = (0..view.queue.len())
-            .filter(|q| view.jobs.contains_key(&view.queue[*q].job))
-            .collect();
+        let mut waits = waits(view);
+        let mut given: Vec<bool> = view.workers.iter().map(|w| !w.idle()).collect();
+        if given.iter().all(|g| *g) {
+            return Vec::new();
+        }
+        let mut plans = self.plans(view, &waits);
+        let slack = |q: usize, plans: &[Option<(JobPlan, f64)>]| plans[q].as_ref().map_or(f64::INFINITY, |p| p.1);
+        let mut order: Vec<usize> = (0..view.queue.len()).filter(|q| plans[*q].is_some()).collect();
         order.sort_by(|a, b| {
             let (ja, jb) = (&view.jobs[&view.queue[*a].job], &view.jobs[&view.queue[*b].job]);
-            (slacks[*a] < 0.0)
-                .cmp(&(slacks[*b] < 0.0))
-                .then(slacks[*a].total_cmp(&slacks[*b]))
+            let (sa, sb) = (slack(*a, &plans), slack(*b, &plans));
+            (sa < 0.0)
+                .cmp(&(sb < 0.0))
+                .then(sa.total_cmp(&sb))
                 .then(ja.spec.arrival_ms.total_cmp(&jb.spec.arrival_ms))
                 .then(ja.id.cmp(&jb.id))
                 .then(a.cmp(b))
         });
-        let mut waits = waits(view);
-        let mut given = vec![false; view.workers.len()];
+        let mut stale = false;
+        let mut same = PlanCache::default();
         let mut out = Vec::new();
         for q in order {
             let task = view.queue[q];
             let job = &view.jobs[&task.job];
-            let plan = job_plan(view, job, &waits, self.whole_model_only);
-            let Some((candidate, worker)) = plan.regions.get(task.region).and_then(|r| r.first) else {
+            if stale {
+                plans[q] = Some((self.plan(view, job, &waits, &mut same), 0.0));
+            }
+            let first = plans[q]
+                .as_ref()
+                .and_then(|p| p.0.regions.get(task.region))
+                .and_then(|r| r.first);
+            let Some((candidate, worker)) = first else {
                 continue;
             };
-            if view.workers[worker].idle() && !given[worker] {
-                waits[worker] += view.estimate(job.spec.model, candidate, worker);
-                given[worker] = true;
-                out.push(Assignment {
-                    task,
-                    candidate,
-                    worker,
-                });
+            if given[worker] {
+                continue;
+            }
+            waits[worker] += view.estimate(job.spec.model, candidate, worker);
+            given[worker] = true;
+            stale = true;
+            same.clear();
+            out.push(Assignment {
+                task,
+                candidate,
+                worker,
+            });
+            if given.iter().all(|g| *g) {
+                break;
             }
         }
         out

@@ -40,31 +40,53 @@ pub struct Shortest {
 /// the sequence kept for the whole region. Any finish reached through an
 /// infinite wait or estimate is ignored.
 pub fn shortest(n: usize, start: f64, waits: &[f64], est: impl Fn(usize, usize, usize) -> f64) -> Shortest {
+    shortest_rows(n, start, waits, |i, j, row: &mut [f64]| {
+        for (k, x) in row.iter_mut().enumerate() {
+            *x = est(i, j, k);
+        }
+        true
+    })
+}
+
+/// [`shortest`] with `fill(i, j, row)` writing the estimates of units
+/// `i..=j` on every worker into `row` at once (returning false, row
+/// untouched, where no candidate covers exactly `i..=j`).
+pub fn shortest_rows(
+    n: usize,
+    start: f64,
+    waits: &[f64],
+    mut fill: impl FnMut(usize, usize, &mut [f64]) -> bool,
+) -> Shortest {
     let mut memo = vec![f64::INFINITY; n + 1];
     let mut first: Vec<Option<Step>> = vec![None; n + 1];
+    let mut row = vec![f64::INFINITY; waits.len()];
     memo[0] = start;
-    for j in 0..n {
-        for i in 0..=j {
-            if !memo[i].is_finite() {
+    for i in 0..n {
+        if !memo[i].is_finite() {
+            continue;
+        }
+        for j in i..n {
+            if !fill(i, j, &mut row) {
                 continue;
             }
-            for (k, w) in waits.iter().enumerate() {
-                let t = w.max(memo[i]) + est(i, j, k);
+            let lead = if i == 0 {
+                Step {
+                    first: 0,
+                    last: j,
+                    worker: 0,
+                }
+            } else {
+                match first[i] {
+                    Some(s) => s,
+                    None => continue,
+                }
+            };
+            for (k, (w, e)) in waits.iter().zip(&row).enumerate() {
+                let t = w.max(memo[i]) + e;
                 if !t.is_finite() {
                     continue;
                 }
-                let lead = if i == 0 {
-                    Step {
-                        first: 0,
-                        last: j,
-                        worker: k,
-                    }
-                } else {
-                    match first[i] {
-                        Some(s) => s,
-                        None => continue,
-                    }
-                };
+                let lead = if i == 0 { Step { worker: k, ..lead } } else { lead };
                 if t < memo[j + 1] || (t == memo[j + 1] && first[j + 1].is_none_or(|b| preferred(lead, b))) {
                     memo[j + 1] = t;
                     first[j + 1] = Some(lead);
@@ -130,28 +152,38 @@ pub fn region_plan(
             first: None,
         };
     }
-    let table: Vec<Vec<Option<usize>>> = (0..n)
-        .map(|i| (0..n).map(|j| m.candidate(from + i, from + j)).collect())
-        .collect();
-    let est = |i: usize, j: usize, k: usize| match table[i][j] {
-        Some(c) if j >= i => view.estimate(model, c, k),
-        _ => f64::INFINITY,
-    };
-    let mut best = None;
-    if whole_only && table[0][n - 1].is_some() {
-        let s = shortest(n, start, waits, |i, j, k| {
-            if i == 0 && j == n - 1 {
-                est(i, j, k)
+    let cand = |i: usize, j: usize| m.candidate(from + i, from + j);
+    let available: Vec<bool> = view.workers.iter().map(|w| w.available).collect();
+    let mut from_i = (usize::MAX, &[][..]);
+    let mut fill = |i: usize, j: usize, row: &mut [f64]| {
+        if from_i.0 != i {
+            from_i = (i, m.candidates_from(from + i));
+        }
+        let c = match from_i.1.get(j - i) {
+            Some(&c) if c != u32::MAX => c as usize,
+            _ => return false,
+        };
+        let support = m.candidates[c].support;
+        for (k, x) in row.iter_mut().enumerate() {
+            *x = if available[k] && support.contains(k) {
+                view.estimator.estimate(model, c, k)
             } else {
                 f64::INFINITY
-            }
+            };
+        }
+        true
+    };
+    let mut best = None;
+    if whole_only && cand(0, n - 1).is_some() {
+        let s = shortest_rows(n, start, waits, |i, j, row: &mut [f64]| {
+            i == 0 && j == n - 1 && fill(i, j, row)
         });
         best = s.first.is_some().then_some(s);
     }
-    let s = best.unwrap_or_else(|| shortest(n, start, waits, est));
+    let s = best.unwrap_or_else(|| shortest_rows(n, start, waits, fill));
     RegionPlan {
         finish: s.finish,
-        first: s.first.and_then(|st| table[st.first][st.last].map(|c| (c, st.worker))),
+        first: s.first.and_then(|st| cand(st.first, st.last).map(|c| (c, st.worker))),
     }
 }
 
