@@ -9,13 +9,20 @@ use scheduler_rt::multi::sim::{Latency, Truth};
 use scheduler_rt::multi::units::ModelUnits;
 use serde::{Deserialize, Serialize};
 
-/// Mean and coefficient of variation of some runs.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+/// Mean, coefficient of variation and shape of some runs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Stat {
     pub mean_ms: f64,
     pub cv: f64,
     pub runs: u32,
+    /// Run / mean at the quantiles (k + 0.5) / SHAPE_POINTS, when there
+    /// were at least that many runs.
+    #[serde(default)]
+    pub shape: Vec<f64>,
 }
+
+/// Quantiles kept of an entry's distribution.
+const SHAPE_POINTS: usize = 32;
 
 /// Latencies measured by `serve`, replayed by `simulate --latencies`.
 #[derive(Serialize, Deserialize)]
@@ -42,31 +49,37 @@ pub struct Measured {
     pub registration: SavedEstimates,
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Acc {
-    n: u32,
-    sum: f64,
-    sq: f64,
+    runs: Vec<f64>,
 }
 
 impl Acc {
     fn add(&mut self, x: f64) {
-        self.n += 1;
-        self.sum += x;
-        self.sq += x * x;
+        self.runs.push(x);
     }
 
     fn stat(&self) -> Option<Stat> {
-        if self.n == 0 {
+        if self.runs.is_empty() {
             return None;
         }
-        let n = self.n as f64;
-        let mean = self.sum / n;
-        let var = (self.sq / n - mean * mean).max(0.0);
+        let n = self.runs.len() as f64;
+        let mean = self.runs.iter().sum::<f64>() / n;
+        let var = (self.runs.iter().map(|x| x * x).sum::<f64>() / n - mean * mean).max(0.0);
+        let shape = if self.runs.len() >= SHAPE_POINTS && mean > 0.0 {
+            let mut sorted = self.runs.clone();
+            sorted.sort_by(f64::total_cmp);
+            (0..SHAPE_POINTS)
+                .map(|k| sorted[((k as f64 + 0.5) / SHAPE_POINTS as f64 * n) as usize] / mean)
+                .collect()
+        } else {
+            Vec::new()
+        };
         Some(Stat {
             mean_ms: mean,
             cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
-            runs: self.n,
+            runs: self.runs.len() as u32,
+            shape,
         })
     }
 }
@@ -105,7 +118,7 @@ impl Recorder {
         Recorder {
             acc: units
                 .iter()
-                .map(|u| vec![vec![[Acc::default(); 3]; workers]; u.candidates.len()])
+                .map(|u| vec![vec![std::array::from_fn(|_| Acc::default()); workers]; u.candidates.len()])
                 .collect(),
             overhead: Vec::new(),
         }
@@ -182,7 +195,11 @@ impl Recorder {
             runs: self
                 .acc
                 .iter()
-                .map(|cs| cs.iter().map(|ws| ws.iter().map(|a| a[0].n).collect()).collect())
+                .map(|cs| {
+                    cs.iter()
+                        .map(|ws| ws.iter().map(|a| a[0].runs.len() as u32).collect())
+                        .collect()
+                })
                 .collect(),
             alone: table(1),
             shared: table(2),
@@ -196,13 +213,9 @@ impl Measured {
     /// The simulator's truth: each entry's alone and shared figures where
     /// measured (the other class's, else the overall mean, where not).
     pub fn truth(&self) -> Truth {
-        let get = |t: &Vec<Vec<Vec<Option<Stat>>>>, m: usize, c: usize, w: usize| {
-            t.get(m)
-                .and_then(|x| x.get(c))
-                .and_then(|x| x.get(w))
-                .copied()
-                .flatten()
-        };
+        fn get(t: &[Vec<Vec<Option<Stat>>>], m: usize, c: usize, w: usize) -> Option<&Stat> {
+            t.get(m)?.get(c)?.get(w)?.as_ref()
+        }
         let table = self
             .truth
             .iter()
@@ -218,16 +231,19 @@ impl Measured {
                                     return Latency::exact(f64::INFINITY);
                                 };
                                 let (a, s) = (get(&self.alone, m, c, w), get(&self.shared, m, c, w));
-                                let pick = |x: Option<Stat>, y: Option<Stat>| {
-                                    x.or(y).map_or((*mean, 0.0), |s| (s.mean_ms, s.cv))
+                                let pick = |x: Option<&Stat>, y: Option<&Stat>| {
+                                    x.or(y)
+                                        .map_or((*mean, 0.0, Vec::new()), |s| (s.mean_ms, s.cv, s.shape.clone()))
                                 };
-                                let (alone_ms, alone_cv) = pick(a, s);
-                                let (shared_ms, shared_cv) = pick(s, a);
+                                let (alone_ms, alone_cv, alone_shape) = pick(a, s);
+                                let (shared_ms, shared_cv, shared_shape) = pick(s, a);
                                 Latency {
                                     alone_ms,
                                     alone_cv,
+                                    alone_shape,
                                     shared_ms,
                                     shared_cv,
+                                    shared_shape,
                                 }
                             })
                             .collect()

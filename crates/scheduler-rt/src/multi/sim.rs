@@ -13,13 +13,17 @@ use std::collections::BinaryHeap;
 /// The true latency of one candidate on one processor (ms; infinite where
 /// the processor cannot run it), when it starts with every other processor
 /// idle (`alone`) or some other processor busy (`shared`), each with its
-/// relative spread (coefficient of variation; 0 = exact).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// spread: the measured distribution's shape (run / mean at evenly spaced
+/// quantiles, sampled as is) where known, else a log-normal of the given
+/// coefficient of variation (0 = exact).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Latency {
     pub alone_ms: f64,
     pub alone_cv: f64,
+    pub alone_shape: Vec<f64>,
     pub shared_ms: f64,
     pub shared_cv: f64,
+    pub shared_shape: Vec<f64>,
 }
 
 impl Latency {
@@ -28,8 +32,10 @@ impl Latency {
         Latency {
             alone_ms: ms,
             alone_cv: 0.0,
+            alone_shape: Vec::new(),
             shared_ms: ms,
             shared_cv: 0.0,
+            shared_shape: Vec::new(),
         }
     }
 }
@@ -171,20 +177,25 @@ pub fn simulate(
         }
         for d in sched.schedule(now)? {
             let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
-            let t = truth.table[d.model][d.candidate][d.worker];
-            let (mut ms, cv) = if others_busy {
-                (t.shared_ms * options.contention, t.shared_cv)
+            let t = &truth.table[d.model][d.candidate][d.worker];
+            let (mut ms, cv, shape) = if others_busy {
+                (t.shared_ms * options.contention, t.shared_cv, &t.shared_shape)
             } else {
-                (t.alone_ms, t.alone_cv)
+                (t.alone_ms, t.alone_cv, &t.alone_shape)
             };
-            let sigma = if options.noise > 0.0 {
-                options.noise
+            if options.noise == 0.0 && !shape.is_empty() {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                ms *= shape[((u * shape.len() as f64) as usize).min(shape.len() - 1)];
             } else {
-                (1.0 + cv * cv).ln().sqrt()
-            };
-            if sigma > 0.0 {
-                let z = normal(&mut rng);
-                ms *= (sigma * z - sigma * sigma / 2.0).exp();
+                let sigma = if options.noise > 0.0 {
+                    options.noise
+                } else {
+                    (1.0 + cv * cv).ln().sqrt()
+                };
+                if sigma > 0.0 {
+                    let z = normal(&mut rng);
+                    ms *= (sigma * z - sigma * sigma / 2.0).exp();
+                }
             }
             ms += truth.overhead_ms;
             busy[d.worker] = Some(Span {

@@ -12,9 +12,10 @@ use std::collections::HashMap;
 /// its first step is assigned when its worker is idle and has had no work
 /// in this call; other tasks wait. A job that can no longer meet its
 /// deadline (negative slack: now + expected latency > deadline) comes after
-/// every job that still can, in the same order among themselves: Band drops
-/// such jobs at once, here they still run, on a worker no feasible job
-/// wants now, and count as violations. The rest of a job goes back to the
+/// every job that still can, shortest expected latency first (it is late
+/// whatever its order; the shortest frees its worker soonest for jobs that
+/// can still make it): Band drops such jobs at once, here they still run,
+/// on a worker no feasible job wants now, and count as violations. The rest of a job goes back to the
 /// queue's head.
 #[derive(Clone, Debug, Default)]
 pub struct Lst {
@@ -84,9 +85,14 @@ impl Policy for Lst {
         order.sort_by(|a, b| {
             let (ja, jb) = (&view.jobs[&view.queue[*a].job], &view.jobs[&view.queue[*b].job]);
             let (sa, sb) = (slack(*a, &plans), slack(*b, &plans));
-            (sa < 0.0)
-                .cmp(&(sb < 0.0))
-                .then(sa.total_cmp(&sb))
+            let late = |s: f64, q: usize| (s < 0.0).then(|| plans[q].as_ref().map_or(f64::INFINITY, |p| p.0.latency));
+            let (la, lb) = (late(sa, *a), late(sb, *b));
+            la.is_some()
+                .cmp(&lb.is_some())
+                .then(match (la, lb) {
+                    (Some(x), Some(y)) => x.total_cmp(&y),
+                    _ => sa.total_cmp(&sb),
+                })
                 .then(ja.spec.arrival_ms.total_cmp(&jb.spec.arrival_ms))
                 .then(ja.id.cmp(&jb.id))
                 .then(a.cmp(b))
