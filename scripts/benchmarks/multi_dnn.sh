@@ -7,7 +7,7 @@
 # measured (fidelity table), the simulator's speed, the Snapdragon 855
 # profile's simulated ordering, and the scheduler's decision time.
 # Run on an idle machine (no build running):
-#   DURATION=15 scripts/benchmarks/multi_dnn.sh [OUT_DIR]
+#   DURATION=15 ROUNDS=5 scripts/benchmarks/multi_dnn.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
@@ -16,15 +16,16 @@ cargo build --release --quiet -p scheduler-rt --example decision_time
 S="$CARGO_TARGET_DIR/release/stretch"
 OUT="${1:-multi-dnn-run}"
 D="${DURATION:-15}"
+R="${ROUNDS:-5}"
 mkdir -p "$OUT"
 RC=configs/runtime/hetero.toml
 POL=lst,fixed,rr,sel,heft
 PY=python3
 [ -x .venv/bin/python ] && PY=.venv/bin/python
 
-echo "== four apps, SLO multiplier 1-4, measured (serve), ${D} s per run"
+echo "== four apps, SLO multiplier 1-4, measured (serve), ${D} s per point in ${R} interleaved rounds"
 "$S" serve --workload configs/workloads/four_apps.toml --runtime-config $RC --compare $POL \
-    --slo-multipliers 1,2,3,4 --duration-s "$D" --plot "$OUT/four_apps_serve.svg" \
+    --slo-multipliers 1,2,3,4 --duration-s "$D" --rounds "$R" --plot "$OUT/four_apps_serve.svg" \
     --save-latencies "$OUT/four_apps_latencies.json" --json > "$OUT/four_apps_serve.json"
 echo "== the same, simulated with serve's measured latencies"
 "$S" simulate --workload configs/workloads/four_apps.toml --runtime-config $RC \
@@ -33,7 +34,7 @@ echo "== the same, simulated with serve's measured latencies"
 
 echo "== EagleEye-style frames: lst with subgraphs, lst whole-model only, fixed (measured, then simulated)"
 "$S" serve --workload configs/workloads/eagleeye.toml --runtime-config $RC --compare lst,lst-whole,fixed \
-    --duration-s "$D" --save-latencies "$OUT/eagleeye_latencies.json" --json > "$OUT/eagleeye_serve.json"
+    --duration-s "$D" --rounds "$R" --save-latencies "$OUT/eagleeye_latencies.json" --json > "$OUT/eagleeye_serve.json"
 "$S" simulate --workload configs/workloads/eagleeye.toml --runtime-config $RC \
     --latencies "$OUT/eagleeye_latencies.json" --compare lst,lst-whole,fixed \
     --duration-s "$D" --json > "$OUT/eagleeye_sim.json"

@@ -39,6 +39,38 @@ pub struct RunLog {
 }
 
 impl RunLog {
+    /// Appends a later run of the same workload, its times shifted by
+    /// `offset_ms` (so the two read as one run of the summed duration).
+    pub fn append(&mut self, mut other: RunLog, offset_ms: f64) {
+        for c in &mut other.completed {
+            c.spec.arrival_ms += offset_ms;
+            c.finish_ms += offset_ms;
+        }
+        for s in &mut other.spans {
+            s.start_ms += offset_ms;
+            s.end_ms += offset_ms;
+        }
+        for o in &mut other.outages {
+            o.down_ms += offset_ms;
+            o.up_ms = o.up_ms.map(|u| u + offset_ms);
+        }
+        if self.submitted.len() < other.submitted.len() {
+            self.submitted.resize(other.submitted.len(), 0);
+        }
+        for (a, b) in self.submitted.iter_mut().zip(&other.submitted) {
+            *a += b;
+        }
+        self.completed.append(&mut other.completed);
+        self.spans.append(&mut other.spans);
+        self.outages.append(&mut other.outages);
+        self.frames_done += other.frames_done;
+        self.end_ms = self.end_ms.max(other.end_ms + offset_ms);
+        self.decision_us.append(&mut other.decision_us);
+        self.outputs_checked += other.outputs_checked;
+        self.mismatches += other.mismatches;
+        self.dispatch_overhead_ms.append(&mut other.dispatch_overhead_ms);
+    }
+
     /// Records that `worker` went away (`up` false) or came back at `now`.
     pub fn outage(&mut self, worker: usize, up: bool, now: f64) {
         if !up {

@@ -5,6 +5,7 @@ use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
+use scheduler_rt::multi::report::RunLog;
 use scheduler_rt::multi::serve::Server;
 use scheduler_rt::multi::{OpSupport, Scheduler};
 use scheduler_rt::{ProcessorConfig, RuntimeConfig, default_factory};
@@ -52,6 +53,13 @@ pub struct Args {
     /// for `stretch simulate --latencies`.
     #[arg(long = "save-latencies", value_name = "L.json")]
     pub save_latencies: Option<PathBuf>,
+
+    /// Split each run into this many rounds of duration/N seconds, every
+    /// policy and multiplier taking its turn in each round, so that drift of
+    /// the machine over the sweep affects all alike; the rounds' results
+    /// are pooled. Not with outages.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
 }
 
 pub fn processors(
@@ -138,18 +146,43 @@ pub fn run(a: Args) -> Result<()> {
         );
         isolated.push(best);
     }
-    let mut rows = Vec::new();
-    let mut last_log = None;
+    let rounds = a.rounds.max(1);
+    if rounds > 1 && !workload.outages.is_empty() {
+        bail!(
+            "{}: --rounds {rounds} would repeat the workload's outages; use --rounds 1",
+            workload.file
+        );
+    }
+    if rounds > 1 && workload.duration_s.is_none() {
+        bail!(
+            "{}: --rounds {rounds} needs a duration (duration_s or --duration-s)",
+            workload.file
+        );
+    }
+    let configs: Vec<(Option<f64>, &String)> = multipliers
+        .iter()
+        .flat_map(|m| policies.iter().map(move |p| (*m, p)))
+        .collect();
+    let mut logs: Vec<Option<RunLog>> = vec![None; configs.len()];
     let mut recorder = Recorder::new(&units, names.len());
-    for m in &multipliers {
-        let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let slo = mc::slos(&w, &isolated);
-        for p in &policies {
+    for round in 0..rounds {
+        for (i, (m, p)) in configs.iter().enumerate() {
+            let mut w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
+            w.duration_s = w.duration_s.map(|d| d / rounds as f64);
+            let slo = mc::slos(&w, &isolated);
             let policy = mc::make_policy(p, &w, &names)?;
             let mut sched = Scheduler::new(units.clone(), &names, policy, base.clone());
-            let label = format!("{p}{}", m.map_or(String::new(), |m| format!(" x{m}")));
+            let label = format!(
+                "{p}{}{}",
+                m.map_or(String::new(), |m| format!(" x{m}")),
+                if rounds > 1 {
+                    format!(", round {}/{rounds}", round + 1)
+                } else {
+                    String::new()
+                }
+            );
             let total = w.duration_s.unwrap_or(0.0);
-            let mut progress = |t: f64, log: &scheduler_rt::multi::report::RunLog, in_system: usize| {
+            let mut progress = |t: f64, log: &RunLog, in_system: usize| {
                 if tty {
                     eprint!(
                         "\r\x1b[2K[{label}] {t:.0}/{total:.0} s, {} completed, {in_system} in system",
@@ -158,19 +191,31 @@ pub fn run(a: Args) -> Result<()> {
                     let _ = std::io::stderr().flush();
                 }
             };
-            let log = server.run(&mut sched, &w, slo.clone(), &mut progress)?;
+            let log = server.run(&mut sched, &w, slo, &mut progress)?;
             if tty {
                 eprint!("\r\x1b[2K");
             }
             recorder.add(&log);
-            let report = mc::report_for("measured", p, &w, &slo, &names, &log);
-            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
-                print!("{}", report.text());
+            match &mut logs[i] {
+                Some(all) => {
+                    let offset = all.end_ms.max(round as f64 * total * 1e3);
+                    all.append(log, offset);
+                }
+                None => logs[i] = Some(log),
             }
-            rows.push((*m, report));
-            last_log = Some(log);
         }
     }
+    let mut rows = Vec::new();
+    for ((m, p), log) in configs.iter().zip(&logs) {
+        let Some(log) = log else { continue };
+        let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
+        let report = mc::report_for("measured", p, &w, &mc::slos(&w, &isolated), &names, log);
+        if !a.sweep.json && configs.len() == 1 {
+            print!("{}", report.text());
+        }
+        rows.push((*m, report));
+    }
+    let last_log = logs.last().cloned().flatten();
     let footer =
         "(measured on this machine; SLO met = share of completed requests within their SLO; late requests still ran)";
     mc::emit(
