@@ -84,6 +84,19 @@ impl Acc {
     }
 }
 
+/// `f(model, candidate, processor, entry)` over a `[model][candidate][processor]` table.
+fn map3<T, U>(t: &[Vec<Vec<T>>], f: impl Fn(usize, usize, usize, &T) -> U) -> Vec<Vec<Vec<U>>> {
+    t.iter()
+        .enumerate()
+        .map(|(m, cs)| {
+            cs.iter()
+                .enumerate()
+                .map(|(c, ws)| ws.iter().enumerate().map(|(w, x)| f(m, c, w, x)).collect())
+                .collect()
+        })
+        .collect()
+}
+
 /// Collects every counted span of `serve` runs.
 pub struct Recorder {
     /// `[model][candidate][worker]`: all, alone, shared.
@@ -157,50 +170,22 @@ impl Recorder {
         apps: Vec<String>,
         isolated_ms: Vec<f64>,
     ) -> Measured {
-        let table = |k: usize| -> Vec<Vec<Vec<Option<Stat>>>> {
-            self.acc
-                .iter()
-                .map(|cs| cs.iter().map(|ws| ws.iter().map(|a| a[k].stat()).collect()).collect())
-                .collect()
-        };
-        let truth = self
-            .acc
-            .iter()
-            .enumerate()
-            .map(|(m, cs)| {
-                cs.iter()
-                    .enumerate()
-                    .map(|(c, ws)| {
-                        ws.iter()
-                            .enumerate()
-                            .map(|(w, a)| {
-                                if !units[m].candidates[c].support.contains(w) {
-                                    None
-                                } else if let Some(s) = a[0].stat() {
-                                    Some(s.mean_ms)
-                                } else {
-                                    Some(base.estimate(m, c, w)).filter(|x| x.is_finite())
-                                }
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
+        let table = |k: usize| map3(&self.acc, |_, _, _, a| a[k].stat());
+        let truth = map3(&self.acc, |m, c, w, a| {
+            if !units[m].candidates[c].support.contains(w) {
+                None
+            } else if let Some(s) = a[0].stat() {
+                Some(s.mean_ms)
+            } else {
+                Some(base.estimate(m, c, w)).filter(|x| x.is_finite())
+            }
+        });
         Measured {
             processors,
             apps,
             isolated_ms,
             truth,
-            runs: self
-                .acc
-                .iter()
-                .map(|cs| {
-                    cs.iter()
-                        .map(|ws| ws.iter().map(|a| a[0].runs.len() as u32).collect())
-                        .collect()
-                })
-                .collect(),
+            runs: map3(&self.acc, |_, _, _, a| a[0].runs.len() as u32),
             alone: table(1),
             shared: table(2),
             dispatch_overhead_ms: quantile(&self.overhead, 0.5),
@@ -216,41 +201,26 @@ impl Measured {
         fn get(t: &[Vec<Vec<Option<Stat>>>], m: usize, c: usize, w: usize) -> Option<&Stat> {
             t.get(m)?.get(c)?.get(w)?.as_ref()
         }
-        let table = self
-            .truth
-            .iter()
-            .enumerate()
-            .map(|(m, cs)| {
-                cs.iter()
-                    .enumerate()
-                    .map(|(c, ws)| {
-                        ws.iter()
-                            .enumerate()
-                            .map(|(w, mean)| {
-                                let Some(mean) = mean else {
-                                    return Latency::exact(f64::INFINITY);
-                                };
-                                let (a, s) = (get(&self.alone, m, c, w), get(&self.shared, m, c, w));
-                                let pick = |x: Option<&Stat>, y: Option<&Stat>| {
-                                    x.or(y)
-                                        .map_or((*mean, 0.0, Vec::new()), |s| (s.mean_ms, s.cv, s.shape.clone()))
-                                };
-                                let (alone_ms, alone_cv, alone_shape) = pick(a, s);
-                                let (shared_ms, shared_cv, shared_shape) = pick(s, a);
-                                Latency {
-                                    alone_ms,
-                                    alone_cv,
-                                    alone_shape,
-                                    shared_ms,
-                                    shared_cv,
-                                    shared_shape,
-                                }
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
+        let table = map3(&self.truth, |m, c, w, mean| {
+            let Some(mean) = mean else {
+                return Latency::exact(f64::INFINITY);
+            };
+            let (a, s) = (get(&self.alone, m, c, w), get(&self.shared, m, c, w));
+            let pick = |x: Option<&Stat>, y: Option<&Stat>| {
+                x.or(y)
+                    .map_or((*mean, 0.0, Vec::new()), |s| (s.mean_ms, s.cv, s.shape.clone()))
+            };
+            let (alone_ms, alone_cv, alone_shape) = pick(a, s);
+            let (shared_ms, shared_cv, shared_shape) = pick(s, a);
+            Latency {
+                alone_ms,
+                alone_cv,
+                alone_shape,
+                shared_ms,
+                shared_cv,
+                shared_shape,
+            }
+        });
         Truth {
             table,
             overhead_ms: self.dispatch_overhead_ms,

@@ -135,7 +135,7 @@ fn quick_profile_covers_every_class_and_resumes() {
     let err = String::from_utf8_lossy(&bad.stderr);
     let line = csv.lines().count() + 1;
     assert!(
-        !bad.status.success() && err.contains(&format!(":{line}")) || err.contains(&format!("line {line}")),
+        !bad.status.success() && (err.contains(&format!(":{line}")) || err.contains(&format!("line {line}"))),
         "{err}"
     );
 }

@@ -88,13 +88,13 @@ fn autodiff_gradients_match_finite_differences() {
     let params = Params::from_graph(&program, &g, &train).expect("params");
     let host = params.to_host();
     let grads = loss_of(&params, &train).backward();
-    let mut checked = 0;
+    let (mut checked, mut nonzero) = (0, 0);
     for (i, spec) in program.params().iter().enumerate() {
         if spec.role != Role::Learnable {
             continue;
         }
         let analytic = host_vec(&params.values[i].grad(&grads).expect("gradient"));
-        for k in (0..analytic.len()).step_by((analytic.len() / 5).max(1)) {
+        for k in (0..analytic.len()).step_by((analytic.len() / 8).max(1)) {
             let eps = 1e-2f32;
             let at = |delta: f32| {
                 let mut h = host.clone();
@@ -109,7 +109,13 @@ fn autodiff_gradients_match_finite_differences() {
                 spec.name
             );
             checked += 1;
+            if numeric.abs() > 1e-4 {
+                nonzero += 1;
+            }
         }
     }
-    assert!(checked >= 30, "checked {checked} entries");
+    assert!(
+        nonzero >= 30,
+        "only {nonzero} of {checked} checked entries have a gradient that is not zero"
+    );
 }
