@@ -15,14 +15,25 @@ pub struct Stat {
     pub mean_ms: f64,
     pub cv: f64,
     pub runs: u32,
-    /// Run / mean at the quantiles (k + 0.5) / SHAPE_POINTS, when there
-    /// were at least that many runs.
+    /// Run / mean at the quantiles (k + 0.5) / n, n = min(runs, 100), when
+    /// there were at least 20 runs.
     #[serde(default)]
     pub shape: Vec<f64>,
 }
 
-/// Quantiles kept of an entry's distribution.
-const SHAPE_POINTS: usize = 32;
+/// The values of `v` at the quantiles (k + 0.5) / n, n = min(len, 100);
+/// empty with fewer than 20 values.
+fn quantiles(v: &[f64]) -> Vec<f64> {
+    if v.len() < 20 {
+        return Vec::new();
+    }
+    let mut sorted = v.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let points = sorted.len().min(100);
+    (0..points)
+        .map(|k| sorted[((k as f64 + 0.5) / points as f64 * sorted.len() as f64) as usize])
+        .collect()
+}
 
 /// Latencies measured by `serve`, replayed by `simulate --latencies`.
 #[derive(Serialize, Deserialize)]
@@ -45,6 +56,15 @@ pub struct Measured {
     /// Median ms per subgraph around the engine's (hand-off and reply).
     #[serde(default)]
     pub dispatch_overhead_ms: f64,
+    /// That overhead at evenly spaced quantiles (see [`Stat::shape`]).
+    #[serde(default)]
+    pub dispatch_overhead_quantiles: Vec<f64>,
+    /// The machine's speed (run time / the entry's mean) in each window of
+    /// `speed_window_ms` of every run; `alone` and `shared` are divided by it.
+    #[serde(default)]
+    pub speed: Vec<f64>,
+    #[serde(default)]
+    pub speed_window_ms: f64,
     /// The registration state of the estimator.
     pub registration: SavedEstimates,
 }
@@ -66,12 +86,8 @@ impl Acc {
         let n = self.runs.len() as f64;
         let mean = self.runs.iter().sum::<f64>() / n;
         let var = (self.runs.iter().map(|x| x * x).sum::<f64>() / n - mean * mean).max(0.0);
-        let shape = if self.runs.len() >= SHAPE_POINTS && mean > 0.0 {
-            let mut sorted = self.runs.clone();
-            sorted.sort_by(f64::total_cmp);
-            (0..SHAPE_POINTS)
-                .map(|k| sorted[((k as f64 + 0.5) / SHAPE_POINTS as f64 * n) as usize] / mean)
-                .collect()
+        let shape = if mean > 0.0 {
+            quantiles(&self.runs).iter().map(|x| x / mean).collect()
         } else {
             Vec::new()
         };
@@ -99,10 +115,26 @@ fn map3<T, U>(t: &[Vec<Vec<T>>], f: impl Fn(usize, usize, usize, &T) -> U) -> Ve
 
 /// Collects every counted span of `serve` runs.
 pub struct Recorder {
-    /// `[model][candidate][worker]`: all, alone, shared.
-    acc: Vec<Vec<Vec<[Acc; 3]>>>,
+    /// Candidates per model, and workers.
+    shape: (Vec<usize>, usize),
+    records: Vec<Record>,
+    runs: usize,
     overhead: Vec<f64>,
 }
+
+/// One subgraph run: where, in which class, when in which `serve` run, how long.
+struct Record {
+    m: usize,
+    c: usize,
+    w: usize,
+    shared: bool,
+    run: usize,
+    start_ms: f64,
+    ms: f64,
+}
+
+/// Length of the windows over which the machine's speed is measured.
+pub const SPEED_WINDOW_MS: f64 = 250.0;
 
 /// The time in `[s.start_ms, s.end_ms)` that some other worker was busy.
 fn overlap_with_others(s: &Span, by_worker: &[Vec<&Span>]) -> f64 {
@@ -129,39 +161,80 @@ fn overlap_with_others(s: &Span, by_worker: &[Vec<&Span>]) -> f64 {
 impl Recorder {
     pub fn new(units: &[ModelUnits], workers: usize) -> Recorder {
         Recorder {
-            acc: units
-                .iter()
-                .map(|u| vec![vec![std::array::from_fn(|_| Acc::default()); workers]; u.candidates.len()])
-                .collect(),
+            shape: (units.iter().map(|u| u.candidates.len()).collect(), workers),
+            records: Vec::new(),
+            runs: 0,
             overhead: Vec::new(),
         }
     }
 
     /// Adds the spans of one run (apps are models, one per app).
     pub fn add(&mut self, log: &RunLog) {
-        let workers = self.acc.first().and_then(|m| m.first()).map_or(0, |c| c.len());
+        let (cands, workers) = (&self.shape.0, self.shape.1);
         let mut by_worker: Vec<Vec<&Span>> = vec![Vec::new(); workers];
         for s in log.spans.iter().filter(|s| s.worker < workers) {
             by_worker[s.worker].push(s);
         }
         for s in log.spans.iter().filter(|s| s.counted) {
-            let Some(e) = self
-                .acc
-                .get_mut(s.app)
-                .and_then(|m| m.get_mut(s.candidate))
-                .and_then(|c| c.get_mut(s.worker))
-            else {
+            if cands.get(s.app).is_none_or(|n| s.candidate >= *n) || s.worker >= workers {
                 continue;
-            };
+            }
             let ms = s.end_ms - s.start_ms;
-            let shared = overlap_with_others(s, &by_worker) > 0.5 * ms;
-            e[0].add(ms);
-            e[if shared { 2 } else { 1 }].add(ms);
+            self.records.push(Record {
+                m: s.app,
+                c: s.candidate,
+                w: s.worker,
+                shared: overlap_with_others(s, &by_worker) > 0.5 * ms,
+                run: self.runs,
+                start_ms: s.start_ms,
+                ms,
+            });
         }
+        self.runs += 1;
         self.overhead.extend_from_slice(&log.dispatch_overhead_ms);
     }
 
+    /// The machine's speed per window of every run, in run order: the mean
+    /// over the window's subgraph runs of run time / that entry's mean (1
+    /// for windows with fewer than 3 runs); and each record's window.
+    fn speed(&self) -> (Vec<f64>, Vec<usize>) {
+        let mut mean = map3(&self.empty(), |_, _, _, _| (0.0, 0usize));
+        for r in &self.records {
+            let e = &mut mean[r.m][r.c][r.w];
+            e.0 += r.ms;
+            e.1 += 1;
+        }
+        let mut windows: Vec<(usize, usize)> = self
+            .records
+            .iter()
+            .map(|r| (r.run, (r.start_ms.max(0.0) / SPEED_WINDOW_MS) as usize))
+            .collect();
+        let mut keys = windows.clone();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut sums = vec![(0.0, 0usize); keys.len()];
+        let index: Vec<usize> = windows.iter_mut().map(|k| keys.binary_search(k).unwrap_or(0)).collect();
+        for (r, k) in self.records.iter().zip(&index) {
+            let (sum, n) = mean[r.m][r.c][r.w];
+            if sum > 0.0 {
+                sums[*k].0 += r.ms / (sum / n as f64);
+                sums[*k].1 += 1;
+            }
+        }
+        let speed = sums
+            .iter()
+            .map(|(s, n)| if *n >= 3 { s / *n as f64 } else { 1.0 })
+            .collect();
+        (speed, index)
+    }
+
+    fn empty(&self) -> Vec<Vec<Vec<()>>> {
+        self.shape.0.iter().map(|n| vec![vec![(); self.shape.1]; *n]).collect()
+    }
+
     /// What `--save-latencies` writes; `base` fills entries that never ran.
+    /// Each entry's alone and shared statistics are of run times divided
+    /// by their window's speed; `speed` keeps the windows' speeds.
     pub fn measured(
         &self,
         units: &[ModelUnits],
@@ -170,8 +243,17 @@ impl Recorder {
         apps: Vec<String>,
         isolated_ms: Vec<f64>,
     ) -> Measured {
-        let table = |k: usize| map3(&self.acc, |_, _, _, a| a[k].stat());
-        let truth = map3(&self.acc, |m, c, w, a| {
+        let (speed, window) = self.speed();
+        let mut acc = map3(&self.empty(), |_, _, _, _| {
+            [Acc::default(), Acc::default(), Acc::default()]
+        });
+        for (r, k) in self.records.iter().zip(&window) {
+            let e = &mut acc[r.m][r.c][r.w];
+            e[0].add(r.ms);
+            e[if r.shared { 2 } else { 1 }].add(r.ms / speed[*k]);
+        }
+        let table = |k: usize| map3(&acc, |_, _, _, a| a[k].stat());
+        let truth = map3(&acc, |m, c, w, a| {
             if !units[m].candidates[c].support.contains(w) {
                 None
             } else if let Some(s) = a[0].stat() {
@@ -185,10 +267,13 @@ impl Recorder {
             apps,
             isolated_ms,
             truth,
-            runs: map3(&self.acc, |_, _, _, a| a[0].runs.len() as u32),
+            runs: map3(&acc, |_, _, _, a| a[0].runs.len() as u32),
             alone: table(1),
             shared: table(2),
             dispatch_overhead_ms: quantile(&self.overhead, 0.5),
+            dispatch_overhead_quantiles: quantiles(&self.overhead),
+            speed_window_ms: SPEED_WINDOW_MS,
+            speed,
             registration: base.save(),
         }
     }
@@ -224,6 +309,9 @@ impl Measured {
         Truth {
             table,
             overhead_ms: self.dispatch_overhead_ms,
+            overhead_quantiles: self.dispatch_overhead_quantiles.clone(),
+            speed: self.speed.clone(),
+            speed_window_ms: self.speed_window_ms,
         }
     }
 }

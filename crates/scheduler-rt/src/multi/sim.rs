@@ -46,6 +46,15 @@ impl Latency {
 pub struct Truth {
     pub table: Vec<Vec<Vec<Latency>>>,
     pub overhead_ms: f64,
+    /// When measured: that cost at evenly spaced quantiles, one drawn per
+    /// subgraph instead of `overhead_ms`.
+    pub overhead_quantiles: Vec<f64>,
+    /// The measured machine's speed per window of `speed_window_ms` (run
+    /// time / mean); each simulated window draws one of them at random and
+    /// every subgraph starting in it is scaled by it (slow periods slow all
+    /// processors at once). Empty: speed 1.
+    pub speed: Vec<f64>,
+    pub speed_window_ms: f64,
 }
 
 /// Noise and contention of simulated workers, on top of [`Truth`].
@@ -124,6 +133,7 @@ pub fn simulate(
         ..RunLog::default()
     };
     let mut busy: Vec<Option<Span>> = vec![None; names.len()];
+    let mut speed: (Option<u64>, f64) = (None, 1.0);
     let mut now = 0.0f64;
     loop {
         let next_event = events.peek().map(|t: &Timed| t.0);
@@ -184,8 +194,7 @@ pub fn simulate(
                 (t.alone_ms, t.alone_cv, &t.alone_shape)
             };
             if options.noise == 0.0 && !shape.is_empty() {
-                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-                ms *= shape[((u * shape.len() as f64) as usize).min(shape.len() - 1)];
+                ms *= shape[((unit(&mut rng) * shape.len() as f64) as usize).min(shape.len() - 1)];
             } else {
                 let sigma = if options.noise > 0.0 {
                     options.noise
@@ -197,7 +206,25 @@ pub fn simulate(
                     ms *= (sigma * z - sigma * sigma / 2.0).exp();
                 }
             }
-            ms += truth.overhead_ms;
+            let window = if truth.speed_window_ms > 0.0 {
+                (now / truth.speed_window_ms) as u64
+            } else {
+                0
+            };
+            if !truth.speed.is_empty() {
+                if speed.0 != Some(window) {
+                    let n = truth.speed.len();
+                    speed = (
+                        Some(window),
+                        truth.speed[((unit(&mut rng) * n as f64) as usize).min(n - 1)],
+                    );
+                }
+                ms *= speed.1;
+            }
+            ms += match truth.overhead_quantiles.len() {
+                0 => truth.overhead_ms,
+                n => truth.overhead_quantiles[((unit(&mut rng) * n as f64) as usize).min(n - 1)],
+            };
             busy[d.worker] = Some(Span {
                 worker: d.worker,
                 app: d.app,
@@ -221,6 +248,11 @@ pub fn simulate(
     log.frames_done = arrivals.frames_done;
     log.decision_us = std::mem::take(&mut sched.decision_us);
     Ok(log)
+}
+
+/// A uniform draw in [0, 1).
+fn unit(rng: &mut SplitMix64) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A standard normal draw (Box-Muller).

@@ -115,6 +115,9 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
         truth: Truth {
             table: truth,
             overhead_ms: 0.0,
+            overhead_quantiles: Vec::new(),
+            speed: Vec::new(),
+            speed_window_ms: 0.0,
         },
         isolated: None,
         registration: None,
