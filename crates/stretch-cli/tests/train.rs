@@ -204,6 +204,22 @@ fn distillation_and_compare_accuracy_run() {
         ],
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let plain = [path(&dir.join("plain1.onnx")), path(&dir.join("plain2.onnx"))];
+    for p in &plain {
+        let r = train(&b, p, &["--epochs", "1"]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    }
+    let bytes = |p: &str| std::fs::read(p).expect("trained model");
+    assert_eq!(
+        bytes(&plain[0]),
+        bytes(&plain[1]),
+        "training with one seed is not deterministic"
+    );
+    assert_ne!(
+        bytes(&out),
+        bytes(&plain[0]),
+        "the teacher did not change the trained weights"
+    );
     let cmp = stretch_ok(&[
         "compare-accuracy",
         &m,
