@@ -31,6 +31,7 @@ use graph_ir::rng::SplitMix64;
 use scheduler_rt::multi::core::{Job, Running, Task, View, WorkerState};
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::{Lst, Policy, Sel};
+use scheduler_rt::multi::report::quantile;
 use scheduler_rt::multi::{JobSpec, ModelUnits, OpSupport, analyze};
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
@@ -39,16 +40,6 @@ const MODELS: [&str; 4] = ["resnet18", "mobilenet_v2", "efficientnet_b0", "regne
 
 fn set(ops: &[&str]) -> std::collections::BTreeSet<String> {
     ops.iter().map(|s| s.to_string()).collect()
-}
-
-fn unit(rng: &mut SplitMix64) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
 }
 
 /// A random state: 32 jobs and the workers' occupancy.
@@ -66,15 +57,15 @@ fn state(
         let m = &models[model];
         let mut done = vec![0; m.regions.len()];
         if let Some(d) = done.first_mut().filter(|_| id < part_done) {
-            *d = (unit(rng) * m.regions[0].units.len() as f64) as usize;
+            *d = (rng.next_f64() * m.regions[0].units.len() as f64) as usize;
         }
         let job = Job {
             id,
             spec: JobSpec {
                 app: model,
                 model,
-                arrival_ms: now - 50.0 * unit(rng),
-                slo_ms: Some(20.0 + 100.0 * unit(rng)),
+                arrival_ms: now - 50.0 * rng.next_f64(),
+                slo_ms: Some(20.0 + 100.0 * rng.next_f64()),
                 frame: None,
             },
             done,
@@ -97,7 +88,7 @@ fn state(
                 model: 0,
                 candidate: 0,
                 start_ms: Some(now - 5.0),
-                expected_ms: 5.0 + 20.0 * unit(rng),
+                expected_ms: 5.0 + 20.0 * rng.next_f64(),
             }),
             local: VecDeque::new(),
         })

@@ -204,7 +204,7 @@ impl Recorder {
             e.0 += r.ms;
             e.1 += 1;
         }
-        let mut windows: Vec<(usize, usize)> = self
+        let windows: Vec<(usize, usize)> = self
             .records
             .iter()
             .map(|r| (r.run, (r.start_ms.max(0.0) / SPEED_WINDOW_MS) as usize))
@@ -213,7 +213,7 @@ impl Recorder {
         keys.sort_unstable();
         keys.dedup();
         let mut sums = vec![(0.0, 0usize); keys.len()];
-        let index: Vec<usize> = windows.iter_mut().map(|k| keys.binary_search(k).unwrap_or(0)).collect();
+        let index: Vec<usize> = windows.iter().map(|k| keys.binary_search(k).unwrap_or(0)).collect();
         for (r, k) in self.records.iter().zip(&index) {
             let (sum, n) = mean[r.m][r.c][r.w];
             if sum > 0.0 {

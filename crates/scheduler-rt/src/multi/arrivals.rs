@@ -49,7 +49,7 @@ impl Arrivals {
         let mut frame_apps = Vec::new();
         for (i, p) in patterns.iter().enumerate() {
             match p {
-                Arrival::Periodic { fps } => pending.push(At(unit_f64(&mut rng) * 1e3 / fps, i, 0)),
+                Arrival::Periodic { fps } => pending.push(At(rng.next_f64() * 1e3 / fps, i, 0)),
                 Arrival::Poisson { rate } => pending.push(At(exp_gap(&mut rng, *rate), i, 0)),
                 Arrival::Closed => pending.push(At(0.0, i, 0)),
                 Arrival::Frame { .. } => frame_apps.push(i),
@@ -154,10 +154,5 @@ impl Arrivals {
 }
 
 fn exp_gap(rng: &mut SplitMix64, rate: f64) -> f64 {
-    -(1.0 - unit_f64(rng)).ln() / rate * 1e3
-}
-
-/// Uniform in [0, 1) with 53 random bits.
-fn unit_f64(rng: &mut SplitMix64) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    -(1.0 - rng.next_f64()).ln() / rate * 1e3
 }

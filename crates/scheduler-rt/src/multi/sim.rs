@@ -194,7 +194,7 @@ pub fn simulate(
                 (t.alone_ms, t.alone_cv, &t.alone_shape)
             };
             if options.noise == 0.0 && !shape.is_empty() {
-                ms *= shape[((unit(&mut rng) * shape.len() as f64) as usize).min(shape.len() - 1)];
+                ms *= pick(&mut rng, shape);
             } else {
                 let sigma = if options.noise > 0.0 {
                     options.noise
@@ -206,24 +206,21 @@ pub fn simulate(
                     ms *= (sigma * z - sigma * sigma / 2.0).exp();
                 }
             }
-            let window = if truth.speed_window_ms > 0.0 {
-                (now / truth.speed_window_ms) as u64
-            } else {
-                0
-            };
             if !truth.speed.is_empty() {
+                let window = if truth.speed_window_ms > 0.0 {
+                    (now / truth.speed_window_ms) as u64
+                } else {
+                    0
+                };
                 if speed.0 != Some(window) {
-                    let n = truth.speed.len();
-                    speed = (
-                        Some(window),
-                        truth.speed[((unit(&mut rng) * n as f64) as usize).min(n - 1)],
-                    );
+                    speed = (Some(window), pick(&mut rng, &truth.speed));
                 }
                 ms *= speed.1;
             }
-            ms += match truth.overhead_quantiles.len() {
-                0 => truth.overhead_ms,
-                n => truth.overhead_quantiles[((unit(&mut rng) * n as f64) as usize).min(n - 1)],
+            ms += if truth.overhead_quantiles.is_empty() {
+                truth.overhead_ms
+            } else {
+                pick(&mut rng, &truth.overhead_quantiles)
             };
             busy[d.worker] = Some(Span {
                 worker: d.worker,
@@ -250,9 +247,9 @@ pub fn simulate(
     Ok(log)
 }
 
-/// A uniform draw in [0, 1).
-fn unit(rng: &mut SplitMix64) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+/// One of the non-empty `values`, uniformly at random.
+fn pick(rng: &mut SplitMix64, values: &[f64]) -> f64 {
+    values[((rng.next_f64() * values.len() as f64) as usize).min(values.len() - 1)]
 }
 
 /// A standard normal draw (Box-Muller).

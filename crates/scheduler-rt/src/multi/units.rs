@@ -71,29 +71,24 @@ pub struct ModelUnits {
     pub regions: Vec<Region>,
     pub candidates: Vec<Candidate>,
     /// Per region of `n` units, `n × n` candidate indices by (first, last)
-    /// relative to the region's start, `NONE` where there is none.
+    /// relative to the region's start, [`NO_CANDIDATE`] where there is none.
     index: Vec<Vec<u32>>,
 }
 
-const NONE: u32 = u32::MAX;
+/// An entry of [`ModelUnits::candidates_from`] where there is no candidate.
+pub const NO_CANDIDATE: u32 = u32::MAX;
 
 impl ModelUnits {
     /// The candidate covering units `first..=last`, if there is one.
     pub fn candidate(&self, first: usize, last: usize) -> Option<usize> {
-        let r = self.units.get(first)?.region;
-        let u = &self.regions[r].units;
-        if last < first || last >= u.end {
-            return None;
-        }
-        let n = u.len();
-        match self.index[r][(first - u.start) * n + (last - u.start)] {
-            NONE => None,
+        match *self.candidates_from(first).get(last.checked_sub(first)?)? {
+            NO_CANDIDATE => None,
             c => Some(c as usize),
         }
     }
 
     /// The candidates starting at unit `first`: entry `d` covers units
-    /// `first..=first + d` (to the region's end), `u32::MAX` where there is none.
+    /// `first..=first + d` (to the region's end), [`NO_CANDIDATE`] where there is none.
     pub fn candidates_from(&self, first: usize) -> &[u32] {
         let Some(u) = self.units.get(first) else { return &[] };
         let units = &self.regions[u.region].units;
@@ -215,7 +210,7 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
     let mut index = Vec::with_capacity(regions.len());
     for (r, region) in regions.iter().enumerate() {
         let n = region.units.len();
-        let mut dense = vec![NONE; n * n];
+        let mut dense = vec![NO_CANDIDATE; n * n];
         for first in region.units.clone() {
             let mut set = ProcSet::ALL;
             for last in first..region.units.end {

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 /// every job that still can, shortest expected latency first (it is late
 /// whatever its order; the shortest frees its worker soonest for jobs that
 /// can still make it): Band drops such jobs at once, here they still run,
-/// on a worker no feasible job wants now, and count as violations. The rest of a job goes back to the
-/// queue's head.
+/// on a worker no feasible job wants now, and count as violations. The
+/// rest of a job goes back to the queue's head.
 #[derive(Clone, Debug, Default)]
 pub struct Lst {
     /// Only whole-region candidates (see [`super::plan::region_plan`]).

@@ -8,7 +8,7 @@
 //! a region starts when the regions it reads have finished.
 
 use crate::multi::core::{Job, View};
-use crate::multi::units::ModelUnits;
+use crate::multi::units::{ModelUnits, NO_CANDIDATE};
 
 /// One step of a sequence over a region's remaining units: run local units
 /// `first..=last` (0 is the first remaining unit) on `worker`.
@@ -153,19 +153,18 @@ pub fn region_plan(
         };
     }
     let cand = |i: usize, j: usize| m.candidate(from + i, from + j);
-    let available: Vec<bool> = view.workers.iter().map(|w| w.available).collect();
     let mut from_i = (usize::MAX, &[][..]);
     let mut fill = |i: usize, j: usize, row: &mut [f64]| {
         if from_i.0 != i {
             from_i = (i, m.candidates_from(from + i));
         }
         let c = match from_i.1.get(j - i) {
-            Some(&c) if c != u32::MAX => c as usize,
+            Some(&c) if c != NO_CANDIDATE => c as usize,
             _ => return false,
         };
         let support = m.candidates[c].support;
         for (k, x) in row.iter_mut().enumerate() {
-            *x = if available[k] && support.contains(k) {
+            *x = if view.workers[k].available && support.contains(k) {
                 view.estimator.estimate(model, c, k)
             } else {
                 f64::INFINITY
