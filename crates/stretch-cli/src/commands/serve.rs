@@ -99,6 +99,19 @@ pub fn run(a: Args) -> Result<()> {
     for p in &policies {
         mc::make_policy(p, &workload, &names)?;
     }
+    let rounds = a.rounds.max(1);
+    if rounds > 1 && !workload.outages.is_empty() {
+        bail!(
+            "{}: --rounds {rounds} would repeat the workload's outages; use --rounds 1",
+            workload.file
+        );
+    }
+    if rounds > 1 && workload.duration_s.is_none() {
+        bail!(
+            "{}: --rounds {rounds} needs a duration (duration_s or --duration-s)",
+            workload.file
+        );
+    }
     let graphs = mc::load_graphs(&workload)?;
     let tty = std::io::stderr().is_terminal();
     let mut say = |msg: &str| {
@@ -145,19 +158,6 @@ pub fn run(a: Args) -> Result<()> {
             workload.apps[m].name
         );
         isolated.push(best);
-    }
-    let rounds = a.rounds.max(1);
-    if rounds > 1 && !workload.outages.is_empty() {
-        bail!(
-            "{}: --rounds {rounds} would repeat the workload's outages; use --rounds 1",
-            workload.file
-        );
-    }
-    if rounds > 1 && workload.duration_s.is_none() {
-        bail!(
-            "{}: --rounds {rounds} needs a duration (duration_s or --duration-s)",
-            workload.file
-        );
     }
     let configs: Vec<(Option<f64>, &String)> = multipliers
         .iter()
