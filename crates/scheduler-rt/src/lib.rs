@@ -24,6 +24,7 @@ pub mod npy;
 mod ort_engine;
 mod partition;
 pub mod policy;
+pub mod priority;
 mod queue;
 mod runtime;
 mod runtime_config;

@@ -15,6 +15,7 @@ use crate::config::{EngineKind, ProcessorConfig, WorkerKind};
 use crate::engine::{Compiled, EngineFactory, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract;
+use crate::priority;
 use crate::queue::Input;
 use crate::worker::{self, Done, Worker};
 use graph_ir::{Graph, Outlet};
@@ -40,6 +41,8 @@ pub struct Server {
     workers: Vec<Worker>,
     pub names: Vec<String>,
     pub models: Vec<ServedModel>,
+    /// Why the worker threads run at normal priority, where raising failed.
+    priority_error: Option<String>,
 }
 
 fn random_tensor(shape: &[usize], seed: u64) -> Result<Value, RuntimeError> {
@@ -54,7 +57,9 @@ fn random_tensor(shape: &[usize], seed: u64) -> Result<Value, RuntimeError> {
 
 impl Server {
     /// Starts one worker thread per processor (inline processors get a
-    /// thread too: the scheduler has its own), cuts every model into units
+    /// thread too: the scheduler has its own) at raised priority where
+    /// permitted ([`priority::SCHEDULER_NICE`]), so that other work on the
+    /// machine does not delay them more than it delays one another; cuts every model into units
     /// for `support`, and compiles each candidate on each worker that can
     /// run it. `progress` hears what is being compiled.
     pub fn load(
@@ -65,12 +70,14 @@ impl Server {
         progress: &mut dyn FnMut(&str),
     ) -> Result<Server, RuntimeError> {
         let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
+        let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
         let mut workers = Vec::new();
         for p in processors {
             let mut p = p.clone();
             p.kind = WorkerKind::Pool;
             workers.push(worker::start(&p, &factory)?);
         }
+        let priority_error = raised.err();
         let mut models = Vec::new();
         for (m, graph) in graphs.into_iter().enumerate() {
             let units = analyze(&graph, &names, support).map_err(|e| RuntimeError::Units {
@@ -119,7 +126,12 @@ impl Server {
                 reference: None,
             });
         }
-        Ok(Server { workers, names, models })
+        Ok(Server {
+            workers,
+            names,
+            models,
+            priority_error,
+        })
     }
 
     /// Computes each model's whole-model output for its input with
@@ -272,6 +284,8 @@ impl Server {
 
     /// Runs `workload` under `sched` on the wall clock. `slo_ms` per app;
     /// `progress` is called about once a second with the elapsed seconds.
+    /// The calling thread schedules; its priority is raised for the run
+    /// where permitted (the log says when it was not).
     pub fn run(
         &self,
         sched: &mut Scheduler,
@@ -289,8 +303,10 @@ impl Server {
         }
         outages.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut outages = outages.into_iter().peekable();
+        let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
         let mut log = RunLog {
             submitted: vec![0; workload.apps.len()],
+            priority_error: self.priority_error.clone().or(raised.as_ref().err().cloned()),
             ..RunLog::default()
         };
         let (reply, results): (Sender<Done>, Receiver<Done>) = channel();

@@ -165,6 +165,7 @@ pub fn run(a: Args) -> Result<()> {
         .collect();
     let mut logs: Vec<Option<RunLog>> = vec![None; configs.len()];
     let mut recorder = Recorder::new(&units, names.len());
+    let mut warned_priority = false;
     for round in 0..rounds {
         for (i, (m, p)) in configs.iter().enumerate() {
             let mut w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
@@ -194,6 +195,12 @@ pub fn run(a: Args) -> Result<()> {
             let log = server.run(&mut sched, &w, slo, &mut progress)?;
             if tty {
                 eprint!("\r\x1b[2K");
+            }
+            if let Some(e) = log.priority_error.as_ref().filter(|_| !warned_priority) {
+                warned_priority = true;
+                eprintln!(
+                    "warning: {e}; the scheduler runs at normal priority, so its wake-ups may wait behind engine threads"
+                );
             }
             recorder.add(&log);
             match &mut logs[i] {
