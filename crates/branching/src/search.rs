@@ -3,10 +3,13 @@
 //! (communication at most α x the segment's latency, else the stage stays
 //! whole), the (depth, width) grid within the lower bounds, Eq. 5 (each
 //! branch at most β x the original segment on its fastest processor) and the
-//! capacity band on MACs. Among the kept candidates the lowest predicted
-//! stage latency wins; within 1% of it, branch FLOPs closest to the
-//! processors' speed (Eq. 6) and the preferred scaling (depth for GPU/DSP,
-//! width for CPU) break the tie. With the `concat` merge a candidate's
+//! capacity band on MACs. Among the kept candidates whose predicted stage
+//! latency is within 1% of the lowest, the one whose branch FLOPs are
+//! closest to the processors' speed shares (Eq. 6: Σ |MACs_i / MACs −
+//! speed_i / Σ speed|) plus half its distance from the preferred scaling
+//! (Σ 1 − width_i / width on GPU/DSP/NPU, Σ 1 − depth_i / depth on CPU) is
+//! the smallest wins (then the faster). A stage whose winner is not faster
+//! than the whole stage stays whole. With the `concat` merge a candidate's
 //! latency includes what its merge width costs the layers after it, and the
 //! stage or head after a branched stage is priced reading the merge's
 //! width. End-to-end = stem + per stage the slowest branch (communication
@@ -30,6 +33,8 @@ pub struct Candidate {
     pub stage: usize,
     /// (processor, depth, width) per branch.
     pub branches: Vec<(String, usize, usize)>,
+    /// MACs per branch (its projection included), in `branches` order.
+    pub branch_macs: Vec<u64>,
     pub predicted_ms: f64,
     pub macs_ratio: f64,
     /// The constraint that removed it; `None` if it was kept.
@@ -358,7 +363,7 @@ fn plan_stage(
     let mut after_ms: HashMap<usize, f64> = HashMap::new();
     let stage_macs = (macs as i64 + widened.macs).max(1) as f64;
     let mut counts = Counts::default();
-    let mut best: Option<(f64, f64, Vec<BranchPlan>, f64)> = None;
+    let mut kept: Vec<(f64, f64, Vec<BranchPlan>, f64)> = Vec::new();
     let per = options[0].len();
     let (mut removed_eq5, mut removed_cap) = (0u64, 0u64);
     for mask in 1usize..(1 << processors.len()) {
@@ -452,14 +457,7 @@ fn plan_stage(
                         },
                         _ => 0.0,
                     };
-                    let ranked = stage_ms + after;
-                    let better = match &best {
-                        None => true,
-                        Some((ms, t, _, _)) => ranked < ms * 0.99 || (ranked <= ms * 1.01 && tie < *t),
-                    };
-                    if better {
-                        best = Some((ranked, tie, branches.clone(), stage_ms));
-                    }
+                    kept.push((stage_ms + after, tie, branches.clone(), stage_ms));
                 }
             }
             if explain {
@@ -469,6 +467,7 @@ fn plan_stage(
                         .iter()
                         .map(|b| (b.processor.clone(), b.depth, b.width))
                         .collect(),
+                    branch_macs: branches.iter().map(|b| b.macs).collect(),
                     predicted_ms: stage_ms,
                     macs_ratio: ratio,
                     removed_by: removed.map(|r| r.describe(processors, settings, seg_ms)),
@@ -491,6 +490,11 @@ fn plan_stage(
             }
         }
     }
+    let fastest_ms = kept.iter().map(|k| k.0).fold(f64::INFINITY, f64::min);
+    let best = kept
+        .into_iter()
+        .filter(|k| k.0 <= fastest_ms * 1.01)
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.total_cmp(&b.0)));
     let Some((ranked, _, branches, ms)) = best else {
         return Ok(whole(
             format!(

@@ -10,6 +10,7 @@ use graph_ir::ops::UnaryOp;
 use graph_ir::{Graph, Outlet};
 use predictor::{DeviceModel, DeviceProfile};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 use std::collections::HashMap;
 
 fn device() -> DeviceModel {
@@ -88,6 +89,59 @@ fn mbnet(depths: &[usize], expand: usize) -> Graph {
     b.finish("y", y).unwrap()
 }
 
+/// Plans `g`, branches it, and checks the result: the graph passes
+/// `check()`, its output keeps its shape, and its MACs change by exactly
+/// what the plan reports (with `concat`, the layers after a merge
+/// included). Returns the plan.
+fn plan_and_check(g: &Graph, three: bool, settings: &Settings) -> Result<branching::Plan, TestCaseError> {
+    let model = device();
+    let procs: Vec<String> = if three {
+        vec!["a".into(), "b".into(), "c".into()]
+    } else {
+        vec!["a".into(), "b".into()]
+    };
+    let (plan, _) = search(g, "random", &model, &procs, &HashMap::new(), settings, false).unwrap();
+    let b = apply_plan(g, &plan, 7).unwrap();
+    b.check().unwrap();
+    prop_assert_eq!(b.fact(b.outputs()[0].1).unwrap().shape.clone(), vec![1, 10]);
+    let delta: i64 = plan
+        .stages
+        .iter()
+        .map(|s| {
+            if s.branches.is_empty() {
+                s.widened_macs
+            } else {
+                s.branches.iter().map(|x| x.macs as i64).sum::<i64>() - s.macs as i64
+            }
+        })
+        .sum::<i64>()
+        + plan.head.widened_macs;
+    prop_assert_eq!(b.total_cost().macs as i64 - g.total_cost().macs as i64, delta);
+    prop_assert_eq!(plan.macs_delta(), delta);
+    Ok(plan)
+}
+
+#[test]
+fn branches_as_deep_and_wide_as_their_stage_are_never_faster_and_the_stages_stay_whole() {
+    let settings = Settings {
+        min_depth: 0.9435399852900317,
+        min_width: 0.9230202651578937,
+        alpha: 10.0,
+        capacity: [0.1, 3.5],
+        beta: 10.0,
+        merge: Merge::Project,
+    };
+    let plan = plan_and_check(&resnet(&[2, 2], 16), false, &settings).unwrap();
+    for s in &plan.stages {
+        let reason = s.reason.as_deref().unwrap_or_default();
+        assert!(
+            s.branches.is_empty() && reason.contains("not faster than the whole stage"),
+            "stage {}: {reason}",
+            s.index
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
 
@@ -97,33 +151,44 @@ proptest! {
         depths in proptest::collection::vec(2usize..4, 2..4),
         base in prop::sample::select(vec![16usize, 24, 32]),
         three in any::<bool>(),
-        min_depth in 0.3f64..0.6,
-        min_width in 0.3f64..0.6,
+        min_depth in 0.3f64..1.0,
+        min_width in 0.3f64..1.0,
         concat in any::<bool>(),
     ) {
         let g = if mobile { mbnet(&depths, 1 + base / 16) } else { resnet(&depths, base) };
-        let model = device();
-        let procs: Vec<String> = if three { vec!["a".into(), "b".into(), "c".into()] } else { vec!["a".into(), "b".into()] };
         let merge = if concat { Merge::Concat } else { Merge::Project };
         let settings = Settings { min_depth, min_width, alpha: 10.0, capacity: [0.1, 3.5], beta: 10.0, merge };
-        let (plan, _) = search(&g, "random", &model, &procs, &HashMap::new(), &settings, false).unwrap();
-        prop_assert!(plan.branched_stages() > 0, "nothing branched: {:?}", plan.stages.iter().map(|s| s.reason.clone()).collect::<Vec<_>>());
-        let b = apply_plan(&g, &plan, 7).unwrap();
-        b.check().unwrap();
-        prop_assert_eq!(b.fact(b.outputs()[0].1).unwrap().shape.clone(), vec![1, 10]);
-        let delta: i64 = plan
-            .stages
-            .iter()
-            .map(|s| {
-                if s.branches.is_empty() {
-                    s.widened_macs
-                } else {
-                    s.branches.iter().map(|x| x.macs as i64).sum::<i64>() - s.macs as i64
-                }
-            })
-            .sum::<i64>()
-            + plan.head.widened_macs;
-        prop_assert_eq!(b.total_cost().macs as i64 - g.total_cost().macs as i64, delta);
-        prop_assert_eq!(plan.macs_delta(), delta);
+        let plan = plan_and_check(&g, three, &settings)?;
+        if min_depth < 0.6 && min_width < 0.6 {
+            prop_assert!(plan.branched_stages() > 0, "nothing branched: {:?}", plan.stages.iter().map(|s| s.reason.clone()).collect::<Vec<_>>());
+        }
+    }
+
+    /// Settings as a user would pass them: whatever the search keeps
+    /// honours the capacity band and beats the whole stage.
+    #[test]
+    fn plans_under_realistic_settings_honour_their_constraints(
+        mobile in any::<bool>(),
+        depths in proptest::collection::vec(2usize..4, 2..4),
+        base in prop::sample::select(vec![16usize, 24, 32]),
+        three in any::<bool>(),
+        min_depth in 0.4f64..0.8,
+        min_width in 0.4f64..0.8,
+        alpha in 0.05f64..0.5,
+        beta in 1.0f64..1.5,
+        lo in 0.8f64..1.0,
+        hi in 1.1f64..1.3,
+        concat in any::<bool>(),
+    ) {
+        let g = if mobile { mbnet(&depths, 1 + base / 16) } else { resnet(&depths, base) };
+        let merge = if concat { Merge::Concat } else { Merge::Project };
+        let settings = Settings { min_depth, min_width, alpha, capacity: [lo, hi], beta, merge };
+        let plan = plan_and_check(&g, three, &settings)?;
+        for s in plan.stages.iter().filter(|s| !s.branches.is_empty() && merge == Merge::Project) {
+            let ratio = s.branches.iter().map(|b| b.macs).sum::<u64>() as f64 / s.macs as f64;
+            prop_assert!((lo..=hi).contains(&ratio), "stage {}: MACs ratio {} outside [{}, {}]", s.index, ratio, lo, hi);
+            prop_assert!(s.predicted_ms < s.original_ms[&s.processor], "stage {} not faster than whole", s.index);
+        }
+        prop_assert!(plan.totals.plan_ms > 0.0);
     }
 }

@@ -15,7 +15,7 @@ use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 use tract_onnx::prelude::{DatumType, TVec};
 
@@ -24,9 +24,12 @@ use tract_onnx::prelude::{DatumType, TVec};
 /// any number of threads.
 pub struct Runtime {
     partition: Partition,
-    /// `compiled[subgraph][worker]`: every subgraph on every worker, so a
-    /// subgraph can move when its processor is disabled.
-    compiled: Vec<Vec<Arc<dyn Compiled>>>,
+    /// `compiled[subgraph][worker]`: each subgraph on its home worker from
+    /// the start, elsewhere only once it may run there (a placement policy,
+    /// or the fallback for a disabled processor, compiles it first).
+    compiled: Vec<Vec<OnceLock<Arc<dyn Compiled>>>>,
+    /// Each subgraph as ONNX, kept to compile it on another worker.
+    onnx: Vec<Vec<u8>>,
     worker_of: Vec<usize>,
     workers: Vec<Worker>,
     inputs: Vec<(String, Fact, Outlet)>,
@@ -81,25 +84,19 @@ impl Runtime {
             .iter()
             .map(|p| worker::start(p, &factory))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut compiled: Vec<Vec<Arc<dyn Compiled>>> = Vec::new();
+        let mut onnx = Vec::new();
         for s in &partition.subgraphs {
             let sub = extract(g, s)?;
-            let bytes = graph_ir::onnx::export_bytes(&sub).map_err(|e| RuntimeError::Export {
+            onnx.push(graph_ir::onnx::export_bytes(&sub).map_err(|e| RuntimeError::Export {
                 subgraph: s.name.clone(),
                 reason: e.to_string(),
-            })?;
-            let mut per_worker = Vec::new();
-            for w in &workers {
-                let c = w.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
-                    engine: w.engine.name(),
-                    subgraph: s.name.clone(),
-                    processor: w.config.name.clone(),
-                    reason,
-                })?;
-                per_worker.push(Arc::from(c));
-            }
-            compiled.push(per_worker);
+            })?);
         }
+        let compiled = partition
+            .subgraphs
+            .iter()
+            .map(|_| workers.iter().map(|_| OnceLock::new()).collect())
+            .collect();
         let inputs = g
             .inputs()
             .iter()
@@ -115,9 +112,10 @@ impl Runtime {
         let outputs = g.outputs().iter().map(|(_, o)| *o).collect();
         let latency = Mutex::new(vec![vec![None; processors.len()]; partition.subgraphs.len()]);
         let placed = worker_of.iter().map(|w| AtomicUsize::new(*w)).collect();
-        Ok(Runtime {
+        let rt = Runtime {
             partition,
             compiled,
+            onnx,
             worker_of,
             workers,
             inputs,
@@ -126,7 +124,35 @@ impl Runtime {
             placed,
             policy: None,
             clock: SystemClock::new(),
-        })
+        };
+        for (i, w) in rt.worker_of.iter().enumerate() {
+            rt.compiled_on(i, *w)?;
+        }
+        Ok(rt)
+    }
+
+    /// Subgraph `i` compiled on worker `w`, compiling it there first if it
+    /// never ran there.
+    fn compiled_on(&self, i: usize, w: usize) -> Result<&Arc<dyn Compiled>, RuntimeError> {
+        if let Some(c) = self.compiled[i][w].get() {
+            return Ok(c);
+        }
+        let worker = &self.workers[w];
+        let c = worker
+            .engine
+            .compile(&self.onnx[i])
+            .map_err(|reason| RuntimeError::Compile {
+                engine: worker.engine.name(),
+                subgraph: self.partition.subgraphs[i].name.clone(),
+                processor: worker.config.name.clone(),
+                reason,
+            })?;
+        Ok(self.compiled[i][w].get_or_init(|| Arc::from(c)))
+    }
+
+    /// How many (subgraph, processor) pairs hold a compiled copy now.
+    pub fn compiled_copies(&self) -> usize {
+        self.compiled.iter().flatten().filter(|c| c.get().is_some()).count()
     }
 
     /// Home processor (index in the configuration) and dataflow level of
@@ -155,16 +181,24 @@ impl Runtime {
     /// Lets `policy` place subgraphs: after each request it sees the
     /// engine time of every subgraph run and may move subgraphs; the moves
     /// are in that request's [`Trace::moves`].
-    pub fn with_policy(mut self, policy: Box<dyn PlacementPolicy>) -> Runtime {
+    ///
+    /// Every subgraph is compiled on every processor first, since the
+    /// policy may move any subgraph anywhere.
+    pub fn with_policy(mut self, policy: Box<dyn PlacementPolicy>) -> Result<Runtime, RuntimeError> {
+        for i in 0..self.compiled.len() {
+            for w in 0..self.workers.len() {
+                self.compiled_on(i, w)?;
+            }
+        }
         for (i, p) in self.placed.iter().enumerate() {
             p.store(policy.placement(i).min(self.workers.len() - 1), Ordering::Release);
         }
         self.policy = Some(Mutex::new(policy));
-        self
+        Ok(self)
     }
 
     /// [`Runtime::with_policy`] with an [`AdaptivePolicy`] using `params`.
-    pub fn with_adaptation(self, params: AdaptiveParams) -> Runtime {
+    pub fn with_adaptation(self, params: AdaptiveParams) -> Result<Runtime, RuntimeError> {
         let policy = AdaptivePolicy::new(params, &self.subgraph_infos(), self.workers.len());
         self.with_policy(Box::new(policy))
     }
@@ -194,13 +228,14 @@ impl Runtime {
     }
 
     /// Disables (`false`) or re-enables a processor at run time. While it is
-    /// disabled its subgraphs run on the first enabled processor, and jobs
-    /// still queued on it are handed back and re-run there; no request is lost.
+    /// disabled its subgraphs run on the first enabled processor (compiled
+    /// there before this returns), and jobs still queued on it are handed
+    /// back and re-run there; no request is lost.
     pub fn set_enabled(&self, processor: &str, enabled: bool) -> Result<(), RuntimeError> {
-        let w = self
+        let wi = self
             .workers
             .iter()
-            .find(|w| w.config.name == processor)
+            .position(|w| w.config.name == processor)
             .ok_or_else(|| RuntimeError::UnknownProcessor {
                 node: "(set_enabled)".into(),
                 processor: processor.to_string(),
@@ -211,7 +246,15 @@ impl Runtime {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        w.enabled.store(enabled, Ordering::Release);
+        let fallback = (0..self.workers.len()).find(|f| *f != wi && self.workers[*f].enabled.load(Ordering::Acquire));
+        if let Some(f) = fallback.filter(|_| !enabled) {
+            for i in 0..self.placed.len() {
+                if self.placed[i].load(Ordering::Acquire) == wi {
+                    self.compiled_on(i, f)?;
+                }
+            }
+        }
+        self.workers[wi].enabled.store(enabled, Ordering::Release);
         Ok(())
     }
 
@@ -328,7 +371,7 @@ impl Runtime {
                         let job = Job {
                             index: i,
                             worker: wi,
-                            compiled: self.compiled[i][wi].clone(),
+                            compiled: self.compiled_on(i, wi)?.clone(),
                             inputs,
                             publish,
                             reply: reply.clone(),
@@ -349,7 +392,7 @@ impl Runtime {
                     }
                     started[i] = true;
                     let ins: TVec<Value> = subs[i].inputs.iter().map(|o| values[o].clone()).collect();
-                    worker::execute(i, wi, self.compiled[i][wi].as_ref(), ins)
+                    worker::execute(i, wi, self.compiled_on(i, wi)?.as_ref(), ins)
                 }
                 None if in_flight > 0 => {
                     in_flight -= 1;

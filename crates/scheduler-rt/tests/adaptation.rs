@@ -37,7 +37,13 @@ fn a_slowed_processor_loses_its_branch_and_gets_it_back() {
     };
     let rt = Runtime::load(&g, &procs, slowed_factory(vec![("cpu1".into(), delay.clone())]))
         .unwrap()
-        .with_adaptation(params);
+        .with_adaptation(params)
+        .unwrap();
+    assert_eq!(
+        rt.compiled_copies(),
+        2 * rt.partition().subgraphs.len(),
+        "a policy may move any subgraph anywhere"
+    );
     let branch = rt
         .partition()
         .subgraphs

@@ -209,6 +209,18 @@ fn disabling_loses_no_request(kind: scheduler_rt::WorkerKind) {
     let mut procs = ProcessorConfig::default_set(2);
     procs[1].kind = kind;
     let rt = Arc::new(Runtime::load(&g, &procs, tract()).unwrap());
+    let subgraphs = rt.partition().subgraphs.len();
+    let on_cpu1 = rt
+        .partition()
+        .subgraphs
+        .iter()
+        .filter(|s| s.processor == "cpu1")
+        .count();
+    assert_eq!(
+        rt.compiled_copies(),
+        subgraphs,
+        "each subgraph compiled on its home only"
+    );
     let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
     rt.run(vec![input(0)]).unwrap();
     let branch_b = rt
@@ -220,6 +232,11 @@ fn disabling_loses_no_request(kind: scheduler_rt::WorkerKind) {
     assert!(rt.latency_ms(branch_b, "cpu1").is_some_and(|ms| ms > 0.0));
     assert_eq!(rt.latency_ms(branch_b, "cpu0"), None);
     rt.set_enabled("cpu1", false).unwrap();
+    assert_eq!(
+        rt.compiled_copies(),
+        subgraphs + on_cpu1,
+        "cpu1's subgraphs compiled on cpu0 when it goes"
+    );
     let spans = rt.run_traced(vec![input(0)]).unwrap().1.spans;
     assert!(rt.latency_ms(branch_b, "cpu0").is_some_and(|ms| ms > 0.0));
     assert!(spans.iter().all(|s| s.processor == "cpu0"), "{spans:?}");

@@ -134,11 +134,12 @@ pub fn learning_curve_svg(title: &str, history: &[EpochMetrics]) -> String {
 
 /// The history as CSV, one row per epoch.
 pub fn metrics_csv(history: &[EpochMetrics]) -> String {
-    let mut s = String::from("epoch,lr,train_loss,train_top1,val_loss,val_top1,val_top5,seconds,images_per_second\n");
+    let mut s =
+        String::from("epoch,lr,train_loss,train_top1,val_loss,val_top1,val_top5,seconds,images_per_second,kd_loss\n");
     for m in history {
         let _ = writeln!(
             s,
-            "{},{:.6},{:.6},{:.3},{:.6},{:.3},{:.3},{:.3},{:.1}",
+            "{},{:.6},{:.6},{:.3},{:.6},{:.3},{:.3},{:.3},{:.1},{}",
             m.epoch,
             m.lr,
             m.train_loss,
@@ -147,7 +148,8 @@ pub fn metrics_csv(history: &[EpochMetrics]) -> String {
             m.val_top1,
             m.val_top5,
             m.seconds,
-            m.images_per_second
+            m.images_per_second,
+            m.kd_loss.map_or(String::new(), |k| format!("{k:.6}"))
         );
     }
     s

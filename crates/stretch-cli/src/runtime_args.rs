@@ -111,7 +111,9 @@ pub fn load_adaptive(
     let rt = Runtime::load(g, processors, default_factory())
         .with_context(|| format!("cannot load {label} on the runtime"))?;
     Ok(match adaptive {
-        Some(p) => rt.with_adaptation(p),
+        Some(p) => rt
+            .with_adaptation(p)
+            .with_context(|| format!("cannot load {label} on every processor for adaptive placement"))?,
         None => rt,
     })
 }

@@ -204,10 +204,22 @@ fn distillation_and_compare_accuracy_run() {
         ],
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let kd_term = |out: &[u8]| -> Option<f64> {
+        let text = String::from_utf8_lossy(out);
+        let rest = text.split("(distillation term ").nth(1)?;
+        rest.split(')').next()?.parse().ok()
+    };
+    let term = kd_term(&r.stdout);
+    assert!(
+        term.is_some_and(|t| t.is_finite() && t > 0.0),
+        "no distillation term logged: {}",
+        String::from_utf8_lossy(&r.stdout)
+    );
     let plain = [path(&dir.join("plain1.onnx")), path(&dir.join("plain2.onnx"))];
     for p in &plain {
         let r = train(&b, p, &["--epochs", "1"]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(kd_term(&r.stdout), None, "a distillation term without a teacher");
     }
     let bytes = |p: &str| std::fs::read(p).expect("trained model");
     assert_eq!(

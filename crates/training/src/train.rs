@@ -77,6 +77,10 @@ pub struct EpochMetrics {
     /// Wall-clock seconds of the epoch's training batches (validation excluded).
     pub seconds: f64,
     pub images_per_second: f64,
+    /// With a teacher: the mean distillation term of the training loss
+    /// (α·T²·cross-entropy against the teacher's softened labels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kd_loss: Option<f64>,
 }
 
 /// Receives progress; every method has an empty default.
@@ -233,6 +237,7 @@ impl<'a> Session<'a> {
             .schedule
             .at(self.recipe.lr, (epoch - 1) * batches, total_steps);
         let mut tally = Tally::default();
+        let mut kd_sum = 0.0;
         let start = Instant::now();
         for (b, idx) in order.chunks(self.recipe.batch_size).enumerate() {
             let n = idx.len();
@@ -252,8 +257,10 @@ impl<'a> Session<'a> {
             let mut loss = cross_entropy_with_logits(fwd.logits.clone(), target);
             if let Some((p, d)) = soft {
                 let p = Tensor::<2>::from_data(TensorData::new(p, [n, classes]), &self.train_device);
-                let soft_loss = cross_entropy_with_logits(fwd.logits.clone().div_scalar(d.temperature), p);
-                loss = loss.mul_scalar(1.0 - d.alpha) + soft_loss.mul_scalar(d.alpha * d.temperature * d.temperature);
+                let soft_loss = cross_entropy_with_logits(fwd.logits.clone().div_scalar(d.temperature), p)
+                    .mul_scalar(d.alpha * d.temperature * d.temperature);
+                kd_sum += host_vec(&soft_loss.clone().detach())[0] as f64 * n as f64;
+                loss = loss.mul_scalar(1.0 - d.alpha) + soft_loss;
             }
             let value = host_vec(&loss.clone().detach())[0];
             if !value.is_finite() {
@@ -294,6 +301,7 @@ impl<'a> Session<'a> {
             val_top5: val.top5(),
             seconds,
             images_per_second: tally.count as f64 / seconds.max(1e-9),
+            kd_loss: self.teacher.as_ref().map(|_| kd_sum / tally.count.max(1) as f64),
         };
         self.history.push(m.clone());
         progress.epoch_done(&m);

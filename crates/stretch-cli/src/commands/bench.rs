@@ -224,6 +224,30 @@ fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String
     make_engine(&p).map(|_| p).map_err(|e| e.to_string())
 }
 
+/// The process's resident set (`VmRSS` of `/proc/self/status`) in bytes.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| {
+        let kb: u64 = l
+            .strip_prefix("VmRSS:")?
+            .trim()
+            .strip_suffix("kB")?
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb * 1024)
+    })
+}
+
+/// Bytes of every constant tensor in `g`.
+fn weight_bytes(g: &Graph) -> u64 {
+    g.node_ids()
+        .iter()
+        .filter_map(|id| g.const_tensor(id.out(0)))
+        .map(|t| t.fact().bytes() as u64)
+        .sum()
+}
+
 pub fn run(args: Args) -> Result<()> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
@@ -340,9 +364,12 @@ pub fn run(args: Args) -> Result<()> {
     let load = args.interference.as_deref().map(Interference::start).transpose()?;
     let mut engines = Vec::new();
     let mut runtimes = Vec::with_capacity(configs.len());
+    let mut loaded_bytes = Vec::with_capacity(configs.len());
     for c in &configs {
         affinity::pin_current_thread(&cores).map_err(anyhow::Error::msg)?;
+        let before = resident_bytes();
         let rt = load_adaptive(c.graph, &c.processors, c.adaptive.clone(), c.label)?;
+        loaded_bytes.push(before.zip(resident_bytes()).map(|(b, a)| a.saturating_sub(b)));
         for (_, e, v) in rt.engines() {
             let e = format!("{e} {v}");
             if !engines.contains(&e) {
@@ -472,6 +499,32 @@ pub fn run(args: Args) -> Result<()> {
             adaptive_runs.len(),
             moves.first().map_or("none", String::as_str)
         )?;
+    }
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let (w_orig, w_branched) = (weight_bytes(&original), weight_bytes(&branched));
+    writeln!(
+        out,
+        "memory    weights: original {:.1} MiB, branched {:.1} MiB; resident memory added by loading each configuration (VmRSS, measured before its first run):",
+        mib(w_orig),
+        mib(w_branched)
+    )?;
+    for (i, (c, r)) in configs.iter().zip(&rows).enumerate() {
+        let weights = if std::ptr::eq(c.graph, &original) {
+            w_orig
+        } else {
+            w_branched
+        };
+        match loaded_bytes[i] {
+            Some(b) => writeln!(
+                out,
+                "          {:<40} {:>8.1} MiB ({:.2}x its weights, {} compiled subgraph copies)",
+                r.name,
+                mib(b),
+                b as f64 / weights.max(1) as f64,
+                runtimes[i].1.compiled_copies()
+            )?,
+            None => writeln!(out, "          {:<40} (cannot read /proc/self/status)", r.name)?,
+        }
     }
     writeln!(out, "trace     {}", args.trace.display())?;
     writeln!(out, "gantt     {}", gantt.display())?;

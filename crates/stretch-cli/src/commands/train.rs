@@ -219,8 +219,11 @@ pub fn train_graph(
                 }
                 Err(e) => return Err(e.into()),
             };
+            let kd = m
+                .kd_loss
+                .map_or(String::new(), |k| format!(" (distillation term {k:.4})"));
             println!(
-                "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
+                "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4}{kd} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
                 m.epoch,
                 m.lr,
                 m.train_loss,
@@ -252,6 +255,7 @@ fn empty(epoch: usize) -> EpochMetrics {
         val_top5: 0.0,
         seconds: 0.0,
         images_per_second: 0.0,
+        kd_loss: None,
     }
 }
 
