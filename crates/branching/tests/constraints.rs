@@ -292,7 +292,11 @@ fn among_candidates_within_one_percent_eq6_and_the_scaling_preference_decide() {
             let score = |c: &Candidate| tie_score(c, &model, &kinds, stage.blocks.len(), plan_stage.channels);
             let best = near
                 .iter()
-                .min_by(|x, y| score(x).total_cmp(&score(y)).then(x.predicted_ms.total_cmp(&y.predicted_ms)))
+                .min_by(|x, y| {
+                    score(x)
+                        .total_cmp(&score(y))
+                        .then(x.predicted_ms.total_cmp(&y.predicted_ms))
+                })
                 .expect("a kept candidate");
             decided += near.iter().any(|c| (score(c) - score(best)).abs() > 1e-9) as usize;
             let chosen: Vec<(String, usize, usize)> = plan_stage
@@ -310,7 +314,11 @@ fn among_candidates_within_one_percent_eq6_and_the_scaling_preference_decide() {
         let shapes = |c: &[(String, usize, usize)]| c.iter().map(|(_, d, w)| (*d, *w)).collect::<Vec<_>>();
         let mut flipped = shapes(other);
         flipped.reverse();
-        assert_eq!(shapes(one), flipped, "swapping the kinds must mirror the stage: {one:?} vs {other:?}");
+        assert_eq!(
+            shapes(one),
+            flipped,
+            "swapping the kinds must mirror the stage: {one:?} vs {other:?}"
+        );
         mirrored += (shapes(one) != shapes(other)) as usize;
     }
     assert!(decided > 0, "in no stage did the tie-break have a choice to make");

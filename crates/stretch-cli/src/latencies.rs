@@ -65,6 +65,10 @@ pub struct Measured {
     pub speed: Vec<f64>,
     #[serde(default)]
     pub speed_window_ms: f64,
+    /// How late the driver submitted each job after its arrival time, at
+    /// evenly spaced quantiles.
+    #[serde(default)]
+    pub arrival_lag_quantiles: Vec<f64>,
     /// The registration state of the estimator.
     pub registration: SavedEstimates,
 }
@@ -120,6 +124,7 @@ pub struct Recorder {
     records: Vec<Record>,
     runs: usize,
     overhead: Vec<f64>,
+    arrival_lag: Vec<f64>,
 }
 
 /// One subgraph run: where, in which class, when in which `serve` run, how long.
@@ -165,6 +170,7 @@ impl Recorder {
             records: Vec::new(),
             runs: 0,
             overhead: Vec::new(),
+            arrival_lag: Vec::new(),
         }
     }
 
@@ -192,6 +198,7 @@ impl Recorder {
         }
         self.runs += 1;
         self.overhead.extend_from_slice(&log.dispatch_overhead_ms);
+        self.arrival_lag.extend_from_slice(&log.arrival_lag_ms);
     }
 
     /// The machine's speed per window of every run, in run order: the mean
@@ -274,6 +281,7 @@ impl Recorder {
             dispatch_overhead_quantiles: quantiles(&self.overhead),
             speed_window_ms: SPEED_WINDOW_MS,
             speed,
+            arrival_lag_quantiles: quantiles(&self.arrival_lag),
             registration: base.save(),
         }
     }
@@ -312,6 +320,7 @@ impl Measured {
             overhead_quantiles: self.dispatch_overhead_quantiles.clone(),
             speed: self.speed.clone(),
             speed_window_ms: self.speed_window_ms,
+            arrival_lag_quantiles: self.arrival_lag_quantiles.clone(),
         }
     }
 }

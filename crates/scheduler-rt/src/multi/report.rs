@@ -36,6 +36,9 @@ pub struct RunLog {
     /// the hand-off to the worker to its start, and from its end to the
     /// scheduler hearing of it.
     pub dispatch_overhead_ms: Vec<f64>,
+    /// Per submitted job, ms from its arrival time to the scheduler
+    /// submitting it (the driver waking up late).
+    pub arrival_lag_ms: Vec<f64>,
     /// Why the scheduling thread ran at its normal priority, where raising
     /// it failed ([`crate::priority::raise_current_thread`]).
     pub priority_error: Option<String>,
@@ -72,6 +75,7 @@ impl RunLog {
         self.outputs_checked += other.outputs_checked;
         self.mismatches += other.mismatches;
         self.dispatch_overhead_ms.append(&mut other.dispatch_overhead_ms);
+        self.arrival_lag_ms.append(&mut other.arrival_lag_ms);
         self.priority_error = self.priority_error.take().or(other.priority_error);
     }
 

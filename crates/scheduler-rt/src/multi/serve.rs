@@ -25,6 +25,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 
+/// Timed runs per (model, worker) at registration.
+pub const REGISTRATION_RUNS: usize = 5;
+
 /// A model ready to serve: its units, its compiled candidates, one input.
 pub struct ServedModel {
     pub graph: Graph,
@@ -237,18 +240,28 @@ impl Server {
     }
 
     /// Band's registration: on each worker, the largest candidate it can
-    /// run is run once to warm up and once timed, the base of `estimator`.
+    /// run is run once to warm up, then timed [`REGISTRATION_RUNS`] times in
+    /// rounds over every (model, worker) pair, so that a passing slowdown of
+    /// one core falls on a minority of any pair's runs; the median is the
+    /// base of `estimator`.
     pub fn register(&self, estimator: &mut Estimator) -> Result<(), RuntimeError> {
+        let mut pairs = Vec::new();
         for (m, model) in self.models.iter().enumerate() {
             for w in 0..self.workers.len() {
-                let Some(c) = model.units.largest_on(w) else {
-                    continue;
-                };
-                let inputs = self.candidate_inputs(m, c)?;
-                self.run_once(m, c, w, inputs.clone())?;
-                let (_, ms) = self.run_once(m, c, w, inputs)?;
-                estimator.set_base(m, c, w, ms);
+                if let Some(c) = model.units.largest_on(w) {
+                    let inputs = self.candidate_inputs(m, c)?;
+                    self.run_once(m, c, w, inputs.clone())?;
+                    pairs.push((m, c, w, inputs, Vec::with_capacity(REGISTRATION_RUNS)));
+                }
             }
+        }
+        for _ in 0..REGISTRATION_RUNS {
+            for (m, c, w, inputs, times) in &mut pairs {
+                times.push(self.run_once(*m, *c, *w, inputs.clone())?.1);
+            }
+        }
+        for (m, c, w, _, times) in pairs {
+            estimator.set_base(m, c, w, quantile(&times, 0.5));
         }
         Ok(())
     }
@@ -338,6 +351,7 @@ impl Server {
             }
             for spec in arrivals.due(now) {
                 log.submitted[spec.app] += 1;
+                log.arrival_lag_ms.push((now - spec.arrival_ms).max(0.0));
                 let m = spec.model;
                 let id = sched.submit(spec);
                 values.insert(id, self.models[m].input.iter().cloned().collect());

@@ -3,7 +3,7 @@
 //! table, optionally with noise and contention) differ from `serve`.
 
 use super::arrivals::Arrivals;
-use super::core::{SchedError, Scheduler};
+use super::core::{JobSpec, SchedError, Scheduler};
 use super::report::{RunLog, Span};
 use super::workload::Workload;
 use graph_ir::rng::SplitMix64;
@@ -55,6 +55,10 @@ pub struct Truth {
     /// processors at once). Empty: speed 1.
     pub speed: Vec<f64>,
     pub speed_window_ms: f64,
+    /// When measured: how late the driver submits a job after its arrival
+    /// time, at evenly spaced quantiles, one drawn per job (its latency
+    /// still counts from the arrival).
+    pub arrival_lag_quantiles: Vec<f64>,
 }
 
 /// Noise and contention of simulated workers, on top of [`Truth`].
@@ -68,6 +72,9 @@ pub struct SimOptions {
     /// models on one processor); 1 = none.
     pub contention: f64,
     pub seed: u64,
+    /// Scale runs by the measured machine speed of a random window
+    /// ([`Truth::speed`]); off: the truth's distributions alone.
+    pub drift: bool,
 }
 
 impl Default for SimOptions {
@@ -76,15 +83,17 @@ impl Default for SimOptions {
             noise: 0.0,
             contention: 1.0,
             seed: 0,
+            drift: false,
         }
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 enum Event {
     Finish { worker: usize, seq: u64 },
     Down(usize),
     Up(usize),
+    Submit(Box<JobSpec>),
 }
 
 struct Timed(f64, u64, Event);
@@ -146,7 +155,13 @@ pub fn simulate(
         now = now.max(next);
         for spec in arrivals.due(now) {
             log.submitted[spec.app] += 1;
-            sched.submit(spec);
+            if truth.arrival_lag_quantiles.is_empty() {
+                sched.submit(spec);
+            } else {
+                let lag = pick(&mut rng, &truth.arrival_lag_quantiles);
+                events.push(Timed(now + lag, order, Event::Submit(Box::new(spec))));
+                order += 1;
+            }
         }
         while events.peek().is_some_and(|t| t.0 <= now) {
             let Some(Timed(_, _, ev)) = events.pop() else { break };
@@ -179,11 +194,20 @@ pub fn simulate(
                     sched.set_available(w, true);
                     log.outage(w, true, now);
                 }
+                Event::Submit(spec) => {
+                    sched.submit(*spec);
+                }
             }
         }
         for spec in arrivals.due(now) {
             log.submitted[spec.app] += 1;
-            sched.submit(spec);
+            if truth.arrival_lag_quantiles.is_empty() {
+                sched.submit(spec);
+            } else {
+                let lag = pick(&mut rng, &truth.arrival_lag_quantiles);
+                events.push(Timed(now + lag, order, Event::Submit(Box::new(spec))));
+                order += 1;
+            }
         }
         for d in sched.schedule(now)? {
             let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
@@ -206,7 +230,7 @@ pub fn simulate(
                     ms *= (sigma * z - sigma * sigma / 2.0).exp();
                 }
             }
-            if !truth.speed.is_empty() {
+            if options.drift && !truth.speed.is_empty() {
                 let window = if truth.speed_window_ms > 0.0 {
                     (now / truth.speed_window_ms) as u64
                 } else {
