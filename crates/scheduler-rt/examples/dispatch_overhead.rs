@@ -33,11 +33,16 @@ fn chain(n: usize, heavy: bool) -> Result<graph_ir::Graph, graph_ir::GraphError>
         y = b.relu(&format!("r{i}"), y)?;
     }
     let mut g = b.finish("y", y)?;
+    g.fill_missing_weights(1);
     for id in g.node_ids() {
-        let name = &g.node(id).name;
-        let index = name
+        let node = g.node(id);
+        if matches!(node.op, graph_ir::ops::Op::Const(_)) {
+            continue;
+        }
+        let index = node
+            .name
             .strip_prefix('r')
-            .or_else(|| name.strip_prefix('c').and_then(|s| s.split('.').next()))
+            .or_else(|| node.name.strip_prefix('c'))
             .and_then(|s| s.parse::<usize>().ok());
         if let Some(i) = index {
             g.annotate(id, keys::PROCESSOR, format!("cpu{}", i % 2));

@@ -28,8 +28,9 @@ pub struct Runtime {
     /// the start, elsewhere only once it may run there (a placement policy,
     /// or the fallback for a disabled processor, compiles it first).
     compiled: Vec<Vec<OnceLock<Arc<dyn Compiled>>>>,
-    /// Each subgraph as ONNX, kept to compile it on another worker.
-    onnx: Vec<Vec<u8>>,
+    /// The model, kept to compile a subgraph on another worker later (its
+    /// weights are shared with the caller's graph, not copied).
+    graph: Graph,
     worker_of: Vec<usize>,
     workers: Vec<Worker>,
     inputs: Vec<(String, Fact, Outlet)>,
@@ -84,14 +85,6 @@ impl Runtime {
             .iter()
             .map(|p| worker::start(p, &factory))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut onnx = Vec::new();
-        for s in &partition.subgraphs {
-            let sub = extract(g, s)?;
-            onnx.push(graph_ir::onnx::export_bytes(&sub).map_err(|e| RuntimeError::Export {
-                subgraph: s.name.clone(),
-                reason: e.to_string(),
-            })?);
-        }
         let compiled = partition
             .subgraphs
             .iter()
@@ -115,7 +108,7 @@ impl Runtime {
         let rt = Runtime {
             partition,
             compiled,
-            onnx,
+            graph: g.clone(),
             worker_of,
             workers,
             inputs,
@@ -138,15 +131,17 @@ impl Runtime {
             return Ok(c);
         }
         let worker = &self.workers[w];
-        let c = worker
-            .engine
-            .compile(&self.onnx[i])
-            .map_err(|reason| RuntimeError::Compile {
-                engine: worker.engine.name(),
-                subgraph: self.partition.subgraphs[i].name.clone(),
-                processor: worker.config.name.clone(),
-                reason,
-            })?;
+        let s = &self.partition.subgraphs[i];
+        let bytes = graph_ir::onnx::export_bytes(&extract(&self.graph, s)?).map_err(|e| RuntimeError::Export {
+            subgraph: s.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let c = worker.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+            engine: worker.engine.name(),
+            subgraph: self.partition.subgraphs[i].name.clone(),
+            processor: worker.config.name.clone(),
+            reason,
+        })?;
         Ok(self.compiled[i][w].get_or_init(|| Arc::from(c)))
     }
 

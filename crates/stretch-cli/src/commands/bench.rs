@@ -224,8 +224,12 @@ fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String
     make_engine(&p).map(|_| p).map_err(|e| e.to_string())
 }
 
-/// The process's resident set (`VmRSS` of `/proc/self/status`) in bytes.
+/// The process's resident set (`VmRSS` of `/proc/self/status`) in bytes,
+/// after handing freed heap pages back to the system, so that a load that
+/// follows is not hidden by reusing pages an earlier one freed.
 fn resident_bytes() -> Option<u64> {
+    // SAFETY: malloc_trim only returns free heap memory to the system.
+    unsafe { libc::malloc_trim(0) };
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find_map(|l| {
         let kb: u64 = l
