@@ -3,10 +3,12 @@
 //! hand-off between two processors costs a fixed `comm` ms. What the
 //! search must do is computed here from those two numbers.
 
+mod common;
+
 use branching::plan::{Merge, Plan, Settings};
 use branching::{Candidate, search};
+use common::resnet;
 use graph_ir::analysis::analyze;
-use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::Op;
 use graph_ir::{Graph, NodeId};
 use predictor::profile::ProcessorKind;
@@ -42,20 +44,6 @@ impl LatencyModel for Rates {
     fn comm_ms(&self, from: &str, to: &str, _bytes: u64) -> Result<f64, PredictError> {
         Ok(if from == to { 0.0 } else { self.comm })
     }
-}
-
-fn resnet() -> Graph {
-    let mut b = Builder::new("r");
-    let x = b.input("x", &[1, 3, 32, 32]).expect("input");
-    let mut y = b.conv_bn("stem", x, ConvSpec::new(16, 3, 2), true).expect("stem");
-    for s in 0..2 {
-        for i in 0..2 {
-            let stride = if i == 0 { 2 } else { 1 };
-            y = b.basic_block(&format!("l{s}.{i}"), y, 16 << s, stride).expect("block");
-        }
-    }
-    let y = b.classifier("head", y, 10).expect("head");
-    b.finish("y", y).expect("finish")
 }
 
 /// MMACs of each stage of `g`, counted here from the graph.

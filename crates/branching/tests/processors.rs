@@ -1,10 +1,11 @@
 //! The processors a search is asked for: each must exist on the device and be
 //! named once, since a processor takes at most one branch of a stage.
 
+mod common;
+
 use branching::plan::Settings;
 use branching::search;
-use graph_ir::Graph;
-use graph_ir::builder::{Builder, ConvSpec};
+use common::resnet;
 use predictor::{DeviceModel, DeviceProfile};
 use std::collections::HashMap;
 
@@ -20,20 +21,6 @@ fn device() -> DeviceModel {
         p("b", 14.0)
     );
     DeviceModel::analytic(DeviceProfile::parse(&text, "test").expect("profile"))
-}
-
-fn resnet() -> Graph {
-    let mut b = Builder::new("r");
-    let x = b.input("x", &[1, 3, 32, 32]).expect("input");
-    let mut y = b.conv_bn("stem", x, ConvSpec::new(16, 3, 2), true).expect("stem");
-    for s in 0..2 {
-        for i in 0..2 {
-            let stride = if i == 0 { 2 } else { 1 };
-            y = b.basic_block(&format!("l{s}.{i}"), y, 16 << s, stride).expect("block");
-        }
-    }
-    let y = b.classifier("head", y, 10).expect("head");
-    b.finish("y", y).expect("finish")
 }
 
 fn names(list: &[&str]) -> Vec<String> {

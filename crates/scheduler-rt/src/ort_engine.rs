@@ -139,6 +139,8 @@ impl OrtEngine {
             .map_err(|e| e.to_string())?
             .with_inter_threads(1)
             .map_err(|e| e.to_string())?
+            .with_intra_op_spinning(false)
+            .map_err(|e| e.to_string())?
             .commit_from_memory(onnx)
             .map_err(|e| e.to_string())
     }

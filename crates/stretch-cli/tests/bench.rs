@@ -58,6 +58,37 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 4, "{trace}");
+    assert!(out.contains("memory    weights: original "), "{out}");
+    let copies = |row: &str| -> usize {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{row} ")) && l.contains("compiled subgraph copies"))
+            .unwrap_or_else(|| panic!("no memory row for {row}:\n{out}"));
+        let mib: f64 = line.trim_start()[row.len()..]
+            .trim_start()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(mib.is_finite() && mib >= 0.0, "{line}");
+        line.rsplit(", ")
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(copies("original, 1 core"), 1);
+    let g = graph_ir::onnx::import_file(b, &Default::default()).unwrap();
+    let subgraphs = scheduler_rt::partition(&g, "cpu0").unwrap().subgraphs.len();
+    assert_eq!(
+        copies("branched, 2 processors"),
+        subgraphs,
+        "each subgraph compiled on its home processor only"
+    );
     for p in ["cpu0", "cpu1"] {
         assert!(
             events.iter().any(|e| e["tid"] == p && e["args"]["processor"] == p),

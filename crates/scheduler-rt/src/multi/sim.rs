@@ -98,6 +98,42 @@ enum Event {
 
 struct Timed(f64, u64, Event);
 
+/// Pending events, earliest first, ties in the order they were pushed.
+#[derive(Default)]
+struct Events {
+    heap: BinaryHeap<Timed>,
+    order: u64,
+}
+
+impl Events {
+    fn push(&mut self, at_ms: f64, event: Event) {
+        self.heap.push(Timed(at_ms, self.order, event));
+        self.order += 1;
+    }
+}
+
+/// Submits the jobs that arrived at `now`, each after a measured arrival
+/// lag when the truth has one (its latency still counts from `now`).
+fn admit(
+    due: Vec<JobSpec>,
+    now: f64,
+    truth: &Truth,
+    rng: &mut SplitMix64,
+    events: &mut Events,
+    sched: &mut Scheduler,
+    log: &mut RunLog,
+) {
+    for spec in due {
+        log.submitted[spec.app] += 1;
+        if truth.arrival_lag_quantiles.is_empty() {
+            sched.submit(spec);
+        } else {
+            let lag = pick(rng, &truth.arrival_lag_quantiles);
+            events.push(now + lag, Event::Submit(Box::new(spec)));
+        }
+    }
+}
+
 impl PartialEq for Timed {
     fn eq(&self, o: &Self) -> bool {
         self.cmp(o) == Ordering::Equal
@@ -127,13 +163,11 @@ pub fn simulate(
 ) -> Result<RunLog, SchedError> {
     let names: Vec<String> = sched.workers().iter().map(|w| w.name.clone()).collect();
     let mut arrivals = Arrivals::new(workload, slo_ms);
-    let mut events = BinaryHeap::new();
-    let mut order = 0u64;
+    let mut events = Events::default();
     for o in &workload.outages {
         if let Some(w) = names.iter().position(|n| *n == o.processor) {
-            events.push(Timed(o.at_s * 1e3, order, Event::Down(w)));
-            events.push(Timed((o.at_s + o.for_s) * 1e3, order + 1, Event::Up(w)));
-            order += 2;
+            events.push(o.at_s * 1e3, Event::Down(w));
+            events.push((o.at_s + o.for_s) * 1e3, Event::Up(w));
         }
     }
     let mut rng = SplitMix64::new(options.seed);
@@ -145,7 +179,7 @@ pub fn simulate(
     let mut speed: (Option<u64>, f64) = (None, 1.0);
     let mut now = 0.0f64;
     loop {
-        let next_event = events.peek().map(|t: &Timed| t.0);
+        let next_event = events.heap.peek().map(|t: &Timed| t.0);
         let next = match (arrivals.next_ms(), next_event) {
             (Some(a), Some(e)) => a.min(e),
             (Some(a), None) => a,
@@ -153,18 +187,11 @@ pub fn simulate(
             (None, None) => break,
         };
         now = now.max(next);
-        for spec in arrivals.due(now) {
-            log.submitted[spec.app] += 1;
-            if truth.arrival_lag_quantiles.is_empty() {
-                sched.submit(spec);
-            } else {
-                let lag = pick(&mut rng, &truth.arrival_lag_quantiles);
-                events.push(Timed(now + lag, order, Event::Submit(Box::new(spec))));
-                order += 1;
-            }
-        }
-        while events.peek().is_some_and(|t| t.0 <= now) {
-            let Some(Timed(_, _, ev)) = events.pop() else { break };
+        admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
+        while events.heap.peek().is_some_and(|t| t.0 <= now) {
+            let Some(Timed(_, _, ev)) = events.heap.pop() else {
+                break;
+            };
             match ev {
                 Event::Finish { worker, seq } => {
                     let Some(mut span) = busy[worker].take() else { continue };
@@ -199,16 +226,7 @@ pub fn simulate(
                 }
             }
         }
-        for spec in arrivals.due(now) {
-            log.submitted[spec.app] += 1;
-            if truth.arrival_lag_quantiles.is_empty() {
-                sched.submit(spec);
-            } else {
-                let lag = pick(&mut rng, &truth.arrival_lag_quantiles);
-                events.push(Timed(now + lag, order, Event::Submit(Box::new(spec))));
-                order += 1;
-            }
-        }
+        admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
         for d in sched.schedule(now)? {
             let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
             let t = &truth.table[d.model][d.candidate][d.worker];
@@ -255,15 +273,13 @@ pub fn simulate(
                 end_ms: now + ms,
                 counted: true,
             });
-            events.push(Timed(
+            events.push(
                 now + ms,
-                order,
                 Event::Finish {
                     worker: d.worker,
                     seq: d.seq,
                 },
-            ));
-            order += 1;
+            );
         }
     }
     log.frames_done = arrivals.frames_done;
