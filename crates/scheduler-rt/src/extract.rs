@@ -1,5 +1,6 @@
 //! A subgraph as a graph of its own, ready for an engine.
 
+use crate::error::RuntimeError;
 use crate::partition::Subgraph;
 use graph_ir::{Graph, GraphError, Op, Outlet};
 use std::collections::HashMap;
@@ -49,6 +50,14 @@ pub fn extract(g: &Graph, sub: &Subgraph) -> Result<Graph, GraphError> {
         .collect();
     out.set_outputs(outputs)?;
     Ok(out)
+}
+
+/// [`extract`], written as the ONNX bytes an engine compiles.
+pub fn extract_onnx(g: &Graph, sub: &Subgraph) -> Result<Vec<u8>, RuntimeError> {
+    graph_ir::onnx::export_bytes(&extract(g, sub)?).map_err(|e| RuntimeError::Export {
+        subgraph: sub.name.clone(),
+        reason: e.to_string(),
+    })
 }
 
 #[cfg(test)]

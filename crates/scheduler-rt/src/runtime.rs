@@ -5,7 +5,7 @@ use crate::config::{ProcessorConfig, WorkerKind};
 use crate::engine::EngineFactory;
 use crate::engine::{Compiled, Value};
 use crate::error::RuntimeError;
-use crate::extract::extract;
+use crate::extract::extract_onnx;
 use crate::partition::{Partition, partition};
 use crate::policy::{Observation, PlacementPolicy, SubgraphInfo, SystemClock};
 use crate::queue::{Cell, Input};
@@ -132,13 +132,10 @@ impl Runtime {
         }
         let worker = &self.workers[w];
         let s = &self.partition.subgraphs[i];
-        let bytes = graph_ir::onnx::export_bytes(&extract(&self.graph, s)?).map_err(|e| RuntimeError::Export {
-            subgraph: s.name.clone(),
-            reason: e.to_string(),
-        })?;
+        let bytes = extract_onnx(&self.graph, s)?;
         let c = worker.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
             engine: worker.engine.name(),
-            subgraph: self.partition.subgraphs[i].name.clone(),
+            subgraph: s.name.clone(),
             processor: worker.config.name.clone(),
             reason,
         })?;
@@ -241,12 +238,12 @@ impl Runtime {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        let fallback = (0..self.workers.len()).find(|f| *f != wi && self.workers[*f].enabled.load(Ordering::Acquire));
-        if let Some(f) = fallback.filter(|_| !enabled) {
-            for i in 0..self.placed.len() {
-                if self.placed[i].load(Ordering::Acquire) == wi {
-                    self.compiled_on(i, f)?;
-                }
+        if !enabled
+            && let Some(f) =
+                (0..self.workers.len()).find(|f| *f != wi && self.workers[*f].enabled.load(Ordering::Acquire))
+        {
+            for i in (0..self.placed.len()).filter(|i| self.placed[*i].load(Ordering::Acquire) == wi) {
+                self.compiled_on(i, f)?;
             }
         }
         self.workers[wi].enabled.store(enabled, Ordering::Release);

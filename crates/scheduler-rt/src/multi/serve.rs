@@ -14,7 +14,7 @@ use super::workload::Workload;
 use crate::config::{EngineKind, ProcessorConfig, WorkerKind};
 use crate::engine::{Compiled, EngineFactory, Value};
 use crate::error::RuntimeError;
-use crate::extract::extract;
+use crate::extract::extract_onnx;
 use crate::priority;
 use crate::queue::Input;
 use crate::worker::{self, Done, Worker};
@@ -62,9 +62,9 @@ impl Server {
     /// Starts one worker thread per processor (inline processors get a
     /// thread too: the scheduler has its own) at raised priority where
     /// permitted ([`priority::SCHEDULER_NICE`]), so that other work on the
-    /// machine does not delay them more than it delays one another; cuts every model into units
-    /// for `support`, and compiles each candidate on each worker that can
-    /// run it. `progress` hears what is being compiled.
+    /// machine does not delay them more than it delays one another; cuts
+    /// every model into units for `support`, and compiles each candidate on
+    /// each worker that can run it. `progress` hears what is being compiled.
     pub fn load(
         processors: &[ProcessorConfig],
         support: &[OpSupport],
@@ -95,11 +95,7 @@ impl Server {
                     ci + 1,
                     units.candidates.len()
                 ));
-                let sub = extract(&graph, &c.subgraph)?;
-                let bytes = graph_ir::onnx::export_bytes(&sub).map_err(|e| RuntimeError::Export {
-                    subgraph: c.subgraph.name.clone(),
-                    reason: e.to_string(),
-                })?;
+                let bytes = extract_onnx(&graph, &c.subgraph)?;
                 let mut per = Vec::new();
                 for (w, wk) in workers.iter().enumerate() {
                     if !c.support.contains(w) {
