@@ -125,6 +125,12 @@ pub struct DeviceProfile {
     pub processors: BTreeMap<String, ProcessorProfile>,
     #[serde(default)]
     pub links: Vec<Link>,
+    /// Whole-model latencies measured on the device by others (a paper's
+    /// table): `models.NAME.PROCESSOR = { value = ms, source = "..." }`.
+    /// `simulate` scales its per-operator predictions of a workload app
+    /// named NAME to these totals.
+    #[serde(default)]
+    pub models: BTreeMap<String, BTreeMap<String, Figure>>,
 }
 
 impl DeviceProfile {
@@ -156,6 +162,21 @@ impl DeviceProfile {
         };
         if self.processors.is_empty() {
             return Err(invalid("`processors` is empty".into()));
+        }
+        for (model, per) in &self.models {
+            for (proc_name, f) in per {
+                if !self.processors.contains_key(proc_name) {
+                    return Err(invalid(format!(
+                        "models.{model}.{proc_name}: no processor `{proc_name}`"
+                    )));
+                }
+                if !(f.value.is_finite() && f.value > 0.0) {
+                    return Err(invalid(format!(
+                        "models.{model}.{proc_name} must be a positive ms figure, got {}",
+                        f.value
+                    )));
+                }
+            }
         }
         for (name, p) in &self.processors {
             let positive = [

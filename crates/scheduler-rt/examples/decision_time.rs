@@ -67,6 +67,7 @@ fn state(
                 arrival_ms: now - 50.0 * rng.next_f64(),
                 slo_ms: Some(20.0 + 100.0 * rng.next_f64()),
                 frame: None,
+                content: 0.0,
             },
             done,
             running: vec![false; m.regions.len()],
@@ -91,6 +92,7 @@ fn state(
                 expected_ms: 5.0 + 20.0 * rng.next_f64(),
             }),
             local: VecDeque::new(),
+            render: None,
         })
         .collect();
     (jobs, queue, states)

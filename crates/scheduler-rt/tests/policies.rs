@@ -52,6 +52,7 @@ fn idle_workers(n: usize) -> Vec<WorkerState> {
             available: true,
             running: None,
             local: VecDeque::new(),
+            render: None,
         })
         .collect()
 }
@@ -65,6 +66,7 @@ fn job(id: u64, model: usize, m: &ModelUnits, arrival_ms: f64, slo_ms: Option<f6
             arrival_ms,
             slo_ms,
             frame: None,
+            content: 0.0,
         },
         done: vec![0; m.regions.len()],
         running: vec![false; m.regions.len()],
@@ -78,6 +80,7 @@ fn spec(model: usize, arrival_ms: f64, slo_ms: Option<f64>) -> JobSpec {
         arrival_ms,
         slo_ms,
         frame: None,
+        content: 0.0,
     }
 }
 

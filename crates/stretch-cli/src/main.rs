@@ -13,6 +13,7 @@ mod model_args;
 mod multi_common;
 mod panics;
 mod recipe_args;
+mod render_run;
 mod runtime_args;
 
 use clap::{Parser, Subcommand};

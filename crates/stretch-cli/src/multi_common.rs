@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
-use scheduler_rt::multi::policy::PolicyOptions;
+use scheduler_rt::multi::policy::{HEIMDALL_POLICY_NAMES, PolicyOptions};
 use scheduler_rt::multi::report::{Report, RunLog};
 use scheduler_rt::multi::workload::{Arrival, Slo, Workload};
 use scheduler_rt::multi::{POLICY_NAMES, Policy, policy_by_name};
@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 /// The policy sweep and outputs `serve` and `simulate` share.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole.
+    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole;
+    /// for workloads with a render task (Heimdall): whole, ops5,
+    /// maxmin-utility, maxtotal-utility, maxmin-utility-offload,
+    /// maxtotal-utility-offload.
     #[arg(long, default_value = "lst")]
     pub policy: String,
 
@@ -104,16 +107,21 @@ pub fn emit(
 }
 
 /// Policy names accepted on the command line: [`POLICY_NAMES`], `rr`, and
-/// `lst-whole` (LST over whole-model subgraphs only).
+/// `lst-whole` (LST over whole-model subgraphs only); for workloads with a
+/// render task, [`HEIMDALL_POLICY_NAMES`].
 pub fn policy_help() -> String {
-    format!("{}, rr, lst-whole", POLICY_NAMES.join(", "))
+    format!(
+        "{}, rr, lst-whole; with a render task: {}",
+        POLICY_NAMES.join(", "),
+        HEIMDALL_POLICY_NAMES.join(", ")
+    )
 }
 
 /// Splits and checks a comma-separated policy list.
 pub fn policy_list(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let ok = POLICY_NAMES.contains(&p) || p == "rr" || p == "lst-whole";
+        let ok = POLICY_NAMES.contains(&p) || p == "rr" || p == "lst-whole" || HEIMDALL_POLICY_NAMES.contains(&p);
         if !ok {
             bail!("unknown policy '{p}' (known: {})", policy_help());
         }
@@ -140,6 +148,7 @@ pub fn make_policy(name: &str, workload: &Workload, names: &[String]) -> Result<
     let options = PolicyOptions {
         fixed,
         whole_model_only: whole,
+        heimdall: None,
     };
     policy_by_name(base, &options).with_context(|| format!("unknown policy '{name}' (known: {})", policy_help()))
 }
@@ -316,6 +325,19 @@ pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str)
             "ph": "X", "pid": 1, "tid": s.worker,
             "ts": s.start_ms * 1e3, "dur": (s.end_ms - s.start_ms) * 1e3,
             "args": {"app": s.app, "job": s.job, "candidate": s.candidate, "counted": s.counted},
+        }));
+    }
+    for f in &log.frames {
+        events.push(serde_json::json!({
+            "name": "render", "cat": "render", "ph": "X", "pid": 1, "tid": f.worker,
+            "ts": f.start_ms * 1e3, "dur": (f.end_ms - f.start_ms) * 1e3,
+            "args": {"tick_ms": f.tick_ms, "late_ms": f.start_ms - f.tick_ms},
+        }));
+    }
+    let render_worker = log.frames.first().map_or(0, |f| f.worker);
+    for t in &log.dropped_frames {
+        events.push(serde_json::json!({
+            "name": "frame dropped", "cat": "render", "ph": "i", "s": "t", "pid": 1, "tid": render_worker, "ts": t * 1e3,
         }));
     }
     for o in &log.outages {

@@ -1,6 +1,7 @@
 //! When requests arrive: the workload's patterns turned into job specs, the
 //! same sequence under the runtime and the simulator (seeded).
 
+use super::content::FrameSource;
 use super::core::{Completed, JobSpec};
 use super::workload::{Arrival, Workload};
 use graph_ir::rng::SplitMix64;
@@ -38,6 +39,7 @@ pub struct Arrivals {
     frame_left: usize,
     /// Frames whose requests have all finished.
     pub frames_done: u64,
+    sources: Vec<FrameSource>,
 }
 
 impl Arrivals {
@@ -51,7 +53,7 @@ impl Arrivals {
             match p {
                 Arrival::Periodic { fps } => pending.push(At(rng.next_f64() * 1e3 / fps, i, 0)),
                 Arrival::Poisson { rate } => pending.push(At(exp_gap(&mut rng, *rate), i, 0)),
-                Arrival::Closed => pending.push(At(0.0, i, 0)),
+                Arrival::Closed | Arrival::Paced { .. } => pending.push(At(0.0, i, 0)),
                 Arrival::Frame { .. } => frame_apps.push(i),
             }
         }
@@ -67,6 +69,12 @@ impl Arrivals {
             frame: 0,
             frame_left: 0,
             frames_done: 0,
+            sources: w
+                .apps
+                .iter()
+                .enumerate()
+                .map(|(i, a)| FrameSource::open(&a.frames, w.seed ^ (0x9e37 + i as u64)).unwrap_or(FrameSource::None))
+                .collect(),
         };
         a.start_frame(0.0);
         a
@@ -113,6 +121,7 @@ impl Arrivals {
                 arrival_ms: t,
                 slo_ms: self.slo_ms[app],
                 frame: (frame > 0).then_some(frame),
+                content: 100.0 * self.sources[app].next(),
             });
             match self.patterns[app] {
                 Arrival::Periodic { fps } => self.pending.push(At(t + 1e3 / fps, app, 0)),
@@ -120,7 +129,7 @@ impl Arrivals {
                     let gap = exp_gap(&mut self.rng, rate);
                     self.pending.push(At(t + gap, app, 0));
                 }
-                Arrival::Closed | Arrival::Frame { .. } => {}
+                Arrival::Closed | Arrival::Paced { .. } | Arrival::Frame { .. } => {}
             }
         }
         out
@@ -131,6 +140,9 @@ impl Arrivals {
     pub fn completed(&mut self, c: &Completed, now: f64) {
         match self.patterns[c.spec.app] {
             Arrival::Closed => self.pending.push(At(now, c.spec.app, 0)),
+            Arrival::Paced { fps } => self
+                .pending
+                .push(At(now.max(c.spec.arrival_ms + 1e3 / fps), c.spec.app, 0)),
             Arrival::Frame { .. } => {
                 self.frame_left = self.frame_left.saturating_sub(1);
                 if self.frame_left == 0 {
@@ -145,6 +157,16 @@ impl Arrivals {
     /// Jobs issued so far.
     pub fn issued(&self) -> usize {
         self.issued
+    }
+
+    /// Whether a rendering task still ticks at `t`: within the arrival
+    /// window, or, for a request count, while requests remain to arrive or run.
+    pub fn ticking_at(&self, t: f64, in_system: usize) -> bool {
+        if self.end_ms.is_finite() {
+            t < self.end_ms
+        } else {
+            self.next_ms().is_some() || in_system > 0
+        }
     }
 
     /// The end of the arrival window in ms (infinite for a request count).

@@ -31,6 +31,10 @@ pub struct JobSpec {
     pub slo_ms: Option<f64>,
     /// The camera frame of a frame-driven workload.
     pub frame: Option<u64>,
+    /// How much the app's input changed since its previous request (mean
+    /// absolute luminance difference, percent of the range; Heimdall Eq. 4),
+    /// 0 when the app declares no frame source.
+    pub content: f64,
 }
 
 /// A request in the system and the units it has done.
@@ -99,12 +103,69 @@ pub struct WorkerState {
     pub running: Option<Running>,
     /// Subgraphs assigned to this worker that wait for it (device-queue policies).
     pub local: VecDeque<Running>,
+    /// The rendering task this worker runs first at every frame, if any.
+    pub render: Option<RenderSlot>,
+}
+
+/// A periodic rendering task pinned to one worker (Heimdall §6.1): at every
+/// tick (`period_ms` apart) a frame of `render_ms` must run before any DNN
+/// work waiting there; a running subgraph is never preempted. A frame that
+/// has not started when the next tick comes is dropped (the display shows
+/// the newer one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderSlot {
+    pub period_ms: f64,
+    /// Expected time of one frame.
+    pub render_ms: f64,
+    /// When the next frame is due.
+    pub next_tick_ms: f64,
+    /// The tick of a frame that is due and has not started.
+    pub pending: Option<f64>,
+    /// The frame running now: (dispatch seq, tick, start).
+    pub running: Option<(u64, f64, f64)>,
+    /// A frame finished and no subgraph has started here since: the
+    /// longest stretch until the next frame is now (Heimdall's scheduling
+    /// event after each render).
+    pub fresh: bool,
+}
+
+impl RenderSlot {
+    /// No frame due or running.
+    pub fn quiet(&self) -> bool {
+        self.pending.is_none() && self.running.is_none()
+    }
+
+    /// Expected ms from `now` until a DNN could hold the worker, counting a
+    /// due or running frame.
+    pub fn blocked_ms(&self, now: f64) -> f64 {
+        let running = self
+            .running
+            .map_or(0.0, |(_, _, start)| (start + self.render_ms - now).max(0.0));
+        running + if self.pending.is_some() { self.render_ms } else { 0.0 }
+    }
+
+    /// Ms from `now` to the next tick.
+    pub fn until_tick_ms(&self, now: f64) -> f64 {
+        (self.next_tick_ms - now).max(0.0)
+    }
+}
+
+/// A finished frame.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Frame {
+    pub worker: usize,
+    pub tick_ms: f64,
+    pub start_ms: f64,
+    pub end_ms: f64,
 }
 
 impl WorkerState {
-    /// Available, running nothing and with nothing waiting.
+    /// Available, running nothing, with nothing waiting and no frame due.
     pub fn idle(&self) -> bool {
-        self.available && self.running.is_none() && self.local.is_empty()
+        self.available
+            && self.running.is_none()
+            && self.local.is_empty()
+            && self.render.as_ref().is_none_or(|r| r.quiet())
     }
 
     /// Expected ms from `now` until the worker could start new work
@@ -117,7 +178,9 @@ impl WorkerState {
             .running
             .as_ref()
             .map_or(0.0, |r| (r.start_ms.unwrap_or(now) + r.expected_ms - now).max(0.0));
-        running + self.local.iter().map(|r| r.expected_ms).sum::<f64>()
+        running
+            + self.local.iter().map(|r| r.expected_ms).sum::<f64>()
+            + self.render.as_ref().map_or(0.0, |r| r.blocked_ms(now))
     }
 }
 
@@ -182,6 +245,9 @@ pub enum Requeue {
 pub struct Dispatch {
     pub seq: u64,
     pub worker: usize,
+    /// `Some(tick)`: a frame of the rendering task, not a subgraph (`job`,
+    /// `app`, `model` and `candidate` are then 0).
+    pub render: Option<f64>,
     pub job: JobId,
     pub app: usize,
     pub model: usize,
@@ -248,6 +314,7 @@ impl Scheduler {
                     available: true,
                     running: None,
                     local: VecDeque::new(),
+                    render: None,
                 })
                 .collect(),
             queue: VecDeque::new(),
@@ -272,6 +339,21 @@ impl Scheduler {
         self.policy.name()
     }
 
+    /// Models the policy moved between processors: (ms, model, worker).
+    pub fn policy_moves(&self) -> Vec<(f64, usize, usize)> {
+        self.policy.moves().to_vec()
+    }
+
+    /// Gives the rendering task of `workload` (if any) to its processor,
+    /// first frame due at 0. Returns the worker, `None` without a render
+    /// task or when its processor is not one of the workers.
+    pub fn set_render_from(&mut self, workload: &super::workload::Workload) -> Option<usize> {
+        let r = workload.render.as_ref()?;
+        let w = self.workers.iter().position(|x| x.name == r.processor)?;
+        self.set_render(w, 1e3 / r.fps, r.render_ms, 0.0);
+        Some(w)
+    }
+
     pub fn job(&self, id: JobId) -> Option<&Job> {
         self.jobs.get(&id)
     }
@@ -283,6 +365,74 @@ impl Scheduler {
 
     pub fn queue(&self) -> impl Iterator<Item = &Task> {
         self.queue.iter()
+    }
+
+    /// Gives `worker` a rendering task: a frame of `render_ms` every
+    /// `period_ms`, the first due at `first_tick_ms`.
+    pub fn set_render(&mut self, worker: usize, period_ms: f64, render_ms: f64, first_tick_ms: f64) {
+        self.workers[worker].render = Some(RenderSlot {
+            period_ms,
+            render_ms,
+            next_tick_ms: first_tick_ms,
+            pending: None,
+            running: None,
+            fresh: false,
+        });
+    }
+
+    /// Ends the rendering tasks: no frame is due any more (a frame due or
+    /// running still runs).
+    pub fn stop_render(&mut self) {
+        for w in &mut self.workers {
+            if let Some(slot) = w.render.as_mut() {
+                slot.next_tick_ms = f64::INFINITY;
+            }
+        }
+    }
+
+    /// The earliest next frame tick of any worker.
+    pub fn next_tick_ms(&self) -> Option<f64> {
+        self.workers
+            .iter()
+            .filter_map(|w| w.render.as_ref().map(|r| r.next_tick_ms))
+            .min_by(f64::total_cmp)
+    }
+
+    /// Makes every frame due at or before `now` pending; returns the ticks
+    /// of frames dropped because a newer one became due before they started.
+    pub fn render_ticks(&mut self, now: f64) -> Vec<f64> {
+        let mut dropped = Vec::new();
+        for w in &mut self.workers {
+            let Some(slot) = w.render.as_mut() else { continue };
+            while slot.next_tick_ms <= now {
+                if let Some(old) = slot.pending.replace(slot.next_tick_ms) {
+                    dropped.push(old);
+                }
+                slot.next_tick_ms += slot.period_ms;
+            }
+        }
+        dropped
+    }
+
+    /// The frame of dispatch `seq` on `worker` finished at `now` after
+    /// `measured_ms`; the worker's expected frame time follows it (EMA with
+    /// the estimator's α). A stale `seq` is ignored.
+    pub fn finish_render(&mut self, now: f64, worker: usize, seq: u64, measured_ms: f64) -> Option<Frame> {
+        let alpha = self.estimator.params.alpha;
+        let slot = self.workers.get_mut(worker)?.render.as_mut()?;
+        let (s, tick, start) = slot.running?;
+        if s != seq {
+            return None;
+        }
+        slot.running = None;
+        slot.fresh = true;
+        slot.render_ms = (1.0 - alpha) * slot.render_ms + alpha * measured_ms;
+        Some(Frame {
+            worker,
+            tick_ms: tick,
+            start_ms: start,
+            end_ms: now,
+        })
     }
 
     /// Adds a job; its ready regions join the queue's tail.
@@ -331,12 +481,37 @@ impl Scheduler {
             if !worker.available || worker.running.is_some() {
                 continue;
             }
+            if let Some(slot) = worker.render.as_mut() {
+                if slot.running.is_some() {
+                    continue;
+                }
+                if let Some(tick) = slot.pending.take() {
+                    let seq = self.next_seq;
+                    self.next_seq += 1;
+                    slot.running = Some((seq, tick, now));
+                    starts.push(Dispatch {
+                        seq,
+                        worker: w,
+                        render: Some(tick),
+                        job: 0,
+                        app: 0,
+                        model: 0,
+                        candidate: 0,
+                        expected_ms: slot.render_ms,
+                    });
+                    continue;
+                }
+            }
             if let Some(mut r) = worker.local.pop_front() {
+                if let Some(slot) = worker.render.as_mut() {
+                    slot.fresh = false;
+                }
                 r.start_ms = Some(now);
                 let job = &self.jobs[&r.task.job];
                 starts.push(Dispatch {
                     seq: r.seq,
                     worker: w,
+                    render: None,
                     job: r.task.job,
                     app: job.spec.app,
                     model: r.model,
@@ -411,15 +586,19 @@ impl Scheduler {
             return None;
         };
         self.estimator.observe(r.model, r.candidate, worker, ms);
+        self.policy
+            .subgraph_done(now, r.task.job, r.model, r.candidate, worker, ms);
         let c = &m.candidates[r.candidate];
         job.done[r.task.region] += c.last - c.first + 1;
         if job.complete(m) {
             let job = self.jobs.remove(&r.task.job)?;
-            return Some(Completed {
+            let done = Completed {
                 job: job.id,
                 spec: job.spec,
                 finish_ms: now,
-            });
+            };
+            self.policy.completed(&done, worker);
+            return Some(done);
         }
         for reg in (0..m.regions.len()).rev() {
             let t = Task {

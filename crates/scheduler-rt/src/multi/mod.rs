@@ -7,9 +7,13 @@
 //! clock and the workers differ.
 
 pub mod arrivals;
+pub mod chunk;
+pub mod content;
 pub mod core;
 pub mod estimator;
+pub mod heimdall;
 pub mod policy;
+pub mod render_kernel;
 pub mod report;
 pub mod serve;
 pub mod sim;

@@ -1,6 +1,6 @@
 //! What a serve or simulate run reports: per app, in total, per processor.
 
-use super::core::{Completed, JobId};
+use super::core::{Completed, Frame, JobId};
 use serde::Serialize;
 
 /// One subgraph run on a worker.
@@ -42,6 +42,11 @@ pub struct RunLog {
     /// Why the scheduling thread ran at its normal priority, where raising
     /// it failed ([`crate::priority::raise_current_thread`]).
     pub priority_error: Option<String>,
+    /// Frames of the rendering task that ran, and ticks of those dropped.
+    pub frames: Vec<Frame>,
+    pub dropped_frames: Vec<f64>,
+    /// Models the policy moved between processors: (ms, model, worker).
+    pub moves: Vec<(f64, usize, usize)>,
 }
 
 impl RunLog {
@@ -77,6 +82,16 @@ impl RunLog {
         self.dispatch_overhead_ms.append(&mut other.dispatch_overhead_ms);
         self.arrival_lag_ms.append(&mut other.arrival_lag_ms);
         self.priority_error = self.priority_error.take().or(other.priority_error);
+        for f in &mut other.frames {
+            f.tick_ms += offset_ms;
+            f.start_ms += offset_ms;
+            f.end_ms += offset_ms;
+        }
+        self.frames.append(&mut other.frames);
+        self.dropped_frames
+            .extend(other.dropped_frames.iter().map(|t| t + offset_ms));
+        self.moves
+            .extend(other.moves.iter().map(|(t, m, w)| (t + offset_ms, *m, *w)));
     }
 
     /// Records that `worker` went away (`up` false) or came back at `now`.
@@ -135,6 +150,51 @@ pub struct AppReport {
     pub slo_satisfaction: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+/// How the rendering task kept its rate (Heimdall §9: frames per 1/3 s).
+#[derive(Clone, Debug, Serialize)]
+pub struct RenderReport {
+    pub processor: String,
+    pub target_fps: f64,
+    pub frames: usize,
+    pub dropped: usize,
+    /// Frames that finished per second over the run.
+    pub fps_mean: f64,
+    /// The fewest frames finished in a 1/3 s window, per second.
+    pub fps_worst_window: f64,
+    /// From a frame's tick to its start.
+    pub late_p50_ms: f64,
+    pub late_max_ms: f64,
+}
+
+impl RenderReport {
+    /// Summarises the frames of `log` over `[0, duration_ms)`.
+    pub fn new(log: &RunLog, processor: &str, target_fps: f64, duration_ms: f64) -> RenderReport {
+        let window = 1e3 / 3.0;
+        let windows = ((duration_ms / window).floor() as usize).max(1);
+        let mut counts = vec![0usize; windows];
+        for f in &log.frames {
+            let w = (f.end_ms / window) as usize;
+            if let Some(c) = counts.get_mut(w) {
+                *c += 1;
+            }
+        }
+        let late: Vec<f64> = log.frames.iter().map(|f| f.start_ms - f.tick_ms).collect();
+        let in_run = log.frames.iter().filter(|f| f.end_ms < duration_ms).count();
+        RenderReport {
+            processor: processor.to_string(),
+            target_fps,
+            frames: log.frames.len(),
+            dropped: log.dropped_frames.len(),
+            fps_mean: in_run as f64 / (duration_ms.max(1e-9) / 1e3),
+            fps_worst_window: counts.iter().copied().min().unwrap_or(0) as f64 * 3.0,
+            late_p50_ms: quantile(&late, 0.5),
+            late_max_ms: late.iter().copied().fold(0.0, f64::max),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -162,6 +222,10 @@ pub struct Report {
     pub outputs_checked: usize,
     pub mismatches: usize,
     pub outages: Vec<OutageReport>,
+    /// The rendering task, in a render workload.
+    pub render: Option<RenderReport>,
+    /// Models moved between processors by offloading: (s, model, processor).
+    pub moves: Vec<(f64, usize, String)>,
 }
 
 /// Completed requests per second of `log` finishing in `[from, to)` ms.
@@ -243,6 +307,12 @@ impl Report {
                     },
                     p50_ms: quantile(&lat, 0.5),
                     p99_ms: quantile(&lat, 0.99),
+                    mean_ms: if lat.is_empty() {
+                        0.0
+                    } else {
+                        lat.iter().sum::<f64>() / lat.len() as f64
+                    },
+                    max_ms: lat.iter().copied().fold(0.0, f64::max),
                 }
             })
             .collect();
@@ -292,6 +362,12 @@ impl Report {
             outputs_checked: log.outputs_checked,
             mismatches: log.mismatches,
             outages: log.outages.iter().map(|o| outage_report(log, o, workers)).collect(),
+            render: None,
+            moves: log
+                .moves
+                .iter()
+                .map(|(t, m, w)| (t / 1e3, *m, workers.get(*w).cloned().unwrap_or_default()))
+                .collect(),
         }
     }
 
@@ -323,6 +399,30 @@ impl Report {
             self.throughput_rps,
             self.fps.map_or(String::new(), |f| format!("; {f:.2} frames/s"))
         );
+        if self.render.is_some() {
+            let _ = writeln!(s, "{:<14} {:>9} {:>9}", "app", "mean ms", "max ms");
+            for a in &self.apps {
+                let _ = writeln!(s, "{:<14} {:>9.1} {:>9.1}", a.name, a.mean_ms, a.max_ms);
+            }
+        }
+        if let Some(r) = &self.render {
+            let _ = writeln!(
+                s,
+                "rendering on {}: {:.2} frames/s (target {:.0}), worst 1/3-s window {:.1} frames/s; {} frames, {} dropped; start after tick p50 {:.2} ms, max {:.2} ms",
+                r.processor,
+                r.fps_mean,
+                r.target_fps,
+                r.fps_worst_window,
+                r.frames,
+                r.dropped,
+                r.late_p50_ms,
+                r.late_max_ms
+            );
+        }
+        for (t, m, p) in &self.moves {
+            let name = self.apps.get(*m).map_or("?", |a| a.name.as_str());
+            let _ = writeln!(s, "offloading: at {t:.1} s {name} moved to {p}");
+        }
         let util: Vec<String> = self.utilisation.iter().map(|(n, u)| format!("{n} {u:.0}%")).collect();
         let _ = writeln!(s, "utilisation: {}", util.join(", "));
         let _ = writeln!(

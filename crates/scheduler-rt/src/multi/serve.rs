@@ -46,6 +46,8 @@ pub struct Server {
     pub models: Vec<ServedModel>,
     /// Why the worker threads run at normal priority, where raising failed.
     priority_error: Option<String>,
+    /// The rendering task's kernel and the worker it runs on.
+    render: Option<(usize, Arc<dyn Compiled>)>,
 }
 
 fn random_tensor(shape: &[usize], seed: u64) -> Result<Value, RuntimeError> {
@@ -72,65 +74,190 @@ impl Server {
         factory: Arc<EngineFactory>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Server, RuntimeError> {
+        let mut server = Server::start(processors, &factory)?;
+        for graph in graphs {
+            let units = analyze(&graph, &server.names, support).map_err(|e| RuntimeError::Units {
+                model: graph.name.clone(),
+                reason: e.to_string(),
+            })?;
+            server.add_model(graph, units, progress)?;
+        }
+        Ok(server)
+    }
+
+    /// Starts one worker thread per processor as [`Server::load`] does, with no model yet.
+    pub fn start(processors: &[ProcessorConfig], factory: &Arc<EngineFactory>) -> Result<Server, RuntimeError> {
         let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
         let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
         let mut workers = Vec::new();
         for p in processors {
             let mut p = p.clone();
             p.kind = WorkerKind::Pool;
-            workers.push(worker::start(&p, &factory)?);
-        }
-        let priority_error = raised.err();
-        let mut models = Vec::new();
-        for (m, graph) in graphs.into_iter().enumerate() {
-            let units = analyze(&graph, &names, support).map_err(|e| RuntimeError::Units {
-                model: graph.name.clone(),
-                reason: e.to_string(),
-            })?;
-            let mut compiled = Vec::new();
-            for (ci, c) in units.candidates.iter().enumerate() {
-                progress(&format!(
-                    "model {} ({m}): compiling candidate {}/{}",
-                    graph.name,
-                    ci + 1,
-                    units.candidates.len()
-                ));
-                let bytes = extract_onnx(&graph, &c.subgraph)?;
-                let mut per = Vec::new();
-                for (w, wk) in workers.iter().enumerate() {
-                    if !c.support.contains(w) {
-                        per.push(None);
-                        continue;
-                    }
-                    let comp = wk.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
-                        engine: wk.engine.name(),
-                        subgraph: format!("{}:{}", graph.name, c.subgraph.name),
-                        processor: names[w].clone(),
-                        reason,
-                    })?;
-                    per.push(Some(Arc::from(comp)));
-                }
-                compiled.push(per);
-            }
-            let mut input = Vec::new();
-            for (k, id) in graph.inputs().iter().enumerate() {
-                let shape = graph.fact(id.out(0)).map(|f| f.shape.clone()).unwrap_or_default();
-                input.push((id.out(0), random_tensor(&shape, 1000 + m as u64 * 7 + k as u64)?));
-            }
-            models.push(ServedModel {
-                graph,
-                units,
-                compiled,
-                input,
-                reference: None,
-            });
+            workers.push(worker::start(&p, factory)?);
         }
         Ok(Server {
             workers,
             names,
-            models,
-            priority_error,
+            models: Vec::new(),
+            priority_error: raised.err(),
+            render: None,
         })
+    }
+
+    /// Adds a model cut into `units`: compiles each candidate on each worker
+    /// that can run it. `progress` hears what is being compiled.
+    pub fn add_model(
+        &mut self,
+        graph: Graph,
+        units: ModelUnits,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), RuntimeError> {
+        let m = self.models.len();
+        let mut compiled = Vec::new();
+        for (ci, c) in units.candidates.iter().enumerate() {
+            progress(&format!(
+                "model {} ({m}): compiling candidate {}/{}",
+                graph.name,
+                ci + 1,
+                units.candidates.len()
+            ));
+            let bytes = extract_onnx(&graph, &c.subgraph)?;
+            let mut per = Vec::new();
+            for (w, wk) in self.workers.iter().enumerate() {
+                if !c.support.contains(w) {
+                    per.push(None);
+                    continue;
+                }
+                let comp = wk.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                    engine: wk.engine.name(),
+                    subgraph: format!("{}:{}", graph.name, c.subgraph.name),
+                    processor: self.names[w].clone(),
+                    reason,
+                })?;
+                per.push(Some(Arc::from(comp)));
+            }
+            compiled.push(per);
+        }
+        let mut input = Vec::new();
+        for (k, id) in graph.inputs().iter().enumerate() {
+            let shape = graph.fact(id.out(0)).map(|f| f.shape.clone()).unwrap_or_default();
+            input.push((id.out(0), random_tensor(&shape, 1000 + m as u64 * 7 + k as u64)?));
+        }
+        self.models.push(ServedModel {
+            graph,
+            units,
+            compiled,
+            input,
+            reference: None,
+        });
+        Ok(())
+    }
+
+    /// Measures every operator of `graph` ([`super::units::operators`]
+    /// order) alone on each worker: compiled on its own, run once to warm
+    /// up, then the median of `runs` runs (ms), `result[worker][op]`.
+    pub fn measure_operators(
+        &self,
+        graph: &Graph,
+        runs: usize,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<Vec<f64>>, RuntimeError> {
+        let ops = super::units::operators(graph).map_err(|e| RuntimeError::Units {
+            model: graph.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut out = vec![Vec::with_capacity(ops.len()); self.workers.len()];
+        for (i, id) in ops.iter().enumerate() {
+            progress(&format!(
+                "model {}: timing operator {}/{}",
+                graph.name,
+                i + 1,
+                ops.len()
+            ));
+            let sub = super::units::subgraph_of(graph, graph.node(*id).name.clone(), vec![*id]);
+            let bytes = extract_onnx(graph, &sub)?;
+            let inputs: TVec<Value> = sub
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(k, o)| {
+                    let shape = graph.fact(*o).map(|f| f.shape.clone()).unwrap_or_default();
+                    random_tensor(&shape, 31 + k as u64)
+                })
+                .collect::<Result<_, _>>()?;
+            for (w, wk) in self.workers.iter().enumerate() {
+                let comp: Arc<dyn Compiled> =
+                    Arc::from(wk.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                        engine: wk.engine.name(),
+                        subgraph: format!("{}:{}", graph.name, sub.name),
+                        processor: self.names[w].clone(),
+                        reason,
+                    })?);
+                let mut times = Vec::with_capacity(runs);
+                for k in 0..=runs {
+                    let (_, ms) = self.run_compiled(w, &comp, &sub.name, inputs.clone())?;
+                    if k > 0 {
+                        times.push(ms);
+                    }
+                }
+                out[w].push(quantile(&times, 0.5));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Gives `worker` the rendering task's kernel, calibrated there to take
+    /// about `render_ms`; returns the median of five calibrated frames (ms).
+    pub fn set_render(&mut self, worker: usize, render_ms: f64) -> Result<f64, RuntimeError> {
+        let probe: Arc<dyn Compiled> = Arc::new(super::render_kernel::RenderKernel::new(super::render_kernel::ROWS));
+        let mut per_frame = Vec::new();
+        for k in 0..4 {
+            let (_, ms) = self.run_compiled(worker, &probe, "render", TVec::new())?;
+            if k > 0 {
+                per_frame.push(ms);
+            }
+        }
+        let full = quantile(&per_frame, 0.5).max(1e-3);
+        let rows = ((render_ms / full) * super::render_kernel::ROWS as f64)
+            .round()
+            .max(1.0) as usize;
+        let kernel: Arc<dyn Compiled> = Arc::new(super::render_kernel::RenderKernel::new(rows));
+        let mut times = Vec::new();
+        for k in 0..6 {
+            let (_, ms) = self.run_compiled(worker, &kernel, "render", TVec::new())?;
+            if k > 0 {
+                times.push(ms);
+            }
+        }
+        self.render = Some((worker, kernel));
+        Ok(quantile(&times, 0.5))
+    }
+
+    /// Runs `compiled` once on worker `w` and waits: outputs and engine ms.
+    fn run_compiled(
+        &self,
+        w: usize,
+        compiled: &Arc<dyn Compiled>,
+        name: &str,
+        inputs: TVec<Value>,
+    ) -> Result<(TVec<Value>, f64), RuntimeError> {
+        let (tx, rx) = channel();
+        self.send_compiled(w, compiled.clone(), 0, inputs, &tx)?;
+        let done = rx.recv().map_err(|_| RuntimeError::WorkerGone {
+            processor: self.names[w].clone(),
+        })?;
+        let ms = (done.end - done.start).as_secs_f64() * 1e3;
+        match done.result {
+            Some(Ok(out)) => Ok((out, ms)),
+            Some(Err(reason)) => Err(RuntimeError::Run {
+                subgraph: name.to_string(),
+                processor: self.names[w].clone(),
+                reason,
+            }),
+            None => Err(RuntimeError::WorkerGone {
+                processor: self.names[w].clone(),
+            }),
+        }
     }
 
     /// Computes each model's whole-model output for its input with
@@ -168,23 +295,13 @@ impl Server {
     }
 
     fn run_once(&self, m: usize, c: usize, w: usize, inputs: TVec<Value>) -> Result<(TVec<Value>, f64), RuntimeError> {
-        let (tx, rx) = channel();
-        self.send(m, c, w, 0, inputs, &tx)?;
-        let done = rx.recv().map_err(|_| RuntimeError::WorkerGone {
+        let sub = &self.models[m].units.candidates[c].subgraph;
+        let compiled = self.models[m].compiled[c][w].clone().ok_or_else(|| RuntimeError::Run {
+            subgraph: sub.name.clone(),
             processor: self.names[w].clone(),
+            reason: "not compiled for this processor".into(),
         })?;
-        let ms = (done.end - done.start).as_secs_f64() * 1e3;
-        match done.result {
-            Some(Ok(out)) => Ok((out, ms)),
-            Some(Err(reason)) => Err(RuntimeError::Run {
-                subgraph: self.models[m].units.candidates[c].subgraph.name.clone(),
-                processor: self.names[w].clone(),
-                reason,
-            }),
-            None => Err(RuntimeError::WorkerGone {
-                processor: self.names[w].clone(),
-            }),
-        }
+        self.run_compiled(w, &compiled, &sub.name, inputs)
     }
 
     fn send(
@@ -201,6 +318,17 @@ impl Server {
             processor: self.names[w].clone(),
             reason: "not compiled for this processor".into(),
         })?;
+        self.send_compiled(w, compiled, seq, inputs, reply)
+    }
+
+    fn send_compiled(
+        &self,
+        w: usize,
+        compiled: Arc<dyn Compiled>,
+        seq: u64,
+        inputs: TVec<Value>,
+        reply: &Sender<Done>,
+    ) -> Result<(), RuntimeError> {
         let job = worker::Job {
             index: seq as usize,
             worker: w,
@@ -267,16 +395,22 @@ impl Server {
     /// `runs` times after one warm-up: the p99 in ms, or `None` when the
     /// plan cannot be made.
     pub fn isolated_p99(&self, m: usize, w: usize, runs: usize) -> Result<Option<f64>, RuntimeError> {
-        let model = &self.models[m];
         let all = super::ProcSet::from_iter(0..self.workers.len());
-        let Some(steps) = model.units.isolated_plan(w, all) else {
+        let Some(steps) = self.models[m].units.isolated_plan(w, all) else {
             return Ok(None);
         };
+        Ok(Some(quantile(&self.time_steps(m, &steps, runs)?, 0.99)))
+    }
+
+    /// Runs model `m` on its input as the sequence `steps` of (candidate,
+    /// worker), once to warm up and then `runs` times: each run's ms.
+    pub fn time_steps(&self, m: usize, steps: &[(usize, usize)], runs: usize) -> Result<Vec<f64>, RuntimeError> {
+        let model = &self.models[m];
         let mut times = Vec::new();
         for k in 0..=runs {
             let mut values: HashMap<Outlet, Value> = model.input.iter().cloned().collect();
             let t = Instant::now();
-            for &(c, pw) in &steps {
+            for &(c, pw) in steps {
                 let sub = &model.units.candidates[c].subgraph;
                 let ins: TVec<Value> = sub.inputs.iter().map(|o| values[o].clone()).collect();
                 let (outs, _) = self.run_once(m, c, pw, ins)?;
@@ -288,7 +422,7 @@ impl Server {
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
         }
-        Ok(Some(quantile(&times, 0.99)))
+        Ok(times)
     }
 
     /// Runs `workload` under `sched` on the wall clock. `slo_ms` per app;
@@ -312,6 +446,13 @@ impl Server {
         }
         outages.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut outages = outages.into_iter().peekable();
+        if workload.render.is_some() && self.render.is_none() {
+            return Err(RuntimeError::Policy {
+                reason: "the workload has a render task but no render kernel was set (Server::set_render)".into(),
+            });
+        }
+        sched.set_render_from(workload);
+        let mut rendering: HashMap<u64, usize> = HashMap::new();
         let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
         let mut log = RunLog {
             submitted: vec![0; workload.apps.len()],
@@ -345,6 +486,14 @@ impl Server {
                 sched.set_available(w, up);
                 log.outage(w, up, now);
             }
+            let next_tick = sched
+                .next_tick_ms()
+                .filter(|t| arrivals.ticking_at(*t, sched.in_system()));
+            if next_tick.is_some_and(|t| t <= now) {
+                log.dropped_frames.extend(sched.render_ticks(now));
+            } else if next_tick.is_none() {
+                sched.stop_render();
+            }
             for spec in arrivals.due(now) {
                 log.submitted[spec.app] += 1;
                 log.arrival_lag_ms.push((now - spec.arrival_ms).max(0.0));
@@ -356,6 +505,13 @@ impl Server {
                 .schedule(now)
                 .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
             {
+                if d.render.is_some() {
+                    if let Some((_, kernel)) = &self.render {
+                        rendering.insert(d.seq, d.worker);
+                        self.send_compiled(d.worker, kernel.clone(), d.seq, TVec::new(), &reply)?;
+                    }
+                    continue;
+                }
                 let sub = &self.models[d.model].units.candidates[d.candidate].subgraph;
                 let vals = &values[&d.job];
                 let ins: TVec<Value> = sub.inputs.iter().map(|o| vals[o].clone()).collect();
@@ -367,10 +523,18 @@ impl Server {
                 progress(now / 1e3, &log, sched.in_system());
             }
             let next_arrival = arrivals.next_ms();
-            if next_arrival.is_none() && flight.is_empty() && sched.in_system() == 0 && outages.peek().is_none() {
+            if next_arrival.is_none()
+                && flight.is_empty()
+                && rendering.is_empty()
+                && sched.in_system() == 0
+                && outages.peek().is_none()
+            {
                 break;
             }
-            let wake = [next_arrival, outages.peek().map(|o| o.0)]
+            let next_tick = sched
+                .next_tick_ms()
+                .filter(|t| arrivals.ticking_at(*t, sched.in_system()));
+            let wake = [next_arrival, outages.peek().map(|o| o.0), next_tick]
                 .into_iter()
                 .flatten()
                 .fold(now + 1000.0, f64::min);
@@ -383,6 +547,15 @@ impl Server {
                 }
             };
             let seq = done.index as u64;
+            if let Some(w) = rendering.remove(&seq) {
+                let ms = (done.end - done.start).as_secs_f64() * 1e3;
+                if let Some(mut f) = sched.finish_render(now_ms(Instant::now()), w, seq, ms) {
+                    f.start_ms = now_ms(done.start);
+                    f.end_ms = now_ms(done.end);
+                    log.frames.push(f);
+                }
+                continue;
+            }
             let Some((job, app, m, c, sent)) = flight.remove(&seq) else {
                 continue;
             };
@@ -437,6 +610,7 @@ impl Server {
         }
         log.frames_done = arrivals.frames_done;
         log.decision_us = std::mem::take(&mut sched.decision_us);
+        log.moves = sched.policy_moves();
         Ok(log)
     }
 

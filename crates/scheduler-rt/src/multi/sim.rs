@@ -91,6 +91,7 @@ impl Default for SimOptions {
 #[derive(Clone, Debug)]
 enum Event {
     Finish { worker: usize, seq: u64 },
+    RenderDone { worker: usize, seq: u64, ms: f64 },
     Down(usize),
     Up(usize),
     Submit(Box<JobSpec>),
@@ -153,7 +154,10 @@ impl Ord for Timed {
 
 /// Runs `workload` on `sched` with processors taking `truth` (a subgraph
 /// that starts while another processor is busy takes the shared figure,
-/// times `options.contention`). `slo_ms` per app; outages come from the workload.
+/// times `options.contention`). `slo_ms` per app; outages and the
+/// rendering task (a frame takes the workload's `render_ms`, with the
+/// noise of `options`) come from the workload; frames tick until the
+/// arrival window ends (or, for a request count, until the last job).
 pub fn simulate(
     sched: &mut Scheduler,
     workload: &Workload,
@@ -177,16 +181,26 @@ pub fn simulate(
     };
     let mut busy: Vec<Option<Span>> = vec![None; names.len()];
     let mut speed: (Option<u64>, f64) = (None, 1.0);
+    let render_ms = sched
+        .set_render_from(workload)
+        .and(workload.render.as_ref().map(|r| r.render_ms));
     let mut now = 0.0f64;
     loop {
         let next_event = events.heap.peek().map(|t: &Timed| t.0);
-        let next = match (arrivals.next_ms(), next_event) {
-            (Some(a), Some(e)) => a.min(e),
-            (Some(a), None) => a,
-            (None, Some(e)) => e,
-            (None, None) => break,
-        };
+        let next_tick = sched
+            .next_tick_ms()
+            .filter(|t| arrivals.ticking_at(*t, sched.in_system()));
+        let next = [arrivals.next_ms(), next_event, next_tick]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp);
+        let Some(next) = next else { break };
         now = now.max(next);
+        if next_tick.is_some_and(|t| t <= now) {
+            log.dropped_frames.extend(sched.render_ticks(now));
+        } else if next_tick.is_none() {
+            sched.stop_render();
+        }
         admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
         while events.heap.peek().is_some_and(|t| t.0 <= now) {
             let Some(Timed(_, _, ev)) = events.heap.pop() else {
@@ -224,10 +238,31 @@ pub fn simulate(
                 Event::Submit(spec) => {
                     sched.submit(*spec);
                 }
+                Event::RenderDone { worker, seq, ms } => {
+                    if let Some(f) = sched.finish_render(now, worker, seq, ms) {
+                        log.frames.push(f);
+                    }
+                }
             }
         }
         admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
         for d in sched.schedule(now)? {
+            if d.render.is_some() {
+                let mut ms = render_ms.unwrap_or(d.expected_ms);
+                if options.noise > 0.0 {
+                    let sigma = options.noise;
+                    ms *= (sigma * normal(&mut rng) - sigma * sigma / 2.0).exp();
+                }
+                events.push(
+                    now + ms,
+                    Event::RenderDone {
+                        worker: d.worker,
+                        seq: d.seq,
+                        ms,
+                    },
+                );
+                continue;
+            }
             let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
             let t = &truth.table[d.model][d.candidate][d.worker];
             let (mut ms, cv, shape) = if others_busy {
@@ -284,6 +319,7 @@ pub fn simulate(
     }
     log.frames_done = arrivals.frames_done;
     log.decision_us = std::mem::take(&mut sched.decision_us);
+    log.moves = sched.policy_moves();
     Ok(log)
 }
 

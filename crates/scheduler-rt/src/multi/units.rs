@@ -253,6 +253,94 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
     })
 }
 
+/// The compute operators of `g` in topological order: what
+/// [`chunked`] cuts into chunks.
+pub fn operators(g: &Graph) -> Result<Vec<NodeId>, UnitsError> {
+    let ops: Vec<NodeId> = g
+        .topo_order()?
+        .into_iter()
+        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
+        .collect();
+    if ops.is_empty() {
+        return Err(UnitsError::Empty);
+    }
+    Ok(ops)
+}
+
+/// Units and candidates of `g` for Heimdall's chunks: one region over
+/// [`operators`] (parallel branches of a branched model run one after the
+/// other); `chunks[p]` cuts the operators into consecutive ranges for
+/// processor `p` (empty: `p` runs nothing). Units are the pieces between
+/// every processor's cut points; the candidates are exactly the chunks,
+/// each supported by the processors that cut the same range.
+pub fn chunked(g: &Graph, chunks: &[Vec<Range<usize>>]) -> Result<ModelUnits, UnitsError> {
+    let ops = operators(g)?;
+    let n = ops.len();
+    let mut cuts: Vec<usize> = chunks.iter().flatten().flat_map(|r| [r.start, r.end]).collect();
+    cuts.extend([0, n]);
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.retain(|c| *c <= n);
+    let units: Vec<Unit> = cuts
+        .windows(2)
+        .map(|w| Unit {
+            region: 0,
+            nodes: ops[w[0]..w[1]].to_vec(),
+            support: ProcSet::from_iter(
+                (0..chunks.len()).filter(|p| chunks[*p].iter().any(|r| r.start <= w[0] && w[1] <= r.end)),
+            ),
+        })
+        .collect();
+    let unit_at = |op: usize| cuts.binary_search(&op).ok();
+    let m = units.len();
+    let mut dense = vec![NO_CANDIDATE; m * m];
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (p, ranges) in chunks.iter().enumerate() {
+        for r in ranges {
+            let (Some(first), Some(end)) = (unit_at(r.start), unit_at(r.end)) else {
+                continue;
+            };
+            if end <= first || end > m {
+                continue;
+            }
+            let slot = &mut dense[first * m + end - 1];
+            if *slot != NO_CANDIDATE {
+                let c = &mut candidates[*slot as usize];
+                c.support = ProcSet(c.support.0 | ProcSet::single(p).0);
+                continue;
+            }
+            let subgraph = subgraph_of(g, format!("c{}-{}", r.start, r.end - 1), ops[r.clone()].to_vec());
+            let flops = g.cost_of(&subgraph.nodes).flops;
+            let io_bytes = subgraph
+                .inputs
+                .iter()
+                .chain(&subgraph.outputs)
+                .filter_map(|o| g.fact(*o))
+                .map(|f| f.bytes() as u64)
+                .sum();
+            *slot = candidates.len() as u32;
+            candidates.push(Candidate {
+                region: 0,
+                first,
+                last: end - 1,
+                support: ProcSet::single(p),
+                subgraph,
+                flops,
+                io_bytes,
+            });
+        }
+    }
+    Ok(ModelUnits {
+        units,
+        regions: vec![Region {
+            units: 0..m,
+            preds: Vec::new(),
+        }],
+        candidates,
+        index: vec![dense],
+    })
+}
+
 /// The subgraph computing `nodes` (topological order): inputs are the
 /// non-constant values they read from outside, outputs the values read
 /// outside them or by the graph's outputs.

@@ -19,7 +19,24 @@
 //! processor = "cpu1"
 //! at_s = 10
 //! for_s = 7
+//!
+//! [render]                 # Heimdall: a periodic rendering task, highest priority
+//! processor = "cpu0"       # the processor it renders on (the "GPU")
+//! fps = 30
+//! render_ms = 2.7
+//! margin_ms = 5            # a chunk may overrun the budget 1/fps - render_ms by this
+//! offload_to = "cpu1"      # the CPU that `-offload` policies may move DNNs to
+//! offload_margin = 0.1     # m of Eq. 7
+//! offload_cycle_s = 1
 //! ```
+//!
+//! With a render task, an app may also declare `utility = { l0 = 1, beta =
+//! 1, gamma = 2 }` (Heimdall Eq. 3, t in seconds; gamma > 1) and a frame
+//! source for its content variation: `frames = { variation = 0.1 }`
+//! (synthetic frames, that share of pixels changing per request) or
+//! `frames_dir = "clips/a"` (`.npy` frames in name order, cycled).
+//! `arrival = "closed"` with `fps` admits the next request when the
+//! previous one finished and no sooner than 1/fps after it arrived.
 //!
 //! Frame-driven apps (Band's EagleEye) form one group: each camera frame
 //! sends `per_frame` requests of every such app, and the next frame starts
@@ -48,6 +65,11 @@ pub enum Arrival {
     },
     /// The next request when the previous one finished.
     Closed,
+    /// The next request when the previous one finished, and no sooner than
+    /// `1/fps` after the previous one arrived.
+    Paced {
+        fps: f64,
+    },
     /// `per_frame` requests per camera frame of the frame group.
     Frame {
         per_frame: usize,
@@ -63,6 +85,43 @@ pub enum Slo {
     None,
 }
 
+/// Heimdall's latency utility L = l0 − beta · (t − t_start)^gamma (t in s).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Utility {
+    pub l0: f64,
+    pub beta: f64,
+    pub gamma: f64,
+}
+
+impl Default for Utility {
+    fn default() -> Self {
+        Utility {
+            l0: 1.0,
+            beta: 1.0,
+            gamma: 2.0,
+        }
+    }
+}
+
+impl Utility {
+    /// The latency utility `waited_ms` after the request was enqueued.
+    pub fn latency(&self, waited_ms: f64) -> f64 {
+        self.l0 - self.beta * (waited_ms.max(0.0) / 1e3).powf(self.gamma)
+    }
+}
+
+/// Where an app's input frames come from (content variation, Heimdall Eq. 4).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frames {
+    None,
+    /// Synthetic frames: this share of pixels changes between requests.
+    Synthetic {
+        variation: f64,
+    },
+    /// `.npy` frames in name order, cycled.
+    Dir(PathBuf),
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct App {
     pub name: String,
@@ -71,6 +130,20 @@ pub struct App {
     pub arrival: Arrival,
     pub slo: Slo,
     pub processor: Option<String>,
+    pub utility: Utility,
+    pub frames: Frames,
+}
+
+/// Heimdall's rendering task and coordinator settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Render {
+    pub processor: String,
+    pub fps: f64,
+    pub render_ms: f64,
+    pub margin_ms: f64,
+    pub offload_to: Option<String>,
+    pub offload_margin: f64,
+    pub offload_cycle_s: f64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -88,6 +161,33 @@ pub struct Workload {
     pub requests: Option<usize>,
     pub apps: Vec<App>,
     pub outages: Vec<Outage>,
+    pub render: Option<Render>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenderFile {
+    processor: String,
+    fps: f64,
+    render_ms: f64,
+    margin_ms: Option<f64>,
+    offload_to: Option<String>,
+    offload_margin: Option<f64>,
+    offload_cycle_s: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UtilityFile {
+    l0: Option<f64>,
+    beta: Option<f64>,
+    gamma: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FramesFile {
+    variation: f64,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +201,7 @@ struct File {
     app: Vec<AppFile>,
     #[serde(default)]
     outage: Vec<OutageFile>,
+    render: Option<RenderFile>,
 }
 
 #[derive(Deserialize)]
@@ -116,6 +217,9 @@ struct AppFile {
     slo_ms: Option<f64>,
     slo_multiplier: Option<f64>,
     processor: Option<String>,
+    utility: Option<UtilityFile>,
+    frames: Option<FramesFile>,
+    frames_dir: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -191,7 +295,12 @@ impl Workload {
                 "poisson" => Arrival::Poisson {
                     rate: need("rate", a.rate)?,
                 },
-                "closed" => Arrival::Closed,
+                "closed" => match a.fps {
+                    Some(fps) => Arrival::Paced {
+                        fps: positive(&key("fps"), fps)?,
+                    },
+                    None => Arrival::Closed,
+                },
                 "frame" => Arrival::Frame {
                     per_frame: a
                         .per_frame
@@ -210,6 +319,47 @@ impl Workload {
                 (None, Some(m)) => Slo::Multiplier(positive(&key("slo_multiplier"), m)?),
                 (None, None) => Slo::None,
             };
+            let mut utility = Utility::default();
+            if let Some(u) = &a.utility {
+                utility.l0 = u.l0.unwrap_or(utility.l0);
+                if !utility.l0.is_finite() {
+                    return Err(err(&key("utility.l0"), format!("must be finite, got {}", utility.l0)));
+                }
+                utility.beta = positive(&key("utility.beta"), u.beta.unwrap_or(utility.beta))?;
+                utility.gamma = u.gamma.unwrap_or(utility.gamma);
+                if !(utility.gamma.is_finite() && utility.gamma > 1.0) {
+                    return Err(err(
+                        &key("utility.gamma"),
+                        format!(
+                            "must be > 1 so that the latency utility falls ever faster (Heimdall Eq. 3), got {}",
+                            utility.gamma
+                        ),
+                    ));
+                }
+            }
+            let frames = match (&a.frames, &a.frames_dir) {
+                (Some(_), Some(_)) => return Err(err(&key("frames"), "give frames or frames_dir, not both".into())),
+                (Some(f), None) => {
+                    if !(f.variation.is_finite() && (0.0..=1.0).contains(&f.variation)) {
+                        return Err(err(
+                            &key("frames.variation"),
+                            format!("must be a share in [0, 1], got {}", f.variation),
+                        ));
+                    }
+                    Frames::Synthetic { variation: f.variation }
+                }
+                (None, Some(d)) => {
+                    let d = dir.join(d);
+                    if !d.is_dir() {
+                        return Err(err(&key("frames_dir"), format!("no such folder: {}", d.display())));
+                    }
+                    let frames = Frames::Dir(d);
+                    super::content::FrameSource::open(&frames, 0)
+                        .map_err(|e| err(&key("frames_dir"), e.to_string()))?;
+                    frames
+                }
+                (None, None) => Frames::None,
+            };
             apps.push(App {
                 name,
                 model,
@@ -217,6 +367,8 @@ impl Workload {
                 arrival,
                 slo,
                 processor: a.processor,
+                utility,
+                frames,
             });
         }
         let mut outages = Vec::new();
@@ -234,6 +386,35 @@ impl Workload {
                 for_s: o.for_s,
             });
         }
+        let render = match f.render {
+            None => None,
+            Some(r) => {
+                let fps = positive("render.fps", r.fps)?;
+                let render_ms = positive("render.render_ms", r.render_ms)?;
+                let margin_ms = r.margin_ms.unwrap_or(5.0);
+                if !(margin_ms.is_finite() && margin_ms >= 0.0) {
+                    return Err(err("render.margin_ms", format!("must be >= 0, got {margin_ms}")));
+                }
+                let offload_margin = r.offload_margin.unwrap_or(0.1);
+                if !(offload_margin.is_finite() && offload_margin >= 0.0) {
+                    return Err(err(
+                        "render.offload_margin",
+                        format!("must be >= 0, got {offload_margin}"),
+                    ));
+                }
+                let offload_cycle_s = positive("render.offload_cycle_s", r.offload_cycle_s.unwrap_or(1.0))?;
+                super::chunk::budget_ms(fps, render_ms).map_err(|e| err("render.render_ms", e.to_string()))?;
+                Some(Render {
+                    processor: r.processor,
+                    fps,
+                    render_ms,
+                    margin_ms,
+                    offload_to: r.offload_to,
+                    offload_margin,
+                    offload_cycle_s,
+                })
+            }
+        };
         Ok(Workload {
             file: String::new(),
             seed: f.seed.unwrap_or(0),
@@ -241,6 +422,7 @@ impl Workload {
             requests: f.requests,
             apps,
             outages,
+            render,
         })
     }
 
@@ -261,6 +443,23 @@ impl Workload {
         for (i, o) in self.outages.iter().enumerate() {
             if !names.contains(&o.processor) {
                 return Err(bad(format!("outage[{i}].processor"), &o.processor));
+            }
+        }
+        if let Some(r) = &self.render {
+            if !names.contains(&r.processor) {
+                return Err(bad("render.processor".into(), &r.processor));
+            }
+            if let Some(p) = &r.offload_to {
+                if !names.contains(p) {
+                    return Err(bad("render.offload_to".into(), p));
+                }
+                if *p == r.processor {
+                    return Err(WorkloadError {
+                        file: self.file.clone(),
+                        key: "render.offload_to".into(),
+                        reason: format!("'{p}' is the render processor; name another processor"),
+                    });
+                }
             }
         }
         Ok(())

@@ -10,6 +10,8 @@ pub mod predict;
 pub mod profile;
 pub mod run;
 pub mod serve;
+mod serve_render;
 pub mod simulate;
+mod simulate_render;
 pub mod train;
 pub mod zoo;

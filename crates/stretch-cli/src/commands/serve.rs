@@ -21,6 +21,14 @@ use std::path::PathBuf;
 /// latency; in total: throughput, frames/s for frame-driven apps,
 /// utilisation per processor, scheduler decision time. All figures are
 /// measured on this machine.
+///
+/// A workload with a `[render]` task (Heimdall, MobiCom '20) runs a
+/// calibrated rendering kernel at its fps on its processor, first at every
+/// frame; each operator is timed alone on every processor and models are
+/// cut into chunks per policy (`whole`, `ops5`, or chunks that fit between
+/// two frames for `maxmin-utility` / `maxtotal-utility`, default), and the
+/// report adds rendering fps (mean and worst 1/3-s window), dropped frames
+/// and per-app mean and max latency.
 #[derive(ClapArgs, Debug)]
 pub struct Args {
     /// Workload (TOML): apps with model, SLO and arrivals, and outages; see configs/workloads/.
@@ -96,6 +104,16 @@ pub fn run(a: Args) -> Result<()> {
     let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
     let workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
+    let policies = if workload.render.is_some() && a.sweep.compare.is_none() && a.sweep.policy == "lst" {
+        vec!["maxtotal-utility".to_string()]
+    } else {
+        policies
+    };
+    crate::render_run::check_policies(&workload, &policies)?;
+    if workload.render.is_some() {
+        let graphs = mc::load_graphs(&workload)?;
+        return super::serve_render::run(&a, &policies, &procs, &support, &accel, &names, workload, graphs);
+    }
     for p in &policies {
         mc::make_policy(p, &workload, &names)?;
     }

@@ -188,6 +188,23 @@ pub fn run(a: Args) -> Result<()> {
     }
     let probe = scheduler_rt::multi::workload::Workload::load(&a.workload)?;
     let graphs = mc::load_graphs(&probe)?;
+    if probe.render.is_some() {
+        let mut w = probe;
+        if let Some(d) = a.sweep.duration_s {
+            if !(d.is_finite() && d > 0.0) {
+                bail!("--duration-s must be positive, got {d}");
+            }
+            w.duration_s = Some(d);
+        }
+        let policies = if a.sweep.compare.is_none() && a.sweep.policy == "lst" {
+            vec!["maxtotal-utility".to_string()]
+        } else {
+            policies
+        };
+        crate::render_run::check_policies(&w, &policies)?;
+        return super::simulate_render::run(&a, &policies, w, graphs);
+    }
+    crate::render_run::check_policies(&probe, &policies)?;
     let setup = if a.latencies.is_some() {
         from_measured(&a, &graphs)?
     } else {

@@ -3,14 +3,17 @@
 //! assignments; it never reads a clock or touches a thread, so the
 //! simulator runs the very same objects as the runtime.
 
+pub mod fifo;
 pub mod fixed;
 pub mod heft;
 pub mod lst;
+pub mod offload;
 pub mod plan;
 pub mod round_robin;
 pub mod sel;
+pub mod utility;
 
-use super::core::{Assignment, Requeue, View};
+use super::core::{Assignment, Completed, JobId, Requeue, View};
 pub use fixed::Fixed;
 pub use heft::Heft;
 pub use lst::Lst;
@@ -27,6 +30,16 @@ pub trait Policy: Send {
     fn schedule(&mut self, view: &View) -> Vec<Assignment>;
     /// Where the rest of a job goes after one of its subgraphs finishes.
     fn requeue(&self) -> Requeue;
+    /// A subgraph of `job` (`model`, `candidate`) finished on `worker` at
+    /// `now_ms` after `ms` in the engine.
+    fn subgraph_done(&mut self, _now_ms: f64, _job: JobId, _model: usize, _candidate: usize, _worker: usize, _ms: f64) {
+    }
+    /// A job completed; `worker` ran its last subgraph.
+    fn completed(&mut self, _done: &Completed, _worker: usize) {}
+    /// Models this policy moved between processors: (ms, model, worker).
+    fn moves(&self) -> &[(f64, usize, usize)] {
+        &[]
+    }
 }
 
 /// What policies may be configured with, beyond the view.
@@ -37,7 +50,33 @@ pub struct PolicyOptions {
     pub fixed: Vec<Option<usize>>,
     /// `lst`: consider whole-model (per region) subgraphs only, no splits.
     pub whole_model_only: bool,
+    /// The render-workload policies ([`HEIMDALL_POLICY_NAMES`]).
+    pub heimdall: Option<HeimdallOptions>,
 }
+
+/// What Heimdall's coordinator and its baselines are configured with.
+#[derive(Clone, Debug, Default)]
+pub struct HeimdallOptions {
+    /// Per app.
+    pub utility: Vec<crate::multi::workload::Utility>,
+    /// Per model: the worker it starts on.
+    pub home: Vec<usize>,
+    pub margin_ms: f64,
+    /// (render worker, CPU worker, m, cycle ms) for the `-offload` variants.
+    pub offload: Option<(usize, usize, f64, f64)>,
+}
+
+/// The policies of render workloads: `whole` (whole models in arrival
+/// order), `ops5` (5-operator chunks in arrival order), and Heimdall's
+/// utility policies, with or without CPU offloading.
+pub const HEIMDALL_POLICY_NAMES: &[&str] = &[
+    "whole",
+    "ops5",
+    "maxmin-utility",
+    "maxtotal-utility",
+    "maxmin-utility-offload",
+    "maxtotal-utility-offload",
+];
 
 /// The names [`policy_by_name`] accepts.
 pub const POLICY_NAMES: &[&str] = &["fixed", "round-robin", "sel", "heft", "lst"];
@@ -50,6 +89,28 @@ pub fn policy_by_name(name: &str, options: &PolicyOptions) -> Option<Box<dyn Pol
         "sel" => Some(Box::new(Sel)),
         "heft" => Some(Box::new(Heft)),
         "lst" => Some(Box::new(Lst::new(options.whole_model_only))),
+        "whole" | "ops5" => Some(Box::new(fifo::Fifo::new(options.heimdall.as_ref()?.home.clone()))),
+        "maxmin-utility" | "maxtotal-utility" | "maxmin-utility-offload" | "maxtotal-utility-offload" => {
+            let h = options.heimdall.as_ref()?;
+            let objective = if name.starts_with("maxmin") {
+                utility::Objective::MaxMin
+            } else {
+                utility::Objective::MaxTotal
+            };
+            let offload = if name.ends_with("-offload") {
+                let (acc, cpu, m, cycle) = h.offload?;
+                Some(offload::Offloader::new(acc, cpu, m, cycle))
+            } else {
+                None
+            };
+            Some(Box::new(utility::UtilityPolicy::new(
+                objective,
+                h.utility.clone(),
+                h.home.clone(),
+                h.margin_ms,
+                offload,
+            )))
+        }
         _ => None,
     }
 }

@@ -1,0 +1,233 @@
+//! Heimdall's coordinator policies (MobiCom '20 §6.2-6.4): `maxmin-utility`
+//! and `maxtotal-utility`, each with an optional CPU offloading step.
+
+use super::Policy;
+use super::offload::{Latencies, Offloader};
+use crate::multi::core::{Assignment, Completed, Job, Requeue, Task, View};
+use crate::multi::heimdall::{Placement, chunk_from, remaining_ms};
+use crate::multi::workload::Utility;
+
+/// Weight of the content variation in the utility (Heimdall: 0.01).
+pub const CONTENT_ALPHA: f64 = 0.01;
+
+/// Slack in deciding that a frame finished on time (ms).
+pub const ON_TIME_MS: f64 = 1.0;
+
+/// Which utility the coordinator maximises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Objective {
+    /// Run the DNN whose utility is lowest now (Eq. 5).
+    MaxMin,
+    /// Run the chunk that maximises the sum of utilities one step ahead (Eq. 6).
+    MaxTotal,
+}
+
+/// At every scheduling event each idle worker takes one chunk of a job
+/// placed on it. On the render worker a chunk must end before the next
+/// tick, `margin_ms` allowed, except right after a frame that left the
+/// whole budget to the next tick (within [`ON_TIME_MS`]), when any chunk
+/// goes: chunks were cut to fit there, and one whose estimate has grown
+/// past the budget must still run some time. Elsewhere any chunk goes. Among those,
+/// a job that can still meet its deadline if it runs now but not if it
+/// waits one more step (a frame on the render worker; elsewhere the longest
+/// chunk on offer) runs first, earliest deadline first; otherwise the
+/// objective picks. A job's remaining time on the render worker counts the
+/// frames it interleaves with (× period / budget). Utility of a
+/// job at time t: `U = L(t − arrival) + 0.01 · C`, L from its app's
+/// [`Utility`], C its content variation in percent. With an
+/// [`Offloader`], once per cycle one model may move between the render
+/// worker and the CPU (Eq. 7). The rest of a job goes to the queue's tail.
+pub struct UtilityPolicy {
+    objective: Objective,
+    utility: Vec<Utility>,
+    placement: Placement,
+    margin_ms: f64,
+    offload: Option<Offloader>,
+    /// Per model: moving average of measured latency on its current home.
+    measured: Vec<Option<f64>>,
+}
+
+impl UtilityPolicy {
+    /// `utility[app]`, `home[model]` (initial workers), `margin_ms` the
+    /// chunk overrun allowed before a frame tick.
+    pub fn new(
+        objective: Objective,
+        utility: Vec<Utility>,
+        home: Vec<usize>,
+        margin_ms: f64,
+        offload: Option<Offloader>,
+    ) -> UtilityPolicy {
+        let n = home.len();
+        UtilityPolicy {
+            objective,
+            utility,
+            placement: Placement::new(home),
+            margin_ms,
+            offload,
+            measured: vec![None; n],
+        }
+    }
+
+    fn value(&self, job: &Job, at_ms: f64) -> f64 {
+        let u = self.utility.get(job.spec.app).copied().unwrap_or_default();
+        u.latency(at_ms - job.spec.arrival_ms) + CONTENT_ALPHA * job.spec.content
+    }
+
+    /// The offloading rule's inputs: measured latency where a model runs,
+    /// predicted (its isolated estimate stretched by the frames, plus the
+    /// other processor's backlog) where it would go.
+    fn latencies(&self, view: &View, o: &Offloader) -> Vec<Option<Latencies>> {
+        let backlog = |w: usize| -> f64 {
+            view.jobs
+                .values()
+                .filter(|j| self.placement.of(j) == w)
+                .map(|j| remaining_ms(view, j, w))
+                .filter(|x| x.is_finite())
+                .sum()
+        };
+        let stretch = view.workers[o.accelerator]
+            .render
+            .as_ref()
+            .map_or(1.0, |r| r.period_ms / (r.period_ms - r.render_ms).max(1e-9));
+        let (acc_backlog, cpu_backlog) = (backlog(o.accelerator) * stretch, backlog(o.cpu));
+        (0..self.placement.home.len())
+            .map(|model| {
+                let measured = self.measured[model]?;
+                let whole = |w: usize| {
+                    let m = &view.models[model];
+                    let mut u = 0;
+                    let mut sum = 0.0;
+                    while u < m.units.len() {
+                        let c = m
+                            .candidates_from(u)
+                            .iter()
+                            .map(|c| *c as usize)
+                            .find(|c| *c < m.candidates.len() && m.candidates[*c].support.contains(w))?;
+                        sum += view.estimator.estimate(model, c, w);
+                        u = m.candidates[c].last + 1;
+                    }
+                    Some(sum)
+                };
+                if self.placement.home[model] == o.accelerator {
+                    Some(Latencies {
+                        accelerator_ms: measured,
+                        cpu_ms: whole(o.cpu)? + cpu_backlog,
+                    })
+                } else {
+                    Some(Latencies {
+                        accelerator_ms: whole(o.accelerator)? * stretch + acc_backlog,
+                        cpu_ms: measured,
+                    })
+                }
+            })
+            .collect()
+    }
+}
+
+impl Policy for UtilityPolicy {
+    fn name(&self) -> &'static str {
+        match (self.objective, self.offload.is_some()) {
+            (Objective::MaxMin, false) => "maxmin-utility",
+            (Objective::MaxMin, true) => "maxmin-utility-offload",
+            (Objective::MaxTotal, false) => "maxtotal-utility",
+            (Objective::MaxTotal, true) => "maxtotal-utility-offload",
+        }
+    }
+
+    fn schedule(&mut self, view: &View) -> Vec<Assignment> {
+        let now = view.now_ms;
+        if let Some(mut o) = self.offload.take() {
+            let lat = self.latencies(view, &o);
+            if let Some((model, _)) = o.step(now, &mut self.placement.home, &lat) {
+                self.measured[model] = None;
+            }
+            self.offload = Some(o);
+        }
+        let mut out = Vec::new();
+        for w in view.idle() {
+            let render = view.workers[w].render.as_ref();
+            let window = render
+                .filter(|r| !(r.fresh && r.until_tick_ms(now) + ON_TIME_MS >= r.period_ms - r.render_ms))
+                .map_or(f64::INFINITY, |r| r.until_tick_ms(now) + self.margin_ms);
+            let stretch = render.map_or(1.0, |r| r.period_ms / (r.period_ms - r.render_ms).max(1e-9));
+            let options: Vec<(Task, usize, f64)> = view
+                .queue
+                .iter()
+                .filter_map(|t| {
+                    let job = view.job(t.job);
+                    if self.placement.of(job) != w {
+                        return None;
+                    }
+                    let c = chunk_from(view, job, t.region, w)?;
+                    let est = view.estimate(job.spec.model, c, w);
+                    (est <= window).then_some((*t, c, est))
+                })
+                .collect();
+            if options.is_empty() {
+                continue;
+            }
+            let step_ms = render.map_or_else(|| options.iter().map(|o| o.2).fold(0.0, f64::max), |r| r.period_ms);
+            let urgent = options
+                .iter()
+                .filter_map(|o| {
+                    let job = view.job(o.0.job);
+                    let deadline = job.deadline_ms()?;
+                    let finish_now = now + remaining_ms(view, job, w) * stretch;
+                    (finish_now <= deadline && finish_now + step_ms > deadline).then_some((o, deadline))
+                })
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(o, _)| *o);
+            let pick = urgent.or_else(|| match self.objective {
+                Objective::MaxMin => options
+                    .iter()
+                    .min_by(|a, b| {
+                        self.value(view.job(a.0.job), now)
+                            .total_cmp(&self.value(view.job(b.0.job), now))
+                    })
+                    .copied(),
+                Objective::MaxTotal => options
+                    .iter()
+                    .map(|o| {
+                        let total: f64 = options
+                            .iter()
+                            .map(|x| {
+                                let at = if x.0.job == o.0.job { now } else { now + o.2 };
+                                self.value(view.job(x.0.job), at)
+                            })
+                            .sum();
+                        (o, total)
+                    })
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(o, _)| *o),
+            });
+            if let Some((task, candidate, _)) = pick {
+                self.placement.place(task.job, w);
+                out.push(Assignment {
+                    task,
+                    candidate,
+                    worker: w,
+                });
+            }
+        }
+        out
+    }
+
+    fn requeue(&self) -> Requeue {
+        Requeue::Tail
+    }
+
+    fn moves(&self) -> &[(f64, usize, usize)] {
+        self.offload.as_ref().map_or(&[], |o| &o.moves)
+    }
+
+    fn completed(&mut self, done: &Completed, worker: usize) {
+        self.placement.forget(done.job);
+        let model = done.spec.model;
+        if self.placement.home.get(model) == Some(&worker)
+            && let Some(slot) = self.measured.get_mut(model)
+        {
+            let l = done.latency_ms();
+            *slot = Some(slot.map_or(l, |m| 0.5 * m + 0.5 * l));
+        }
+    }
+}

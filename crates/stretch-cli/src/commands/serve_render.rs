@@ -1,0 +1,202 @@
+//! `stretch serve` of a workload with a rendering task (Heimdall): every
+//! operator timed alone on every processor, models cut per policy, the
+//! render kernel calibrated on its core, and the policies run in turn.
+
+use super::serve::Args;
+use crate::multi_common as mc;
+use crate::render_run as rr;
+use anyhow::{Context, Result, bail};
+use graph_ir::Graph;
+use scheduler_rt::multi::heimdall::ChunkMode;
+use scheduler_rt::multi::report::quantile;
+use scheduler_rt::multi::serve::Server;
+use scheduler_rt::multi::workload::Workload;
+use scheduler_rt::multi::{OpSupport, Scheduler};
+use scheduler_rt::{ProcessorConfig, default_factory};
+use std::io::{IsTerminal, Write};
+
+/// Timed runs per operator and processor.
+const OPERATOR_RUNS: usize = 5;
+/// Interleaved runs of whole model and chunks for the chunking overhead.
+const OVERHEAD_RUNS: usize = 10;
+
+/// The chunk sequence of model `m` on `worker` as (candidate, worker) steps.
+fn steps_on(units: &scheduler_rt::multi::ModelUnits, worker: usize) -> Option<Vec<(usize, usize)>> {
+    let mut steps = Vec::new();
+    let mut u = 0;
+    while u < units.units.len() {
+        let c = units
+            .candidates_from(u)
+            .iter()
+            .map(|c| *c as usize)
+            .find(|c| *c < units.candidates.len() && units.candidates[*c].support.contains(worker))?;
+        steps.push((c, worker));
+        u = units.candidates[c].last + 1;
+    }
+    Some(steps)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    a: &Args,
+    policies: &[String],
+    procs: &[ProcessorConfig],
+    support: &[OpSupport],
+    accel: &[bool],
+    names: &[String],
+    workload: Workload,
+    graphs: Vec<Graph>,
+) -> Result<()> {
+    let r = workload.render.clone().context("no render task")?;
+    if support.iter().any(|s| *s != OpSupport::All) {
+        bail!(
+            "{}: a render workload runs whole chunks on the render processor and whole models on the CPU: configure processors that run every operator (no supports/unsupported lists)",
+            workload.file
+        );
+    }
+    if a.rounds > 1 {
+        bail!("{}: --rounds is not supported with a render task", workload.file);
+    }
+    let spec = rr::spec(&r, names);
+    let budget = scheduler_rt::multi::chunk::budget_ms(r.fps, r.render_ms)?;
+    let tty = std::io::stderr().is_terminal();
+    let mut say = |msg: &str| {
+        if tty {
+            eprint!("\r\x1b[2K{msg}");
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let factory = default_factory();
+    let probe = Server::start(procs, &factory).context("cannot start the workers")?;
+    let mut op_ms = Vec::new();
+    for g in &graphs {
+        op_ms.push(
+            probe
+                .measure_operators(g, OPERATOR_RUNS, &mut say)
+                .with_context(|| format!("cannot time the operators of '{}'", g.name))?,
+        );
+    }
+    drop(probe);
+    if tty {
+        eprintln!();
+    }
+    eprintln!(
+        "operator latencies: each operator compiled alone and timed on each processor (median of {OPERATOR_RUNS}, measured)"
+    );
+    let mut modes: Vec<ChunkMode> = vec![ChunkMode::Whole];
+    for p in policies {
+        if !modes.contains(&rr::mode(p)) {
+            modes.push(rr::mode(p));
+        }
+    }
+    let mut setups = Vec::new();
+    for mode in modes {
+        let chunked = rr::chunk_all(&graphs, names, accel, &op_ms, &spec, mode)?;
+        eprint!("{}", rr::chunk_lines(&chunked, budget, r.margin_ms));
+        let mut server = Server::start(procs, &factory)?;
+        for (g, u) in graphs.iter().zip(&chunked.units) {
+            server.add_model(g.clone(), u.clone(), &mut say)?;
+        }
+        if tty {
+            eprintln!();
+        }
+        let frame = server.set_render(spec.worker, r.render_ms)?;
+        if !a.no_check {
+            server.compute_references(&factory)?;
+        }
+        eprintln!(
+            "render kernel on {}: {frame:.2} ms per frame (median of 5, measured; asked for {:.2} ms)",
+            r.processor, r.render_ms
+        );
+        setups.push((chunked, server));
+    }
+    let homes = rr::homes(&workload, &r, names);
+    let mut isolated = Vec::new();
+    for (m, app) in workload.apps.iter().enumerate() {
+        let (whole_c, whole_s) = &setups[0];
+        let steps = steps_on(&whole_c.units[m], homes[m]).context("no whole-model candidate")?;
+        let t = whole_s.time_steps(m, &steps, OVERHEAD_RUNS)?;
+        isolated.push(quantile(&t, 0.99));
+        if let Some((c, s)) = setups.iter().find(|(c, _)| c.mode == ChunkMode::Budget) {
+            let chunk_steps = steps_on(&c.units[m], spec.worker).context("no chunk sequence")?;
+            let whole_steps = steps_on(&whole_c.units[m], spec.worker).context("no whole-model candidate")?;
+            let (mut whole, mut chunks) = (Vec::new(), Vec::new());
+            for _ in 0..OVERHEAD_RUNS {
+                whole.extend(whole_s.time_steps(m, &whole_steps, 1)?);
+                chunks.extend(s.time_steps(m, &chunk_steps, 1)?);
+            }
+            let (w50, c50) = (quantile(&whole, 0.5), quantile(&chunks, 0.5));
+            eprintln!(
+                "{}: chunking overhead on {}: {} chunks back to back p50 {c50:.2} ms (min {:.2}) vs whole model p50 {w50:.2} ms (min {:.2}): {:+.1}% at p50 (measured, {OVERHEAD_RUNS} interleaved runs)",
+                app.name,
+                r.processor,
+                chunk_steps.len(),
+                chunks.iter().copied().fold(f64::INFINITY, f64::min),
+                whole.iter().copied().fold(f64::INFINITY, f64::min),
+                100.0 * (c50 / w50 - 1.0)
+            );
+        }
+        eprintln!(
+            "{}: isolated p99 on {} {:.2} ms (whole model, measured)",
+            app.name, names[homes[m]], isolated[m]
+        );
+    }
+    let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
+    let mut rows = Vec::new();
+    let mut last = None;
+    for mult in &multipliers {
+        let w = mult.map_or(workload.clone(), |m| workload.with_multiplier(m));
+        let slo = mc::slos(&w, &isolated);
+        for p in policies {
+            let (chunked, server) = setups
+                .iter()
+                .find(|(c, _)| c.mode == rr::mode(p))
+                .context("no setup for the policy's chunking")?;
+            let policy = rr::make_policy(p, &w, names)?;
+            let mut sched = Scheduler::new(chunked.units.clone(), names, policy, chunked.estimator.clone());
+            let total = w.duration_s.unwrap_or(0.0);
+            let mut progress = |t: f64, log: &scheduler_rt::multi::report::RunLog, in_system: usize| {
+                if tty {
+                    eprint!(
+                        "\r\x1b[2K[{p}] {t:.0}/{total:.0} s, {} completed, {} frames, {in_system} in system",
+                        log.completed.len(),
+                        log.frames.len()
+                    );
+                    let _ = std::io::stderr().flush();
+                }
+            };
+            let log = server.run(&mut sched, &w, slo.clone(), &mut progress)?;
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+            let report = rr::report("measured", p, &w, &slo, names, &log);
+            eprintln!("[{p}] {}", rr::overhead_line(&log));
+            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
+                print!("{}", report.text());
+            }
+            rows.push((*mult, report));
+            last = Some(log);
+        }
+    }
+    if a.sweep.json {
+        let reports: Vec<_> = rows.iter().map(|r| &r.1).collect();
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else if rows.len() > 1 {
+        let reports: Vec<_> = rows.iter().map(|r| r.1.clone()).collect();
+        print!("{}", rr::table(&reports));
+        println!(
+            "(measured on this machine; render fps over the run and in its worst 1/3-s window; late = frame start after its tick)"
+        );
+    }
+    if let (Some(path), Some(log)) = (&a.sweep.trace, &last) {
+        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
+        mc::write(
+            path,
+            &serde_json::to_string(&mc::chrome_trace(log, names, &apps, "measured"))?,
+        )?;
+    }
+    if rows.iter().any(|r| r.1.mismatches > 0) {
+        bail!("outputs differed from the whole-model reference (see the reports)");
+    }
+    Ok(())
+}

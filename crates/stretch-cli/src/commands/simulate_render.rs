@@ -1,0 +1,176 @@
+//! `stretch simulate` of a workload with a rendering task (Heimdall) on a
+//! device profile: per-operator latencies from the profile's predictor,
+//! scaled to the profile's whole-model figures (`[models.APP]`) where it has
+//! them; chunks, estimates and the simulated truth all come from them.
+
+use super::simulate::Args;
+use crate::multi_common as mc;
+use crate::render_run as rr;
+use anyhow::{Context, Result};
+use graph_ir::Graph;
+use predictor::{DeviceModel, LatencyModel};
+use scheduler_rt::multi::Scheduler;
+use scheduler_rt::multi::heimdall::ChunkMode;
+use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate};
+use scheduler_rt::multi::units::operators;
+use scheduler_rt::multi::workload::Workload;
+
+/// `op_ms[processor][op]` of `g`, and how the figures were made.
+fn operator_ms(model: &DeviceModel, g: &Graph, names: &[String]) -> Result<(Vec<Vec<f64>>, Vec<String>)> {
+    let ops = operators(g).with_context(|| format!("model '{}'", g.name))?;
+    let profile = model.profile();
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for n in names {
+        let mut per = Vec::with_capacity(ops.len());
+        for id in &ops {
+            per.push(
+                model
+                    .predict(g, &[*id], n)
+                    .with_context(|| format!("cannot predict '{}' of '{}' on {n}", g.node(*id).name, g.name))?
+                    .total_ms,
+            );
+        }
+        let predicted: f64 = per.iter().sum();
+        if let Some(f) = profile.models.get(&g.name).and_then(|m| m.get(n)) {
+            let k = f.value / predicted.max(1e-12);
+            per.iter_mut().for_each(|x| *x *= k);
+            notes.push(format!(
+                "{} on {n}: {:.1} ms ({}; operators in the predictor's proportions)",
+                g.name, f.value, f.source
+            ));
+        } else if let Some((other, f)) = profile
+            .models
+            .get(&g.name)
+            .and_then(|m| m.iter().find(|(p, _)| *p != n).map(|(p, f)| (p.clone(), f.value)))
+        {
+            let there: f64 = ops
+                .iter()
+                .map(|id| model.predict(g, &[*id], &other).map(|p| p.total_ms).unwrap_or(0.0))
+                .sum();
+            let k = f / there.max(1e-12);
+            per.iter_mut().for_each(|x| *x *= k);
+            notes.push(format!(
+                "{} on {n}: {:.1} ms (predicted: the {other} figure times the profile's predicted {n}/{other} ratio {:.2})",
+                g.name,
+                predicted * k,
+                predicted / there.max(1e-12)
+            ));
+        } else {
+            notes.push(format!(
+                "{} on {n}: {predicted:.1} ms (predicted by the profile)",
+                g.name
+            ));
+        }
+        out.push(per);
+    }
+    Ok((out, notes))
+}
+
+pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>) -> Result<()> {
+    let path = a
+        .device
+        .as_ref()
+        .context("a render workload is simulated on a device profile: give --device")?;
+    let model = DeviceModel::load(path).with_context(|| format!("cannot load {}", path.display()))?;
+    let profile = model.profile().clone();
+    let names: Vec<String> = profile.processors.keys().cloned().collect();
+    workload.check_processors(&names)?;
+    let r = workload.render.clone().context("no render task")?;
+    let accel: Vec<bool> = profile
+        .processors
+        .values()
+        .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
+        .collect();
+    let spec = rr::spec(&r, &names);
+    let budget = scheduler_rt::multi::chunk::budget_ms(r.fps, r.render_ms)?;
+    let mut op_ms = Vec::new();
+    for g in &graphs {
+        let (ms, notes) = operator_ms(&model, g, &names)?;
+        for n in notes {
+            eprintln!("{n}");
+        }
+        op_ms.push(ms);
+    }
+    let homes = rr::homes(&workload, &r, &names);
+    let isolated: Vec<f64> = op_ms.iter().zip(&homes).map(|(ms, h)| ms[*h].iter().sum()).collect();
+    let options = SimOptions {
+        noise: a.noise,
+        contention: a.contention,
+        seed: a.seed,
+        drift: false,
+    };
+    let mut modes: Vec<ChunkMode> = Vec::new();
+    for p in policies {
+        if !modes.contains(&rr::mode(p)) {
+            modes.push(rr::mode(p));
+        }
+    }
+    let mut setups = Vec::new();
+    for mode in modes {
+        let c = rr::chunk_all(&graphs, &names, &accel, &op_ms, &spec, mode)?;
+        eprint!("{}", rr::chunk_lines(&c, budget, r.margin_ms));
+        let truth = Truth {
+            table: c
+                .estimates
+                .iter()
+                .map(|m| {
+                    m.iter()
+                        .map(|row| row.iter().map(|ms| Latency::exact(*ms)).collect())
+                        .collect()
+                })
+                .collect(),
+            ..Truth::default()
+        };
+        setups.push((c, truth));
+    }
+    eprintln!(
+        "simulated processors: {} ({}); rendering {:.1} ms at {} fps on {}",
+        names.join(", "),
+        profile.name,
+        r.render_ms,
+        r.fps,
+        r.processor
+    );
+    let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
+    let mut rows = Vec::new();
+    let mut last = None;
+    for mult in &multipliers {
+        let w = mult.map_or(workload.clone(), |m| workload.with_multiplier(m));
+        let slo = mc::slos(&w, &isolated);
+        for p in policies {
+            let (c, truth) = setups
+                .iter()
+                .find(|(c, _)| c.mode == rr::mode(p))
+                .context("no setup for the policy's chunking")?;
+            let policy = rr::make_policy(p, &w, &names)?;
+            let mut sched = Scheduler::new(c.units.clone(), &names, policy, c.estimator.clone());
+            let log = simulate(&mut sched, &w, slo.clone(), truth, options)?;
+            let report = rr::report("simulated", p, &w, &slo, &names, &log);
+            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
+                print!("{}", report.text());
+            }
+            rows.push((*mult, report));
+            last = Some(log);
+        }
+    }
+    if a.sweep.json {
+        let reports: Vec<_> = rows.iter().map(|r| &r.1).collect();
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else if rows.len() > 1 {
+        let reports: Vec<_> = rows.iter().map(|r| r.1.clone()).collect();
+        print!("{}", rr::table(&reports));
+        println!(
+            "(simulated on the {} profile: operator latencies predicted, scaled to its [models] figures where given)",
+            profile.name
+        );
+    }
+    if let (Some(path), Some(log)) = (&a.sweep.trace, &last) {
+        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
+        mc::write(
+            path,
+            &serde_json::to_string(&mc::chrome_trace(log, &names, &apps, "simulated"))?,
+        )?;
+    }
+    Ok(())
+}
