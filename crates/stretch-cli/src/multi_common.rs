@@ -18,9 +18,10 @@ pub struct SweepArgs {
     /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole;
     /// for workloads with a render task (Heimdall): whole, ops5,
     /// maxmin-utility, maxtotal-utility, maxmin-utility-offload,
-    /// maxtotal-utility-offload.
-    #[arg(long, default_value = "lst")]
-    pub policy: String,
+    /// maxtotal-utility-offload. Default: lst, or maxtotal-utility for a
+    /// workload with a render task.
+    #[arg(long)]
+    pub policy: Option<String>,
 
     /// Run the same workload under each of these policies (comma-separated)
     /// and print one table.
@@ -50,9 +51,11 @@ pub struct SweepArgs {
 }
 
 impl SweepArgs {
-    /// The policies to run: `--compare`, else `--policy`.
-    pub fn policies(&self) -> Result<Vec<String>> {
-        policy_list(self.compare.as_deref().unwrap_or(&self.policy))
+    /// The policies to run: `--compare`, else `--policy`, else the
+    /// default for the workload (`render`: whether it has a render task).
+    pub fn policies_for(&self, render: bool) -> Result<Vec<String>> {
+        let default = if render { "maxtotal-utility" } else { "lst" };
+        policy_list(self.compare.as_deref().or(self.policy.as_deref()).unwrap_or(default))
     }
 }
 

@@ -121,7 +121,7 @@ impl Arrivals {
                 arrival_ms: t,
                 slo_ms: self.slo_ms[app],
                 frame: (frame > 0).then_some(frame),
-                content: 100.0 * self.sources[app].next(),
+                content: 100.0 * self.sources[app].next_variation(),
             });
             match self.patterns[app] {
                 Arrival::Periodic { fps } => self.pending.push(At(t + 1e3 / fps, app, 0)),

@@ -39,7 +39,7 @@ pub enum ChunkError {
 pub fn budget_ms(fps: f64, render_ms: f64) -> Result<f64, ChunkError> {
     let period_ms = 1e3 / fps;
     let budget = period_ms - render_ms;
-    if !(budget > 0.0) {
+    if budget.is_nan() || budget <= 0.0 {
         return Err(ChunkError::NoBudget {
             fps,
             render_ms,
@@ -106,7 +106,7 @@ pub fn exact(lat: &[f64], limit: f64) -> Vec<Range<usize>> {
             if j > i + 1 && sum > limit {
                 break;
             }
-            if best[j] != usize::MAX && best[j] + 1 <= best[i] {
+            if best[j] != usize::MAX && best[j] < best[i] {
                 best[i] = best[j] + 1;
                 next[i] = j;
             }

@@ -88,7 +88,7 @@ impl FrameSource {
     }
 
     /// The next request's content variation against the previous request's frame.
-    pub fn next(&mut self) -> f64 {
+    pub fn next_variation(&mut self) -> f64 {
         match self {
             FrameSource::None => 0.0,
             FrameSource::Synthetic { variation, frame, rng } => {
@@ -136,8 +136,8 @@ mod tests {
     fn synthetic_frames_vary_by_about_their_share() {
         let mut calm = FrameSource::open(&Frames::Synthetic { variation: 0.02 }, 1).unwrap();
         let mut busy = FrameSource::open(&Frames::Synthetic { variation: 0.5 }, 1).unwrap();
-        let c: f64 = (0..50).map(|_| calm.next()).sum::<f64>() / 50.0;
-        let b: f64 = (0..50).map(|_| busy.next()).sum::<f64>() / 50.0;
+        let c: f64 = (0..50).map(|_| calm.next_variation()).sum::<f64>() / 50.0;
+        let b: f64 = (0..50).map(|_| busy.next_variation()).sum::<f64>() / 50.0;
         // A changed pixel moves by 1/3 on average (two uniform draws).
         assert!((c - 0.02 / 3.0).abs() < 0.004, "{c}");
         assert!((b - 0.5 / 3.0).abs() < 0.02, "{b}");
@@ -158,8 +158,8 @@ mod tests {
         npy::write(&dir.join("a.npy"), &black).unwrap();
         npy::write(&dir.join("b.npy"), &white).unwrap();
         let mut s = FrameSource::open(&Frames::Dir(dir.clone()), 0).unwrap();
-        assert_eq!(s.next(), 0.0);
-        assert!((s.next() - 1.0).abs() < 1e-9);
+        assert_eq!(s.next_variation(), 0.0);
+        assert!((s.next_variation() - 1.0).abs() < 1e-9);
         std::fs::remove_dir_all(&dir).unwrap();
         let e = FrameSource::open(&Frames::Dir(dir.clone()), 0).err().unwrap();
         assert!(e.to_string().contains("stretch-frames"), "{e}");

@@ -95,7 +95,7 @@ pub fn chunk_model(
                 want: ops.len(),
             });
         }
-        let whole = vec![0..ops.len()];
+        let whole: Vec<Range<usize>> = std::iter::once(0..ops.len()).collect();
         let (ranges, greedy_chunks, oversized) = if p != render.worker {
             (whole, 1, Vec::new())
         } else {

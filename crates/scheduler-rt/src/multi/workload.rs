@@ -536,12 +536,40 @@ for_s = 2
         assert_eq!(w.apps[1].slo, Slo::Ms(100.0));
         assert_eq!(w.apps[3].arrival, Arrival::Frame { per_frame: 2 });
         assert_eq!(w.outages[0].for_s, 2.0);
+        assert_eq!(w.render, None);
         assert!(
             w.check_processors(&["cpu0".into()])
                 .unwrap_err()
                 .to_string()
                 .contains("outage[0].processor")
         );
+    }
+
+    #[test]
+    fn a_render_task_is_read_and_its_processors_checked() {
+        let text = |render: &str| {
+            format!(
+                "duration_s = 1\n[render]\n{render}\nfps = 30\nrender_ms = 2.7\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\nfps = 2\nutility = {{ l0 = 2, beta = 3, gamma = 1.5 }}\nframes = {{ variation = 0.1 }}"
+            )
+        };
+        let w = parse(&text("processor = \"gpu\"\noffload_to = \"cpu\""), &dir(), "w.toml").unwrap();
+        let r = w.render.clone().unwrap();
+        assert_eq!(
+            (r.fps, r.render_ms, r.margin_ms, r.offload_margin),
+            (30.0, 2.7, 5.0, 0.1)
+        );
+        assert_eq!(w.apps[0].arrival, Arrival::Paced { fps: 2.0 });
+        assert_eq!(w.apps[0].utility.gamma, 1.5);
+        assert_eq!(w.apps[0].frames, Frames::Synthetic { variation: 0.1 });
+        w.check_processors(&["gpu".into(), "cpu".into()]).unwrap();
+        let e = w
+            .check_processors(&["cpu0".into(), "cpu".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("render.processor") && e.contains("'gpu'"), "{e}");
+        let w = parse(&text("processor = \"gpu\"\noffload_to = \"gpu\""), &dir(), "w.toml").unwrap();
+        let e = w.check_processors(&["gpu".into()]).unwrap_err().to_string();
+        assert!(e.contains("render.offload_to"), "{e}");
     }
 
     #[test]
@@ -564,6 +592,18 @@ for_s = 2
                 "app[0].arrival",
             ),
             ("[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"", "duration_s"),
+            (
+                "duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\nutility = { gamma = 1 }",
+                "app[0].utility.gamma",
+            ),
+            (
+                "duration_s = 1\n[render]\nprocessor = \"gpu\"\nfps = 30\nrender_ms = 40\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"",
+                "render.render_ms",
+            ),
+            (
+                "duration_s = 1\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\nframes_dir = \"nope\"",
+                "app[0].frames_dir",
+            ),
         ] {
             let e = parse(text, &dir(), "w.toml").unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");

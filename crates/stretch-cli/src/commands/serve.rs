@@ -99,16 +99,11 @@ pub fn processors(
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let policies = a.sweep.policies()?;
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
     let workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
-    let policies = if workload.render.is_some() && a.sweep.compare.is_none() && a.sweep.policy == "lst" {
-        vec!["maxtotal-utility".to_string()]
-    } else {
-        policies
-    };
+    let policies = a.sweep.policies_for(workload.render.is_some())?;
     crate::render_run::check_policies(&workload, &policies)?;
     if workload.render.is_some() {
         let graphs = mc::load_graphs(&workload)?;

@@ -181,7 +181,6 @@ fn isolated_ms(u: &ModelUnits, truth: &[Vec<Latency>], w: usize, n: usize) -> f6
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let policies = a.sweep.policies()?;
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     if !(a.noise >= 0.0 && a.noise.is_finite() && a.contention >= 1.0 && a.contention.is_finite()) {
         bail!("--noise must be >= 0 and --contention >= 1");
@@ -196,14 +195,11 @@ pub fn run(a: Args) -> Result<()> {
             }
             w.duration_s = Some(d);
         }
-        let policies = if a.sweep.compare.is_none() && a.sweep.policy == "lst" {
-            vec!["maxtotal-utility".to_string()]
-        } else {
-            policies
-        };
+        let policies = a.sweep.policies_for(true)?;
         crate::render_run::check_policies(&w, &policies)?;
         return super::simulate_render::run(&a, &policies, w, graphs);
     }
+    let policies = a.sweep.policies_for(false)?;
     crate::render_run::check_policies(&probe, &policies)?;
     let setup = if a.latencies.is_some() {
         from_measured(&a, &graphs)?

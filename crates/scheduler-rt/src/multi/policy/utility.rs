@@ -45,6 +45,9 @@ pub struct UtilityPolicy {
     offload: Option<Offloader>,
     /// Per model: moving average of measured latency on its current home.
     measured: Vec<Option<f64>>,
+    /// Per model: its measured latency on the render worker when it was
+    /// last moved off it (Eq. 7's "last accelerator latency").
+    last_accelerator: Vec<Option<f64>>,
 }
 
 impl UtilityPolicy {
@@ -65,6 +68,7 @@ impl UtilityPolicy {
             margin_ms,
             offload,
             measured: vec![None; n],
+            last_accelerator: vec![None; n],
         }
     }
 
@@ -73,55 +77,52 @@ impl UtilityPolicy {
         u.latency(at_ms - job.spec.arrival_ms) + CONTENT_ALPHA * job.spec.content
     }
 
-    /// The offloading rule's inputs: measured latency where a model runs,
-    /// predicted (its isolated estimate stretched by the frames, plus the
-    /// other processor's backlog) where it would go.
+    /// The offloading rule's inputs. On the render worker: the measured
+    /// latency there and, for the CPU, its estimate there plus the CPU's
+    /// backlog. Offloaded: the measured CPU latency and the accelerator
+    /// latency measured when it left.
     fn latencies(&self, view: &View, o: &Offloader) -> Vec<Option<Latencies>> {
-        let backlog = |w: usize| -> f64 {
-            view.jobs
-                .values()
-                .filter(|j| self.placement.of(j) == w)
-                .map(|j| remaining_ms(view, j, w))
-                .filter(|x| x.is_finite())
-                .sum()
-        };
-        let stretch = view.workers[o.accelerator]
-            .render
-            .as_ref()
-            .map_or(1.0, |r| r.period_ms / (r.period_ms - r.render_ms).max(1e-9));
-        let (acc_backlog, cpu_backlog) = (backlog(o.accelerator) * stretch, backlog(o.cpu));
+        let cpu_backlog: f64 = view
+            .jobs
+            .values()
+            .filter(|j| self.placement.of(j) == o.cpu)
+            .map(|j| remaining_ms(view, j, o.cpu))
+            .filter(|x| x.is_finite())
+            .sum();
         (0..self.placement.home.len())
             .map(|model| {
                 let measured = self.measured[model]?;
-                let whole = |w: usize| {
-                    let m = &view.models[model];
-                    let mut u = 0;
-                    let mut sum = 0.0;
-                    while u < m.units.len() {
-                        let c = m
-                            .candidates_from(u)
-                            .iter()
-                            .map(|c| *c as usize)
-                            .find(|c| *c < m.candidates.len() && m.candidates[*c].support.contains(w))?;
-                        sum += view.estimator.estimate(model, c, w);
-                        u = m.candidates[c].last + 1;
-                    }
-                    Some(sum)
-                };
                 if self.placement.home[model] == o.accelerator {
                     Some(Latencies {
                         accelerator_ms: measured,
-                        cpu_ms: whole(o.cpu)? + cpu_backlog,
+                        cpu_ms: whole_ms(view, model, o.cpu)? + cpu_backlog,
                     })
                 } else {
                     Some(Latencies {
-                        accelerator_ms: whole(o.accelerator)? * stretch + acc_backlog,
+                        accelerator_ms: self.last_accelerator[model]?,
                         cpu_ms: measured,
                     })
                 }
             })
             .collect()
     }
+}
+
+/// Estimated ms of the whole of `model` chunk by chunk on `worker`.
+fn whole_ms(view: &View, model: usize, worker: usize) -> Option<f64> {
+    let m = &view.models[model];
+    let mut u = 0;
+    let mut sum = 0.0;
+    while u < m.units.len() {
+        let c = m
+            .candidates_from(u)
+            .iter()
+            .map(|c| *c as usize)
+            .find(|c| *c < m.candidates.len() && m.candidates[*c].support.contains(worker))?;
+        sum += view.estimator.estimate(model, c, worker);
+        u = m.candidates[c].last + 1;
+    }
+    Some(sum)
 }
 
 impl Policy for UtilityPolicy {
@@ -138,7 +139,10 @@ impl Policy for UtilityPolicy {
         let now = view.now_ms;
         if let Some(mut o) = self.offload.take() {
             let lat = self.latencies(view, &o);
-            if let Some((model, _)) = o.step(now, &mut self.placement.home, &lat) {
+            if let Some((model, to)) = o.step(now, &mut self.placement.home, &lat) {
+                if to != o.accelerator {
+                    self.last_accelerator[model] = self.measured[model];
+                }
                 self.measured[model] = None;
             }
             self.offload = Some(o);

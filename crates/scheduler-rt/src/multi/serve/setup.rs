@@ -1,0 +1,94 @@
+//! What a render workload adds to a [`Server`]: every operator timed alone
+//! on every worker (for Heimdall's chunker) and the rendering kernel,
+//! calibrated on the worker that runs it.
+
+use super::{Server, random_tensor};
+use crate::engine::{Compiled, Value};
+use crate::error::RuntimeError;
+use crate::extract::extract_onnx;
+use crate::multi::render_kernel::{ROWS, RenderKernel};
+use crate::multi::report::quantile;
+use crate::multi::units::{operators, subgraph_of};
+use graph_ir::Graph;
+use std::sync::Arc;
+use tract_onnx::prelude::TVec;
+
+impl Server {
+    /// Measures every operator of `graph` ([`super::units::operators`]
+    /// order) alone on each worker: compiled on its own, run once to warm
+    /// up, then the median of `runs` runs (ms), `result[worker][op]`.
+    pub fn measure_operators(
+        &self,
+        graph: &Graph,
+        runs: usize,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<Vec<f64>>, RuntimeError> {
+        let ops = operators(graph).map_err(|e| RuntimeError::Units {
+            model: graph.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut out = vec![Vec::with_capacity(ops.len()); self.workers.len()];
+        for (i, id) in ops.iter().enumerate() {
+            progress(&format!(
+                "model {}: timing operator {}/{}",
+                graph.name,
+                i + 1,
+                ops.len()
+            ));
+            let sub = subgraph_of(graph, graph.node(*id).name.clone(), vec![*id]);
+            let bytes = extract_onnx(graph, &sub)?;
+            let inputs: TVec<Value> = sub
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(k, o)| {
+                    let shape = graph.fact(*o).map(|f| f.shape.clone()).unwrap_or_default();
+                    random_tensor(&shape, 31 + k as u64)
+                })
+                .collect::<Result<_, _>>()?;
+            for (w, wk) in self.workers.iter().enumerate() {
+                let comp: Arc<dyn Compiled> =
+                    Arc::from(wk.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                        engine: wk.engine.name(),
+                        subgraph: format!("{}:{}", graph.name, sub.name),
+                        processor: self.names[w].clone(),
+                        reason,
+                    })?);
+                let mut times = Vec::with_capacity(runs);
+                for k in 0..=runs {
+                    let (_, ms) = self.run_compiled(w, &comp, &sub.name, inputs.clone())?;
+                    if k > 0 {
+                        times.push(ms);
+                    }
+                }
+                out[w].push(quantile(&times, 0.5));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Gives `worker` the rendering task's kernel, calibrated there to take
+    /// about `render_ms`; returns the median of five calibrated frames (ms).
+    pub fn set_render(&mut self, worker: usize, render_ms: f64) -> Result<f64, RuntimeError> {
+        let probe: Arc<dyn Compiled> = Arc::new(RenderKernel::new(ROWS));
+        let mut per_frame = Vec::new();
+        for k in 0..4 {
+            let (_, ms) = self.run_compiled(worker, &probe, "render", TVec::new())?;
+            if k > 0 {
+                per_frame.push(ms);
+            }
+        }
+        let full = quantile(&per_frame, 0.5).max(1e-3);
+        let rows = ((render_ms / full) * ROWS as f64).round().max(1.0) as usize;
+        let kernel: Arc<dyn Compiled> = Arc::new(RenderKernel::new(rows));
+        let mut times = Vec::new();
+        for k in 0..6 {
+            let (_, ms) = self.run_compiled(worker, &kernel, "render", TVec::new())?;
+            if k > 0 {
+                times.push(ms);
+            }
+        }
+        self.render = Some((worker, kernel));
+        Ok(quantile(&times, 0.5))
+    }
+}

@@ -1,0 +1,177 @@
+//! `stretch serve` and `stretch simulate` with a rendering task (Heimdall):
+//! a short real run on tiny zoo models with the render kernel on one core,
+//! the LG V50 scenario in the simulator, and one clear error per bad input.
+
+mod common;
+
+use common::{repo, scratch, stretch, stretch_ok};
+use std::path::Path;
+
+const CONFIG: &str = r#"
+[[processor]]
+name = "cpu0"
+kind = "pool"
+cores = "0"
+[[processor]]
+name = "cpu1"
+kind = "pool"
+cores = "1"
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn workload(extra_render: &str, extra_app: &str) -> String {
+    format!(
+        r#"seed = 1
+duration_s = 2
+[render]
+processor = "cpu0"
+fps = 30
+render_ms = 2
+{extra_render}
+[[app]]
+name = "mini"
+model = "mini.onnx"
+arrival = "closed"
+fps = 20
+slo_ms = 100
+utility = {{ l0 = 1, beta = 50, gamma = 2 }}
+frames = {{ variation = 0.2 }}
+{extra_app}
+[[app]]
+name = "mb"
+model = "mb.onnx"
+arrival = "closed"
+fps = 20
+slo_ms = 200
+"#
+    )
+}
+
+fn zoo(dir: &Path) {
+    for (kind, file) in [("resnet-mini", "mini.onnx"), ("mbnet-mini", "mb.onnx")] {
+        let p = dir.join(file);
+        stretch_ok(&[
+            "zoo",
+            kind,
+            "--input-size",
+            "32",
+            "--classes",
+            "10",
+            "-o",
+            p.to_str().unwrap(),
+        ]);
+    }
+}
+
+#[test]
+fn serve_renders_and_runs_every_render_policy_with_outputs_checked() {
+    let dir = scratch("heimdall-serve");
+    zoo(&dir);
+    let rc = write(&dir, "rt.toml", CONFIG);
+    let w = write(&dir, "w.toml", &workload("offload_to = \"cpu1\"", ""));
+    let out = stretch_ok(&[
+        "serve",
+        "--workload",
+        &w,
+        "--runtime-config",
+        &rc,
+        "--compare",
+        "whole,ops5,maxmin-utility,maxtotal-utility-offload",
+        "--json",
+    ]);
+    let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let reports = reports.as_array().unwrap();
+    assert_eq!(reports.len(), 4);
+    for r in reports {
+        let render = &r["render"];
+        assert!(render["frames"].as_u64().unwrap() >= 30, "{render}");
+        assert_eq!(render["processor"], "cpu0");
+        assert!(r["completed"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r["mismatches"], 0, "{r}");
+        assert!(r["outputs_checked"].as_u64().unwrap() > 0, "{r}");
+        for a in r["apps"].as_array().unwrap() {
+            assert!(a["max_ms"].as_f64().unwrap() >= a["mean_ms"].as_f64().unwrap(), "{a}");
+        }
+    }
+}
+
+#[test]
+fn simulate_the_lg_v50_scenario_keeps_rendering_where_whole_models_cannot() {
+    let root = repo();
+    let w = root.join("configs/workloads/heimdall_lg_v50.toml");
+    let d = root.join("configs/devices/lg_v50.toml");
+    let out = stretch_ok(&[
+        "simulate",
+        "--workload",
+        w.to_str().unwrap(),
+        "--device",
+        d.to_str().unwrap(),
+        "--compare",
+        "whole,maxtotal-utility-offload",
+        "--duration-s",
+        "10",
+        "--json",
+    ]);
+    let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let fps = |i: usize| reports[i]["render"]["fps_mean"].as_f64().unwrap();
+    assert!(fps(0) < 20.0, "whole models: {}", fps(0));
+    assert!(fps(1) >= 29.9, "Heimdall: {}", fps(1));
+    assert_eq!(reports[0]["kind"], "simulated");
+}
+
+#[test]
+fn bad_render_workloads_fail_with_one_line() {
+    let dir = scratch("heimdall-errors");
+    zoo(&dir);
+    let rc = write(&dir, "rt.toml", CONFIG);
+    let cases: Vec<(String, Vec<&str>, &str)> = vec![
+        (
+            workload("", "").replace("processor = \"cpu0\"", "processor = \"gpu\""),
+            vec![],
+            "render.processor: unknown processor 'gpu'",
+        ),
+        (
+            workload("", "").replace("render_ms = 2", "render_ms = 40"),
+            vec![],
+            "leaves no time for DNNs",
+        ),
+        (
+            workload("", "").replace("gamma = 2", "gamma = 0.5"),
+            vec![],
+            "app[0].utility.gamma",
+        ),
+        (
+            workload("", ""),
+            vec!["--policy", "lst"],
+            "does not know the workload's render task",
+        ),
+        (
+            workload("", ""),
+            vec!["--policy", "maxmin-utility-offload"],
+            "needs render.offload_to",
+        ),
+        (
+            workload("margin_ms = 0", "")
+                .replace("fps = 30", "fps = 1000")
+                .replace("render_ms = 2", "render_ms = 0.9999"),
+            vec!["--policy", "maxmin-utility"],
+            "even its shortest operator",
+        ),
+    ];
+    for (i, (text, extra, want)) in cases.into_iter().enumerate() {
+        let w = write(&dir, &format!("w{i}.toml"), &text);
+        let mut args = vec!["serve", "--workload", &w, "--runtime-config", &rc];
+        args.extend(extra);
+        let out = stretch(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
