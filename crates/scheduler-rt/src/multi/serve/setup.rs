@@ -92,3 +92,30 @@ impl Server {
         Ok(quantile(&times, 0.5))
     }
 }
+
+/// Pins the calling thread to some cores until dropped, then gives it back
+/// the cores it had.
+pub(super) struct PinGuard(Option<predictor::profiler::CoreSet>);
+
+impl PinGuard {
+    /// Pins to `cores` (nothing when `None` or when pinning fails: the run
+    /// then goes on unpinned).
+    pub(super) fn new(cores: Option<&predictor::profiler::CoreSet>) -> PinGuard {
+        let Some(cores) = cores else { return PinGuard(None) };
+        let Ok(before) = predictor::profiler::affinity::available() else {
+            return PinGuard(None);
+        };
+        match crate::affinity::pin_current_thread(cores) {
+            Ok(()) => PinGuard(Some(before)),
+            Err(_) => PinGuard(None),
+        }
+    }
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        if let Some(before) = &self.0 {
+            let _ = crate::affinity::pin_current_thread(before);
+        }
+    }
+}
