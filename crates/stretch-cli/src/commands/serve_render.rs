@@ -57,8 +57,7 @@ pub fn run(
     if a.rounds > 1 {
         bail!("{}: --rounds is not supported with a render task", workload.file);
     }
-    let spec = rr::spec(&r, names);
-    let budget = scheduler_rt::multi::chunk::budget_ms(r.fps, r.render_ms)?;
+    let mut spec = rr::spec(&r, names);
     let tty = std::io::stderr().is_terminal();
     let mut say = |msg: &str| {
         if tty {
@@ -67,7 +66,13 @@ pub fn run(
         }
     };
     let factory = default_factory();
-    let probe = Server::start(procs, &factory).context("cannot start the workers")?;
+    let mut probe = Server::start(procs, &factory).context("cannot start the workers")?;
+    spec.render_ms = probe.set_render(spec.worker, r.fps, r.render_ms)?;
+    let budget = scheduler_rt::multi::chunk::budget_ms(r.fps, spec.render_ms)?;
+    eprintln!(
+        "render kernel on {}: {:.2} ms per frame at {} fps (measured; asked for {:.2} ms): DNN budget {budget:.2} ms per frame",
+        r.processor, spec.render_ms, r.fps, r.render_ms
+    );
     let mut op_ms = Vec::new();
     for g in &graphs {
         op_ms.push(
@@ -100,14 +105,10 @@ pub fn run(
         if tty {
             eprintln!();
         }
-        let frame = server.set_render(spec.worker, r.render_ms)?;
+        server.set_render(spec.worker, r.fps, r.render_ms)?;
         if !a.no_check {
             server.compute_references(&factory)?;
         }
-        eprintln!(
-            "render kernel on {}: {frame:.2} ms per frame (median of 5, measured; asked for {:.2} ms)",
-            r.processor, r.render_ms
-        );
         setups.push((chunked, server));
     }
     let homes = rr::homes(&workload, &r, names);

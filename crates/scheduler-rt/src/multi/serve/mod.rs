@@ -48,8 +48,8 @@ pub struct Server {
     pub models: Vec<ServedModel>,
     /// Why the worker threads run at normal priority, where raising failed.
     priority_error: Option<String>,
-    /// The rendering task's kernel and the worker it runs on.
-    render: Option<(usize, Arc<dyn Compiled>)>,
+    /// The rendering task's worker, kernel and calibrated frame time (ms).
+    render: Option<(usize, Arc<dyn Compiled>, f64)>,
     /// The cores each worker is pinned to, if any.
     cores: Vec<Option<predictor::profiler::CoreSet>>,
 }
@@ -381,6 +381,9 @@ impl Server {
             });
         }
         let render_worker = sched.set_render_from(workload);
+        if let (Some(w), Some((_, _, ms)), Some(r)) = (render_worker, &self.render, &workload.render) {
+            sched.set_render(w, 1e3 / r.fps, *ms, 0.0);
+        }
         let _pinned = setup::PinGuard::new(render_worker.and_then(|w| self.cores[w].as_ref()));
         let mut rendering: HashMap<u64, usize> = HashMap::new();
         let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
@@ -436,7 +439,7 @@ impl Server {
                 .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
             {
                 if d.render.is_some() {
-                    if let Some((_, kernel)) = &self.render {
+                    if let Some((_, kernel, _)) = &self.render {
                         rendering.insert(d.seq, d.worker);
                         self.send_compiled(d.worker, kernel.clone(), d.seq, TVec::new(), &reply)?;
                     }

@@ -68,28 +68,33 @@ impl Server {
     }
 
     /// Gives `worker` the rendering task's kernel, calibrated there to take
-    /// about `render_ms`; returns the median of five calibrated frames (ms).
-    pub fn set_render(&mut self, worker: usize, render_ms: f64) -> Result<f64, RuntimeError> {
+    /// about `render_ms` when run once per frame at `fps` (frames spaced as
+    /// in a run, so that caches are as cold as they will be); returns the
+    /// median of the last calibration frames (ms), which the run then
+    /// expects a frame to take.
+    pub fn set_render(&mut self, worker: usize, fps: f64, render_ms: f64) -> Result<f64, RuntimeError> {
+        let period = std::time::Duration::from_secs_f64(1.0 / fps.max(1e-3));
+        let frames = |server: &Server, kernel: &Arc<dyn Compiled>, n: usize| -> Result<Vec<f64>, RuntimeError> {
+            let mut times = Vec::with_capacity(n);
+            for _ in 0..n {
+                let t = std::time::Instant::now();
+                times.push(server.run_compiled(worker, kernel, "render", TVec::new())?.1);
+                std::thread::sleep(period.saturating_sub(t.elapsed()));
+            }
+            Ok(times)
+        };
         let probe: Arc<dyn Compiled> = Arc::new(RenderKernel::new(ROWS));
-        let mut per_frame = Vec::new();
-        for k in 0..4 {
-            let (_, ms) = self.run_compiled(worker, &probe, "render", TVec::new())?;
-            if k > 0 {
-                per_frame.push(ms);
-            }
+        let full = quantile(&frames(self, &probe, 4)?[1..], 0.5).max(1e-3);
+        let mut rows = ((render_ms / full) * ROWS as f64).round().max(1.0);
+        let mut measured = full;
+        let mut kernel: Arc<dyn Compiled> = probe;
+        for _ in 0..3 {
+            kernel = Arc::new(RenderKernel::new(rows as usize));
+            measured = quantile(&frames(self, &kernel, 10)?[3..], 0.5).max(1e-3);
+            rows = (rows * render_ms / measured).round().max(1.0);
         }
-        let full = quantile(&per_frame, 0.5).max(1e-3);
-        let rows = ((render_ms / full) * ROWS as f64).round().max(1.0) as usize;
-        let kernel: Arc<dyn Compiled> = Arc::new(RenderKernel::new(rows));
-        let mut times = Vec::new();
-        for k in 0..6 {
-            let (_, ms) = self.run_compiled(worker, &kernel, "render", TVec::new())?;
-            if k > 0 {
-                times.push(ms);
-            }
-        }
-        self.render = Some((worker, kernel));
-        Ok(quantile(&times, 0.5))
+        self.render = Some((worker, kernel, measured));
+        Ok(measured)
     }
 }
 
