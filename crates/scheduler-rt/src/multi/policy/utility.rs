@@ -48,7 +48,16 @@ pub struct UtilityPolicy {
     /// Per model: its measured latency on the render worker when it was
     /// last moved off it (Eq. 7's "last accelerator latency").
     last_accelerator: Vec<Option<f64>>,
+    /// Per model: inferences completed since it last moved.
+    since_move: Vec<u32>,
 }
+
+/// Inferences a model completes where it was moved before the offloading
+/// rule may move it again: its measured latency there must reflect the
+/// new placement, not the transition (in `serve` with a moving average of
+/// one or two samples, two models offloaded to one CPU swapped places in 12
+/// of 20 cycles).
+pub const DWELL_INFERENCES: u32 = 3;
 
 impl UtilityPolicy {
     /// `utility[app]`, `home[model]` (initial workers), `margin_ms` the
@@ -69,6 +78,7 @@ impl UtilityPolicy {
             offload,
             measured: vec![None; n],
             last_accelerator: vec![None; n],
+            since_move: vec![DWELL_INFERENCES; n],
         }
     }
 
@@ -91,6 +101,9 @@ impl UtilityPolicy {
             .sum();
         (0..self.placement.home.len())
             .map(|model| {
+                if self.since_move[model] < DWELL_INFERENCES {
+                    return None;
+                }
                 let measured = self.measured[model]?;
                 if self.placement.home[model] == o.accelerator {
                     Some(Latencies {
@@ -144,6 +157,7 @@ impl Policy for UtilityPolicy {
                     self.last_accelerator[model] = self.measured[model];
                 }
                 self.measured[model] = None;
+                self.since_move[model] = 0;
             }
             self.offload = Some(o);
         }
@@ -232,6 +246,9 @@ impl Policy for UtilityPolicy {
         {
             let l = done.latency_ms();
             *slot = Some(slot.map_or(l, |m| 0.5 * m + 0.5 * l));
+            if let Some(n) = self.since_move.get_mut(model) {
+                *n = n.saturating_add(1);
+            }
         }
     }
 }
