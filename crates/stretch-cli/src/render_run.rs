@@ -225,3 +225,33 @@ pub fn overhead_line(log: &RunLog) -> String {
         d + h
     )
 }
+
+/// Prints the reports (JSON, or the rendering table when there are
+/// several; a single report was printed as it finished) and writes the
+/// Chrome trace of the last run. `kind` is `measured` or `simulated`.
+pub fn emit(
+    sweep: &mc::SweepArgs,
+    kind: &str,
+    footer: &str,
+    rows: &[(Option<f64>, Report)],
+    last: Option<&RunLog>,
+    names: &[String],
+    w: &Workload,
+) -> Result<()> {
+    if sweep.json {
+        let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else if rows.len() > 1 {
+        let reports: Vec<Report> = rows.iter().map(|r| r.1.clone()).collect();
+        print!("{}", table(&reports));
+        println!("{footer}");
+    }
+    if let (Some(path), Some(log)) = (&sweep.trace, last) {
+        let apps: Vec<String> = w.apps.iter().map(|x| x.name.clone()).collect();
+        mc::write(
+            path,
+            &serde_json::to_string(&mc::chrome_trace(log, names, &apps, kind))?,
+        )?;
+    }
+    Ok(())
+}

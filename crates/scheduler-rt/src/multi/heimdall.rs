@@ -179,37 +179,53 @@ pub fn chunk_estimates(m: &ModelUnits, op_ms: &[Vec<f64>]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The chunk of `job` starting at its next unit of `region` that `worker`
-/// runs, if there is one.
-pub fn chunk_from(view: &View, job: &Job, region: usize, worker: usize) -> Option<usize> {
-    let m = &view.models[job.spec.model];
-    let next = job.next_unit(m, region);
-    m.candidates_from(next)
+/// The chunk starting at unit `from` of `m` that `worker` runs, if any.
+pub fn chunk_at(m: &ModelUnits, from: usize, worker: usize) -> Option<usize> {
+    m.candidates_from(from)
         .iter()
         .filter(|c| **c != super::units::NO_CANDIDATE)
         .map(|c| *c as usize)
         .find(|c| m.candidates[*c].support.contains(worker))
 }
 
-/// Estimated ms of the rest of `job` (all regions) chunk by chunk on `worker`.
+/// The chunks `worker` runs from unit `from` to the end of its region, in
+/// order (`None` where one is missing).
+pub fn chunks_on(m: &ModelUnits, from: usize, worker: usize) -> Option<Vec<usize>> {
+    let end = m.regions.get(m.units.get(from)?.region)?.units.end;
+    let mut out = Vec::new();
+    let mut u = from;
+    while u < end {
+        let c = chunk_at(m, u, worker)?;
+        out.push(c);
+        u = m.candidates[c].last + 1;
+    }
+    Some(out)
+}
+
+/// The chunk of `job` starting at its next unit of `region` that `worker`
+/// runs, if there is one.
+pub fn chunk_from(view: &View, job: &Job, region: usize, worker: usize) -> Option<usize> {
+    let m = &view.models[job.spec.model];
+    chunk_at(m, job.next_unit(m, region), worker)
+}
+
+/// Estimated ms of the rest of `job` (all regions) chunk by chunk on
+/// `worker` (infinite where a chunk is missing).
 pub fn remaining_ms(view: &View, job: &Job, worker: usize) -> f64 {
     let m = &view.models[job.spec.model];
     let mut sum = 0.0;
     for (r, region) in m.regions.iter().enumerate() {
-        let mut u = job.next_unit(m, r);
-        while u < region.units.end {
-            let Some(c) = m
-                .candidates_from(u)
-                .iter()
-                .filter(|c| **c != super::units::NO_CANDIDATE)
-                .map(|c| *c as usize)
-                .find(|c| m.candidates[*c].support.contains(worker))
-            else {
-                return f64::INFINITY;
-            };
-            sum += view.estimator.estimate(job.spec.model, c, worker);
-            u = m.candidates[c].last + 1;
+        let next = job.next_unit(m, r);
+        if next >= region.units.end {
+            continue;
         }
+        let Some(chunks) = chunks_on(m, next, worker) else {
+            return f64::INFINITY;
+        };
+        sum += chunks
+            .iter()
+            .map(|c| view.estimator.estimate(job.spec.model, *c, worker))
+            .sum::<f64>();
     }
     sum
 }

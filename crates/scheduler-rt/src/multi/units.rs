@@ -64,6 +64,30 @@ pub struct Candidate {
     pub io_bytes: u64,
 }
 
+impl Candidate {
+    /// Units `first..=last` of region `region` computing `subgraph`, with
+    /// its FLOPs and the bytes of the values it reads and writes.
+    fn new(g: &Graph, region: usize, first: usize, last: usize, support: ProcSet, subgraph: Subgraph) -> Candidate {
+        let flops = g.cost_of(&subgraph.nodes).flops;
+        let io_bytes = subgraph
+            .inputs
+            .iter()
+            .chain(&subgraph.outputs)
+            .filter_map(|o| g.fact(*o))
+            .map(|f| f.bytes() as u64)
+            .sum();
+        Candidate {
+            region,
+            first,
+            last,
+            support,
+            subgraph,
+            flops,
+            io_bytes,
+        }
+    }
+}
+
 /// The units, regions and candidates of one model.
 #[derive(Clone, Debug)]
 pub struct ModelUnits {
@@ -223,24 +247,8 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
                     .flat_map(|u| u.nodes.iter().copied())
                     .collect();
                 let subgraph = subgraph_of(g, format!("u{first}-{last}"), nodes);
-                let flops = g.cost_of(&subgraph.nodes).flops;
-                let io_bytes = subgraph
-                    .inputs
-                    .iter()
-                    .chain(&subgraph.outputs)
-                    .filter_map(|o| g.fact(*o))
-                    .map(|f| f.bytes() as u64)
-                    .sum();
                 dense[(first - region.units.start) * n + (last - region.units.start)] = candidates.len() as u32;
-                candidates.push(Candidate {
-                    region: r,
-                    first,
-                    last,
-                    support: set,
-                    subgraph,
-                    flops,
-                    io_bytes,
-                });
+                candidates.push(Candidate::new(g, r, first, last, set, subgraph));
             }
         }
         index.push(dense);
@@ -310,24 +318,8 @@ pub fn chunked(g: &Graph, chunks: &[Vec<Range<usize>>]) -> Result<ModelUnits, Un
                 continue;
             }
             let subgraph = subgraph_of(g, format!("c{}-{}", r.start, r.end - 1), ops[r.clone()].to_vec());
-            let flops = g.cost_of(&subgraph.nodes).flops;
-            let io_bytes = subgraph
-                .inputs
-                .iter()
-                .chain(&subgraph.outputs)
-                .filter_map(|o| g.fact(*o))
-                .map(|f| f.bytes() as u64)
-                .sum();
             *slot = candidates.len() as u32;
-            candidates.push(Candidate {
-                region: 0,
-                first,
-                last: end - 1,
-                support: ProcSet::single(p),
-                subgraph,
-                flops,
-                io_bytes,
-            });
+            candidates.push(Candidate::new(g, 0, first, end - 1, ProcSet::single(p), subgraph));
         }
     }
     Ok(ModelUnits {

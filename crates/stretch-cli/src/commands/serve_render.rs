@@ -7,7 +7,7 @@ use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
-use scheduler_rt::multi::heimdall::ChunkMode;
+use scheduler_rt::multi::heimdall::{ChunkMode, chunks_on};
 use scheduler_rt::multi::report::quantile;
 use scheduler_rt::multi::serve::Server;
 use scheduler_rt::multi::workload::Workload;
@@ -20,20 +20,10 @@ const OPERATOR_RUNS: usize = 5;
 /// Interleaved runs of whole model and chunks for the chunking overhead.
 const OVERHEAD_RUNS: usize = 10;
 
-/// The chunk sequence of model `m` on `worker` as (candidate, worker) steps.
+/// The chunk sequence of a model on `worker` as (candidate, worker) steps.
 fn steps_on(units: &scheduler_rt::multi::ModelUnits, worker: usize) -> Option<Vec<(usize, usize)>> {
-    let mut steps = Vec::new();
-    let mut u = 0;
-    while u < units.units.len() {
-        let c = units
-            .candidates_from(u)
-            .iter()
-            .map(|c| *c as usize)
-            .find(|c| *c < units.candidates.len() && units.candidates[*c].support.contains(worker))?;
-        steps.push((c, worker));
-        u = units.candidates[c].last + 1;
-    }
-    Some(steps)
+    let chunks = chunks_on(units, 0, worker)?;
+    Some(chunks.into_iter().map(|c| (c, worker)).collect())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -179,23 +169,15 @@ pub fn run(
             last = Some(log);
         }
     }
-    if a.sweep.json {
-        let reports: Vec<_> = rows.iter().map(|r| &r.1).collect();
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    } else if rows.len() > 1 {
-        let reports: Vec<_> = rows.iter().map(|r| r.1.clone()).collect();
-        print!("{}", rr::table(&reports));
-        println!(
-            "(measured on this machine; render fps over the run and in its worst 1/3-s window; late = frame start after its tick)"
-        );
-    }
-    if let (Some(path), Some(log)) = (&a.sweep.trace, &last) {
-        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
-        mc::write(
-            path,
-            &serde_json::to_string(&mc::chrome_trace(log, names, &apps, "measured"))?,
-        )?;
-    }
+    rr::emit(
+        &a.sweep,
+        "measured",
+        "(measured on this machine; render fps over the run and in its worst 1/3-s window; late = frame start after its tick)",
+        &rows,
+        last.as_ref(),
+        names,
+        &workload,
+    )?;
     if rows.iter().any(|r| r.1.mismatches > 0) {
         bail!("outputs differed from the whole-model reference (see the reports)");
     }

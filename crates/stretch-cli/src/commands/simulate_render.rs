@@ -154,23 +154,10 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
             last = Some(log);
         }
     }
-    if a.sweep.json {
-        let reports: Vec<_> = rows.iter().map(|r| &r.1).collect();
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    } else if rows.len() > 1 {
-        let reports: Vec<_> = rows.iter().map(|r| r.1.clone()).collect();
-        print!("{}", rr::table(&reports));
-        println!(
-            "(simulated on the {} profile: operator latencies predicted, scaled to its [models] figures where given)",
-            profile.name
-        );
-    }
-    if let (Some(path), Some(log)) = (&a.sweep.trace, &last) {
-        let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
-        mc::write(
-            path,
-            &serde_json::to_string(&mc::chrome_trace(log, &names, &apps, "simulated"))?,
-        )?;
-    }
+    let footer = format!(
+        "(simulated on the {} profile: operator latencies predicted, scaled to its [models] figures where given)",
+        profile.name
+    );
+    rr::emit(&a.sweep, "simulated", &footer, &rows, last.as_ref(), &names, &workload)?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 use super::Policy;
 use super::offload::{Latencies, Offloader};
 use crate::multi::core::{Assignment, Completed, Job, Requeue, Task, View};
-use crate::multi::heimdall::{Placement, chunk_from, remaining_ms};
+use crate::multi::heimdall::{Placement, chunk_from, chunks_on, remaining_ms};
 use crate::multi::workload::Utility;
 
 /// Weight of the content variation in the utility (Heimdall: 0.01).
@@ -121,21 +121,11 @@ impl UtilityPolicy {
     }
 }
 
-/// Estimated ms of the whole of `model` chunk by chunk on `worker`.
+/// Estimated ms of the whole of `model` (one region: chunked units) chunk
+/// by chunk on `worker`.
 fn whole_ms(view: &View, model: usize, worker: usize) -> Option<f64> {
-    let m = &view.models[model];
-    let mut u = 0;
-    let mut sum = 0.0;
-    while u < m.units.len() {
-        let c = m
-            .candidates_from(u)
-            .iter()
-            .map(|c| *c as usize)
-            .find(|c| *c < m.candidates.len() && m.candidates[*c].support.contains(worker))?;
-        sum += view.estimator.estimate(model, c, worker);
-        u = m.candidates[c].last + 1;
-    }
-    Some(sum)
+    let chunks = chunks_on(&view.models[model], 0, worker)?;
+    Some(chunks.iter().map(|c| view.estimator.estimate(model, *c, worker)).sum())
 }
 
 impl Policy for UtilityPolicy {
