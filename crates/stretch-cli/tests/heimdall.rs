@@ -124,6 +124,9 @@ fn simulate_the_lg_v50_scenario_keeps_rendering_where_whole_models_cannot() {
     assert_eq!(reports[0]["kind"], "simulated");
 }
 
+/// (A model none of whose chunks fits between two frames is refused with
+/// its shortest operator named: `multi::heimdall`'s unit tests, where the
+/// operator times are set; here every operator of the tiny models fits.)
 #[test]
 fn bad_render_workloads_fail_with_one_line() {
     let dir = scratch("heimdall-errors");
@@ -154,13 +157,6 @@ fn bad_render_workloads_fail_with_one_line() {
             workload("", ""),
             vec!["--policy", "maxmin-utility-offload"],
             "needs render.offload_to",
-        ),
-        (
-            workload("margin_ms = 0", "")
-                .replace("fps = 30", "fps = 1000")
-                .replace("render_ms = 2", "render_ms = 0.9999"),
-            vec!["--policy", "maxmin-utility"],
-            "even its shortest operator",
         ),
     ];
     for (i, (text, extra, want)) in cases.into_iter().enumerate() {
