@@ -328,8 +328,7 @@ impl Report {
                     .spans
                     .iter()
                     .filter(|s| s.worker == w)
-                    .map(|s| s.end_ms - s.start_ms)
-                    .sum();
+                    .fold(0.0, |a, s| a + (s.end_ms - s.start_ms));
                 (n.clone(), 100.0 * busy / span_end)
             })
             .collect();
