@@ -3,7 +3,7 @@
 //! subgraph hand-off to a pool worker and back cost 43-51 µs when both
 //! sides blocked at once), more than a hand-off between processors should.
 
-use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 /// How long a worker waiting for a job, or the scheduler waiting for a
@@ -24,10 +24,44 @@ pub(crate) fn recv<T>(rx: &Receiver<T>, poll: Duration) -> Result<T, RecvError> 
     }
 }
 
+/// Like `rx.recv_timeout(timeout)`, polling the whole time instead of
+/// blocking: for a thread alone on an otherwise idle core, whose wake-up
+/// from a blocked wait costs tens of microseconds on a VM.
+pub(crate) fn recv_polling<T>(rx: &Receiver<T>, timeout: Duration) -> Result<T, RecvTimeoutError> {
+    let until = Instant::now() + timeout;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) if Instant::now() >= until => return Err(RecvTimeoutError::Timeout),
+            Err(TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::mpsc::channel;
+
+    #[test]
+    fn polling_receives_times_out_and_sees_a_hang_up() {
+        let (tx, rx) = channel::<u8>();
+        assert_eq!(
+            recv_polling(&rx, Duration::from_millis(2)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            tx.send(3).unwrap();
+        });
+        assert_eq!(recv_polling(&rx, Duration::from_secs(5)), Ok(3));
+        late.join().unwrap();
+        assert_eq!(
+            recv_polling(&rx, Duration::from_millis(1)),
+            Err(RecvTimeoutError::Disconnected)
+        );
+    }
 
     #[test]
     fn receives_while_polling_after_blocking_and_sees_a_hang_up() {
