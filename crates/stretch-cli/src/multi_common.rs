@@ -75,12 +75,18 @@ pub fn report_for(
     Report::new(kind, p, &apps, names, log, duration, frames)
 }
 
-/// Prints the reports (JSON, or a table when there are several; a single
-/// report was printed as it finished) and writes the trace of the last run
-/// and the plot. `kind` is `measured` or `simulated`; `footer` follows the table.
+/// One report per (SLO multiplier, policy) run.
+pub type Rows = [(Option<f64>, Report)];
+
+/// Prints the reports (JSON, or `table` of them when there are several; a
+/// single report was printed as it finished) and writes the trace of the
+/// last run and the plot. `kind` is `measured` or `simulated`; `footer`
+/// follows the table.
+#[allow(clippy::too_many_arguments)]
 pub fn emit(
     args: &SweepArgs,
     kind: &str,
+    table: fn(&Rows) -> String,
     footer: &str,
     rows: &[(Option<f64>, Report)],
     last: Option<&RunLog>,
@@ -91,7 +97,7 @@ pub fn emit(
         let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
         println!("{}", serde_json::to_string_pretty(&reports)?);
     } else if rows.len() > 1 {
-        print!("{}", compare_table(rows));
+        print!("{}", table(rows));
         println!("{footer}");
     }
     if let (Some(path), Some(log)) = (&args.trace, last) {

@@ -187,10 +187,10 @@ pub fn report(
     rep
 }
 
-/// Rendering and per-app latency, one row per policy.
-pub fn table(rows: &[Report]) -> String {
+/// Rendering and per-app latency, one row per (policy, multiplier).
+pub fn table(rows: &[(Option<f64>, Report)]) -> String {
     let mut s = String::new();
-    let Some(first) = rows.first() else { return s };
+    let Some((_, first)) = rows.first() else { return s };
     let _ = write!(
         s,
         "{:<26} {:>10} {:>11} {:>8} {:>10}",
@@ -200,7 +200,7 @@ pub fn table(rows: &[Report]) -> String {
         let _ = write!(s, " {:>22}", format!("{} mean/max ms", a.name));
     }
     let _ = writeln!(s, " {:>8} {:>6}", "SLO met", "moves");
-    for r in rows {
+    for (_, r) in rows {
         let Some(rr) = &r.render else { continue };
         let _ = write!(
             s,
@@ -224,34 +224,4 @@ pub fn overhead_line(log: &RunLog) -> String {
         "coordinator overhead per chunk: decision p50 {d:.1} µs + hand-off p50 {h:.1} µs = {:.1} µs",
         d + h
     )
-}
-
-/// Prints the reports (JSON, or the rendering table when there are
-/// several; a single report was printed as it finished) and writes the
-/// Chrome trace of the last run. `kind` is `measured` or `simulated`.
-pub fn emit(
-    sweep: &mc::SweepArgs,
-    kind: &str,
-    footer: &str,
-    rows: &[(Option<f64>, Report)],
-    last: Option<&RunLog>,
-    names: &[String],
-    w: &Workload,
-) -> Result<()> {
-    if sweep.json {
-        let reports: Vec<&Report> = rows.iter().map(|r| &r.1).collect();
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    } else if rows.len() > 1 {
-        let reports: Vec<Report> = rows.iter().map(|r| r.1.clone()).collect();
-        print!("{}", table(&reports));
-        println!("{footer}");
-    }
-    if let (Some(path), Some(log)) = (&sweep.trace, last) {
-        let apps: Vec<String> = w.apps.iter().map(|x| x.name.clone()).collect();
-        mc::write(
-            path,
-            &serde_json::to_string(&mc::chrome_trace(log, names, &apps, kind))?,
-        )?;
-    }
-    Ok(())
 }

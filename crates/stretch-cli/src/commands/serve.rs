@@ -241,6 +241,7 @@ pub fn run(a: Args) -> Result<()> {
     mc::emit(
         &a.sweep,
         "measured",
+        mc::compare_table,
         footer,
         &rows,
         last_log.as_ref(),

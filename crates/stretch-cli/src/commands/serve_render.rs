@@ -169,9 +169,10 @@ pub fn run(
             last = Some(log);
         }
     }
-    rr::emit(
+    mc::emit(
         &a.sweep,
         "measured",
+        rr::table,
         "(measured on this machine; render fps over the run and in its worst 1/3-s window; late = frame start after its tick)",
         &rows,
         last.as_ref(),

@@ -268,6 +268,7 @@ pub fn run(a: Args) -> Result<()> {
     mc::emit(
         &a.sweep,
         "simulated",
+        mc::compare_table,
         &footer,
         &rows,
         last.as_ref(),

@@ -158,6 +158,15 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         "(simulated on the {} profile: operator latencies predicted, scaled to its [models] figures where given)",
         profile.name
     );
-    rr::emit(&a.sweep, "simulated", &footer, &rows, last.as_ref(), &names, &workload)?;
+    mc::emit(
+        &a.sweep,
+        "simulated",
+        rr::table,
+        &footer,
+        &rows,
+        last.as_ref(),
+        &names,
+        &workload,
+    )?;
     Ok(())
 }
