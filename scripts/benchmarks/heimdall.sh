@@ -24,7 +24,7 @@ D="${DURATION:-20}"
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 REPO="$(pwd)"
-POL=whole,ops5,maxmin-utility,maxtotal-utility,maxmin-utility-offload,maxtotal-utility-offload
+POL="${POLICIES:-whole,ops5,maxmin-utility,maxtotal-utility,maxmin-utility-offload,maxtotal-utility-offload}"
 
 "$S" stretch fixtures/models/resnet18.onnx --random-weights 3 --device configs/devices/host.toml \
     --processors cpu0,cpu1 --plan-out "$OUT/plan.json" -o "$OUT/branched_resnet18.onnx" > /dev/null

@@ -68,12 +68,25 @@ fn zoo(dir: &Path) {
     }
 }
 
+/// Both ways of driving a run: every worker pinned to a core of its own
+/// (the workers schedule in turn) and a render worker left unpinned (one
+/// scheduling thread hands work out).
 #[test]
 fn serve_renders_and_runs_every_render_policy_with_outputs_checked() {
     let dir = scratch("heimdall-serve");
     zoo(&dir);
-    let rc = write(&dir, "rt.toml", CONFIG);
-    let w = write(&dir, "w.toml", &workload("offload_to = \"cpu1\"", ""));
+    let unpinned = CONFIG.replacen("cores = \"0\"\n", "", 1);
+    for (config, policies) in [
+        (CONFIG, "whole,ops5,maxmin-utility,maxtotal-utility-offload"),
+        (unpinned.as_str(), "maxtotal-utility-offload"),
+    ] {
+        serve_checked(&dir, config, policies);
+    }
+}
+
+fn serve_checked(dir: &Path, config: &str, policies: &str) {
+    let rc = write(dir, "rt.toml", config);
+    let w = write(dir, "w.toml", &workload("offload_to = \"cpu1\"", ""));
     let out = stretch_ok(&[
         "serve",
         "--workload",
@@ -81,12 +94,12 @@ fn serve_renders_and_runs_every_render_policy_with_outputs_checked() {
         "--runtime-config",
         &rc,
         "--compare",
-        "whole,ops5,maxmin-utility,maxtotal-utility-offload",
+        policies,
         "--json",
     ]);
     let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
     let reports = reports.as_array().unwrap();
-    assert_eq!(reports.len(), 4);
+    assert_eq!(reports.len(), policies.split(',').count());
     for r in reports {
         let render = &r["render"];
         assert!(render["frames"].as_u64().unwrap() >= 30, "{render}");

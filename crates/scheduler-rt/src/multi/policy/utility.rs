@@ -48,15 +48,17 @@ pub struct UtilityPolicy {
     /// Per model: its measured latency on the render worker when it was
     /// last moved off it (Eq. 7's "last accelerator latency").
     last_accelerator: Vec<Option<f64>>,
-    /// Per model: inferences completed since it last moved.
+    /// Per model: inferences completed since the last move of any model.
     since_move: Vec<u32>,
 }
 
-/// Inferences a model completes where it was moved before the offloading
-/// rule may move it again: its measured latency there must reflect the
-/// new placement, not the transition (in `serve` with a moving average of
-/// one or two samples, two models offloaded to one CPU swapped places in 12
-/// of 20 cycles).
+/// Inferences every model completes after any move before the offloading
+/// rule may decide on it again: a move changes the load on both processors,
+/// so every measured latency must reflect the new placement, not the old
+/// one or the transition (with a moving average of one or two samples, two
+/// models offloaded to one CPU swapped places in 12 of 20 cycles in
+/// `serve`; with per-model resets only, a model measured under the old,
+/// heavier load followed the first one to the CPU and came back).
 pub const DWELL_INFERENCES: u32 = 3;
 
 impl UtilityPolicy {
@@ -88,16 +90,16 @@ impl UtilityPolicy {
     }
 
     /// The offloading rule's inputs. On the render worker: the measured
-    /// latency there and, for the CPU, its estimate there plus the CPU's
-    /// backlog. Offloaded: the measured CPU latency and the accelerator
-    /// latency measured when it left.
+    /// latency there and, for the CPU, its estimate there plus the
+    /// estimates of every model already living on the CPU (each takes its
+    /// turn there between two of this model's inferences, so this is the
+    /// latency it would measure after the move, not a snapshot of the
+    /// CPU's queue that a lull makes look empty). Offloaded: the measured
+    /// CPU latency and the accelerator latency measured when it left.
     fn latencies(&self, view: &View, o: &Offloader) -> Vec<Option<Latencies>> {
-        let cpu_backlog: f64 = view
-            .jobs
-            .values()
-            .filter(|j| self.placement.of(j) == o.cpu)
-            .map(|j| remaining_ms(view, j, o.cpu))
-            .filter(|x| x.is_finite())
+        let cpu_load: f64 = (0..self.placement.home.len())
+            .filter(|m| self.placement.home[*m] == o.cpu)
+            .filter_map(|m| whole_ms(view, m, o.cpu))
             .sum();
         (0..self.placement.home.len())
             .map(|model| {
@@ -108,7 +110,7 @@ impl UtilityPolicy {
                 if self.placement.home[model] == o.accelerator {
                     Some(Latencies {
                         accelerator_ms: measured,
-                        cpu_ms: whole_ms(view, model, o.cpu)? + cpu_backlog,
+                        cpu_ms: whole_ms(view, model, o.cpu)? + cpu_load,
                     })
                 } else {
                     Some(Latencies {
@@ -146,8 +148,8 @@ impl Policy for UtilityPolicy {
                 if to != o.accelerator {
                     self.last_accelerator[model] = self.measured[model];
                 }
-                self.measured[model] = None;
-                self.since_move[model] = 0;
+                self.measured.iter_mut().for_each(|m| *m = None);
+                self.since_move.iter_mut().for_each(|n| *n = 0);
             }
             self.offload = Some(o);
         }

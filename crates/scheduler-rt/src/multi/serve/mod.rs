@@ -4,10 +4,9 @@
 //! run it; every finished request's outputs can be compared with a
 //! whole-model reference.
 
-use super::arrivals::Arrivals;
-use super::core::{JobId, Scheduler};
+use super::core::Scheduler;
 use super::estimator::Estimator;
-use super::report::{RunLog, Span, quantile};
+use super::report::{RunLog, quantile};
 use super::support::OpSupport;
 use super::units::{ModelUnits, analyze};
 use super::workload::Workload;
@@ -25,6 +24,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 mod setup;
+mod spread;
+mod state;
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 
 /// Timed runs per (model, worker) at registration.
@@ -229,23 +230,6 @@ impl Server {
         self.run_compiled(w, &compiled, &sub.name, inputs)
     }
 
-    fn send(
-        &self,
-        m: usize,
-        c: usize,
-        w: usize,
-        seq: u64,
-        inputs: TVec<Value>,
-        reply: &Sender<Done>,
-    ) -> Result<(), RuntimeError> {
-        let compiled = self.models[m].compiled[c][w].clone().ok_or_else(|| RuntimeError::Run {
-            subgraph: self.models[m].units.candidates[c].subgraph.name.clone(),
-            processor: self.names[w].clone(),
-            reason: "not compiled for this processor".into(),
-        })?;
-        self.send_compiled(w, compiled, seq, inputs, reply)
-    }
-
     fn send_compiled(
         &self,
         w: usize,
@@ -352,13 +336,17 @@ impl Server {
 
     /// Runs `workload` under `sched` on the wall clock. `slo_ms` per app;
     /// `progress` is called about once a second with the elapsed seconds.
-    /// With a render task the calling thread runs on the cores of another
-    /// pinned worker and polls for results while that worker has nothing to
-    /// do (its core is idle then), else blocks; without another pinned
-    /// worker it runs on the render worker's cores. A blocked thread's
-    /// wake-up costs 30-110 µs on this VM, a poll 10-15 µs.
-    /// The calling thread schedules; its priority is raised for the run
-    /// where permitted (the log says when it was not).
+    ///
+    /// With a render task and every worker pinned to cores of its own, the
+    /// worker threads schedule in turn ([`spread`]): a worker that finishes
+    /// takes the next decision itself and starts its own next piece at
+    /// once, and idle workers poll their own idle cores, so no hand-off
+    /// waits for a thread to wake (a blocked thread's wake-up costs 30-110
+    /// µs on this VM). Otherwise one scheduling thread (the caller) hands
+    /// work to the worker threads; with a render task it runs on the cores
+    /// of another pinned worker and polls while that worker is idle, else
+    /// blocks. The scheduling threads run at raised priority where
+    /// permitted (the log says when they were not).
     pub fn run(
         &self,
         sched: &mut Scheduler,
@@ -366,16 +354,6 @@ impl Server {
         slo_ms: Vec<Option<f64>>,
         progress: &mut dyn FnMut(f64, &RunLog, usize),
     ) -> Result<RunLog, RuntimeError> {
-        let mut arrivals = Arrivals::new(workload, slo_ms);
-        let mut outages: Vec<(f64, usize, bool)> = Vec::new();
-        for o in &workload.outages {
-            if let Some(w) = self.names.iter().position(|n| *n == o.processor) {
-                outages.push((o.at_s * 1e3, w, false));
-                outages.push(((o.at_s + o.for_s) * 1e3, w, true));
-            }
-        }
-        outages.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut outages = outages.into_iter().peekable();
         if workload.render.is_some() && self.render.is_none() {
             return Err(RuntimeError::Policy {
                 reason: "the workload has a render task but no render kernel was set (Server::set_render)".into(),
@@ -385,6 +363,11 @@ impl Server {
         if let (Some(w), Some((_, _, ms)), Some(r)) = (render_worker, &self.render, &workload.render) {
             sched.set_render(w, 1e3 / r.fps, *ms, 0.0);
         }
+        if let Some(rw) = render_worker
+            && spread::applies(&self.cores)
+        {
+            return spread::run(self, sched, workload, slo_ms, rw, progress);
+        }
         let poll_beside =
             render_worker.and_then(|rw| (0..self.cores.len()).find(|w| *w != rw && self.cores[*w].is_some()));
         let _pinned = setup::PinGuard::new(
@@ -392,175 +375,40 @@ impl Server {
                 .and_then(|w| self.cores[w].as_ref())
                 .or(render_worker.and_then(|w| self.cores[w].as_ref())),
         );
-        let mut rendering: HashMap<u64, usize> = HashMap::new();
         let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
-        let mut log = RunLog {
-            submitted: vec![0; workload.apps.len()],
-            priority_error: self.priority_error.clone().or(raised.as_ref().err().cloned()),
-            ..RunLog::default()
-        };
+        let priority_error = self.priority_error.clone().or(raised.as_ref().err().cloned());
+        let mut st = state::RunState::new(self, sched, workload, slo_ms, priority_error);
         let (reply, results): (Sender<Done>, Receiver<Done>) = channel();
-        let mut values: HashMap<JobId, HashMap<Outlet, Value>> = HashMap::new();
-        let mut flight: HashMap<u64, (JobId, usize, usize, usize, Instant)> = HashMap::new();
-        let t0 = Instant::now();
-        let now_ms = |t: Instant| (t - t0).as_secs_f64() * 1e3;
-        let mut last_progress = 0.0;
         loop {
-            let now = now_ms(Instant::now());
-            while outages.peek().is_some_and(|o| o.0 <= now) {
-                let Some((_, w, up)) = outages.next() else { break };
-                if !up
-                    && let Some(r) = &sched.workers()[w].running
-                    && let Some((job, app, _, c, _)) = flight.remove(&r.seq)
-                {
-                    log.spans.push(Span {
-                        worker: w,
-                        app,
-                        job,
-                        candidate: c,
-                        start_ms: r.start_ms.unwrap_or(now),
-                        end_ms: now,
-                        counted: false,
-                    });
-                }
-                sched.set_available(w, up);
-                log.outage(w, up, now);
+            let now = st.now();
+            for w in st.advance(now)? {
+                self.send_compiled(w.worker, w.compiled, w.seq, w.inputs, &reply)?;
             }
-            let next_tick = sched
-                .next_tick_ms()
-                .filter(|t| arrivals.ticking_at(*t, sched.in_system()));
-            if next_tick.is_some_and(|t| t <= now) {
-                log.dropped_frames.extend(sched.render_ticks(now));
-            } else if next_tick.is_none() {
-                sched.stop_render();
+            if st.progress_due(now) {
+                progress(now / 1e3, &st.log, st.in_system());
             }
-            for spec in arrivals.due(now) {
-                log.submitted[spec.app] += 1;
-                log.arrival_lag_ms.push((now - spec.arrival_ms).max(0.0));
-                let m = spec.model;
-                let id = sched.submit(spec);
-                values.insert(id, self.models[m].input.iter().cloned().collect());
-            }
-            for d in sched
-                .schedule(now)
-                .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
-            {
-                if d.render.is_some() {
-                    if let Some((_, kernel, _)) = &self.render {
-                        rendering.insert(d.seq, d.worker);
-                        self.send_compiled(d.worker, kernel.clone(), d.seq, TVec::new(), &reply)?;
-                    }
-                    continue;
-                }
-                let sub = &self.models[d.model].units.candidates[d.candidate].subgraph;
-                let vals = &values[&d.job];
-                let ins: TVec<Value> = sub.inputs.iter().map(|o| vals[o].clone()).collect();
-                flight.insert(d.seq, (d.job, d.app, d.model, d.candidate, Instant::now()));
-                self.send(d.model, d.candidate, d.worker, d.seq, ins, &reply)?;
-            }
-            if now - last_progress >= 1000.0 {
-                last_progress = now;
-                progress(now / 1e3, &log, sched.in_system());
-            }
-            let next_arrival = arrivals.next_ms();
-            if next_arrival.is_none()
-                && flight.is_empty()
-                && rendering.is_empty()
-                && sched.in_system() == 0
-                && outages.peek().is_none()
-            {
+            if st.finished() {
                 break;
             }
-            let next_tick = sched
-                .next_tick_ms()
-                .filter(|t| arrivals.ticking_at(*t, sched.in_system()));
-            let wake = [next_arrival, outages.peek().map(|o| o.0), next_tick]
-                .into_iter()
-                .flatten()
-                .fold(now + 1000.0, f64::min);
-            let timeout = Duration::from_secs_f64(((wake - now_ms(Instant::now())) / 1e3).max(0.0));
+            let timeout = Duration::from_secs_f64(((st.wake_ms(now) - st.now()) / 1e3).max(0.0));
             let poll = poll_beside.is_some_and(|w| {
-                let st = &sched.workers()[w];
-                st.running.is_none() && st.local.is_empty()
+                let ws = &st.sched.workers()[w];
+                ws.running.is_none() && ws.local.is_empty()
             });
             let got = if poll {
                 crate::spin::recv_polling(&results, timeout)
             } else {
                 results.recv_timeout(timeout)
             };
-            let done = match got {
-                Ok(d) => d,
-                Err(RecvTimeoutError::Timeout) => continue,
+            match got {
+                Ok(done) => st.on_done(done)?,
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(RuntimeError::WorkerGone { processor: "?".into() });
                 }
-            };
-            let seq = done.index as u64;
-            if let Some(w) = rendering.remove(&seq) {
-                let ms = (done.end - done.start).as_secs_f64() * 1e3;
-                if let Some(mut f) = sched.finish_render(now_ms(Instant::now()), w, seq, ms) {
-                    f.start_ms = now_ms(done.start);
-                    f.end_ms = now_ms(done.end);
-                    log.frames.push(f);
-                }
-                continue;
-            }
-            let Some((job, app, m, c, sent)) = flight.remove(&seq) else {
-                continue;
-            };
-            let current = sched.workers()[done.worker]
-                .running
-                .as_ref()
-                .is_some_and(|r| r.seq == seq);
-            if !current {
-                continue;
-            }
-            let (start, end) = (now_ms(done.start), now_ms(done.end));
-            log.spans.push(Span {
-                worker: done.worker,
-                app,
-                job,
-                candidate: c,
-                start_ms: start,
-                end_ms: end,
-                counted: true,
-            });
-            let finish_at = now_ms(Instant::now());
-            log.dispatch_overhead_ms
-                .push(now_ms(done.start) - now_ms(sent) + finish_at - end);
-            let outputs = match done.result {
-                Some(Ok(outs)) => outs,
-                Some(Err(reason)) => {
-                    return Err(RuntimeError::Run {
-                        subgraph: self.models[m].units.candidates[c].subgraph.name.clone(),
-                        processor: self.names[done.worker].clone(),
-                        reason,
-                    });
-                }
-                None => {
-                    sched.finish(finish_at, done.worker, seq, None);
-                    continue;
-                }
-            };
-            let sub = &self.models[m].units.candidates[c].subgraph;
-            if let Some(vals) = values.get_mut(&job) {
-                for (o, v) in sub.outputs.iter().zip(outputs) {
-                    vals.insert(*o, v);
-                }
-            }
-            if let Some(completed) = sched.finish(finish_at, done.worker, seq, Some(end - start)) {
-                if let Some(vals) = values.remove(&job) {
-                    self.check(m, &vals, &mut log);
-                }
-                arrivals.completed(&completed, finish_at);
-                log.end_ms = log.end_ms.max(finish_at);
-                log.completed.push(completed);
             }
         }
-        log.frames_done = arrivals.frames_done;
-        log.decision_us = std::mem::take(&mut sched.decision_us);
-        log.moves = sched.policy_moves();
-        Ok(log)
+        Ok(st.into_log())
     }
 
     fn check(&self, m: usize, vals: &HashMap<Outlet, Value>, log: &mut RunLog) {

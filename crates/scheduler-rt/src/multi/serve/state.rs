@@ -1,0 +1,287 @@
+//! One serving run's state, shared by the two ways of driving it: a
+//! scheduling thread that hands subgraphs to the worker threads
+//! ([`super::Server::run`]'s central loop), or the worker threads taking
+//! turns at scheduling themselves ([`super::spread`]).
+
+use super::super::arrivals::Arrivals;
+use super::super::core::{JobId, Scheduler};
+use super::super::report::{RunLog, Span};
+use super::super::workload::Workload;
+use super::Server;
+use crate::engine::{Compiled, Value};
+use crate::error::RuntimeError;
+use crate::worker::Done;
+use graph_ir::Outlet;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use tract_onnx::prelude::TVec;
+
+/// Work for one worker: run `compiled` on `inputs`; its result comes back
+/// as a [`Done`] with `index == seq`.
+pub(super) struct Work {
+    pub worker: usize,
+    pub seq: u64,
+    pub compiled: Arc<dyn Compiled>,
+    pub inputs: TVec<Value>,
+}
+
+/// Arrivals, outages, the scheduler, values in flight and the log of one run.
+pub(super) struct RunState<'a> {
+    server: &'a Server,
+    pub sched: &'a mut Scheduler,
+    arrivals: Arrivals,
+    /// (ms, worker, back up) in time order.
+    outages: std::collections::VecDeque<(f64, usize, bool)>,
+    pub log: RunLog,
+    values: HashMap<JobId, HashMap<Outlet, Value>>,
+    /// seq -> (job, app, model, candidate, handed over at).
+    flight: HashMap<u64, (JobId, usize, usize, usize, Instant)>,
+    /// seq -> worker, for frames of the rendering task.
+    rendering: HashMap<u64, usize>,
+    t0: Instant,
+    last_progress: f64,
+}
+
+impl<'a> RunState<'a> {
+    pub fn new(
+        server: &'a Server,
+        sched: &'a mut Scheduler,
+        workload: &Workload,
+        slo_ms: Vec<Option<f64>>,
+        priority_error: Option<String>,
+    ) -> RunState<'a> {
+        let mut outages: Vec<(f64, usize, bool)> = Vec::new();
+        for o in &workload.outages {
+            if let Some(w) = server.names.iter().position(|n| *n == o.processor) {
+                outages.push((o.at_s * 1e3, w, false));
+                outages.push(((o.at_s + o.for_s) * 1e3, w, true));
+            }
+        }
+        outages.sort_by(|a, b| a.0.total_cmp(&b.0));
+        RunState {
+            server,
+            sched,
+            arrivals: Arrivals::new(workload, slo_ms),
+            outages: outages.into(),
+            log: RunLog {
+                submitted: vec![0; workload.apps.len()],
+                priority_error,
+                ..RunLog::default()
+            },
+            values: HashMap::new(),
+            flight: HashMap::new(),
+            rendering: HashMap::new(),
+            t0: Instant::now(),
+            last_progress: 0.0,
+        }
+    }
+
+    /// Milliseconds since the run began.
+    pub fn now(&self) -> f64 {
+        self.ms(Instant::now())
+    }
+
+    fn ms(&self, t: Instant) -> f64 {
+        (t - self.t0).as_secs_f64() * 1e3
+    }
+
+    fn next_tick(&self) -> Option<f64> {
+        self.sched
+            .next_tick_ms()
+            .filter(|t| self.arrivals.ticking_at(*t, self.sched.in_system()))
+    }
+
+    /// Applies what is due at `now` (outages, frame ticks, arrivals), asks
+    /// the policy, and returns the work to hand to the workers.
+    pub fn advance(&mut self, now: f64) -> Result<Vec<Work>, RuntimeError> {
+        while self.outages.front().is_some_and(|o| o.0 <= now) {
+            let Some((_, w, up)) = self.outages.pop_front() else {
+                break;
+            };
+            if !up
+                && let Some(r) = &self.sched.workers()[w].running
+                && let Some((job, app, _, c, _)) = self.flight.remove(&r.seq)
+            {
+                self.log.spans.push(Span {
+                    worker: w,
+                    app,
+                    job,
+                    candidate: c,
+                    start_ms: r.start_ms.unwrap_or(now),
+                    end_ms: now,
+                    counted: false,
+                });
+            }
+            self.sched.set_available(w, up);
+            self.log.outage(w, up, now);
+        }
+        let next_tick = self.next_tick();
+        if next_tick.is_some_and(|t| t <= now) {
+            let dropped = self.sched.render_ticks(now);
+            self.log.dropped_frames.extend(dropped);
+        } else if next_tick.is_none() {
+            self.sched.stop_render();
+        }
+        for spec in self.arrivals.due(now) {
+            self.log.submitted[spec.app] += 1;
+            self.log.arrival_lag_ms.push((now - spec.arrival_ms).max(0.0));
+            let m = spec.model;
+            let id = self.sched.submit(spec);
+            self.values
+                .insert(id, self.server.models[m].input.iter().cloned().collect());
+        }
+        let mut work = Vec::new();
+        for d in self
+            .sched
+            .schedule(now)
+            .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
+        {
+            if d.render.is_some() {
+                if let Some((_, kernel, _)) = &self.server.render {
+                    self.rendering.insert(d.seq, d.worker);
+                    work.push(Work {
+                        worker: d.worker,
+                        seq: d.seq,
+                        compiled: kernel.clone(),
+                        inputs: TVec::new(),
+                    });
+                }
+                continue;
+            }
+            let model = &self.server.models[d.model];
+            let sub = &model.units.candidates[d.candidate].subgraph;
+            let compiled = model.compiled[d.candidate][d.worker]
+                .clone()
+                .ok_or_else(|| RuntimeError::Run {
+                    subgraph: sub.name.clone(),
+                    processor: self.server.names[d.worker].clone(),
+                    reason: "not compiled for this processor".into(),
+                })?;
+            let vals = &self.values[&d.job];
+            let inputs: TVec<Value> = sub.inputs.iter().map(|o| vals[o].clone()).collect();
+            self.flight
+                .insert(d.seq, (d.job, d.app, d.model, d.candidate, Instant::now()));
+            work.push(Work {
+                worker: d.worker,
+                seq: d.seq,
+                compiled,
+                inputs,
+            });
+        }
+        Ok(work)
+    }
+
+    /// True about once a second: time to call the progress callback.
+    pub fn progress_due(&mut self, now: f64) -> bool {
+        if now - self.last_progress >= 1000.0 {
+            self.last_progress = now;
+            return true;
+        }
+        false
+    }
+
+    /// Nothing left to arrive, run, render or switch.
+    pub fn finished(&self) -> bool {
+        self.arrivals.next_ms().is_none()
+            && self.flight.is_empty()
+            && self.rendering.is_empty()
+            && self.sched.in_system() == 0
+            && self.outages.is_empty()
+    }
+
+    /// When something is next due without a result arriving (an arrival,
+    /// an outage, a frame tick), at most a second after `now`.
+    pub fn wake_ms(&self, now: f64) -> f64 {
+        [
+            self.arrivals.next_ms(),
+            self.outages.front().map(|o| o.0),
+            self.next_tick(),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(now + 1000.0, f64::min)
+    }
+
+    /// Takes a worker's result: a frame, or a subgraph whose outputs join
+    /// its job's values (a finished job is checked against the reference).
+    pub fn on_done(&mut self, done: Done) -> Result<(), RuntimeError> {
+        let seq = done.index as u64;
+        if let Some(w) = self.rendering.remove(&seq) {
+            let ms = (done.end - done.start).as_secs_f64() * 1e3;
+            let now = self.now();
+            if let Some(mut f) = self.sched.finish_render(now, w, seq, ms) {
+                f.start_ms = self.ms(done.start);
+                f.end_ms = self.ms(done.end);
+                self.log.frames.push(f);
+            }
+            return Ok(());
+        }
+        let Some((job, app, m, c, sent)) = self.flight.remove(&seq) else {
+            return Ok(());
+        };
+        let current = self.sched.workers()[done.worker]
+            .running
+            .as_ref()
+            .is_some_and(|r| r.seq == seq);
+        if !current {
+            return Ok(());
+        }
+        let (start, end) = (self.ms(done.start), self.ms(done.end));
+        self.log.spans.push(Span {
+            worker: done.worker,
+            app,
+            job,
+            candidate: c,
+            start_ms: start,
+            end_ms: end,
+            counted: true,
+        });
+        let finish_at = self.now();
+        self.log
+            .dispatch_overhead_ms
+            .push(start - self.ms(sent) + finish_at - end);
+        let sub = &self.server.models[m].units.candidates[c].subgraph;
+        let outputs = match done.result {
+            Some(Ok(outs)) => outs,
+            Some(Err(reason)) => {
+                return Err(RuntimeError::Run {
+                    subgraph: sub.name.clone(),
+                    processor: self.server.names[done.worker].clone(),
+                    reason,
+                });
+            }
+            None => {
+                self.sched.finish(finish_at, done.worker, seq, None);
+                return Ok(());
+            }
+        };
+        if let Some(vals) = self.values.get_mut(&job) {
+            for (o, v) in sub.outputs.iter().zip(outputs) {
+                vals.insert(*o, v);
+            }
+        }
+        if let Some(completed) = self.sched.finish(finish_at, done.worker, seq, Some(end - start)) {
+            if let Some(vals) = self.values.remove(&job) {
+                self.server.check(m, &vals, &mut self.log);
+            }
+            self.arrivals.completed(&completed, finish_at);
+            self.log.end_ms = self.log.end_ms.max(finish_at);
+            self.log.completed.push(completed);
+        }
+        Ok(())
+    }
+
+    /// The log, with what only the end of the run knows.
+    pub fn into_log(mut self) -> RunLog {
+        self.log.frames_done = self.arrivals.frames_done;
+        self.log.decision_us = std::mem::take(&mut self.sched.decision_us);
+        self.log.moves = self.sched.policy_moves();
+        self.log
+    }
+
+    /// Jobs still in the system.
+    pub fn in_system(&self) -> usize {
+        self.sched.in_system()
+    }
+}
