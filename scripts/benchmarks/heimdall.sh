@@ -14,6 +14,7 @@
 # scenario on configs/devices/lg_v50.toml (Table 2 GPU latencies).
 # Run on an idle machine (no build running):
 #   DURATION=20 scripts/benchmarks/heimdall.sh [OUT_DIR]
+# POLICIES=a,b,... runs only those policies.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
