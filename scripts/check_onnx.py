@@ -23,6 +23,14 @@ never stretch's own code, so it can judge what stretch writes.
                                           `expect` for every line "MODEL IN.npy OUT.npy"
                                           of LIST, in one process; fails after
                                           reporting every line
+  check_onnx.py testdata-list LIST [--rtol 1e-3] [--atol 1e-4]
+                                          for every line "MODEL CASE_DIR" of LIST
+                                          (a case of the ONNX package's backend
+                                          test data), run MODEL in onnxruntime on
+                                          each CASE_DIR/test_data_set_*/input_K.pb
+                                          and compare every output with the stored
+                                          output_K.pb: |got - want| <= atol +
+                                          rtol |want| element-wise
 Exit status is non-zero on any failure, with the reason on stderr.
 """
 import argparse
@@ -163,6 +171,65 @@ def cmd_expect_list(args):
         sys.exit("\n".join(failures))
 
 
+def testdata_one(model, case, rtol, atol):
+    """None if MODEL reproduces every stored output of CASE, else the reason."""
+    import glob
+    import os
+
+    import onnxruntime as ort
+
+    def load(path):
+        t = onnx.TensorProto()
+        with open(path, "rb") as f:
+            t.ParseFromString(f.read())
+        return numpy_helper.to_array(t)
+
+    ort.set_default_logger_severity(3)
+    try:
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        return f"{model}: onnxruntime refuses it: {e}"
+    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
+    if not sets:
+        return f"{case}: no test_data_set_* folder"
+    for ds in sets:
+        count = lambda kind: len(glob.glob(os.path.join(ds, f"{kind}_*.pb")))
+        inputs = [load(os.path.join(ds, f"input_{k}.pb")) for k in range(count("input"))]
+        wants = [load(os.path.join(ds, f"output_{k}.pb")) for k in range(count("output"))]
+        names = [i.name for i in sess.get_inputs()]
+        if len(names) != len(inputs):
+            return f"{ds}: {len(inputs)} stored inputs, the model takes {len(names)}"
+        try:
+            gots = sess.run(None, dict(zip(names, inputs)))
+        except Exception as e:
+            return f"{ds}: onnxruntime fails: {e}"
+        if len(gots) != len(wants):
+            return f"{ds}: {len(wants)} stored outputs, the model gives {len(gots)}"
+        for k, (got, want) in enumerate(zip(gots, wants)):
+            if got.shape != want.shape:
+                return f"{ds}: output {k} shape {list(got.shape)}, stored {list(want.shape)}"
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            bad = np.abs(g - w) > atol + rtol * np.abs(w)
+            if np.any(bad):
+                diff = float(np.max(np.abs(g - w)))
+                return f"{ds}: output {k} differs in {int(bad.sum())} of {w.size} values (max abs {diff:.3e})"
+    return None
+
+
+def cmd_testdata_list(args):
+    failures = []
+    with open(args.list) as f:
+        for line in f:
+            if line.strip():
+                model, case = line.split()
+                failure = testdata_one(model, case, args.rtol, args.atol)
+                print(f"{case}: {'ok' if failure is None else 'MISMATCH'}")
+                if failure:
+                    failures.append(failure)
+    if failures:
+        sys.exit("\n".join(failures))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -188,6 +255,10 @@ def main():
     el = sub.add_parser("expect-list")
     el.add_argument("list")
     el.add_argument("--rtol", type=float, default=1e-4)
+    t = sub.add_parser("testdata-list")
+    t.add_argument("list")
+    t.add_argument("--rtol", type=float, default=1e-3)
+    t.add_argument("--atol", type=float, default=1e-4)
     args = p.parse_args()
     commands = {
         "check": cmd_check,
@@ -196,6 +267,7 @@ def main():
         "compare": cmd_compare,
         "expect": cmd_expect,
         "expect-list": cmd_expect_list,
+        "testdata-list": cmd_testdata_list,
     }
     commands[args.cmd](args)
 
