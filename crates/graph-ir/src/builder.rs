@@ -111,6 +111,19 @@ impl Builder {
         Ok(self.graph.add_node(name, Op::Binary(Binary { op }), &[a, b])?.out(0))
     }
 
+    /// A weight without data (filled by `--random-weights` or training).
+    pub fn param(&mut self, name: &str, shape: &[usize]) -> Result<Outlet, GraphError> {
+        self.weight(name.to_string(), shape.to_vec())
+    }
+
+    /// Softmax (or LogSoftmax when `log`) along `axis`.
+    pub fn softmax(&mut self, name: &str, x: Outlet, axis: i64, log: bool) -> Result<Outlet, GraphError> {
+        Ok(self
+            .graph
+            .add_node(name, Op::Softmax(Softmax { axis, log }), &[x])?
+            .out(0))
+    }
+
     pub fn add(&mut self, name: &str, a: Outlet, b: Outlet) -> Result<Outlet, GraphError> {
         self.binary(name, a, b, BinaryOp::Add)
     }

@@ -16,7 +16,7 @@ pub enum OpClass {
     Conv,
     DwConv,
     Bn,
-    /// Activations and other one-input element-wise ops.
+    /// Activations, softmax and other one-input ops that keep the shape.
     Act,
     Add,
     /// Element-wise products and other two-input arithmetic.
@@ -79,7 +79,7 @@ impl OpClass {
                 }
             }
             Op::BatchNorm(_) => OpClass::Bn,
-            Op::Unary(_) => OpClass::Act,
+            Op::Unary(_) | Op::Softmax(_) => OpClass::Act,
             Op::Binary(b) => {
                 let consts = node.inputs.iter().filter(|o| g.const_tensor(**o).is_some()).count();
                 match (b.op, consts) {

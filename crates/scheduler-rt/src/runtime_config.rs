@@ -22,7 +22,7 @@
 use crate::adaptive::AdaptiveParams;
 use crate::config::{EngineKind, ProcessorConfig, WorkerKind};
 use crate::error::RuntimeError;
-use crate::multi::support::{KNOWN_OPS, OpSupport};
+use crate::multi::support::{OpSupport, known_op, known_ops};
 use predictor::profiler::CoreSet;
 use serde::Deserialize;
 use std::path::Path;
@@ -130,10 +130,10 @@ impl RuntimeConfig {
                 return Err(bad(key("supports"), "give supports or unsupported, not both".into()));
             }
             for (k, list) in [("supports", &p.supports), ("unsupported", &p.unsupported)] {
-                if let Some(op) = list.iter().flatten().find(|o| !KNOWN_OPS.contains(&o.as_str())) {
+                if let Some(op) = list.iter().flatten().find(|o| !known_op(o)) {
                     return Err(bad(
                         key(k),
-                        format!("unknown operator '{op}' (known: {})", KNOWN_OPS.join(", ")),
+                        format!("unknown operator '{op}' (known: {})", known_ops().join(", ")),
                     ));
                 }
             }

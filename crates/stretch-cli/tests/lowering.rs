@@ -14,6 +14,47 @@ fn path(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// Every element-wise activation, binary op and softmax the IR knows
+/// beyond ReLU, Add and Mul, between a convolution and a classifier; the
+/// values stay finite (Sqrt of an Abs, Pow of a positive base, Exp of a
+/// non-positive value).
+fn activations_model() -> graph_ir::Graph {
+    use graph_ir::builder::{Builder, ConvSpec};
+    use graph_ir::ops::{BinaryOp as B, UnaryOp as U};
+    let mut b = Builder::new("activations");
+    let x = b.input("x", &[1, 3, 8, 8]).unwrap();
+    let y = b.conv("conv", x, ConvSpec::new(8, 3, 1).bias()).unwrap();
+    let z = b.conv("conv2", x, ConvSpec::new(8, 3, 1).bias()).unwrap();
+    let mut u = |name: &str, x, op| b.unary(name, x, op).unwrap();
+    let leaky = u("leaky", y, U::LeakyRelu { alpha: 0.1 });
+    let elu = u("elu", y, U::Elu { alpha: 0.7 });
+    let selu = u("selu", y, U::Selu { alpha: 1.5, gamma: 1.1 });
+    let softplus = u("softplus", y, U::Softplus);
+    let softsign = u("softsign", y, U::Softsign);
+    let abs = u("abs", y, U::Abs);
+    let sqrt = u("sqrt", abs, U::Sqrt);
+    let neg = u("neg", abs, U::Neg);
+    let exp = u("exp", neg, U::Exp);
+    let slope = b.param("prelu.slope", &[8, 1, 1]).unwrap();
+    let mut terms = vec![
+        b.binary("max", leaky, z, B::Max).unwrap(),
+        b.binary("min", selu, z, B::Min).unwrap(),
+        b.binary("elu_softsign", elu, softsign, B::Mul).unwrap(),
+        b.binary("prelu", y, slope, B::PRelu).unwrap(),
+        b.binary("pow", softplus, sqrt, B::Pow).unwrap(),
+        b.binary("sub", exp, softsign, B::Sub).unwrap(),
+    ];
+    let mut t = terms.remove(0);
+    for (k, o) in terms.into_iter().enumerate() {
+        t = b.add(&format!("sum{k}"), t, o).unwrap();
+    }
+    let sm = b.softmax("softmax", t, 1, false).unwrap();
+    let lsm = b.softmax("log_softmax", t, -1, true).unwrap();
+    let both = b.add("both", sm, lsm).unwrap();
+    let out = b.classifier("head", both, 10).unwrap();
+    b.finish("y", out).unwrap()
+}
+
 #[test]
 fn burn_inference_matches_onnxruntime() {
     let dir = scratch("lowering");
@@ -56,6 +97,18 @@ fn burn_inference_matches_onnxruntime() {
             models.push((out, true));
         }
     }
+    let activations = dir.join("activations-structure.onnx");
+    graph_ir::onnx::export_file(&activations_model(), &activations).expect("export");
+    let filled = dir.join("activations.onnx");
+    stretch_ok(&[
+        "convert",
+        &path(&activations),
+        "--random-weights",
+        "3",
+        "-o",
+        &path(&filled),
+    ]);
+    models.push((filled, false));
     for name in ["resnet-mini", "mbnet-mini"] {
         let m = dir.join(format!("{name}.onnx"));
         stretch_ok(&["zoo", name, "--seed", "4", "-o", &path(&m)]);

@@ -99,8 +99,14 @@ impl Program {
                         BinaryOp::Sub => a - b,
                         BinaryOp::Mul => a * b,
                         BinaryOp::Div => a / b,
+                        BinaryOp::Pow => a.powf(b),
+                        BinaryOp::Max => a.clone() + activation::relu(b - a),
+                        BinaryOp::Min => a.clone() - activation::relu(a - b),
+                        BinaryOp::PRelu => activation::relu(a.clone()) - activation::relu(a.neg()) * b,
                     }]
                 }
+                Kernel::Softmax { axis, log: false } => vec![activation::softmax(read(0, &slots), *axis)],
+                Kernel::Softmax { axis, log: true } => vec![activation::log_softmax(read(0, &slots), *axis)],
                 Kernel::Concat(axis) => {
                     let parts = (0..step.inputs.len()).map(|i| read(i, &slots)).collect();
                     vec![Tensor::cat(parts, *axis)]
@@ -220,5 +226,14 @@ fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
         UnaryOp::HardSigmoid { alpha, beta } => activation::hard_sigmoid(x, alpha as f64, beta as f64),
         UnaryOp::HardSwish => activation::hard_swish(x),
         UnaryOp::Tanh => activation::tanh(x),
+        UnaryOp::LeakyRelu { alpha } => activation::leaky_relu(x, alpha as f64),
+        UnaryOp::Elu { alpha } => activation::elu(x, alpha as f64),
+        UnaryOp::Selu { alpha, gamma } => activation::elu(x, alpha as f64) * gamma,
+        UnaryOp::Softplus => activation::softplus(x, 1.0),
+        UnaryOp::Softsign => activation::softsign(x),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Neg => x.neg(),
+        UnaryOp::Abs => x.abs(),
     }
 }

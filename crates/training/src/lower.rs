@@ -65,6 +65,10 @@ pub(crate) enum Kernel {
     },
     Unary(UnaryOp),
     Binary(BinaryOp),
+    Softmax {
+        axis: usize,
+        log: bool,
+    },
     Concat(usize),
     Split {
         axis: usize,
@@ -249,6 +253,7 @@ fn param_roles(graph: &Graph) -> HashMap<NodeId, Role> {
             let role = match (&node.op, slot) {
                 (Op::Conv(_), 1 | 2) | (Op::Gemm(_), 1 | 2) | (Op::MatMul(_), _) => Role::Learnable,
                 (Op::Binary(_), _) if elementwise_parameter(graph, id, slot) => Role::Learnable,
+                (Op::Binary(b), 1) if b.op == BinaryOp::PRelu => Role::Learnable,
                 (Op::BatchNorm(_), 1 | 2) => Role::Learnable,
                 (Op::BatchNorm(_), 3) => Role::RunningMean,
                 (Op::BatchNorm(_), 4) => Role::RunningVar,
@@ -376,6 +381,13 @@ impl Lowering<'_> {
             }
             Op::Unary(u) => Kernel::Unary(u.op),
             Op::Binary(b) => Kernel::Binary(b.op),
+            Op::Softmax(sm) => {
+                let a = axis(sm.axis, node.outputs[0].rank());
+                if a == 0 && batched {
+                    return Err(self.unsupported(id, "a softmax over the batch dimension cannot be trained"));
+                }
+                Kernel::Softmax { axis: a, log: sm.log }
+            }
             Op::Concat(c) => Kernel::Concat(axis(c.axis, node.outputs[0].rank())),
             Op::Split(s) => Kernel::Split {
                 axis: axis(s.axis, node.outputs[0].rank()),

@@ -257,6 +257,11 @@ impl<'g> Writer<'g> {
                     a.push(float("alpha", alpha));
                     a.push(float("beta", beta));
                 }
+                UnaryOp::LeakyRelu { alpha } | UnaryOp::Elu { alpha } => a.push(float("alpha", alpha)),
+                UnaryOp::Selu { alpha, gamma } => {
+                    a.push(float("alpha", alpha));
+                    a.push(float("gamma", gamma));
+                }
                 UnaryOp::Clip { min, max } => {
                     let name = node.name.clone();
                     let min = min.map(|v| self.operand(&name, "min", Tensor::from_f32([], &[v])));
@@ -272,6 +277,7 @@ impl<'g> Writer<'g> {
             },
             Op::Binary(_) | Op::GlobalAveragePool(_) | Op::MatMul(_) => {}
             Op::Concat(c) => a.push(int("axis", c.axis)),
+            Op::Softmax(sm) => a.push(int("axis", sm.axis)),
             Op::Split(s) => {
                 a.push(int("axis", s.axis));
                 let sizes: Vec<i64> = usizes(&s.sizes);

@@ -420,6 +420,37 @@ fn binary(ctx: &NodeCtx, op: BinaryOp) -> Result<Lowered, ImportError> {
     Ok(Lowered::Op(Op::Binary(Binary { op }), ctx.data_inputs(2)?))
 }
 
+/// Max, Min or Sum of one or two inputs (more are refused).
+fn variadic(ctx: &NodeCtx, op: BinaryOp) -> Result<Lowered, ImportError> {
+    let n = ctx.inputs.iter().flatten().count();
+    match n {
+        1 => Ok(Lowered::Alias(vec![ctx.input(0)?])),
+        2 => binary(ctx, op),
+        _ => Err(ctx.err(format!("{n} inputs: only one or two are supported"))),
+    }
+}
+
+/// Softmax or LogSoftmax. Before opset 13 the input is flattened to 2-D at
+/// `axis` (default 1); that equals a softmax along `axis` only when every
+/// later dimension is 1, else the node is refused.
+fn softmax(ctx: &NodeCtx, g: &Graph, log: bool) -> Result<Lowered, ImportError> {
+    let x = ctx.input(0)?;
+    let old = ctx.opset < 13;
+    let axis = ctx.attrs().int("axis", if old { 1 } else { -1 })?;
+    if old && let Some(f) = g.fact(x) {
+        let r = f.rank() as i64;
+        let a = if axis < 0 { axis + r } else { axis };
+        if a >= 0 && a < r && f.shape[a as usize + 1..].iter().any(|&d| d != 1) {
+            return Err(ctx.err(format!(
+                "opset {} flattens the input {f} from axis {axis} into one softmax; only a softmax along one axis \
+                 (the last, or one followed by size-1 dimensions) is supported: export the model at opset 13 or later",
+                ctx.opset
+            )));
+        }
+    }
+    Ok(Lowered::Op(Op::Softmax(Softmax { axis, log }), vec![x]))
+}
+
 /// Lowers one node of the default ONNX domain; `None` for an unknown op type.
 pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportError> {
     let a = ctx.attrs();
@@ -442,10 +473,42 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             },
         )?,
         "HardSwish" => unary(ctx, UnaryOp::HardSwish)?,
+        "LeakyRelu" => unary(
+            ctx,
+            UnaryOp::LeakyRelu {
+                alpha: a.float("alpha", 0.01)?,
+            },
+        )?,
+        "Elu" => unary(
+            ctx,
+            UnaryOp::Elu {
+                alpha: a.float("alpha", 1.0)?,
+            },
+        )?,
+        "Selu" => unary(
+            ctx,
+            UnaryOp::Selu {
+                alpha: a.float("alpha", 1.673_263_2)?,
+                gamma: a.float("gamma", 1.050_701)?,
+            },
+        )?,
+        "Softplus" => unary(ctx, UnaryOp::Softplus)?,
+        "Softsign" => unary(ctx, UnaryOp::Softsign)?,
+        "Exp" => unary(ctx, UnaryOp::Exp)?,
+        "Sqrt" => unary(ctx, UnaryOp::Sqrt)?,
+        "Neg" => unary(ctx, UnaryOp::Neg)?,
+        "Abs" => unary(ctx, UnaryOp::Abs)?,
         "Add" => binary(ctx, BinaryOp::Add)?,
         "Sub" => binary(ctx, BinaryOp::Sub)?,
         "Mul" => binary(ctx, BinaryOp::Mul)?,
         "Div" => binary(ctx, BinaryOp::Div)?,
+        "Pow" => binary(ctx, BinaryOp::Pow)?,
+        "PRelu" => binary(ctx, BinaryOp::PRelu)?,
+        "Max" => variadic(ctx, BinaryOp::Max)?,
+        "Min" => variadic(ctx, BinaryOp::Min)?,
+        "Sum" => variadic(ctx, BinaryOp::Add)?,
+        "Softmax" => softmax(ctx, g, false)?,
+        "LogSoftmax" => softmax(ctx, g, true)?,
         "Concat" => Lowered::Op(
             Op::Concat(Concat {
                 axis: a.int("axis", 0)?,

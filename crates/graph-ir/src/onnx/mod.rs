@@ -15,6 +15,72 @@ mod import_ops;
 mod tensor_proto;
 
 pub use export::{EXPORT_OPSET, export_bytes, export_file};
+
+/// ONNX operators (default domain) that import as IR nodes.
+pub const SUPPORTED_OPS: &[&str] = &[
+    "Abs",
+    "Add",
+    "AveragePool",
+    "BatchNormalization",
+    "Clip",
+    "Concat",
+    "Conv",
+    "Div",
+    "Dropout",
+    "Elu",
+    "Exp",
+    "Flatten",
+    "Gemm",
+    "GlobalAveragePool",
+    "HardSigmoid",
+    "HardSwish",
+    "Identity",
+    "LeakyRelu",
+    "LogSoftmax",
+    "MatMul",
+    "Max",
+    "MaxPool",
+    "Min",
+    "Mul",
+    "Neg",
+    "PRelu",
+    "Pad",
+    "Pow",
+    "ReduceMean",
+    "Relu",
+    "Reshape",
+    "Selu",
+    "Sigmoid",
+    "Slice",
+    "Softmax",
+    "Softplus",
+    "Softsign",
+    "Split",
+    "Sqrt",
+    "Sub",
+    "Sum",
+    "Tanh",
+    "Transpose",
+];
+
+/// ONNX operators that import only where every input is a constant (shape
+/// computations): they are evaluated at import time.
+pub const FOLDED_OPS: &[&str] = &[
+    "Cast",
+    "Concat",
+    "Constant",
+    "ConstantOfShape",
+    "Gather",
+    "Reshape",
+    "Shape",
+    "Slice",
+    "Squeeze",
+    "Unsqueeze",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+];
 pub use import::{ImportOptions, InputShape, import_bytes, import_file};
 
 use crate::error::GraphError;
@@ -93,4 +159,47 @@ pub enum ExportError {
     Graph(#[from] GraphError),
     #[error("protobuf encoding failed: {reason}")]
     Encode { reason: String },
+}
+
+#[cfg(test)]
+mod op_list_tests {
+    use super::*;
+
+    /// The quoted names at the start of match arms in `source` between
+    /// `from` and the next line equal to `    };`.
+    fn arms(source: &str, from: &str) -> Vec<String> {
+        let start = source.find(from).expect("marker");
+        let mut out = Vec::new();
+        for line in source[start..].lines().skip(1) {
+            let t = line.trim_start();
+            if line.starts_with("    };") {
+                break;
+            }
+            if t.starts_with('"') && t.contains("=>") {
+                let head = t.split("=>").next().unwrap_or_default();
+                out.extend(head.split('|').map(|n| n.trim().trim_matches('"').to_string()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn supported_ops_list_every_lowered_op_type_and_nothing_else() {
+        let mut lowered = arms(
+            include_str!("import_ops.rs"),
+            "let lowered = match ctx.proto.op_type.as_str() {",
+        );
+        lowered.sort();
+        let mut listed: Vec<String> = SUPPORTED_OPS.iter().map(|s| s.to_string()).collect();
+        listed.sort();
+        assert_eq!(lowered, listed);
+    }
+
+    #[test]
+    fn folded_ops_list_every_foldable_op_type() {
+        let source = include_str!("fold.rs");
+        for op in FOLDED_OPS {
+            assert!(source.contains(&format!("\"{op}\"")), "{op} is not in fold.rs");
+        }
+    }
 }

@@ -9,6 +9,12 @@ pub enum BinaryOp {
     Sub,
     Mul,
     Div,
+    Pow,
+    Max,
+    Min,
+    /// `x` if positive, else `slope * x`; the slope (input 1) broadcasts
+    /// to `x`.
+    PRelu,
 }
 
 impl BinaryOp {
@@ -18,6 +24,10 @@ impl BinaryOp {
             BinaryOp::Sub => "Sub",
             BinaryOp::Mul => "Mul",
             BinaryOp::Div => "Div",
+            BinaryOp::Pow => "Pow",
+            BinaryOp::Max => "Max",
+            BinaryOp::Min => "Min",
+            BinaryOp::PRelu => "PRelu",
         }
     }
 }
@@ -52,7 +62,11 @@ impl OpSpec for Binary {
         if a.dtype != b.dtype {
             return Err(format!("input types differ: {a} and {b}"));
         }
-        Ok(vec![Fact::new(a.dtype, broadcast(&a.shape, &b.shape)?)])
+        let shape = broadcast(&a.shape, &b.shape)?;
+        if self.op == BinaryOp::PRelu && shape != a.shape {
+            return Err(format!("the slope {b} does not broadcast to the input {a}"));
+        }
+        Ok(vec![Fact::new(a.dtype, shape)])
     }
 
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {

@@ -16,6 +16,7 @@ mod pad;
 mod pool;
 mod reduce;
 pub(crate) mod slice;
+mod softmax;
 mod split;
 mod unary;
 
@@ -29,6 +30,7 @@ pub use pad::{Pad, PadMode};
 pub use pool::{GlobalAveragePool, Pool, PoolKind};
 pub use reduce::ReduceMean;
 pub use slice::Slice;
+pub use softmax::Softmax;
 pub use split::Split;
 pub use unary::{Unary, UnaryOp};
 
@@ -68,6 +70,7 @@ pub enum Op {
     Gemm(Gemm),
     MatMul(MatMul),
     Pad(Pad),
+    Softmax(Softmax),
 }
 
 /// Shape inference and cost of one operator kind.
@@ -103,6 +106,7 @@ impl Op {
             Op::Gemm(_) => "Gemm",
             Op::MatMul(_) => "MatMul",
             Op::Pad(_) => "Pad",
+            Op::Softmax(s) => s.onnx_name(),
         }
     }
 
@@ -125,6 +129,7 @@ impl Op {
             Op::Gemm(o) => o,
             Op::MatMul(o) => o,
             Op::Pad(o) => o,
+            Op::Softmax(o) => o,
         })
     }
 

@@ -21,6 +21,27 @@ pub enum UnaryOp {
     /// `x * HardSigmoid(x)` with alpha 1/6, beta 0.5.
     HardSwish,
     Tanh,
+    /// `x` if positive, else `alpha * x`.
+    LeakyRelu {
+        alpha: f32,
+    },
+    /// `x` if positive, else `alpha * (exp(x) - 1)`.
+    Elu {
+        alpha: f32,
+    },
+    /// `gamma * Elu(x, alpha)`.
+    Selu {
+        alpha: f32,
+        gamma: f32,
+    },
+    /// `ln(1 + exp(x))`.
+    Softplus,
+    /// `x / (1 + |x|)`.
+    Softsign,
+    Exp,
+    Sqrt,
+    Neg,
+    Abs,
 }
 
 impl UnaryOp {
@@ -32,13 +53,27 @@ impl UnaryOp {
             UnaryOp::HardSigmoid { .. } => "HardSigmoid",
             UnaryOp::HardSwish => "HardSwish",
             UnaryOp::Tanh => "Tanh",
+            UnaryOp::LeakyRelu { .. } => "LeakyRelu",
+            UnaryOp::Elu { .. } => "Elu",
+            UnaryOp::Selu { .. } => "Selu",
+            UnaryOp::Softplus => "Softplus",
+            UnaryOp::Softsign => "Softsign",
+            UnaryOp::Exp => "Exp",
+            UnaryOp::Sqrt => "Sqrt",
+            UnaryOp::Neg => "Neg",
+            UnaryOp::Abs => "Abs",
         }
     }
 
     /// Floating-point operations per element.
     fn flops_per_element(&self) -> u64 {
         match self {
-            UnaryOp::Relu => 1,
+            UnaryOp::Relu | UnaryOp::Neg | UnaryOp::Abs => 1,
+            UnaryOp::LeakyRelu { .. } => 2,
+            UnaryOp::Softsign => 3,
+            UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Softplus => 4,
+            UnaryOp::Elu { .. } => 5,
+            UnaryOp::Selu { .. } => 6,
             UnaryOp::Clip { .. } => 2,
             UnaryOp::Sigmoid | UnaryOp::Tanh => 4,
             UnaryOp::HardSigmoid { .. } => 4,

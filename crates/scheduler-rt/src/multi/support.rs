@@ -52,36 +52,24 @@ impl OpSupport {
     }
 }
 
-/// Operator names a support list may use: the ONNX types the IR imports plus
-/// `DepthwiseConv`.
-pub const KNOWN_OPS: &[&str] = &[
-    "Conv",
-    "DepthwiseConv",
-    "BatchNormalization",
-    "Relu",
-    "Clip",
-    "Sigmoid",
-    "HardSigmoid",
-    "HardSwish",
-    "Tanh",
-    "Add",
-    "Mul",
-    "Sub",
-    "Div",
-    "Concat",
-    "Split",
-    "Slice",
-    "Reshape",
-    "Flatten",
-    "Transpose",
-    "MaxPool",
-    "AveragePool",
-    "GlobalAveragePool",
-    "ReduceMean",
-    "Gemm",
-    "MatMul",
-    "Pad",
-];
+/// Whether a support list may name `op`: an ONNX type the IR imports as a
+/// node ([`graph_ir::onnx::SUPPORTED_OPS`], where `Sum` becomes `Add` and
+/// `Identity`/`Dropout` disappear) or `DepthwiseConv`.
+pub fn known_op(op: &str) -> bool {
+    op == "DepthwiseConv"
+        || (graph_ir::onnx::SUPPORTED_OPS.contains(&op) && !["Sum", "Identity", "Dropout"].contains(&op))
+}
+
+/// The names [`known_op`] accepts, for messages.
+pub fn known_ops() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = graph_ir::onnx::SUPPORTED_OPS
+        .iter()
+        .copied()
+        .filter(|o| known_op(o))
+        .collect();
+    v.push("DepthwiseConv");
+    v
+}
 
 /// The name support lists use for node `id`.
 pub fn op_key(g: &Graph, id: NodeId) -> &'static str {

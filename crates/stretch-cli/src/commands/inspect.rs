@@ -25,6 +25,7 @@ use std::io::Write;
 ///  total: {macs, flops, params, activation_bytes}}.
 /// Fields are only ever added within a schema version.
 #[derive(clap::Args, Debug)]
+#[command(after_long_help = supported_ops_help())]
 pub struct Args {
     #[command(flatten)]
     pub model: ModelArgs,
@@ -32,6 +33,17 @@ pub struct Args {
     /// Print the stable JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The operators every command accepts, for `--help`.
+pub fn supported_ops_help() -> String {
+    format!(
+        "Supported ONNX operators (default domain): {}.\n\
+         Evaluated at import time where all their inputs are constants (shape computations): {}.\n\
+         Convolution and pooling are 2-D; anything else is refused with the node named.",
+        graph_ir::onnx::SUPPORTED_OPS.join(", "),
+        graph_ir::onnx::FOLDED_OPS.join(", ")
+    )
 }
 
 #[derive(Serialize)]
