@@ -322,3 +322,26 @@ fn malformed_operands_are_errors_naming_the_node() {
         assert!(msg.contains(problem), "{node}: {msg}");
     }
 }
+
+/// Squeeze and Unsqueeze of a computed value become a Reshape to the shape
+/// they give; squeezing an axis whose size is not 1 names the node and axis.
+#[test]
+fn squeeze_and_unsqueeze_of_a_computed_value() {
+    let ok = model_of(
+        vec![
+            onnx_node("Unsqueeze", &["x", "u"], "t", vec![]),
+            onnx_node("Squeeze", &["t", "s"], "y", vec![]),
+        ],
+        vec![ints("u", &[2], &[0, -1]), ints("s", &[1], &[0])],
+    );
+    let g = import_bytes(ok, "model.onnx", &ImportOptions::default()).unwrap();
+    let (_, y) = &g.outputs()[0];
+    assert_eq!(g.fact(*y).unwrap().shape, [1, 3, 8, 8, 1]);
+    assert!(g.node_ids().iter().all(|id| !matches!(g.node(*id).op, Op::Unary(_))));
+    let bad = model_of(
+        vec![onnx_node("Squeeze", &["x", "s"], "y", vec![])],
+        vec![ints("s", &[1], &[1])],
+    );
+    let e = one_line(&import_err(bad));
+    assert!(e.contains("squeeze") && e.contains("cannot squeeze axis 1"), "{e}");
+}

@@ -420,6 +420,63 @@ fn binary(ctx: &NodeCtx, op: BinaryOp) -> Result<Lowered, ImportError> {
     Ok(Lowered::Op(Op::Binary(Binary { op }), ctx.data_inputs(2)?))
 }
 
+/// Squeeze or Unsqueeze of a computed value: a Reshape to the shape it
+/// gives (axes from the attribute before opset 13, from a constant input
+/// after).
+fn squeeze(ctx: &NodeCtx, g: &Graph, unsqueeze: bool) -> Result<Lowered, ImportError> {
+    let x = ctx.input(0)?;
+    let f = g.fact(x).ok_or_else(|| ctx.err("input has no shape"))?;
+    let axes = if ctx.opset < 13 {
+        ctx.attrs().ints("axes")?
+    } else {
+        ctx.const_ints(g, 1)?
+    };
+    let rank = f.rank() as i64;
+    let out_rank = if unsqueeze {
+        rank + axes.as_ref().map_or(0, |a| a.len() as i64)
+    } else {
+        rank
+    };
+    let resolve = |a: i64| {
+        let r = if a < 0 { a + out_rank } else { a };
+        (0..out_rank)
+            .contains(&r)
+            .then_some(r as usize)
+            .ok_or_else(|| ctx.err(format!("axis {a} is out of range for {f}")))
+    };
+    let axes: Vec<usize> = axes
+        .unwrap_or_default()
+        .into_iter()
+        .map(resolve)
+        .collect::<Result<_, _>>()?;
+    let shape: Vec<usize> = if unsqueeze {
+        if axes.is_empty() {
+            return Err(ctx.err("Unsqueeze needs axes"));
+        }
+        let mut dims = f.shape.iter().copied();
+        (0..out_rank as usize)
+            .map(|i| if axes.contains(&i) { 1 } else { dims.next().unwrap_or(1) })
+            .collect()
+    } else {
+        if let Some(&a) = axes.iter().find(|&&a| f.shape[a] != 1) {
+            return Err(ctx.err(format!("cannot squeeze axis {a} of {f}: its size is not 1")));
+        }
+        f.shape
+            .iter()
+            .enumerate()
+            .filter(|&(i, &d)| !(if axes.is_empty() { d == 1 } else { axes.contains(&i) }))
+            .map(|(_, &d)| d)
+            .collect()
+    };
+    Ok(Lowered::Op(
+        Op::Reshape(Reshape {
+            shape: shape.iter().map(|&d| d as i64).collect(),
+            allowzero: false,
+        }),
+        vec![x],
+    ))
+}
+
 /// Max, Min or Sum of one or two inputs (more are refused).
 fn variadic(ctx: &NodeCtx, op: BinaryOp) -> Result<Lowered, ImportError> {
     let n = ctx.inputs.iter().flatten().count();
@@ -518,6 +575,8 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
         "Split" => split(ctx, g)?,
         "Slice" => slice(ctx, g)?,
         "Reshape" => reshape(ctx, g)?,
+        "Squeeze" => squeeze(ctx, g, false)?,
+        "Unsqueeze" => squeeze(ctx, g, true)?,
         "Flatten" => Lowered::Op(
             Op::Flatten(Flatten {
                 axis: a.int("axis", 1)?,

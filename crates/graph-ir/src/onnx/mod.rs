@@ -57,10 +57,12 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Softsign",
     "Split",
     "Sqrt",
+    "Squeeze",
     "Sub",
     "Sum",
     "Tanh",
     "Transpose",
+    "Unsqueeze",
 ];
 
 /// ONNX operators that import only where every input is a constant (shape
