@@ -198,6 +198,13 @@ pub fn build_branch_at(
                         "fully connected layers inside a stage are not scaled".into(),
                     ));
                 }
+                Op::InstanceNorm(_) => {
+                    return Err(unsupported(
+                        &node.name,
+                        node.op.name(),
+                        "instance normalisation inside a stage is not scaled".into(),
+                    ));
+                }
                 Op::Binary(_)
                     if node.inputs.len() == 2
                         && node.inputs.iter().all(|o| g.const_tensor(*o).is_none())

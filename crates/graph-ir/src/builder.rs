@@ -111,6 +111,15 @@ impl Builder {
         Ok(self.graph.add_node(name, Op::Binary(Binary { op }), &[a, b])?.out(0))
     }
 
+    /// InstanceNormalization with a scale and a bias per channel.
+    pub fn instance_norm(&mut self, name: &str, x: Outlet) -> Result<Outlet, GraphError> {
+        let c = self.channels(x)?;
+        let scale = self.weight(format!("{name}.scale"), vec![c])?;
+        let bias = self.weight(format!("{name}.bias"), vec![c])?;
+        let op = Op::InstanceNorm(InstanceNorm { epsilon: 1e-5 });
+        Ok(self.graph.add_node(name, op, &[x, scale, bias])?.out(0))
+    }
+
     /// A weight without data (filled by `--random-weights` or training).
     pub fn param(&mut self, name: &str, shape: &[usize]) -> Result<Outlet, GraphError> {
         self.weight(name.to_string(), shape.to_vec())

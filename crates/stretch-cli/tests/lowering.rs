@@ -15,7 +15,8 @@ fn path(p: &std::path::Path) -> String {
 }
 
 /// Every element-wise activation, binary op and softmax the IR knows
-/// beyond ReLU, Add and Mul, between a convolution and a classifier; the
+/// beyond ReLU, Add and Mul, and InstanceNormalization, between a
+/// convolution and a classifier; the
 /// values stay finite (Sqrt of an Abs, Pow of a positive base, Exp of a
 /// non-positive value).
 fn activations_model() -> graph_ir::Graph {
@@ -48,6 +49,7 @@ fn activations_model() -> graph_ir::Graph {
     for (k, o) in terms.into_iter().enumerate() {
         t = b.add(&format!("sum{k}"), t, o).unwrap();
     }
+    let t = b.instance_norm("inorm", t).unwrap();
     let sm = b.softmax("softmax", t, 1, false).unwrap();
     let lsm = b.softmax("log_softmax", t, -1, true).unwrap();
     let both = b.add("both", sm, lsm).unwrap();

@@ -105,6 +105,16 @@ impl Program {
                         BinaryOp::PRelu => activation::relu(a.clone()) - activation::relu(a.neg()) * b,
                     }]
                 }
+                Kernel::InstanceNorm { epsilon, scale, shift } => {
+                    let x = read(0, &slots);
+                    let c = x.dims()[1];
+                    let mean = x.clone().mean_dim(3).mean_dim(2);
+                    let centered = x - mean;
+                    let var = (centered.clone() * centered.clone()).mean_dim(3).mean_dim(2);
+                    let g = params[*scale].clone().reshape([1, c, 1, 1]);
+                    let b = params[*shift].clone().reshape([1, c, 1, 1]);
+                    vec![centered / var.add_scalar(*epsilon).sqrt() * g + b]
+                }
                 Kernel::Softmax { axis, log: false } => vec![activation::softmax(read(0, &slots), *axis)],
                 Kernel::Softmax { axis, log: true } => vec![activation::log_softmax(read(0, &slots), *axis)],
                 Kernel::Concat(axis) => {

@@ -9,19 +9,27 @@ use graph_ir::rng::SplitMix64;
 use crate::error::TrainError;
 use crate::lower::{Program, Role, elementwise_parameter};
 
+/// A fresh PRelu slope (PyTorch's default).
+const PRELU_SLOPE: f32 = 0.25;
+
 /// Re-draws every parameter of `graph` as a freshly initialised network:
 /// conv and linear weights He-uniform (±sqrt(6/fan_in)), their biases 0,
-/// BatchNorm scale 1, shift 0, running mean 0 and variance 1, elementwise
-/// biases (Add, Sub) 0 and scales (Mul) 1. Constants that are not parameters
-/// are kept. Deterministic in `seed` and parameter names.
+/// BatchNorm and InstanceNormalization scale 1, shift 0, running mean 0 and
+/// variance 1, elementwise biases (Add, Sub) 0 and scales (Mul) 1, PRelu
+/// slopes 0.25. Constants that are not parameters are kept. Deterministic
+/// in `seed` and parameter names.
 pub fn reinitialise(graph: &mut Graph, program: &Program, seed: u64) -> Result<(), TrainError> {
     let mut ones = HashSet::new();
     let mut zeros = HashSet::new();
+    let mut slopes = HashSet::new();
     for id in graph.node_ids() {
         let node = graph.node(id);
         match &node.op {
-            Op::BatchNorm(_) => {
+            Op::BatchNorm(_) | Op::InstanceNorm(_) => {
                 ones.insert(node.inputs[1].node);
+            }
+            Op::Binary(b) if b.op == BinaryOp::PRelu => {
+                slopes.insert(node.inputs[1].node);
             }
             Op::Binary(b) => {
                 for (slot, o) in node.inputs.iter().enumerate() {
@@ -44,6 +52,7 @@ pub fn reinitialise(graph: &mut Graph, program: &Program, seed: u64) -> Result<(
             Role::RunningMean => vec![0.0; n],
             Role::RunningVar => vec![1.0; n],
             Role::Learnable if ones.contains(&spec.node) => vec![1.0; n],
+            Role::Learnable if slopes.contains(&spec.node) => vec![PRELU_SLOPE; n],
             Role::Learnable if zeros.contains(&spec.node) || spec.shape.len() < 2 => vec![0.0; n],
             Role::Learnable => {
                 let fan_in = fan_in(graph, spec.node, &spec.shape);

@@ -69,6 +69,11 @@ pub(crate) enum Kernel {
         axis: usize,
         log: bool,
     },
+    InstanceNorm {
+        epsilon: f64,
+        scale: usize,
+        shift: usize,
+    },
     Concat(usize),
     Split {
         axis: usize,
@@ -254,7 +259,7 @@ fn param_roles(graph: &Graph) -> HashMap<NodeId, Role> {
                 (Op::Conv(_), 1 | 2) | (Op::Gemm(_), 1 | 2) | (Op::MatMul(_), _) => Role::Learnable,
                 (Op::Binary(_), _) if elementwise_parameter(graph, id, slot) => Role::Learnable,
                 (Op::Binary(b), 1) if b.op == BinaryOp::PRelu => Role::Learnable,
-                (Op::BatchNorm(_), 1 | 2) => Role::Learnable,
+                (Op::BatchNorm(_) | Op::InstanceNorm(_), 1 | 2) => Role::Learnable,
                 (Op::BatchNorm(_), 3) => Role::RunningMean,
                 (Op::BatchNorm(_), 4) => Role::RunningVar,
                 _ => Role::Fixed,
@@ -381,6 +386,18 @@ impl Lowering<'_> {
             }
             Op::Unary(u) => Kernel::Unary(u.op),
             Op::Binary(b) => Kernel::Binary(b.op),
+            Op::InstanceNorm(n) => {
+                let r = self.rank(node.inputs[0]);
+                if !(3..=4).contains(&r) {
+                    return Err(self.unsupported(id, format!("input of rank {r}")));
+                }
+                inputs.push(self.operand(id, node.inputs[0])?);
+                Kernel::InstanceNorm {
+                    epsilon: n.epsilon as f64,
+                    scale: self.param(id, node.inputs[1], "the scale")?,
+                    shift: self.param(id, node.inputs[2], "the bias")?,
+                }
+            }
             Op::Softmax(sm) => {
                 let a = axis(sm.axis, node.outputs[0].rank());
                 if a == 0 && batched {

@@ -278,6 +278,7 @@ impl<'g> Writer<'g> {
             Op::Binary(_) | Op::GlobalAveragePool(_) | Op::MatMul(_) => {}
             Op::Concat(c) => a.push(int("axis", c.axis)),
             Op::Softmax(sm) => a.push(int("axis", sm.axis)),
+            Op::InstanceNorm(n) => a.push(float("epsilon", n.epsilon)),
             Op::Split(s) => {
                 a.push(int("axis", s.axis));
                 let sizes: Vec<i64> = usizes(&s.sizes);

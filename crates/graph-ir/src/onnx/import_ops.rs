@@ -564,6 +564,12 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
         "Max" => variadic(ctx, BinaryOp::Max)?,
         "Min" => variadic(ctx, BinaryOp::Min)?,
         "Sum" => variadic(ctx, BinaryOp::Add)?,
+        "InstanceNormalization" => Lowered::Op(
+            Op::InstanceNorm(InstanceNorm {
+                epsilon: a.float("epsilon", 1e-5)?,
+            }),
+            ctx.data_inputs(3)?,
+        ),
         "Softmax" => softmax(ctx, g, false)?,
         "LogSoftmax" => softmax(ctx, g, true)?,
         "Concat" => Lowered::Op(

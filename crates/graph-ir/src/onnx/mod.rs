@@ -35,6 +35,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "InstanceNormalization",
     "LeakyRelu",
     "LogSoftmax",
     "MatMul",

@@ -11,6 +11,7 @@ pub(crate) mod binary;
 mod concat;
 mod conv;
 mod gemm;
+mod instance_norm;
 pub(crate) mod layout;
 mod pad;
 mod pool;
@@ -25,6 +26,7 @@ pub use binary::{Binary, BinaryOp};
 pub use concat::Concat;
 pub use conv::Conv;
 pub use gemm::{Gemm, MatMul};
+pub use instance_norm::InstanceNorm;
 pub use layout::{Flatten, Reshape, Transpose};
 pub use pad::{Pad, PadMode};
 pub use pool::{GlobalAveragePool, Pool, PoolKind};
@@ -71,6 +73,7 @@ pub enum Op {
     MatMul(MatMul),
     Pad(Pad),
     Softmax(Softmax),
+    InstanceNorm(InstanceNorm),
 }
 
 /// Shape inference and cost of one operator kind.
@@ -107,6 +110,7 @@ impl Op {
             Op::MatMul(_) => "MatMul",
             Op::Pad(_) => "Pad",
             Op::Softmax(s) => s.onnx_name(),
+            Op::InstanceNorm(_) => "InstanceNormalization",
         }
     }
 
@@ -130,6 +134,7 @@ impl Op {
             Op::MatMul(o) => o,
             Op::Pad(o) => o,
             Op::Softmax(o) => o,
+            Op::InstanceNorm(o) => o,
         })
     }
 
