@@ -345,3 +345,35 @@ fn squeeze_and_unsqueeze_of_a_computed_value() {
     let e = one_line(&import_err(bad));
     assert!(e.contains("squeeze") && e.contains("cannot squeeze axis 1"), "{e}");
 }
+
+/// A real model's weight built at import time folds: VGG-19's 25088x4096
+/// fully connected weight from a `ConstantOfShape` (102,760,448 elements,
+/// 392 MiB), as in the ONNX package's `light_vgg19.onnx`; ten times more
+/// is refused before anything is allocated.
+#[test]
+fn a_vgg_sized_weight_folds_and_a_larger_one_is_refused() {
+    let mut value = AttributeProto::new();
+    value.name = "value".into();
+    value.type_ = AttributeType::TENSOR.into();
+    let mut half = TensorProto::new();
+    half.name = "v".into();
+    half.data_type = 1;
+    half.dims = vec![1];
+    half.float_data = vec![0.5];
+    value.t = Some(half).into();
+    let model = |rows: i64| {
+        let fill = onnx_node("ConstantOfShape", &["s"], "w", vec![value.clone()]);
+        let flat = onnx_node("Flatten", &["x"], "f", vec![int_attr("axis", 1)]);
+        let pad = onnx_node("Pad", &["f", "p"], "g", vec![]);
+        let matmul = onnx_node("MatMul", &["g", "w"], "y", vec![]);
+        model_of(
+            vec![fill, flat, pad, matmul],
+            vec![ints("s", &[2], &[rows, 4096]), ints("p", &[4], &[0, 0, 0, rows - 192])],
+        )
+    };
+    let g = import_bytes(model(25088), "model.onnx", &ImportOptions::default()).unwrap();
+    let (_, y) = &g.outputs()[0];
+    assert_eq!(g.fact(*y).unwrap().shape, [1, 4096]);
+    let e = one_line(&import_err(model(250880)));
+    assert!(e.contains("ConstantOfShape") && e.contains("too large to fold"), "{e}");
+}

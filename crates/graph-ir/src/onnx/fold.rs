@@ -11,8 +11,15 @@ use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis, slice:
 use crate::tensor::{DType, Fact, Tensor};
 use bytes::Bytes;
 
-/// The largest constant folding may create.
-const MAX_FOLDED_ELEMENTS: usize = 1 << 26;
+/// The most memory one folded result may take while it is computed (its
+/// values are widened to 8 bytes each): 1 GiB, 134,217,728 elements. A
+/// real weight built at import time fits (VGG-19's 25088x4096 fully
+/// connected weight from a `ConstantOfShape`: 102,760,448 elements); a
+/// hostile file asking for more is refused before anything is allocated.
+const MAX_FOLDED_BYTES: usize = 1 << 30;
+
+/// [`MAX_FOLDED_BYTES`] in elements.
+const MAX_FOLDED_ELEMENTS: usize = MAX_FOLDED_BYTES / 8;
 
 #[derive(Clone, Debug)]
 enum Data {
@@ -105,7 +112,8 @@ fn folded_len(ctx: &NodeCtx, shape: &[usize]) -> Result<usize, ImportError> {
         .filter(|&n| n <= MAX_FOLDED_ELEMENTS)
         .ok_or_else(|| {
             ctx.err(format!(
-                "the constant result has more than {MAX_FOLDED_ELEMENTS} elements; too large to fold"
+                "the constant result has more than {MAX_FOLDED_ELEMENTS} elements ({} GiB while folding); too large to fold",
+                MAX_FOLDED_BYTES >> 30
             ))
         })
 }
@@ -194,18 +202,17 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         "ConstantOfShape" => {
             let shape: Vec<usize> = arg(0)?.ints().iter().map(|&d| d.max(0) as usize).collect();
             let fill = match a.tensor("value")? {
-                Some(t) => Val::from_tensor(&tensor_from_proto(t)?).ok_or_else(|| a.err("value", "has no data"))?,
-                None => Val::from_tensor(&Tensor::from_f32([1], &[0.0])).expect("has data"),
+                Some(t) => tensor_from_proto(t)?,
+                None => Tensor::from_f32([1], &[0.0]),
             };
-            if fill.shape.iter().product::<usize>() != 1 {
-                return Err(a.err("value", "must hold exactly one element"));
-            }
+            let Some(one) = fill.raw().filter(|_| fill.volume() == 1) else {
+                return Err(a.err("value", "must hold exactly one element with data"));
+            };
             let n = folded_len(ctx, &shape)?;
-            Val {
-                dtype: fill.dtype,
-                data: fill.gather_flat(&vec![0; n]),
-                shape,
-            }
+            let bytes = Bytes::from(one.repeat(n));
+            let t = Tensor::from_bytes(Fact::new(fill.dtype(), shape), bytes)
+                .map_err(|e| ctx.err(format!("cannot build the constant: {e:?}")))?;
+            return Ok(Some(vec![t]));
         }
         "Concat" => {
             let parts: Vec<&Val> = (0..vals.len()).map(arg).collect::<Result<_, _>>()?;
