@@ -120,6 +120,11 @@ impl Builder {
         Ok(self.graph.add_node(name, op, &[x, scale, bias])?.out(0))
     }
 
+    /// A node of any operator on `inputs`; its first output.
+    pub fn node(&mut self, name: &str, op: Op, inputs: &[Outlet]) -> Result<Outlet, GraphError> {
+        Ok(self.graph.add_node(name, op, inputs)?.out(0))
+    }
+
     /// A weight without data (filled by `--random-weights` or training).
     pub fn param(&mut self, name: &str, shape: &[usize]) -> Result<Outlet, GraphError> {
         self.weight(name.to_string(), shape.to_vec())

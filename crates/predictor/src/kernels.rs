@@ -78,7 +78,7 @@ impl OpClass {
                     OpClass::Conv
                 }
             }
-            Op::BatchNorm(_) | Op::InstanceNorm(_) => OpClass::Bn,
+            Op::BatchNorm(_) | Op::InstanceNorm(_) | Op::Lrn(_) => OpClass::Bn,
             Op::Unary(_) | Op::Softmax(_) => OpClass::Act,
             Op::Binary(b) => {
                 let consts = node.inputs.iter().filter(|o| g.const_tensor(**o).is_some()).count();

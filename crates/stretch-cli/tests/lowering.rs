@@ -15,7 +15,8 @@ fn path(p: &std::path::Path) -> String {
 }
 
 /// Every element-wise activation, binary op and softmax the IR knows
-/// beyond ReLU, Add and Mul, and InstanceNormalization, between a
+/// beyond ReLU, Add and Mul, InstanceNormalization and LRN (windows of 5
+/// and 3: onnxruntime takes odd sizes only), between a
 /// convolution and a classifier; the
 /// values stay finite (Sqrt of an Abs, Pow of a positive base, Exp of a
 /// non-positive value).
@@ -50,6 +51,16 @@ fn activations_model() -> graph_ir::Graph {
         t = b.add(&format!("sum{k}"), t, o).unwrap();
     }
     let t = b.instance_norm("inorm", t).unwrap();
+    let lrn = |size| {
+        graph_ir::Op::Lrn(graph_ir::ops::Lrn {
+            size,
+            alpha: 0.5,
+            beta: 0.75,
+            bias: 1.5,
+        })
+    };
+    let t = b.node("lrn5", lrn(5), &[t]).unwrap();
+    let t = b.node("lrn3", lrn(3), &[t]).unwrap();
     let sm = b.softmax("softmax", t, 1, false).unwrap();
     let lsm = b.softmax("log_softmax", t, -1, true).unwrap();
     let both = b.add("both", sm, lsm).unwrap();

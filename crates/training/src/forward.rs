@@ -115,6 +115,29 @@ impl Program {
                     let b = params[*shift].clone().reshape([1, c, 1, 1]);
                     vec![centered / var.add_scalar(*epsilon).sqrt() * g + b]
                 }
+                Kernel::Lrn(l) => {
+                    let x = read(0, &slots);
+                    let [n, c, h, w] = x.dims();
+                    let (before, after) = l.window();
+                    let sq = x.clone() * x.clone();
+                    let device = sq.device();
+                    let zeros = |k: usize| Tensor::<4>::zeros([n, k, h, w], &device);
+                    let mut parts = Vec::new();
+                    if before > 0 {
+                        parts.push(zeros(before));
+                    }
+                    parts.push(sq);
+                    if after > 0 {
+                        parts.push(zeros(after));
+                    }
+                    let padded = Tensor::cat(parts, 1);
+                    let sum = (0..l.size)
+                        .map(|k| padded.clone().narrow(1, k, c))
+                        .reduce(|a, b| a + b)
+                        .expect("size >= 1");
+                    let scale = (sum * (l.alpha as f64 / l.size as f64)).add_scalar(l.bias as f64);
+                    vec![x / scale.powf_scalar(l.beta as f64)]
+                }
                 Kernel::Softmax { axis, log: false } => vec![activation::softmax(read(0, &slots), *axis)],
                 Kernel::Softmax { axis, log: true } => vec![activation::log_softmax(read(0, &slots), *axis)],
                 Kernel::Concat(axis) => {

@@ -74,6 +74,7 @@ pub(crate) enum Kernel {
         scale: usize,
         shift: usize,
     },
+    Lrn(graph_ir::ops::Lrn),
     Concat(usize),
     Split {
         axis: usize,
@@ -398,6 +399,7 @@ impl Lowering<'_> {
                     shift: self.param(id, node.inputs[2], "the bias")?,
                 }
             }
+            Op::Lrn(l) => Kernel::Lrn(l.clone()),
             Op::Softmax(sm) => {
                 let a = axis(sm.axis, node.outputs[0].rank());
                 if a == 0 && batched {

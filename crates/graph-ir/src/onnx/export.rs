@@ -279,6 +279,12 @@ impl<'g> Writer<'g> {
             Op::Concat(c) => a.push(int("axis", c.axis)),
             Op::Softmax(sm) => a.push(int("axis", sm.axis)),
             Op::InstanceNorm(n) => a.push(float("epsilon", n.epsilon)),
+            Op::Lrn(l) => {
+                a.push(int("size", l.size as i64));
+                a.push(float("alpha", l.alpha));
+                a.push(float("beta", l.beta));
+                a.push(float("bias", l.bias));
+            }
             Op::Split(s) => {
                 a.push(int("axis", s.axis));
                 let sizes: Vec<i64> = usizes(&s.sizes);

@@ -570,6 +570,18 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             }),
             ctx.data_inputs(3)?,
         ),
+        "LRN" => Lowered::Op(
+            Op::Lrn(Lrn {
+                size: usize::try_from(a.int("size", 0)?)
+                    .ok()
+                    .filter(|s| *s > 0)
+                    .ok_or_else(|| a.err("size", "must be a positive integer"))?,
+                alpha: a.float("alpha", 1e-4)?,
+                beta: a.float("beta", 0.75)?,
+                bias: a.float("bias", 1.0)?,
+            }),
+            ctx.data_inputs(1)?,
+        ),
         "Softmax" => softmax(ctx, g, false)?,
         "LogSoftmax" => softmax(ctx, g, true)?,
         "Concat" => Lowered::Op(

@@ -36,6 +36,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "HardSwish",
     "Identity",
     "InstanceNormalization",
+    "LRN",
     "LeakyRelu",
     "LogSoftmax",
     "MatMul",

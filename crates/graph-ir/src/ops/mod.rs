@@ -13,6 +13,7 @@ mod conv;
 mod gemm;
 mod instance_norm;
 pub(crate) mod layout;
+mod lrn;
 mod pad;
 mod pool;
 mod reduce;
@@ -28,6 +29,7 @@ pub use conv::Conv;
 pub use gemm::{Gemm, MatMul};
 pub use instance_norm::InstanceNorm;
 pub use layout::{Flatten, Reshape, Transpose};
+pub use lrn::Lrn;
 pub use pad::{Pad, PadMode};
 pub use pool::{GlobalAveragePool, Pool, PoolKind};
 pub use reduce::ReduceMean;
@@ -74,6 +76,7 @@ pub enum Op {
     Pad(Pad),
     Softmax(Softmax),
     InstanceNorm(InstanceNorm),
+    Lrn(Lrn),
 }
 
 /// Shape inference and cost of one operator kind.
@@ -111,6 +114,7 @@ impl Op {
             Op::Pad(_) => "Pad",
             Op::Softmax(s) => s.onnx_name(),
             Op::InstanceNorm(_) => "InstanceNormalization",
+            Op::Lrn(_) => "LRN",
         }
     }
 
@@ -135,6 +139,7 @@ impl Op {
             Op::Pad(o) => o,
             Op::Softmax(o) => o,
             Op::InstanceNorm(o) => o,
+            Op::Lrn(o) => o,
         })
     }
 
