@@ -299,6 +299,7 @@ fn plan_stage(
     }
     let (depths, widths) = grid(stage.blocks.len(), width, settings);
     let mut bodies: Vec<(usize, usize, Graph)> = Vec::new();
+    let mut unbuilt = None;
     for &d in &depths {
         for &w in &widths {
             let spec = BranchSpec {
@@ -310,9 +311,20 @@ fn plan_stage(
             match build_branch_at(g, stage, &spec, in_width, 0, "") {
                 Ok(b) => bodies.push((d, w, b)),
                 Err(e @ BranchError::Unsupported { .. }) => return Ok(whole(e.to_string(), Counts::default())),
+                Err(BranchError::Graph(e)) => {
+                    unbuilt.get_or_insert(format!(
+                        "stage {}: a branch {d} blocks deep and {w} channels wide does not build: {e}",
+                        stage.index
+                    ));
+                }
                 Err(e) => return Err(e),
             }
         }
+    }
+    if bodies.is_empty()
+        && let Some(reason) = unbuilt
+    {
+        return Ok(whole(reason, Counts::default()));
     }
     let mut options: Vec<Vec<Option_>> = Vec::new();
     for p in processors {

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{python, reference, scratch, stretch};
+use common::{python, reference, repo, scratch, stretch, stretch_ok};
 use std::path::PathBuf;
 
 /// Cases that convert and match today; raise it when more do.
@@ -86,4 +86,39 @@ fn onnx_backend_test_cases_convert_and_match_or_are_refused_clearly() {
         "{} cases convert and match, fewer than the {MIN_CONVERTED} that did",
         converted.len()
     );
+}
+
+/// The package's nine `light` model-zoo networks import and report their
+/// costs, and ShuffleNet, whose channel-shuffle reshapes name the channel
+/// count, plans: widths that the reshapes cannot take are left out, a
+/// stage none of whose branches builds stays whole with the reason.
+#[test]
+fn light_model_zoo_networks_import_and_shufflenet_plans() {
+    let light = test_data().join("light");
+    let mut models: Vec<PathBuf> = std::fs::read_dir(&light)
+        .expect("read light models")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
+        .collect();
+    models.sort();
+    assert_eq!(models.len(), 9, "{}", light.display());
+    for m in &models {
+        let out = stretch_ok(&["inspect", m.to_str().unwrap(), "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(doc["total"]["macs"].as_u64().unwrap() > 100_000_000, "{}", m.display());
+    }
+    let shufflenet = light.join("light_shufflenet.onnx");
+    let host = repo().join("configs/devices/host.toml");
+    let written = scratch("light-plan").join("plan.json");
+    stretch_ok(&[
+        "plan",
+        shufflenet.to_str().unwrap(),
+        "--device",
+        host.to_str().unwrap(),
+        "-o",
+        written.to_str().unwrap(),
+    ]);
+    let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    assert_eq!(plan["stages"].as_array().unwrap().len(), 4, "{plan}");
 }
