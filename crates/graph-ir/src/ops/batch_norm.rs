@@ -37,9 +37,6 @@ impl OpSpec for BatchNorm {
     }
 
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {
-        Cost {
-            macs: 0,
-            flops: 2 * outputs[0].volume() as u64,
-        }
+        Cost::elementwise(2, &outputs[0])
     }
 }

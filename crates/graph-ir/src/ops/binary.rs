@@ -70,10 +70,7 @@ impl OpSpec for Binary {
     }
 
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {
-        Cost {
-            macs: 0,
-            flops: outputs[0].volume() as u64,
-        }
+        Cost::elementwise(1, &outputs[0])
     }
 }
 

@@ -1,6 +1,6 @@
 //! Instance normalisation (ONNX `InstanceNormalization`).
 
-use super::{Cost, OpSpec, expect_inputs};
+use super::{Cost, OpSpec, expect_float_channels, expect_inputs};
 use crate::tensor::Fact;
 
 /// Per sample and channel, `(x - mean) / sqrt(var + epsilon) * scale +
@@ -15,9 +15,7 @@ impl OpSpec for InstanceNorm {
     fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
         expect_inputs(inputs, 3, 3)?;
         let x = inputs[0];
-        if !x.dtype.is_float() || x.rank() < 3 {
-            return Err(format!("expects a float input [N, C, ...] of rank 3 or more, got {x}"));
-        }
+        expect_float_channels(x)?;
         for (what, f) in [("scale", inputs[1]), ("bias", inputs[2])] {
             if f.shape != [x.shape[1]] {
                 return Err(format!("{what} {f} must have one value per channel of {x}"));
@@ -28,10 +26,7 @@ impl OpSpec for InstanceNorm {
 
     /// Mean, variance, normalisation, scale and shift: 8 per element.
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {
-        Cost {
-            macs: 0,
-            flops: 8 * outputs[0].volume() as u64,
-        }
+        Cost::elementwise(8, &outputs[0])
     }
 }
 

@@ -1,6 +1,6 @@
 //! Local response normalisation across channels (ONNX `LRN`).
 
-use super::{Cost, OpSpec, expect_inputs};
+use super::{Cost, OpSpec, expect_float_channels, expect_inputs};
 use crate::tensor::Fact;
 
 /// `y = x / (bias + alpha / size * sum of x² over the `size` channels
@@ -26,9 +26,7 @@ impl OpSpec for Lrn {
     fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
         expect_inputs(inputs, 1, 1)?;
         let x = inputs[0];
-        if !x.dtype.is_float() || x.rank() < 3 {
-            return Err(format!("expects a float input [N, C, ...] of rank 3 or more, got {x}"));
-        }
+        expect_float_channels(x)?;
         if self.size == 0 {
             return Err("size must be at least 1".into());
         }
@@ -37,10 +35,7 @@ impl OpSpec for Lrn {
 
     /// A square, `size` additions, a power and a division per element.
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {
-        Cost {
-            macs: 0,
-            flops: (self.size as u64 + 6) * outputs[0].volume() as u64,
-        }
+        Cost::elementwise(self.size as u64 + 6, &outputs[0])
     }
 }
 

@@ -166,6 +166,24 @@ impl Op {
     }
 }
 
+impl Cost {
+    /// No MACs and `per_element` flops for every element of `out`.
+    pub(crate) fn elementwise(per_element: u64, out: &Fact) -> Cost {
+        Cost {
+            macs: 0,
+            flops: per_element.saturating_mul(out.volume() as u64),
+        }
+    }
+}
+
+/// Fails unless `x` is a float value `[N, C, ...]` of rank 3 or more.
+pub(crate) fn expect_float_channels(x: &Fact) -> Result<(), String> {
+    if !x.dtype.is_float() || x.rank() < 3 {
+        return Err(format!("expects a float input [N, C, ...] of rank 3 or more, got {x}"));
+    }
+    Ok(())
+}
+
 /// Fails unless the input count lies in `min..=max`.
 pub(crate) fn expect_inputs(inputs: &[&Fact], min: usize, max: usize) -> Result<(), String> {
     if inputs.len() < min || inputs.len() > max {

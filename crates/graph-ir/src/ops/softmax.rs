@@ -30,10 +30,7 @@ impl OpSpec for Softmax {
     /// A max, a subtraction, an exponential (4), a sum and a division per
     /// element.
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {
-        Cost {
-            macs: 0,
-            flops: 8 * outputs[0].volume() as u64,
-        }
+        Cost::elementwise(8, &outputs[0])
     }
 }
 

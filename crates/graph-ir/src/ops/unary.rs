@@ -98,9 +98,6 @@ impl OpSpec for Unary {
     }
 
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {
-        Cost {
-            macs: 0,
-            flops: self.op.flops_per_element() * outputs[0].volume() as u64,
-        }
+        Cost::elementwise(self.op.flops_per_element(), &outputs[0])
     }
 }
