@@ -56,11 +56,14 @@ impl Shared<'_> {
         }
         match self.advance(me, done, outboxes, progress) {
             Ok(step) => step,
-            Err(e) => {
-                self.error = Some(e);
-                self.stop_all(outboxes)
-            }
+            Err(e) => self.fail(e, outboxes),
         }
+    }
+
+    /// Records the run's first error and tells every worker to stop.
+    fn fail(&mut self, e: RuntimeError, outboxes: &[Sender<Inbox>]) -> Step {
+        self.error.get_or_insert(e);
+        self.stop_all(outboxes)
     }
 
     fn advance(
@@ -81,7 +84,7 @@ impl Shared<'_> {
             } else {
                 let to = w.worker;
                 outboxes[to].send(Some(w)).map_err(|_| RuntimeError::WorkerGone {
-                    processor: to.to_string(),
+                    processor: self.st.processor(to).to_string(),
                 })?;
             }
         }
@@ -163,23 +166,20 @@ pub(super) fn run(
         error: None,
         stop: false,
     });
-    let pin_failed = Mutex::new(None);
     std::thread::scope(|s| {
         for (w, inbox) in inboxes.into_iter().enumerate() {
             let Some(inbox) = inbox else { continue };
-            let (shared, outboxes, pin_failed) = (&shared, &outboxes, &pin_failed);
+            let (shared, outboxes) = (&shared, &outboxes);
             s.spawn(move || {
                 if let Some(cores) = &server.cores[w]
                     && let Err(reason) = crate::affinity::pin_current_thread(cores)
                 {
-                    if let Ok(mut f) = pin_failed.lock() {
-                        *f = Some(RuntimeError::Pin {
+                    if let Ok(mut g) = shared.lock() {
+                        let e = RuntimeError::Pin {
                             processor: server.names[w].clone(),
                             reason: reason.to_string(),
-                        });
-                    }
-                    if let Ok(mut g) = shared.lock() {
-                        g.stop_all(outboxes);
+                        };
+                        g.fail(e, outboxes);
                     }
                     return;
                 }
@@ -191,9 +191,6 @@ pub(super) fn run(
             serve_worker(render_worker, &shared, inbox, &outboxes, Some(progress));
         }
     });
-    if let Some(e) = pin_failed.into_inner().ok().flatten() {
-        return Err(e);
-    }
     let shared = shared.into_inner().map_err(|_| RuntimeError::WorkerGone {
         processor: "(scheduler)".into(),
     })?;

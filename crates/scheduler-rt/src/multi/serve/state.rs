@@ -280,6 +280,11 @@ impl<'a> RunState<'a> {
         self.log
     }
 
+    /// The name of worker `w`.
+    pub fn processor(&self, w: usize) -> &str {
+        &self.server.names[w]
+    }
+
     /// Jobs still in the system.
     pub fn in_system(&self) -> usize {
         self.sched.in_system()
