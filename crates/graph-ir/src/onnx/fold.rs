@@ -142,21 +142,7 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         let dims: Vec<i64> = f.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
         return Ok(Some(vec![Tensor::from_i64([dims.len()], &dims)]));
     }
-    const FOLDABLE: &[&str] = &[
-        "Gather",
-        "Unsqueeze",
-        "Squeeze",
-        "Cast",
-        "ConstantOfShape",
-        "Concat",
-        "Reshape",
-        "Slice",
-        "Add",
-        "Sub",
-        "Mul",
-        "Div",
-    ];
-    if !FOLDABLE.contains(&op_type) {
+    if !super::FOLDED_OPS.contains(&op_type) {
         return Ok(None);
     }
     let mut vals = Vec::new();

@@ -52,12 +52,12 @@ impl OpSupport {
     }
 }
 
-/// Whether a support list may name `op`: an ONNX type the IR imports as a
-/// node ([`graph_ir::onnx::SUPPORTED_OPS`], where `Sum` becomes `Add` and
-/// `Identity`/`Dropout` disappear) or `DepthwiseConv`.
+/// Whether a support list may name `op`: a name IR nodes carry (an entry of
+/// [`graph_ir::onnx::SUPPORTED_OPS`] not in
+/// [`graph_ir::onnx::IMPORTED_AS_OTHER_OPS`]) or `DepthwiseConv`.
 pub fn known_op(op: &str) -> bool {
     op == "DepthwiseConv"
-        || (graph_ir::onnx::SUPPORTED_OPS.contains(&op) && !["Sum", "Identity", "Dropout"].contains(&op))
+        || (graph_ir::onnx::SUPPORTED_OPS.contains(&op) && !graph_ir::onnx::IMPORTED_AS_OTHER_OPS.contains(&op))
 }
 
 /// The names [`known_op`] accepts, for messages.
@@ -91,6 +91,17 @@ pub fn op_key(g: &Graph, id: NodeId) -> &'static str {
 mod tests {
     use super::*;
     use graph_ir::builder::{Builder, ConvSpec};
+
+    #[test]
+    fn support_lists_name_what_nodes_are_called() {
+        for op in ["Softmax", "LRN", "Reshape", "Add", "DepthwiseConv"] {
+            assert!(known_op(op), "{op}");
+        }
+        for op in ["Squeeze", "Unsqueeze", "Sum", "Dropout", "LSTM"] {
+            assert!(!known_op(op), "{op}");
+        }
+        assert!(!known_ops().contains(&"Squeeze"));
+    }
 
     #[test]
     fn depthwise_convs_have_their_own_name() {
