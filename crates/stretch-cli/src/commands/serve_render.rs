@@ -71,7 +71,6 @@ pub fn run(
                 .with_context(|| format!("cannot time the operators of '{}'", g.name))?,
         );
     }
-    drop(probe);
     if tty {
         eprintln!();
     }
@@ -95,12 +94,13 @@ pub fn run(
         if tty {
             eprintln!();
         }
-        server.set_render(spec.worker, r.fps, r.render_ms)?;
+        server.share_render(&probe);
         if !a.no_check {
             server.compute_references(&factory)?;
         }
         setups.push((chunked, server));
     }
+    drop(probe);
     let homes = rr::homes(&workload, &r, names);
     let mut isolated = Vec::new();
     for (m, app) in workload.apps.iter().enumerate() {

@@ -96,6 +96,14 @@ impl Server {
         self.render = Some((worker, kernel, measured));
         Ok(measured)
     }
+
+    /// Gives this server the rendering task `other` calibrated (same
+    /// worker, kernel and expected frame time), for servers started on the
+    /// same processors; `None` when `other` has none.
+    pub fn share_render(&mut self, other: &Server) -> Option<f64> {
+        self.render = other.render.clone();
+        self.render.as_ref().map(|r| r.2)
+    }
 }
 
 /// Pins the calling thread to some cores until dropped, then gives it back
