@@ -28,7 +28,7 @@ impl Graph {
         for (n, slot) in self.consumers(c.out(0)) {
             let node = self.node(n);
             match (&node.op, slot) {
-                (Op::Conv(_), 1) => {
+                (Op::Conv(_) | Op::ConvTranspose(_), 1) => {
                     let s = self.node(c).outputs[0].shape.clone();
                     return Role::Weight {
                         fan_in: s[1..].iter().product::<usize>().max(1),

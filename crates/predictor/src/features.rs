@@ -1,7 +1,7 @@
 //! nn-Meter's per-kernel features, and the work and bytes of a kernel.
 
 use crate::kernels::{Kernel, OpClass};
-use graph_ir::ops::Op;
+use graph_ir::ops::{Conv, ConvTranspose, Op};
 use graph_ir::{Graph, NodeId, Outlet};
 use std::collections::HashSet;
 
@@ -27,7 +27,7 @@ pub fn features(g: &Graph, k: &Kernel) -> Vec<f64> {
     let x = first.inputs[0];
     let work = work(g, k);
     match (&first.op, k.class) {
-        (Op::Conv(c), _) => {
+        (Op::Conv(Conv { strides, .. }) | Op::ConvTranspose(ConvTranspose { strides, .. }), _) => {
             let w = first.inputs[1];
             let out = first.outputs[0].shape.get(1).copied().unwrap_or(0) as f64;
             vec![
@@ -35,7 +35,7 @@ pub fn features(g: &Graph, k: &Kernel) -> Vec<f64> {
                 dim(g, x, 1),
                 out,
                 dim(g, w, 2),
-                c.strides[0] as f64,
+                strides[0] as f64,
                 work.flops as f64,
                 work.params as f64,
             ]

@@ -78,6 +78,7 @@ impl OpClass {
                     OpClass::Conv
                 }
             }
+            Op::ConvTranspose(_) => OpClass::Conv,
             Op::BatchNorm(_) | Op::InstanceNorm(_) | Op::Lrn(_) => OpClass::Bn,
             Op::Unary(_) | Op::Softmax(_) => OpClass::Act,
             Op::Binary(b) => {
@@ -89,11 +90,18 @@ impl OpClass {
                 }
             }
             Op::Pool(_) => OpClass::Pool,
-            Op::GlobalAveragePool(_) | Op::ReduceMean(_) => OpClass::Gap,
+            Op::GlobalAveragePool(_) | Op::Reduce(_) => OpClass::Gap,
             Op::Gemm(_) | Op::MatMul(_) => OpClass::Fc,
             Op::Concat(_) => OpClass::Concat,
             Op::Split(_) => OpClass::Split,
-            Op::Reshape(_) | Op::Flatten(_) | Op::Transpose(_) | Op::Slice(_) | Op::Pad(_) => OpClass::Layout,
+            Op::Reshape(_)
+            | Op::Flatten(_)
+            | Op::Transpose(_)
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Resize(_)
+            | Op::Tile(_)
+            | Op::Gather(_) => OpClass::Layout,
         })
     }
 }

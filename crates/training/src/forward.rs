@@ -1,7 +1,7 @@
 //! Running a [`Program`] on burn tensors, in inference or training mode.
 
 use burn::tensor::{Tensor, activation, module};
-use graph_ir::ops::{BinaryOp, UnaryOp};
+use graph_ir::ops::{BinaryOp, ReduceKind, UnaryOp};
 
 use crate::lower::{Kernel, Operand, Program, pad4};
 
@@ -170,13 +170,23 @@ impl Program {
                 Kernel::GlobalAveragePool => {
                     vec![read(0, &slots).mean_dim(2).mean_dim(3)]
                 }
-                Kernel::ReduceMean(axes) => {
+                Kernel::Reduce(kind, axes) => {
                     let mut x = read(0, &slots);
                     for &a in axes {
-                        x = x.mean_dim(a);
+                        x = match kind {
+                            ReduceKind::Mean => x.mean_dim(a),
+                            ReduceKind::Sum => x.sum_dim(a),
+                        };
                     }
                     vec![x.reshape(pad4(&out_shape))]
                 }
+                Kernel::ConvTranspose { options, weight, bias } => {
+                    let w = params[*weight].clone().reshape(pad4(&self.params[*weight].shape));
+                    let b = bias.map(|b| params[b].clone());
+                    vec![module::conv_transpose2d(read(0, &slots), w, b, options.clone())]
+                }
+                Kernel::Interpolate(options) => vec![module::interpolate(read(0, &slots), options.clone())],
+                Kernel::Tile(reps) => vec![read(0, &slots).repeat(reps)],
                 Kernel::Gemm { alpha, beta, trans_b } => {
                     let (k, bs) = (shape_of(0)[1], shape_of(1));
                     let a: Tensor<2> = read(0, &slots).reshape([n, k]);

@@ -19,6 +19,7 @@ mod lower;
 mod metrics;
 mod optim;
 mod params;
+mod resample;
 mod train;
 
 pub use backend::{Backend, Device};

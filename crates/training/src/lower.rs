@@ -9,8 +9,8 @@
 
 use std::collections::HashMap;
 
-use burn::tensor::ops::{AvgPoolOptions, ConvOptions, MaxPoolOptions};
-use graph_ir::ops::{BinaryOp, Op, PoolKind, UnaryOp};
+use burn::tensor::ops::{AvgPoolOptions, ConvOptions, ConvTransposeOptions, InterpolateOptions, MaxPoolOptions};
+use graph_ir::ops::{BinaryOp, Op, PoolKind, ReduceKind, UnaryOp};
 use graph_ir::{DType, Graph, NodeId, Outlet};
 
 use crate::error::TrainError;
@@ -75,6 +75,13 @@ pub(crate) enum Kernel {
         shift: usize,
     },
     Lrn(graph_ir::ops::Lrn),
+    ConvTranspose {
+        options: ConvTransposeOptions<2>,
+        weight: usize,
+        bias: Option<usize>,
+    },
+    Interpolate(InterpolateOptions),
+    Tile([usize; 4]),
     Concat(usize),
     Split {
         axis: usize,
@@ -87,7 +94,7 @@ pub(crate) enum Kernel {
     MaxPool(MaxPoolOptions<2>),
     AvgPool(AvgPoolOptions<2>),
     GlobalAveragePool,
-    ReduceMean(Vec<usize>),
+    Reduce(ReduceKind, Vec<usize>),
     Gemm {
         alpha: f64,
         beta: f64,
@@ -257,7 +264,9 @@ fn param_roles(graph: &Graph) -> HashMap<NodeId, Role> {
                 continue;
             }
             let role = match (&node.op, slot) {
-                (Op::Conv(_), 1 | 2) | (Op::Gemm(_), 1 | 2) | (Op::MatMul(_), _) => Role::Learnable,
+                (Op::Conv(_) | Op::ConvTranspose(_), 1 | 2) | (Op::Gemm(_), 1 | 2) | (Op::MatMul(_), _) => {
+                    Role::Learnable
+                }
                 (Op::Binary(_), _) if elementwise_parameter(graph, id, slot) => Role::Learnable,
                 (Op::Binary(b), 1) if b.op == BinaryOp::PRelu => Role::Learnable,
                 (Op::BatchNorm(_) | Op::InstanceNorm(_), 1 | 2) => Role::Learnable,
@@ -400,6 +409,35 @@ impl Lowering<'_> {
                 }
             }
             Op::Lrn(l) => Kernel::Lrn(l.clone()),
+            Op::ConvTranspose(c) => {
+                inputs.push(self.operand(id, node.inputs[0])?);
+                Kernel::ConvTranspose {
+                    options: crate::resample::conv_transpose(c).map_err(|e| self.unsupported(id, e))?,
+                    weight: self.param(id, node.inputs[1], "the weight")?,
+                    bias: match node.inputs.get(2) {
+                        Some(&b) => Some(self.param(id, b, "the bias")?),
+                        None => None,
+                    },
+                }
+            }
+            Op::Resize(r) => {
+                let x = &self.graph.fact(node.inputs[0]).expect("wired").shape;
+                let out = &node.outputs[0].shape;
+                let options = crate::resample::interpolate(r, [x[2], x[3]], [out[2], out[3]])
+                    .map_err(|e| self.unsupported(id, e))?;
+                Kernel::Interpolate(options)
+            }
+            Op::Tile(t) => {
+                if batched && t.repeats.first() != Some(&1) {
+                    return Err(self.unsupported(id, "repeats along the batch dimension"));
+                }
+                let mut reps = [1; 4];
+                reps[..t.repeats.len()].copy_from_slice(&t.repeats);
+                Kernel::Tile(reps)
+            }
+            Op::Gather(_) => {
+                return Err(self.unsupported(id, "indexing by integer values is not trained"));
+            }
             Op::Softmax(sm) => {
                 let a = axis(sm.axis, node.outputs[0].rank());
                 if a == 0 && batched {
@@ -475,7 +513,7 @@ impl Lowering<'_> {
                 }
             }
             Op::GlobalAveragePool(_) => Kernel::GlobalAveragePool,
-            Op::ReduceMean(r) => {
+            Op::Reduce(r) => {
                 let rank = self.rank(node.inputs[0]);
                 let axes: Vec<usize> = if r.axes.is_empty() {
                     (0..rank).collect()
@@ -483,9 +521,9 @@ impl Lowering<'_> {
                     r.axes.iter().map(|&a| axis(a, rank)).collect()
                 };
                 if batched && axes.contains(&0) {
-                    return Err(self.unsupported(id, "averages over the batch dimension"));
+                    return Err(self.unsupported(id, "reduces over the batch dimension"));
                 }
-                Kernel::ReduceMean(axes)
+                Kernel::Reduce(r.kind, axes)
             }
             Op::Gemm(g) => {
                 if g.trans_a || self.rank(node.inputs[0]) != 2 {

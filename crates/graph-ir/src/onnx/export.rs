@@ -326,11 +326,58 @@ impl<'g> Writer<'g> {
                     }
                 }
             }
-            Op::ReduceMean(r) => {
+            Op::Reduce(r) => {
                 if !r.axes.is_empty() {
-                    a.push(ints("axes", r.axes.iter().copied()));
+                    match r.kind {
+                        ReduceKind::Mean => a.push(ints("axes", r.axes.iter().copied())),
+                        ReduceKind::Sum => {
+                            let name = node.name.clone();
+                            let axes = self.operand(&name, "axes", Tensor::from_i64([r.axes.len()], &r.axes));
+                            p.input.push(axes);
+                        }
+                    }
                 }
                 a.push(int("keepdims", r.keepdims as i64));
+            }
+            Op::ConvTranspose(c) => {
+                let w = graph.fact(node.inputs[1]).expect("checked graph");
+                a.push(ints("kernel_shape", usizes(&w.shape[2..])));
+                a.push(ints("strides", usizes(&c.strides)));
+                a.push(ints("pads", usizes(&c.pads)));
+                a.push(ints("dilations", usizes(&c.dilations)));
+                a.push(ints("output_padding", usizes(&c.output_padding)));
+                a.push(int("group", c.group as i64));
+            }
+            Op::Tile(t) => {
+                let name = node.name.clone();
+                let reps = usizes(&t.repeats);
+                let reps = self.operand(&name, "repeats", Tensor::from_i64([reps.len()], &reps));
+                p.input.push(reps);
+            }
+            Op::Gather(gt) => a.push(int("axis", gt.axis)),
+            Op::Resize(r) => {
+                let name = node.name.clone();
+                a.push(string("coordinate_transformation_mode", r.coord.onnx_name()));
+                match r.mode {
+                    ResizeMode::Nearest(m) => {
+                        a.push(string("mode", "nearest"));
+                        a.push(string("nearest_mode", m.onnx_name()));
+                    }
+                    ResizeMode::Linear => a.push(string("mode", "linear")),
+                }
+                p.input.push(String::new());
+                match r.target {
+                    ResizeTarget::Scales([h, w]) => {
+                        let scales = self.operand(&name, "scales", Tensor::from_f32([4], &[1.0, 1.0, h, w]));
+                        p.input.push(scales);
+                    }
+                    ResizeTarget::Sizes(_) => {
+                        let out = &node.outputs[0].shape;
+                        let sizes = usizes(out);
+                        let sizes = self.operand(&name, "sizes", Tensor::from_i64([4], &sizes));
+                        p.input.extend([String::new(), sizes]);
+                    }
+                }
             }
             Op::Gemm(gm) => {
                 a.push(float("alpha", gm.alpha));

@@ -1,9 +1,9 @@
 //! Reading an ONNX model into a [`Graph`].
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx, lower};
+use super::import_ops::{Lowered, NodeCtx, Src, lower};
 use super::tensor_proto::tensor_from_proto;
-use crate::graph::{Graph, Outlet};
+use crate::graph::{Graph, NodeId, Outlet};
 use crate::tensor::{DType, Fact};
 use bytes::Bytes;
 use onnx_ir::{Message, ModelProto, NodeProto, ValueInfoProto};
@@ -328,6 +328,36 @@ impl Importer {
             }
             Lowered::Op(op, inputs) => {
                 let id = self.graph.add_node(name, op, &inputs)?;
+                created = Some(id);
+                (0..self.graph.node(id).outputs.len()).map(|s| id.out(s)).collect()
+            }
+            Lowered::Chain(steps) => {
+                let last = steps.len().saturating_sub(1);
+                let mut ids = Vec::with_capacity(steps.len());
+                for (i, step) in steps.into_iter().enumerate() {
+                    let step_name = if i == last {
+                        name.clone()
+                    } else {
+                        self.graph.unique_name(&format!("{name}.{}", step.suffix))
+                    };
+                    let mut inputs = Vec::with_capacity(step.inputs.len());
+                    for (k, src) in step.inputs.into_iter().enumerate() {
+                        inputs.push(match src {
+                            Src::Value(o) => o,
+                            Src::Step(j) => NodeId::out(ids[j], 0),
+                            Src::Const(t) => {
+                                let n = self.graph.unique_name(&format!("{name}.{}.in{k}", step.suffix));
+                                self.graph.add_const(n, t)?
+                            }
+                        });
+                    }
+                    ids.push(self.graph.add_node(step_name, step.op, &inputs)?);
+                }
+                let id = *ids.last().ok_or_else(|| ImportError::Node {
+                    node: name.clone(),
+                    op_type: proto.op_type.clone(),
+                    reason: "lowered to no node".into(),
+                })?;
                 created = Some(id);
                 (0..self.graph.node(id).outputs.len()).map(|s| id.out(s)).collect()
             }

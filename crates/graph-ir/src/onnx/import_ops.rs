@@ -3,6 +3,7 @@
 use super::ImportError;
 use super::attrs::Attrs;
 use super::fold;
+use super::{import_resize, import_window};
 use crate::graph::{Graph, Outlet};
 use crate::ops::*;
 use crate::tensor::Tensor;
@@ -28,6 +29,26 @@ pub(super) enum Lowered {
     Op(Op, Vec<Outlet>),
     /// Constants computed at import time.
     Consts(Vec<Tensor>),
+    /// Several IR nodes in order: the last one takes the ONNX node's name
+    /// and gives its outputs; earlier ones are named `<node>.<suffix>`.
+    Chain(Vec<Step>),
+}
+
+/// One node of a [`Lowered::Chain`].
+pub(super) struct Step {
+    pub suffix: &'static str,
+    pub op: Op,
+    pub inputs: Vec<Src>,
+}
+
+/// Where a chained node reads a value.
+pub(super) enum Src {
+    /// An existing value.
+    Value(Outlet),
+    /// Output 0 of an earlier step of the chain.
+    Step(usize),
+    /// A new constant.
+    Const(Tensor),
 }
 
 impl<'a> NodeCtx<'a> {
@@ -56,7 +77,7 @@ impl<'a> NodeCtx<'a> {
     }
 
     /// The first `n` inputs, all required.
-    fn data_inputs(&self, n: usize) -> Result<Vec<Outlet>, ImportError> {
+    pub fn data_inputs(&self, n: usize) -> Result<Vec<Outlet>, ImportError> {
         (0..n).map(|i| self.input(i)).collect()
     }
 
@@ -79,7 +100,7 @@ impl<'a> NodeCtx<'a> {
         Ok(Some(t))
     }
 
-    fn const_ints(&self, g: &Graph, i: usize) -> Result<Option<Vec<i64>>, ImportError> {
+    pub fn const_ints(&self, g: &Graph, i: usize) -> Result<Option<Vec<i64>>, ImportError> {
         match self.const_input(g, i)? {
             None => Ok(None),
             Some(t) if t.volume() > MAX_SHAPE_OPERAND_LEN => Err(self.err(format!(
@@ -93,7 +114,7 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
-    fn const_scalar_f32(&self, g: &Graph, i: usize) -> Result<Option<f32>, ImportError> {
+    pub fn const_scalar_f32(&self, g: &Graph, i: usize) -> Result<Option<f32>, ImportError> {
         match self.const_input(g, i)? {
             None => Ok(None),
             Some(t) => match t.to_f64_vec().as_deref() {
@@ -102,132 +123,6 @@ impl<'a> NodeCtx<'a> {
             },
         }
     }
-}
-
-/// Explicit `[top, left, bottom, right]` pads for a 2-D window, resolving `auto_pad`.
-fn window_pads(
-    ctx: &NodeCtx,
-    g: &Graph,
-    kernel: [usize; 2],
-    strides: [usize; 2],
-    dilations: [usize; 2],
-) -> Result<[usize; 4], ImportError> {
-    let a = ctx.attrs();
-    let auto = a.string("auto_pad", "NOTSET")?;
-    match auto.as_str() {
-        "NOTSET" => {
-            let p = a.usizes("pads", &[0; 4], Some(4))?;
-            Ok([p[0], p[1], p[2], p[3]])
-        }
-        "VALID" => Ok([0; 4]),
-        "SAME_UPPER" | "SAME_LOWER" => {
-            let x = g.fact(ctx.input(0)?).map(|f| f.shape.clone()).unwrap_or_default();
-            if x.len() != 4 {
-                return Err(ctx.err("auto_pad needs a 4-D input"));
-            }
-            let mut pads = [0; 4];
-            for i in 0..2 {
-                let out = x[2 + i].div_ceil(strides[i].max(1));
-                let eff = dilations[i]
-                    .checked_mul(kernel[i].max(1) - 1)
-                    .and_then(|e| e.checked_add(1));
-                let reach = out
-                    .checked_sub(1)
-                    .and_then(|o| o.checked_mul(strides[i]))
-                    .zip(eff)
-                    .and_then(|(r, e)| r.checked_add(e))
-                    .ok_or_else(|| {
-                        ctx.err(format!(
-                            "auto_pad {auto}: axis {} of size {} cannot hold a window of kernel {}, stride {}, dilation {}",
-                            2 + i,
-                            x[2 + i],
-                            kernel[i],
-                            strides[i],
-                            dilations[i]
-                        ))
-                    })?;
-                let total = reach.saturating_sub(x[2 + i]);
-                let small = total / 2;
-                let (begin, end) = if auto == "SAME_UPPER" {
-                    (small, total - small)
-                } else {
-                    (total - small, small)
-                };
-                pads[i] = begin;
-                pads[i + 2] = end;
-            }
-            Ok(pads)
-        }
-        other => Err(a.err("auto_pad", format!("unknown value `{other}`"))),
-    }
-}
-
-fn pair(v: Vec<usize>) -> [usize; 2] {
-    [v[0], v[1]]
-}
-
-fn conv(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
-    let a = ctx.attrs();
-    let w = g.fact(ctx.input(1)?).cloned().unwrap_or_else(|| crate::Fact::f32([]));
-    if w.rank() != 4 {
-        return Err(ctx.err(format!("only 2-D convolution is supported (weight is {w})")));
-    }
-    let kernel = [w.shape[2], w.shape[3]];
-    if let Some(k) = a.ints("kernel_shape")?
-        && k != [kernel[0] as i64, kernel[1] as i64]
-    {
-        return Err(a.err("kernel_shape", format!("{k:?} disagrees with weight {w}")));
-    }
-    let strides = pair(a.usizes("strides", &[1, 1], Some(2))?);
-    let dilations = pair(a.usizes("dilations", &[1, 1], Some(2))?);
-    let group = a.int("group", 1)?;
-    let group = usize::try_from(group).map_err(|_| a.err("group", "must be positive"))?;
-    let pads = window_pads(ctx, g, kernel, strides, dilations)?;
-    let n = if ctx.inputs.get(2).copied().flatten().is_some() {
-        3
-    } else {
-        2
-    };
-    let op = Op::Conv(Conv {
-        strides,
-        pads,
-        dilations,
-        group,
-    });
-    Ok(Lowered::Op(op, ctx.data_inputs(n)?))
-}
-
-fn pool(ctx: &NodeCtx, g: &Graph, kind: PoolKind) -> Result<Lowered, ImportError> {
-    let a = ctx.attrs();
-    if ctx.proto.output.len() > 1 && !ctx.proto.output[1].is_empty() {
-        return Err(ctx.err("the Indices output of MaxPool is not supported"));
-    }
-    let kernel = a
-        .ints("kernel_shape")?
-        .ok_or_else(|| a.err("kernel_shape", "is required"))?;
-    if kernel.len() != 2 {
-        return Err(ctx.err(format!("only 2-D pooling is supported (kernel_shape {kernel:?})")));
-    }
-    let kernel = pair(a.usizes("kernel_shape", &[], Some(2))?);
-    let strides = pair(a.usizes("strides", &[1, 1], Some(2))?);
-    let dilations = pair(a.usizes("dilations", &[1, 1], Some(2))?);
-    let pads = window_pads(ctx, g, kernel, strides, dilations)?;
-    let ceil_mode = a.int("ceil_mode", 0)? != 0;
-    let kind = match kind {
-        PoolKind::Max => PoolKind::Max,
-        PoolKind::Average { .. } => PoolKind::Average {
-            count_include_pad: a.int("count_include_pad", 0)? != 0,
-        },
-    };
-    let op = Op::Pool(Pool {
-        kind,
-        kernel,
-        strides,
-        pads,
-        dilations,
-        ceil_mode,
-    });
-    Ok(Lowered::Op(op, ctx.data_inputs(1)?))
 }
 
 fn unary(ctx: &NodeCtx, op: UnaryOp) -> Result<Lowered, ImportError> {
@@ -343,10 +238,14 @@ fn pad(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     Ok(Lowered::Op(Op::Pad(Pad { pads, mode, value }), ctx.data_inputs(1)?))
 }
 
-fn reduce_mean(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+fn reduce(ctx: &NodeCtx, g: &Graph, kind: ReduceKind) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
     let keepdims = a.int("keepdims", 1)? != 0;
-    let axes = if ctx.opset < 18 {
+    let axes_moved = match kind {
+        ReduceKind::Mean => 18,
+        ReduceKind::Sum => 13,
+    };
+    let axes = if ctx.opset < axes_moved {
         a.ints("axes")?
     } else {
         ctx.const_ints(g, 1)?
@@ -356,7 +255,7 @@ fn reduce_mean(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
         return Ok(Lowered::Alias(vec![ctx.input(0)?]));
     }
     Ok(Lowered::Op(
-        Op::ReduceMean(ReduceMean { axes, keepdims }),
+        Op::Reduce(Reduce { kind, axes, keepdims }),
         ctx.data_inputs(1)?,
     ))
 }
@@ -477,14 +376,78 @@ fn squeeze(ctx: &NodeCtx, g: &Graph, unsqueeze: bool) -> Result<Lowered, ImportE
     ))
 }
 
-/// Max, Min or Sum of one or two inputs (more are refused).
+/// Max, Min or Sum of any number of inputs: a chain of binary nodes, left
+/// to right.
 fn variadic(ctx: &NodeCtx, op: BinaryOp) -> Result<Lowered, ImportError> {
-    let n = ctx.inputs.iter().flatten().count();
+    let n = ctx.inputs.len();
+    let inputs = ctx.data_inputs(n)?;
     match n {
-        1 => Ok(Lowered::Alias(vec![ctx.input(0)?])),
+        0 => Err(ctx.err("needs at least one input")),
+        1 => Ok(Lowered::Alias(inputs)),
         2 => binary(ctx, op),
-        _ => Err(ctx.err(format!("{n} inputs: only one or two are supported"))),
+        _ => Ok(Lowered::Chain(
+            (1..n)
+                .map(|i| Step {
+                    suffix: "partial",
+                    op: Op::Binary(Binary { op }),
+                    inputs: vec![
+                        if i == 1 {
+                            Src::Value(inputs[0])
+                        } else {
+                            Src::Step(i - 2)
+                        },
+                        Src::Value(inputs[i]),
+                    ],
+                })
+                .collect(),
+        )),
     }
+}
+
+/// PRelu; before opset 7 a slope of one value per channel applies along
+/// axis 1 (not the last axis, as broadcasting would), so it is reshaped to
+/// `[C, 1, ..]`.
+fn prelu(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let (x, slope) = (ctx.input(0)?, ctx.input(1)?);
+    let rank = g.fact(x).map_or(0, |f| f.rank());
+    let per_channel = g
+        .fact(slope)
+        .filter(|s| s.rank() == 1 && s.shape[0] > 1)
+        .map(|s| s.shape[0]);
+    match per_channel {
+        Some(c) if ctx.opset < 7 && rank >= 3 => {
+            let t = g
+                .const_tensor(slope)
+                .ok_or_else(|| ctx.err("a per-channel slope must be a constant"))?;
+            let mut shape = vec![c];
+            shape.resize(rank - 1, 1);
+            let lifted = t
+                .reshaped(shape)
+                .ok_or_else(|| ctx.err("cannot lay the slope along the channels"))?;
+            Ok(Lowered::Chain(vec![Step {
+                suffix: "prelu",
+                op: Op::Binary(Binary { op: BinaryOp::PRelu }),
+                inputs: vec![Src::Value(x), Src::Const(lifted)],
+            }]))
+        }
+        _ => binary(ctx, BinaryOp::PRelu),
+    }
+}
+
+/// Tile with constant repeats (opset 6 and later).
+fn tile(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    if ctx.opset < 6 {
+        return Err(ctx.err(format!(
+            "opset {} Tile (tiles and axis inputs) is not supported",
+            ctx.opset
+        )));
+    }
+    let reps = ctx.const_ints(g, 1)?.ok_or_else(|| ctx.err("repeats are required"))?;
+    let repeats = reps
+        .iter()
+        .map(|&r| usize::try_from(r).map_err(|_| ctx.err(format!("negative repeat in {reps:?}"))))
+        .collect::<Result<_, _>>()?;
+    Ok(Lowered::Op(Op::Tile(Tile { repeats }), ctx.data_inputs(1)?))
 }
 
 /// Softmax or LogSoftmax. Before opset 13 the input is flattened to 2-D at
@@ -516,7 +479,17 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
     }
     let lowered = match ctx.proto.op_type.as_str() {
         "Identity" | "Dropout" => Lowered::Alias(vec![ctx.input(0)?]),
-        "Conv" => conv(ctx, g)?,
+        "Conv" => import_window::conv(ctx, g)?,
+        "ConvTranspose" => import_window::conv_transpose(ctx, g)?,
+        "Resize" => import_resize::resize(ctx, g)?,
+        "Upsample" => import_resize::upsample(ctx, g)?,
+        "Tile" => tile(ctx, g)?,
+        "Gather" => Lowered::Op(
+            Op::Gather(Gather {
+                axis: a.int("axis", 0)?,
+            }),
+            ctx.data_inputs(2)?,
+        ),
         "BatchNormalization" => batch_norm(ctx)?,
         "Relu" => unary(ctx, UnaryOp::Relu)?,
         "Clip" => clip(ctx, g)?,
@@ -560,7 +533,7 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
         "Mul" => binary(ctx, BinaryOp::Mul)?,
         "Div" => binary(ctx, BinaryOp::Div)?,
         "Pow" => binary(ctx, BinaryOp::Pow)?,
-        "PRelu" => binary(ctx, BinaryOp::PRelu)?,
+        "PRelu" => prelu(ctx, g)?,
         "Max" => variadic(ctx, BinaryOp::Max)?,
         "Min" => variadic(ctx, BinaryOp::Min)?,
         "Sum" => variadic(ctx, BinaryOp::Add)?,
@@ -602,8 +575,8 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             ctx.data_inputs(1)?,
         ),
         "Transpose" => transpose(ctx, g)?,
-        "MaxPool" => pool(ctx, g, PoolKind::Max)?,
-        "AveragePool" => pool(
+        "MaxPool" => import_window::pool(ctx, g, PoolKind::Max)?,
+        "AveragePool" => import_window::pool(
             ctx,
             g,
             PoolKind::Average {
@@ -611,7 +584,8 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             },
         )?,
         "GlobalAveragePool" => Lowered::Op(Op::GlobalAveragePool(GlobalAveragePool), ctx.data_inputs(1)?),
-        "ReduceMean" => reduce_mean(ctx, g)?,
+        "ReduceMean" => reduce(ctx, g, ReduceKind::Mean)?,
+        "ReduceSum" => reduce(ctx, g, ReduceKind::Sum)?,
         "Gemm" => gemm(ctx)?,
         "MatMul" => Lowered::Op(Op::MatMul(MatMul), ctx.data_inputs(2)?),
         "Pad" => pad(ctx, g)?,

@@ -12,6 +12,8 @@ mod export;
 mod fold;
 mod import;
 mod import_ops;
+mod import_resize;
+mod import_window;
 mod tensor_proto;
 
 pub use export::{EXPORT_OPSET, export_bytes, export_file};
@@ -28,11 +30,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Clip",
     "Concat",
     "Conv",
+    "ConvTranspose",
     "Div",
     "Dropout",
     "Elu",
     "Exp",
     "Flatten",
+    "Gather",
     "Gemm",
     "GlobalAveragePool",
     "HardSigmoid",
@@ -52,8 +56,10 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Pad",
     "Pow",
     "ReduceMean",
+    "ReduceSum",
     "Relu",
     "Reshape",
+    "Resize",
     "Selu",
     "Sigmoid",
     "Slice",
@@ -66,8 +72,10 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Sub",
     "Sum",
     "Tanh",
+    "Tile",
     "Transpose",
     "Unsqueeze",
+    "Upsample",
 ];
 
 /// ONNX operators that import only where every input is a constant (shape
@@ -91,9 +99,9 @@ pub const FOLDED_OPS: &[&str] = &[
 ];
 
 /// Entries of [`SUPPORTED_OPS`] that no IR node is named after: `Sum` becomes
-/// `Add`, `Squeeze`/`Unsqueeze` become `Reshape`, `Identity`/`Dropout`
-/// disappear.
-pub const IMPORTED_AS_OTHER_OPS: &[&str] = &["Dropout", "Identity", "Squeeze", "Sum", "Unsqueeze"];
+/// `Add`, `Squeeze`/`Unsqueeze` become `Reshape`, `Upsample` becomes
+/// `Resize`, `Identity`/`Dropout` disappear.
+pub const IMPORTED_AS_OTHER_OPS: &[&str] = &["Dropout", "Identity", "Squeeze", "Sum", "Unsqueeze", "Upsample"];
 
 use crate::error::GraphError;
 use thiserror::Error;

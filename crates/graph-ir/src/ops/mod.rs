@@ -3,13 +3,15 @@
 //!
 //! Inputs follow ONNX order, but operands that ONNX passes as constant inputs
 //! in recent opsets (Reshape's shape, Slice's ranges, Pad's pads, Clip's bounds,
-//! Split's sizes, ReduceMean's axes) are attributes here: a node's inputs are
+//! Split's sizes, reduction axes, Tile's repeats, Resize's scales) are attributes here: a node's inputs are
 //! only values that flow (activations and weights).
 
 mod batch_norm;
 pub(crate) mod binary;
 mod concat;
 mod conv;
+mod conv_transpose;
+mod gather;
 mod gemm;
 mod instance_norm;
 pub(crate) mod layout;
@@ -17,25 +19,31 @@ mod lrn;
 mod pad;
 mod pool;
 mod reduce;
+mod resize;
 pub(crate) mod slice;
 mod softmax;
 mod split;
+mod tile;
 mod unary;
 
 pub use batch_norm::BatchNorm;
 pub use binary::{Binary, BinaryOp};
 pub use concat::Concat;
 pub use conv::Conv;
+pub use conv_transpose::ConvTranspose;
+pub use gather::Gather;
 pub use gemm::{Gemm, MatMul};
 pub use instance_norm::InstanceNorm;
 pub use layout::{Flatten, Reshape, Transpose};
 pub use lrn::Lrn;
 pub use pad::{Pad, PadMode};
 pub use pool::{GlobalAveragePool, Pool, PoolKind};
-pub use reduce::ReduceMean;
+pub use reduce::{Reduce, ReduceKind};
+pub use resize::{CoordMode, NearestMode, Resize, ResizeMode, ResizeTarget};
 pub use slice::Slice;
 pub use softmax::Softmax;
 pub use split::Split;
+pub use tile::Tile;
 pub use unary::{Unary, UnaryOp};
 
 use crate::tensor::{Fact, Tensor};
@@ -70,13 +78,17 @@ pub enum Op {
     Transpose(Transpose),
     Pool(Pool),
     GlobalAveragePool(GlobalAveragePool),
-    ReduceMean(ReduceMean),
+    Reduce(Reduce),
     Gemm(Gemm),
     MatMul(MatMul),
     Pad(Pad),
     Softmax(Softmax),
     InstanceNorm(InstanceNorm),
     Lrn(Lrn),
+    ConvTranspose(ConvTranspose),
+    Resize(Resize),
+    Tile(Tile),
+    Gather(Gather),
 }
 
 /// Shape inference and cost of one operator kind.
@@ -108,13 +120,17 @@ impl Op {
                 PoolKind::Average { .. } => "AveragePool",
             },
             Op::GlobalAveragePool(_) => "GlobalAveragePool",
-            Op::ReduceMean(_) => "ReduceMean",
+            Op::Reduce(r) => r.onnx_name(),
             Op::Gemm(_) => "Gemm",
             Op::MatMul(_) => "MatMul",
             Op::Pad(_) => "Pad",
             Op::Softmax(s) => s.onnx_name(),
             Op::InstanceNorm(_) => "InstanceNormalization",
             Op::Lrn(_) => "LRN",
+            Op::ConvTranspose(_) => "ConvTranspose",
+            Op::Resize(_) => "Resize",
+            Op::Tile(_) => "Tile",
+            Op::Gather(_) => "Gather",
         }
     }
 
@@ -133,13 +149,17 @@ impl Op {
             Op::Transpose(o) => o,
             Op::Pool(o) => o,
             Op::GlobalAveragePool(o) => o,
-            Op::ReduceMean(o) => o,
+            Op::Reduce(o) => o,
             Op::Gemm(o) => o,
             Op::MatMul(o) => o,
             Op::Pad(o) => o,
             Op::Softmax(o) => o,
             Op::InstanceNorm(o) => o,
             Op::Lrn(o) => o,
+            Op::ConvTranspose(o) => o,
+            Op::Resize(o) => o,
+            Op::Tile(o) => o,
+            Op::Gather(o) => o,
         })
     }
 

@@ -1,16 +1,32 @@
-//! Mean reduction over constant axes (ONNX `ReduceMean`).
+//! Mean and sum reductions over constant axes (ONNX `ReduceMean`, `ReduceSum`).
 
 use super::{Cost, OpSpec, expect_inputs, resolve_axis};
 use crate::tensor::Fact;
 
-/// Mean over `axes` (all axes when empty).
+/// What a [`Reduce`] computes over its axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceKind {
+    Mean,
+    Sum,
+}
+
+/// Mean or sum over `axes` (all axes when empty).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReduceMean {
+pub struct Reduce {
+    pub kind: ReduceKind,
     pub axes: Vec<i64>,
     pub keepdims: bool,
 }
 
-impl ReduceMean {
+impl Reduce {
+    /// The ONNX op type.
+    pub fn onnx_name(&self) -> &'static str {
+        match self.kind {
+            ReduceKind::Mean => "ReduceMean",
+            ReduceKind::Sum => "ReduceSum",
+        }
+    }
+
     /// The resolved, sorted axes reduced for an input of the given rank.
     pub fn resolved_axes(&self, rank: usize) -> Result<Vec<usize>, String> {
         if self.axes.is_empty() {
@@ -27,7 +43,7 @@ impl ReduceMean {
     }
 }
 
-impl OpSpec for ReduceMean {
+impl OpSpec for Reduce {
     fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
         expect_inputs(inputs, 1, 1)?;
         let x = inputs[0];
