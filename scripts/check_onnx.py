@@ -68,7 +68,8 @@ def cmd_fill(args):
     rng = np.random.default_rng(args.seed)
     positive = bn_positive_inputs(model.graph)
     for i, t in enumerate(model.graph.initializer):
-        if has_data(t):
+        refill = args.refill and t.data_type == onnx.TensorProto.FLOAT and int(np.prod(t.dims)) > 64
+        if has_data(t) and not refill:
             continue
         dims = tuple(t.dims)
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type)
@@ -121,26 +122,28 @@ def cmd_compare(args):
     out_b, _ = run(args.b, feeds)
     if len(out_a) != len(out_b):
         sys.exit(f"{args.a} has {len(out_a)} outputs, {args.b} has {len(out_b)}")
-    worst = 0.0
     for k, (x, y) in enumerate(zip(out_a, out_b)):
         if x.shape != y.shape:
             sys.exit(f"output {k}: shape {x.shape} vs {y.shape}")
         diff = float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0
         scale = float(np.max(np.abs(x))) if x.size else 0.0
         print(f"output {k}: shape {list(x.shape)}, max abs diff {diff:.3e} (output scale {scale:.3e})")
-        worst = max(worst, diff)
-    if not worst <= args.atol:
-        sys.exit(f"max abs diff {worst:.3e} exceeds {args.atol:.1e}")
-    print(f"equal within {args.atol:.1e}: {args.a} vs {args.b}")
+        limit = max(args.atol, args.rtol * scale)
+        if not diff <= limit:
+            sys.exit(f"output {k}: max abs diff {diff:.3e} exceeds {limit:.1e} (atol {args.atol:.1e}, rtol {args.rtol:.1e})")
+    print(f"equal within atol {args.atol:.1e} or rtol {args.rtol:.1e} of each output's scale: {args.a} vs {args.b}")
 
 
-def expect_one(model, input, output, rtol):
-    """None if OUTPUT matches onnxruntime's run of MODEL on INPUT, else the reason."""
+def expect_one(model, input, output, rtol, index=0):
+    """None if OUTPUT matches output INDEX of onnxruntime's run of MODEL on INPUT, else the reason."""
     import onnxruntime as ort
 
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     x = np.load(input)
-    (ref,) = sess.run([sess.get_outputs()[0].name], {sess.get_inputs()[0].name: x})
+    outputs = sess.get_outputs()
+    if index >= len(outputs):
+        return f"{model} has {len(outputs)} outputs, no output {index}"
+    (ref,) = sess.run([outputs[index].name], {sess.get_inputs()[0].name: x})
     got = np.load(output)
     if got.shape != ref.shape:
         return f"{output}: shape {list(got.shape)}, onnxruntime gives {list(ref.shape)}"
@@ -153,9 +156,10 @@ def expect_one(model, input, output, rtol):
 
 
 def cmd_expect(args):
-    failure = expect_one(args.model, args.input, args.output, args.rtol)
-    if failure:
-        sys.exit(failure)
+    failures = [expect_one(args.model, args.input, out, args.rtol, k) for k, out in enumerate(args.output)]
+    failures = [f for f in failures if f]
+    if failures:
+        sys.exit("\n".join(failures))
 
 
 def cmd_expect_list(args):
@@ -239,6 +243,11 @@ def main():
     f.add_argument("structure")
     f.add_argument("out")
     f.add_argument("--seed", type=int, default=0)
+    f.add_argument(
+        "--refill",
+        action="store_true",
+        help="also redraw float initializers of more than 64 elements that hold data (degenerate test weights)",
+    )
     r = sub.add_parser("run")
     r.add_argument("files", nargs="+")
     r.add_argument("--seed", type=int, default=0)
@@ -246,11 +255,12 @@ def main():
     m.add_argument("a")
     m.add_argument("b")
     m.add_argument("--atol", type=float, default=1e-5)
+    m.add_argument("--rtol", type=float, default=0.0, help="or this fraction of the output's largest magnitude")
     m.add_argument("--seed", type=int, default=0)
     e = sub.add_parser("expect")
     e.add_argument("model")
     e.add_argument("input")
-    e.add_argument("output")
+    e.add_argument("output", nargs="+", help="output k of the model is compared with the k-th file")
     e.add_argument("--rtol", type=float, default=1e-4)
     el = sub.add_parser("expect-list")
     el.add_argument("list")

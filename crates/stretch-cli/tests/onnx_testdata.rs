@@ -130,3 +130,80 @@ fn light_model_zoo_networks_import_and_shufflenet_plans() {
     let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
     assert_eq!(plan["stages"].as_array().unwrap().len(), 4, "{plan}");
 }
+
+/// The nine `light` networks: `convert` output equals the original in
+/// onnxruntime (within 1e-4 of the output's scale). As shipped, their
+/// weights are built by `ConstantOfShape` and give every class the same
+/// score for any input, so the converted file's weights (folded to
+/// initializers) are redrawn, and that file converts equal to itself,
+/// plans and branches on host.toml, and its branched file runs on the
+/// subgraph runtime with an output equal to onnxruntime's run of that
+/// file, an output that is not uniform.
+#[test]
+fn light_model_zoo_networks_convert_branch_and_run_like_onnxruntime() {
+    let light = test_data().join("light");
+    let dir = scratch("light-zoo");
+    let host = repo().join("configs/devices/host.toml");
+    let mut models: Vec<PathBuf> = std::fs::read_dir(&light)
+        .expect("read light models")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
+        .collect();
+    models.sort();
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let mut branched_stages = 0;
+    for m in &models {
+        let name = m.file_stem().unwrap().to_string_lossy().into_owned();
+        let folded = dir.join(format!("{name}.folded.onnx"));
+        stretch_ok(&["convert", &s(m), "-o", &s(&folded)]);
+        reference(&["compare", &s(m), &s(&folded), "--rtol", "1e-4"]);
+        let filled = dir.join(format!("{name}.onnx"));
+        reference(&["fill", &s(&folded), &s(&filled), "--seed", "1", "--refill"]);
+        std::fs::remove_file(&folded).ok();
+        let converted = dir.join(format!("{name}.converted.onnx"));
+        stretch_ok(&["convert", &s(&filled), "-o", &s(&converted)]);
+        reference(&["compare", &s(&filled), &s(&converted), "--rtol", "1e-4"]);
+        std::fs::remove_file(&converted).ok();
+        let branched = dir.join(format!("{name}.branched.onnx"));
+        let plan = stretch_ok(&["stretch", &s(&filled), "--device", &s(&host), "-o", &s(&branched)]);
+        branched_stages += plan
+            .lines()
+            .find(|l| l.starts_with("wrote"))
+            .and_then(|l| l.split(": ").nth(1))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("{name}: no `wrote` line in\n{plan}"));
+        std::fs::remove_file(&filled).ok();
+        let x = dir.join("x.npy");
+        let y = dir.join("y.npy");
+        let n = 3 * 224 * 224;
+        let data = (0..n).map(|k| ((k * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
+        scheduler_rt::npy::write(
+            &x,
+            &scheduler_rt::npy::Array {
+                shape: vec![1, 3, 224, 224],
+                data,
+            },
+        )
+        .unwrap();
+        stretch_ok(&["run", &s(&branched), "--input", &s(&x), "--output", &s(&y)]);
+        let report = reference(&["expect", &s(&branched), &s(&x), &s(&y), "--rtol", "1e-4"]);
+        let scale: f64 = report
+            .split("reference scale ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: no scale in {report}"));
+        assert!(
+            scale > 1.05e-3,
+            "{name}: the output is uniform over the 1000 classes ({report}), so comparing it shows nothing"
+        );
+        std::fs::remove_file(&branched).ok();
+    }
+    assert!(
+        branched_stages >= 9,
+        "only {branched_stages} stages branched across the nine networks"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -112,11 +112,27 @@ pub(super) fn boundaries(g: &Graph, mp: &MainPath, stem: usize, residuals: &[Res
             b.insert(k);
         }
     }
+    let last = mp.cuts.len() - 1;
     let reduced = (stem + 1..mp.cuts.len()).find(|&k| is_reduced(g, mp, k));
-    let head = match reduced {
-        Some(r) => b.range(..r).next_back().copied().unwrap_or(stem),
-        None => mp.cuts.len() - 1,
+    let upsampled = (stem..last).find(|&k| upsamples(g, mp, k));
+    let limit = match (reduced, upsampled) {
+        (Some(r), Some(u)) => Some(u.min(r - 1)),
+        (Some(r), None) => Some(r - 1),
+        (None, u) => u,
     };
-    let b: BTreeSet<usize> = b.into_iter().filter(|&k| k >= stem && k <= head).collect();
+    let head = match limit {
+        Some(l) => b.range(..=l).next_back().copied().unwrap_or(stem),
+        None => last,
+    };
+    let mut b: BTreeSet<usize> = b.into_iter().filter(|&k| k >= stem && k <= head).collect();
+    b.insert(head);
     (b, head)
+}
+
+/// Whether the segment after cut `k` enlarges a spatial map (a decoder or
+/// feature-pyramid path: Resize, ConvTranspose).
+fn upsamples(g: &Graph, mp: &MainPath, k: usize) -> bool {
+    mp.between(mp.cuts[k], mp.cuts[k + 1])
+        .iter()
+        .any(|id| matches!(g.node(*id).op, Op::Resize(_) | Op::ConvTranspose(_)))
 }

@@ -12,7 +12,10 @@
 //!   residual blocks; a residual block whose shape differs from the stage's
 //!   starts a new stage.
 //! - The *head* starts at the last boundary before the first value whose spatial
-//!   dimensions are reduced away (global pooling, flatten, fully connected).
+//!   dimensions are reduced away (global pooling, flatten, fully connected),
+//!   or before the first segment that enlarges a map (Resize, ConvTranspose:
+//!   a decoder), whichever comes first; it holds the rest of the graph, every
+//!   output of a multi-output model included.
 
 mod blocks;
 mod cuts;
@@ -29,7 +32,9 @@ use thiserror::Error;
 /// Why a graph could not be analysed as a sequential CNN.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum AnalysisError {
-    #[error("stage analysis needs exactly one graph input and one output, found {inputs} inputs and {outputs} outputs")]
+    #[error(
+        "stage analysis needs exactly one graph input and at least one output, found {inputs} inputs and {outputs} outputs"
+    )]
     NotSingleInputOutput { inputs: usize, outputs: usize },
     #[error("stage analysis needs a convolution, the graph has none")]
     NoConvolution,

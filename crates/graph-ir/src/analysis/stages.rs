@@ -6,9 +6,11 @@ use super::{AnalysisError, Block, BlockKind, Segment, Stage, Structure};
 use crate::graph::Graph;
 use crate::ops::Op;
 
-/// Finds stem, stages and head of a single-input, single-output CNN.
+/// Finds stem, stages and head of a single-input CNN. With several outputs
+/// (a segmentation or detection head), the head holds every node after the
+/// last value all outputs depend on, and its `output` is the first output.
 pub fn analyze(g: &Graph) -> Result<Structure, AnalysisError> {
-    if g.inputs().len() != 1 || g.outputs().len() != 1 {
+    if g.inputs().len() != 1 || g.outputs().is_empty() {
         return Err(AnalysisError::NotSingleInputOutput {
             inputs: g.inputs().len(),
             outputs: g.outputs().len(),
@@ -59,7 +61,15 @@ pub fn analyze(g: &Graph) -> Result<Structure, AnalysisError> {
             .collect(),
     };
     let last = mp.cuts.len() - 1;
-    let head_seg = segment(head, last);
+    let head_seg = if g.outputs().len() == 1 {
+        segment(head, last)
+    } else {
+        Segment {
+            input: mp.cuts[head],
+            output: g.outputs()[0].1,
+            nodes: mp.order[mp.pos[&mp.cuts[head].node] + 1..].to_vec(),
+        }
+    };
     Ok(Structure {
         stem: stem_seg,
         stages,

@@ -18,7 +18,8 @@ use std::io::Write;
 /// initializers (BatchNorm statistics included).
 ///
 /// --json prints a document with schema "stretch.inspect/1":
-/// {schema, model, input: {name, shape}, output: {name, shape},
+/// {schema, model, input: {name, shape}, output: {name, shape} (the first),
+///  outputs: [{name, shape}] (every graph output),
 ///  stem, stages: [..], head (each: kind, index, blocks, residual_blocks,
 ///  input_shape, output_shape, channels, macs, flops, params,
 ///  activation_bytes, mac_share, nodes),
@@ -58,6 +59,7 @@ struct Report {
     model: String,
     input: Port,
     output: Port,
+    outputs: Vec<Port>,
     #[serde(flatten)]
     summary: graph_ir::analysis::Summary,
     /// Branches of a branched model (absent otherwise).
@@ -133,7 +135,14 @@ pub fn run(args: Args) -> Result<()> {
     let structure = analyze(&graph).with_context(|| format!("cannot analyse {}", args.model.model.display()))?;
     let summary = structure.summary(&graph);
     let input = graph.inputs()[0];
-    let (out_name, out) = graph.outputs()[0].clone();
+    let outputs: Vec<Port> = graph
+        .outputs()
+        .iter()
+        .map(|(name, o)| Port {
+            name: name.clone(),
+            shape: graph.fact(*o).map(|f| f.shape.clone()).unwrap_or_default(),
+        })
+        .collect();
     let report = Report {
         schema: "stretch.inspect/1",
         model: args.model.model.display().to_string(),
@@ -142,9 +151,10 @@ pub fn run(args: Args) -> Result<()> {
             shape: graph.node(input).outputs[0].shape.clone(),
         },
         output: Port {
-            name: out_name,
-            shape: graph.fact(out).map(|f| f.shape.clone()).unwrap_or_default(),
+            name: outputs[0].name.clone(),
+            shape: outputs[0].shape.clone(),
         },
+        outputs,
         summary,
         branches: branches(&graph),
     };
@@ -178,12 +188,17 @@ pub fn run(args: Args) -> Result<()> {
     ]);
     writeln!(
         out,
-        "{}: input `{}` {}, output `{}` {}, {} stages, blocks per stage {:?}",
+        "{}: input `{}` {}, {} {}, {} stages, blocks per stage {:?}",
         report.model,
         report.input.name,
         shape(&report.input.shape),
-        report.output.name,
-        shape(&report.output.shape),
+        if report.outputs.len() == 1 { "output" } else { "outputs" },
+        report
+            .outputs
+            .iter()
+            .map(|p| format!("`{}` {}", p.name, shape(&p.shape)))
+            .collect::<Vec<_>>()
+            .join(", "),
         s.stages.len(),
         s.stages.iter().map(|p| p.blocks).collect::<Vec<_>>()
     )?;

@@ -38,14 +38,22 @@ pub struct Args {
     #[arg(long, value_name = "SEED")]
     pub random: Option<u64>,
 
-    /// Write the first output here (.npy, float32).
+    /// Write an output here (.npy, float32): the first --output gets
+    /// output 0, a second one output 1, and so on.
     #[arg(long, value_name = "OUT.npy")]
-    pub output: Option<PathBuf>,
+    pub output: Vec<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let label = args.model.model.display().to_string();
     let graph = args.model.load()?;
+    if args.output.len() > graph.outputs().len() {
+        bail!(
+            "{} --output files given, but {label} has {} outputs",
+            args.output.len(),
+            graph.outputs().len()
+        );
+    }
     let processors = args.runtime.processors(&graph)?;
     let rt = load_adaptive(&graph, &processors, args.runtime.adaptive()?, &label)?;
     let facts = rt.input_facts();
@@ -95,7 +103,6 @@ pub fn run(args: Args) -> Result<()> {
         "run        {:.3} ms (measured, one run, first run included)",
         elapsed.as_secs_f64() * 1e3
     )?;
-    let mut first = None;
     for (i, v) in outputs.iter().enumerate() {
         let view = v.to_plain_array_view::<f32>().context("output is not float32")?;
         let data: Vec<f32> = view.iter().copied().collect();
@@ -114,16 +121,14 @@ pub fn run(args: Args) -> Result<()> {
             "output {i}   shape {:?} min {min:.6} max {max:.6} mean {mean:.6} argmax {argmax}",
             v.shape()
         )?;
-        if first.is_none() {
-            first = Some(Array {
+        if let Some(path) = args.output.get(i) {
+            let a = Array {
                 shape: v.shape().to_vec(),
                 data,
-            });
+            };
+            npy::write(path, &a).with_context(|| format!("cannot write output {i} to {}", path.display()))?;
+            writeln!(out, "wrote      {}", path.display())?;
         }
-    }
-    if let (Some(path), Some(a)) = (&args.output, first) {
-        npy::write(path, &a)?;
-        writeln!(out, "wrote      {}", path.display())?;
     }
     Ok(())
 }
