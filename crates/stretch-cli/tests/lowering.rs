@@ -16,7 +16,7 @@ fn path(p: &std::path::Path) -> String {
 
 /// Every element-wise activation, binary op and softmax the IR knows
 /// beyond ReLU, Add and Mul, InstanceNormalization and LRN (windows of 5
-/// and 3: onnxruntime takes odd sizes only), between a
+/// and 3: onnxruntime takes odd sizes only), the upsampling ops, between a
 /// convolution and a classifier; the
 /// values stay finite (Sqrt of an Abs, Pow of a positive base, Exp of a
 /// non-positive value).
@@ -61,11 +61,74 @@ fn activations_model() -> graph_ir::Graph {
     };
     let t = b.node("lrn5", lrn(5), &[t]).unwrap();
     let t = b.node("lrn3", lrn(3), &[t]).unwrap();
+    let t = upsampling(&mut b, t);
     let sm = b.softmax("softmax", t, 1, false).unwrap();
     let lsm = b.softmax("log_softmax", t, -1, true).unwrap();
     let both = b.add("both", sm, lsm).unwrap();
     let out = b.classifier("head", both, 10).unwrap();
     b.finish("y", out).unwrap()
+}
+
+/// ConvTranspose, every Resize the lowering trains exactly, Tile and
+/// ReduceSum on a `[1, 8, 8, 8]` value, summed back to that shape.
+fn upsampling(b: &mut graph_ir::builder::Builder, t: graph_ir::Outlet) -> graph_ir::Outlet {
+    use graph_ir::Op;
+    use graph_ir::ops::*;
+    let resize = |mode, coord, target| Op::Resize(Resize { mode, coord, target });
+    let w = b.param("ct.w", &[8, 4, 3, 3]).unwrap();
+    let bias = b.param("ct.b", &[4]).unwrap();
+    let ct = ConvTranspose {
+        strides: [2, 2],
+        pads: [1, 1, 1, 1],
+        output_padding: [1, 1],
+        ..ConvTranspose::default()
+    };
+    let ct = b.node("ct", Op::ConvTranspose(ct), &[t, w, bias]).unwrap();
+    let floor = ResizeMode::Nearest(NearestMode::Floor);
+    let near = resize(floor, CoordMode::Asymmetric, ResizeTarget::Scales([0.5, 0.5]));
+    let near = b.node("near", near, &[ct]).unwrap();
+    let tiled = b
+        .node(
+            "tile",
+            Op::Tile(Tile {
+                repeats: vec![1, 2, 1, 1],
+            }),
+            &[near],
+        )
+        .unwrap();
+    let bil = resize(ResizeMode::Linear, CoordMode::HalfPixel, ResizeTarget::Sizes([8, 8]));
+    let bil = b.node("bilinear", bil, &[ct]).unwrap();
+    let sum = Reduce {
+        kind: ReduceKind::Sum,
+        axes: vec![1],
+        keepdims: true,
+    };
+    let sum = b.node("rsum", Op::Reduce(sum), &[bil]).unwrap();
+    let corners = resize(
+        ResizeMode::Linear,
+        CoordMode::AlignCorners,
+        ResizeTarget::Scales([2.0, 2.0]),
+    );
+    let corners = b.node("corners", corners, &[t]).unwrap();
+    let back = resize(floor, CoordMode::Asymmetric, ResizeTarget::Sizes([8, 8]));
+    let back = b.node("back", back, &[corners]).unwrap();
+    let half = ResizeMode::Nearest(NearestMode::RoundPreferFloor);
+    let half = resize(half, CoordMode::HalfPixel, ResizeTarget::Scales([2.0, 2.0]));
+    let half = b.node("half", half, &[t]).unwrap();
+    let pool = Pool {
+        kind: PoolKind::Max,
+        kernel: [2, 2],
+        strides: [2, 2],
+        pads: [0; 4],
+        dilations: [1, 1],
+        ceil_mode: false,
+    };
+    let half = b.node("half.pool", Op::Pool(pool), &[half]).unwrap();
+    let mut y = b.add("up0", t, tiled).unwrap();
+    for (k, o) in [sum, back, half].into_iter().enumerate() {
+        y = b.add(&format!("up{}", k + 1), y, o).unwrap();
+    }
+    y
 }
 
 #[test]
@@ -122,6 +185,7 @@ fn burn_inference_matches_onnxruntime() {
         &path(&filled),
     ]);
     models.push((filled, false));
+    models.push((repo().join("fixtures/vision/style_transfer_full.onnx"), false));
     for name in ["resnet-mini", "mbnet-mini"] {
         let m = dir.join(format!("{name}.onnx"));
         stretch_ok(&["zoo", name, "--seed", "4", "-o", &path(&m)]);
@@ -171,15 +235,10 @@ fn burn_inference_matches_onnxruntime() {
             },
         )
         .expect("write input");
-        let classes = inf.program.classes();
-        write(
-            &y,
-            &Array {
-                shape: vec![n, classes],
-                data: scores,
-            },
-        )
-        .expect("write output");
+        let mut shape = g.fact(g.outputs()[0].1).expect("output fact").shape.clone();
+        shape[0] = n;
+        assert_eq!(shape.iter().product::<usize>(), n * inf.program.classes());
+        write(&y, &Array { shape, data: scores }).expect("write output");
         list.push_str(&format!("{} {} {}\n", path(model), path(&x), path(&y)));
     }
     let list_file = dir.join("list.txt");
