@@ -11,15 +11,22 @@ use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis, slice:
 use crate::tensor::{DType, Fact, Tensor};
 use bytes::Bytes;
 
-/// The most memory one folded result may take while it is computed (its
-/// values are widened to 8 bytes each): 1 GiB, 134,217,728 elements. A
-/// real weight built at import time fits (VGG-19's 25088x4096 fully
-/// connected weight from a `ConstantOfShape`: 102,760,448 elements); a
-/// hostile file asking for more is refused before anything is allocated.
-const MAX_FOLDED_BYTES: usize = 1 << 30;
+/// The memory all folded results of one import may take while they are
+/// computed (values are widened to 8 bytes each): twice the file's size,
+/// at least [`FOLD_BUDGET_FLOOR`] and at most [`FOLD_BUDGET_CEILING`].
+/// Real weights built at import time fit (the model zoo's VGG-19 builds
+/// all 143,667,240 of its weights with `ConstantOfShape`: 1.07 GiB
+/// widened, from a 9 KB file); a hostile file asking for more, in one fold
+/// or in many, is refused before anything is allocated.
+pub fn fold_budget(file_bytes: usize) -> usize {
+    file_bytes.saturating_mul(2).clamp(FOLD_BUDGET_FLOOR, FOLD_BUDGET_CEILING)
+}
 
-/// [`MAX_FOLDED_BYTES`] in elements.
-const MAX_FOLDED_ELEMENTS: usize = MAX_FOLDED_BYTES / 8;
+/// The smallest fold budget of an import: 2 GiB.
+pub const FOLD_BUDGET_FLOOR: usize = 2 << 30;
+
+/// The largest fold budget of an import, whatever the file's size: 16 GiB.
+pub const FOLD_BUDGET_CEILING: usize = 16 << 30;
 
 #[derive(Clone, Debug)]
 enum Data {
@@ -103,19 +110,25 @@ fn f32_to_f16_bits(x: f32) -> u16 {
     }
 }
 
-/// The element count of a folded result of this shape, refused above
-/// [`MAX_FOLDED_ELEMENTS`].
+/// The element count of a folded result of this shape, taken from the
+/// import's fold budget; refused when the budget cannot hold it.
 fn folded_len(ctx: &NodeCtx, shape: &[usize]) -> Result<usize, ImportError> {
-    shape
-        .iter()
-        .try_fold(1usize, |p, &d| p.checked_mul(d))
-        .filter(|&n| n <= MAX_FOLDED_ELEMENTS)
-        .ok_or_else(|| {
-            ctx.err(format!(
-                "the constant result has more than {MAX_FOLDED_ELEMENTS} elements ({} GiB while folding); too large to fold",
-                MAX_FOLDED_BYTES >> 30
-            ))
-        })
+    let left = ctx.fold_budget.get();
+    let n = shape.iter().try_fold(1usize, |p, &d| p.checked_mul(d));
+    match n.and_then(|n| n.checked_mul(8).map(|b| (n, b))) {
+        Some((n, bytes)) if bytes <= left => {
+            ctx.fold_budget.set(left - bytes);
+            Ok(n)
+        }
+        _ => Err(ctx.err(format!(
+            "the constant result {shape:?} needs {} while folding, more than the {} MiB left of this import's \
+             folding budget (twice the file's size, at least {} GiB, at most {} GiB); too large to fold",
+            n.map_or("more than 2^64 bytes".into(), |n| format!("{} MiB", (n as u128 * 8) >> 20)),
+            left >> 20,
+            FOLD_BUDGET_FLOOR >> 30,
+            FOLD_BUDGET_CEILING >> 30
+        ))),
+    }
 }
 
 fn strides_of(shape: &[usize]) -> Vec<usize> {
@@ -485,4 +498,33 @@ fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportEr
         shape,
         data,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use onnx_ir::NodeProto;
+    use std::cell::Cell;
+
+    #[test]
+    fn budget_is_shared_by_every_fold_of_an_import() {
+        assert_eq!(fold_budget(9_311), FOLD_BUDGET_FLOOR);
+        assert_eq!(fold_budget(3 << 30), 6 << 30);
+        assert_eq!(fold_budget(usize::MAX), FOLD_BUDGET_CEILING);
+        let proto = NodeProto::new();
+        let budget = Cell::new(100);
+        let ctx = NodeCtx {
+            proto: &proto,
+            name: "fold".into(),
+            inputs: vec![],
+            opset: 17,
+            fold_budget: &budget,
+        };
+        assert_eq!(folded_len(&ctx, &[5, 2]).unwrap(), 10);
+        assert_eq!(budget.get(), 20);
+        let err = folded_len(&ctx, &[3]).unwrap_err().to_string();
+        assert!(err.contains("24 B") || err.contains("too large to fold"), "{err}");
+        assert_eq!(budget.get(), 20, "a refused fold takes nothing");
+        assert!(folded_len(&ctx, &[usize::MAX, 2]).is_err());
+    }
 }

@@ -89,6 +89,7 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         }),
         values: HashMap::new(),
         opset,
+        fold_budget: std::cell::Cell::new(super::fold::fold_budget(bytes.len())),
     };
     for p in &model.metadata_props {
         imp.graph.metadata.insert(p.key.clone(), p.value.clone());
@@ -272,6 +273,7 @@ struct Importer {
     graph: Graph,
     values: HashMap<String, Outlet>,
     opset: i64,
+    fold_budget: std::cell::Cell<usize>,
 }
 
 impl Importer {
@@ -298,6 +300,7 @@ impl Importer {
             name: name.clone(),
             inputs,
             opset: self.opset,
+            fold_budget: &self.fold_budget,
         };
         let unsupported = || ImportError::Unsupported {
             op_type: proto.op_type.clone(),

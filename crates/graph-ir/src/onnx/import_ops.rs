@@ -19,6 +19,8 @@ pub(super) struct NodeCtx<'a> {
     pub name: String,
     pub inputs: Vec<Option<Outlet>>,
     pub opset: i64,
+    /// Bytes folding may still allocate in this import ([`fold::fold_budget`]).
+    pub fold_budget: &'a std::cell::Cell<usize>,
 }
 
 /// What an ONNX node becomes.
