@@ -1,7 +1,7 @@
 //! Import-time evaluation of constant subgraphs: `Constant`, `Shape` of a
 //! static value, and shape arithmetic (`Gather`, `Unsqueeze`, `Squeeze`,
-//! `Cast`, `ConstantOfShape`, `Concat`, `Reshape`, `Slice`,
-//! `Add`/`Sub`/`Mul`/`Div`) whose inputs are all constants.
+//! `Cast`, `ConstantOfShape`, `Concat`, `Reshape`, `Slice`, `Expand`,
+//! `Tile`, `Add`/`Sub`/`Mul`/`Div`) whose inputs are all constants.
 
 use super::ImportError;
 use super::import_ops::{MAX_SHAPE_OPERAND_LEN, NodeCtx};
@@ -237,6 +237,8 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
             let ends = ends.ok_or_else(|| ctx.err("ends are required"))?;
             slice(ctx, arg(0)?, &starts, &ends, axes, steps)?
         }
+        "Expand" => expand(ctx, arg(0)?, &arg(1)?.ints())?,
+        "Tile" => tile(ctx, arg(0)?, &arg(1)?.ints())?,
         _ => arithmetic(ctx, op_type, arg(0)?, arg(1)?)?,
     };
     Ok(Some(vec![out.into_tensor()]))
@@ -442,25 +444,66 @@ fn concat(ctx: &NodeCtx, parts: &[&Val], axis: i64) -> Result<Val, ImportError> 
     })
 }
 
+/// For every element of a value of shape `out`, the flat index of the
+/// element of `x` it reads: `x` broadcast to `out` (aligned at the last
+/// axis; size-1 axes repeat), or, with `tile`, laid end to end (`out[d]` a
+/// multiple of `x[d]`).
+fn source_index(x: &[usize], out: &[usize], n: usize, tile: bool) -> Vec<usize> {
+    let out_strides = strides_of(out);
+    let in_strides = strides_of(x);
+    let off = out.len() - x.len();
+    (0..n)
+        .map(|flat| {
+            (0..x.len())
+                .map(|d| {
+                    let i = (flat / out_strides[d + off]) % out[d + off];
+                    if tile {
+                        i % x[d] * in_strides[d]
+                    } else if x[d] == 1 {
+                        0
+                    } else {
+                        i * in_strides[d]
+                    }
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// `Expand`: `x` broadcast with the target shape (either side may be 1).
+fn expand(ctx: &NodeCtx, x: &Val, target: &[i64]) -> Result<Val, ImportError> {
+    if target.len() > MAX_SHAPE_OPERAND_LEN || target.iter().any(|&d| d < 0) {
+        return Err(ctx.err(format!("target shape {target:?} is not a shape")));
+    }
+    let target: Vec<usize> = target.iter().map(|&d| d as usize).collect();
+    let shape = broadcast(&x.shape, &target).map_err(|e| ctx.err(e))?;
+    let n = folded_len(ctx, &shape)?;
+    let data = x.gather_flat(&source_index(&x.shape, &shape, n, false));
+    Ok(Val { shape, data, ..x.clone() })
+}
+
+/// `Tile`: `x` repeated `repeats[d]` times along each axis.
+fn tile(ctx: &NodeCtx, x: &Val, repeats: &[i64]) -> Result<Val, ImportError> {
+    if repeats.len() != x.shape.len() || repeats.iter().any(|&r| r < 0) {
+        return Err(ctx.err(format!("repeats {repeats:?} do not fit a value of shape {:?}", x.shape)));
+    }
+    let shape = x
+        .shape
+        .iter()
+        .zip(repeats)
+        .map(|(&d, &r)| d.checked_mul(r as usize))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| ctx.err(format!("repeating {:?} by {repeats:?} overflows", x.shape)))?;
+    let n = folded_len(ctx, &shape)?;
+    let data = x.gather_flat(&source_index(&x.shape, &shape, n, true));
+    Ok(Val { shape, data, ..x.clone() })
+}
+
 fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportError> {
     let shape = broadcast(&a.shape, &b.shape).map_err(|e| ctx.err(e))?;
     let n = folded_len(ctx, &shape)?;
-    let index = |v: &Val, flat: usize| -> usize {
-        let out_strides = strides_of(&shape);
-        let in_strides = strides_of(&v.shape);
-        let off = shape.len() - v.shape.len();
-        (0..v.shape.len())
-            .map(|d| {
-                if v.shape[d] == 1 {
-                    0
-                } else {
-                    (flat / out_strides[d + off]) % shape[d + off] * in_strides[d]
-                }
-            })
-            .sum()
-    };
-    let ia: Vec<usize> = (0..n).map(|i| index(a, i)).collect();
-    let ib: Vec<usize> = (0..n).map(|i| index(b, i)).collect();
+    let ia = source_index(&a.shape, &shape, n, false);
+    let ib = source_index(&b.shape, &shape, n, false);
     let data = match (&a.data, &b.data) {
         (Data::I(x), Data::I(y)) => Data::I(
             (0..n)
@@ -505,6 +548,32 @@ mod tests {
     use super::*;
     use onnx_ir::NodeProto;
     use std::cell::Cell;
+
+    #[test]
+    fn expand_and_tile_fold() {
+        let proto = NodeProto::new();
+        let budget = Cell::new(1 << 20);
+        let ctx = NodeCtx {
+            proto: &proto,
+            name: "fold".into(),
+            inputs: vec![],
+            opset: 17,
+            fold_budget: &budget,
+        };
+        let x = Val {
+            dtype: DType::I64,
+            shape: vec![2, 1],
+            data: Data::I(vec![1, 2]),
+        };
+        let e = expand(&ctx, &x, &[3, 1, 3]).unwrap();
+        assert_eq!(e.shape, [3, 2, 3]);
+        assert_eq!(e.ints()[..6], [1, 1, 1, 2, 2, 2]);
+        let t = tile(&ctx, &x, &[2, 3]).unwrap();
+        assert_eq!(t.shape, [4, 3]);
+        assert_eq!(t.ints(), [1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2]);
+        assert!(expand(&ctx, &x, &[3, 2]).is_err());
+        assert!(tile(&ctx, &x, &[2]).is_err());
+    }
 
     #[test]
     fn budget_is_shared_by_every_fold_of_an_import() {
