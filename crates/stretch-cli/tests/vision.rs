@@ -4,8 +4,9 @@
 //! step a user takes: weights filled by Python, `convert` (equal to the
 //! filled file in onnxruntime, every output), `run` on the subgraph
 //! runtime (every output equal to onnxruntime's), and `stretch` (plan and
-//! branch on host.toml) whose branched file runs on the runtime with
-//! every output equal to onnxruntime's run of that file. Stages are found
+//! branch on host.toml) whose branched file runs on the runtime, with its
+//! tract engine and with its onnxruntime engine, with every output equal
+//! to onnxruntime's run of that file. Stages are found
 //! in the backbone; a stage left whole says why. The two files exported
 //! with torch's weights (`*_full.onnx`) convert equal to themselves.
 
@@ -21,7 +22,7 @@ fn s(p: &Path) -> &str {
 
 /// Runs `model` on the runtime with a fixed input and checks every output
 /// against onnxruntime's run of the same file.
-fn runs_like_onnxruntime(dir: &Path, model: &Path, shape: &[usize], outputs: usize) {
+fn runs_like_onnxruntime(dir: &Path, model: &Path, shape: &[usize], outputs: usize, extra: &[&str]) {
     let n: usize = shape.iter().product();
     let data = (0..n).map(|k| ((k * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
     let x = dir.join("x.npy");
@@ -35,6 +36,7 @@ fn runs_like_onnxruntime(dir: &Path, model: &Path, shape: &[usize], outputs: usi
     .unwrap();
     let ys: Vec<PathBuf> = (0..outputs).map(|k| dir.join(format!("y{k}.npy"))).collect();
     let mut args = vec!["run", s(model), "--input", s(&x)];
+    args.extend(extra);
     for y in &ys {
         args.extend(["--output", s(y)]);
     }
@@ -89,7 +91,7 @@ fn vision_fixtures_convert_run_and_branch_like_onnxruntime() {
         let converted = dir.join(format!("{name}.converted.onnx"));
         stretch_ok(&["convert", s(&filled), "-o", s(&converted)]);
         reference(&["compare", s(&filled), s(&converted), "--atol", "1e-5", "--rtol", "1e-5"]);
-        runs_like_onnxruntime(&dir, &converted, &shape, outputs);
+        runs_like_onnxruntime(&dir, &converted, &shape, outputs, &[]);
 
         let branched = dir.join(format!("{name}.branched.onnx"));
         let plan = stretch_ok(&["stretch", s(&filled), "--device", s(&host), "-o", s(&branched)]);
@@ -100,7 +102,9 @@ fn vision_fixtures_convert_run_and_branch_like_onnxruntime() {
                 "{name}: a stage left whole without a reason: {line}"
             );
         }
-        runs_like_onnxruntime(&dir, &branched, &shape, outputs);
+        runs_like_onnxruntime(&dir, &branched, &shape, outputs, &[]);
+        let ort = ["--processor", "cpu0=inline,engine=ort", "--processor", "cpu1=pool,engine=ort"];
+        runs_like_onnxruntime(&dir, &branched, &shape, outputs, &ort);
     }
     for name in ["style_transfer_full", "yolo_tiny_full"] {
         let src = repo().join(format!("fixtures/vision/{name}.onnx"));
