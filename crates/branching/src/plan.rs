@@ -33,6 +33,8 @@ pub struct Settings {
     /// Lower bound on width_i / width, in (0, 1].
     pub min_width: f64,
     /// Total branch MACs within `[lo, hi]` x the original stage's MACs.
+    /// The default `[1.0, 1.2]` keeps at least the original's work in every
+    /// branched stage.
     pub capacity: [f64; 2],
     pub merge: Merge,
 }
@@ -44,7 +46,7 @@ impl Default for Settings {
             beta: 1.1,
             min_depth: 0.5,
             min_width: 0.5,
-            capacity: [0.8, 1.2],
+            capacity: [1.0, 1.2],
             merge: Merge::Project,
         }
     }
@@ -130,10 +132,18 @@ pub struct StagePlan {
     /// count its own first layers at the merge's width.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub widened_macs: i64,
+    /// MACs of the stage in this plan (its branches and merge, or the
+    /// whole stage with `widened_macs`) over the original stage's.
+    #[serde(default = "one")]
+    pub work_ratio: f64,
 }
 
 fn is_zero(v: &i64) -> bool {
     *v == 0
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Stem or head: run whole on one processor.
@@ -154,10 +164,23 @@ pub struct Totals {
     pub original_ms: BTreeMap<String, f64>,
     pub fastest_single: String,
     pub plan_ms: f64,
-    /// All processors perfectly balanced on every stage; stem and head serial.
+    /// The plan's own work perfectly balanced over all processors on every
+    /// stage (a branched stage: its branches' predicted times weighted by
+    /// their processors' speeds, over the sum of all speeds; a whole stage:
+    /// its time on all processors in parallel); stem and head serial. No
+    /// plan's prediction is below it.
     pub ideal_ms: f64,
     pub speedup: f64,
     pub ideal_speedup: f64,
+    /// MACs of the original model.
+    #[serde(default)]
+    pub original_macs: u64,
+    /// MACs of the branched model this plan describes.
+    #[serde(default)]
+    pub plan_macs: u64,
+    /// `plan_macs / original_macs`: the work the speedup is bought with.
+    #[serde(default = "one")]
+    pub work_ratio: f64,
 }
 
 /// A branching plan for one model on a device's processors.

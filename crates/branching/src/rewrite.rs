@@ -138,6 +138,8 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
         out.annotate(id, keys::MEETING_POINT, "false");
     }
     out.metadata.insert("stretch.plan".into(), plan_summary(plan));
+    out.metadata
+        .insert(keys::ORIGINAL_MACS.into(), g.total_cost().macs.to_string());
     out.check()?;
     Ok(out)
 }
@@ -297,6 +299,7 @@ mod tests {
                 predicted_ms: 0.0,
                 candidates: Counts::default(),
                 widened_macs: 0,
+                work_ratio: 1.0,
             })
             .collect();
         let part = Part {
@@ -325,6 +328,9 @@ mod tests {
                 ideal_ms: 0.0,
                 speedup: 1.0,
                 ideal_speedup: 1.0,
+                original_macs: 0,
+                plan_macs: 0,
+                work_ratio: 1.0,
             },
         }
     }

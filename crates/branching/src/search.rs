@@ -155,7 +155,7 @@ pub fn search(
             explain,
             &mut report,
         )?;
-        ideal += 1.0 / sp.original_ms.values().map(|v| 1.0 / v.max(1e-12)).sum::<f64>();
+        ideal += stage_ideal(&sp);
         in_width = match settings.merge {
             Merge::Concat if !sp.branches.is_empty() => {
                 let w: usize = sp.branches.iter().map(|b| b.width).sum();
@@ -170,6 +170,11 @@ pub fn search(
         _ => Widening::default(),
     };
     let head_total = head_ms[&primary] + head_widening.ms;
+    let original_macs = g.cost_of(&g.node_ids()).macs;
+    let plan_macs = stages.iter().fold(original_macs as i128, |m, sp| {
+        m + (sp.work_ratio * sp.macs as f64).round() as i128 - sp.macs as i128
+    }) + head_widening.macs as i128;
+    let plan_macs = plan_macs.max(0) as u64;
     let plan_ms = stem_ms[&primary] + head_total + stages.iter().map(|s| s.predicted_ms).sum::<f64>();
     let best_single = original[&fastest];
     let plan = Plan {
@@ -202,9 +207,29 @@ pub fn search(
             ideal_ms: ideal,
             speedup: best_single / plan_ms,
             ideal_speedup: best_single / ideal,
+            original_macs,
+            plan_macs,
+            work_ratio: plan_macs as f64 / original_macs.max(1) as f64,
         },
     };
     Ok((plan, report))
+}
+
+/// The stage's share of the ideal bound: a branched stage's branch times
+/// weighted by their processors' speeds (1 / the original stage's time
+/// there) over the sum of every processor's speed, which never exceeds its
+/// slowest branch; a whole stage's time with every processor in parallel.
+fn stage_ideal(sp: &StagePlan) -> f64 {
+    let speed = |p: &str| 1.0 / sp.original_ms.get(p).copied().unwrap_or(f64::INFINITY).max(1e-12);
+    let total: f64 = sp.original_ms.keys().map(|p| speed(p)).sum();
+    if sp.branches.is_empty() {
+        return 1.0 / total;
+    }
+    sp.branches
+        .iter()
+        .map(|b| b.predicted_ms * speed(&b.processor))
+        .sum::<f64>()
+        / total
 }
 
 /// Depths within the bound (at least 1) and widths at sixteenths of the
@@ -266,6 +291,7 @@ fn plan_stage(
         predicted_ms: whole_ms,
         candidates: counts,
         widened_macs: widened.macs,
+        work_ratio: (macs as f64 + widened.macs as f64) / macs.max(1) as f64,
     };
     if processors.len() < 2 {
         return Ok(whole("one processor: nothing to branch".into(), Counts::default()));
@@ -524,12 +550,14 @@ fn plan_stage(
             counts,
         ));
     }
+    let work_ratio = branches.iter().map(|b| b.macs).sum::<u64>() as f64 / macs.max(1) as f64;
     Ok(StagePlan {
         reason: None,
         branches,
         predicted_ms: ms,
         candidates: counts,
         widened_macs: 0,
+        work_ratio,
         ..whole(String::new(), Counts::default())
     })
 }

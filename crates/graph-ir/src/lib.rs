@@ -39,4 +39,7 @@ pub mod keys {
     pub const STAGE: &str = "stage";
     /// Index of the branch a node belongs to within its stage.
     pub const BRANCH: &str = "branch";
+    /// Model metadata of a branched model: the MACs of the model it was
+    /// branched from.
+    pub const ORIGINAL_MACS: &str = "stretch.original_macs";
 }

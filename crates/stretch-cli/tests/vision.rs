@@ -103,7 +103,12 @@ fn vision_fixtures_convert_run_and_branch_like_onnxruntime() {
             );
         }
         runs_like_onnxruntime(&dir, &branched, &shape, outputs, &[]);
-        let ort = ["--processor", "cpu0=inline,engine=ort", "--processor", "cpu1=pool,engine=ort"];
+        let ort = [
+            "--processor",
+            "cpu0=inline,engine=ort",
+            "--processor",
+            "cpu1=pool,engine=ort",
+        ];
         runs_like_onnxruntime(&dir, &branched, &shape, outputs, &ort);
     }
     for name in ["style_transfer_full", "yolo_tiny_full"] {

@@ -31,7 +31,7 @@ impl MainPath {
                 }
             }
         }
-        for (_, o) in g.outputs() {
+        for (_, o) in g.outputs().iter().filter(|(_, o)| pos.contains_key(&o.node)) {
             last_use.insert(*o, end);
         }
         // live[i] = number of values produced at or before i and used after i.

@@ -120,6 +120,18 @@ mod tests {
     }
 
     #[test]
+    fn a_constant_among_the_outputs_is_not_on_the_main_path() {
+        let mut b = Builder::new("c");
+        let x = b.input("x", &[1, 3, 8, 8]).unwrap();
+        let y = b.conv_bn("c1", x, ConvSpec::new(8, 3, 1), true).unwrap();
+        let mut g = b.finish("y", y).unwrap();
+        let w = g.add_const("w", crate::Tensor::from_f32([2], &[1.0, 2.0])).unwrap();
+        g.set_outputs(vec![("y".into(), y), ("w".into(), w)]).unwrap();
+        let s = analyze(&g).unwrap();
+        assert!(s.stages.is_empty());
+    }
+
+    #[test]
     fn plain_cnn_splits_at_pooling() {
         let mut b = Builder::new("v");
         let x = b.input("x", &[1, 3, 32, 32]).unwrap();

@@ -19,7 +19,9 @@ use bytes::Bytes;
 /// widened, from a 9 KB file); a hostile file asking for more, in one fold
 /// or in many, is refused before anything is allocated.
 pub fn fold_budget(file_bytes: usize) -> usize {
-    file_bytes.saturating_mul(2).clamp(FOLD_BUDGET_FLOOR, FOLD_BUDGET_CEILING)
+    file_bytes
+        .saturating_mul(2)
+        .clamp(FOLD_BUDGET_FLOOR, FOLD_BUDGET_CEILING)
 }
 
 /// The smallest fold budget of an import: 2 GiB.
@@ -123,7 +125,10 @@ fn folded_len(ctx: &NodeCtx, shape: &[usize]) -> Result<usize, ImportError> {
         _ => Err(ctx.err(format!(
             "the constant result {shape:?} needs {} while folding, more than the {} MiB left of this import's \
              folding budget (twice the file's size, at least {} GiB, at most {} GiB); too large to fold",
-            n.map_or("more than 2^64 bytes".into(), |n| format!("{} MiB", (n as u128 * 8) >> 20)),
+            n.map_or("more than 2^64 bytes".into(), |n| format!(
+                "{} MiB",
+                (n as u128 * 8) >> 20
+            )),
             left >> 20,
             FOLD_BUDGET_FLOOR >> 30,
             FOLD_BUDGET_CEILING >> 30
@@ -479,7 +484,11 @@ fn expand(ctx: &NodeCtx, x: &Val, target: &[i64]) -> Result<Val, ImportError> {
     let shape = broadcast(&x.shape, &target).map_err(|e| ctx.err(e))?;
     let n = folded_len(ctx, &shape)?;
     let data = x.gather_flat(&source_index(&x.shape, &shape, n, false));
-    Ok(Val { shape, data, ..x.clone() })
+    Ok(Val {
+        shape,
+        data,
+        ..x.clone()
+    })
 }
 
 /// `Tile`: `x` repeated `repeats[d]` times along each axis.
@@ -496,7 +505,11 @@ fn tile(ctx: &NodeCtx, x: &Val, repeats: &[i64]) -> Result<Val, ImportError> {
         .ok_or_else(|| ctx.err(format!("repeating {:?} by {repeats:?} overflows", x.shape)))?;
     let n = folded_len(ctx, &shape)?;
     let data = x.gather_flat(&source_index(&x.shape, &shape, n, true));
-    Ok(Val { shape, data, ..x.clone() })
+    Ok(Val {
+        shape,
+        data,
+        ..x.clone()
+    })
 }
 
 fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportError> {

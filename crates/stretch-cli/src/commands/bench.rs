@@ -417,7 +417,15 @@ pub fn run(args: Args) -> Result<()> {
     let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
     crate::gantt::write_png(&gantt, &format!("{label}: one run on {n} processors"), &names, &trace)?;
     let mut out = std::io::stdout().lock();
+    let (macs_b, macs_o) = (branched.total_cost().macs, original.total_cost().macs);
     writeln!(out, "branched  {label}\noriginal  {original_label}")?;
+    writeln!(
+        out,
+        "work      branched {:.3} GMACs, {:.2}x the original's {:.3} GMACs",
+        macs_b as f64 / 1e9,
+        macs_b as f64 / macs_o.max(1) as f64,
+        macs_o as f64 / 1e9
+    )?;
     writeln!(
         out,
         "engines   {}; cores available {cores}; {} timed runs each, interleaved in blocks of {} (each after one untimed run)",

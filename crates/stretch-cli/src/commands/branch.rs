@@ -59,12 +59,15 @@ fn write(graph: &graph_ir::Graph, plan: &Plan, seed: u64, out: &PathBuf) -> Resu
     let branched = apply_plan(graph, plan, seed).context("cannot branch the model")?;
     graph_ir::onnx::export_file(&branched, out).with_context(|| format!("cannot write {}", out.display()))?;
     let cost = branched.total_cost();
+    let original = graph.total_cost().macs;
     println!(
-        "wrote {}: {} stages branched of {}, {:.3} GMACs, {} params",
+        "wrote {}: {} stages branched of {}, {:.3} GMACs ({:.2}x the original's {:.3}), {} params",
         out.display(),
         plan.branched_stages(),
         plan.stages.len(),
         cost.macs as f64 / 1e9,
+        cost.macs as f64 / original.max(1) as f64,
+        original as f64 / 1e9,
         cost.params
     );
     Ok(())

@@ -23,7 +23,8 @@ use std::io::Write;
 ///  stem, stages: [..], head (each: kind, index, blocks, residual_blocks,
 ///  input_shape, output_shape, channels, macs, flops, params,
 ///  activation_bytes, mac_share, nodes),
-///  total: {macs, flops, params, activation_bytes}}.
+///  total: {macs, flops, params, activation_bytes},
+///  branches and work_ratio for a branched model}.
 /// Fields are only ever added within a schema version.
 #[derive(clap::Args, Debug)]
 #[command(after_long_help = supported_ops_help())]
@@ -65,6 +66,10 @@ struct Report {
     /// Branches of a branched model (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     branches: Vec<BranchRow>,
+    /// A branched model's MACs over those of the model it was branched
+    /// from (from the metadata `stretch branch` writes; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    work_ratio: Option<f64>,
 }
 
 fn row(label: String, p: &PartSummary) -> Vec<String> {
@@ -157,6 +162,12 @@ pub fn run(args: Args) -> Result<()> {
         outputs,
         summary,
         branches: branches(&graph),
+        work_ratio: graph
+            .metadata
+            .get(graph_ir::keys::ORIGINAL_MACS)
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&m| m > 0)
+            .map(|m| graph.total_cost().macs as f64 / m as f64),
     };
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -203,6 +214,9 @@ pub fn run(args: Args) -> Result<()> {
         s.stages.iter().map(|p| p.blocks).collect::<Vec<_>>()
     )?;
     write!(out, "{}", table(&rows, 2))?;
+    if let Some(r) = report.work_ratio {
+        writeln!(out, "work: {r:.2}x the MACs of the model it was branched from")?;
+    }
     if !report.branches.is_empty() {
         let mut rows = vec![
             ["stage", "branch", "processor", "nodes", "MACs", "params"]

@@ -79,8 +79,12 @@ pub struct SearchArgs {
     #[arg(long, default_value_t = 0.5)]
     pub min_width: f64,
 
-    /// Band of the branches' total MACs relative to the original stage: LO,HI.
-    #[arg(long, value_delimiter = ',', default_value = "0.8,1.2")]
+    /// Band of the branches' total MACs relative to the original stage:
+    /// LO,HI. The default keeps at least the original's work in every
+    /// branched stage, so speedups compare like with like; a LO below 1
+    /// trades work (and accuracy) for speed. Every report states the MACs
+    /// ratio the plan ends up with.
+    #[arg(long, value_delimiter = ',', default_value = "1.0,1.2")]
     pub capacity: Vec<f64>,
 
     /// How branches meet: project (1x1 conv to each branch's share, then
@@ -245,6 +249,7 @@ pub fn describe(plan: &Plan) -> String {
             "part",
             "processors (depth, width)",
             "predicted ms",
+            "work",
             "candidates kept/considered",
             "note",
         ]
@@ -255,6 +260,7 @@ pub fn describe(plan: &Plan) -> String {
         "stem".into(),
         plan.stem.processor.clone(),
         format!("{:.3}", plan.stem.predicted_ms),
+        String::new(),
         String::new(),
         String::new(),
     ]);
@@ -272,6 +278,7 @@ pub fn describe(plan: &Plan) -> String {
             format!("stage {}", s.index),
             what,
             format!("{:.3}", s.predicted_ms),
+            format!("{:.2}x", s.work_ratio),
             format!("{}/{}", s.candidates.kept, s.candidates.considered),
             s.reason.clone().unwrap_or_default(),
         ]);
@@ -280,6 +287,7 @@ pub fn describe(plan: &Plan) -> String {
         "head".into(),
         plan.head.processor.clone(),
         format!("{:.3}", plan.head.predicted_ms),
+        String::new(),
         String::new(),
         String::new(),
     ]);
@@ -300,11 +308,12 @@ pub fn describe(plan: &Plan) -> String {
     let considered: u64 = plan.stages.iter().map(|s| s.candidates.considered).sum();
     let kept: u64 = plan.stages.iter().map(|s| s.candidates.kept).sum();
     text += &format!(
-        "original on one processor: {}\nplan: {:.2} ms, {:.2}x over the fastest single processor ({}); ideal bound {:.2} ms ({:.2}x)\ncandidates: {considered} considered, {kept} kept\n",
+        "original on one processor: {}\nplan: {:.2} ms, {:.2}x over the fastest single processor ({}) with {:.2}x the original's MACs; ideal bound for this work {:.2} ms ({:.2}x)\ncandidates: {considered} considered, {kept} kept\n",
         singles.join(", "),
         plan.totals.plan_ms,
         plan.totals.speedup,
         plan.totals.fastest_single,
+        plan.totals.work_ratio,
         plan.totals.ideal_ms,
         plan.totals.ideal_speedup
     );
