@@ -31,10 +31,10 @@ fn readers(g: &Graph, value: Outlet, width: usize, stage: usize) -> Result<(Vec<
         op: g.node(id).op.name(),
         reason: format!("{reason}; use --merge project"),
     };
-    let wide = |shape: &[usize], axis: usize| {
+    let wide = |shape: &[usize], axis: usize, to: usize| {
         let mut s = shape.to_vec();
         if let Some(d) = s.get_mut(axis) {
-            *d = width;
+            *d = to;
         }
         Tensor::without_data(Fact::f32(s))
     };
@@ -61,6 +61,7 @@ fn readers(g: &Graph, value: Outlet, width: usize, stage: usize) -> Result<(Vec<
             let node = g.node(id);
             let name = node.name.clone();
             let mut inputs = vec![map[&o]];
+            let k_wide = m.fact(map[&o]).and_then(|f| f.shape.last().copied()).unwrap_or(width);
             let mut copy = |m: &mut Graph, slot: usize, t: Tensor| -> Result<(), BranchError> {
                 inputs.push(m.add_const(format!("{name}.in{slot}"), t)?);
                 Ok(())
@@ -70,7 +71,7 @@ fn readers(g: &Graph, value: Outlet, width: usize, stage: usize) -> Result<(Vec<
                     if c.group != 1 {
                         return Err(unsupported(id, "a grouped or depthwise conv reads the widened merge"));
                     }
-                    copy(&mut m, 1, wide(&shape_of(node.inputs[1]), 1))?;
+                    copy(&mut m, 1, wide(&shape_of(node.inputs[1]), 1, width))?;
                     for slot in 2..node.inputs.len() {
                         copy(
                             &mut m,
@@ -81,7 +82,11 @@ fn readers(g: &Graph, value: Outlet, width: usize, stage: usize) -> Result<(Vec<
                     false
                 }
                 Op::Gemm(Gemm { trans_b, .. }) => {
-                    copy(&mut m, 1, wide(&shape_of(node.inputs[1]), if *trans_b { 1 } else { 0 }))?;
+                    copy(
+                        &mut m,
+                        1,
+                        wide(&shape_of(node.inputs[1]), if *trans_b { 1 } else { 0 }, k_wide),
+                    )?;
                     for slot in 2..node.inputs.len() {
                         copy(
                             &mut m,

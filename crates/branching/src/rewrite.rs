@@ -231,11 +231,16 @@ fn widen(g: &Graph, patch: &mut Patch, old: Outlet, width: usize, seed: u64, sta
                 }
                 Op::Gemm(gm) => {
                     let w = g.fact(node.inputs[1]).map(|f| f.shape.clone()).unwrap_or_default();
-                    let shape = if gm.trans_b {
-                        vec![w[0], width]
-                    } else {
-                        vec![width, w[1]]
-                    };
+                    let k_old = if gm.trans_b { w[1] } else { w[0] };
+                    let c_old = channels(g, old).max(1);
+                    if k_old % c_old != 0 {
+                        return Err(unsupported(
+                            id,
+                            "a fully connected layer reads the merge mixed with other values",
+                        ));
+                    }
+                    let k = k_old / c_old * width;
+                    let shape = if gm.trans_b { vec![w[0], k] } else { vec![k, w[1]] };
                     let t = kaiming(shape, seed, &format!("{name}.weight.widened"));
                     let new = patch.add_const(format!("{name}.weight.widened"), t);
                     patch.shunt(node.inputs[1], new);

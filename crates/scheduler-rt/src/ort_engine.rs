@@ -12,8 +12,26 @@ use std::sync::{Mutex, OnceLock};
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 
 /// Where the pip wheel of onnxruntime keeps its library, relative to a
-/// repository root holding the project's `.venv`.
-pub const WHEEL_DIR: &str = ".venv/lib/python3.11/site-packages/onnxruntime/capi";
+/// repository root holding the project's `.venv`, for any Python 3
+/// (`python3*` matches every `.venv/lib/python3.N`).
+pub const WHEEL_DIR: &str = ".venv/lib/python3*/site-packages/onnxruntime/capi";
+
+/// The wheel's library folders under `root`: [`WHEEL_DIR`] with its
+/// `python3*` matched against `root/.venv/lib`, in name order.
+fn wheel_dirs(root: &Path) -> Vec<PathBuf> {
+    let lib = root.join(".venv/lib");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("python3")))
+                .map(|e| e.path().join("site-packages/onnxruntime/capi"))
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
 
 /// The process's one onnxruntime environment, the library file and its
 /// release (from the file name, as the wheel ships it).
@@ -51,11 +69,12 @@ fn locate(env: Option<std::ffi::OsString>, roots: &[PathBuf]) -> Result<PathBuf,
     }
     let mut looked = Vec::new();
     for root in roots {
-        let dir = root.join(WHEEL_DIR);
-        if let Some(lib) = find_library(&dir) {
-            return Ok(lib);
+        for dir in wheel_dirs(root) {
+            if let Some(lib) = find_library(&dir) {
+                return Ok(lib);
+            }
         }
-        looked.push(format!("{}/libonnxruntime.so*", dir.display()));
+        looked.push(format!("{}/libonnxruntime.so*", root.join(WHEEL_DIR).display()));
     }
     Err(unavailable(format!(
         "libonnxruntime.so not found: ORT_DYLIB_PATH is not set and none of [{}] exists \
@@ -268,5 +287,14 @@ mod tests {
         );
         let e = locate(Some("/no/lib.so".into()), &[]).unwrap_err().to_string();
         assert!(e.contains("/no/lib.so"), "{e}");
+        let root = std::env::temp_dir().join(format!("ort-wheel-{}", std::process::id()));
+        let capi = root.join(".venv/lib/python3.13/site-packages/onnxruntime/capi");
+        std::fs::create_dir_all(&capi).unwrap();
+        std::fs::write(capi.join("libonnxruntime.so.1.99.0"), b"").unwrap();
+        assert_eq!(
+            locate(None, &[root.clone()]).unwrap(),
+            capi.join("libonnxruntime.so.1.99.0")
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

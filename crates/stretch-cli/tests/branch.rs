@@ -237,3 +237,103 @@ fn all_combinations_draws_from_the_listed_processors() {
         .collect();
     assert_eq!(rows, ["gpu", "cpu", "gpu+cpu"], "{text}");
 }
+
+/// A VGG-style network: plain conv stages, and a classifier that flattens
+/// the last `[N, 64, 8, 8]` map straight into a fully connected layer.
+fn vgg_style() -> graph_ir::Graph {
+    use graph_ir::builder::{Builder, ConvSpec};
+    use graph_ir::ops::{Flatten, Gemm};
+    let mut b = Builder::new("vgg");
+    let mut y = b.input("x", &[1, 3, 64, 64]).unwrap();
+    for (i, c) in [16, 32, 64].into_iter().enumerate() {
+        y = b.conv_bn(&format!("s{i}.a"), y, ConvSpec::new(c, 3, 1), true).unwrap();
+        y = b.conv_bn(&format!("s{i}.b"), y, ConvSpec::new(c, 3, 1), true).unwrap();
+        y = b.max_pool(&format!("s{i}.pool"), y, 3, 2).unwrap();
+    }
+    let flat = b
+        .node("flatten", graph_ir::Op::Flatten(Flatten { axis: 1 }), &[y])
+        .unwrap();
+    let gemm = || {
+        graph_ir::Op::Gemm(Gemm {
+            trans_b: true,
+            ..Gemm::default()
+        })
+    };
+    let (w1, b1) = (
+        b.param("fc1.w", &[100, 4096]).unwrap(),
+        b.param("fc1.b", &[100]).unwrap(),
+    );
+    let h = b.node("fc1", gemm(), &[flat, w1, b1]).unwrap();
+    let h = b.relu("fc1.relu", h).unwrap();
+    let (w2, b2) = (b.param("fc2.w", &[10, 100]).unwrap(), b.param("fc2.b", &[10]).unwrap());
+    let out = b.node("fc2", gemm(), &[h, w2, b2]).unwrap();
+    b.finish("y", out).unwrap()
+}
+
+/// `--merge concat` through the plan: a VGG-style model whose last stage's
+/// merge is flattened into a fully connected layer branches into a file
+/// onnx.checker and onnxruntime accept (the layer's input widens by the
+/// merge's extra channels times the map's 64 positions), and every
+/// fixture's concat plan branches the same way.
+#[test]
+fn concat_merges_flattened_into_a_fully_connected_layer_branch_correctly() {
+    let dir = scratch("branch-concat-vgg");
+    let device = path(&repo().join("configs/devices/host.toml"));
+    let vgg = dir.join("vgg.onnx");
+    graph_ir::onnx::export_file(&vgg_style(), &vgg).unwrap();
+    let mut models = vec![(path(&vgg), "1,3,64,64".to_string())];
+    for m in MODELS {
+        models.push((
+            path(&repo().join(format!("fixtures/models/{m}.onnx"))),
+            "1,3,64,64".into(),
+        ));
+    }
+    let mut written = Vec::new();
+    for (i, (m, shape)) in models.iter().enumerate() {
+        let plan = dir.join(format!("plan{i}.json"));
+        stretch_ok(&[
+            "plan",
+            m,
+            "--input-shape",
+            shape,
+            "--random-weights",
+            "1",
+            "--device",
+            &device,
+            "--alpha",
+            "1",
+            "--merge",
+            "concat",
+            "-o",
+            &path(&plan),
+        ]);
+        let out = dir.join(format!("b{i}.onnx"));
+        stretch_ok(&[
+            "branch",
+            m,
+            "--input-shape",
+            shape,
+            "--random-weights",
+            "1",
+            "--plan",
+            &path(&plan),
+            "-o",
+            &path(&out),
+        ]);
+        let p: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+        if i == 0 {
+            let last = p["stages"].as_array().unwrap().last().unwrap().clone();
+            assert!(
+                !last["branches"].as_array().unwrap().is_empty(),
+                "the VGG's last stage stayed whole: {last}"
+            );
+        }
+        written.push(path(&out));
+    }
+    let mut args = vec!["check"];
+    args.extend(written.iter().map(String::as_str));
+    reference(&args);
+    let mut args = vec!["run"];
+    args.extend(written.iter().map(String::as_str));
+    reference(&args);
+}

@@ -174,6 +174,7 @@ pub fn run(args: Args) -> Result<()> {
                 "processors",
                 "predicted ms",
                 "speedup vs fastest single",
+                "work (MACs vs original)",
                 "branched stages",
             ]
             .map(String::from)
@@ -192,6 +193,7 @@ pub fn run(args: Args) -> Result<()> {
                 set.join("+"),
                 format!("{:.2}", plan.totals.plan_ms),
                 format!("{:.2}x", best_single / plan.totals.plan_ms),
+                format!("{:.2}x", plan.totals.work_ratio),
                 format!("{}/{}", plan.branched_stages(), plan.stages.len()),
             ]);
         }
