@@ -224,10 +224,10 @@ pub(crate) fn expect_rank(fact: &Fact, rank: usize, what: &str) -> Result<(), St
     Ok(())
 }
 
-/// Resolves a possibly negative axis against a rank.
+/// Resolves a possibly negative axis against a rank (a scalar has no axis).
 pub(crate) fn resolve_axis(axis: i64, rank: usize) -> Result<usize, String> {
     let r = rank as i64;
-    if axis < -r || axis >= r.max(1) {
+    if axis < -r || axis >= r {
         return Err(format!("axis {axis} is out of range for rank {rank}"));
     }
     Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
