@@ -134,3 +134,51 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     let bad = stretch(&["bench", b, "--original", o, "--block", "0"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--block must be at least 1"));
 }
+
+/// `--json` holds every figure the text report prints: each configuration's
+/// quantiles and loaded memory, each speedup (equal to the ratio of the
+/// quantiles it is made of), the work ratio and the engines.
+#[test]
+fn bench_json_holds_every_figure() {
+    let dir = scratch("bench-json");
+    let (b, o, t) = (dir.join("b.onnx"), dir.join("o.onnx"), dir.join("trace.json"));
+    graph_ir::onnx::export_file(&branched_sized(8, 1, &["cpu0", "cpu1"], 16).unwrap(), &b).unwrap();
+    graph_ir::onnx::export_file(&sequential_sized(8, 1, 16).unwrap(), &o).unwrap();
+    let (b, o, t) = (b.to_str().unwrap(), o.to_str().unwrap(), t.to_str().unwrap());
+    let out = stretch_ok(&[
+        "bench",
+        b,
+        "--original",
+        o,
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--trace",
+        t,
+        "--json",
+    ]);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(r["schema"], "stretch.bench/1");
+    let configs = r["configurations"].as_array().unwrap();
+    assert_eq!(configs.len(), 6, "{r}");
+    for c in configs {
+        let q: Vec<f64> = ["min_ms", "p50_ms", "p90_ms", "p99_ms"]
+            .iter()
+            .map(|k| c[k].as_f64().unwrap())
+            .collect();
+        assert!(q.windows(2).all(|w| w[0] <= w[1]) && q[0] > 0.0, "{c}");
+        assert!(c["compiled_subgraph_copies"].as_u64().unwrap() >= 1, "{c}");
+    }
+    let main = configs.iter().find(|c| c["name"] == "branched, 2 processors").unwrap();
+    let speedups = r["speedups"].as_array().unwrap();
+    assert_eq!(speedups.len(), 5, "{r}");
+    for s in speedups {
+        let versus = configs.iter().find(|c| c["name"] == s["versus"]).unwrap();
+        let p50 = versus["p50_ms"].as_f64().unwrap() / main["p50_ms"].as_f64().unwrap();
+        assert!((s["p50"].as_f64().unwrap() - p50).abs() < 1e-9, "{s}");
+    }
+    assert_eq!(speedups.iter().filter(|s| s["reference"] == true).count(), 1);
+    assert!(r["work"]["ratio"].as_f64().unwrap() > 0.0);
+    assert!(r["engines"].as_array().unwrap().len() == 2, "{r}");
+}

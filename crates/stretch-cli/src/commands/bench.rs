@@ -1,5 +1,6 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
+use super::bench_report::{Adaptive, Configuration, Report, Speedup, Weights, Work};
 use crate::chrome_trace;
 use crate::interference::Interference;
 use crate::model_args::ModelArgs;
@@ -93,6 +94,13 @@ pub struct Args {
     /// Default: the trace's path with the extension `.png`.
     #[arg(long, value_name = "GANTT.png")]
     pub gantt: Option<PathBuf>,
+
+    /// Print every figure as JSON (schema `stretch.bench/1`: configurations
+    /// with min/p50/p90/p99 ms and loaded memory, speedups of the branched
+    /// model against each, work ratio, engines, adaptive figures) instead
+    /// of the text report.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// One measured configuration.
@@ -416,129 +424,95 @@ pub fn run(args: Args) -> Result<()> {
     let gantt = args.gantt.clone().unwrap_or_else(|| args.trace.with_extension("png"));
     let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
     crate::gantt::write_png(&gantt, &format!("{label}: one run on {n} processors"), &names, &trace)?;
-    let mut out = std::io::stdout().lock();
     let (macs_b, macs_o) = (branched.total_cost().macs, original.total_cost().macs);
-    writeln!(out, "branched  {label}\noriginal  {original_label}")?;
-    writeln!(
-        out,
-        "work      branched {:.3} GMACs, {:.2}x the original's {:.3} GMACs",
-        macs_b as f64 / 1e9,
-        macs_b as f64 / macs_o.max(1) as f64,
-        macs_o as f64 / 1e9
-    )?;
-    writeln!(
-        out,
-        "engines   {}; cores available {cores}; {} timed runs each, interleaved in blocks of {} (each after one untimed run)",
-        engines.join(", "),
-        args.runs,
-        args.block.min(args.runs)
-    )?;
-    let specs: Vec<String> = processors.iter().map(ProcessorConfig::spec).collect();
-    writeln!(out, "processors {}", specs.join(" "))?;
-    if let Err(reason) = &reference {
-        writeln!(out, "onnxruntime reference: skipped: {reason}")?;
-    }
-    if let Some(c) = &args.interference {
-        writeln!(
-            out,
-            "interference: a CPU-burning thread pinned to {c} ran during every timed run (not during warm-up)"
-        )?;
-    }
-    writeln!(
-        out,
-        "{:<40} {:>10} {:>10} {:>10} {:>10}",
-        "configuration (measured)", "min ms", "p50 ms", "p90 ms", "p99 ms"
-    )?;
-    for r in &rows {
-        writeln!(
-            out,
-            "{:<40} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
-            r.name,
-            r.quantile(0.0),
-            r.quantile(0.5),
-            r.quantile(0.9),
-            r.quantile(0.99)
-        )?;
-    }
+    let (w_orig, w_branched) = (weight_bytes(&original), weight_bytes(&branched));
     let (b, b_min) = (rows[main].quantile(0.5), rows[main].quantile(0.0));
-    for (i, r) in rows
+    let configurations = configs
+        .iter()
+        .zip(&rows)
+        .enumerate()
+        .map(|(i, (c, r))| {
+            let weights = if std::ptr::eq(c.graph, &original) {
+                w_orig
+            } else {
+                w_branched
+            };
+            Configuration {
+                name: r.name.clone(),
+                min_ms: r.quantile(0.0),
+                p50_ms: r.quantile(0.5),
+                p90_ms: r.quantile(0.9),
+                p99_ms: r.quantile(0.99),
+                loaded_bytes: loaded_bytes[i],
+                loaded_over_weights: loaded_bytes[i].map(|l| l as f64 / weights.max(1) as f64),
+                compiled_subgraph_copies: runtimes[i].1.compiled_copies(),
+            }
+        })
+        .collect();
+    let speedups = rows
         .iter()
         .enumerate()
         .filter(|(i, _)| *i != main && Some(*i) != adaptive_row)
-    {
-        if Some(i) == ort_row {
-            writeln!(
-                out,
-                "speedup of branched vs the onnxruntime reference (original, 2 threads, p50 {:.3} ms) {:.2}x (p50), {:.2}x (min)",
-                r.quantile(0.5),
-                r.quantile(0.5) / b,
-                r.quantile(0.0) / b_min
-            )?;
-        } else {
-            writeln!(
-                out,
-                "speedup of branched on its processors vs {:<30} {:.2}x (p50), {:.2}x (min)",
-                r.name,
-                r.quantile(0.5) / b,
-                r.quantile(0.0) / b_min
-            )?;
-        }
-    }
-    if let Some(a) = adaptive_row {
+        .map(|(i, r)| Speedup {
+            versus: r.name.clone(),
+            reference: Some(i) == ort_row,
+            p50: r.quantile(0.5) / b,
+            min: r.quantile(0.0) / b_min,
+        })
+        .collect();
+    let adaptive = adaptive_row.map(|a| {
         let (ad, fixed) = (&rows[a], &rows[main]);
         let reference = ort_row.map_or(&rows[1], |o| &rows[o]);
-        writeln!(
-            out,
-            "adaptive vs fixed placement: p50 {:.3} vs {:.3} ms, p99 {:.3} vs {:.3} ms ({} p50 {:.3} ms, p99 {:.3} ms)",
-            ad.quantile(0.5),
-            fixed.quantile(0.5),
-            ad.quantile(0.99),
-            fixed.quantile(0.99),
-            reference.name,
-            reference.quantile(0.5),
-            reference.quantile(0.99)
-        )?;
         let moves: Vec<String> = adaptive_runs
             .iter()
             .flat_map(|(_, t)| t.moves.iter().map(|m| m.to_string()))
             .collect();
-        let slow = moves.iter().filter(|m| m.ends_with("(slow)")).count();
-        let back = moves.iter().filter(|m| m.ends_with("(back)")).count();
-        writeln!(
-            out,
-            "adaptation: {} moves ({slow} off a slow processor, {back} back home) in {} runs; first: {}",
-            moves.len(),
-            adaptive_runs.len(),
-            moves.first().map_or("none", String::as_str)
-        )?;
-    }
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    let (w_orig, w_branched) = (weight_bytes(&original), weight_bytes(&branched));
-    writeln!(
-        out,
-        "memory    weights: original {:.1} MiB, branched {:.1} MiB; resident memory added by loading each configuration (VmRSS, measured before its first run):",
-        mib(w_orig),
-        mib(w_branched)
-    )?;
-    for (i, (c, r)) in configs.iter().zip(&rows).enumerate() {
-        let weights = if std::ptr::eq(c.graph, &original) {
-            w_orig
-        } else {
-            w_branched
-        };
-        match loaded_bytes[i] {
-            Some(b) => writeln!(
-                out,
-                "          {:<40} {:>8.1} MiB ({:.2}x its weights, {} compiled subgraph copies)",
-                r.name,
-                mib(b),
-                b as f64 / weights.max(1) as f64,
-                runtimes[i].1.compiled_copies()
-            )?,
-            None => writeln!(out, "          {:<40} (cannot read /proc/self/status)", r.name)?,
+        Adaptive {
+            p50_ms: ad.quantile(0.5),
+            p99_ms: ad.quantile(0.99),
+            fixed_p50_ms: fixed.quantile(0.5),
+            fixed_p99_ms: fixed.quantile(0.99),
+            reference: reference.name.clone(),
+            reference_p50_ms: reference.quantile(0.5),
+            reference_p99_ms: reference.quantile(0.99),
+            runs: adaptive_runs.len(),
+            moves: moves.len(),
+            moves_off_slow: moves.iter().filter(|m| m.ends_with("(slow)")).count(),
+            moves_back: moves.iter().filter(|m| m.ends_with("(back)")).count(),
+            first_move: moves.first().cloned(),
         }
+    });
+    let report = Report {
+        schema: "stretch.bench/1",
+        branched: label.clone(),
+        original: original_label.clone(),
+        engines,
+        cores: cores.to_string(),
+        runs: args.runs,
+        block: args.block,
+        processors: processors.iter().map(ProcessorConfig::spec).collect(),
+        work: Work {
+            branched_macs: macs_b,
+            original_macs: macs_o,
+            ratio: macs_b as f64 / macs_o.max(1) as f64,
+        },
+        reference_skipped: reference.err(),
+        interference: args.interference.clone(),
+        configurations,
+        speedups,
+        adaptive,
+        weights: Weights {
+            original_bytes: w_orig,
+            branched_bytes: w_branched,
+        },
+        trace: args.trace.display().to_string(),
+        gantt: gantt.display().to_string(),
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        report.write_text(&mut out)?;
     }
-    writeln!(out, "trace     {}", args.trace.display())?;
-    writeln!(out, "gantt     {}", gantt.display())?;
     Ok(())
 }

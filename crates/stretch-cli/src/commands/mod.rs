@@ -1,4 +1,5 @@
 pub mod bench;
+mod bench_report;
 pub mod branch;
 pub mod compare;
 pub mod convert;

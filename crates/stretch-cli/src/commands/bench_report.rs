@@ -1,0 +1,200 @@
+//! What `stretch bench` measured, printed as text or as JSON
+//! (`stretch.bench/1`); both come from the same [`Report`].
+
+use serde::Serialize;
+use std::io::Write;
+
+/// Every figure one `stretch bench` run prints.
+#[derive(Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub branched: String,
+    pub original: String,
+    /// Engines with their versions.
+    pub engines: Vec<String>,
+    /// The cores the run may use.
+    pub cores: String,
+    pub runs: usize,
+    pub block: usize,
+    /// The branched model's processors, as `--processor` specs.
+    pub processors: Vec<String>,
+    pub work: Work,
+    /// Why the onnxruntime reference was not measured (absent when it was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_skipped: Option<String>,
+    /// Cores a CPU-burning thread loaded during the timed runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interference: Option<String>,
+    /// Measured latencies per configuration, in milliseconds.
+    pub configurations: Vec<Configuration>,
+    /// The branched model on its processors against each other configuration.
+    pub speedups: Vec<Speedup>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<Adaptive>,
+    pub weights: Weights,
+    pub trace: String,
+    pub gantt: String,
+}
+
+/// MACs of the two models.
+#[derive(Serialize)]
+pub struct Work {
+    pub branched_macs: u64,
+    pub original_macs: u64,
+    /// `branched_macs / original_macs`.
+    pub ratio: f64,
+}
+
+#[derive(Serialize)]
+pub struct Configuration {
+    pub name: String,
+    pub min_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    /// Resident memory loading it added (absent where it cannot be read).
+    pub loaded_bytes: Option<u64>,
+    /// `loaded_bytes` over the weights of the model it runs.
+    pub loaded_over_weights: Option<f64>,
+    pub compiled_subgraph_copies: usize,
+}
+
+#[derive(Serialize)]
+pub struct Speedup {
+    /// The configuration compared against.
+    pub versus: String,
+    /// Whether it is the onnxruntime reference (original, 2 threads).
+    pub reference: bool,
+    /// Its time over the branched model's, at the median and at the minimum.
+    pub p50: f64,
+    pub min: f64,
+}
+
+/// The adaptive runtime under outside load against fixed placement.
+#[derive(Serialize)]
+pub struct Adaptive {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub fixed_p50_ms: f64,
+    pub fixed_p99_ms: f64,
+    pub reference: String,
+    pub reference_p50_ms: f64,
+    pub reference_p99_ms: f64,
+    pub runs: usize,
+    pub moves: usize,
+    pub moves_off_slow: usize,
+    pub moves_back: usize,
+    pub first_move: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct Weights {
+    pub original_bytes: u64,
+    pub branched_bytes: u64,
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+impl Report {
+    /// The configuration named `name`.
+    fn config(&self, name: &str) -> Option<&Configuration> {
+        self.configurations.iter().find(|c| c.name == name)
+    }
+
+    /// The human-readable report.
+    pub fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(out, "branched  {}\noriginal  {}", self.branched, self.original)?;
+        writeln!(
+            out,
+            "work      branched {:.3} GMACs, {:.2}x the original's {:.3} GMACs",
+            self.work.branched_macs as f64 / 1e9,
+            self.work.ratio,
+            self.work.original_macs as f64 / 1e9
+        )?;
+        writeln!(
+            out,
+            "engines   {}; cores available {}; {} timed runs each, interleaved in blocks of {} (each after one untimed run)",
+            self.engines.join(", "),
+            self.cores,
+            self.runs,
+            self.block.min(self.runs)
+        )?;
+        writeln!(out, "processors {}", self.processors.join(" "))?;
+        if let Some(reason) = &self.reference_skipped {
+            writeln!(out, "onnxruntime reference: skipped: {reason}")?;
+        }
+        if let Some(c) = &self.interference {
+            writeln!(
+                out,
+                "interference: a CPU-burning thread pinned to {c} ran during every timed run (not during warm-up)"
+            )?;
+        }
+        writeln!(
+            out,
+            "{:<40} {:>10} {:>10} {:>10} {:>10}",
+            "configuration (measured)", "min ms", "p50 ms", "p90 ms", "p99 ms"
+        )?;
+        for c in &self.configurations {
+            writeln!(
+                out,
+                "{:<40} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
+                c.name, c.min_ms, c.p50_ms, c.p90_ms, c.p99_ms
+            )?;
+        }
+        for s in &self.speedups {
+            if s.reference {
+                let p50 = self.config(&s.versus).map_or(f64::NAN, |c| c.p50_ms);
+                writeln!(
+                    out,
+                    "speedup of branched vs the onnxruntime reference (original, 2 threads, p50 {p50:.3} ms) {:.2}x (p50), {:.2}x (min)",
+                    s.p50, s.min
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "speedup of branched on its processors vs {:<30} {:.2}x (p50), {:.2}x (min)",
+                    s.versus, s.p50, s.min
+                )?;
+            }
+        }
+        if let Some(a) = &self.adaptive {
+            writeln!(
+                out,
+                "adaptive vs fixed placement: p50 {:.3} vs {:.3} ms, p99 {:.3} vs {:.3} ms ({} p50 {:.3} ms, p99 {:.3} ms)",
+                a.p50_ms, a.fixed_p50_ms, a.p99_ms, a.fixed_p99_ms, a.reference, a.reference_p50_ms, a.reference_p99_ms
+            )?;
+            writeln!(
+                out,
+                "adaptation: {} moves ({} off a slow processor, {} back home) in {} runs; first: {}",
+                a.moves,
+                a.moves_off_slow,
+                a.moves_back,
+                a.runs,
+                a.first_move.as_deref().unwrap_or("none")
+            )?;
+        }
+        writeln!(
+            out,
+            "memory    weights: original {:.1} MiB, branched {:.1} MiB; resident memory added by loading each configuration (VmRSS, measured before its first run):",
+            mib(self.weights.original_bytes),
+            mib(self.weights.branched_bytes)
+        )?;
+        for c in &self.configurations {
+            match (c.loaded_bytes, c.loaded_over_weights) {
+                (Some(b), Some(r)) => writeln!(
+                    out,
+                    "          {:<40} {:>8.1} MiB ({r:.2}x its weights, {} compiled subgraph copies)",
+                    c.name,
+                    mib(b),
+                    c.compiled_subgraph_copies
+                )?,
+                _ => writeln!(out, "          {:<40} (cannot read /proc/self/status)", c.name)?,
+            }
+        }
+        writeln!(out, "trace     {}", self.trace)?;
+        writeln!(out, "gantt     {}", self.gantt)?;
+        Ok(())
+    }
+}
