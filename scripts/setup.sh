@@ -24,6 +24,21 @@ if ! .venv/bin/python -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
 fi
 .venv/bin/python -c "import onnx, onnxruntime; print('onnx', onnx.__version__, '/ onnxruntime', onnxruntime.__version__)"
 
+# Fashion-MNIST (70,000 28x28 images; IDX files with a t10k test split) for
+# the accuracy benchmark, from the system's packages when they can be
+# installed here; nothing else needs it.
+FASHION=/usr/share/datasets/fashion-mnist
+if [[ ! -d "$FASHION" ]]; then
+    if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+        echo "== installing Fashion-MNIST (apt-get install dataset-fashion-mnist)"
+        apt-get install -y -qq dataset-fashion-mnist >/dev/null 2>&1 ||
+            echo "note: apt-get could not install dataset-fashion-mnist; the accuracy benchmark needs it" >&2
+    else
+        echo "note: Fashion-MNIST is not installed; as root on Debian/Ubuntu: apt-get install dataset-fashion-mnist" >&2
+        echo "      (or put its four IDX files in a folder and pass --dataset mnist:FOLDER)" >&2
+    fi
+fi
+
 if [[ "${1:-}" == "--deps" ]]; then
     exit 0
 fi

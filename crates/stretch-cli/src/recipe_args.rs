@@ -59,9 +59,17 @@ pub struct RecipeArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Share of the dataset held out for validation.
+    /// Share of the dataset held out for validation (a seeded random split)
+    /// when it has no test split of its own; MNIST, Fashion-MNIST (t10k
+    /// files) and CIFAR-10 (test_batch.bin) are validated on their test
+    /// split instead.
     #[arg(long, default_value_t = 0.2)]
     pub val_fraction: f64,
+
+    /// Train on the first N images only (of the training files when the
+    /// dataset has a test split), for quick runs; validation is unchanged.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
 
     /// Augmentation: `none`, or any of `crop:PAD` (random crop after padding
     /// PAD pixels) and `flip` (random horizontal flip), comma-separated.
@@ -101,6 +109,7 @@ impl RecipeArgs {
             },
             seed: self.seed,
             val_fraction: self.val_fraction,
+            limit: self.limit,
             augment: parse_augment(&self.augment)?,
             distill,
         })

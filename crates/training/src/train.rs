@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::checkpoint::{Checkpoint, Header, SCHEMA};
-use crate::data::{Augment, Dataset, Split, Transform, split};
+use crate::data::{Augment, Dataset, Split, Transform, split_of};
 use crate::error::TrainError;
 use crate::infer::Inference;
 use crate::lower::{Program, Role, lower};
@@ -39,8 +39,13 @@ pub struct Recipe {
     pub weight_decay: f64,
     pub schedule: Schedule,
     pub seed: u64,
-    /// Share of the dataset held out for validation.
+    /// Share of the dataset held out for validation when it has no test
+    /// split of its own (see [`crate::data::Dataset::test_start`]).
     pub val_fraction: f64,
+    /// Train on the first `limit` images only (of the training part when
+    /// the dataset has a test split); `None`: all.
+    #[serde(default)]
+    pub limit: Option<usize>,
     pub augment: Augment,
     pub distill: Option<Distill>,
 }
@@ -56,6 +61,7 @@ impl Default for Recipe {
             schedule: Schedule::Cosine,
             seed: 0,
             val_fraction: 0.2,
+            limit: None,
             augment: Augment::default(),
             distill: None,
         }
@@ -148,7 +154,7 @@ impl<'a> Session<'a> {
         let eval_device = backend.device();
         let train_device = eval_device.clone().autodiff();
         let params = Params::from_graph(&program, graph, &train_device)?;
-        let split = split(data.len(), recipe.val_fraction, recipe.seed);
+        let split = split_of(data, recipe.val_fraction, recipe.seed, recipe.limit);
         let transform = Transform::fit(data, &split.train, program.input_shape(), recipe.augment)?;
         let teacher = match (recipe.distill, teacher) {
             (Some(_), Some(t)) => {
@@ -429,6 +435,9 @@ fn check_recipe(r: &Recipe) -> Result<(), TrainError> {
     }
     if !(r.lr > 0.0 && r.lr.is_finite()) {
         return bad("lr", format!("{} is not a positive number", r.lr));
+    }
+    if r.limit.is_some_and(|n| n < 2) {
+        return bad("limit", format!("{} images: need at least 2", r.limit.unwrap_or(0)));
     }
     if !(0.0..1.0).contains(&r.val_fraction) || r.val_fraction == 0.0 {
         return bad("val-fraction", format!("{} is not in (0, 1)", r.val_fraction));

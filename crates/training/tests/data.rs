@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use flate2::{Compression, write::GzEncoder};
-use training::data::{Augment, Dataset, DatasetSpec, Transform, load, split};
+use training::data::{Augment, Dataset, DatasetSpec, Transform, load, split, split_of};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("stretch-data-{}-{name}", std::process::id()));
@@ -124,6 +124,36 @@ fn image_folder_classes_in_name_order() {
     std::fs::write(dir.join("dog").join("broken.png"), b"nope").expect("write");
     let e = err(&format!("folder:{}", dir.display()));
     assert!(e.contains("broken.png") && e.contains("cannot decode"), "{e}");
+}
+
+/// MNIST's t10k files come after its training files whatever their names'
+/// order, and are the validation set; `limit` takes the first training
+/// images; a dataset without a test split is split at random within the
+/// limit.
+#[test]
+fn a_test_split_of_its_own_is_the_validation_set() {
+    let dir = scratch("mnist-test-split");
+    let pixels: Vec<u8> = (0..5 * 4 * 4).map(|i| i as u8).collect();
+    std::fs::write(dir.join("train-images-idx3-ubyte"), idx(3, &[3, 4, 4], &pixels[..48])).expect("write");
+    std::fs::write(dir.join("train-labels-idx1-ubyte"), idx(1, &[3], &[1, 0, 4])).expect("write");
+    std::fs::write(dir.join("t10k-images-idx3-ubyte"), idx(3, &[2, 4, 4], &pixels[48..])).expect("write");
+    std::fs::write(dir.join("t10k-labels-idx1-ubyte"), idx(1, &[2], &[2, 3])).expect("write");
+    let set = load(&format!("mnist:{}", dir.display()).parse().expect("spec"), [4, 4]).expect("load");
+    assert_eq!(set.test_start(), Some(3));
+    assert_eq!((set.label(0), set.label(3)), (1, 2), "training images first");
+    let s = split_of(&set, 0.2, 1, None);
+    assert_eq!(s.val, [3, 4]);
+    let mut train = s.train.clone();
+    train.sort();
+    assert_eq!(train, [0, 1, 2]);
+    let mut limited = split_of(&set, 0.2, 1, Some(2)).train;
+    limited.sort();
+    assert_eq!(limited, [0, 1]);
+    let digits = load(&DatasetSpec::Digits(None), [8, 8]).expect("digits");
+    assert_eq!(digits.test_start(), None);
+    let d = split_of(&digits, 0.2, 1, Some(100));
+    assert_eq!((d.train.len(), d.val.len()), (80, 20));
+    assert!(d.train.iter().chain(&d.val).all(|&i| i < 100));
 }
 
 #[test]

@@ -103,9 +103,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!();
     print!("{}", table(&rows, 1));
-    let val = set_holder
-        .as_ref()
-        .map_or(0, |s| (s.len() as f64 * args.recipe.val_fraction).round() as usize);
+    let val = set_holder.as_ref().map_or(0, |s| {
+        training::data::split_of(s, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit)
+            .val
+            .len()
+    });
     for (b, t) in args.branched.iter().zip(&top1[1..]) {
         println!(
             "gap (branched - original) top-1 for {}: {:+.2} points",

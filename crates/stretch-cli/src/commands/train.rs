@@ -180,9 +180,14 @@ pub fn train_graph(
         }
         let t = session.transform();
         println!(
-            "{label}: {} training / {} validation images, normalised with mean {:?} std {:?}; {} on {} thread(s)",
+            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s)",
             session.split().train.len(),
             session.split().val.len(),
+            if set.test_start().is_some() {
+                "the dataset's test split"
+            } else {
+                "a seeded random split"
+            },
             t.mean.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
             t.std.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
             args.backend,

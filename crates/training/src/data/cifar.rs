@@ -8,7 +8,8 @@ use crate::error::TrainError;
 const RECORD: usize = 1 + 3 * 32 * 32;
 
 /// Reads one `.bin` batch file, or every `*.bin` batch in a directory
-/// (`data_batch_1.bin` ... `test_batch.bin`, in name order).
+/// (`data_batch_1.bin` ... `test_batch.bin`, in name order); images from
+/// `test_batch.bin` on are the set's test split.
 pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(path)
@@ -29,7 +30,15 @@ pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
     };
     let mut pixels = Vec::new();
     let mut labels = Vec::new();
+    let mut test_start = None;
     for f in &files {
+        if test_start.is_none()
+            && !labels.is_empty()
+            && f.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("test_batch"))
+        {
+            test_start = Some(labels.len());
+        }
         let bytes = std::fs::read(f).map_err(|e| TrainError::io(f, e))?;
         if bytes.is_empty() || bytes.len() % RECORD != 0 {
             return Err(TrainError::dataset(
@@ -57,5 +66,6 @@ pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
         classes: 10,
         pixels,
         labels,
+        test_start,
     })
 }

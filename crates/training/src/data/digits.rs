@@ -67,5 +67,6 @@ pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
         classes: 10,
         pixels,
         labels,
+        test_start: None,
     })
 }

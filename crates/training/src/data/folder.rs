@@ -28,6 +28,7 @@ pub fn load(root: &Path, size: [usize; 2]) -> Result<ImageSet, TrainError> {
         classes: classes.len(),
         pixels: Vec::new(),
         labels: Vec::new(),
+        test_start: None,
     };
     for (label, dir) in classes.iter().enumerate() {
         let mut files: Vec<_> = std::fs::read_dir(dir)

@@ -9,7 +9,8 @@ use flate2::read::GzDecoder;
 use super::ImageSet;
 use crate::error::TrainError;
 
-/// Reads every images/labels pair in `dir` (train and t10k when both exist).
+/// Reads every images/labels pair in `dir`: training files first, then the
+/// `t10k` test files, whose first image is the set's `test_start`.
 pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
     let mut images: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| TrainError::io(dir, e))?
@@ -19,7 +20,13 @@ pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
                 .is_some_and(|n| n.to_string_lossy().contains("images-idx3-ubyte"))
         })
         .collect();
-    images.sort();
+    images.sort_by_key(|p| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (name.starts_with("t10k"), name)
+    });
     if images.is_empty() {
         return Err(TrainError::dataset(
             dir,
@@ -32,6 +39,7 @@ pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
         classes: 0,
         pixels: Vec::new(),
         labels: Vec::new(),
+        test_start: None,
     };
     for img in images {
         let name = img
@@ -45,6 +53,10 @@ pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
                 &lab,
                 format!("missing: the labels for {}", img.display()),
             ));
+        }
+        let is_test = img.file_name().is_some_and(|n| n.to_string_lossy().starts_with("t10k"));
+        if is_test && set.test_start.is_none() && !set.labels.is_empty() {
+            set.test_start = Some(set.labels.len());
         }
         let (dims, pixels) = read_idx(&img, 3)?;
         let (ldims, labels) = read_idx(&lab, 1)?;

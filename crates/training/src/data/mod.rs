@@ -33,6 +33,12 @@ pub trait Dataset: Send + Sync {
     /// Pixels of image `i`, `[C, H, W]` row-major, 0..=255.
     fn image(&self, i: usize) -> &[u8];
     fn label(&self, i: usize) -> usize;
+    /// Where the dataset's own test split begins: images from this index on
+    /// are its test set (MNIST's and Fashion-MNIST's t10k files, CIFAR's
+    /// test batch). `None` when the files hold no test split.
+    fn test_start(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A dataset held in memory.
@@ -43,6 +49,8 @@ pub struct ImageSet {
     pub classes: usize,
     pub pixels: Vec<u8>,
     pub labels: Vec<u16>,
+    /// See [`Dataset::test_start`].
+    pub test_start: Option<usize>,
 }
 
 impl ImageSet {
@@ -54,6 +62,9 @@ impl ImageSet {
 impl Dataset for ImageSet {
     fn describe(&self) -> String {
         self.description.clone()
+    }
+    fn test_start(&self) -> Option<usize> {
+        self.test_start
     }
     fn len(&self) -> usize {
         self.labels.len()
@@ -159,6 +170,26 @@ pub fn load(spec: &DatasetSpec, size: [usize; 2]) -> Result<ImageSet, TrainError
             check(p)?;
             folder::load(p, size)
         }
+    }
+}
+
+/// The training and validation parts of `data`: with a test split of its
+/// own, training draws from the images before it (the first `limit` of
+/// them when given) and validation is the whole test split; without one,
+/// the first `limit` images (all when `None`) are split by
+/// [`split`]. `limit` must be at least 2.
+pub fn split_of(data: &dyn Dataset, val_fraction: f64, seed: u64, limit: Option<usize>) -> Split {
+    let len = data.len();
+    match data.test_start().filter(|&t| t > 0 && t < len) {
+        Some(t) => {
+            let mut train: Vec<usize> = (0..limit.map_or(t, |n| n.min(t))).collect();
+            SplitMix64::new(seed ^ SPLIT_SALT).shuffle(&mut train);
+            Split {
+                train,
+                val: (t..len).collect(),
+            }
+        }
+        None => split(limit.map_or(len, |n| n.min(len)), val_fraction, seed),
     }
 }
 
