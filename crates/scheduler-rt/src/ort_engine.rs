@@ -292,7 +292,7 @@ mod tests {
         std::fs::create_dir_all(&capi).unwrap();
         std::fs::write(capi.join("libonnxruntime.so.1.99.0"), b"").unwrap();
         assert_eq!(
-            locate(None, &[root.clone()]).unwrap(),
+            locate(None, std::slice::from_ref(&root)).unwrap(),
             capi.join("libonnxruntime.so.1.99.0")
         );
         std::fs::remove_dir_all(&root).unwrap();

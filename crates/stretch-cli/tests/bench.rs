@@ -5,13 +5,19 @@ mod common;
 use common::{scratch, stretch, stretch_ok};
 use scheduler_rt::testing::{branched_sized, sequential_sized};
 
-#[test]
-fn bench_reports_every_configuration_and_writes_a_trace() {
-    let dir = scratch("bench");
+/// A small two-branch model, its sequential original and a trace path in `dir`.
+fn models(dir: &std::path::Path) -> [String; 3] {
     let (b, o, t) = (dir.join("b.onnx"), dir.join("o.onnx"), dir.join("trace.json"));
     graph_ir::onnx::export_file(&branched_sized(8, 1, &["cpu0", "cpu1"], 16).unwrap(), &b).unwrap();
     graph_ir::onnx::export_file(&sequential_sized(8, 1, 16).unwrap(), &o).unwrap();
-    let (b, o, t) = (b.to_str().unwrap(), o.to_str().unwrap(), t.to_str().unwrap());
+    [b, o, t].map(|p| p.to_string_lossy().into_owned())
+}
+
+#[test]
+fn bench_reports_every_configuration_and_writes_a_trace() {
+    let dir = scratch("bench");
+    let [b, o, t] = models(&dir);
+    let (b, o, t) = (b.as_str(), o.as_str(), t.as_str());
     let out = stretch_ok(&[
         "bench",
         b,
@@ -141,10 +147,8 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
 #[test]
 fn bench_json_holds_every_figure() {
     let dir = scratch("bench-json");
-    let (b, o, t) = (dir.join("b.onnx"), dir.join("o.onnx"), dir.join("trace.json"));
-    graph_ir::onnx::export_file(&branched_sized(8, 1, &["cpu0", "cpu1"], 16).unwrap(), &b).unwrap();
-    graph_ir::onnx::export_file(&sequential_sized(8, 1, 16).unwrap(), &o).unwrap();
-    let (b, o, t) = (b.to_str().unwrap(), o.to_str().unwrap(), t.to_str().unwrap());
+    let [b, o, t] = models(&dir);
+    let (b, o, t) = (b.as_str(), o.as_str(), t.as_str());
     let out = stretch_ok(&[
         "bench",
         b,

@@ -96,12 +96,8 @@ fn onnx_backend_test_cases_convert_and_match_or_are_refused_clearly() {
     );
 }
 
-/// The package's nine `light` model-zoo networks import and report their
-/// costs, and ShuffleNet, whose channel-shuffle reshapes name the channel
-/// count, plans: widths that the reshapes cannot take are left out, a
-/// stage none of whose branches builds stays whole with the reason.
-#[test]
-fn light_model_zoo_networks_import_and_shufflenet_plans() {
+/// The nine `light` model-zoo networks of the onnx package's test data.
+fn light_models() -> Vec<PathBuf> {
     let light = test_data().join("light");
     let mut models: Vec<PathBuf> = std::fs::read_dir(&light)
         .expect("read light models")
@@ -111,6 +107,17 @@ fn light_model_zoo_networks_import_and_shufflenet_plans() {
         .collect();
     models.sort();
     assert_eq!(models.len(), 9, "{}", light.display());
+    models
+}
+
+/// The package's nine `light` model-zoo networks import and report their
+/// costs, and ShuffleNet, whose channel-shuffle reshapes name the channel
+/// count, plans: widths that the reshapes cannot take are left out, a
+/// stage none of whose branches builds stays whole with the reason.
+#[test]
+fn light_model_zoo_networks_import_and_shufflenet_plans() {
+    let light = test_data().join("light");
+    let models = light_models();
     for m in &models {
         let out = stretch_ok(&["inspect", m.to_str().unwrap(), "--json"]);
         let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -141,16 +148,9 @@ fn light_model_zoo_networks_import_and_shufflenet_plans() {
 /// file, an output that is not uniform.
 #[test]
 fn light_model_zoo_networks_convert_branch_and_run_like_onnxruntime() {
-    let light = test_data().join("light");
     let dir = scratch("light-zoo");
     let host = repo().join("configs/devices/host.toml");
-    let mut models: Vec<PathBuf> = std::fs::read_dir(&light)
-        .expect("read light models")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
-        .collect();
-    models.sort();
+    let models = light_models();
     let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let mut branched_stages = 0;
     for m in &models {

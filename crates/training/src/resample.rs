@@ -22,7 +22,7 @@ pub(crate) fn interpolate(r: &Resize, input: [usize; 2], out: [usize; 2]) -> Res
             }
         }
     }
-    let integer_upsampling = (0..2).all(|i| out[i] % input[i] == 0);
+    let integer_upsampling = (0..2).all(|i| out[i].is_multiple_of(input[i]));
     let half = matches!(r.coord, CoordMode::HalfPixel | CoordMode::PytorchHalfPixel);
     let mode = match (r.mode, r.coord) {
         (ResizeMode::Nearest(NearestMode::Floor), CoordMode::Asymmetric) => InterpolateMode::Nearest,

@@ -562,17 +562,20 @@ mod tests {
     use onnx_ir::NodeProto;
     use std::cell::Cell;
 
-    #[test]
-    fn expand_and_tile_fold() {
-        let proto = NodeProto::new();
-        let budget = Cell::new(1 << 20);
-        let ctx = NodeCtx {
-            proto: &proto,
+    fn ctx<'a>(proto: &'a NodeProto, budget: &'a Cell<usize>) -> NodeCtx<'a> {
+        NodeCtx {
+            proto,
             name: "fold".into(),
             inputs: vec![],
             opset: 17,
-            fold_budget: &budget,
-        };
+            fold_budget: budget,
+        }
+    }
+
+    #[test]
+    fn expand_and_tile_fold() {
+        let (proto, budget) = (NodeProto::new(), Cell::new(1 << 20));
+        let ctx = ctx(&proto, &budget);
         let x = Val {
             dtype: DType::I64,
             shape: vec![2, 1],
@@ -593,15 +596,8 @@ mod tests {
         assert_eq!(fold_budget(9_311), FOLD_BUDGET_FLOOR);
         assert_eq!(fold_budget(3 << 30), 6 << 30);
         assert_eq!(fold_budget(usize::MAX), FOLD_BUDGET_CEILING);
-        let proto = NodeProto::new();
-        let budget = Cell::new(100);
-        let ctx = NodeCtx {
-            proto: &proto,
-            name: "fold".into(),
-            inputs: vec![],
-            opset: 17,
-            fold_budget: &budget,
-        };
+        let (proto, budget) = (NodeProto::new(), Cell::new(100));
+        let ctx = ctx(&proto, &budget);
         assert_eq!(folded_len(&ctx, &[5, 2]).unwrap(), 10);
         assert_eq!(budget.get(), 20);
         let err = folded_len(&ctx, &[3]).unwrap_err().to_string();

@@ -96,12 +96,13 @@ pub(super) fn upsample(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError>
     } else {
         const_floats(ctx, g, 1)?
     };
-    let target = target(
-        ctx,
-        g,
-        Some(scales.ok_or_else(|| ctx.err("scales are required"))?),
-        None,
-    )?;
+    asymmetric(ctx, g, Some(scales.ok_or_else(|| ctx.err("scales are required"))?))
+}
+
+/// Upsample and the opset-10 Resize: asymmetric coordinates, the nearest
+/// mode of [`simple_nearest`], scales only.
+fn asymmetric(ctx: &NodeCtx, g: &Graph, scales: Option<Vec<f32>>) -> Result<Lowered, ImportError> {
+    let target = target(ctx, g, scales, None)?;
     let mode = match mode_name(ctx)?.as_str() {
         "nearest" => ResizeMode::Nearest(simple_nearest(ctx, target)?),
         _ => ResizeMode::Linear,
@@ -117,17 +118,7 @@ pub(super) fn upsample(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError>
 pub(super) fn resize(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
     if ctx.opset < 11 {
-        let target = target(ctx, g, const_floats(ctx, g, 1)?, None)?;
-        let mode = match mode_name(ctx)?.as_str() {
-            "nearest" => ResizeMode::Nearest(simple_nearest(ctx, target)?),
-            _ => ResizeMode::Linear,
-        };
-        let op = Resize {
-            mode,
-            coord: CoordMode::Asymmetric,
-            target,
-        };
-        return Ok(Lowered::Op(Op::Resize(op), ctx.data_inputs(1)?));
+        return asymmetric(ctx, g, const_floats(ctx, g, 1)?);
     }
     if a.int("antialias", 0)? != 0 {
         return Err(a.err("antialias", "antialiased resizing is not supported"));
