@@ -97,6 +97,7 @@ op_tests!(
     constant_value_opset13,
     constant_valuefloat_opset13,
     constant_valueints_opset13,
+    conv_1d_opset13,
     conv_asympads_opset15,
     conv_bias_opset11,
     conv_depthwise_opset14,
@@ -109,10 +110,15 @@ op_tests!(
     conv_sameupperevenkernel_opset18,
     conv_strides_opset16,
     conv_valid_opset17,
+    convtranspose_groupsdilation_opset13,
+    convtranspose_outputshape_opset11,
+    convtranspose_sameupper_opset13,
+    convtranspose_stride2outpad_opset13,
     div_broadcast_opset14,
     dropout_inference_opset13,
     dropout_ratioattr_opset11,
     dropout_trainingfalse_opset13,
+    expand_folded_opset13,
     flatten_axis0_opset13,
     flatten_axis2_opset11,
     flatten_default_opset13,
@@ -138,6 +144,7 @@ op_tests!(
     matmul_2d_opset13,
     matmul_4d_opset13,
     matmul_batched_opset13,
+    maxpool_1d_opset13,
     maxpool_ceil_opset12,
     maxpool_ceilpads_opset11,
     maxpool_dilation_opset12,
@@ -159,6 +166,8 @@ op_tests!(
     reducemean_noaxes_opset18,
     reducemean_nokeepdims_opset13,
     reducemean_noopempty_opset18,
+    reducesum_axesattr_opset11,
+    reducesum_axesinput_opset13,
     relu_basic_opset14,
     reshape_copydims_opset13,
     reshape_shapeslice_opset15,
@@ -167,6 +176,14 @@ op_tests!(
     reshape_shapesubgraph_opset13,
     reshape_squeezesubgraph_opset13,
     reshape_zeroneg_opset14,
+    resize_axes_opset18,
+    resize_linearaligncorners_opset11,
+    resize_linearpytorch_opset13,
+    resize_linearsizes_opset13,
+    resize_nearestceilshrink_opset13,
+    resize_nearestdefault_opset13,
+    resize_nearestfloorasym_opset13,
+    resize_scalesonly_opset10,
     sigmoid_basic_opset13,
     slice_axesnosteps_opset11,
     slice_emptyreversed_opset13,
@@ -183,9 +200,13 @@ op_tests!(
     split_numoutputsuneven_opset18,
     sub_constfirst_opset14,
     sub_rank5_opset13,
+    sum_threeinputs_opset13,
     tanh_basic_opset13,
+    tile_computed_opset13,
     transpose_default_opset13,
     transpose_nhwc_opset13,
+    upsample_linearinput_opset9,
+    upsample_nearestattr_opset7,
 );
 
 /// `stretch convert` on a model with an operator the importer does not know
@@ -195,7 +216,6 @@ op_tests!(
 fn unsupported_operators_fail_with_one_line() {
     let cases = [
         ("unsupported_lstm_opset14", "LSTM", "encoder", 14),
-        ("unsupported_resize_opset13", "Resize", "upsample", 13),
     ];
     let unsupported: Vec<String> = op_models()
         .into_iter()

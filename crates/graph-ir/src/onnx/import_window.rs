@@ -208,7 +208,8 @@ pub(super) fn conv(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
 
 /// Begin and end padding of one axis of a transposed convolution whose
 /// output length is fixed (`output_shape`, or `auto_pad` SAME: input ×
-/// stride): the cut from the full output split as ONNX says.
+/// stride): the cut from the full output split as ONNX says, the odd one
+/// at the end for SAME_UPPER and at the beginning otherwise.
 fn transpose_pads(
     ctx: &NodeCtx,
     full: usize,
@@ -266,7 +267,7 @@ pub(super) fn conv_transpose(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, Import
                 output_padding: w.two(&output_padding, 0),
                 group,
             };
-            let upper = auto != "SAME_LOWER";
+            let upper = auto == "SAME_UPPER";
             for i in 0..dims {
                 let axis = 4 - dims + i;
                 let full = probe.out_len(axis - 2, x[i], wshape[axis]).map_err(|e| ctx.err(e))?;
