@@ -214,9 +214,7 @@ op_tests!(
 /// operator type, the node and the model's opset.
 #[test]
 fn unsupported_operators_fail_with_one_line() {
-    let cases = [
-        ("unsupported_lstm_opset14", "LSTM", "encoder", 14),
-    ];
+    let cases = [("unsupported_lstm_opset14", "LSTM", "encoder", 14)];
     let unsupported: Vec<String> = op_models()
         .into_iter()
         .filter(|s| s.starts_with("unsupported_"))
