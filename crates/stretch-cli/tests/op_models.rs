@@ -249,3 +249,56 @@ fn unsupported_operators_fail_with_one_line() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The upsampling, 1-D window, Tile, ReduceSum, Expand and Sum fixtures also
+/// run on the subgraph runtime with each engine (tract and onnxruntime),
+/// their outputs equal to onnxruntime's run of the fixture (rtol 1e-4).
+#[test]
+fn newer_operators_run_on_both_engines() {
+    let dir = scratch("op-engines");
+    let prefixes = [
+        "resize_",
+        "upsample_",
+        "convtranspose_",
+        "conv_1d",
+        "maxpool_1d",
+        "tile_",
+        "reducesum_",
+        "expand_",
+        "sum_",
+    ];
+    let stems: Vec<String> = op_models()
+        .into_iter()
+        .filter(|s| prefixes.iter().any(|p| s.starts_with(p)))
+        .collect();
+    assert!(stems.len() >= 20, "{stems:?}");
+    let mut list = String::new();
+    for (i, stem) in stems.iter().enumerate() {
+        let model = op_model(stem);
+        let g = graph_ir::onnx::import_file(&model, &Default::default()).expect("import");
+        let shape = g.fact(g.inputs()[0].out(0)).expect("input").shape.clone();
+        let n: usize = shape.iter().product();
+        let x = dir.join(format!("x{i}.npy"));
+        let data = (0..n).map(|k| ((k * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
+        scheduler_rt::npy::write(&x, &scheduler_rt::npy::Array { shape, data }).expect("write input");
+        for engine in ["tract", "ort"] {
+            let y = dir.join(format!("y{i}-{engine}.npy"));
+            let spec = format!("cpu0=inline,engine={engine}");
+            stretch_ok(&[
+                "run",
+                &model.to_string_lossy(),
+                "--input",
+                &x.to_string_lossy(),
+                "--output",
+                &y.to_string_lossy(),
+                "--processor",
+                &spec,
+            ]);
+            list.push_str(&format!("{} {} {}\n", model.display(), x.display(), y.display()));
+        }
+    }
+    let list_file = dir.join("list.txt");
+    std::fs::write(&list_file, &list).expect("write list");
+    let report = reference(&["expect-list", &list_file.to_string_lossy(), "--rtol", "1e-4"]);
+    assert_eq!(report.matches("max abs diff").count(), 2 * stems.len(), "{report}");
+}
