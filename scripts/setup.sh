@@ -3,7 +3,8 @@
 #
 #   scripts/setup.sh            install, build (release) and run the whole pipeline on a
 #                               bundled example: zoo model -> plan -> branch -> train on
-#                               the bundled digits -> bench (outputs in example-run/)
+#                               the bundled digits -> bench, then plan + branch + bench
+#                               resnet18 at 224x224 (outputs in example-run/)
 #   scripts/setup.sh --deps     install the Python reference tools only
 #
 # Python reference tools (onnx, onnxruntime, numpy) go into .venv at the
@@ -49,27 +50,36 @@ STRETCH="$CARGO_TARGET_DIR/release/stretch"
 
 OUT=example-run
 mkdir -p "$OUT"
-echo "== 1/5 stretch zoo: a 3-stage ResNet-style CNN for 32x32 images, 10 classes"
+echo "== 1/6 stretch zoo: a 3-stage ResNet-style CNN for 32x32 images, 10 classes"
 "$STRETCH" zoo resnet-mini --input-size 32 --classes 10 --seed 0 -o "$OUT/resnet-mini.onnx"
 echo
-echo "== 2/5 stretch plan on this machine's measured profile (cpu0 + cpu1)"
+echo "== 2/6 stretch plan on this machine's measured profile (cpu0 + cpu1)"
 # The stages of a 32x32 model are predicted at ~0.4 ms and a meeting point's
 # hand-off at ~0.07 ms, over Eq. 4's default 0.1 x stage, so this small
 # example relaxes alpha to 1.
 "$STRETCH" plan "$OUT/resnet-mini.onnx" --device configs/devices/host.toml --alpha 1 -o "$OUT/plan.json"
 echo
-echo "== 3/5 stretch branch"
+echo "== 3/6 stretch branch"
 "$STRETCH" branch "$OUT/resnet-mini.onnx" --plan "$OUT/plan.json" -o "$OUT/branched.onnx"
 echo
-echo "== 4/5 stretch train: the branched model on the bundled digits (upscaled to 32x32), 3 epochs"
+echo "== 4/6 stretch train: the branched model on the bundled digits (upscaled to 32x32), 3 epochs"
 "$STRETCH" train "$OUT/branched.onnx" --dataset digits --epochs 3 --threads 2 -o "$OUT/branched-trained.onnx"
 echo
-echo "== 5/5 stretch bench: trained branched model on cpu0 + cpu1 vs the original"
+echo "== 5/6 stretch bench: trained branched model on cpu0 + cpu1 vs the original"
 "$STRETCH" bench "$OUT/branched-trained.onnx" --original "$OUT/resnet-mini.onnx" --runs 100 \
     --trace "$OUT/trace.json" --gantt "$OUT/gantt.png"
 echo "(this 32x32 example runs in about 2 ms, where the hand-offs between cores weigh as much as the"
-echo " branches' work, so its ratios say little; scripts/benchmarks/runtime_fixtures.sh measures the"
-echo " 224x224 torchvision models, where branching pays: see the README's Runtime section)"
+echo " branches' work, so its ratios say little; the next step benches a model big enough to pay)"
+echo
+echo "== 6/6 stretch stretch + bench at 224x224: torchvision's resnet18 (bundled structure-only, random"
+echo "       weights) branched at equal work on cpu0 + cpu1, against the original on one core and"
+echo "       onnxruntime's 2-thread original"
+"$STRETCH" stretch fixtures/models/resnet18.onnx --device configs/devices/host.toml --processors cpu0,cpu1 \
+    --random-weights 1 -o "$OUT/resnet18-branched.onnx" | tail -2
+"$STRETCH" convert fixtures/models/resnet18.onnx --random-weights 1 -o "$OUT/resnet18.onnx" > /dev/null
+"$STRETCH" bench "$OUT/resnet18-branched.onnx" --original "$OUT/resnet18.onnx" --runs 20 \
+    --processor cpu0=inline:core0 --processor cpu1=pool:core1 --trace "$OUT/resnet18-trace.json" |
+    grep -E "^work|^engines|^configuration|^original|^branched,|^speedup"
 echo
 echo "wrote: $OUT/plan.json (plan), $OUT/branched-trained.onnx (trained model),"
 echo "       $OUT/branched-trained.metrics.csv and .curve.svg (training), $OUT/trace.json (Chrome trace), $OUT/gantt.png"
