@@ -138,6 +138,23 @@ pub struct StagePlan {
     pub work_ratio: f64,
 }
 
+impl StagePlan {
+    /// MACs of the stage in this plan: its branches' (merges included), or
+    /// the whole stage's with `widened_macs`.
+    pub fn planned_macs(&self) -> i64 {
+        if self.branches.is_empty() {
+            self.macs as i64 + self.widened_macs
+        } else {
+            self.branches.iter().map(|b| b.macs as i64).sum()
+        }
+    }
+
+    /// [`Self::planned_macs`] over the original stage's MACs.
+    pub fn planned_work_ratio(&self) -> f64 {
+        self.planned_macs() as f64 / self.macs.max(1) as f64
+    }
+}
+
 fn is_zero(v: &i64) -> bool {
     *v == 0
 }

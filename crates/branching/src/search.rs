@@ -170,11 +170,13 @@ pub fn search(
         _ => Widening::default(),
     };
     let head_total = head_ms[&primary] + head_widening.ms;
-    let original_macs = g.cost_of(&g.node_ids()).macs;
-    let plan_macs = stages.iter().fold(original_macs as i128, |m, sp| {
-        m + (sp.work_ratio * sp.macs as f64).round() as i128 - sp.macs as i128
-    }) + head_widening.macs as i128;
-    let plan_macs = plan_macs.max(0) as u64;
+    let original_macs = g.total_cost().macs;
+    let plan_macs = stages
+        .iter()
+        .fold(original_macs as i64 + head_widening.macs, |m, sp| {
+            m + sp.planned_macs() - sp.macs as i64
+        })
+        .max(0) as u64;
     let plan_ms = stem_ms[&primary] + head_total + stages.iter().map(|s| s.predicted_ms).sum::<f64>();
     let best_single = original[&fastest];
     let plan = Plan {
@@ -277,21 +279,25 @@ fn plan_stage(
         None => Widening::default(),
     };
     let whole_ms = original_ms[primary] + widened.ms;
-    let whole = |reason: String, counts: Counts| StagePlan {
-        index: stage.index,
-        blocks: stage.blocks.len(),
-        channels: width,
-        input_shape: shape(stage.input()),
-        output_shape: shape(stage.output()),
-        macs,
-        original_ms: original_ms.clone(),
-        branches: Vec::new(),
-        processor: primary.to_string(),
-        reason: Some(reason),
-        predicted_ms: whole_ms,
-        candidates: counts,
-        widened_macs: widened.macs,
-        work_ratio: (macs as f64 + widened.macs as f64) / macs.max(1) as f64,
+    let whole = |reason: String, counts: Counts| {
+        let mut sp = StagePlan {
+            index: stage.index,
+            blocks: stage.blocks.len(),
+            channels: width,
+            input_shape: shape(stage.input()),
+            output_shape: shape(stage.output()),
+            macs,
+            original_ms: original_ms.clone(),
+            branches: Vec::new(),
+            processor: primary.to_string(),
+            reason: Some(reason),
+            predicted_ms: whole_ms,
+            candidates: counts,
+            widened_macs: widened.macs,
+            work_ratio: 1.0,
+        };
+        sp.work_ratio = sp.planned_work_ratio();
+        sp
     };
     if processors.len() < 2 {
         return Ok(whole("one processor: nothing to branch".into(), Counts::default()));
@@ -550,14 +556,14 @@ fn plan_stage(
             counts,
         ));
     }
-    let work_ratio = branches.iter().map(|b| b.macs).sum::<u64>() as f64 / macs.max(1) as f64;
-    Ok(StagePlan {
+    let mut sp = StagePlan {
         reason: None,
         branches,
         predicted_ms: ms,
         candidates: counts,
         widened_macs: 0,
-        work_ratio,
         ..whole(String::new(), Counts::default())
-    })
+    };
+    sp.work_ratio = sp.planned_work_ratio();
+    Ok(sp)
 }

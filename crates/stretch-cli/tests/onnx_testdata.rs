@@ -152,6 +152,15 @@ fn light_model_zoo_networks_convert_branch_and_run_like_onnxruntime() {
     let host = repo().join("configs/devices/host.toml");
     let models = light_models();
     let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let x = dir.join("x.npy");
+    let data = (0..3 * 224 * 224)
+        .map(|k| ((k * 7919) % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
+    let input = scheduler_rt::npy::Array {
+        shape: vec![1, 3, 224, 224],
+        data,
+    };
+    scheduler_rt::npy::write(&x, &input).unwrap();
     let mut branched_stages = 0;
     for m in &models {
         let name = m.file_stem().unwrap().to_string_lossy().into_owned();
@@ -175,18 +184,7 @@ fn light_model_zoo_networks_convert_branch_and_run_like_onnxruntime() {
             .and_then(|n| n.parse::<usize>().ok())
             .unwrap_or_else(|| panic!("{name}: no `wrote` line in\n{plan}"));
         std::fs::remove_file(&filled).ok();
-        let x = dir.join("x.npy");
         let y = dir.join("y.npy");
-        let n = 3 * 224 * 224;
-        let data = (0..n).map(|k| ((k * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
-        scheduler_rt::npy::write(
-            &x,
-            &scheduler_rt::npy::Array {
-                shape: vec![1, 3, 224, 224],
-                data,
-            },
-        )
-        .unwrap();
         stretch_ok(&["run", &s(&branched), "--input", &s(&x), "--output", &s(&y)]);
         let report = reference(&["expect", &s(&branched), &s(&x), &s(&y), "--rtol", "1e-4"]);
         let scale: f64 = report

@@ -78,6 +78,16 @@ impl<'a> NodeCtx<'a> {
             .ok_or_else(|| self.err(format!("missing required input {i}")))
     }
 
+    /// Inputs 0 and 1, and input 2 (a bias) when the node has it.
+    pub fn inputs_with_bias(&self) -> Result<Vec<Outlet>, ImportError> {
+        let n = if self.inputs.get(2).copied().flatten().is_some() {
+            3
+        } else {
+            2
+        };
+        self.data_inputs(n)
+    }
+
     /// The first `n` inputs, all required.
     pub fn data_inputs(&self, n: usize) -> Result<Vec<Outlet>, ImportError> {
         (0..n).map(|i| self.input(i)).collect()
@@ -309,12 +319,7 @@ fn gemm(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
         trans_a: a.int("transA", 0)? != 0,
         trans_b: a.int("transB", 0)? != 0,
     };
-    let n = if ctx.inputs.get(2).copied().flatten().is_some() {
-        3
-    } else {
-        2
-    };
-    Ok(Lowered::Op(Op::Gemm(op), ctx.data_inputs(n)?))
+    Ok(Lowered::Op(Op::Gemm(op), ctx.inputs_with_bias()?))
 }
 
 fn binary(ctx: &NodeCtx, op: BinaryOp) -> Result<Lowered, ImportError> {
@@ -338,13 +343,7 @@ fn squeeze(ctx: &NodeCtx, g: &Graph, unsqueeze: bool) -> Result<Lowered, ImportE
     } else {
         rank
     };
-    let resolve = |a: i64| {
-        let r = if a < 0 { a + out_rank } else { a };
-        (0..out_rank)
-            .contains(&r)
-            .then_some(r as usize)
-            .ok_or_else(|| ctx.err(format!("axis {a} is out of range for {f}")))
-    };
+    let resolve = |a: i64| resolve_axis(a, out_rank as usize).map_err(|e| ctx.err(format!("{e} ({f})")));
     let axes: Vec<usize> = axes
         .unwrap_or_default()
         .into_iter()
@@ -459,16 +458,16 @@ fn softmax(ctx: &NodeCtx, g: &Graph, log: bool) -> Result<Lowered, ImportError> 
     let x = ctx.input(0)?;
     let old = ctx.opset < 13;
     let axis = ctx.attrs().int("axis", if old { 1 } else { -1 })?;
-    if old && let Some(f) = g.fact(x) {
-        let r = f.rank() as i64;
-        let a = if axis < 0 { axis + r } else { axis };
-        if a >= 0 && a < r && f.shape[a as usize + 1..].iter().any(|&d| d != 1) {
-            return Err(ctx.err(format!(
-                "opset {} flattens the input {f} from axis {axis} into one softmax; only a softmax along one axis \
-                 (the last, or one followed by size-1 dimensions) is supported: export the model at opset 13 or later",
-                ctx.opset
-            )));
-        }
+    if old
+        && let Some(f) = g.fact(x)
+        && let Ok(a) = resolve_axis(axis, f.rank())
+        && f.shape[a + 1..].iter().any(|&d| d != 1)
+    {
+        return Err(ctx.err(format!(
+            "opset {} flattens the input {f} from axis {axis} into one softmax; only a softmax along one axis \
+             (the last, or one followed by size-1 dimensions) is supported: export the model at opset 13 or later",
+            ctx.opset
+        )));
     }
     Ok(Lowered::Op(Op::Softmax(Softmax { axis, log }), vec![x]))
 }

@@ -4,7 +4,7 @@
 
 use super::ImportError;
 use super::import_ops::{Lowered, NodeCtx, Src, Step};
-use crate::graph::Graph;
+use crate::graph::{Graph, Outlet};
 use crate::ops::*;
 use crate::tensor::Tensor;
 
@@ -55,6 +55,17 @@ fn spatial(ctx: &NodeCtx, g: &Graph, dims: usize) -> Result<Vec<usize>, ImportEr
     Ok(x.shape[2..].to_vec())
 }
 
+/// `total` padding as (begin, end): the odd one at the end when `upper`
+/// (ONNX SAME_UPPER), at the beginning otherwise.
+fn split_pad(total: usize, upper: bool) -> (usize, usize) {
+    let small = total / 2;
+    if upper {
+        (small, total - small)
+    } else {
+        (total - small, small)
+    }
+}
+
 /// Explicit pads `[begin.., end..]` of a sliding window, resolving `auto_pad`.
 fn window_pads(ctx: &NodeCtx, g: &Graph, w: &Window) -> Result<Vec<usize>, ImportError> {
     let a = ctx.attrs();
@@ -86,13 +97,7 @@ fn window_pads(ctx: &NodeCtx, g: &Graph, w: &Window) -> Result<Vec<usize>, Impor
                             w.dilations[i]
                         ))
                     })?;
-                let total = reach.saturating_sub(x[i]);
-                let small = total / 2;
-                (pads[i], pads[i + n]) = if auto == "SAME_UPPER" {
-                    (small, total - small)
-                } else {
-                    (total - small, small)
-                };
+                (pads[i], pads[i + n]) = split_pad(reach.saturating_sub(x[i]), auto == "SAME_UPPER");
             }
             Ok(pads)
         }
@@ -100,19 +105,12 @@ fn window_pads(ctx: &NodeCtx, g: &Graph, w: &Window) -> Result<Vec<usize>, Impor
     }
 }
 
-/// The node as `op`, wrapped for a 1-D window: the input reshaped to
-/// `[N, C, 1, L]`, `weight` (already 2-D) replacing input 1, and the
-/// output reshaped back to rank 3.
-fn lower_windowed(
-    ctx: &NodeCtx,
-    w: &Window,
-    op: Op,
-    weight: Option<Tensor>,
-    n_in: usize,
-) -> Result<Lowered, ImportError> {
-    let inputs = ctx.data_inputs(n_in)?;
+/// The node as `op` reading `inputs`, wrapped for a 1-D window: input 0
+/// reshaped to `[N, C, 1, L]`, `weight` (already 2-D) replacing input 1,
+/// and the output reshaped back to rank 3.
+fn lower_windowed(w: &Window, op: Op, inputs: Vec<Outlet>, weight: Option<Tensor>) -> Lowered {
     if w.dims == 2 {
-        return Ok(Lowered::Op(op, inputs));
+        return Lowered::Op(op, inputs);
     }
     let to = |shape: &[i64]| {
         Op::Reshape(Reshape {
@@ -125,7 +123,7 @@ fn lower_windowed(
         main.push(Src::Const(wt));
     }
     main.extend(inputs[main.len()..].iter().map(|&o| Src::Value(o)));
-    Ok(Lowered::Chain(vec![
+    Lowered::Chain(vec![
         Step {
             suffix: "as_2d",
             op: to(&[0, 0, 1, -1]),
@@ -141,61 +139,69 @@ fn lower_windowed(
             op: to(&[0, 0, -1]),
             inputs: vec![Src::Step(1)],
         },
-    ]))
+    ])
 }
 
-/// The weight of a Conv/ConvTranspose (input 1): its spatial rank, and for
-/// a 1-D window the constant reshaped to 2-D.
-fn weight(ctx: &NodeCtx, g: &Graph, op: &str) -> Result<(Vec<usize>, Option<Tensor>), ImportError> {
-    let w = g
-        .fact(ctx.input(1)?)
-        .cloned()
-        .ok_or_else(|| ctx.err("the weight has no shape"))?;
-    match w.rank() {
-        4 => Ok((w.shape.clone(), None)),
-        3 => {
-            let t = g
-                .const_tensor(ctx.input(1)?)
-                .ok_or_else(|| ctx.err(format!("a 1-D {op} needs a constant weight")))?;
-            let s = &w.shape;
-            let lifted = t
-                .reshaped(vec![s[0], s[1], 1, s[2]])
-                .ok_or_else(|| ctx.err(format!("cannot lift the weight {w} to 2-D")))?;
-            Ok((vec![s[0], s[1], 1, s[2]], Some(lifted)))
+/// What Conv and ConvTranspose read alike: the weight (input 1) as 2-D
+/// dims, the constant lifted to 2-D for a 1-D window, the window's
+/// attributes (`kernel_shape` checked against the weight) and `group`.
+struct Weighted {
+    wshape: Vec<usize>,
+    lifted: Option<Tensor>,
+    window: Window,
+    group: usize,
+}
+
+impl Weighted {
+    fn read(ctx: &NodeCtx, g: &Graph, op: &str) -> Result<Weighted, ImportError> {
+        let a = ctx.attrs();
+        let w = g
+            .fact(ctx.input(1)?)
+            .cloned()
+            .ok_or_else(|| ctx.err("the weight has no shape"))?;
+        let (wshape, lifted) = match w.rank() {
+            4 => (w.shape.clone(), None),
+            3 => {
+                let t = g
+                    .const_tensor(ctx.input(1)?)
+                    .ok_or_else(|| ctx.err(format!("a 1-D {op} needs a constant weight")))?;
+                let s = vec![w.shape[0], w.shape[1], 1, w.shape[2]];
+                let lifted = t
+                    .reshaped(s.clone())
+                    .ok_or_else(|| ctx.err(format!("cannot lift the weight {w} to 2-D")))?;
+                (s, Some(lifted))
+            }
+            r => {
+                return Err(ctx.err(format!(
+                    "only 1-D and 2-D {op} are supported; the weight {w} makes it {}-D",
+                    r.saturating_sub(2)
+                )));
+            }
+        };
+        let dims = if lifted.is_some() { 1 } else { 2 };
+        let kernel = wshape[4 - dims..].to_vec();
+        if let Some(k) = a.ints("kernel_shape")?
+            && k.iter().map(|&v| v as usize).collect::<Vec<_>>() != kernel
+        {
+            return Err(a.err("kernel_shape", format!("{k:?} disagrees with the weight's {kernel:?}")));
         }
-        r => Err(ctx.err(format!(
-            "only 1-D and 2-D {op} are supported; the weight {w} makes it {}-D",
-            r.saturating_sub(2)
-        ))),
+        let group = usize::try_from(a.int("group", 1)?).map_err(|_| a.err("group", "must be positive"))?;
+        Ok(Weighted {
+            wshape,
+            lifted,
+            window: Window::read(ctx, kernel)?,
+            group,
+        })
     }
-}
-
-fn n_inputs(ctx: &NodeCtx) -> usize {
-    if ctx.inputs.get(2).copied().flatten().is_some() {
-        3
-    } else {
-        2
-    }
-}
-
-fn check_kernel_attr(ctx: &NodeCtx, kernel: &[usize]) -> Result<(), ImportError> {
-    let a = ctx.attrs();
-    if let Some(k) = a.ints("kernel_shape")?
-        && k.iter().map(|&v| v as usize).collect::<Vec<_>>() != kernel
-    {
-        return Err(a.err("kernel_shape", format!("{k:?} disagrees with the weight's {kernel:?}")));
-    }
-    Ok(())
 }
 
 pub(super) fn conv(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
-    let (wshape, lifted) = weight(ctx, g, "convolution")?;
-    let dims = if lifted.is_some() { 1 } else { 2 };
-    let kernel = wshape[4 - dims..].to_vec();
-    check_kernel_attr(ctx, &kernel)?;
-    let w = Window::read(ctx, kernel)?;
-    let group = ctx.attrs().int("group", 1)?;
-    let group = usize::try_from(group).map_err(|_| ctx.attrs().err("group", "must be positive"))?;
+    let Weighted {
+        lifted,
+        window: w,
+        group,
+        ..
+    } = Weighted::read(ctx, g, "convolution")?;
     let pads = window_pads(ctx, g, &w)?;
     let op = Op::Conv(Conv {
         strides: w.two(&w.strides, 1),
@@ -203,41 +209,18 @@ pub(super) fn conv(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
         dilations: w.two(&w.dilations, 1),
         group,
     });
-    lower_windowed(ctx, &w, op, lifted, n_inputs(ctx))
-}
-
-/// Begin and end padding of one axis of a transposed convolution whose
-/// output length is fixed (`output_shape`, or `auto_pad` SAME: input ×
-/// stride): the cut from the full output split as ONNX says, the odd one
-/// at the end for SAME_UPPER and at the beginning otherwise.
-fn transpose_pads(
-    ctx: &NodeCtx,
-    full: usize,
-    want: usize,
-    upper: bool,
-    axis: usize,
-) -> Result<(usize, usize), ImportError> {
-    let total = full.checked_sub(want).ok_or_else(|| {
-        ctx.err(format!(
-            "output length {want} of axis {axis} is longer than the {full} the kernel, strides and output_padding give"
-        ))
-    })?;
-    let small = total / 2;
-    Ok(if upper {
-        (small, total - small)
-    } else {
-        (total - small, small)
-    })
+    Ok(lower_windowed(&w, op, ctx.inputs_with_bias()?, lifted))
 }
 
 pub(super) fn conv_transpose(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
-    let (wshape, lifted) = weight(ctx, g, "transposed convolution")?;
-    let dims = if lifted.is_some() { 1 } else { 2 };
-    let kernel = wshape[4 - dims..].to_vec();
-    check_kernel_attr(ctx, &kernel)?;
-    let w = Window::read(ctx, kernel)?;
-    let group = usize::try_from(a.int("group", 1)?).map_err(|_| a.err("group", "must be positive"))?;
+    let Weighted {
+        wshape,
+        lifted,
+        window: w,
+        group,
+    } = Weighted::read(ctx, g, "transposed convolution")?;
+    let dims = w.dims;
     let output_padding = a.usizes("output_padding", &vec![0; dims], Some(dims))?;
     let x = spatial(ctx, g, dims)?;
     let auto = a.string("auto_pad", "NOTSET")?;
@@ -255,35 +238,39 @@ pub(super) fn conv_transpose(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, Import
         (_, "NOTSET" | "VALID") => None,
         (_, other) => return Err(a.err("auto_pad", format!("unknown value `{other}`"))),
     };
+    let mut ct = ConvTranspose {
+        strides: w.two(&w.strides, 1),
+        pads: [0; 4],
+        dilations: w.two(&w.dilations, 1),
+        output_padding: w.two(&output_padding, 0),
+        group,
+    };
     let pads = match want {
         None if auto == "VALID" => vec![0; 2 * dims],
         None => a.usizes("pads", &vec![0; 2 * dims], Some(2 * dims))?,
         Some(want) => {
             let mut pads = vec![0; 2 * dims];
-            let probe = ConvTranspose {
-                strides: w.two(&w.strides, 1),
-                pads: [0; 4],
-                dilations: w.two(&w.dilations, 1),
-                output_padding: w.two(&output_padding, 0),
-                group,
-            };
-            let upper = auto == "SAME_UPPER";
             for i in 0..dims {
                 let axis = 4 - dims + i;
-                let full = probe.out_len(axis - 2, x[i], wshape[axis]).map_err(|e| ctx.err(e))?;
-                (pads[i], pads[i + dims]) = transpose_pads(ctx, full, want[i], upper, axis)?;
+                let full = ct.out_len(axis - 2, x[i], wshape[axis]).map_err(|e| ctx.err(e))?;
+                let total = full.checked_sub(want[i]).ok_or_else(|| {
+                    ctx.err(format!(
+                        "output length {} of axis {axis} is longer than the {full} the kernel, strides and output_padding give",
+                        want[i]
+                    ))
+                })?;
+                (pads[i], pads[i + dims]) = split_pad(total, auto == "SAME_UPPER");
             }
             pads
         }
     };
-    let op = Op::ConvTranspose(ConvTranspose {
-        strides: w.two(&w.strides, 1),
-        pads: w.pads2(&pads),
-        dilations: w.two(&w.dilations, 1),
-        output_padding: w.two(&output_padding, 0),
-        group,
-    });
-    lower_windowed(ctx, &w, op, lifted, n_inputs(ctx))
+    ct.pads = w.pads2(&pads);
+    Ok(lower_windowed(
+        &w,
+        Op::ConvTranspose(ct),
+        ctx.inputs_with_bias()?,
+        lifted,
+    ))
 }
 
 pub(super) fn pool(ctx: &NodeCtx, g: &Graph, kind: PoolKind) -> Result<Lowered, ImportError> {
@@ -318,5 +305,5 @@ pub(super) fn pool(ctx: &NodeCtx, g: &Graph, kind: PoolKind) -> Result<Lowered, 
         dilations: w.two(&w.dilations, 1),
         ceil_mode: a.int("ceil_mode", 0)? != 0,
     });
-    lower_windowed(ctx, &w, op, None, 1)
+    Ok(lower_windowed(&w, op, ctx.data_inputs(1)?, None))
 }

@@ -78,13 +78,8 @@ impl OpSpec for Conv {
 
     fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         let w = &inputs[1].shape;
-        let out = outputs[0].volume() as u64;
-        let macs = out.saturating_mul((w[1] * w[2] * w[3]) as u64);
-        let bias = if inputs.len() > 2 { out } else { 0 };
-        Cost {
-            macs,
-            flops: macs.saturating_mul(2).saturating_add(bias),
-        }
+        let macs = (outputs[0].volume() as u64).saturating_mul((w[1] * w[2] * w[3]) as u64);
+        Cost::multiply_accumulate(macs, inputs, &outputs[0])
     }
 }
 

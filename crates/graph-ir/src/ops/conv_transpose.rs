@@ -95,15 +95,7 @@ impl OpSpec for ConvTranspose {
     fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         let w = &inputs[1].shape;
         let macs = (inputs[0].volume() as u64).saturating_mul((w[1] * w[2] * w[3]) as u64);
-        let bias = if inputs.len() > 2 {
-            outputs[0].volume() as u64
-        } else {
-            0
-        };
-        Cost {
-            macs,
-            flops: macs.saturating_mul(2).saturating_add(bias),
-        }
+        Cost::multiply_accumulate(macs, inputs, &outputs[0])
     }
 }
 

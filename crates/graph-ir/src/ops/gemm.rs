@@ -54,12 +54,7 @@ impl OpSpec for Gemm {
     fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         let a = &inputs[0].shape;
         let k = if self.trans_a { a[0] } else { a[1] } as u64;
-        let out = outputs[0].volume() as u64;
-        let bias = if inputs.len() > 2 { out } else { 0 };
-        Cost {
-            macs: out.saturating_mul(k),
-            flops: out.saturating_mul(k).saturating_mul(2).saturating_add(bias),
-        }
+        Cost::multiply_accumulate((outputs[0].volume() as u64).saturating_mul(k), inputs, &outputs[0])
     }
 }
 
@@ -89,10 +84,6 @@ impl OpSpec for MatMul {
     fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         let a = &inputs[0].shape;
         let k = a[a.len() - 1] as u64;
-        let macs = (outputs[0].volume() as u64).saturating_mul(k);
-        Cost {
-            macs,
-            flops: macs.saturating_mul(2),
-        }
+        Cost::multiply_accumulate((outputs[0].volume() as u64).saturating_mul(k), inputs, &outputs[0])
     }
 }

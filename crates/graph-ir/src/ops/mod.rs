@@ -194,6 +194,16 @@ impl Cost {
             flops: per_element.saturating_mul(out.volume() as u64),
         }
     }
+
+    /// `macs` multiply-accumulates (2 flops each) plus one flop per output
+    /// element for the bias when the node has one (a third input).
+    pub(crate) fn multiply_accumulate(macs: u64, inputs: &[&Fact], out: &Fact) -> Cost {
+        let bias = if inputs.len() > 2 { out.volume() as u64 } else { 0 };
+        Cost {
+            macs,
+            flops: macs.saturating_mul(2).saturating_add(bias),
+        }
+    }
 }
 
 /// Fails unless `x` is a float value `[N, C, ...]` of rank 3 or more.
