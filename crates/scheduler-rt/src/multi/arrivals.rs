@@ -40,6 +40,8 @@ pub struct Arrivals {
     /// Frames whose requests have all finished.
     pub frames_done: u64,
     sources: Vec<FrameSource>,
+    /// Per app: the period of its group (ms), if it belongs to a resolved one.
+    group_period: Vec<Option<f64>>,
 }
 
 impl Arrivals {
@@ -49,12 +51,23 @@ impl Arrivals {
         let mut pending = BinaryHeap::new();
         let patterns: Vec<Arrival> = w.apps.iter().map(|a| a.arrival.clone()).collect();
         let mut frame_apps = Vec::new();
+        let phases: Vec<f64> = w
+            .groups
+            .iter()
+            .map(|g| rng.next_f64() * g.period_ms.unwrap_or(0.0))
+            .collect();
+        let group_period: Vec<Option<f64>> = (0..w.apps.len()).map(|a| w.group_deadline_ms(a)).collect();
         for (i, p) in patterns.iter().enumerate() {
             match p {
                 Arrival::Periodic { fps } => pending.push(At(rng.next_f64() * 1e3 / fps, i, 0)),
                 Arrival::Poisson { rate } => pending.push(At(exp_gap(&mut rng, *rate), i, 0)),
                 Arrival::Closed | Arrival::Paced { .. } => pending.push(At(0.0, i, 0)),
                 Arrival::Frame { .. } => frame_apps.push(i),
+                Arrival::Group { group } => {
+                    if group_period[i].is_some() {
+                        pending.push(At(phases[*group], i, 0));
+                    }
+                }
             }
         }
         let mut a = Arrivals {
@@ -75,6 +88,7 @@ impl Arrivals {
                 .enumerate()
                 .map(|(i, a)| FrameSource::open(&a.frames, w.seed ^ (0x9e37 + i as u64)).unwrap_or(FrameSource::None))
                 .collect(),
+            group_period,
         };
         a.start_frame(0.0);
         a
@@ -128,6 +142,11 @@ impl Arrivals {
                 Arrival::Poisson { rate } => {
                     let gap = exp_gap(&mut self.rng, rate);
                     self.pending.push(At(t + gap, app, 0));
+                }
+                Arrival::Group { .. } => {
+                    if let Some(p) = self.group_period[app] {
+                        self.pending.push(At(t + p, app, 0));
+                    }
                 }
                 Arrival::Closed | Arrival::Paced { .. } | Arrival::Frame { .. } => {}
             }

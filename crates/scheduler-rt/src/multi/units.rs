@@ -261,6 +261,46 @@ pub fn analyze(g: &Graph, names: &[String], support: &[OpSupport]) -> Result<Mod
     })
 }
 
+/// Units and candidates of a static plan (Puzzle): each piece (compute
+/// nodes in topological order, pieces in a topological order of the
+/// pieces) is one region holding one unit and one candidate, runnable on
+/// exactly `support`; a region's predecessors are the pieces it reads.
+pub fn from_pieces(g: &Graph, pieces: &[(Vec<NodeId>, ProcSet)]) -> Result<ModelUnits, UnitsError> {
+    if pieces.is_empty() {
+        return Err(UnitsError::Empty);
+    }
+    let mut owner: HashMap<NodeId, usize> = HashMap::new();
+    let mut units = Vec::with_capacity(pieces.len());
+    let mut regions = Vec::with_capacity(pieces.len());
+    let mut candidates = Vec::with_capacity(pieces.len());
+    for (r, (nodes, support)) in pieces.iter().enumerate() {
+        let subgraph = subgraph_of(g, format!("p{r}"), nodes.clone());
+        let mut preds: Vec<usize> = subgraph
+            .inputs
+            .iter()
+            .filter_map(|o| owner.get(&o.node).copied())
+            .collect();
+        preds.sort_unstable();
+        preds.dedup();
+        for n in nodes {
+            owner.insert(*n, r);
+        }
+        units.push(Unit {
+            region: r,
+            nodes: nodes.clone(),
+            support: *support,
+        });
+        regions.push(Region { units: r..r + 1, preds });
+        candidates.push(Candidate::new(g, r, r, r, *support, subgraph));
+    }
+    Ok(ModelUnits {
+        units,
+        regions,
+        candidates,
+        index: (0..pieces.len()).map(|r| vec![r as u32]).collect(),
+    })
+}
+
 /// The compute operators of `g` in topological order: what
 /// [`chunked`] cuts into chunks.
 pub fn operators(g: &Graph) -> Result<Vec<NodeId>, UnitsError> {

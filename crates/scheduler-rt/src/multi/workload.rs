@@ -74,6 +74,11 @@ pub enum Arrival {
     Frame {
         per_frame: usize,
     },
+    /// One request per period of the model group (index into
+    /// [`Workload::groups`]), at the same instants as every other member.
+    Group {
+        group: usize,
+    },
 }
 
 /// An app's SLO.
@@ -162,6 +167,8 @@ pub struct Workload {
     pub apps: Vec<App>,
     pub outages: Vec<Outage>,
     pub render: Option<Render>,
+    /// Model groups (Puzzle §2.2): members share one periodic input.
+    pub groups: Vec<super::groups::Group>,
 }
 
 #[derive(Deserialize)]
@@ -202,6 +209,8 @@ struct File {
     #[serde(default)]
     outage: Vec<OutageFile>,
     render: Option<RenderFile>,
+    #[serde(default)]
+    group: Vec<super::groups::GroupFile>,
 }
 
 #[derive(Deserialize)]
@@ -220,6 +229,7 @@ struct AppFile {
     utility: Option<UtilityFile>,
     frames: Option<FramesFile>,
     frames_dir: Option<String>,
+    group: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -273,6 +283,7 @@ impl Workload {
         if f.app.is_empty() {
             return Err(err("app", "the workload has no [[app]]".into()));
         }
+        let groups = super::groups::parse(f.group, err)?;
         let mut apps = Vec::new();
         for (i, a) in f.app.into_iter().enumerate() {
             let key = |k: &str| format!("app[{i}].{k}");
@@ -301,6 +312,15 @@ impl Workload {
                     },
                     None => Arrival::Closed,
                 },
+                "group" => {
+                    let name = a
+                        .group
+                        .as_deref()
+                        .ok_or_else(|| err(&key("group"), "arrival 'group' needs group = \"NAME\"".into()))?;
+                    Arrival::Group {
+                        group: super::groups::index_of(&groups, name).map_err(|reason| err(&key("group"), reason))?,
+                    }
+                }
                 "frame" => Arrival::Frame {
                     per_frame: a
                         .per_frame
@@ -310,10 +330,16 @@ impl Workload {
                 other => {
                     return Err(err(
                         &key("arrival"),
-                        format!("unknown arrival '{other}' (periodic, poisson, closed, frame)"),
+                        format!("unknown arrival '{other}' (periodic, poisson, closed, frame, group)"),
                     ));
                 }
             };
+            if a.group.is_some() && !matches!(arrival, Arrival::Group { .. }) {
+                return Err(err(
+                    &key("group"),
+                    "only apps with arrival = \"group\" belong to a group".into(),
+                ));
+            }
             let slo = match (a.slo_ms, a.slo_multiplier.or(f.slo_multiplier)) {
                 (Some(ms), _) => Slo::Ms(positive(&key("slo_ms"), ms)?),
                 (None, Some(m)) => Slo::Multiplier(positive(&key("slo_multiplier"), m)?),
@@ -423,6 +449,7 @@ impl Workload {
             apps,
             outages,
             render,
+            groups,
         })
     }
 

@@ -11,6 +11,7 @@ pub mod offload;
 pub mod plan;
 pub mod round_robin;
 pub mod sel;
+pub mod static_plan;
 pub mod utility;
 
 use super::core::{Assignment, Completed, JobId, Requeue, View};

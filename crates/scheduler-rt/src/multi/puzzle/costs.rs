@@ -1,0 +1,130 @@
+//! What the analyzer's simulator charges: each piece's compute time on
+//! its processor and the hand-off of every value that crosses processors.
+
+use super::PuzzleError;
+use super::chromosome::LayerGraph;
+use graph_ir::{Graph, NodeId};
+use predictor::{DeviceModel, LatencyModel};
+use std::collections::HashMap;
+
+/// Costs of pieces and transfers, in ms.
+pub trait Costs {
+    /// Layers `layers` (indices into model `model`'s [`LayerGraph`],
+    /// increasing) run as one subgraph on processor `p`.
+    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError>;
+    /// Handing `bytes` from processor `from` to processor `to`.
+    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError>;
+    /// How the figures were made, one line per model and processor where it matters.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Costs from a device profile's predictor, memoised per piece. Where the
+/// profile carries a whole-model latency for a model (`[models.NAME]`,
+/// NAME the graph's name) on a processor, every piece of that model there
+/// is scaled by (that figure / the predicted whole model), so pieces keep
+/// the predictor's proportions and sum to the measured total; a processor
+/// without a figure takes the factor of the model's first processor that
+/// has one.
+pub struct Predicted<'a> {
+    model: &'a DeviceModel,
+    graphs: &'a [Graph],
+    layers: &'a [LayerGraph],
+    names: Vec<String>,
+    scale: Vec<Vec<f64>>,
+    cache: HashMap<(usize, usize, Vec<usize>), f64>,
+    notes: Vec<String>,
+}
+
+impl<'a> Predicted<'a> {
+    pub fn new(model: &'a DeviceModel, graphs: &'a [Graph], layers: &'a [LayerGraph]) -> Result<Self, PuzzleError> {
+        let names: Vec<String> = model.profile().processors.keys().cloned().collect();
+        let mut scale = Vec::with_capacity(graphs.len());
+        let mut notes = Vec::new();
+        for (g, lg) in graphs.iter().zip(layers) {
+            let figures = model.profile().models.get(&g.name);
+            let whole = |p: &str| predict(model, g, &lg.layers, p);
+            let mut own: Vec<Option<f64>> = Vec::with_capacity(names.len());
+            for n in &names {
+                own.push(match figures.and_then(|f| f.get(n)) {
+                    Some(f) => {
+                        let k = f.value / whole(n)?.max(1e-12);
+                        notes.push(format!("{} on {n}: {} ms ({})", g.name, f.value, f.source));
+                        Some(k)
+                    }
+                    None => None,
+                });
+            }
+            let fallback = own.iter().flatten().next().copied();
+            let mut row = Vec::with_capacity(names.len());
+            for (n, k) in names.iter().zip(&own) {
+                row.push(match (k, fallback) {
+                    (Some(k), _) => *k,
+                    (None, Some(f)) => {
+                        notes.push(format!(
+                            "{} on {n}: {:.2} ms (predicted, scaled like its measured processors)",
+                            g.name,
+                            whole(n)? * f
+                        ));
+                        f
+                    }
+                    (None, None) => 1.0,
+                });
+            }
+            scale.push(row);
+        }
+        Ok(Predicted {
+            model,
+            graphs,
+            layers,
+            names,
+            scale,
+            cache: HashMap::new(),
+            notes,
+        })
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+fn predict(model: &DeviceModel, g: &Graph, nodes: &[NodeId], p: &str) -> Result<f64, PuzzleError> {
+    model
+        .predict(g, nodes, p)
+        .map(|x| x.total_ms)
+        .map_err(|e| PuzzleError::Cost {
+            model: g.name.clone(),
+            processor: p.to_string(),
+            reason: e.to_string(),
+        })
+}
+
+impl Costs for Predicted<'_> {
+    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError> {
+        let key = (model, p, layers.to_vec());
+        if let Some(ms) = self.cache.get(&key) {
+            return Ok(*ms);
+        }
+        let lg = &self.layers[model];
+        let nodes: Vec<NodeId> = layers.iter().map(|l| lg.layers[*l]).collect();
+        let ms = predict(self.model, &self.graphs[model], &nodes, &self.names[p])? * self.scale[model][p];
+        self.cache.insert(key, ms);
+        Ok(ms)
+    }
+
+    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError> {
+        self.model
+            .comm_ms(&self.names[from], &self.names[to], bytes)
+            .map_err(|e| PuzzleError::Cost {
+                model: "-".into(),
+                processor: format!("{} -> {}", self.names[from], self.names[to]),
+                reason: e.to_string(),
+            })
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}

@@ -1,0 +1,237 @@
+//! The analyzer's evaluator: a decoded plan run through the multi-DNN
+//! simulator (the same scheduler, static-plan policy and event loop as
+//! `stretch simulate --plan`) over the workload's model groups.
+
+use super::PuzzleError;
+use super::chromosome::{Chromosome, LayerGraph, Piece};
+use super::costs::Costs;
+use super::score;
+use crate::multi::core::Scheduler;
+use crate::multi::estimator::{Estimator, EstimatorParams};
+use crate::multi::policy::static_plan::StaticPlan;
+use crate::multi::report::RunLog;
+use crate::multi::sim::{Latency, SimOptions, Truth, simulate};
+use crate::multi::units::{ModelUnits, from_pieces};
+use crate::multi::workload::Workload;
+use crate::multi::{ProcSet, policy::Policy};
+use graph_ir::{Graph, NodeId};
+use std::collections::HashMap;
+
+/// Makespans of one run, per group (ms from the group's tick to its last
+/// member's finish, in tick order), and each group's period.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub makespans: Vec<Vec<f64>>,
+    pub periods_ms: Vec<f64>,
+}
+
+impl Outcome {
+    /// The GA's objectives, all minimised: per group, mean then p90 makespan.
+    pub fn objectives(&self) -> Vec<f64> {
+        self.makespans
+            .iter()
+            .flat_map(|m| {
+                let mean = if m.is_empty() {
+                    f64::INFINITY
+                } else {
+                    m.iter().sum::<f64>() / m.len() as f64
+                };
+                [mean, score::quantile(m, 0.9)]
+            })
+            .collect()
+    }
+
+    /// The scenario score (Puzzle §6.2).
+    pub fn score(&self) -> f64 {
+        let groups: Vec<(Vec<f64>, f64)> = self
+            .makespans
+            .iter()
+            .cloned()
+            .zip(self.periods_ms.iter().copied())
+            .collect();
+        score::score(&groups)
+    }
+}
+
+/// The makespans of a run of `w` (resolved groups): a group request is
+/// the set of its members' jobs that arrived at the same tick; one whose
+/// members did not all finish counts as infinitely late.
+pub fn outcome_from_log(log: &RunLog, w: &Workload) -> Outcome {
+    let mut ticks: HashMap<(usize, u64), (usize, f64)> = HashMap::new();
+    for c in &log.completed {
+        if let crate::multi::workload::Arrival::Group { group } = w.apps[c.spec.app].arrival {
+            let e = ticks.entry((group, c.spec.arrival_ms.to_bits())).or_insert((0, 0.0));
+            e.0 += 1;
+            e.1 = e.1.max(c.finish_ms - c.spec.arrival_ms);
+        }
+    }
+    let mut makespans: Vec<Vec<(f64, f64)>> = vec![Vec::new(); w.groups.len()];
+    for ((g, at), (n, ms)) in ticks {
+        let members = w.group_members(g).len();
+        makespans[g].push((f64::from_bits(at), if n == members { ms } else { f64::INFINITY }));
+    }
+    for m in &mut makespans {
+        m.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Outcome {
+        makespans: makespans
+            .into_iter()
+            .map(|m| m.into_iter().map(|x| x.1).collect())
+            .collect(),
+        periods_ms: w.groups.iter().map(|g| g.period_ms.unwrap_or(f64::NAN)).collect(),
+    }
+}
+
+/// A decoded plan ready to simulate.
+#[derive(Clone, Debug)]
+pub struct Built {
+    pub pieces: Vec<Vec<Piece>>,
+    pub units: Vec<ModelUnits>,
+    pub truth: Truth,
+    /// Per model: its rank (0 first).
+    pub rank: Vec<usize>,
+}
+
+/// The models, processors, costs and workload a search works on. App `i`
+/// of the workload runs model `i`.
+pub struct Problem<'a> {
+    pub graphs: &'a [Graph],
+    pub layers: &'a [LayerGraph],
+    pub names: Vec<String>,
+    pub costs: &'a mut dyn Costs,
+    /// Groups resolved ([`Workload::resolve_groups`]).
+    pub workload: Workload,
+    /// Ticks of the slowest group simulated per run.
+    pub periods: usize,
+    /// Simulated runs so far.
+    pub simulations: usize,
+}
+
+impl Problem<'_> {
+    /// The plan's units (one region per piece) and each piece's time on its
+    /// processor: compute plus the hand-off of every value read from a
+    /// piece on another processor (the model's own inputs are taken as
+    /// already where they are needed).
+    pub fn build(&mut self, c: &Chromosome) -> Result<Built, PuzzleError> {
+        let pieces = c.decode(self.layers);
+        self.build_pieces(pieces, c.priority.clone())
+    }
+
+    /// [`Problem::build`] from decoded pieces and ranks.
+    pub fn build_pieces(&mut self, pieces: Vec<Vec<Piece>>, rank: Vec<usize>) -> Result<Built, PuzzleError> {
+        let n = self.names.len();
+        let mut units = Vec::with_capacity(pieces.len());
+        let mut table = Vec::with_capacity(pieces.len());
+        for (m, ps) in pieces.iter().enumerate() {
+            let g = &self.graphs[m];
+            let lg = &self.layers[m];
+            let nodes: Vec<(Vec<NodeId>, ProcSet)> = ps
+                .iter()
+                .map(|p| {
+                    (
+                        p.layers.iter().map(|l| lg.layers[*l]).collect(),
+                        ProcSet::single(p.processor),
+                    )
+                })
+                .collect();
+            let u = from_pieces(g, &nodes).map_err(|e| PuzzleError::Model {
+                model: g.name.clone(),
+                reason: e.to_string(),
+            })?;
+            let mut home: HashMap<NodeId, usize> = HashMap::new();
+            for p in ps {
+                for l in &p.layers {
+                    home.insert(lg.layers[*l], p.processor);
+                }
+            }
+            let mut rows = Vec::with_capacity(ps.len());
+            for (p, cand) in ps.iter().zip(&u.candidates) {
+                let mut ms = self.costs.compute_ms(m, &p.layers, p.processor)?;
+                for o in &cand.subgraph.inputs {
+                    if let Some(from) = home.get(&o.node).filter(|f| **f != p.processor) {
+                        let bytes = g.fact(*o).map_or(0, |f| f.bytes() as u64);
+                        ms += self.costs.comm_ms(*from, p.processor, bytes)?;
+                    }
+                }
+                rows.push(
+                    (0..n)
+                        .map(|w| Latency::exact(if w == p.processor { ms } else { f64::INFINITY }))
+                        .collect(),
+                );
+            }
+            units.push(u);
+            table.push(rows);
+        }
+        Ok(Built {
+            pieces,
+            units,
+            truth: Truth {
+                table,
+                ..Truth::default()
+            },
+            rank,
+        })
+    }
+
+    /// Runs `b` on the workload `w` (groups resolved) under its static plan.
+    pub fn simulate(&mut self, b: &Built, w: &Workload) -> Result<Outcome, PuzzleError> {
+        let policy = Box::new(StaticPlan::new(b.rank.clone()));
+        let units = b.units.clone();
+        let truth = &b.truth;
+        self.run_policy(units, truth, policy, w)
+    }
+
+    /// Runs `units` with `truth` under `policy` on `w` (groups resolved):
+    /// each candidate's estimate is its true time on each processor.
+    pub fn run_policy(
+        &mut self,
+        units: Vec<ModelUnits>,
+        truth: &Truth,
+        policy: Box<dyn Policy>,
+        w: &Workload,
+    ) -> Result<Outcome, PuzzleError> {
+        let n = self.names.len();
+        let mut est = Estimator::new(EstimatorParams::default(), &vec![false; n], &units);
+        for (m, u) in units.iter().enumerate() {
+            for c in 0..u.candidates.len() {
+                for p in u.candidates[c].support.iter().filter(|p| *p < n) {
+                    est.set_base(m, c, p, truth.table[m][c][p].alone_ms);
+                }
+            }
+        }
+        let slo: Vec<Option<f64>> = (0..w.apps.len()).map(|a| w.group_deadline_ms(a)).collect();
+        let longest = w.groups.iter().filter_map(|g| g.period_ms).fold(0.0, f64::max);
+        let mut w = w.clone();
+        if longest > 0.0 {
+            w.duration_s = Some(self.periods as f64 * longest / 1e3);
+            w.requests = None;
+        }
+        let w = &w;
+        let mut sched = Scheduler::new(units, &self.names, policy, est);
+        let log = simulate(&mut sched, w, slo, truth, SimOptions::default()).map_err(|e| PuzzleError::Model {
+            model: "-".into(),
+            reason: e.to_string(),
+        })?;
+        self.simulations += 1;
+        Ok(outcome_from_log(&log, w))
+    }
+
+    /// The plan's outcome on the problem's workload.
+    pub fn evaluate(&mut self, c: &Chromosome) -> Result<Outcome, PuzzleError> {
+        let b = self.build(c)?;
+        let w = self.workload.clone();
+        self.simulate(&b, &w)
+    }
+
+    /// The saturation multiplier of `b` (Puzzle §6.2) among [`score::sweep`]`(max)`.
+    pub fn saturation(&mut self, b: &Built, max: f64) -> Result<Option<f64>, PuzzleError> {
+        let base = self.workload.clone();
+        for m in score::sweep(max) {
+            let w = base.with_period_multiplier(m);
+            if self.simulate(b, &w)?.score() >= score::SATURATED {
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
+    }
+}
