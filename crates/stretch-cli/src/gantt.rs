@@ -12,9 +12,9 @@ use std::sync::OnceLock;
 /// DejaVu Sans (assets/fonts, licence beside it), so text renders the same
 /// on every machine without system fonts.
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
-const FAMILY: &str = "dejavu-sans";
+pub(crate) const FAMILY: &str = "dejavu-sans";
 
-fn register() -> Result<()> {
+pub(crate) fn register() -> Result<()> {
     static DONE: OnceLock<bool> = OnceLock::new();
     let ok = *DONE.get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
     if ok {
@@ -24,7 +24,7 @@ fn register() -> Result<()> {
     }
 }
 
-const PALETTE: [RGBColor; 6] = [
+pub(crate) const PALETTE: [RGBColor; 6] = [
     RGBColor(72, 120, 168),
     RGBColor(221, 132, 82),
     RGBColor(85, 168, 104),

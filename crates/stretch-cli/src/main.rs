@@ -6,12 +6,14 @@ mod chrome_trace;
 mod commands;
 mod curve;
 mod format;
+mod front_plot;
 mod gantt;
 mod interference;
 mod latencies;
 mod model_args;
 mod multi_common;
 mod panics;
+mod puzzle_setup;
 mod recipe_args;
 mod render_run;
 mod runtime_args;
@@ -49,6 +51,7 @@ enum Command {
     CompareAccuracy(commands::compare::Args),
     Serve(commands::serve::Args),
     Simulate(commands::simulate::Args),
+    Analyze(commands::analyze::Args),
 }
 
 fn main() {
@@ -90,6 +93,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::CompareAccuracy(a) => commands::compare::run(a),
         Command::Serve(a) => commands::serve::run(a),
         Command::Simulate(a) => commands::simulate::run(a),
+        Command::Analyze(a) => commands::analyze::run(a),
     }
 }
 

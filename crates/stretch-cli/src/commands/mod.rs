@@ -1,3 +1,4 @@
+pub mod analyze;
 pub mod bench;
 mod bench_report;
 pub mod branch;

@@ -1,0 +1,469 @@
+//! `stretch analyze`: Puzzle's static analyzer.
+
+use crate::puzzle_setup::{self as ps, Scenario};
+use anyhow::{Context, Result, bail};
+use clap::Args as ClapArgs;
+use indicatif::{ProgressBar, ProgressStyle};
+use scheduler_rt::multi::analyze as band_units;
+use scheduler_rt::multi::policy::Lst;
+use scheduler_rt::multi::puzzle::chromosome::{Chromosome, Piece};
+use scheduler_rt::multi::puzzle::costs::{Costs, Predicted};
+use scheduler_rt::multi::puzzle::evaluate::{Built, Outcome, Problem};
+use scheduler_rt::multi::puzzle::ga::{self, GaOptions};
+use scheduler_rt::multi::puzzle::plan_file::PlanFile;
+use scheduler_rt::multi::puzzle::{nsga, score};
+use scheduler_rt::multi::sim::{Latency, Truth};
+use scheduler_rt::multi::{ModelUnits, OpSupport};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Search how to cut each model of a workload's model groups into
+/// subgraphs, where each runs and which model goes first (Puzzle: a
+/// genetic algorithm, NSGA-II selection, over the multi-DNN simulator with
+/// the device profile's predicted costs). Prints the Pareto front of mean
+/// and p90 group makespans, the chosen plan, its XRBench score and
+/// saturation multiplier α* (the smallest period multiplier that scores
+/// 1), and the same for three baselines: every model on the single best
+/// processor, the best model-level mapping without cuts, and Band's `lst`
+/// online policy. Every figure is simulated.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Workload (TOML) whose apps all belong to `[[group]]`s; see
+    /// configs/workloads/puzzle_*.toml.
+    #[arg(long, value_name = "W.toml")]
+    pub workload: PathBuf,
+
+    /// Device profile: processors, operator support, predictor, links,
+    /// and optionally measured whole-model latencies (`[models.APP]`).
+    #[arg(long, value_name = "D.toml")]
+    pub device: PathBuf,
+
+    /// Most generations to run (the search stops earlier when the
+    /// population's mean score has not improved for 3 generations).
+    #[arg(long, default_value_t = 40)]
+    pub generations: usize,
+
+    #[arg(long, default_value_t = 24)]
+    pub population: usize,
+
+    /// Seed of the search (the same seed gives the same front).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Ticks of the slowest group simulated per evaluation.
+    #[arg(long, default_value_t = 30)]
+    pub periods: usize,
+
+    /// Largest period multiplier tried when looking for α*.
+    #[arg(long, default_value_t = 4.0)]
+    pub max_multiplier: f64,
+
+    /// Write the chosen plan (JSON) for `simulate --plan` / `serve --plan`.
+    #[arg(short = 'o', long = "out", value_name = "plan.json")]
+    pub out: Option<PathBuf>,
+
+    /// Write the final population and its front as a PNG.
+    #[arg(long, value_name = "front.png")]
+    pub front: Option<PathBuf>,
+
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A named plan and its figures.
+pub struct Judged {
+    pub name: String,
+    pub outcome: Outcome,
+    pub saturation: Option<f64>,
+}
+
+fn pieces_text(pieces: &[Vec<Piece>], names: &[String]) -> String {
+    pieces
+        .iter()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| format!("{}x{}", names[p.processor], p.layers.len()))
+                .collect::<Vec<_>>()
+                .join("+")
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn alpha(a: Option<f64>) -> String {
+    a.map_or("> max".into(), |a| format!("{a:.2}"))
+}
+
+/// The best model-level mappings without cuts at the workload's periods:
+/// every assignment of models to processors (or, past 4,096, coordinate
+/// descent from each model's fastest processor), ranked shortest first;
+/// the non-dominated ones, at most 9 spread over the first objective.
+fn best_mappings(problem: &mut Problem, rank: &[usize]) -> Result<Vec<(Chromosome, Vec<f64>)>> {
+    let (m, n) = (problem.layers.len(), problem.names.len());
+    let mut tried: Vec<(Chromosome, Vec<f64>)> = Vec::new();
+    let mut eval = |problem: &mut Problem, assign: &[usize]| -> Result<Vec<f64>> {
+        let c = ps::mapped(problem.layers, assign, rank.to_vec());
+        let o = problem.evaluate(&c)?.objectives();
+        tried.push((c, o.clone()));
+        Ok(o)
+    };
+    if (n as f64).powi(m as i32) <= 4096.0 {
+        let mut assign = vec![0usize; m];
+        'all: loop {
+            eval(problem, &assign)?;
+            for i in 0..m {
+                assign[i] += 1;
+                if assign[i] < n {
+                    continue 'all;
+                }
+                assign[i] = 0;
+            }
+            break;
+        }
+    } else {
+        let iso = ps::isolated_ms(problem)?;
+        let mut assign: Vec<usize> = (0..m)
+            .map(|i| (0..n).min_by(|a, b| iso[i][*a].total_cmp(&iso[i][*b])).unwrap_or(0))
+            .collect();
+        let mut best = eval(problem, &assign)?;
+        let mut improved = true;
+        while improved {
+            improved = false;
+            for i in 0..m {
+                for p in 0..n {
+                    let old = assign[i];
+                    assign[i] = p;
+                    let o = eval(problem, &assign)?;
+                    if o[0] < best[0] {
+                        best = o;
+                        improved = true;
+                    } else {
+                        assign[i] = old;
+                    }
+                }
+            }
+        }
+    }
+    let objs: Vec<Vec<f64>> = tried.iter().map(|t| t.1.clone()).collect();
+    let mut front = nsga::fronts(&objs).into_iter().next().unwrap_or_default();
+    front.sort_by(|a, b| objs[*a][0].total_cmp(&objs[*b][0]));
+    front.dedup_by(|a, b| objs[*a] == objs[*b]);
+    let keep: Vec<usize> = if front.len() <= 9 {
+        front
+    } else {
+        (0..9).map(|k| front[k * (front.len() - 1) / 8]).collect()
+    };
+    Ok(keep.into_iter().map(|i| tried[i].clone()).collect())
+}
+
+/// Band's units of every model, each candidate's predicted time per
+/// processor (scaled like the plan's pieces; no hand-off costs).
+fn band_setup(sc: &Scenario, costs: &mut dyn Costs) -> Result<(Vec<ModelUnits>, Truth)> {
+    let profile = sc.device.profile();
+    let support: Vec<OpSupport> = profile
+        .processors
+        .values()
+        .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
+        .collect();
+    let mut units = Vec::new();
+    let mut table = Vec::new();
+    for (m, g) in sc.graphs.iter().enumerate() {
+        let u = band_units(g, &sc.names, &support).with_context(|| format!("model '{}'", g.name))?;
+        let at: HashMap<_, usize> = sc.layers[m].layers.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let mut rows = Vec::new();
+        for c in &u.candidates {
+            let mut ls: Vec<usize> = c.subgraph.nodes.iter().filter_map(|n| at.get(n).copied()).collect();
+            ls.sort_unstable();
+            let mut row = Vec::new();
+            for p in 0..sc.names.len() {
+                row.push(Latency::exact(if c.support.contains(p) {
+                    costs.compute_ms(m, &ls, p)?
+                } else {
+                    f64::INFINITY
+                }));
+            }
+            rows.push(row);
+        }
+        units.push(u);
+        table.push(rows);
+    }
+    Ok((
+        units,
+        Truth {
+            table,
+            ..Truth::default()
+        },
+    ))
+}
+
+fn lst_saturation(
+    problem: &mut Problem,
+    units: &[ModelUnits],
+    truth: &Truth,
+    max: f64,
+) -> Result<(Outcome, Option<f64>)> {
+    let w0 = problem.workload.clone();
+    let at_one = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w0)?;
+    for m in score::sweep(max) {
+        let w = w0.with_period_multiplier(m);
+        let o = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w)?;
+        if o.score() >= score::SATURATED {
+            return Ok((at_one, Some(m)));
+        }
+    }
+    Ok((at_one, None))
+}
+
+fn saturation_of(problem: &mut Problem, b: &Built, max: f64) -> Result<Option<f64>> {
+    Ok(problem.saturation(b, max)?)
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if a.generations == 0 {
+        bail!("--generations 0: nothing would be searched; give at least 1");
+    }
+    if a.population < 2 || a.periods == 0 {
+        bail!("--population must be at least 2 and --periods at least 1");
+    }
+    if !(a.max_multiplier.is_finite() && a.max_multiplier >= 0.1) {
+        bail!("--max-multiplier must be at least 0.1, got {}", a.max_multiplier);
+    }
+    let started = Instant::now();
+    let sc = ps::load(&a.workload, &a.device)?;
+    let mut costs = Predicted::new(&sc.device, &sc.graphs, &sc.layers)?;
+    let mut band_costs = Predicted::new(&sc.device, &sc.graphs, &sc.layers)?;
+    let mut problem = Problem {
+        graphs: &sc.graphs,
+        layers: &sc.layers,
+        names: sc.names.clone(),
+        costs: &mut costs,
+        workload: sc.workload.clone(),
+        periods: a.periods,
+        simulations: 0,
+    };
+    let iso = ps::isolated_ms(&mut problem)?;
+    let fastest: Vec<f64> = iso
+        .iter()
+        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
+        .collect();
+    problem.workload.resolve_groups(&fastest)?;
+    let rank = ps::shortest_first(&fastest);
+    let names = sc.names.clone();
+    let models = sc.graphs.len();
+
+    let mut baselines: Vec<Judged> = Vec::new();
+    let mut single: Option<Judged> = None;
+    for p in 0..names.len() {
+        let b = problem.build(&ps::whole_on(&sc.layers, p, rank.clone()))?;
+        let w = problem.workload.clone();
+        let outcome = problem.simulate(&b, &w)?;
+        let sat = saturation_of(&mut problem, &b, a.max_multiplier)?;
+        let better = single.as_ref().is_none_or(|s| {
+            sat.unwrap_or(f64::INFINITY) < s.saturation.unwrap_or(f64::INFINITY)
+                || (sat == s.saturation && outcome.objectives()[0] < s.outcome.objectives()[0])
+        });
+        if better {
+            single = Some(Judged {
+                name: format!("single processor ({})", names[p]),
+                outcome,
+                saturation: sat,
+            });
+        }
+    }
+    baselines.extend(single);
+    let mappings = best_mappings(&mut problem, &rank)?;
+    let mut sats = Vec::new();
+    for (c, _) in &mappings {
+        let b = problem.build(c)?;
+        sats.push(saturation_of(&mut problem, &b, a.max_multiplier)?.unwrap_or(f64::INFINITY));
+    }
+    let best_map = problem.evaluate(&mappings[0].0)?;
+    let med = score::median(&sats);
+    baselines.push(Judged {
+        name: format!("best mapping ({} on its front)", mappings.len()),
+        outcome: best_map,
+        saturation: med.is_finite().then_some(med),
+    });
+    let (units, truth) = band_setup(&sc, &mut band_costs)?;
+    let (lst_outcome, lst_sat) = lst_saturation(&mut problem, &units, &truth, a.max_multiplier)?;
+    baselines.push(Judged {
+        name: "Band lst (online, no hand-off costs)".into(),
+        outcome: lst_outcome,
+        saturation: lst_sat,
+    });
+
+    let plan_of = |problem: &mut Problem, c: &Chromosome| -> Result<Built> { Ok(problem.build(c)?) };
+    let (front, history, population_objs, front_objs) = if models == 1 {
+        eprintln!(
+            "one model in the workload: nothing to search (no priorities to order, and cutting a lone model only adds hand-offs); the plan is the best mapping"
+        );
+        let c = mappings[0].0.clone();
+        let o = mappings[0].1.clone();
+        (vec![c], Vec::new(), vec![o.clone()], vec![o])
+    } else {
+        let bar = ProgressBar::new(a.generations as u64).with_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] gen {pos}/{len} {wide_msg}")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let options = GaOptions {
+            population: a.population,
+            generations: a.generations,
+            seed: a.seed,
+            ..GaOptions::default()
+        };
+        let result = ga::search(&mut problem, &options, |g| {
+            bar.set_position(g.index as u64);
+            bar.set_message(format!(
+                "front best mean makespan {:.2} ms, best score {:.3}, mean score {:.3}, {} simulations",
+                g.best_mean_ms, g.best_score, g.mean_score, g.simulations
+            ));
+        })?;
+        bar.finish_and_clear();
+        let pop_objs: Vec<Vec<f64>> = result.population.iter().map(|i| i.objectives.clone()).collect();
+        let front: Vec<Chromosome> = result
+            .front
+            .iter()
+            .map(|i| result.population[*i].chromosome.clone())
+            .collect();
+        let fo: Vec<Vec<f64>> = result.front.iter().map(|i| pop_objs[*i].clone()).collect();
+        (front, result.history, pop_objs, fo)
+    };
+    let mut judged = Vec::new();
+    for (i, c) in front.iter().enumerate() {
+        let b = plan_of(&mut problem, c)?;
+        let w = problem.workload.clone();
+        let outcome = problem.simulate(&b, &w)?;
+        let sat = saturation_of(&mut problem, &b, a.max_multiplier)?;
+        judged.push((i, b, outcome, sat));
+    }
+    let chosen = judged
+        .iter()
+        .min_by(|x, y| {
+            x.3.unwrap_or(f64::INFINITY)
+                .total_cmp(&y.3.unwrap_or(f64::INFINITY))
+                .then(x.2.objectives()[0].total_cmp(&y.2.objectives()[0]))
+        })
+        .map(|j| j.0)
+        .unwrap_or(0);
+    let front_sats: Vec<f64> = judged.iter().map(|j| j.3.unwrap_or(f64::INFINITY)).collect();
+    let ga_median = score::median(&front_sats);
+    let elapsed = started.elapsed().as_secs_f64();
+
+    let mut plan = PlanFile::new(
+        &names,
+        &sc.apps,
+        &sc.graphs,
+        &sc.layers,
+        &judged[chosen].1.pieces,
+        &judged[chosen].1.rank,
+    );
+    let groups: Vec<serde_json::Value> = problem
+        .workload
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(g, grp)| {
+            serde_json::json!({
+                "group": grp.name,
+                "base_period_ms": grp.base_ms,
+                "period_ms": grp.period_ms,
+                "mean_makespan_ms": judged[chosen].2.objectives()[2 * g],
+                "p90_makespan_ms": judged[chosen].2.objectives()[2 * g + 1],
+            })
+        })
+        .collect();
+    plan.figures = serde_json::json!({
+        "simulated": true,
+        "costs": costs_note(&sc),
+        "groups": groups,
+        "score": judged[chosen].2.score(),
+        "saturation_multiplier": judged[chosen].3,
+        "ga_median_saturation_multiplier": ga_median.is_finite().then_some(ga_median),
+        "baselines": baselines.iter().map(|b| serde_json::json!({
+            "name": b.name, "score": b.outcome.score(), "saturation_multiplier": b.saturation,
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(path) = &a.out {
+        std::fs::write(path, serde_json::to_string_pretty(&plan)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &a.front {
+        let marks: Vec<(String, Vec<f64>)> = baselines
+            .iter()
+            .map(|b| (b.name.clone(), b.outcome.objectives()))
+            .collect();
+        crate::front_plot::write_png(path, &population_objs, &front_objs, &marks)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+        return Ok(());
+    }
+    println!(
+        "analyze: {} models in {} group(s) on {} ({}; every figure is simulated)",
+        models,
+        problem.workload.groups.len(),
+        names.join(", "),
+        costs_note(&sc)
+    );
+    for g in &problem.workload.groups {
+        println!(
+            "  group {}: base period {:.2} ms, period {:.2} ms",
+            g.name,
+            g.base_ms.unwrap_or(f64::NAN),
+            g.period_ms.unwrap_or(f64::NAN)
+        );
+    }
+    if let Some(last) = history.last() {
+        println!(
+            "search: {} generations, {} simulations, {:.1} s",
+            last.index, problem.simulations, elapsed
+        );
+    }
+    println!(
+        "Pareto front ({} plans; makespans per group: mean / p90 ms):",
+        judged.len()
+    );
+    for (i, _, o, sat) in &judged {
+        let obj = o.objectives();
+        let ms: Vec<String> = obj.chunks(2).map(|c| format!("{:.2} / {:.2}", c[0], c[1])).collect();
+        println!(
+            "  {}{i:>2}  {}  score {:.3}  α* {}  {}",
+            if *i == chosen { "*" } else { " " },
+            ms.join(", "),
+            o.score(),
+            alpha(*sat),
+            pieces_text(&judged[*i].1.pieces, &names)
+        );
+    }
+    println!(
+        "chosen: plan {chosen} (smallest α*), score {:.3} at the workload's periods, α* {}; median α* over the front {}",
+        judged[chosen].2.score(),
+        alpha(judged[chosen].3),
+        alpha(ga_median.is_finite().then_some(ga_median))
+    );
+    println!("baselines                                   score   α*");
+    for b in &baselines {
+        println!("  {:<40} {:.3}  {}", b.name, b.outcome.score(), alpha(b.saturation));
+    }
+    if let Some(path) = &a.out {
+        println!("plan written to {}", path.display());
+    }
+    Ok(())
+}
+
+fn costs_note(sc: &Scenario) -> String {
+    let p = sc.device.profile();
+    let measured = sc.graphs.iter().filter(|g| p.models.contains_key(&g.name)).count();
+    format!(
+        "costs predicted by the {} profile{}",
+        p.name,
+        if measured > 0 {
+            format!(", {measured} model(s) scaled to its measured whole-model latencies")
+        } else {
+            String::new()
+        }
+    )
+}

@@ -1,0 +1,119 @@
+//! What `analyze` and `simulate --plan` share: a grouped workload, its
+//! models' layer graphs and the device profile's processors and costs.
+
+use crate::multi_common as mc;
+use anyhow::{Context, Result, bail};
+use graph_ir::Graph;
+use predictor::DeviceModel;
+use scheduler_rt::multi::OpSupport;
+use scheduler_rt::multi::puzzle::chromosome::{Chromosome, LayerGraph};
+use scheduler_rt::multi::puzzle::evaluate::Problem;
+use scheduler_rt::multi::workload::{Arrival, Workload};
+use std::path::Path;
+
+pub struct Scenario {
+    pub device: DeviceModel,
+    pub names: Vec<String>,
+    pub workload: Workload,
+    pub graphs: Vec<Graph>,
+    pub layers: Vec<LayerGraph>,
+    pub apps: Vec<String>,
+}
+
+/// Loads the workload (every app must belong to a `[[group]]`), its
+/// models and the device profile.
+pub fn load(workload: &Path, device: &Path) -> Result<Scenario> {
+    let device = DeviceModel::load(device).with_context(|| format!("cannot load {}", device.display()))?;
+    let profile = device.profile().clone();
+    let names: Vec<String> = profile.processors.keys().cloned().collect();
+    let support: Vec<OpSupport> = profile
+        .processors
+        .values()
+        .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
+        .collect();
+    let w = mc::load_workload(workload, &names, None)?;
+    if w.groups.is_empty() {
+        bail!(
+            "{}: no [[group]]: Puzzle plans model groups that share a periodic input (add [[group]] and arrival = \"group\")",
+            w.file
+        );
+    }
+    for (i, a) in w.apps.iter().enumerate() {
+        if !matches!(a.arrival, Arrival::Group { .. }) {
+            bail!(
+                "{}: app[{i}] ({}): not in a group (arrival = \"group\", group = \"NAME\")",
+                w.file,
+                a.name
+            );
+        }
+    }
+    for (g, group) in w.groups.iter().enumerate() {
+        if w.group_members(g).is_empty() {
+            bail!("{}: group[{g}] ({}) has no app", w.file, group.name);
+        }
+    }
+    let graphs = mc::load_graphs(&w)?;
+    let mut layers = Vec::with_capacity(graphs.len());
+    for g in &graphs {
+        layers.push(LayerGraph::new(g, &names, &support).with_context(|| format!("model '{}'", g.name))?);
+    }
+    let apps = w.apps.iter().map(|a| a.name.clone()).collect();
+    Ok(Scenario {
+        device,
+        names,
+        workload: w,
+        graphs,
+        layers,
+        apps,
+    })
+}
+
+/// Every model whole on processor `p`, its layers that `p` cannot run on
+/// the lowest-index processor that can.
+pub fn whole_on(layers: &[LayerGraph], p: usize, rank: Vec<usize>) -> Chromosome {
+    mapped(layers, &vec![p; layers.len()], rank)
+}
+
+/// Model `m` whole on processor `assign[m]`, its layers that processor
+/// cannot run on the lowest-index processor that can.
+pub fn mapped(layers: &[LayerGraph], assign: &[usize], rank: Vec<usize>) -> Chromosome {
+    let mut c = Chromosome::whole(layers, assign, rank);
+    for (m, lg) in layers.iter().enumerate() {
+        for (l, s) in lg.support.iter().enumerate() {
+            if !s.contains(assign[m]) {
+                c.mapping[m][l] = s.iter().next().unwrap_or(0) as u8;
+            }
+        }
+    }
+    c
+}
+
+/// Per model, per processor: the model alone on that processor (with
+/// fallbacks), its pieces' times summed (ms).
+pub fn isolated_ms(problem: &mut Problem) -> Result<Vec<Vec<f64>>> {
+    let n = problem.names.len();
+    let models = problem.layers.len();
+    let mut out = vec![vec![f64::INFINITY; n]; models];
+    for p in 0..n {
+        let b = problem.build(&whole_on(problem.layers, p, (0..models).collect()))?;
+        for (m, rows) in b.truth.table.iter().enumerate() {
+            out[m][p] = b.pieces[m]
+                .iter()
+                .zip(rows)
+                .map(|(piece, row)| row[piece.processor].alone_ms)
+                .sum();
+        }
+    }
+    Ok(out)
+}
+
+/// Ranks that run the model with the shorter fastest latency first.
+pub fn shortest_first(fastest: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..fastest.len()).collect();
+    order.sort_by(|a, b| fastest[*a].total_cmp(&fastest[*b]).then(a.cmp(b)));
+    let mut rank = vec![0; fastest.len()];
+    for (r, m) in order.into_iter().enumerate() {
+        rank[m] = r;
+    }
+    rank
+}
