@@ -14,6 +14,7 @@ pub mod run;
 pub mod serve;
 mod serve_render;
 pub mod simulate;
+mod simulate_plan;
 mod simulate_render;
 pub mod train;
 pub mod zoo;

@@ -41,6 +41,13 @@ pub struct Args {
     #[arg(long = "processor", value_name = "SPEC")]
     pub processors: Vec<ProcessorConfig>,
 
+    /// Run a static plan from `stretch analyze -o` (Puzzle) on the
+    /// --device profile's simulated processors and report each model
+    /// group's makespans and score; --slo-multipliers then lists period
+    /// multipliers.
+    #[arg(long, value_name = "plan.json", requires = "device")]
+    pub plan: Option<PathBuf>,
+
     #[command(flatten)]
     pub sweep: mc::SweepArgs,
 
@@ -181,6 +188,9 @@ fn isolated_ms(u: &ModelUnits, truth: &[Vec<Latency>], w: usize, n: usize) -> f6
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if let Some(plan) = &a.plan {
+        return super::simulate_plan::run(&a, plan);
+    }
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     if !(a.noise >= 0.0 && a.noise.is_finite() && a.contention >= 1.0 && a.contention.is_finite()) {
         bail!("--noise must be >= 0 and --contention >= 1");

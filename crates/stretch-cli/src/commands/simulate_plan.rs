@@ -1,0 +1,112 @@
+//! `stretch simulate --plan`: a static plan from `stretch analyze` on the
+//! simulated processors of a device profile, with the model groups'
+//! makespans and the XRBench score.
+
+use super::simulate::Args;
+use crate::puzzle_setup as ps;
+use anyhow::{Context, Result, bail};
+use scheduler_rt::multi::puzzle::costs::Predicted;
+use scheduler_rt::multi::puzzle::evaluate::{Outcome, Problem};
+use scheduler_rt::multi::puzzle::plan_file::PlanFile;
+use scheduler_rt::multi::puzzle::score;
+
+/// Per group: mean, p50 and p90 makespan, QoE and score, one line each.
+pub fn group_lines(o: &Outcome, names: &[String]) -> Vec<String> {
+    o.makespans
+        .iter()
+        .zip(&o.periods_ms)
+        .zip(names)
+        .map(|((m, p), n)| {
+            let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
+            format!(
+                "  {n:<12} period {p:>8.2} ms  makespan mean {mean:>8.2}  p50 {:>8.2}  p90 {:>8.2} ms  QoE {:.3}  score {:.3}  ({} requests)",
+                score::quantile(m, 0.5),
+                score::quantile(m, 0.9),
+                score::qoe(m, *p),
+                score::group_score(m, *p),
+                m.len()
+            )
+        })
+        .collect()
+}
+
+pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
+    let device = a.device.as_ref().context("--plan needs --device")?;
+    let sc = ps::load(&a.workload, device)?;
+    let plan = PlanFile::load(plan_path)?;
+    let (pieces, rank) = plan.resolve(
+        &plan_path.display().to_string(),
+        &sc.names,
+        &sc.apps,
+        &sc.graphs,
+        &sc.layers,
+    )?;
+    let mut costs = Predicted::new(&sc.device, &sc.graphs, &sc.layers)?;
+    let mut problem = Problem {
+        graphs: &sc.graphs,
+        layers: &sc.layers,
+        names: sc.names.clone(),
+        costs: &mut costs,
+        workload: sc.workload.clone(),
+        periods: 30,
+        simulations: 0,
+    };
+    let iso = ps::isolated_ms(&mut problem)?;
+    let fastest: Vec<f64> = iso
+        .iter()
+        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
+        .collect();
+    problem.workload.resolve_groups(&fastest)?;
+    if let Some(d) = a.sweep.duration_s {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("--duration-s must be positive, got {d}");
+        }
+        let longest = problem
+            .workload
+            .groups
+            .iter()
+            .filter_map(|g| g.period_ms)
+            .fold(0.0, f64::max);
+        problem.periods = ((d * 1e3 / longest).round() as usize).max(1);
+    }
+    let b = problem.build_pieces(pieces, rank)?;
+    let groups: Vec<String> = problem.workload.groups.iter().map(|g| g.name.clone()).collect();
+    let multipliers: Vec<Option<f64>> = crate::multi_common::multipliers(&a.sweep.slo_multipliers)?;
+    println!(
+        "simulate --plan {}: {} apps in {} group(s) on {} (static plan; costs predicted by the {} profile; simulated)",
+        plan_path.display(),
+        sc.apps.len(),
+        groups.len(),
+        sc.names.join(", "),
+        sc.device.profile().name
+    );
+    let mut rows = Vec::new();
+    for m in multipliers {
+        let w = match m {
+            Some(m) => problem.workload.with_period_multiplier(m),
+            None => problem.workload.clone(),
+        };
+        let o = problem.simulate(&b, &w)?;
+        println!(
+            "period multiplier {}: score {:.3}",
+            m.map_or("as written".into(), |m| format!("{m}")),
+            o.score()
+        );
+        for line in group_lines(&o, &groups) {
+            println!("{line}");
+        }
+        rows.push(serde_json::json!({"multiplier": m, "score": o.score(), "makespans_ms": o.makespans, "periods_ms": o.periods_ms}));
+    }
+    let sat = problem.saturation(&b, 4.0)?;
+    println!(
+        "saturation multiplier α*: {}",
+        sat.map_or("above 4".into(), |s| format!("{s:.2}"))
+    );
+    if a.sweep.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"runs": rows, "saturation_multiplier": sat}))?
+        );
+    }
+    Ok(())
+}

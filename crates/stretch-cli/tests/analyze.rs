@@ -1,0 +1,189 @@
+//! `stretch analyze` (Puzzle) and `stretch simulate --plan`: a search on
+//! small fixtures with the S23 Ultra profile (Puzzle Table 3 totals),
+//! the plan read back and simulated to the analyzer's own figures, the
+//! same seed giving the same plan, and one clear error for each bad input.
+
+mod common;
+
+use common::{repo, scratch, stretch, stretch_ok};
+use std::path::Path;
+
+fn workload(dir: &Path, apps: &[(&str, &str)], groups: &[&str]) -> String {
+    let mut text = String::from("seed = 1\nduration_s = 1\n");
+    for g in groups {
+        text += &format!("[[group]]\nname = \"{g}\"\nperiod_multiplier = 1.0\n");
+    }
+    for (i, (name, model)) in apps.iter().enumerate() {
+        let group = groups[i % groups.len()];
+        let path = repo().join(model);
+        text += &format!(
+            "[[app]]\nname = \"{name}\"\nmodel = \"{}\"\narrival = \"group\"\ngroup = \"{group}\"\n",
+            path.display()
+        );
+    }
+    let p = dir.join("w.toml");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn device() -> String {
+    repo()
+        .join("configs/devices/s23ultra.toml")
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+const APPS: &[(&str, &str)] = &[
+    ("face_det", "fixtures/vision/yolo_tiny.onnx"),
+    ("hand_det", "fixtures/models/resnet18.onnx"),
+    ("yolov8n", "fixtures/vision/yolo_tiny.onnx"),
+];
+
+fn figure(json: &serde_json::Value, key: &str) -> f64 {
+    json["figures"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {key} in {json}"))
+}
+
+#[test]
+fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
+    let dir = scratch("analyze");
+    let w = workload(&dir, APPS, &["camera"]);
+    let (p1, p2) = (dir.join("p1.json"), dir.join("p2.json"));
+    let png = dir.join("front.png");
+    let out = stretch_ok(&[
+        "analyze",
+        "--workload",
+        &w,
+        "--device",
+        &device(),
+        "--generations",
+        "4",
+        "--population",
+        "8",
+        "-o",
+        p1.to_str().unwrap(),
+        "--front",
+        png.to_str().unwrap(),
+    ]);
+    for needle in [
+        "Pareto front",
+        "chosen: plan",
+        "single processor (",
+        "best mapping",
+        "Band lst",
+        "simulated",
+    ] {
+        assert!(out.contains(needle), "no '{needle}' in:\n{out}");
+    }
+    assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    stretch_ok(&[
+        "analyze",
+        "--workload",
+        &w,
+        "--device",
+        &device(),
+        "--generations",
+        "4",
+        "--population",
+        "8",
+        "-o",
+        p2.to_str().unwrap(),
+    ]);
+    let (a, b) = (
+        std::fs::read_to_string(&p1).unwrap(),
+        std::fs::read_to_string(&p2).unwrap(),
+    );
+    assert_eq!(a, b, "the same seed must give the same plan");
+    let plan: serde_json::Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(plan["apps"].as_array().unwrap().len(), 3);
+    let sat = figure(&plan, "saturation_multiplier");
+    let score = figure(&plan, "score");
+    let sim = stretch_ok(&[
+        "simulate",
+        "--workload",
+        &w,
+        "--device",
+        &device(),
+        "--plan",
+        p1.to_str().unwrap(),
+        "--slo-multipliers",
+        &format!("1,{sat}"),
+    ]);
+    let scores: Vec<f64> = sim
+        .lines()
+        .filter_map(|l| l.strip_prefix("period multiplier "))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 2, "{sim}");
+    assert!(
+        (scores[0] - score).abs() < 1e-3,
+        "analyze said {score}, simulate {}:\n{sim}",
+        scores[0]
+    );
+    assert!(scores[1] >= 0.999, "at α* = {sat} the plan must score 1:\n{sim}");
+    assert!(sim.contains(&format!("saturation multiplier α*: {sat:.2}")), "{sim}");
+}
+
+#[test]
+fn bad_inputs_are_named() {
+    let dir = scratch("analyze-bad");
+    let one = workload(&dir, &APPS[..1], &["camera"]);
+    let p = dir.join("one.json");
+    let out = stretch(&[
+        "analyze",
+        "--workload",
+        &one,
+        "--device",
+        &device(),
+        "-o",
+        p.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("nothing to search"), "{err}");
+    assert!(p.exists(), "a one-model workload still gets the best mapping written");
+
+    let three = workload(&dir, APPS, &["camera"]);
+    let out = stretch(&[
+        "simulate",
+        "--workload",
+        &three,
+        "--device",
+        &device(),
+        "--plan",
+        p.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("made for apps [\"face_det\"]") && err.contains("hand_det"),
+        "{err}"
+    );
+
+    let out = stretch(&[
+        "analyze",
+        "--workload",
+        &three,
+        "--device",
+        &device(),
+        "--generations",
+        "0",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--generations 0"), "{err}");
+
+    let plain = dir.join("plain.toml");
+    std::fs::write(
+        &plain,
+        format!(
+            "duration_s = 1\n[[app]]\nmodel = \"{}\"\narrival = \"closed\"\n",
+            repo().join("fixtures/models/resnet18.onnx").display()
+        ),
+    )
+    .unwrap();
+    let out = stretch(&["analyze", "--workload", plain.to_str().unwrap(), "--device", &device()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no [[group]]"), "{err}");
+}
