@@ -27,11 +27,89 @@ pub struct LinkFit {
     pub bandwidth_gbs: f64,
 }
 
-/// Buffer sizes from 4 KiB to 4 MiB: the feature maps CNNs hand over at stage
-/// boundaries (a 224x224 ResNet-50 hands over 0.4 to 3.2 MB). Larger copies
-/// leave the caches and cost more per byte than this line models.
+/// Buffer sizes from 4 KiB to 16 MiB, doubling: the feature maps CNNs hand
+/// over (a 224x224 ResNet-50 hands over 0.4 to 3.2 MB; segmentation heads
+/// more). Copies past the caches cost more per byte, which
+/// [`fit_piecewise`] models and [`fit`]'s single line does not.
 pub fn default_sizes() -> Vec<usize> {
-    (12..=22).step_by(2).map(|p| 1usize << p).collect()
+    (12..=24).map(|p| 1usize << p).collect()
+}
+
+/// Where [`fit_piecewise`] breaks (Puzzle §4.1: 1 MiB).
+pub const BREAK_BYTES: u64 = 1 << 20;
+
+/// Two lines `latency + bytes / bandwidth`, one up to [`BREAK_BYTES`] and
+/// one above (Puzzle §4.1), each fitted by least squares on its sizes
+/// (the break size belongs to both).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PiecewiseFit {
+    pub small: LinkFit,
+    pub large: LinkFit,
+    pub break_bytes: u64,
+}
+
+impl LinkFit {
+    /// Predicted µs of a hand-off of `bytes`.
+    pub fn us(&self, bytes: u64) -> f64 {
+        self.latency_us + bytes as f64 / (self.bandwidth_gbs * 1e3)
+    }
+}
+
+impl PiecewiseFit {
+    /// Predicted µs of a hand-off of `bytes`.
+    pub fn us(&self, bytes: u64) -> f64 {
+        if bytes <= self.break_bytes {
+            self.small.us(bytes)
+        } else {
+            self.large.us(bytes)
+        }
+    }
+}
+
+/// Ordinary least squares of `median_us` on bytes over `samples` (the
+/// intercept of the line above the break may be negative: it is where
+/// that line meets 0 bytes, not a latency).
+fn ols(samples: &[&LinkSample]) -> LinkFit {
+    let n = samples.len() as f64;
+    let (sx, sy) = samples
+        .iter()
+        .fold((0.0, 0.0), |(a, b), s| (a + s.bytes as f64, b + s.median_us));
+    let (mx, my) = (sx / n.max(1.0), sy / n.max(1.0));
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for s in samples {
+        let dx = s.bytes as f64 - mx;
+        sxx += dx * dx;
+        sxy += dx * (s.median_us - my);
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let latency = my - slope * mx;
+    LinkFit {
+        latency_us: latency,
+        bandwidth_gbs: 1.0 / (slope.max(1e-9) * 1e3),
+    }
+}
+
+/// The piecewise fit of `samples` (sizes on each side of the break; with
+/// fewer than two on a side, that side takes the single line of all).
+pub fn fit_piecewise(samples: &[LinkSample]) -> PiecewiseFit {
+    let all: Vec<&LinkSample> = samples.iter().collect();
+    let small: Vec<&LinkSample> = samples.iter().filter(|s| s.bytes <= BREAK_BYTES).collect();
+    let large: Vec<&LinkSample> = samples.iter().filter(|s| s.bytes >= BREAK_BYTES).collect();
+    let side = |v: &[&LinkSample]| if v.len() >= 2 { ols(v) } else { ols(&all) };
+    PiecewiseFit {
+        small: side(&small),
+        large: side(&large),
+        break_bytes: BREAK_BYTES,
+    }
+}
+
+/// Coefficient of determination of `predict` on the samples' medians.
+pub fn r_squared(samples: &[LinkSample], predict: impl Fn(u64) -> f64) -> f64 {
+    let n = samples.len() as f64;
+    let mean = samples.iter().map(|s| s.median_us).sum::<f64>() / n.max(1.0);
+    let tot: f64 = samples.iter().map(|s| (s.median_us - mean).powi(2)).sum();
+    let res: f64 = samples.iter().map(|s| (s.median_us - predict(s.bytes)).powi(2)).sum();
+    if tot > 0.0 { 1.0 - res / tot } else { 1.0 }
 }
 
 /// Times `reps` hand-offs (after `warmup`) of each size in `sizes` from core
@@ -165,6 +243,37 @@ mod tests {
             (f.latency_us - 12.0).abs() < 1e-6 && (f.bandwidth_gbs - 8.0).abs() < 1e-6,
             "{f:?}"
         );
+    }
+
+    #[test]
+    fn the_piecewise_fit_follows_a_slope_change_at_one_mib_that_one_line_misses() {
+        let samples: Vec<LinkSample> = default_sizes()
+            .into_iter()
+            .map(|b| {
+                let b = b as u64;
+                let us = if b <= BREAK_BYTES {
+                    5.0 + b as f64 / 20e3
+                } else {
+                    5.0 + BREAK_BYTES as f64 / 20e3 + (b - BREAK_BYTES) as f64 / 4e3
+                };
+                LinkSample {
+                    bytes: b,
+                    median_us: us,
+                    p10_us: 0.0,
+                    p90_us: 0.0,
+                    reps: 1,
+                }
+            })
+            .collect();
+        let p = fit_piecewise(&samples);
+        assert!(
+            (p.small.bandwidth_gbs - 20.0).abs() < 1e-6 && (p.small.latency_us - 5.0).abs() < 1e-6,
+            "{p:?}"
+        );
+        assert!((p.large.bandwidth_gbs - 4.0).abs() < 1e-6, "{p:?}");
+        let line = fit(&samples);
+        let (r2p, r2l) = (r_squared(&samples, |b| p.us(b)), r_squared(&samples, |b| line.us(b)));
+        assert!(r2p > 0.999_999 && r2l < r2p, "{r2p} {r2l}");
     }
 
     #[test]

@@ -45,11 +45,22 @@ pub fn run(spec: &str, out: &Path, reps: usize, warmup: usize) -> Result<()> {
             s.bytes, s.median_us, s.p10_us, s.p90_us
         );
     }
+    let pw = link::fit_piecewise(&samples);
     println!(
-        "fitted (measured): latency {:.2} us + bytes / {:.2} GB/s; wrote {}",
+        "fitted (measured): latency {:.2} us + bytes / {:.2} GB/s (R² {:.4}); wrote {}",
         fit.latency_us,
         fit.bandwidth_gbs,
+        link::r_squared(&samples, |b| fit.us(b)),
         path.display()
+    );
+    println!(
+        "piecewise (Puzzle §4.1, break at {} KiB): up to it {:.2} us + bytes / {:.2} GB/s, above it {:.2} us + bytes / {:.2} GB/s (R² {:.4})",
+        pw.break_bytes / 1024,
+        pw.small.latency_us,
+        pw.small.bandwidth_gbs,
+        pw.large.latency_us,
+        pw.large.bandwidth_gbs,
+        link::r_squared(&samples, |b| pw.us(b))
     );
     Ok(())
 }

@@ -44,9 +44,10 @@ pub struct Args {
     pub cores: String,
 
     /// Measure the thread hand-off between two cores instead of kernels:
-    /// `FROM,TO`. A buffer of 4 KiB to 4 MiB is sent from a thread pinned to
+    /// `FROM,TO`. A buffer of 4 KiB to 16 MiB is sent from a thread pinned to
     /// FROM and copied by a thread pinned to TO; writes DIR/link.csv and
-    /// prints `latency + bytes / bandwidth` fitted to it.
+    /// prints `latency + bytes / bandwidth` fitted to it, and the piecewise fit
+    /// with a break at 1 MiB (Puzzle §4.1) that `stretch analyze` uses, with R² of each.
     #[arg(long, value_name = "FROM,TO", conflicts_with = "fusion")]
     pub link: Option<String>,
 
