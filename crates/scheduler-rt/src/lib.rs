@@ -37,7 +37,7 @@ pub use adaptive::{AdaptiveParams, AdaptivePolicy};
 pub use config::{EngineKind, ProcessorConfig, WorkerKind};
 pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
 pub use error::RuntimeError;
-pub use extract::extract;
+pub use extract::{extract, extract_onnx};
 #[cfg(feature = "ort")]
 pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};

@@ -13,6 +13,7 @@ mod latencies;
 mod model_args;
 mod multi_common;
 mod panics;
+mod puzzle_measure;
 mod puzzle_setup;
 mod recipe_args;
 mod render_run;

@@ -12,8 +12,12 @@ use scheduler_rt::multi::workload::{Arrival, Workload};
 use std::path::Path;
 
 pub struct Scenario {
-    pub device: DeviceModel,
+    /// The device profile, when costs are predicted.
+    pub device: Option<DeviceModel>,
+    /// The runtime's processors, when costs are measured on this machine.
+    pub procs: Vec<scheduler_rt::ProcessorConfig>,
     pub names: Vec<String>,
+    pub support: Vec<OpSupport>,
     pub workload: Workload,
     pub graphs: Vec<Graph>,
     pub layers: Vec<LayerGraph>,
@@ -31,6 +35,27 @@ pub fn load(workload: &Path, device: &Path) -> Result<Scenario> {
         .values()
         .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
         .collect();
+    load_with(workload, Some(device), Vec::new(), names, &support)
+}
+
+/// [`load`] for the runtime's processors (costs measured here).
+pub fn load_runtime(
+    workload: &Path,
+    config: &Option<std::path::PathBuf>,
+    flags: &[scheduler_rt::ProcessorConfig],
+) -> Result<Scenario> {
+    let (procs, support, _) = crate::commands::serve::processors(config, flags)?;
+    let names = procs.iter().map(|p| p.name.clone()).collect();
+    load_with(workload, None, procs, names, &support)
+}
+
+fn load_with(
+    workload: &Path,
+    device: Option<DeviceModel>,
+    procs: Vec<scheduler_rt::ProcessorConfig>,
+    names: Vec<String>,
+    support: &[OpSupport],
+) -> Result<Scenario> {
     let w = mc::load_workload(workload, &names, None)?;
     if w.groups.is_empty() {
         bail!(
@@ -55,12 +80,14 @@ pub fn load(workload: &Path, device: &Path) -> Result<Scenario> {
     let graphs = mc::load_graphs(&w)?;
     let mut layers = Vec::with_capacity(graphs.len());
     for g in &graphs {
-        layers.push(LayerGraph::new(g, &names, &support).with_context(|| format!("model '{}'", g.name))?);
+        layers.push(LayerGraph::new(g, &names, support).with_context(|| format!("model '{}'", g.name))?);
     }
     let apps = w.apps.iter().map(|a| a.name.clone()).collect();
     Ok(Scenario {
         device,
+        procs,
         names,
+        support: support.to_vec(),
         workload: w,
         graphs,
         layers,
@@ -88,20 +115,30 @@ pub fn mapped(layers: &[LayerGraph], assign: &[usize], rank: Vec<usize>) -> Chro
     c
 }
 
+/// The predictor's costs for a scenario loaded with a device profile.
+pub fn predicted(sc: &Scenario) -> Result<scheduler_rt::multi::puzzle::costs::Predicted<'_>> {
+    let device = sc.device.as_ref().context("costs need a device profile (--device)")?;
+    Ok(scheduler_rt::multi::puzzle::costs::Predicted::new(
+        device, &sc.graphs, &sc.layers,
+    )?)
+}
+
 /// Per model, per processor: the model alone on that processor (with
 /// fallbacks), its pieces' times summed (ms).
 pub fn isolated_ms(problem: &mut Problem) -> Result<Vec<Vec<f64>>> {
     let n = problem.names.len();
     let models = problem.layers.len();
-    let mut out = vec![vec![f64::INFINITY; n]; models];
+    let mut out = vec![Vec::with_capacity(n); models];
     for p in 0..n {
         let b = problem.build(&whole_on(problem.layers, p, (0..models).collect()))?;
         for (m, rows) in b.truth.table.iter().enumerate() {
-            out[m][p] = b.pieces[m]
-                .iter()
-                .zip(rows)
-                .map(|(piece, row)| row[piece.processor].alone_ms)
-                .sum();
+            out[m].push(
+                b.pieces[m]
+                    .iter()
+                    .zip(rows)
+                    .map(|(piece, row)| row[piece.processor].alone_ms)
+                    .sum(),
+            );
         }
     }
     Ok(out)

@@ -4,16 +4,16 @@ use crate::puzzle_setup::{self as ps, Scenario};
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
+use scheduler_rt::multi::ModelUnits;
 use scheduler_rt::multi::analyze as band_units;
 use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::puzzle::chromosome::{Chromosome, Piece};
-use scheduler_rt::multi::puzzle::costs::{Costs, Predicted};
+use scheduler_rt::multi::puzzle::costs::Costs;
 use scheduler_rt::multi::puzzle::evaluate::{Built, Outcome, Problem};
 use scheduler_rt::multi::puzzle::ga::{self, GaOptions};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::puzzle::{nsga, score};
 use scheduler_rt::multi::sim::{Latency, Truth};
-use scheduler_rt::multi::{ModelUnits, OpSupport};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -26,7 +26,8 @@ use std::time::Instant;
 /// saturation multiplier α* (the smallest period multiplier that scores
 /// 1), and the same for three baselines: every model on the single best
 /// processor, the best model-level mapping without cuts, and Band's `lst`
-/// online policy. Every figure is simulated.
+/// online policy. Every figure is simulated, from costs predicted by a
+/// device profile (--device) or measured on this machine (--runtime-config).
 #[derive(ClapArgs, Debug)]
 pub struct Args {
     /// Workload (TOML) whose apps all belong to `[[group]]`s; see
@@ -35,9 +36,31 @@ pub struct Args {
     pub workload: PathBuf,
 
     /// Device profile: processors, operator support, predictor, links,
-    /// and optionally measured whole-model latencies (`[models.APP]`).
-    #[arg(long, value_name = "D.toml")]
-    pub device: PathBuf,
+    /// and optionally measured whole-model latencies (`[models.APP]`):
+    /// costs are predicted.
+    #[arg(
+        long,
+        value_name = "D.toml",
+        required_unless_present = "runtime_config",
+        conflicts_with = "runtime_config"
+    )]
+    pub device: Option<PathBuf>,
+
+    /// Runtime configuration (processors, engines, operator support; see
+    /// configs/runtime/hetero.toml): costs are measured on this machine,
+    /// each piece once on its processor's engine and cores, and kept in
+    /// --cost-db; hand-offs cost the piecewise fit of measured thread
+    /// hand-offs between the processors' cores. The plan is for `serve --plan`.
+    #[arg(long = "runtime-config", value_name = "C.toml")]
+    pub runtime_config: Option<PathBuf>,
+
+    /// Processor specs added to or replacing the runtime configuration's.
+    #[arg(long = "processor", value_name = "SPEC", requires = "runtime_config")]
+    pub processors: Vec<scheduler_rt::ProcessorConfig>,
+
+    /// Database of measured piece times (JSON; created if missing).
+    #[arg(long = "cost-db", value_name = "DB.json", default_value = "target/puzzle-costs.json")]
+    pub cost_db: PathBuf,
 
     /// Most generations to run (the search stops earlier when the
     /// population's mean score has not improved for 3 generations).
@@ -59,7 +82,8 @@ pub struct Args {
     #[arg(long, default_value_t = 4.0)]
     pub max_multiplier: f64,
 
-    /// Write the chosen plan (JSON) for `simulate --plan` / `serve --plan`.
+    /// Write the chosen plan (JSON) for `simulate --plan` / `serve --plan`,
+    /// and the best model-level mapping beside it (NAME.best-mapping.json).
     #[arg(short = 'o', long = "out", value_name = "plan.json")]
     pub out: Option<PathBuf>,
 
@@ -113,12 +137,12 @@ fn best_mappings(problem: &mut Problem, rank: &[usize]) -> Result<Vec<(Chromosom
         let mut assign = vec![0usize; m];
         'all: loop {
             eval(problem, &assign)?;
-            for i in 0..m {
-                assign[i] += 1;
-                if assign[i] < n {
+            for digit in assign.iter_mut() {
+                *digit += 1;
+                if *digit < n {
                     continue 'all;
                 }
-                assign[i] = 0;
+                *digit = 0;
             }
             break;
         }
@@ -161,16 +185,10 @@ fn best_mappings(problem: &mut Problem, rank: &[usize]) -> Result<Vec<(Chromosom
 /// Band's units of every model, each candidate's predicted time per
 /// processor (scaled like the plan's pieces; no hand-off costs).
 fn band_setup(sc: &Scenario, costs: &mut dyn Costs) -> Result<(Vec<ModelUnits>, Truth)> {
-    let profile = sc.device.profile();
-    let support: Vec<OpSupport> = profile
-        .processors
-        .values()
-        .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
-        .collect();
     let mut units = Vec::new();
     let mut table = Vec::new();
     for (m, g) in sc.graphs.iter().enumerate() {
-        let u = band_units(g, &sc.names, &support).with_context(|| format!("model '{}'", g.name))?;
+        let u = band_units(g, &sc.names, &sc.support).with_context(|| format!("model '{}'", g.name))?;
         let at: HashMap<_, usize> = sc.layers[m].layers.iter().enumerate().map(|(i, n)| (*n, i)).collect();
         let mut rows = Vec::new();
         for c in &u.candidates {
@@ -193,6 +211,7 @@ fn band_setup(sc: &Scenario, costs: &mut dyn Costs) -> Result<(Vec<ModelUnits>, 
         units,
         Truth {
             table,
+            overhead_ms: costs.dispatch_ms(),
             ..Truth::default()
         },
     ))
@@ -231,14 +250,26 @@ pub fn run(a: Args) -> Result<()> {
         bail!("--max-multiplier must be at least 0.1, got {}", a.max_multiplier);
     }
     let started = Instant::now();
-    let sc = ps::load(&a.workload, &a.device)?;
-    let mut costs = Predicted::new(&sc.device, &sc.graphs, &sc.layers)?;
-    let mut band_costs = Predicted::new(&sc.device, &sc.graphs, &sc.layers)?;
+    let sc = match &a.device {
+        Some(d) => ps::load(&a.workload, d)?,
+        None => ps::load_runtime(&a.workload, &a.runtime_config, &a.processors)?,
+    };
+    let mut predicted;
+    let mut measured;
+    let costs: &mut dyn Costs = if sc.device.is_some() {
+        predicted = ps::predicted(&sc)?;
+        &mut predicted
+    } else {
+        eprintln!("measuring hand-offs between processors...");
+        measured = crate::puzzle_measure::Measured::new(&sc.graphs, &sc.layers, &sc.procs, &a.cost_db)?;
+        &mut measured
+    };
+    let (units, truth) = band_setup(&sc, costs)?;
     let mut problem = Problem {
         graphs: &sc.graphs,
         layers: &sc.layers,
         names: sc.names.clone(),
-        costs: &mut costs,
+        costs,
         workload: sc.workload.clone(),
         periods: a.periods,
         simulations: 0,
@@ -255,7 +286,7 @@ pub fn run(a: Args) -> Result<()> {
 
     let mut baselines: Vec<Judged> = Vec::new();
     let mut single: Option<Judged> = None;
-    for p in 0..names.len() {
+    for (p, name) in names.iter().enumerate() {
         let b = problem.build(&ps::whole_on(&sc.layers, p, rank.clone()))?;
         let w = problem.workload.clone();
         let outcome = problem.simulate(&b, &w)?;
@@ -266,7 +297,7 @@ pub fn run(a: Args) -> Result<()> {
         });
         if better {
             single = Some(Judged {
-                name: format!("single processor ({})", names[p]),
+                name: format!("single processor ({name})"),
                 outcome,
                 saturation: sat,
             });
@@ -286,7 +317,6 @@ pub fn run(a: Args) -> Result<()> {
         outcome: best_map,
         saturation: med.is_finite().then_some(med),
     });
-    let (units, truth) = band_setup(&sc, &mut band_costs)?;
     let (lst_outcome, lst_sat) = lst_saturation(&mut problem, &units, &truth, a.max_multiplier)?;
     baselines.push(Judged {
         name: "Band lst (online, no hand-off costs)".into(),
@@ -351,6 +381,7 @@ pub fn run(a: Args) -> Result<()> {
     let front_sats: Vec<f64> = judged.iter().map(|j| j.3.unwrap_or(f64::INFINITY)).collect();
     let ga_median = score::median(&front_sats);
     let elapsed = started.elapsed().as_secs_f64();
+    problem.costs.finish().map_err(|e| anyhow::anyhow!(e))?;
 
     let mut plan = PlanFile::new(
         &names,
@@ -360,24 +391,11 @@ pub fn run(a: Args) -> Result<()> {
         &judged[chosen].1.pieces,
         &judged[chosen].1.rank,
     );
-    let groups: Vec<serde_json::Value> = problem
-        .workload
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(g, grp)| {
-            serde_json::json!({
-                "group": grp.name,
-                "base_period_ms": grp.base_ms,
-                "period_ms": grp.period_ms,
-                "mean_makespan_ms": judged[chosen].2.objectives()[2 * g],
-                "p90_makespan_ms": judged[chosen].2.objectives()[2 * g + 1],
-            })
-        })
-        .collect();
+    let groups = group_figures(&problem.workload, &judged[chosen].2);
     plan.figures = serde_json::json!({
         "simulated": true,
         "costs": costs_note(&sc),
+        "cost_notes": problem.costs.notes(),
         "groups": groups,
         "score": judged[chosen].2.score(),
         "saturation_multiplier": judged[chosen].3,
@@ -388,6 +406,19 @@ pub fn run(a: Args) -> Result<()> {
     });
     if let Some(path) = &a.out {
         std::fs::write(path, serde_json::to_string_pretty(&plan)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let b = problem.build(&mappings[0].0)?;
+        let w = problem.workload.clone();
+        let o = problem.simulate(&b, &w)?;
+        let mut best = PlanFile::new(&names, &sc.apps, &sc.graphs, &sc.layers, &b.pieces, &b.rank);
+        best.figures = serde_json::json!({
+            "simulated": true,
+            "plan": "best model-level mapping without cuts (baseline)",
+            "groups": group_figures(&problem.workload, &o),
+            "score": o.score(),
+        });
+        let path = baseline_path(path);
+        std::fs::write(&path, serde_json::to_string_pretty(&best)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &a.front {
@@ -408,6 +439,9 @@ pub fn run(a: Args) -> Result<()> {
         names.join(", "),
         costs_note(&sc)
     );
+    for n in problem.costs.notes().iter().filter(|_| sc.device.is_none()) {
+        println!("  {n}");
+    }
     for g in &problem.workload.groups {
         println!(
             "  group {}: base period {:.2} ms, period {:.2} ms",
@@ -449,13 +483,45 @@ pub fn run(a: Args) -> Result<()> {
         println!("  {:<40} {:.3}  {}", b.name, b.outcome.score(), alpha(b.saturation));
     }
     if let Some(path) = &a.out {
-        println!("plan written to {}", path.display());
+        println!(
+            "plan written to {} (best mapping: {})",
+            path.display(),
+            baseline_path(path).display()
+        );
     }
     Ok(())
 }
 
+/// `plan.json` -> `plan.best-mapping.json`.
+pub fn baseline_path(p: &std::path::Path) -> PathBuf {
+    let stem = p
+        .file_stem()
+        .map_or("plan".into(), |s| s.to_string_lossy().into_owned());
+    p.with_file_name(format!("{stem}.best-mapping.json"))
+}
+
+fn group_figures(w: &scheduler_rt::multi::workload::Workload, o: &Outcome) -> Vec<serde_json::Value> {
+    let obj = o.objectives();
+    w.groups
+        .iter()
+        .enumerate()
+        .map(|(g, grp)| {
+            serde_json::json!({
+                "group": grp.name,
+                "base_period_ms": grp.base_ms,
+                "period_ms": grp.period_ms,
+                "mean_makespan_ms": obj[2 * g],
+                "p90_makespan_ms": obj[2 * g + 1],
+            })
+        })
+        .collect()
+}
+
 fn costs_note(sc: &Scenario) -> String {
-    let p = sc.device.profile();
+    let Some(device) = &sc.device else {
+        return format!("costs measured on this machine ({})", sc.names.join(", "));
+    };
+    let p = device.profile();
     let measured = sc.graphs.iter().filter(|g| p.models.contains_key(&g.name)).count();
     format!(
         "costs predicted by the {} profile{}",

@@ -12,6 +12,7 @@ pub mod predict;
 pub mod profile;
 pub mod run;
 pub mod serve;
+mod serve_plan;
 mod serve_render;
 pub mod simulate;
 mod simulate_plan;

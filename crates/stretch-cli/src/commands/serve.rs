@@ -68,6 +68,12 @@ pub struct Args {
     /// are pooled. Not with outages.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
+
+    /// Run static plans from `stretch analyze --runtime-config -o` (Puzzle;
+    /// give it several times to compare plans) and Band's `lst` in turn on
+    /// a workload of model groups, reporting each group's makespans and score.
+    #[arg(long, value_name = "plan.json")]
+    pub plan: Vec<PathBuf>,
 }
 
 pub fn processors(
@@ -99,6 +105,9 @@ pub fn processors(
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if !a.plan.is_empty() {
+        return super::serve_plan::run(&a, &a.plan);
+    }
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();

@@ -5,7 +5,6 @@
 use super::simulate::Args;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
-use scheduler_rt::multi::puzzle::costs::Predicted;
 use scheduler_rt::multi::puzzle::evaluate::{Outcome, Problem};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::puzzle::score;
@@ -41,7 +40,7 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
         &sc.graphs,
         &sc.layers,
     )?;
-    let mut costs = Predicted::new(&sc.device, &sc.graphs, &sc.layers)?;
+    let mut costs = ps::predicted(&sc)?;
     let mut problem = Problem {
         graphs: &sc.graphs,
         layers: &sc.layers,
@@ -78,7 +77,7 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
         sc.apps.len(),
         groups.len(),
         sc.names.join(", "),
-        sc.device.profile().name
+        sc.device.as_ref().map_or("-", |d| d.profile().name.as_str())
     );
     let mut rows = Vec::new();
     for m in multipliers {

@@ -18,6 +18,15 @@ pub trait Costs {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The driver's cost around every subgraph (hand-off to a worker and
+    /// back), in ms.
+    fn dispatch_ms(&self) -> f64 {
+        0.0
+    }
+    /// Keeps what was learned (a measurement database); the reason on failure.
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Costs from a device profile's predictor, memoised per piece. Where the

@@ -167,6 +167,7 @@ impl Problem<'_> {
             units,
             truth: Truth {
                 table,
+                overhead_ms: self.costs.dispatch_ms(),
                 ..Truth::default()
             },
             rank,

@@ -65,7 +65,8 @@ pub struct Generation {
 #[derive(Clone, Debug)]
 pub struct SearchResult {
     pub population: Vec<Individual>,
-    /// Indices into `population` of distinct plans on the first front.
+    /// Indices into `population` of the first front, one plan per distinct
+    /// objective vector (the one with the fewest pieces), by objectives.
     pub front: Vec<usize>,
     pub history: Vec<Generation>,
 }
@@ -358,18 +359,23 @@ pub fn search(
         }
     }
     let objs: Vec<Vec<f64>> = pop.iter().map(|i| i.objectives.clone()).collect();
-    let mut front = Vec::new();
-    let mut seen = Vec::new();
-    for i in nsga::fronts(&objs).into_iter().next().unwrap_or_default() {
-        let key = (
-            pop[i].chromosome.decode(ga.problem.layers),
-            pop[i].chromosome.priority.clone(),
-        );
-        if !seen.contains(&key) {
-            seen.push(key);
+    let mut first = nsga::fronts(&objs).into_iter().next().unwrap_or_default();
+    let pieces = |i: usize| -> usize { pop[i].chromosome.decode(ga.problem.layers).iter().map(Vec::len).sum() };
+    first.sort_by_key(|i| (pieces(*i), *i));
+    let mut front: Vec<usize> = Vec::new();
+    for i in first {
+        if !front.iter().any(|f| objs[*f] == objs[i]) {
             front.push(i);
         }
     }
+    front.sort_by(|a, b| {
+        objs[*a]
+            .iter()
+            .zip(&objs[*b])
+            .map(|(x, y)| x.total_cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or(a.cmp(b))
+    });
     Ok(SearchResult {
         population: pop,
         front,

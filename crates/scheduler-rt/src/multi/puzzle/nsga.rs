@@ -47,6 +47,7 @@ pub fn crowding(objs: &[Vec<f64>], front: &[usize]) -> Vec<f64> {
     let k = front.len();
     let mut d = vec![0.0; k];
     let dims = front.first().map_or(0, |i| objs[*i].len());
+    #[allow(clippy::needless_range_loop)]
     for m in 0..dims {
         let mut order: Vec<usize> = (0..k).collect();
         order.sort_by(|a, b| objs[front[*a]][m].total_cmp(&objs[front[*b]][m]).then(a.cmp(b)));

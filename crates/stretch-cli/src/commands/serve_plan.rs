@@ -1,0 +1,161 @@
+//! `stretch serve --plan`: a static plan from `stretch analyze` run for
+//! real, with Band's `lst` on the same workers' whole models in the same
+//! session for comparison; each model group's makespans and score,
+//! measured, beside what the analyzer predicted.
+
+use super::serve::Args;
+use super::simulate_plan::group_lines;
+use crate::puzzle_setup as ps;
+use anyhow::{Context, Result, bail};
+use scheduler_rt::default_factory;
+use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
+use scheduler_rt::multi::policy::Lst;
+use scheduler_rt::multi::policy::static_plan::StaticPlan;
+use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log};
+use scheduler_rt::multi::puzzle::plan_file::PlanFile;
+use scheduler_rt::multi::serve::Server;
+use scheduler_rt::multi::units::from_pieces;
+use scheduler_rt::multi::{Policy, ProcSet, Scheduler};
+use std::path::{Path, PathBuf};
+
+/// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn.
+pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
+    let sc = ps::load_runtime(&a.workload, &a.runtime_config, &a.processors)?;
+    let factory = default_factory();
+    let mut say = |_: &str| {};
+    let band = Server::load(&sc.procs, &sc.support, sc.graphs.clone(), factory.clone(), &mut say)
+        .with_context(|| format!("cannot load the models of {}", sc.workload.file))?;
+    let band_units: Vec<_> = band.models.iter().map(|m| m.units.clone()).collect();
+    let accel = vec![false; sc.names.len()];
+    let mut fastest = Vec::new();
+    for m in 0..band.models.len() {
+        let mut best = f64::INFINITY;
+        for w in 0..sc.names.len() {
+            if let Some(p99) = band.isolated_p99(m, w, a.isolated_runs.max(1))? {
+                best = best.min(p99);
+            }
+        }
+        eprintln!(
+            "{}: isolated p99 on its fastest processor {best:.2} ms (measured)",
+            sc.apps[m]
+        );
+        fastest.push(best);
+    }
+    let mut workload = sc.workload.clone();
+    workload.resolve_groups(&fastest)?;
+    if let Some(d) = a.sweep.duration_s {
+        workload.duration_s = Some(d);
+    }
+    let mut band_est = Estimator::new(EstimatorParams::default(), &accel, &band_units);
+    band.register(&mut band_est).context("registration")?;
+
+    let mut served = Vec::new();
+    for path in plans {
+        let plan = PlanFile::load(path)?;
+        let (pieces, rank) = plan.resolve(&path.display().to_string(), &sc.names, &sc.apps, &sc.graphs, &sc.layers)?;
+        let mut server = Server::start(&sc.procs, &factory)?;
+        let mut units = Vec::new();
+        for (m, g) in sc.graphs.iter().enumerate() {
+            let nodes: Vec<_> = pieces[m]
+                .iter()
+                .map(|p| {
+                    (
+                        p.layers.iter().map(|l| sc.layers[m].layers[*l]).collect(),
+                        ProcSet::single(p.processor),
+                    )
+                })
+                .collect();
+            let u = from_pieces(g, &nodes).with_context(|| format!("{}: app {}", path.display(), sc.apps[m]))?;
+            units.push(u.clone());
+            server.add_model(g.clone(), u, &mut say)?;
+        }
+        if !a.no_check {
+            server
+                .compute_references(&factory)
+                .context("cannot compute the reference outputs")?;
+        }
+        let mut est = Estimator::new(EstimatorParams::default(), &accel, &units);
+        server.register(&mut est).context("registration")?;
+        let predicted = plan.figures["groups"].as_array().map(|g| {
+            g.iter()
+                .map(|x| x["mean_makespan_ms"].as_f64().unwrap_or(f64::NAN))
+                .collect::<Vec<f64>>()
+        });
+        served.push((path.clone(), server, units, est, rank, predicted));
+    }
+    let rounds = a.rounds.max(1);
+    let mut w = workload.clone();
+    w.duration_s = w.duration_s.map(|d| d / rounds as f64);
+    let slo: Vec<Option<f64>> = (0..w.apps.len()).map(|i| w.group_deadline_ms(i)).collect();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut mismatches = 0;
+    for _ in 0..rounds {
+        for (k, (_, server, units, est, rank, _)) in served.iter().enumerate() {
+            let policy: Box<dyn Policy> = Box::new(StaticPlan::new(rank.clone()));
+            let mut sched = Scheduler::new(units.clone(), &sc.names, policy, est.clone());
+            let log = server.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
+            mismatches += log.mismatches;
+            merge(&mut outcomes, k, outcome_from_log(&log, &w));
+        }
+        let mut sched = Scheduler::new(
+            band_units.clone(),
+            &sc.names,
+            Box::new(Lst::new(false)),
+            band_est.clone(),
+        );
+        let log = band.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
+        merge(&mut outcomes, served.len(), outcome_from_log(&log, &w));
+    }
+    let groups: Vec<String> = w.groups.iter().map(|g| g.name.clone()).collect();
+    println!(
+        "serve --plan: {} apps in {} group(s) on {} ({} round(s) of {:.1} s each, plans and lst in turn; measured)",
+        sc.apps.len(),
+        groups.len(),
+        sc.names.join(", "),
+        rounds,
+        w.duration_s.unwrap_or(0.0)
+    );
+    for (k, (path, _, _, _, _, predicted)) in served.iter().enumerate() {
+        println!("plan {} (static): score {:.3}", short(path), outcomes[k].score());
+        for line in group_lines(&outcomes[k], &groups) {
+            println!("{line}");
+        }
+        if let Some(p) = predicted {
+            for (g, pred) in p.iter().enumerate() {
+                let m = &outcomes[k].makespans[g];
+                let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
+                println!(
+                    "  {:<12} predicted by analyze {pred:.2} ms, measured {mean:.2} ms ({:+.1}%)",
+                    groups[g],
+                    100.0 * (mean / pred - 1.0)
+                );
+            }
+        }
+    }
+    println!("Band lst (online): score {:.3}", outcomes[served.len()].score());
+    for line in group_lines(&outcomes[served.len()], &groups) {
+        println!("{line}");
+    }
+    if mismatches > 0 {
+        bail!("{mismatches} outputs differed from the whole-model reference");
+    }
+    if !a.no_check {
+        println!("every output of the plans equalled the whole-model reference (max |diff| <= 1e-4 x output scale)");
+    }
+    Ok(())
+}
+
+fn short(p: &Path) -> String {
+    p.file_name()
+        .map_or(p.display().to_string(), |f| f.to_string_lossy().into_owned())
+}
+
+fn merge(all: &mut Vec<Outcome>, k: usize, o: Outcome) {
+    if all.len() <= k {
+        all.push(o);
+        return;
+    }
+    for (acc, more) in all[k].makespans.iter_mut().zip(o.makespans) {
+        acc.extend(more);
+    }
+}

@@ -1,0 +1,274 @@
+//! Device-in-the-loop costs for `stretch analyze --runtime-config`
+//! (Puzzle §4.3): every piece is compiled on its processor's engine and
+//! timed on that processor's cores, once; the median is stored in a JSON
+//! database keyed by the piece's structural hash and the processor's
+//! engine, threads and cores, so a piece measured once is never measured
+//! again, in this run or later ones. Hand-offs between processors cost
+//! the piecewise-linear fit of thread hand-offs measured between their
+//! cores (`stretch profile --link`).
+
+use anyhow::{Context, Result};
+use graph_ir::{Graph, NodeId, Op};
+use predictor::profiler::link;
+use scheduler_rt::multi::puzzle::PuzzleError;
+use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
+use scheduler_rt::multi::puzzle::costs::Costs;
+use scheduler_rt::multi::units::subgraph_of;
+use scheduler_rt::{ProcessorConfig, Value, make_engine};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
+use tract_onnx::prelude::*;
+
+/// Timed runs per piece (after two warm-ups); the median is kept.
+pub const RUNS: usize = 10;
+
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Db {
+    /// Piece key -> median ms.
+    pieces: BTreeMap<String, f64>,
+}
+
+/// A piece to time: its ONNX bytes and input shapes; the answer is the
+/// median ms or the engine's reason.
+type Job = (Vec<u8>, Vec<Vec<usize>>, mpsc::Sender<Result<f64, String>>);
+
+pub struct Measured<'a> {
+    graphs: &'a [Graph],
+    layers: &'a [LayerGraph],
+    procs: Vec<ProcessorConfig>,
+    /// One timing thread per processor, pinned to its cores, with its engine.
+    timers: Vec<mpsc::Sender<Job>>,
+    links: HashMap<(usize, usize), link::PiecewiseFit>,
+    db: Db,
+    path: PathBuf,
+    memo: HashMap<(usize, usize, Vec<usize>), f64>,
+    pub measured: usize,
+    pub reused: usize,
+    notes: Vec<String>,
+}
+
+/// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// What a piece computes, without names or weight values: each node's
+/// operator and attributes, where each input comes from (a node of the
+/// piece, or an outside value or weight of a given shape) and its output shapes.
+fn structure(g: &Graph, nodes: &[NodeId]) -> String {
+    let at: HashMap<NodeId, usize> = nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let mut s = String::new();
+    for id in nodes {
+        let node = g.node(*id);
+        s += &format!("{:?}(", node.op);
+        for o in &node.inputs {
+            let shape = g.fact(*o).map(|f| f.shape.clone()).unwrap_or_default();
+            match at.get(&o.node) {
+                Some(i) => s += &format!("n{i}.{},", o.slot),
+                None if matches!(g.node(o.node).op, Op::Const(_)) => s += &format!("w{shape:?},"),
+                None => s += &format!("x{shape:?},"),
+            }
+        }
+        s += ")->";
+        for k in 0..node.outputs.len() {
+            let shape = g.fact(id.out(k)).map(|f| f.shape.clone()).unwrap_or_default();
+            s += &format!("{shape:?};");
+        }
+    }
+    s
+}
+
+fn signature(p: &ProcessorConfig) -> String {
+    format!(
+        "{:?}/{}/{}",
+        p.engine,
+        p.threads,
+        p.cores.as_ref().map_or("-".into(), |c| c.to_string())
+    )
+}
+
+impl<'a> Measured<'a> {
+    /// Opens (or starts) the database at `path` and measures the hand-offs
+    /// between every pair of processors' first cores.
+    pub fn new(graphs: &'a [Graph], layers: &'a [LayerGraph], procs: &[ProcessorConfig], path: &Path) -> Result<Self> {
+        let db = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a cost database (delete it to start afresh)", path.display()))?,
+            Err(_) => Db::default(),
+        };
+        let first = |p: &ProcessorConfig| p.cores.as_ref().and_then(|c| c.ids().first().copied()).unwrap_or(0);
+        let mut links = HashMap::new();
+        let mut notes = Vec::new();
+        for (a, pa) in procs.iter().enumerate() {
+            for (b, pb) in procs.iter().enumerate() {
+                if a == b {
+                    continue;
+                }
+                let (from, to) = (first(pa), first(pb));
+                let samples = std::thread::spawn(move || link::measure(from, to, &link::default_sizes(), 3, 30))
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the hand-off measurement panicked"))?
+                    .with_context(|| format!("measuring the hand-off {} -> {}", pa.name, pb.name))?;
+                let fit = link::fit_piecewise(&samples);
+                notes.push(format!(
+                    "hand-off {} -> {}: {:.1} us + bytes / {:.1} GB/s up to 1 MiB, {:.1} us + bytes / {:.1} GB/s above (measured, R² {:.3})",
+                    pa.name,
+                    pb.name,
+                    fit.small.latency_us,
+                    fit.small.bandwidth_gbs,
+                    fit.large.latency_us,
+                    fit.large.bandwidth_gbs,
+                    link::r_squared(&samples, |x| fit.us(x))
+                ));
+                links.insert((a, b), fit);
+            }
+        }
+        Ok(Measured {
+            graphs,
+            layers,
+            procs: procs.to_vec(),
+            timers: procs.iter().map(timer).collect(),
+            links,
+            db,
+            path: path.to_path_buf(),
+            memo: HashMap::new(),
+            measured: 0,
+            reused: 0,
+            notes,
+        })
+    }
+
+    /// Writes the database back.
+    pub fn save(&self) -> Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).ok();
+        }
+        std::fs::write(&self.path, serde_json::to_string_pretty(&self.db)?)
+            .with_context(|| format!("cannot write {}", self.path.display()))
+    }
+
+    fn time(&mut self, model: usize, nodes: Vec<NodeId>, p: usize) -> Result<f64, String> {
+        let g = &self.graphs[model];
+        let sub = subgraph_of(g, "piece".into(), nodes);
+        let bytes = scheduler_rt::extract_onnx(g, &sub).map_err(|e| e.to_string())?;
+        let shapes = sub
+            .inputs
+            .iter()
+            .map(|o| g.fact(*o).map(|f| f.shape.clone()).unwrap_or_default())
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
+        self.timers[p].send((bytes, shapes, tx)).map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
+    }
+}
+
+/// Starts the timing thread of processor `p`: pinned to its cores, it makes
+/// the processor's engine and times the pieces it is sent.
+fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let p = p.clone();
+    std::thread::spawn(move || {
+        let setup = || -> Result<Box<dyn scheduler_rt::Engine>, String> {
+            if let Some(c) = &p.cores {
+                scheduler_rt::affinity::pin_current_thread(c)?;
+            }
+            make_engine(&p).map_err(|e| e.to_string())
+        };
+        let engine = setup();
+        while let Ok((bytes, shapes, reply)) = rx.recv() {
+            let result = match &engine {
+                Ok(e) => time_piece(e.as_ref(), &bytes, &shapes),
+                Err(reason) => Err(reason.clone()),
+            };
+            let _ = reply.send(result);
+        }
+    });
+    tx
+}
+
+/// Median ms of [`RUNS`] runs (after two warm-ups) of the piece on random inputs.
+fn time_piece(engine: &dyn scheduler_rt::Engine, bytes: &[u8], shapes: &[Vec<usize>]) -> Result<f64, String> {
+    let compiled = engine.compile(bytes)?;
+    let mut inputs: TVec<Value> = TVec::new();
+    for (k, shape) in shapes.iter().enumerate() {
+        let n = shape.iter().product();
+        let t =
+            Tensor::from_shape(shape, &scheduler_rt::npy::random_values(7 + k as u64, n)).map_err(|e| e.to_string())?;
+        inputs.push(t.into_tvalue());
+    }
+    let mut times = Vec::with_capacity(RUNS);
+    for i in 0..RUNS + 2 {
+        let t = Instant::now();
+        compiled.run(inputs.clone())?;
+        if i >= 2 {
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+impl Costs for Measured<'_> {
+    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError> {
+        let memo_key = (model, p, layers.to_vec());
+        if let Some(ms) = self.memo.get(&memo_key) {
+            return Ok(*ms);
+        }
+        let lg = &self.layers[model];
+        let nodes: Vec<NodeId> = layers.iter().map(|l| lg.layers[*l]).collect();
+        let key = format!(
+            "{:016x}@{}",
+            fnv(&structure(&self.graphs[model], &nodes)),
+            signature(&self.procs[p])
+        );
+        let ms = match self.db.pieces.get(&key) {
+            Some(ms) => {
+                self.reused += 1;
+                *ms
+            }
+            None => {
+                let ms = self.time(model, nodes, p).map_err(|reason| PuzzleError::Cost {
+                    model: self.graphs[model].name.clone(),
+                    processor: self.procs[p].name.clone(),
+                    reason,
+                })?;
+                self.measured += 1;
+                self.db.pieces.insert(key, ms);
+                ms
+            }
+        };
+        self.memo.insert(memo_key, ms);
+        Ok(ms)
+    }
+
+    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError> {
+        Ok(self.links.get(&(from, to)).map_or(0.0, |f| f.us(bytes).max(0.0) / 1e3))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut n = self.notes.clone();
+        n.push(format!(
+            "pieces: {} measured now, {} taken from {} (median of {RUNS} runs each)",
+            self.measured,
+            self.reused,
+            self.path.display()
+        ));
+        n
+    }
+
+    /// Two thread hand-offs of a small message (to the worker and back):
+    /// the mean measured hand-off latency, twice.
+    fn dispatch_ms(&self) -> f64 {
+        let n = self.links.len().max(1) as f64;
+        2.0 * self.links.values().map(|f| f.small.latency_us).sum::<f64>() / n / 1e3
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        self.save().map_err(|e| format!("{e:#}"))
+    }
+}
