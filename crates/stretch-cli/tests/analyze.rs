@@ -187,3 +187,52 @@ fn bad_inputs_are_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("no [[group]]"), "{err}");
 }
+
+#[test]
+fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
+    let dir = scratch("analyze-host");
+    for (name, size) in [("mini", "32"), ("mb", "32")] {
+        let zoo = if name == "mini" { "resnet-mini" } else { "mbnet-mini" };
+        let p = dir.join(format!("{name}.onnx"));
+        stretch_ok(&["zoo", zoo, "--input-size", size, "-o", p.to_str().unwrap()]);
+    }
+    let rc = dir.join("rt.toml");
+    std::fs::write(
+        &rc,
+        "[[processor]]\nname = \"cpu0\"\nkind = \"pool\"\n[[processor]]\nname = \"npu\"\nkind = \"pool\"\nunsupported = [\"Gemm\", \"DepthwiseConv\"]\n",
+    )
+    .unwrap();
+    let w = dir.join("w.toml");
+    std::fs::write(
+        &w,
+        "seed = 1\nduration_s = 1\n[[group]]\nname = \"camera\"\nperiod_multiplier = 1.5\n\
+         [[app]]\nname = \"mini\"\nmodel = \"mini.onnx\"\narrival = \"group\"\ngroup = \"camera\"\n\
+         [[app]]\nname = \"mb\"\nmodel = \"mb.onnx\"\narrival = \"group\"\ngroup = \"camera\"\n",
+    )
+    .unwrap();
+    let (w, rc) = (w.to_str().unwrap(), rc.to_str().unwrap());
+    let db = dir.join("db.json");
+    let plan = dir.join("plan.json");
+    let args = [
+        "analyze", "--workload", w, "--runtime-config", rc, "--cost-db", db.to_str().unwrap(), "--generations", "2",
+        "--population", "4", "--periods", "10", "-o", plan.to_str().unwrap(),
+    ];
+    let first = stretch_ok(&args);
+    assert!(first.contains("costs measured on this machine"), "{first}");
+    let again = stretch_ok(&args);
+    assert!(again.contains("pieces: 0 measured now"), "every piece must come from the database:\n{again}");
+    let best = dir.join("plan.best-mapping.json");
+    let out = stretch_ok(&[
+        "serve", "--workload", w, "--runtime-config", rc, "--plan", plan.to_str().unwrap(), "--plan",
+        best.to_str().unwrap(), "--isolated-runs", "3",
+    ]);
+    for needle in [
+        "plan plan.json (static): score",
+        "plan plan.best-mapping.json (static): score",
+        "Band lst (online): score",
+        "predicted by analyze",
+        "every output of the plans equalled the whole-model reference",
+    ] {
+        assert!(out.contains(needle), "no '{needle}' in:\n{out}");
+    }
+}
