@@ -194,16 +194,38 @@ pub fn load_graphs(w: &Workload) -> Result<Vec<Graph>> {
 }
 
 /// Each app's SLO in ms, multipliers applied to `isolated_ms[app]`.
+/// A model group's member has its group's period as its SLO.
 pub fn slos(w: &Workload, isolated_ms: &[f64]) -> Vec<Option<f64>> {
     w.apps
         .iter()
         .zip(isolated_ms)
-        .map(|(a, iso)| match a.slo {
+        .enumerate()
+        .map(|(i, (a, iso))| match a.slo {
+            _ if w.group_deadline_ms(i).is_some() => w.group_deadline_ms(i),
             Slo::Ms(ms) => Some(ms),
             Slo::Multiplier(m) => Some(m * iso),
             Slo::None => None,
         })
         .collect()
+}
+
+/// Each model group's makespans and score in a run of `w` (empty
+/// without groups).
+pub fn group_text(w: &Workload, log: &RunLog) -> String {
+    if w.groups.is_empty() {
+        return String::new();
+    }
+    let o = scheduler_rt::multi::puzzle::evaluate::outcome_from_log(log, w);
+    let names: Vec<String> = w.groups.iter().map(|g| g.name.clone()).collect();
+    let mut out = format!(
+        "model groups (makespan from the group's tick to its last member): score {:.3}\n",
+        o.score()
+    );
+    for line in crate::commands::simulate_plan::group_lines(&o, &names) {
+        out += &line;
+        out.push('\n');
+    }
+    out
 }
 
 /// The multipliers to sweep: from the flag, or the workload as written.

@@ -214,17 +214,42 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
     let db = dir.join("db.json");
     let plan = dir.join("plan.json");
     let args = [
-        "analyze", "--workload", w, "--runtime-config", rc, "--cost-db", db.to_str().unwrap(), "--generations", "2",
-        "--population", "4", "--periods", "10", "-o", plan.to_str().unwrap(),
+        "analyze",
+        "--workload",
+        w,
+        "--runtime-config",
+        rc,
+        "--cost-db",
+        db.to_str().unwrap(),
+        "--generations",
+        "2",
+        "--population",
+        "4",
+        "--periods",
+        "10",
+        "-o",
+        plan.to_str().unwrap(),
     ];
     let first = stretch_ok(&args);
     assert!(first.contains("costs measured on this machine"), "{first}");
     let again = stretch_ok(&args);
-    assert!(again.contains("pieces: 0 measured now"), "every piece must come from the database:\n{again}");
+    assert!(
+        again.contains("pieces: 0 measured now"),
+        "every piece must come from the database:\n{again}"
+    );
     let best = dir.join("plan.best-mapping.json");
     let out = stretch_ok(&[
-        "serve", "--workload", w, "--runtime-config", rc, "--plan", plan.to_str().unwrap(), "--plan",
-        best.to_str().unwrap(), "--isolated-runs", "3",
+        "serve",
+        "--workload",
+        w,
+        "--runtime-config",
+        rc,
+        "--plan",
+        plan.to_str().unwrap(),
+        "--plan",
+        best.to_str().unwrap(),
+        "--isolated-runs",
+        "3",
     ]);
     for needle in [
         "plan plan.json (static): score",

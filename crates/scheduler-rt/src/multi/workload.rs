@@ -492,13 +492,17 @@ impl Workload {
         Ok(())
     }
 
-    /// The same workload with every multiplier SLO replaced by `m`.
+    /// The same workload with every multiplier SLO replaced by `m`, and
+    /// every resolved model group's period set to `m` × its base period.
     pub fn with_multiplier(&self, m: f64) -> Workload {
         let mut w = self.clone();
         for a in &mut w.apps {
             if matches!(a.slo, Slo::Multiplier(_) | Slo::None) {
                 a.slo = Slo::Multiplier(m);
             }
+        }
+        if self.groups.iter().any(|g| g.base_ms.is_some()) {
+            w = w.with_period_multiplier(m);
         }
         w
     }

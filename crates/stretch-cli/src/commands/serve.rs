@@ -111,7 +111,7 @@ pub fn run(a: Args) -> Result<()> {
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
-    let workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
+    let mut workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
     let policies = a.sweep.policies_for(workload.render.is_some())?;
     crate::render_run::check_policies(&workload, &policies)?;
     if workload.render.is_some() {
@@ -181,6 +181,7 @@ pub fn run(a: Args) -> Result<()> {
         );
         isolated.push(best);
     }
+    workload.resolve_groups(&isolated)?;
     let configs: Vec<(Option<f64>, &String)> = multipliers
         .iter()
         .flat_map(|m| policies.iter().map(move |p| (*m, p)))
@@ -241,6 +242,7 @@ pub fn run(a: Args) -> Result<()> {
         let report = mc::report_for("measured", p, &w, &mc::slos(&w, &isolated), &names, log);
         if !a.sweep.json && configs.len() == 1 {
             print!("{}", report.text());
+            print!("{}", mc::group_text(&w, log));
         }
         rows.push((*m, report));
     }

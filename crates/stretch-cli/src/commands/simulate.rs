@@ -5,9 +5,11 @@ use crate::latencies::Measured;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
-use predictor::{DeviceModel, LatencyModel};
+use predictor::DeviceModel;
 use scheduler_rt::ProcessorConfig;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
+use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
+use scheduler_rt::multi::puzzle::costs::{Costs, Predicted};
 use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate};
 use scheduler_rt::multi::{ModelUnits, OpSupport, ProcSet, Scheduler, analyze};
 use std::path::PathBuf;
@@ -100,19 +102,25 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
         .values()
         .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
         .collect();
+    let mut layers = Vec::new();
+    for g in graphs {
+        layers.push(LayerGraph::new(g, &names, &support).with_context(|| format!("model '{}'", g.name))?);
+    }
+    let mut costs = Predicted::new(&model, graphs, &layers)?;
     let mut units = Vec::new();
     let mut truth = Vec::new();
-    for g in graphs {
+    for (m, g) in graphs.iter().enumerate() {
         let u = analyze(g, &names, &support).with_context(|| format!("model '{}'", g.name))?;
+        let at: std::collections::HashMap<_, usize> =
+            layers[m].layers.iter().enumerate().map(|(i, n)| (*n, i)).collect();
         let mut t = Vec::new();
         for c in &u.candidates {
+            let mut ls: Vec<usize> = c.subgraph.nodes.iter().filter_map(|n| at.get(n).copied()).collect();
+            ls.sort_unstable();
             let mut row = Vec::new();
-            for (w, n) in names.iter().enumerate() {
+            for w in 0..names.len() {
                 row.push(Latency::exact(if c.support.contains(w) {
-                    model
-                        .predict(g, &c.subgraph.nodes, n)
-                        .with_context(|| format!("cannot predict '{}' on {n}", g.name))?
-                        .total_ms
+                    costs.compute_ms(m, &ls, w)?
                 } else {
                     f64::INFINITY
                 }));
@@ -122,6 +130,7 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
         units.push(u);
         truth.push(t);
     }
+    let scaled = graphs.iter().filter(|g| profile.models.contains_key(&g.name)).count();
     Ok(Setup {
         names,
         accel,
@@ -136,7 +145,15 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
         },
         isolated: None,
         registration: None,
-        source: format!("predicted by the {} device profile", profile.name),
+        source: format!(
+            "predicted by the {} device profile{}",
+            profile.name,
+            if scaled > 0 {
+                format!(", {scaled} app(s) scaled to its measured whole-model latencies")
+            } else {
+                String::new()
+            }
+        ),
     })
 }
 
@@ -216,7 +233,7 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         from_device(&a, &graphs)?
     };
-    let workload = mc::load_workload(&a.workload, &setup.names, a.sweep.duration_s)?;
+    let mut workload = mc::load_workload(&a.workload, &setup.names, a.sweep.duration_s)?;
     let n = setup.names.len();
     let isolated: Vec<f64> = match &setup.isolated {
         Some(v) => v.clone(),
@@ -228,6 +245,7 @@ pub fn run(a: Args) -> Result<()> {
             })
             .collect(),
     };
+    workload.resolve_groups(&isolated)?;
     let mut base = Estimator::new(EstimatorParams::default(), &setup.accel, &setup.units);
     let registered = setup.registration.as_ref().is_some_and(|r| base.load(r));
     if !registered {
@@ -260,6 +278,7 @@ pub fn run(a: Args) -> Result<()> {
             let report = mc::report_for("simulated", p, &w, &slo, &setup.names, &log);
             if !a.sweep.json && multipliers.len() * policies.len() == 1 {
                 print!("{}", report.text());
+                print!("{}", mc::group_text(&w, &log));
             }
             eprintln!(
                 "[{p}{}] simulated {:.1} s in {:.3} s",
