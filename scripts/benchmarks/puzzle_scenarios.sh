@@ -50,10 +50,14 @@ for kind, groups in (("single", 1), ("multi", 2)):
         with open(os.path.join(out, "%s_%02d.toml" % (kind, s)), "w") as f:
             f.write(text)
 PY
+: > "$OUT/seconds.txt"
 for f in "$OUT"/single_*.toml "$OUT"/multi_*.toml; do
+  start=$(date +%s.%N)
   "$STRETCH" analyze --workload "$f" --device configs/devices/s23ultra.toml \
     --generations "$GENERATIONS" --seed "$SEED" --json -o "${f%.toml}.plan.json" > "${f%.toml}.json" 2>/dev/null
-  echo "analyzed $(basename "$f")" >&2
+  secs=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $start}")
+  echo "$secs" >> "$OUT/seconds.txt"
+  echo "analyzed $(basename "$f") in $secs s" >&2
 done
 python3 - "$OUT" <<'PY'
 import json, glob, os, statistics, sys
@@ -83,4 +87,9 @@ for kind in ("single", "multi"):
               "" if len(fin) == len(v) else "  (%d of %d never saturated below x4)" % (len(v) - len(fin), len(v))))
     ga = [r[1] for r in rows]; lst = [r[5] for r in rows]
     print("  GA median ≤ Band lst in %d of %d scenarios" % (sum(a <= b + 1e-9 for a, b in zip(ga, lst)), len(rows)))
+    best = [r[2] for r in rows]
+    print("  GA chosen ≤ Band lst in %d of %d scenarios" % (sum(a <= b + 1e-9 for a, b in zip(best, lst)), len(rows)))
+secs = [float(x) for x in open(os.path.join(out, "seconds.txt")) if x.strip()]
+print("\nanalyze wall time per scenario (search, α* sweeps of the front and the baselines): mean %.1f s, max %.1f s" %
+      (statistics.mean(secs), max(secs)))
 PY
