@@ -66,9 +66,7 @@ def alpha(x):
     return float("inf") if x is None else x
 for kind in ("single", "multi"):
     rows = []
-    for f in sorted(glob.glob(os.path.join(out, kind + "_*.json"))):
-        if f.endswith(".plan.json"):
-            continue
+    for f in sorted(glob.glob(os.path.join(out, kind + "_[0-9][0-9].json"))):
         fig = json.load(open(f))["figures"]
         base = {b["name"].split(" (")[0]: alpha(b["saturation_multiplier"]) for b in fig["baselines"]}
         rows.append((os.path.basename(f)[:-5], alpha(fig["ga_median_saturation_multiplier"]),

@@ -75,6 +75,9 @@ pub struct SimOptions {
     /// Scale runs by the measured machine speed of a random window
     /// ([`Truth::speed`]); off: the truth's distributions alone.
     pub drift: bool,
+    /// End the run at the first job that finishes past its SLO (a search
+    /// that only needs to know whether every job meets it).
+    pub stop_at_first_miss: bool,
 }
 
 impl Default for SimOptions {
@@ -84,6 +87,7 @@ impl Default for SimOptions {
             contention: 1.0,
             seed: 0,
             drift: false,
+            stop_at_first_miss: false,
         }
     }
 }
@@ -185,7 +189,8 @@ pub fn simulate(
         .set_render_from(workload)
         .and(workload.render.as_ref().map(|r| r.render_ms));
     let mut now = 0.0f64;
-    loop {
+    let mut missed = false;
+    while !missed {
         let next_event = events.heap.peek().map(|t: &Timed| t.0);
         let next_tick = sched
             .next_tick_ms()
@@ -217,6 +222,7 @@ pub fn simulate(
                     let ms = span.end_ms - span.start_ms;
                     log.spans.push(span);
                     if let Some(c) = sched.finish(now, worker, seq, Some(ms)) {
+                        missed |= options.stop_at_first_miss && !c.met_slo();
                         arrivals.completed(&c, now);
                         log.end_ms = log.end_ms.max(now);
                         log.completed.push(c);

@@ -225,14 +225,21 @@ fn lst_saturation(
 ) -> Result<(Outcome, Option<f64>)> {
     let w0 = problem.workload.clone();
     let at_one = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w0)?;
-    for m in score::sweep(max) {
+    let mut failed = None;
+    let sat = score::saturation_coarse_fine(max, |m| {
         let w = w0.with_period_multiplier(m);
-        let o = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w)?;
-        if o.score() >= score::SATURATED {
-            return Ok((at_one, Some(m)));
+        match problem.saturates(units.to_vec(), truth, Box::new(Lst::new(false)), &w) {
+            Ok(yes) => f64::from(u8::from(yes)),
+            Err(e) => {
+                failed.get_or_insert(e);
+                0.0
+            }
         }
+    });
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok((at_one, sat)),
     }
-    Ok((at_one, None))
 }
 
 fn saturation_of(problem: &mut Problem, b: &Built, max: f64) -> Result<Option<f64>> {

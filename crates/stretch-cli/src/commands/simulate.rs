@@ -263,6 +263,7 @@ pub fn run(a: Args) -> Result<()> {
         contention: a.contention,
         seed: a.seed,
         drift: a.drift,
+        stop_at_first_miss: false,
     };
     let mut rows = Vec::new();
     let mut last = None;

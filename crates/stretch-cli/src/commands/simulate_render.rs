@@ -99,6 +99,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         contention: a.contention,
         seed: a.seed,
         drift: false,
+        stop_at_first_miss: false,
     };
     let mut modes: Vec<ChunkMode> = Vec::new();
     for p in policies {

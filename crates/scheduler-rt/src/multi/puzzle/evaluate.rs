@@ -191,6 +191,31 @@ impl Problem<'_> {
         policy: Box<dyn Policy>,
         w: &Workload,
     ) -> Result<Outcome, PuzzleError> {
+        self.run(units, truth, policy, w, false).map(|(o, _)| o)
+    }
+
+    /// Whether `policy` saturates `w`: every group request within its
+    /// period and the score at least [`score::SATURATED`]. The run stops at
+    /// the first late request.
+    pub fn saturates(
+        &mut self,
+        units: Vec<ModelUnits>,
+        truth: &Truth,
+        policy: Box<dyn Policy>,
+        w: &Workload,
+    ) -> Result<bool, PuzzleError> {
+        let (o, missed) = self.run(units, truth, policy, w, true)?;
+        Ok(!missed && o.score() >= score::SATURATED)
+    }
+
+    fn run(
+        &mut self,
+        units: Vec<ModelUnits>,
+        truth: &Truth,
+        policy: Box<dyn Policy>,
+        w: &Workload,
+        stop_at_first_miss: bool,
+    ) -> Result<(Outcome, bool), PuzzleError> {
         let n = self.names.len();
         let mut est = Estimator::new(EstimatorParams::default(), &vec![false; n], &units);
         for (m, u) in units.iter().enumerate() {
@@ -209,12 +234,17 @@ impl Problem<'_> {
         }
         let w = &w;
         let mut sched = Scheduler::new(units, &self.names, policy, est);
-        let log = simulate(&mut sched, w, slo, truth, SimOptions::default()).map_err(|e| PuzzleError::Model {
+        let options = SimOptions {
+            stop_at_first_miss,
+            ..SimOptions::default()
+        };
+        let log = simulate(&mut sched, w, slo, truth, options).map_err(|e| PuzzleError::Model {
             model: "-".into(),
             reason: e.to_string(),
         })?;
         self.simulations += 1;
-        Ok(outcome_from_log(&log, w))
+        let missed = log.completed.iter().any(|c| !c.met_slo());
+        Ok((outcome_from_log(&log, w), missed))
     }
 
     /// The plan's outcome on the problem's workload.
@@ -224,15 +254,25 @@ impl Problem<'_> {
         self.simulate(&b, &w)
     }
 
-    /// The saturation multiplier of `b` (Puzzle §6.2) among [`score::sweep`]`(max)`.
+    /// The saturation multiplier of `b` (Puzzle §6.2) to 0.01 up to `max`
+    /// ([`score::saturation_coarse_fine`]).
     pub fn saturation(&mut self, b: &Built, max: f64) -> Result<Option<f64>, PuzzleError> {
         let base = self.workload.clone();
-        for m in score::sweep(max) {
+        let mut failed = None;
+        let sat = score::saturation_coarse_fine(max, |m| {
             let w = base.with_period_multiplier(m);
-            if self.simulate(b, &w)?.score() >= score::SATURATED {
-                return Ok(Some(m));
+            let policy = Box::new(StaticPlan::new(b.rank.clone()));
+            match self.saturates(b.units.clone(), &b.truth, policy, &w) {
+                Ok(yes) => f64::from(u8::from(yes)),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    0.0
+                }
             }
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(sat),
         }
-        Ok(None)
     }
 }

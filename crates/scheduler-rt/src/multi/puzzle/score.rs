@@ -48,6 +48,19 @@ pub fn saturation(multipliers: &[f64], mut score_at: impl FnMut(f64) -> f64) -> 
     multipliers.iter().copied().find(|m| score_at(*m) >= SATURATED)
 }
 
+/// α* to 0.01 over 0.05..=`max`, swept coarse then fine: every 0.05 up to
+/// the first that saturates, then every 0.01 in the step below it. Equal
+/// to [`saturation`] over [`sweep`]`(max)` unless the score rises to
+/// saturation and falls back within one coarse step.
+pub fn saturation_coarse_fine(max: f64, mut score_at: impl FnMut(f64) -> f64) -> Option<f64> {
+    let top = (max * 100.0).round() as usize;
+    let coarse = (1..=top / 5)
+        .map(|i| i * 5)
+        .find(|c| score_at(*c as f64 / 100.0) >= SATURATED)?;
+    let fine = ((coarse.saturating_sub(4)).max(5)..coarse).find(|f| score_at(*f as f64 / 100.0) >= SATURATED);
+    Some(fine.unwrap_or(coarse) as f64 / 100.0)
+}
+
 /// The multipliers α* is looked for among: 0.05 to `max` in steps of 0.01.
 pub fn sweep(max: f64) -> Vec<f64> {
     (5..=(max * 100.0).round() as usize).map(|i| i as f64 / 100.0).collect()
@@ -105,6 +118,10 @@ mod tests {
         let at = |m: f64| score(&[(vec![10.0; 5], 10.0 * m)]);
         assert_eq!(saturation(&sweep(3.0), at), Some(1.05));
         assert_eq!(saturation(&sweep(1.0), at), None);
+        assert_eq!(saturation_coarse_fine(3.0, at), Some(1.05));
+        let at2 = |m: f64| score(&[(vec![10.0; 5], 10.0 * m - 0.3)]);
+        assert_eq!(saturation_coarse_fine(3.0, at2), saturation(&sweep(3.0), at2));
+        assert_eq!(saturation_coarse_fine(1.0, at), None);
         assert!((at(1.0) - 0.5).abs() < 1e-12);
     }
 
