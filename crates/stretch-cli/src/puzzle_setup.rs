@@ -7,6 +7,7 @@ use graph_ir::Graph;
 use predictor::DeviceModel;
 use scheduler_rt::multi::OpSupport;
 use scheduler_rt::multi::puzzle::chromosome::{Chromosome, LayerGraph};
+use scheduler_rt::multi::puzzle::costs::Costs;
 use scheduler_rt::multi::puzzle::evaluate::Problem;
 use scheduler_rt::multi::workload::{Arrival, Workload};
 use std::path::Path;
@@ -28,14 +29,40 @@ pub struct Scenario {
 /// models and the device profile.
 pub fn load(workload: &Path, device: &Path) -> Result<Scenario> {
     let device = DeviceModel::load(device).with_context(|| format!("cannot load {}", device.display()))?;
-    let profile = device.profile().clone();
-    let names: Vec<String> = profile.processors.keys().cloned().collect();
-    let support: Vec<OpSupport> = profile
+    let (names, support) = profile_processors(device.profile());
+    load_with(workload, Some(device), Vec::new(), names, &support)
+}
+
+/// A device profile's processor names and operator support, in its order.
+pub fn profile_processors(profile: &predictor::DeviceProfile) -> (Vec<String>, Vec<OpSupport>) {
+    let names = profile.processors.keys().cloned().collect();
+    let support = profile
         .processors
         .values()
         .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
         .collect();
-    load_with(workload, Some(device), Vec::new(), names, &support)
+    (names, support)
+}
+
+/// The search problem of `sc` with `costs`, its groups' periods resolved
+/// from each model's fastest isolated latency (returned, per app).
+pub fn problem<'a>(sc: &'a Scenario, costs: &'a mut dyn Costs, periods: usize) -> Result<(Problem<'a>, Vec<f64>)> {
+    let mut problem = Problem {
+        graphs: &sc.graphs,
+        layers: &sc.layers,
+        names: sc.names.clone(),
+        costs,
+        workload: sc.workload.clone(),
+        periods,
+        simulations: 0,
+    };
+    let iso = isolated_ms(&mut problem)?;
+    let fastest: Vec<f64> = iso
+        .iter()
+        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
+        .collect();
+    problem.workload.resolve_groups(&fastest)?;
+    Ok((problem, fastest))
 }
 
 /// [`load`] for the runtime's processors (costs measured here).

@@ -145,9 +145,12 @@ fn link_and_fusion_are_measured() {
     let dir = scratch("profile-link");
     let out = dir.to_string_lossy().into_owned();
     let link = stretch_ok(&["profile", "--link", "0,0", "--reps", "5", "--out", &out]);
-    assert!(link.contains("fitted (measured)"), "{link}");
+    assert!(
+        link.contains("fitted (measured)") && link.contains("piecewise (Puzzle"),
+        "{link}"
+    );
     let rows = std::fs::read_to_string(dir.join("link.csv")).expect("link.csv");
-    assert_eq!(rows.lines().count(), 1 + 6, "{rows}");
+    assert_eq!(rows.lines().count(), 1 + 13, "4 KiB to 16 MiB, doubling: {rows}");
     let fusion = stretch_ok(&["profile", "--fusion", "--reps", "3", "--warmup", "1", "--out", &out]);
     assert!(fusion.contains("measured rules"), "{fusion}");
     let rows = std::fs::read_to_string(dir.join("fusion.csv")).expect("fusion.csv");

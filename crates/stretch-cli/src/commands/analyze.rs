@@ -9,12 +9,11 @@ use scheduler_rt::multi::analyze as band_units;
 use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::puzzle::chromosome::{Chromosome, Piece};
 use scheduler_rt::multi::puzzle::costs::Costs;
-use scheduler_rt::multi::puzzle::evaluate::{Built, Outcome, Problem};
+use scheduler_rt::multi::puzzle::evaluate::{Built, Outcome, Problem, candidate_rows};
 use scheduler_rt::multi::puzzle::ga::{self, GaOptions};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::puzzle::{nsga, score};
-use scheduler_rt::multi::sim::{Latency, Truth};
-use std::collections::HashMap;
+use scheduler_rt::multi::sim::Truth;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -189,23 +188,8 @@ fn band_setup(sc: &Scenario, costs: &mut dyn Costs) -> Result<(Vec<ModelUnits>, 
     let mut table = Vec::new();
     for (m, g) in sc.graphs.iter().enumerate() {
         let u = band_units(g, &sc.names, &sc.support).with_context(|| format!("model '{}'", g.name))?;
-        let at: HashMap<_, usize> = sc.layers[m].layers.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-        let mut rows = Vec::new();
-        for c in &u.candidates {
-            let mut ls: Vec<usize> = c.subgraph.nodes.iter().filter_map(|n| at.get(n).copied()).collect();
-            ls.sort_unstable();
-            let mut row = Vec::new();
-            for p in 0..sc.names.len() {
-                row.push(Latency::exact(if c.support.contains(p) {
-                    costs.compute_ms(m, &ls, p)?
-                } else {
-                    f64::INFINITY
-                }));
-            }
-            rows.push(row);
-        }
+        table.push(candidate_rows(costs, m, &sc.layers[m], &u, sc.names.len())?);
         units.push(u);
-        table.push(rows);
     }
     Ok((
         units,
@@ -272,21 +256,7 @@ pub fn run(a: Args) -> Result<()> {
         &mut measured
     };
     let (units, truth) = band_setup(&sc, costs)?;
-    let mut problem = Problem {
-        graphs: &sc.graphs,
-        layers: &sc.layers,
-        names: sc.names.clone(),
-        costs,
-        workload: sc.workload.clone(),
-        periods: a.periods,
-        simulations: 0,
-    };
-    let iso = ps::isolated_ms(&mut problem)?;
-    let fastest: Vec<f64> = iso
-        .iter()
-        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
-        .collect();
-    problem.workload.resolve_groups(&fastest)?;
+    let (mut problem, fastest) = ps::problem(&sc, costs, a.periods)?;
     let rank = ps::shortest_first(&fastest);
     let names = sc.names.clone();
     let models = sc.graphs.len();

@@ -9,9 +9,10 @@ use predictor::DeviceModel;
 use scheduler_rt::ProcessorConfig;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
-use scheduler_rt::multi::puzzle::costs::{Costs, Predicted};
+use scheduler_rt::multi::puzzle::costs::Predicted;
+use scheduler_rt::multi::puzzle::evaluate::candidate_rows;
 use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate};
-use scheduler_rt::multi::{ModelUnits, OpSupport, ProcSet, Scheduler, analyze};
+use scheduler_rt::multi::{ModelUnits, ProcSet, Scheduler, analyze};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -91,12 +92,7 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
     let path = a.device.as_ref().context("give --device or --latencies")?;
     let model = DeviceModel::load(path).with_context(|| format!("cannot load {}", path.display()))?;
     let profile = model.profile().clone();
-    let names: Vec<String> = profile.processors.keys().cloned().collect();
-    let support: Vec<OpSupport> = profile
-        .processors
-        .values()
-        .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
-        .collect();
+    let (names, support) = crate::puzzle_setup::profile_processors(&profile);
     let accel = profile
         .processors
         .values()
@@ -111,24 +107,8 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
     let mut truth = Vec::new();
     for (m, g) in graphs.iter().enumerate() {
         let u = analyze(g, &names, &support).with_context(|| format!("model '{}'", g.name))?;
-        let at: std::collections::HashMap<_, usize> =
-            layers[m].layers.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-        let mut t = Vec::new();
-        for c in &u.candidates {
-            let mut ls: Vec<usize> = c.subgraph.nodes.iter().filter_map(|n| at.get(n).copied()).collect();
-            ls.sort_unstable();
-            let mut row = Vec::new();
-            for w in 0..names.len() {
-                row.push(Latency::exact(if c.support.contains(w) {
-                    costs.compute_ms(m, &ls, w)?
-                } else {
-                    f64::INFINITY
-                }));
-            }
-            t.push(row);
-        }
+        truth.push(candidate_rows(&mut costs, m, &layers[m], &u, names.len())?);
         units.push(u);
-        truth.push(t);
     }
     let scaled = graphs.iter().filter(|g| profile.models.contains_key(&g.name)).count();
     Ok(Setup {

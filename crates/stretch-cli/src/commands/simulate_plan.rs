@@ -5,7 +5,7 @@
 use super::simulate::Args;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
-use scheduler_rt::multi::puzzle::evaluate::{Outcome, Problem};
+use scheduler_rt::multi::puzzle::evaluate::Outcome;
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::puzzle::score;
 
@@ -41,21 +41,7 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
         &sc.layers,
     )?;
     let mut costs = ps::predicted(&sc)?;
-    let mut problem = Problem {
-        graphs: &sc.graphs,
-        layers: &sc.layers,
-        names: sc.names.clone(),
-        costs: &mut costs,
-        workload: sc.workload.clone(),
-        periods: 30,
-        simulations: 0,
-    };
-    let iso = ps::isolated_ms(&mut problem)?;
-    let fastest: Vec<f64> = iso
-        .iter()
-        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
-        .collect();
-    problem.workload.resolve_groups(&fastest)?;
+    let (mut problem, _) = ps::problem(&sc, &mut costs, 30)?;
     if let Some(d) = a.sweep.duration_s {
         if !(d.is_finite() && d > 0.0) {
             bail!("--duration-s must be positive, got {d}");

@@ -82,6 +82,33 @@ pub fn outcome_from_log(log: &RunLog, w: &Workload) -> Outcome {
     }
 }
 
+/// Each candidate of `u` (model `m`, whose layers are `lg`) on each of
+/// `n` processors: its cost where it can run, infinite elsewhere.
+pub fn candidate_rows(
+    costs: &mut dyn Costs,
+    m: usize,
+    lg: &LayerGraph,
+    u: &ModelUnits,
+    n: usize,
+) -> Result<Vec<Vec<Latency>>, PuzzleError> {
+    let at: HashMap<NodeId, usize> = lg.layers.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let mut rows = Vec::with_capacity(u.candidates.len());
+    for c in &u.candidates {
+        let mut ls: Vec<usize> = c.subgraph.nodes.iter().filter_map(|id| at.get(id).copied()).collect();
+        ls.sort_unstable();
+        let mut row = Vec::with_capacity(n);
+        for p in 0..n {
+            row.push(Latency::exact(if c.support.contains(p) {
+                costs.compute_ms(m, &ls, p)?
+            } else {
+                f64::INFINITY
+            }));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
 /// A decoded plan ready to simulate.
 #[derive(Clone, Debug)]
 pub struct Built {
