@@ -17,7 +17,8 @@ use scheduler_rt::multi::units::subgraph_of;
 use scheduler_rt::{ProcessorConfig, Value, make_engine};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::Instant;
 use tract_onnx::prelude::*;
 
@@ -30,9 +31,19 @@ struct Db {
     pieces: BTreeMap<String, f64>,
 }
 
-/// A piece to time: its ONNX bytes and input shapes; the answer is the
-/// median ms or the engine's reason.
-type Job = (Vec<u8>, Vec<Vec<usize>>, mpsc::Sender<Result<f64, String>>);
+/// What a timing thread is asked to do.
+enum Job {
+    /// Time a piece (ONNX bytes, input shapes): the median ms or the engine's reason.
+    Time(Vec<u8>, Vec<Vec<usize>>, mpsc::Sender<Result<f64, String>>),
+    /// Run a piece over and over until the flag is set (load for the
+    /// contention measurement); replies once running.
+    Load(
+        Vec<u8>,
+        Vec<Vec<usize>>,
+        Arc<AtomicBool>,
+        mpsc::Sender<Result<f64, String>>,
+    ),
+}
 
 pub struct Measured<'a> {
     graphs: &'a [Graph],
@@ -47,6 +58,8 @@ pub struct Measured<'a> {
     pub measured: usize,
     pub reused: usize,
     notes: Vec<String>,
+    /// Per processor: its time with the other processors busy / alone.
+    factors: Vec<f64>,
 }
 
 /// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
@@ -127,7 +140,7 @@ impl<'a> Measured<'a> {
                 links.insert((a, b), fit);
             }
         }
-        Ok(Measured {
+        let mut m = Measured {
             graphs,
             layers,
             procs: procs.to_vec(),
@@ -139,7 +152,87 @@ impl<'a> Measured<'a> {
             measured: 0,
             reused: 0,
             notes,
-        })
+            factors: vec![1.0; procs.len()],
+        };
+        m.measure_contention()?;
+        Ok(m)
+    }
+
+    /// The longest run of consecutive layers (topological order, so the
+    /// run is convex) of any model that processor `p` runs, as ONNX bytes
+    /// and input shapes, named by its model; `None` if `p` runs no layer.
+    fn longest_run_on(&self, p: usize) -> Result<Option<(String, Vec<u8>, Vec<Vec<usize>>)>> {
+        let mut best: Option<(usize, usize, usize)> = None;
+        for (m, lg) in self.layers.iter().enumerate() {
+            let mut start = 0;
+            for l in 0..=lg.len() {
+                if l == lg.len() || !lg.support[l].contains(p) {
+                    if l > start && best.is_none_or(|b| l - start > b.2 - b.1) {
+                        best = Some((m, start, l));
+                    }
+                    start = l + 1;
+                }
+            }
+        }
+        let Some((m, a, b)) = best else { return Ok(None) };
+        let g = &self.graphs[m];
+        let sub = subgraph_of(g, "run".into(), self.layers[m].layers[a..b].to_vec());
+        let bytes = scheduler_rt::extract_onnx(g, &sub)?;
+        let shapes = sub
+            .inputs
+            .iter()
+            .map(|o| g.fact(*o).map(|f| f.shape.clone()).unwrap_or_default())
+            .collect();
+        Ok(Some((format!("{} ({} layers)", g.name, b - a), bytes, shapes)))
+    }
+
+    /// Times, per processor, its [`Self::longest_run_on`] alone and while
+    /// every other processor runs its own over and over: the ratio is the
+    /// factor the simulator applies to pieces that start while another
+    /// processor is busy (at least 1).
+    fn measure_contention(&mut self) -> Result<()> {
+        let n = self.procs.len();
+        for p in 0..n {
+            let Some((name, bytes, shapes)) = self.longest_run_on(p)? else {
+                continue;
+            };
+            let time = |timers: &[mpsc::Sender<Job>]| -> Result<f64> {
+                let (tx, rx) = mpsc::channel();
+                timers[p]
+                    .send(Job::Time(bytes.clone(), shapes.clone(), tx))
+                    .map_err(|_| anyhow::anyhow!("a timing thread stopped"))?;
+                rx.recv()?
+                    .map_err(|e| anyhow::anyhow!("timing '{name}' on {}: {e}", self.procs[p].name))
+            };
+            let alone = time(&self.timers)?;
+            let stop = Arc::new(AtomicBool::new(false));
+            let mut loaded = Vec::new();
+            for q in (0..n).filter(|q| *q != p) {
+                if let Some((_, b, sh)) = self.longest_run_on(q)? {
+                    let (tx, rx) = mpsc::channel();
+                    self.timers[q]
+                        .send(Job::Load(b, sh, stop.clone(), tx))
+                        .map_err(|_| anyhow::anyhow!("a timing thread stopped"))?;
+                    rx.recv()?
+                        .map_err(|e| anyhow::anyhow!("loading {}: {e}", self.procs[q].name))?;
+                    loaded.push(self.procs[q].name.clone());
+                }
+            }
+            let shared = time(&self.timers);
+            stop.store(true, Ordering::Relaxed);
+            let shared = shared?;
+            if loaded.is_empty() {
+                continue;
+            }
+            self.factors[p] = (shared / alone).max(1.0);
+            self.notes.push(format!(
+                "contention on {}: '{name}' {alone:.3} ms alone, {shared:.3} ms while {} run(s) too: x{:.2} (measured)",
+                self.procs[p].name,
+                loaded.join(", "),
+                self.factors[p]
+            ));
+        }
+        Ok(())
     }
 
     /// Writes the database back.
@@ -162,7 +255,7 @@ impl<'a> Measured<'a> {
             .collect();
         let (tx, rx) = mpsc::channel();
         let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
-        self.timers[p].send((bytes, shapes, tx)).map_err(|_| gone())?;
+        self.timers[p].send(Job::Time(bytes, shapes, tx)).map_err(|_| gone())?;
         rx.recv().map_err(|_| gone())?
     }
 }
@@ -180,15 +273,43 @@ fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
             make_engine(&p).map_err(|e| e.to_string())
         };
         let engine = setup();
-        while let Ok((bytes, shapes, reply)) = rx.recv() {
-            let result = match &engine {
-                Ok(e) => time_piece(e.as_ref(), &bytes, &shapes),
-                Err(reason) => Err(reason.clone()),
-            };
-            let _ = reply.send(result);
+        while let Ok(job) = rx.recv() {
+            match (job, &engine) {
+                (Job::Time(bytes, shapes, reply), Ok(e)) => {
+                    let _ = reply.send(time_piece(e.as_ref(), &bytes, &shapes));
+                }
+                (Job::Load(bytes, shapes, stop, reply), Ok(e)) => {
+                    let run = || -> Result<(), String> {
+                        let compiled = e.compile(&bytes)?;
+                        let inputs = random_inputs(&shapes)?;
+                        let _ = reply.send(Ok(0.0));
+                        while !stop.load(Ordering::Relaxed) {
+                            compiled.run(inputs.clone())?;
+                        }
+                        Ok(())
+                    };
+                    if let Err(reason) = run() {
+                        let _ = reply.send(Err(reason));
+                    }
+                }
+                (Job::Time(_, _, reply) | Job::Load(_, _, _, reply), Err(reason)) => {
+                    let _ = reply.send(Err(reason.clone()));
+                }
+            }
         }
     });
     tx
+}
+
+fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
+    let mut inputs: TVec<Value> = TVec::new();
+    for (k, shape) in shapes.iter().enumerate() {
+        let n = shape.iter().product();
+        let t =
+            Tensor::from_shape(shape, &scheduler_rt::npy::random_values(7 + k as u64, n)).map_err(|e| e.to_string())?;
+        inputs.push(t.into_tvalue());
+    }
+    Ok(inputs)
 }
 
 /// Median ms of [`RUNS`] runs (after two warm-ups) of the piece on random inputs.
@@ -259,6 +380,10 @@ impl Costs for Measured<'_> {
             self.path.display()
         ));
         n
+    }
+
+    fn shared_factor(&self, p: usize) -> f64 {
+        self.factors.get(p).copied().unwrap_or(1.0)
     }
 
     /// Two thread hand-offs of a small message (to the worker and back):

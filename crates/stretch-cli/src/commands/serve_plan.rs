@@ -124,10 +124,12 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             for (g, pred) in p.iter().enumerate() {
                 let m = &outcomes[k].makespans[g];
                 let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
+                let p50 = scheduler_rt::multi::puzzle::score::median(m);
                 println!(
-                    "  {:<12} predicted by analyze {pred:.2} ms, measured {mean:.2} ms ({:+.1}%)",
+                    "  {:<12} predicted by analyze {pred:.2} ms; measured mean {mean:.2} ms ({:+.1}%), p50 {p50:.2} ms ({:+.1}%)",
                     groups[g],
-                    100.0 * (mean / pred - 1.0)
+                    100.0 * (mean / pred - 1.0),
+                    100.0 * (p50 / pred - 1.0)
                 );
             }
         }

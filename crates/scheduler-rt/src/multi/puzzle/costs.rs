@@ -18,6 +18,11 @@ pub trait Costs {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Factor on processor `p`'s times while another processor is busy
+    /// (shared memory and caches); 1 = none.
+    fn shared_factor(&self, _p: usize) -> f64 {
+        1.0
+    }
     /// The driver's cost around every subgraph (hand-off to a worker and
     /// back), in ms.
     fn dispatch_ms(&self) -> f64 {

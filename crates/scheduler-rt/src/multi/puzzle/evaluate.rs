@@ -83,7 +83,8 @@ pub fn outcome_from_log(log: &RunLog, w: &Workload) -> Outcome {
 }
 
 /// Each candidate of `u` (model `m`, whose layers are `lg`) on each of
-/// `n` processors: its cost where it can run, infinite elsewhere.
+/// `n` processors: its cost where it can run (alone, and while another
+/// processor is busy), infinite elsewhere.
 pub fn candidate_rows(
     costs: &mut dyn Costs,
     m: usize,
@@ -98,11 +99,15 @@ pub fn candidate_rows(
         ls.sort_unstable();
         let mut row = Vec::with_capacity(n);
         for p in 0..n {
-            row.push(Latency::exact(if c.support.contains(p) {
-                costs.compute_ms(m, &ls, p)?
+            row.push(if c.support.contains(p) {
+                let ms = costs.compute_ms(m, &ls, p)?;
+                Latency {
+                    shared_ms: ms * costs.shared_factor(p),
+                    ..Latency::exact(ms)
+                }
             } else {
-                f64::INFINITY
-            }));
+                Latency::exact(f64::INFINITY)
+            });
         }
         rows.push(row);
     }
@@ -180,9 +185,19 @@ impl Problem<'_> {
                         ms += self.costs.comm_ms(*from, p.processor, bytes)?;
                     }
                 }
+                let shared = ms * self.costs.shared_factor(p.processor);
                 rows.push(
                     (0..n)
-                        .map(|w| Latency::exact(if w == p.processor { ms } else { f64::INFINITY }))
+                        .map(|w| {
+                            if w == p.processor {
+                                Latency {
+                                    shared_ms: shared,
+                                    ..Latency::exact(ms)
+                                }
+                            } else {
+                                Latency::exact(f64::INFINITY)
+                            }
+                        })
                         .collect(),
                 );
             }
