@@ -31,6 +31,9 @@ struct Db {
     pieces: BTreeMap<String, f64>,
 }
 
+/// A named piece to time: ONNX bytes and input shapes.
+type Probe = (String, Vec<u8>, Vec<Vec<usize>>);
+
 /// What a timing thread is asked to do.
 enum Job {
     /// Time a piece (ONNX bytes, input shapes): the median ms or the engine's reason.
@@ -161,7 +164,7 @@ impl<'a> Measured<'a> {
     /// The longest run of consecutive layers (topological order, so the
     /// run is convex) of any model that processor `p` runs, as ONNX bytes
     /// and input shapes, named by its model; `None` if `p` runs no layer.
-    fn longest_run_on(&self, p: usize) -> Result<Option<(String, Vec<u8>, Vec<Vec<usize>>)>> {
+    fn longest_run_on(&self, p: usize) -> Result<Option<Probe>> {
         let mut best: Option<(usize, usize, usize)> = None;
         for (m, lg) in self.layers.iter().enumerate() {
             let mut start = 0;
