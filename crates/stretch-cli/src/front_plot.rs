@@ -1,5 +1,7 @@
 //! The analyzer's search as a PNG: every plan of the final population by
-//! its first group's mean and p90 makespan, the Pareto front joined, and
+//! its first group's mean and p90 makespan (axes spanning the front and
+//! the baselines; population points beyond them left out), the Pareto front
+//! (joined when there is one group, so it is a front in this plane), and
 //! the baselines marked.
 
 use crate::gantt::{FAMILY, PALETTE, register};
@@ -23,7 +25,7 @@ pub fn write_png(path: &Path, population: &[Vec<f64>], front: &[Vec<f64>], marks
         .filter(|(_, o)| o.len() >= 2 && o[0].is_finite() && o[1].is_finite())
         .map(|(n, o)| (n.clone(), (o[0], o[1])))
         .collect();
-    let all: Vec<(f64, f64)> = pop.iter().chain(&fr).copied().chain(mk.iter().map(|m| m.1)).collect();
+    let all: Vec<(f64, f64)> = fr.iter().copied().chain(mk.iter().map(|m| m.1)).collect();
     if all.is_empty() {
         return Err(anyhow!("{}: nothing finite to plot", path.display()));
     }
@@ -40,6 +42,7 @@ pub fn write_png(path: &Path, population: &[Vec<f64>], front: &[Vec<f64>], marks
     let draw = || -> Result<(), Box<dyn std::error::Error>> {
         let root = BitMapBackend::new(path, (900, 640)).into_drawing_area();
         root.fill(&WHITE)?;
+        let inside = |p: &&(f64, f64)| p.0 <= x1 * 1.05 && p.1 <= y1 * 1.05;
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 "stretch analyze: plans by makespan (simulated, first group)",
@@ -56,12 +59,18 @@ pub fn write_png(path: &Path, population: &[Vec<f64>], front: &[Vec<f64>], marks
             .label_style((FAMILY, 13))
             .draw()?;
         chart
-            .draw_series(pop.iter().map(|p| Circle::new(*p, 3, RGBColor(170, 170, 170).filled())))?
-            .label("population")
+            .draw_series(
+                pop.iter()
+                    .filter(inside)
+                    .map(|p| Circle::new(*p, 3, RGBColor(170, 170, 170).filled())),
+            )?
+            .label("population (within the front's and baselines' range)")
             .legend(|(x, y)| Circle::new((x, y), 3, RGBColor(170, 170, 170).filled()));
         let mut line = fr.clone();
         line.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart.draw_series(std::iter::once(PathElement::new(line, PALETTE[0].stroke_width(2))))?;
+        if front.iter().all(|o| o.len() == 2) {
+            chart.draw_series(std::iter::once(PathElement::new(line, PALETTE[0].stroke_width(2))))?;
+        }
         chart
             .draw_series(fr.iter().map(|p| Circle::new(*p, 5, PALETTE[0].filled())))?
             .label("GA Pareto front")
