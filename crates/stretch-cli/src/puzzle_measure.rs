@@ -318,13 +318,7 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
 /// Median ms of [`RUNS`] runs (after two warm-ups) of the piece on random inputs.
 fn time_piece(engine: &dyn scheduler_rt::Engine, bytes: &[u8], shapes: &[Vec<usize>]) -> Result<f64, String> {
     let compiled = engine.compile(bytes)?;
-    let mut inputs: TVec<Value> = TVec::new();
-    for (k, shape) in shapes.iter().enumerate() {
-        let n = shape.iter().product();
-        let t =
-            Tensor::from_shape(shape, &scheduler_rt::npy::random_values(7 + k as u64, n)).map_err(|e| e.to_string())?;
-        inputs.push(t.into_tvalue());
-    }
+    let inputs = random_inputs(shapes)?;
     let mut times = Vec::with_capacity(RUNS);
     for i in 0..RUNS + 2 {
         let t = Instant::now();

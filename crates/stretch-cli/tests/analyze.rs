@@ -52,21 +52,26 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     let w = workload(&dir, APPS, &["camera"]);
     let (p1, p2) = (dir.join("p1.json"), dir.join("p2.json"));
     let png = dir.join("front.png");
-    let out = stretch_ok(&[
-        "analyze",
-        "--workload",
-        &w,
-        "--device",
-        &device(),
-        "--generations",
-        "4",
-        "--population",
-        "8",
-        "-o",
-        p1.to_str().unwrap(),
-        "--front",
-        png.to_str().unwrap(),
-    ]);
+    let dev = device();
+    let search = |plan: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "analyze",
+            "--workload",
+            &w,
+            "--device",
+            &dev,
+            "--generations",
+            "4",
+            "--population",
+            "8",
+            "-o",
+        ];
+        let plan = plan.to_str().unwrap().to_string();
+        args.push(&plan);
+        args.extend(extra);
+        stretch_ok(&args)
+    };
+    let out = search(&p1, &["--front", png.to_str().unwrap()]);
     for needle in [
         "Pareto front",
         "chosen: plan",
@@ -78,19 +83,7 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
         assert!(out.contains(needle), "no '{needle}' in:\n{out}");
     }
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);
-    stretch_ok(&[
-        "analyze",
-        "--workload",
-        &w,
-        "--device",
-        &device(),
-        "--generations",
-        "4",
-        "--population",
-        "8",
-        "-o",
-        p2.to_str().unwrap(),
-    ]);
+    search(&p2, &[]);
     let (a, b) = (
         std::fs::read_to_string(&p1).unwrap(),
         std::fs::read_to_string(&p2).unwrap(),
