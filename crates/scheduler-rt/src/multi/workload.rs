@@ -10,7 +10,7 @@
 //! name = "scene"
 //! model = "../../fixtures/models/mobilenet_v2.onnx"   # relative to this file
 //! random_weights = 1       # fill structure-only initializers from this seed
-//! arrival = "periodic"     # periodic (fps) | poisson (rate, per s) | closed | frame (per_frame)
+//! arrival = "periodic"     # periodic (fps) | poisson (rate, per s) | closed | frame (per_frame) | group (group)
 //! fps = 10
 //! slo_ms = 60              # or slo_multiplier = 3
 //! processor = "cpu1"       # where `fixed` runs it; default: its fastest processor
@@ -37,6 +37,9 @@
 //! `frames_dir = "clips/a"` (`.npy` frames in name order, cycled).
 //! `arrival = "closed"` with `fps` admits the next request when the
 //! previous one finished and no sooner than 1/fps after it arrived.
+//!
+//! `arrival = "group"` with `group = "NAME"` makes the app a member of a
+//! `[[group]]` (Puzzle's model groups, [`super::groups`]).
 //!
 //! Frame-driven apps (Band's EagleEye) form one group: each camera frame
 //! sends `per_frame` requests of every such app, and the next frame starts

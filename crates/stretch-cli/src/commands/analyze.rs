@@ -19,11 +19,10 @@ use std::time::Instant;
 
 /// Search how to cut each model of a workload's model groups into
 /// subgraphs, where each runs and which model goes first (Puzzle: a
-/// genetic algorithm, NSGA-II selection, over the multi-DNN simulator with
-/// the device profile's predicted costs). Prints the Pareto front of mean
-/// and p90 group makespans, the chosen plan, its XRBench score and
-/// saturation multiplier α* (the smallest period multiplier that scores
-/// 1), and the same for three baselines: every model on the single best
+/// genetic algorithm, NSGA-II selection, over the multi-DNN simulator).
+/// Prints the Pareto front of mean and p90 group makespans, the chosen
+/// plan, its XRBench score and saturation multiplier α* (the smallest
+/// period multiplier that scores 1), and the same for three baselines: every model on the single best
 /// processor, the best model-level mapping without cuts, and Band's `lst`
 /// online policy. Every figure is simulated, from costs predicted by a
 /// device profile (--device) or measured on this machine (--runtime-config).
@@ -61,11 +60,13 @@ pub struct Args {
     #[arg(long = "cost-db", value_name = "DB.json", default_value = "target/puzzle-costs.json")]
     pub cost_db: PathBuf,
 
-    /// Most generations to run (the search stops earlier when the
-    /// population's mean score has not improved for 3 generations).
+    /// Most generations to run (the search stops earlier when for 3
+    /// generations neither the population's mean score nor its mean first
+    /// objective has improved).
     #[arg(long, default_value_t = 40)]
     pub generations: usize,
 
+    /// Individuals per generation (each makes one child per generation).
     #[arg(long, default_value_t = 24)]
     pub population: usize,
 
