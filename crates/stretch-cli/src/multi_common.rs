@@ -221,11 +221,31 @@ pub fn group_text(w: &Workload, log: &RunLog) -> String {
         "model groups (makespan from the group's tick to its last member): score {:.3}\n",
         o.score()
     );
-    for line in crate::commands::simulate_plan::group_lines(&o, &names) {
+    for line in group_lines(&o, &names) {
         out += &line;
         out.push('\n');
     }
     out
+}
+
+/// Per group: mean, p50 and p90 makespan, QoE and score, one line each.
+pub fn group_lines(o: &scheduler_rt::multi::puzzle::evaluate::Outcome, names: &[String]) -> Vec<String> {
+    o.makespans
+        .iter()
+        .zip(&o.periods_ms)
+        .zip(names)
+        .map(|((m, p), n)| {
+            let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
+            format!(
+                "  {n:<12} period {p:>8.2} ms  makespan mean {mean:>8.2}  p50 {:>8.2}  p90 {:>8.2} ms  QoE {:.3}  score {:.3}  ({} requests)",
+                scheduler_rt::multi::puzzle::score::quantile(m, 0.5),
+                scheduler_rt::multi::puzzle::score::quantile(m, 0.9),
+                scheduler_rt::multi::puzzle::score::qoe(m, *p),
+                scheduler_rt::multi::puzzle::score::group_score(m, *p),
+                m.len()
+            )
+        })
+        .collect()
 }
 
 /// The multipliers to sweep: from the flag, or the workload as written.

@@ -179,14 +179,16 @@ impl<'a> Measured<'a> {
         }
         let Some((m, a, b)) = best else { return Ok(None) };
         let g = &self.graphs[m];
-        let sub = subgraph_of(g, "run".into(), self.layers[m].layers[a..b].to_vec());
-        let bytes = scheduler_rt::extract_onnx(g, &sub)?;
-        let shapes = sub
-            .inputs
-            .iter()
-            .map(|o| g.fact(*o).map(|f| f.shape.clone()).unwrap_or_default())
-            .collect();
+        let (bytes, shapes) = onnx_of(g, self.layers[m].layers[a..b].to_vec())?;
         Ok(Some((format!("{} ({} layers)", g.name, b - a), bytes, shapes)))
+    }
+
+    /// Sends a piece to processor `p`'s timing thread and waits for its median ms.
+    fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>) -> Result<f64, String> {
+        let (tx, rx) = mpsc::channel();
+        let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
+        self.timers[p].send(Job::Time(bytes, shapes, tx)).map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
     }
 
     /// Times, per processor, its [`Self::longest_run_on`] alone and while
@@ -195,33 +197,30 @@ impl<'a> Measured<'a> {
     /// processor is busy (at least 1).
     fn measure_contention(&mut self) -> Result<()> {
         let n = self.procs.len();
+        let probes: Vec<Option<Probe>> = (0..n).map(|p| self.longest_run_on(p)).collect::<Result<_>>()?;
         for p in 0..n {
-            let Some((name, bytes, shapes)) = self.longest_run_on(p)? else {
+            let Some((name, bytes, shapes)) = &probes[p] else {
                 continue;
             };
-            let time = |timers: &[mpsc::Sender<Job>]| -> Result<f64> {
-                let (tx, rx) = mpsc::channel();
-                timers[p]
-                    .send(Job::Time(bytes.clone(), shapes.clone(), tx))
-                    .map_err(|_| anyhow::anyhow!("a timing thread stopped"))?;
-                rx.recv()?
+            let time = || {
+                self.ask_time(p, bytes.clone(), shapes.clone())
                     .map_err(|e| anyhow::anyhow!("timing '{name}' on {}: {e}", self.procs[p].name))
             };
-            let alone = time(&self.timers)?;
+            let alone = time()?;
             let stop = Arc::new(AtomicBool::new(false));
             let mut loaded = Vec::new();
             for q in (0..n).filter(|q| *q != p) {
-                if let Some((_, b, sh)) = self.longest_run_on(q)? {
+                if let Some((_, b, sh)) = &probes[q] {
                     let (tx, rx) = mpsc::channel();
                     self.timers[q]
-                        .send(Job::Load(b, sh, stop.clone(), tx))
+                        .send(Job::Load(b.clone(), sh.clone(), stop.clone(), tx))
                         .map_err(|_| anyhow::anyhow!("a timing thread stopped"))?;
                     rx.recv()?
                         .map_err(|e| anyhow::anyhow!("loading {}: {e}", self.procs[q].name))?;
                     loaded.push(self.procs[q].name.clone());
                 }
             }
-            let shared = time(&self.timers);
+            let shared = time();
             stop.store(true, Ordering::Relaxed);
             let shared = shared?;
             if loaded.is_empty() {
@@ -248,18 +247,8 @@ impl<'a> Measured<'a> {
     }
 
     fn time(&mut self, model: usize, nodes: Vec<NodeId>, p: usize) -> Result<f64, String> {
-        let g = &self.graphs[model];
-        let sub = subgraph_of(g, "piece".into(), nodes);
-        let bytes = scheduler_rt::extract_onnx(g, &sub).map_err(|e| e.to_string())?;
-        let shapes = sub
-            .inputs
-            .iter()
-            .map(|o| g.fact(*o).map(|f| f.shape.clone()).unwrap_or_default())
-            .collect();
-        let (tx, rx) = mpsc::channel();
-        let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
-        self.timers[p].send(Job::Time(bytes, shapes, tx)).map_err(|_| gone())?;
-        rx.recv().map_err(|_| gone())?
+        let (bytes, shapes) = onnx_of(&self.graphs[model], nodes).map_err(|e| format!("{e:#}"))?;
+        self.ask_time(p, bytes, shapes)
     }
 }
 
@@ -302,6 +291,18 @@ fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
         }
     });
     tx
+}
+
+/// The subgraph of `nodes` as ONNX bytes, with its inputs' shapes.
+fn onnx_of(g: &Graph, nodes: Vec<NodeId>) -> Result<(Vec<u8>, Vec<Vec<usize>>)> {
+    let sub = subgraph_of(g, "piece".into(), nodes);
+    let bytes = scheduler_rt::extract_onnx(g, &sub)?;
+    let shapes = sub
+        .inputs
+        .iter()
+        .map(|o| g.fact(*o).map(|f| f.shape.clone()).unwrap_or_default())
+        .collect();
+    Ok((bytes, shapes))
 }
 
 fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {

@@ -9,7 +9,7 @@ use scheduler_rt::multi::analyze as band_units;
 use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::puzzle::chromosome::{Chromosome, Piece};
 use scheduler_rt::multi::puzzle::costs::Costs;
-use scheduler_rt::multi::puzzle::evaluate::{Built, Outcome, Problem, candidate_rows};
+use scheduler_rt::multi::puzzle::evaluate::{Outcome, Problem, candidate_rows};
 use scheduler_rt::multi::puzzle::ga::{self, GaOptions};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::puzzle::{nsga, score};
@@ -22,9 +22,9 @@ use std::time::Instant;
 /// genetic algorithm, NSGA-II selection, over the multi-DNN simulator).
 /// Prints the Pareto front of mean and p90 group makespans, the chosen
 /// plan, its XRBench score and saturation multiplier α* (the smallest
-/// period multiplier that scores 1), and the same for three baselines: every model on the single best
-/// processor, the best model-level mapping without cuts, and Band's `lst`
-/// online policy. Every figure is simulated, from costs predicted by a
+/// period multiplier that scores 1), and the same for three baselines:
+/// every model on the single best processor, the best model-level mapping
+/// without cuts, and Band's `lst` online policy. Every figure is simulated, from costs predicted by a
 /// device profile (--device) or measured on this machine (--runtime-config).
 #[derive(ClapArgs, Debug)]
 pub struct Args {
@@ -202,35 +202,6 @@ fn band_setup(sc: &Scenario, costs: &mut dyn Costs) -> Result<(Vec<ModelUnits>, 
     ))
 }
 
-fn lst_saturation(
-    problem: &mut Problem,
-    units: &[ModelUnits],
-    truth: &Truth,
-    max: f64,
-) -> Result<(Outcome, Option<f64>)> {
-    let w0 = problem.workload.clone();
-    let at_one = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w0)?;
-    let mut failed = None;
-    let sat = score::saturation_coarse_fine(max, |m| {
-        let w = w0.with_period_multiplier(m);
-        match problem.saturates(units.to_vec(), truth, Box::new(Lst::new(false)), &w) {
-            Ok(yes) => f64::from(u8::from(yes)),
-            Err(e) => {
-                failed.get_or_insert(e);
-                0.0
-            }
-        }
-    });
-    match failed {
-        Some(e) => Err(e.into()),
-        None => Ok((at_one, sat)),
-    }
-}
-
-fn saturation_of(problem: &mut Problem, b: &Built, max: f64) -> Result<Option<f64>> {
-    Ok(problem.saturation(b, max)?)
-}
-
 pub fn run(a: Args) -> Result<()> {
     if a.generations == 0 {
         bail!("--generations 0: nothing would be searched; give at least 1");
@@ -268,7 +239,7 @@ pub fn run(a: Args) -> Result<()> {
         let b = problem.build(&ps::whole_on(&sc.layers, p, rank.clone()))?;
         let w = problem.workload.clone();
         let outcome = problem.simulate(&b, &w)?;
-        let sat = saturation_of(&mut problem, &b, a.max_multiplier)?;
+        let sat = problem.saturation(&b, a.max_multiplier)?;
         let better = single.as_ref().is_none_or(|s| {
             sat.unwrap_or(f64::INFINITY) < s.saturation.unwrap_or(f64::INFINITY)
                 || (sat == s.saturation && outcome.objectives()[0] < s.outcome.objectives()[0])
@@ -284,32 +255,36 @@ pub fn run(a: Args) -> Result<()> {
     baselines.extend(single);
     let mappings = best_mappings(&mut problem, &rank)?;
     let mut sats = Vec::new();
+    let mut best_built = None;
     for (c, _) in &mappings {
         let b = problem.build(c)?;
-        sats.push(saturation_of(&mut problem, &b, a.max_multiplier)?.unwrap_or(f64::INFINITY));
+        sats.push(problem.saturation(&b, a.max_multiplier)?.unwrap_or(f64::INFINITY));
+        best_built.get_or_insert(b);
     }
-    let best_map = problem.evaluate(&mappings[0].0)?;
+    let best_built = best_built.context("no model-level mapping could be built")?;
+    let w = problem.workload.clone();
+    let best_map = problem.simulate(&best_built, &w)?;
     let med = score::median(&sats);
     baselines.push(Judged {
         name: format!("best mapping ({} on its front)", mappings.len()),
-        outcome: best_map,
+        outcome: best_map.clone(),
         saturation: med.is_finite().then_some(med),
     });
-    let (lst_outcome, lst_sat) = lst_saturation(&mut problem, &units, &truth, a.max_multiplier)?;
+    let lst_outcome = problem.run_policy(units.clone(), &truth, Box::new(Lst::new(false)), &w)?;
+    let lst_sat = problem.saturation_with(&units, &truth, || Box::new(Lst::new(false)), a.max_multiplier)?;
     baselines.push(Judged {
         name: "Band lst (online, no hand-off costs)".into(),
         outcome: lst_outcome,
         saturation: lst_sat,
     });
 
-    let plan_of = |problem: &mut Problem, c: &Chromosome| -> Result<Built> { Ok(problem.build(c)?) };
     let (front, history, population_objs, front_objs) = if models == 1 {
         eprintln!(
             "one model in the workload: nothing to search (no priorities to order, and cutting a lone model only adds hand-offs); the plan is the best mapping"
         );
         let c = mappings[0].0.clone();
         let o = mappings[0].1.clone();
-        (vec![c], Vec::new(), vec![o.clone()], vec![o])
+        (vec![(c, best_map.clone())], Vec::new(), vec![o.clone()], vec![o])
     } else {
         let bar = ProgressBar::new(a.generations as u64).with_style(
             ProgressStyle::with_template("{elapsed_precise} [{bar:30}] gen {pos}/{len} {wide_msg}")
@@ -331,20 +306,23 @@ pub fn run(a: Args) -> Result<()> {
         })?;
         bar.finish_and_clear();
         let pop_objs: Vec<Vec<f64>> = result.population.iter().map(|i| i.objectives.clone()).collect();
-        let front: Vec<Chromosome> = result
+        let front: Vec<(Chromosome, Outcome)> = result
             .front
             .iter()
-            .map(|i| result.population[*i].chromosome.clone())
+            .map(|i| {
+                (
+                    result.population[*i].chromosome.clone(),
+                    result.population[*i].outcome.clone(),
+                )
+            })
             .collect();
         let fo: Vec<Vec<f64>> = result.front.iter().map(|i| pop_objs[*i].clone()).collect();
         (front, result.history, pop_objs, fo)
     };
     let mut judged = Vec::new();
-    for (i, c) in front.iter().enumerate() {
-        let b = plan_of(&mut problem, c)?;
-        let w = problem.workload.clone();
-        let outcome = problem.simulate(&b, &w)?;
-        let sat = saturation_of(&mut problem, &b, a.max_multiplier)?;
+    for (i, (c, outcome)) in front.into_iter().enumerate() {
+        let b = problem.build(&c)?;
+        let sat = problem.saturation(&b, a.max_multiplier)?;
         judged.push((i, b, outcome, sat));
     }
     let chosen = judged
@@ -385,15 +363,13 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(path) = &a.out {
         std::fs::write(path, serde_json::to_string_pretty(&plan)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        let b = problem.build(&mappings[0].0)?;
-        let w = problem.workload.clone();
-        let o = problem.simulate(&b, &w)?;
+        let b = &best_built;
         let mut best = PlanFile::new(&names, &sc.apps, &sc.graphs, &sc.layers, &b.pieces, &b.rank);
         best.figures = serde_json::json!({
             "simulated": true,
             "plan": "best model-level mapping without cuts (baseline)",
-            "groups": group_figures(&problem.workload, &o),
-            "score": o.score(),
+            "groups": group_figures(&problem.workload, &best_map),
+            "score": best_map.score(),
         });
         let path = baseline_path(path);
         std::fs::write(&path, serde_json::to_string_pretty(&best)?)

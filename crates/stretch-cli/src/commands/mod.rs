@@ -15,7 +15,7 @@ pub mod serve;
 mod serve_plan;
 mod serve_render;
 pub mod simulate;
-pub mod simulate_plan;
+mod simulate_plan;
 mod simulate_render;
 pub mod train;
 pub mod zoo;

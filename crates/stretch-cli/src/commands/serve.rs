@@ -104,6 +104,23 @@ pub fn processors(
     Ok((c.processors, c.support, c.accelerator))
 }
 
+/// Per model of `server` (app names `apps`): its isolated p99 on its
+/// fastest processor, `runs` runs each (at least 1), printed as measured.
+pub fn fastest_isolated_p99(server: &Server, apps: &[String], runs: usize) -> Result<Vec<f64>> {
+    let mut out = Vec::with_capacity(server.models.len());
+    for (m, app) in apps.iter().enumerate().take(server.models.len()) {
+        let mut best = f64::INFINITY;
+        for w in 0..server.names.len() {
+            if let Some(p99) = server.isolated_p99(m, w, runs.max(1))? {
+                best = best.min(p99);
+            }
+        }
+        eprintln!("{app}: isolated p99 on its fastest processor {best:.2} ms (measured)");
+        out.push(best);
+    }
+    Ok(out)
+}
+
 pub fn run(a: Args) -> Result<()> {
     if !a.plan.is_empty() {
         return super::serve_plan::run(&a, &a.plan);
@@ -167,20 +184,8 @@ pub fn run(a: Args) -> Result<()> {
     server
         .register(&mut base)
         .context("registration (timing each model's largest subgraph per processor)")?;
-    let mut isolated = Vec::new();
-    for m in 0..server.models.len() {
-        let mut best = f64::INFINITY;
-        for w in 0..names.len() {
-            if let Some(p99) = server.isolated_p99(m, w, a.isolated_runs.max(1))? {
-                best = best.min(p99);
-            }
-        }
-        eprintln!(
-            "{}: isolated p99 on its fastest processor {best:.2} ms (measured)",
-            workload.apps[m].name
-        );
-        isolated.push(best);
-    }
+    let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
+    let isolated = fastest_isolated_p99(&server, &apps, a.isolated_runs)?;
     workload.resolve_groups(&isolated)?;
     let configs: Vec<(Option<f64>, &String)> = multipliers
         .iter()

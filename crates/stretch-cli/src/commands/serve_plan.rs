@@ -4,18 +4,17 @@
 //! measured, beside what the analyzer predicted.
 
 use super::serve::Args;
-use super::simulate_plan::group_lines;
+use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
 use scheduler_rt::default_factory;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::policy::static_plan::StaticPlan;
-use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log};
+use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::serve::Server;
-use scheduler_rt::multi::units::from_pieces;
-use scheduler_rt::multi::{Policy, ProcSet, Scheduler};
+use scheduler_rt::multi::{Policy, Scheduler};
 use std::path::{Path, PathBuf};
 
 /// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn.
@@ -27,20 +26,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         .with_context(|| format!("cannot load the models of {}", sc.workload.file))?;
     let band_units: Vec<_> = band.models.iter().map(|m| m.units.clone()).collect();
     let accel = vec![false; sc.names.len()];
-    let mut fastest = Vec::new();
-    for m in 0..band.models.len() {
-        let mut best = f64::INFINITY;
-        for w in 0..sc.names.len() {
-            if let Some(p99) = band.isolated_p99(m, w, a.isolated_runs.max(1))? {
-                best = best.min(p99);
-            }
-        }
-        eprintln!(
-            "{}: isolated p99 on its fastest processor {best:.2} ms (measured)",
-            sc.apps[m]
-        );
-        fastest.push(best);
-    }
+    let fastest = super::serve::fastest_isolated_p99(&band, &sc.apps, a.isolated_runs)?;
     let mut workload = sc.workload.clone();
     workload.resolve_groups(&fastest)?;
     if let Some(d) = a.sweep.duration_s {
@@ -56,16 +42,8 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         let mut server = Server::start(&sc.procs, &factory)?;
         let mut units = Vec::new();
         for (m, g) in sc.graphs.iter().enumerate() {
-            let nodes: Vec<_> = pieces[m]
-                .iter()
-                .map(|p| {
-                    (
-                        p.layers.iter().map(|l| sc.layers[m].layers[*l]).collect(),
-                        ProcSet::single(p.processor),
-                    )
-                })
-                .collect();
-            let u = from_pieces(g, &nodes).with_context(|| format!("{}: app {}", path.display(), sc.apps[m]))?;
+            let u = plan_units(g, &sc.layers[m], &pieces[m])
+                .with_context(|| format!("{}: app {}", path.display(), sc.apps[m]))?;
             units.push(u.clone());
             server.add_model(g.clone(), u, &mut say)?;
         }

@@ -3,31 +3,10 @@
 //! makespans and the XRBench score.
 
 use super::simulate::Args;
+use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
-use scheduler_rt::multi::puzzle::evaluate::Outcome;
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
-use scheduler_rt::multi::puzzle::score;
-
-/// Per group: mean, p50 and p90 makespan, QoE and score, one line each.
-pub fn group_lines(o: &Outcome, names: &[String]) -> Vec<String> {
-    o.makespans
-        .iter()
-        .zip(&o.periods_ms)
-        .zip(names)
-        .map(|((m, p), n)| {
-            let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
-            format!(
-                "  {n:<12} period {p:>8.2} ms  makespan mean {mean:>8.2}  p50 {:>8.2}  p90 {:>8.2} ms  QoE {:.3}  score {:.3}  ({} requests)",
-                score::quantile(m, 0.5),
-                score::quantile(m, 0.9),
-                score::qoe(m, *p),
-                score::group_score(m, *p),
-                m.len()
-            )
-        })
-        .collect()
-}
 
 pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
     let device = a.device.as_ref().context("--plan needs --device")?;

@@ -30,8 +30,8 @@ impl Policy for StaticPlan {
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
         let mut out: Vec<Assignment> = Vec::new();
         for w in view.idle() {
-            let mut best: Option<((usize, f64, usize), Assignment)> = None;
-            for (i, t) in view.queue.iter().enumerate() {
+            let mut best: Option<((usize, f64), Assignment)> = None;
+            for t in view.queue {
                 if out.iter().any(|a| a.task == *t) {
                     continue;
                 }
@@ -47,12 +47,8 @@ impl Policy for StaticPlan {
                 let key = (
                     self.rank.get(job.spec.model).copied().unwrap_or(usize::MAX),
                     job.spec.arrival_ms,
-                    i,
                 );
-                if best
-                    .as_ref()
-                    .is_none_or(|(k, _)| key.0 < k.0 || (key.0 == k.0 && key.1 < k.1))
-                {
+                if best.as_ref().is_none_or(|(k, _)| key < *k) {
                     best = Some((
                         key,
                         Assignment {

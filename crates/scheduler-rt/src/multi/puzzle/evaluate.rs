@@ -65,10 +65,10 @@ pub fn outcome_from_log(log: &RunLog, w: &Workload) -> Outcome {
             e.1 = e.1.max(c.finish_ms - c.spec.arrival_ms);
         }
     }
+    let members: Vec<usize> = (0..w.groups.len()).map(|g| w.group_members(g).len()).collect();
     let mut makespans: Vec<Vec<(f64, f64)>> = vec![Vec::new(); w.groups.len()];
     for ((g, at), (n, ms)) in ticks {
-        let members = w.group_members(g).len();
-        makespans[g].push((f64::from_bits(at), if n == members { ms } else { f64::INFINITY }));
+        makespans[g].push((f64::from_bits(at), if n == members[g] { ms } else { f64::INFINITY }));
     }
     for m in &mut makespans {
         m.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -114,6 +114,24 @@ pub fn candidate_rows(
     Ok(rows)
 }
 
+/// The units of one model's plan: one region per piece, runnable only on
+/// the piece's processor ([`from_pieces`]).
+pub fn plan_units(g: &Graph, lg: &LayerGraph, pieces: &[Piece]) -> Result<ModelUnits, PuzzleError> {
+    let nodes: Vec<(Vec<NodeId>, ProcSet)> = pieces
+        .iter()
+        .map(|p| {
+            (
+                p.layers.iter().map(|l| lg.layers[*l]).collect(),
+                ProcSet::single(p.processor),
+            )
+        })
+        .collect();
+    from_pieces(g, &nodes).map_err(|e| PuzzleError::Model {
+        model: g.name.clone(),
+        reason: e.to_string(),
+    })
+}
+
 /// A decoded plan ready to simulate.
 #[derive(Clone, Debug)]
 pub struct Built {
@@ -157,19 +175,7 @@ impl Problem<'_> {
         for (m, ps) in pieces.iter().enumerate() {
             let g = &self.graphs[m];
             let lg = &self.layers[m];
-            let nodes: Vec<(Vec<NodeId>, ProcSet)> = ps
-                .iter()
-                .map(|p| {
-                    (
-                        p.layers.iter().map(|l| lg.layers[*l]).collect(),
-                        ProcSet::single(p.processor),
-                    )
-                })
-                .collect();
-            let u = from_pieces(g, &nodes).map_err(|e| PuzzleError::Model {
-                model: g.name.clone(),
-                reason: e.to_string(),
-            })?;
+            let u = plan_units(g, lg, ps)?;
             let mut home: HashMap<NodeId, usize> = HashMap::new();
             for p in ps {
                 for l in &p.layers {
@@ -299,12 +305,23 @@ impl Problem<'_> {
     /// The saturation multiplier of `b` (Puzzle §6.2) to 0.01 up to `max`
     /// ([`score::saturation_coarse_fine`]).
     pub fn saturation(&mut self, b: &Built, max: f64) -> Result<Option<f64>, PuzzleError> {
+        self.saturation_with(&b.units, &b.truth, || Box::new(StaticPlan::new(b.rank.clone())), max)
+    }
+
+    /// The saturation multiplier of `units` with `truth` under the policy
+    /// `policy` makes (a fresh one per trial run).
+    pub fn saturation_with(
+        &mut self,
+        units: &[ModelUnits],
+        truth: &Truth,
+        policy: impl Fn() -> Box<dyn Policy>,
+        max: f64,
+    ) -> Result<Option<f64>, PuzzleError> {
         let base = self.workload.clone();
         let mut failed = None;
         let sat = score::saturation_coarse_fine(max, |m| {
             let w = base.with_period_multiplier(m);
-            let policy = Box::new(StaticPlan::new(b.rank.clone()));
-            match self.saturates(b.units.clone(), &b.truth, policy, &w) {
+            match self.saturates(units.to_vec(), truth, policy(), &w) {
                 Ok(yes) => f64::from(u8::from(yes)),
                 Err(e) => {
                     failed.get_or_insert(e);
