@@ -19,6 +19,8 @@ pub struct Scenario {
     pub procs: Vec<scheduler_rt::ProcessorConfig>,
     pub names: Vec<String>,
     pub support: Vec<OpSupport>,
+    /// Per processor: an accelerator (Band's β for its estimates).
+    pub accel: Vec<bool>,
     pub workload: Workload,
     pub graphs: Vec<Graph>,
     pub layers: Vec<LayerGraph>,
@@ -30,7 +32,13 @@ pub struct Scenario {
 pub fn load(workload: &Path, device: &Path) -> Result<Scenario> {
     let device = DeviceModel::load(device).with_context(|| format!("cannot load {}", device.display()))?;
     let (names, support) = profile_processors(device.profile());
-    load_with(workload, Some(device), Vec::new(), names, &support)
+    let accel = device
+        .profile()
+        .processors
+        .values()
+        .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
+        .collect();
+    load_with(workload, Some(device), Vec::new(), names, &support, accel)
 }
 
 /// A device profile's processor names and operator support, in its order.
@@ -71,9 +79,9 @@ pub fn load_runtime(
     config: &Option<std::path::PathBuf>,
     flags: &[scheduler_rt::ProcessorConfig],
 ) -> Result<Scenario> {
-    let (procs, support, _) = crate::commands::serve::processors(config, flags)?;
+    let (procs, support, accel) = crate::commands::serve::processors(config, flags)?;
     let names = procs.iter().map(|p| p.name.clone()).collect();
-    load_with(workload, None, procs, names, &support)
+    load_with(workload, None, procs, names, &support, accel)
 }
 
 fn load_with(
@@ -82,6 +90,7 @@ fn load_with(
     procs: Vec<scheduler_rt::ProcessorConfig>,
     names: Vec<String>,
     support: &[OpSupport],
+    accel: Vec<bool>,
 ) -> Result<Scenario> {
     let w = mc::load_workload(workload, &names, None)?;
     if w.groups.is_empty() {
@@ -115,6 +124,7 @@ fn load_with(
         procs,
         names,
         support: support.to_vec(),
+        accel,
         workload: w,
         graphs,
         layers,

@@ -25,14 +25,14 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     let band = Server::load(&sc.procs, &sc.support, sc.graphs.clone(), factory.clone(), &mut say)
         .with_context(|| format!("cannot load the models of {}", sc.workload.file))?;
     let band_units: Vec<_> = band.models.iter().map(|m| m.units.clone()).collect();
-    let accel = vec![false; sc.names.len()];
+    let accel = &sc.accel;
     let fastest = super::serve::fastest_isolated_p99(&band, &sc.apps, a.isolated_runs)?;
     let mut workload = sc.workload.clone();
     workload.resolve_groups(&fastest)?;
     if let Some(d) = a.sweep.duration_s {
         workload.duration_s = Some(d);
     }
-    let mut band_est = Estimator::new(EstimatorParams::default(), &accel, &band_units);
+    let mut band_est = Estimator::new(EstimatorParams::default(), accel, &band_units);
     band.register(&mut band_est).context("registration")?;
 
     let mut served = Vec::new();
@@ -52,7 +52,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
                 .compute_references(&factory)
                 .context("cannot compute the reference outputs")?;
         }
-        let mut est = Estimator::new(EstimatorParams::default(), &accel, &units);
+        let mut est = Estimator::new(EstimatorParams::default(), accel, &units);
         server.register(&mut est).context("registration")?;
         let predicted = plan.figures["groups"].as_array().map(|g| {
             g.iter()
