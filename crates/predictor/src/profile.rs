@@ -131,9 +131,37 @@ pub struct DeviceProfile {
     /// named NAME to these totals.
     #[serde(default)]
     pub models: BTreeMap<String, BTreeMap<String, Figure>>,
+    /// The machine a profile measured on this kind of host describes; its
+    /// figures say little about another CPU.
+    #[serde(default)]
+    pub measured_on: Option<MeasuredOn>,
+}
+
+/// Where and when a measured profile's figures were taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredOn {
+    /// The CPU model as `/proc/cpuinfo` names it.
+    pub cpu: String,
+    /// The day of the measurement (YYYY-MM-DD).
+    pub date: String,
+    pub source: String,
 }
 
 impl DeviceProfile {
+    /// A warning when the profile was measured on another CPU than `this_cpu`
+    /// (the model name this machine reports), `None` when it matches or the
+    /// profile does not say where it was measured.
+    pub fn measured_elsewhere(&self, this_cpu: &str) -> Option<String> {
+        let m = self.measured_on.as_ref()?;
+        (m.cpu.trim() != this_cpu.trim()).then(|| {
+            format!(
+                "profile `{}` was measured on `{}` ({}) but this machine's CPU is `{this_cpu}`: its predictions describe that machine; re-measure with `stretch profile` and `stretch fit`",
+                self.name, m.cpu, m.date
+            )
+        })
+    }
+
     /// Reads and validates a profile; errors name the file and the key at fault.
     pub fn load(path: impl AsRef<Path>) -> Result<DeviceProfile, ProfileError> {
         let path = path.as_ref();
@@ -281,6 +309,20 @@ between = ["cpu", "gpu"]
 latency_us = { value = 1000.0, source = "test" }
 bandwidth_gbs = { value = 1.0, source = "test" }
 "#;
+
+    #[test]
+    fn warns_only_when_measured_on_another_cpu() {
+        let unsaid = DeviceProfile::parse(OK, "t.toml").unwrap();
+        assert_eq!(unsaid.measured_elsewhere("Intel Xeon"), None);
+        let said = OK.replace(
+            "description = \"test\"\n",
+            "description = \"test\"\nmeasured_on = { cpu = \"AMD EPYC 7B13\", date = \"2026-11-22\", source = \"run.json\" }\n",
+        );
+        let p = DeviceProfile::parse(&said, "t.toml").unwrap();
+        assert_eq!(p.measured_elsewhere("AMD EPYC 7B13"), None);
+        let w = p.measured_elsewhere("Intel Xeon").unwrap();
+        assert!(w.contains("AMD EPYC 7B13") && w.contains("Intel Xeon") && w.contains("2026-11-22"), "{w}");
+    }
 
     #[test]
     fn communication_cost() {

@@ -121,7 +121,10 @@ impl SearchArgs {
     }
 
     pub fn model(&self) -> Result<DeviceModel> {
-        DeviceModel::load(&self.device).with_context(|| format!("cannot load {}", self.device.display()))
+        let model =
+            DeviceModel::load(&self.device).with_context(|| format!("cannot load {}", self.device.display()))?;
+        crate::warn_if_measured_elsewhere(model.profile());
+        Ok(model)
     }
 
     pub fn processors(&self, model: &DeviceModel) -> Vec<String> {

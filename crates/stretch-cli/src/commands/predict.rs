@@ -49,6 +49,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let mut model = DeviceModel::load(&args.device)?;
+    crate::warn_if_measured_elsewhere(model.profile());
     if args.analytic {
         model = model.without_regressors();
     }
