@@ -321,7 +321,10 @@ bandwidth_gbs = { value = 1.0, source = "test" }
         let p = DeviceProfile::parse(&said, "t.toml").unwrap();
         assert_eq!(p.measured_elsewhere("AMD EPYC 7B13"), None);
         let w = p.measured_elsewhere("Intel Xeon").unwrap();
-        assert!(w.contains("AMD EPYC 7B13") && w.contains("Intel Xeon") && w.contains("2026-11-22"), "{w}");
+        assert!(
+            w.contains("AMD EPYC 7B13") && w.contains("Intel Xeon") && w.contains("2026-11-22"),
+            "{w}"
+        );
     }
 
     #[test]
