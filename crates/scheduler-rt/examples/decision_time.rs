@@ -177,6 +177,7 @@ fn bench(here: &std::path::Path, support: &[OpSupport], samples: usize) -> Resul
                 models: &models,
                 workers: &workers,
                 estimator: &est,
+                thermal: None,
             };
             let mut lst = Lst::new(false);
             let mut sel = Sel;

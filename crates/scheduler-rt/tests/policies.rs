@@ -236,6 +236,7 @@ fn region_plan_on_analyzed_models_equals_brute_force() {
             models: &models,
             workers: &workers,
             estimator: &e,
+            thermal: None,
         };
         let from = rng.below(n);
         let plan = region_plan(&view, 0, 0, from, inst.start, &inst.waits, false);
@@ -295,6 +296,7 @@ fn lst_picks_the_least_slack_job_of_band_fig_12() {
         models: &models,
         workers: &workers,
         estimator: &e,
+        thermal: None,
     };
     let ab = models[0].candidate(0, 1).unwrap();
     let ef = models[1].candidate(0, 1).unwrap();
@@ -411,6 +413,7 @@ fn job_latency_follows_the_critical_path_of_a_dag() {
         models: &models,
         workers: &workers,
         estimator: &e,
+        thermal: None,
     };
     let w = [5.0, 0.0];
     let plan = job_plan(&view, &j, &w, false);
@@ -538,4 +541,79 @@ fn every_policy_name_makes_that_policy() {
     }
     assert_eq!(policy_by_name("rr", &options).map(|p| p.name()), Some("round-robin"));
     assert!(policy_by_name("fifo", &options).is_none());
+}
+
+/// A thermal oracle with a fixed rise per worker.
+struct Rises(Vec<f64>);
+
+impl scheduler_rt::multi::thermal::ThermalOracle for Rises {
+    fn rise_c(&self, worker: usize, _latency_ms: f64) -> Option<f64> {
+        self.0.get(worker).copied()
+    }
+}
+
+/// Fig. 12's Job 2 (E on CPU or NPU, F on the NPU) queued alone, with
+/// each worker busy for `busy[k]` ms and an SLO of `slo` ms.
+fn one_task(busy: [f64; 2], slo: f64) -> (Vec<ModelUnits>, Estimator, HashMap<u64, Job>, Vec<WorkerState>) {
+    let (models, e) = fig12();
+    let jobs: HashMap<u64, Job> = [(0, job(0, 1, &models[1], 0.0, Some(slo)))].into();
+    let mut workers = idle_workers(2);
+    for (k, ms) in busy.iter().enumerate() {
+        workers[k].running = Some(Running {
+            seq: 9 + k as u64,
+            task: Task { job: 99, region: 0 },
+            model: 0,
+            candidate: 0,
+            start_ms: Some(0.0),
+            expected_ms: *ms,
+        });
+    }
+    (models, e, jobs, workers)
+}
+
+proptest! {
+    /// Splash's min-heat: whenever some worker finishes within the SLO, the
+    /// chosen one does, and it is the coolest of those; otherwise the fastest.
+    #[test]
+    fn min_heat_never_misses_an_slo_it_could_meet(
+        busy in [0.0f64..40.0, 0.0f64..40.0],
+        rises in [0.0f64..8.0, 0.0f64..8.0],
+        slo in 5.0f64..60.0,
+    ) {
+        let (models, e, jobs, workers) = one_task(busy, slo);
+        let queue = [Task { job: 0, region: 0 }];
+        let oracle = Rises(rises.to_vec());
+        let view = View { now_ms: 0.0, queue: &queue, jobs: &jobs, models: &models, workers: &workers, estimator: &e, thermal: Some(&oracle) };
+        let a = scheduler_rt::multi::policy::MinHeat::default().schedule(&view);
+        prop_assert_eq!(a.len(), 1);
+        let finish = |k: usize| busy[k] + e.estimate(1, scheduler_rt::multi::policy::plan::longest_from(&models[1], 0, k).unwrap(), k);
+        let chosen = a[0].worker;
+        let in_time: Vec<usize> = (0..2).filter(|k| finish(*k) <= slo).collect();
+        if in_time.is_empty() {
+            prop_assert!(finish(chosen) <= finish(1 - chosen));
+        } else {
+            prop_assert!(in_time.contains(&chosen), "picked {} ({} ms) while {:?} meet {} ms", chosen, finish(chosen), in_time, slo);
+            prop_assert!(in_time.iter().all(|k| rises[chosen] <= rises[*k]));
+        }
+    }
+
+    /// Max weighted PPT with η = 1 places as the minimum-latency policy
+    /// (HEFT's earliest finish) does, with η = 0 on the smallest rise.
+    #[test]
+    fn max_weighted_ppt_spans_latency_and_heat(
+        busy in [0.0f64..40.0, 0.0f64..40.0],
+        rises in [0.0f64..8.0, 0.0f64..8.0],
+    ) {
+        let (models, e, jobs, workers) = one_task(busy, 1e9);
+        let queue = [Task { job: 0, region: 0 }];
+        let oracle = Rises(rises.to_vec());
+        let view = View { now_ms: 0.0, queue: &queue, jobs: &jobs, models: &models, workers: &workers, estimator: &e, thermal: Some(&oracle) };
+        let fastest = Heft.schedule(&view);
+        let latency = scheduler_rt::multi::policy::MaxWeightedPpt::new(1.0).schedule(&view);
+        prop_assert_eq!(&latency, &fastest);
+        let heat = scheduler_rt::multi::policy::MaxWeightedPpt::new(0.0).schedule(&view);
+        let coolest = if rises[0] <= rises[1] { 0 } else { 1 };
+        prop_assume!((rises[0] - rises[1]).abs() > 1e-9);
+        prop_assert_eq!(heat[0].worker, coolest);
+    }
 }

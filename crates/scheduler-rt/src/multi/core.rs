@@ -193,6 +193,8 @@ pub struct View<'a> {
     pub models: &'a [ModelUnits],
     pub workers: &'a [WorkerState],
     pub estimator: &'a Estimator,
+    /// Predicted temperature rises, where the run models the device's heat.
+    pub thermal: Option<&'a dyn super::thermal::ThermalOracle>,
 }
 
 impl View<'_> {
@@ -467,6 +469,7 @@ impl Scheduler {
                 models: &self.models,
                 workers: &self.workers,
                 estimator: &self.estimator,
+                thermal: None,
             };
             let t = Instant::now();
             let assignments = self.policy.schedule(&view);

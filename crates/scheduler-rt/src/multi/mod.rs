@@ -20,6 +20,7 @@ pub mod report;
 pub mod serve;
 pub mod sim;
 pub mod support;
+pub mod thermal;
 pub mod units;
 pub mod workload;
 

@@ -7,6 +7,8 @@ pub mod fifo;
 pub mod fixed;
 pub mod heft;
 pub mod lst;
+pub mod max_weighted_ppt;
+pub mod min_heat;
 pub mod offload;
 pub mod plan;
 pub mod round_robin;
@@ -18,6 +20,8 @@ use super::core::{Assignment, Completed, JobId, Requeue, View};
 pub use fixed::Fixed;
 pub use heft::Heft;
 pub use lst::Lst;
+pub use max_weighted_ppt::MaxWeightedPpt;
+pub use min_heat::MinHeat;
 pub use round_robin::RoundRobin;
 pub use sel::Sel;
 
@@ -40,6 +44,11 @@ pub trait Policy: Send {
     /// Models this policy moved between processors: (ms, model, worker).
     fn moves(&self) -> &[(f64, usize, usize)] {
         &[]
+    }
+    /// Lines a report should print about this policy's decisions (for
+    /// example how often it could not do what it aims at).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 

@@ -1,0 +1,45 @@
+//! Splash's "max weighted PPT" policy (§4.5, Algorithm 3): the worker with
+//! the lowest `η · latency + (1 − η) · Δtemp`, latency being the expected
+//! finish (waiting time + estimate, ms) and Δtemp the predicted rise (°C).
+
+use super::Policy;
+use super::min_heat::{ThermalOption, argmin_by, place_fifo};
+use crate::multi::core::{Assignment, Requeue, View};
+
+/// `η = 1` is the minimum-latency choice, `η = 0` the minimum temperature rise.
+#[derive(Clone, Debug)]
+pub struct MaxWeightedPpt {
+    eta: f64,
+}
+
+impl MaxWeightedPpt {
+    /// `eta` is clamped to [0, 1].
+    pub fn new(eta: f64) -> MaxWeightedPpt {
+        MaxWeightedPpt {
+            eta: eta.clamp(0.0, 1.0),
+        }
+    }
+
+    pub fn eta(&self) -> f64 {
+        self.eta
+    }
+
+    /// The index in `options` this policy picks.
+    pub fn choose(&self, options: &[ThermalOption]) -> usize {
+        argmin_by(options, |o| self.eta * o.finish_ms + (1.0 - self.eta) * o.rise_c)
+    }
+}
+
+impl Policy for MaxWeightedPpt {
+    fn name(&self) -> &'static str {
+        "max-weighted-ppt"
+    }
+
+    fn schedule(&mut self, view: &View) -> Vec<Assignment> {
+        place_fifo(view, |_, _, options| self.choose(options))
+    }
+
+    fn requeue(&self) -> Requeue {
+        Requeue::Head
+    }
+}

@@ -1,0 +1,30 @@
+//! Thermal-aware scheduling (Splash): an emulated device's temperatures
+//! where no sensor exists ([`emulator`]), the online model that predicts a
+//! placement's temperature rise ([`online`]), and the [`ThermalOracle`]
+//! through which policies see it.
+
+pub mod emulator;
+pub mod online;
+
+pub use emulator::{NodeParams, ThermalEmulator, ThermalError, ThermalParams, Throttle};
+pub use online::{OnlineThermalModel, WindowedLeastSquares};
+
+/// What a thermal-aware policy may ask about the device now.
+pub trait ThermalOracle {
+    /// Predicted rise (°C) of `worker`'s temperature from running
+    /// `latency_ms` of work on it now; `None` when no prediction exists yet.
+    fn rise_c(&self, worker: usize, latency_ms: f64) -> Option<f64>;
+}
+
+/// The online model at the temperatures and frequencies read now.
+pub struct Snapshot<'a> {
+    pub model: &'a OnlineThermalModel,
+    pub temps: &'a [f64],
+    pub freqs: &'a [f64],
+}
+
+impl ThermalOracle for Snapshot<'_> {
+    fn rise_c(&self, worker: usize, latency_ms: f64) -> Option<f64> {
+        self.model.rise(worker, self.temps, self.freqs, latency_ms)
+    }
+}
