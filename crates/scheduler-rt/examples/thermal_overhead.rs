@@ -9,40 +9,9 @@
 
 use graph_ir::rng::SplitMix64;
 use scheduler_rt::multi::policy::min_heat::{MinHeat, ThermalOption};
-use scheduler_rt::multi::thermal::{NodeParams, OnlineThermalModel, ThermalEmulator, ThermalParams, Throttle};
+use scheduler_rt::multi::thermal::{OnlineThermalModel, ThermalEmulator, illustrative_phone};
 use std::hint::black_box;
 use std::time::Instant;
-
-fn device() -> ThermalParams {
-    let node = |name: &str, active_w: f64, throttle| NodeParams {
-        name: name.into(),
-        capacitance_j_per_c: 2.0,
-        resistance_c_per_w: 12.0,
-        idle_w: 0.05,
-        active_w,
-        throttle,
-    };
-    let slow = Some(Throttle::Slow {
-        above_c: 49.0,
-        release_c: 47.0,
-        frequency: 0.6,
-    });
-    let off = Some(Throttle::Off {
-        above_c: 51.0,
-        release_c: 48.0,
-    });
-    ThermalParams {
-        ambient_c: 25.0,
-        nodes: vec![
-            node("cpu", 4.5, slow),
-            node("gpu", 1.5, slow),
-            node("dsp", 0.8, off),
-            node("npu", 0.3, off),
-        ],
-        couplings: vec![(0, 1, 0.05), (0, 2, 0.03), (2, 3, 0.02)],
-        source: "illustrative figures for timing only".into(),
-    }
-}
 
 /// (min, median) µs per operation of `batches` batches of `per_batch` calls.
 fn time(batches: usize, per_batch: usize, mut op: impl FnMut(usize)) -> (f64, f64) {
@@ -61,7 +30,7 @@ fn time(batches: usize, per_batch: usize, mut op: impl FnMut(usize)) -> (f64, f6
 
 fn main() {
     let batches: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(50);
-    let mut emu = ThermalEmulator::new(device()).expect("valid parameters");
+    let mut emu = ThermalEmulator::new(illustrative_phone()).expect("valid parameters");
     let n = emu.params().nodes.len();
     let mut model = OnlineThermalModel::new(n, OnlineThermalModel::DEFAULT_WINDOW);
     let mut rng = SplitMix64::new(1);

@@ -115,6 +115,19 @@ fn message(e: &anyhow::Error) -> String {
     msg
 }
 
+/// Prints a warning on stderr, once per process, when `profile` was
+/// measured on another CPU than the one this process runs on.
+fn warn_if_measured_elsewhere(profile: &predictor::DeviceProfile) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let this = predictor::profiler::host::cpu_model(&cpuinfo).unwrap_or_else(|| "unknown CPU".into());
+    if let Some(w) = profile.measured_elsewhere(&this)
+        && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        eprintln!("warning: {w}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::message;
@@ -128,18 +141,5 @@ mod tests {
         assert_eq!(message(&e), "cannot predict m.onnx: a.toml: cannot read: no such file");
         let plain = anyhow::anyhow!("inner").context("outer");
         assert_eq!(message(&plain), "outer: inner");
-    }
-}
-
-/// Prints a warning on stderr, once per process, when `profile` was
-/// measured on another CPU than the one this process runs on.
-fn warn_if_measured_elsewhere(profile: &predictor::DeviceProfile) {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let this = predictor::profiler::host::cpu_model(&cpuinfo).unwrap_or_else(|| "unknown CPU".into());
-    if let Some(w) = profile.measured_elsewhere(&this)
-        && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
-    {
-        eprintln!("warning: {w}");
     }
 }

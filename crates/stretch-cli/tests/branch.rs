@@ -217,6 +217,39 @@ fn a_processor_named_twice_is_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The host profile names the CPU it was measured on: `plan` warns once,
+/// after a successful search, when this machine's CPU differs, and not
+/// when it matches; a refused plan prints only its error.
+#[test]
+fn plan_warns_once_when_the_profile_was_measured_on_another_cpu() {
+    let dir = scratch("branch-measured-on");
+    let r18 = path(&repo().join("fixtures/models/resnet18.onnx"));
+    let text = std::fs::read_to_string(repo().join("configs/devices/host.toml")).expect("host profile");
+    let start =
+        text.find("measured_on = { cpu = \"").expect("host.toml names its CPU") + "measured_on = { cpu = \"".len();
+    let end = start + text[start..].find('"').expect("closing quote");
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let this = predictor::profiler::host::cpu_model(&cpuinfo).unwrap_or_else(|| "unknown CPU".into());
+    let regressors = repo().join("data/profiles/host").display().to_string();
+    for (cpu, warns) in [("Some Other CPU 9000", true), (this.as_str(), false)] {
+        let profile = dir.join(if warns { "other.toml" } else { "same.toml" });
+        let body = format!("{}{cpu}{}", &text[..start], &text[end..]).replace("../../data/profiles/host", &regressors);
+        std::fs::write(&profile, body).expect("write profile");
+        let device = path(&profile);
+        let o = stretch(&["plan", &r18, "--device", &device, "--processors", "cpu0,cpu1"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let e = String::from_utf8_lossy(&o.stderr);
+        let warnings = e.matches("warning: profile `host` was measured on").count();
+        assert_eq!(warnings, usize::from(warns), "{cpu}: {e}");
+        if warns {
+            assert!(e.contains("Some Other CPU 9000") && e.contains(&this), "{e}");
+        }
+        let refused = stretch(&["plan", &r18, "--device", &device, "--processors", "cpu0,cpu0"]);
+        assert_eq!(String::from_utf8_lossy(&refused.stderr).lines().count(), 1);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn all_combinations_draws_from_the_listed_processors() {
     let model = path(&repo().join("fixtures/models/resnet18.onnx"));

@@ -121,10 +121,7 @@ impl SearchArgs {
     }
 
     pub fn model(&self) -> Result<DeviceModel> {
-        let model =
-            DeviceModel::load(&self.device).with_context(|| format!("cannot load {}", self.device.display()))?;
-        crate::warn_if_measured_elsewhere(model.profile());
-        Ok(model)
+        DeviceModel::load(&self.device).with_context(|| format!("cannot load {}", self.device.display()))
     }
 
     pub fn processors(&self, model: &DeviceModel) -> Vec<String> {
@@ -150,15 +147,9 @@ impl SearchArgs {
             .iter()
             .map(|(n, p)| (n.clone(), p.kind))
             .collect();
-        Ok(search(
-            graph,
-            label,
-            &model,
-            processors,
-            &kinds,
-            &self.settings()?,
-            explain,
-        )?)
+        let found = search(graph, label, &model, processors, &kinds, &self.settings()?, explain)?;
+        crate::warn_if_measured_elsewhere(model.profile());
+        Ok(found)
     }
 }
 

@@ -49,7 +49,6 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let mut model = DeviceModel::load(&args.device)?;
-    crate::warn_if_measured_elsewhere(model.profile());
     if args.analytic {
         model = model.without_regressors();
     }
@@ -60,6 +59,7 @@ pub fn run(args: Args) -> Result<()> {
     let prediction = model
         .predict_graph(&graph, &args.processor)
         .with_context(|| format!("cannot predict {}", args.model.model.display()))?;
+    crate::warn_if_measured_elsewhere(model.profile());
     let mut out = std::io::stdout().lock();
     if args.json {
         let doc = serde_json::json!({

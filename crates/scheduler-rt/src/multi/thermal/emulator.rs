@@ -276,41 +276,46 @@ impl ThermalEmulator {
     }
 }
 
+/// A four-processor phone-like device for tests and benchmarks: CPU, GPU
+/// (slow down at 49 °C), DSP, NPU (off at 51 °C), the CPU coupled to the
+/// GPU and DSP. Illustrative figures, not any device's measurements.
+pub fn illustrative_phone() -> ThermalParams {
+    let node = |name: &str, c: f64, r: f64, active: f64, throttle| NodeParams {
+        name: name.into(),
+        capacitance_j_per_c: c,
+        resistance_c_per_w: r,
+        idle_w: 0.05,
+        active_w: active,
+        throttle,
+    };
+    let slow = Some(Throttle::Slow {
+        above_c: 49.0,
+        release_c: 47.0,
+        frequency: 0.6,
+    });
+    let off = Some(Throttle::Off {
+        above_c: 51.0,
+        release_c: 48.0,
+    });
+    ThermalParams {
+        ambient_c: 25.0,
+        nodes: vec![
+            node("cpu", 2.0, 12.0, 4.5, slow),
+            node("gpu", 2.0, 12.0, 1.5, slow),
+            node("dsp", 1.5, 15.0, 0.8, off),
+            node("npu", 1.5, 15.0, 0.3, off),
+        ],
+        couplings: vec![(0, 1, 0.05), (0, 2, 0.03), (2, 3, 0.02)],
+        source: "illustrative figures, not measured".into(),
+    }
+}
+
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
-    /// A four-processor phone-like device: CPU, GPU (slow down at 49 °C),
-    /// DSP, NPU (off at 51 °C), CPU coupled to the GPU and DSP.
-    pub(crate) fn phone() -> ThermalParams {
-        let node = |name: &str, c: f64, r: f64, active: f64, throttle| NodeParams {
-            name: name.into(),
-            capacitance_j_per_c: c,
-            resistance_c_per_w: r,
-            idle_w: 0.05,
-            active_w: active,
-            throttle,
-        };
-        let slow = Some(Throttle::Slow {
-            above_c: 49.0,
-            release_c: 47.0,
-            frequency: 0.6,
-        });
-        let off = Some(Throttle::Off {
-            above_c: 51.0,
-            release_c: 48.0,
-        });
-        ThermalParams {
-            ambient_c: 25.0,
-            nodes: vec![
-                node("cpu", 2.0, 12.0, 4.5, slow),
-                node("gpu", 2.0, 12.0, 1.5, slow),
-                node("dsp", 1.5, 15.0, 0.8, off),
-                node("npu", 1.5, 15.0, 0.3, off),
-            ],
-            couplings: vec![(0, 1, 0.05), (0, 2, 0.03), (2, 3, 0.02)],
-            source: "test".into(),
-        }
+    fn phone() -> ThermalParams {
+        illustrative_phone()
     }
 
     #[test]

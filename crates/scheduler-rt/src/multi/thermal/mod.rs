@@ -6,7 +6,7 @@
 pub mod emulator;
 pub mod online;
 
-pub use emulator::{NodeParams, ThermalEmulator, ThermalError, ThermalParams, Throttle};
+pub use emulator::{NodeParams, ThermalEmulator, ThermalError, ThermalParams, Throttle, illustrative_phone};
 pub use online::{OnlineThermalModel, WindowedLeastSquares};
 
 /// What a thermal-aware policy may ask about the device now.

@@ -209,7 +209,7 @@ impl OnlineThermalModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::multi::thermal::emulator::{ThermalEmulator, tests::phone};
+    use crate::multi::thermal::emulator::{ThermalEmulator, illustrative_phone as phone};
     use graph_ir::rng::SplitMix64;
 
     #[test]
