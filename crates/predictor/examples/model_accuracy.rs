@@ -234,9 +234,10 @@ fn main() {
 fn run() -> Result<(), String> {
     let o = options()?;
     let model = DeviceModel::load(&o.device).map_err(|e| e.to_string())?;
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let this_cpu = predictor::profiler::host::cpu_model(&cpuinfo).unwrap_or_else(|| "unknown CPU".into());
-    if let Some(w) = model.profile().measured_elsewhere(&this_cpu) {
+    if let Some(w) = model
+        .profile()
+        .measured_elsewhere(&predictor::profiler::host::this_cpu_model())
+    {
         eprintln!("warning: {w}");
     }
     let cores = CoreSet::new(vec![o.core]).ok_or("empty core set")?;

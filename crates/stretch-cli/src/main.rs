@@ -119,9 +119,7 @@ fn message(e: &anyhow::Error) -> String {
 /// measured on another CPU than the one this process runs on.
 fn warn_if_measured_elsewhere(profile: &predictor::DeviceProfile) {
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let this = predictor::profiler::host::cpu_model(&cpuinfo).unwrap_or_else(|| "unknown CPU".into());
-    if let Some(w) = profile.measured_elsewhere(&this)
+    if let Some(w) = profile.measured_elsewhere(&predictor::profiler::host::this_cpu_model())
         && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
         eprintln!("warning: {w}");

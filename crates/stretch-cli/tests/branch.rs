@@ -228,8 +228,7 @@ fn plan_warns_once_when_the_profile_was_measured_on_another_cpu() {
     let start =
         text.find("measured_on = { cpu = \"").expect("host.toml names its CPU") + "measured_on = { cpu = \"".len();
     let end = start + text[start..].find('"').expect("closing quote");
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let this = predictor::profiler::host::cpu_model(&cpuinfo).unwrap_or_else(|| "unknown CPU".into());
+    let this = predictor::profiler::host::this_cpu_model();
     let regressors = repo().join("data/profiles/host").display().to_string();
     for (cpu, warns) in [("Some Other CPU 9000", true), (this.as_str(), false)] {
         let profile = dir.join(if warns { "other.toml" } else { "same.toml" });

@@ -56,6 +56,13 @@ impl Host {
     }
 }
 
+/// This machine's CPU model as `/proc/cpuinfo` names it (`unknown` where it
+/// cannot be read).
+pub fn this_cpu_model() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    cpu_model(&cpuinfo).unwrap_or_else(|| "unknown".into())
+}
+
 /// The first `model name` (x86) or `Model`/`Hardware` (Arm) line of a cpuinfo text.
 pub fn cpu_model(cpuinfo: &str) -> Option<String> {
     ["model name", "Model", "Hardware"].iter().find_map(|key| {

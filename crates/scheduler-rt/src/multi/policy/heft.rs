@@ -2,7 +2,7 @@
 //! once on the worker where it would finish earliest, busy or not.
 
 use super::Policy;
-use super::plan::{longest_from, waits};
+use super::plan::{WorkerOptions, longest_options, waits};
 use crate::multi::core::{Assignment, Requeue, View};
 
 /// A task runs, on each worker, the longest candidate from its next unit
@@ -16,30 +16,17 @@ use crate::multi::core::{Assignment, Requeue, View};
 #[derive(Clone, Debug, Default)]
 pub struct Heft;
 
-/// Per worker, the candidate it would run and its estimate, if it can.
-type Options = Vec<Option<(usize, f64)>>;
-
 impl Policy for Heft {
     fn name(&self) -> &'static str {
         "heft"
     }
 
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
-        let mut ranked: Vec<(f64, usize, Options)> = Vec::new();
+        let mut ranked: Vec<(f64, usize, WorkerOptions)> = Vec::new();
         for (q, task) in view.queue.iter().enumerate() {
-            let Some(job) = view.jobs.get(&task.job) else {
+            let Some(options) = longest_options(view, task) else {
                 continue;
             };
-            let model = job.spec.model;
-            let m = &view.models[model];
-            let next = job.next_unit(m, task.region);
-            let options: Options = (0..view.workers.len())
-                .map(|k| {
-                    let c = longest_from(m, next, k)?;
-                    let ms = view.estimate(model, c, k);
-                    ms.is_finite().then_some((c, ms))
-                })
-                .collect();
             let runnable: Vec<f64> = options.iter().flatten().map(|(_, ms)| *ms).collect();
             if runnable.is_empty() {
                 continue;

@@ -36,7 +36,7 @@ impl Policy for MaxWeightedPpt {
     }
 
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
-        place_fifo(view, |_, _, options| self.choose(options))
+        place_fifo(view, |_, options| self.choose(options))
     }
 
     fn requeue(&self) -> Requeue {

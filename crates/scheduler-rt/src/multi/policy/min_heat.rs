@@ -3,7 +3,7 @@
 //! predicted to rise least.
 
 use super::Policy;
-use super::plan::{longest_from, waits};
+use super::plan::{longest_options, waits};
 use crate::multi::core::{Assignment, Requeue, View};
 
 /// One worker's option for a task: the candidate it would run, its
@@ -24,20 +24,18 @@ pub struct ThermalOption {
 /// worker `choose` picks among the options of the workers that can run
 /// it, into that worker's own queue; the waits grow with each placement.
 /// A task that no available worker can run stays queued.
-pub fn place_fifo(view: &View, mut choose: impl FnMut(&View, f64, &[ThermalOption]) -> usize) -> Vec<Assignment> {
+pub fn place_fifo(view: &View, mut choose: impl FnMut(f64, &[ThermalOption]) -> usize) -> Vec<Assignment> {
     let mut waits = waits(view);
     let mut out = Vec::new();
     for task in view.queue {
-        let Some(job) = view.jobs.get(&task.job) else {
+        let Some(per_worker) = longest_options(view, task) else {
             continue;
         };
-        let model = job.spec.model;
-        let m = &view.models[model];
-        let next = job.next_unit(m, task.region);
-        let options: Vec<ThermalOption> = (0..view.workers.len())
-            .filter_map(|k| {
-                let c = longest_from(m, next, k)?;
-                let ms = view.estimate(model, c, k);
+        let options: Vec<ThermalOption> = per_worker
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, o)| {
+                let (c, ms) = o?;
                 let finish_ms = waits[k] + ms;
                 finish_ms.is_finite().then(|| ThermalOption {
                     worker: k,
@@ -51,8 +49,11 @@ pub fn place_fifo(view: &View, mut choose: impl FnMut(&View, f64, &[ThermalOptio
         if options.is_empty() {
             continue;
         }
-        let budget = job.deadline_ms().map_or(f64::INFINITY, |d| d - view.now_ms);
-        let pick = options[choose(view, budget, &options).min(options.len() - 1)];
+        let budget = view
+            .job(task.job)
+            .deadline_ms()
+            .map_or(f64::INFINITY, |d| d - view.now_ms);
+        let pick = options[choose(budget, &options).min(options.len() - 1)];
         waits[pick.worker] += pick.ms;
         out.push(Assignment {
             task: *task,
@@ -94,15 +95,17 @@ impl MinHeat {
     /// The index in `options` this policy picks for a task with `budget_ms` left.
     pub fn choose(&mut self, budget_ms: f64, options: &[ThermalOption]) -> usize {
         self.decisions += 1;
-        let meets: Vec<usize> = (0..options.len())
-            .filter(|i| options[*i].finish_ms <= budget_ms)
-            .collect();
-        if meets.is_empty() {
+        if options.iter().all(|o| o.finish_ms > budget_ms) {
             self.fallbacks += 1;
             return argmin_by(options, |o| o.finish_ms);
         }
-        let kept: Vec<ThermalOption> = meets.iter().map(|i| options[*i]).collect();
-        meets[argmin_by(&kept, |o| o.rise_c)]
+        argmin_by(options, |o| {
+            if o.finish_ms <= budget_ms {
+                o.rise_c.min(f64::MAX)
+            } else {
+                f64::INFINITY
+            }
+        })
     }
 }
 
@@ -112,7 +115,7 @@ impl Policy for MinHeat {
     }
 
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
-        place_fifo(view, |_, budget, options| self.choose(budget, options))
+        place_fifo(view, |budget, options| self.choose(budget, options))
     }
 
     fn requeue(&self) -> Requeue {

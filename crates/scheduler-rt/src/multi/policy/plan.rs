@@ -256,6 +256,27 @@ fn in_flight(view: &View, job: &Job, r: usize, m: &ModelUnits) -> Option<(usize,
     None
 }
 
+/// Per worker, the candidate it would run and its estimate, if it can.
+pub type WorkerOptions = Vec<Option<(usize, f64)>>;
+
+/// Per worker, the longest candidate from the next unit of `task`'s
+/// region that the worker supports and its estimate, where the worker can
+/// run it now. `None` when the task's job is gone.
+pub fn longest_options(view: &View, task: &crate::multi::core::Task) -> Option<WorkerOptions> {
+    let job = view.jobs.get(&task.job)?;
+    let model = job.spec.model;
+    let m = &view.models[model];
+    let next = job.next_unit(m, task.region);
+    let options = (0..view.workers.len())
+        .map(|k| {
+            let c = longest_from(m, next, k)?;
+            let ms = view.estimate(model, c, k);
+            ms.is_finite().then_some((c, ms))
+        })
+        .collect();
+    Some(options)
+}
+
 /// The longest candidate starting at unit `first` (within its region) that
 /// `worker` supports.
 pub fn longest_from(m: &ModelUnits, first: usize, worker: usize) -> Option<usize> {

@@ -164,6 +164,8 @@ pub struct ThermalEmulator {
     temps: Vec<f64>,
     throttled: Vec<bool>,
     now_ms: f64,
+    /// [`ThermalParams::stable_step_ms`], computed once.
+    limit_ms: f64,
 }
 
 impl ThermalEmulator {
@@ -175,6 +177,7 @@ impl ThermalEmulator {
             temps: vec![params.ambient_c; n],
             throttled: vec![false; n],
             now_ms: 0.0,
+            limit_ms: params.stable_step_ms(),
             params,
         })
     }
@@ -220,9 +223,11 @@ impl ThermalEmulator {
     /// Advances by `dt_ms`, each node busy for the share `busy[i]` (0-1) of
     /// it, then updates throttling. Fails when `dt_ms` is beyond the stable step.
     pub fn step(&mut self, dt_ms: f64, busy: &[f64]) -> Result<(), ThermalError> {
-        let limit_ms = self.params.stable_step_ms();
-        if dt_ms >= limit_ms {
-            return Err(ThermalError::Unstable { dt_ms, limit_ms });
+        if dt_ms >= self.limit_ms {
+            return Err(ThermalError::Unstable {
+                dt_ms,
+                limit_ms: self.limit_ms,
+            });
         }
         let dt = dt_ms / 1e3;
         let amb = self.params.ambient_c;
