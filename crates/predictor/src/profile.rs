@@ -135,6 +135,14 @@ pub struct DeviceProfile {
     /// figures say little about another CPU.
     #[serde(default)]
     pub measured_on: Option<MeasuredOn>,
+    /// The thermal emulator's parameters per processor, read by
+    /// `scheduler_rt::multi::thermal::profile` (thermal runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal: Option<toml::Table>,
+    /// A remote server a `cloud` worker offloads to, read by
+    /// `scheduler_rt::multi::thermal::profile` (thermal runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud: Option<toml::Table>,
 }
 
 /// Where and when a measured profile's figures were taken.

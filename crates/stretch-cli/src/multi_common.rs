@@ -157,7 +157,7 @@ pub fn make_policy(name: &str, workload: &Workload, names: &[String]) -> Result<
     let options = PolicyOptions {
         fixed,
         whole_model_only: whole,
-        heimdall: None,
+        ..PolicyOptions::default()
     };
     policy_by_name(base, &options).with_context(|| format!("unknown policy '{name}' (known: {})", policy_help()))
 }

@@ -6,7 +6,12 @@ use super::core::{Completed, JobSpec};
 use super::workload::{Arrival, Workload};
 use graph_ir::rng::SplitMix64;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+
+struct OpenFrame {
+    taken_ms: f64,
+    left: HashMap<usize, usize>,
+}
 
 #[derive(PartialEq)]
 struct At(f64, usize, u64);
@@ -36,7 +41,11 @@ pub struct Arrivals {
     rng: SplitMix64,
     frame_apps: Vec<usize>,
     frame: u64,
-    frame_left: usize,
+    /// Frames in flight: when each was taken and the requests it still
+    /// waits for, per app (those not yet sent included).
+    open: HashMap<u64, OpenFrame>,
+    /// With a camera: its period, deadline and when it takes the next frame.
+    camera: Option<(f64, f64, f64)>,
     /// Frames whose requests have all finished.
     pub frames_done: u64,
     sources: Vec<FrameSource>,
@@ -80,7 +89,8 @@ impl Arrivals {
             rng,
             frame_apps,
             frame: 0,
-            frame_left: 0,
+            open: HashMap::new(),
+            camera: w.camera.map(|c| (1e3 / c.fps, c.slo_ms, 0.0)),
             frames_done: 0,
             sources: w
                 .apps
@@ -90,23 +100,31 @@ impl Arrivals {
                 .collect(),
             group_period,
         };
-        a.start_frame(0.0);
+        if a.camera.is_none() {
+            a.start_frame(0.0);
+        }
         a
     }
 
+    /// Takes frame `self.frame + 1` at `now`: the requests of the apps that
+    /// follow no other arrive now.
     fn start_frame(&mut self, now: f64) {
         if self.frame_apps.is_empty() || now >= self.end_ms {
             return;
         }
+        self.frame += 1;
+        let mut left = HashMap::new();
         for &i in &self.frame_apps {
-            if let Arrival::Frame { per_frame } = self.patterns[i] {
-                for _ in 0..per_frame {
-                    self.pending.push(At(now, i, self.frame + 1));
-                    self.frame_left += 1;
+            if let Arrival::Frame { per_frame, after } = self.patterns[i] {
+                left.insert(i, per_frame);
+                if after.is_none() {
+                    for _ in 0..per_frame {
+                        self.pending.push(At(now, i, self.frame));
+                    }
                 }
             }
         }
-        self.frame += 1;
+        self.open.insert(self.frame, OpenFrame { taken_ms: now, left });
     }
 
     /// When the next arrival is due, if one is known.
@@ -114,7 +132,12 @@ impl Arrivals {
         if self.issued >= self.limit {
             return None;
         }
-        self.pending.peek().map(|a| a.0).filter(|t| *t < self.end_ms)
+        let camera = self.camera.map(|c| c.2).filter(|_| !self.frame_apps.is_empty());
+        [self.pending.peek().map(|a| a.0), camera]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp)
+            .filter(|t| *t < self.end_ms)
     }
 
     /// The jobs due at or before `now`, in arrival order; periodic and
@@ -125,15 +148,26 @@ impl Arrivals {
             if t > now {
                 break;
             }
+            if let Some((period, deadline, at)) = self.camera
+                && at <= t
+            {
+                self.camera = Some((period, deadline, at + period));
+                self.start_frame(at);
+                continue;
+            }
             let Some(At(t, app, frame)) = self.pending.pop() else {
                 break;
             };
             self.issued += 1;
+            let slo_ms = match (self.camera, self.open.get(&frame)) {
+                (Some((_, deadline, _)), Some(f)) if frame > 0 => Some((f.taken_ms + deadline - t).max(0.0)),
+                _ => self.slo_ms[app],
+            };
             out.push(JobSpec {
                 app,
                 model: app,
                 arrival_ms: t,
-                slo_ms: self.slo_ms[app],
+                slo_ms,
                 frame: (frame > 0).then_some(frame),
                 content: 100.0 * self.sources[app].next_variation(),
             });
@@ -162,14 +196,40 @@ impl Arrivals {
             Arrival::Paced { fps } => self
                 .pending
                 .push(At(now.max(c.spec.arrival_ms + 1e3 / fps), c.spec.app, 0)),
-            Arrival::Frame { .. } => {
-                self.frame_left = self.frame_left.saturating_sub(1);
-                if self.frame_left == 0 {
-                    self.frames_done += 1;
-                    self.start_frame(now);
+            Arrival::Frame { .. } => self.frame_request_done(c, now),
+            _ => {}
+        }
+    }
+
+    /// A request of a frame finished: the apps that follow its app get
+    /// their requests of that frame once it has none left, and a frame with
+    /// nothing left is done (without a camera, the next one starts).
+    fn frame_request_done(&mut self, c: &Completed, now: f64) {
+        let Some(frame) = c.spec.frame else { return };
+        let Some(open) = self.open.get_mut(&frame) else {
+            return;
+        };
+        let app = c.spec.app;
+        if let Some(n) = open.left.get_mut(&app) {
+            *n = n.saturating_sub(1);
+        }
+        if open.left.get(&app) == Some(&0) {
+            for &i in &self.frame_apps {
+                if let Arrival::Frame { per_frame, after } = self.patterns[i]
+                    && after == Some(app)
+                {
+                    for _ in 0..per_frame {
+                        self.pending.push(At(now, i, frame));
+                    }
                 }
             }
-            _ => {}
+        }
+        if open.left.values().all(|n| *n == 0) {
+            self.open.remove(&frame);
+            self.frames_done += 1;
+            if self.camera.is_none() {
+                self.start_frame(now);
+            }
         }
     }
 

@@ -284,6 +284,8 @@ pub enum SchedError {
         what: &'static str,
         assignment: Assignment,
     },
+    #[error("thermal emulator: {0}")]
+    Thermal(#[from] super::thermal::ThermalError),
 }
 
 /// The queue, the jobs, the workers' states, the estimator and the policy.
@@ -460,6 +462,15 @@ impl Scheduler {
     /// Asks the policy for assignments and returns the subgraphs to start
     /// now, on workers that are free.
     pub fn schedule(&mut self, now: f64) -> Result<Vec<Dispatch>, SchedError> {
+        self.schedule_with(now, None)
+    }
+
+    /// [`Scheduler::schedule`] with the device's thermal state for the policy to see.
+    pub fn schedule_with(
+        &mut self,
+        now: f64,
+        thermal: Option<&dyn super::thermal::ThermalOracle>,
+    ) -> Result<Vec<Dispatch>, SchedError> {
         if !self.queue.is_empty() && self.workers.iter().any(|w| w.available) {
             let queue: Vec<Task> = self.queue.iter().copied().collect();
             let view = View {
@@ -469,7 +480,7 @@ impl Scheduler {
                 models: &self.models,
                 workers: &self.workers,
                 estimator: &self.estimator,
-                thermal: None,
+                thermal,
             };
             let t = Instant::now();
             let assignments = self.policy.schedule(&view);

@@ -5,6 +5,8 @@
 use super::arrivals::Arrivals;
 use super::core::{JobSpec, SchedError, Scheduler};
 use super::report::{RunLog, Span};
+use super::thermal::ThermalOracle;
+use super::thermal::driver::{Change, ThermalDriver};
 use super::workload::Workload;
 use graph_ir::rng::SplitMix64;
 use std::cmp::Ordering;
@@ -169,6 +171,23 @@ pub fn simulate(
     truth: &Truth,
     options: SimOptions,
 ) -> Result<RunLog, SchedError> {
+    simulate_thermal(sched, workload, slo_ms, truth, options, None)
+}
+
+/// [`simulate`] on a device that heats up: `thermal` (one node per worker)
+/// is stepped with the workers' busy states; a processor that throttles
+/// runs the subgraphs it starts from then on slower by its frequency
+/// factor (one already running keeps its pace), and one that switches off
+/// is an outage until it cools. Policies see the driver's online thermal
+/// model and latency per temperature bin.
+pub fn simulate_thermal(
+    sched: &mut Scheduler,
+    workload: &Workload,
+    slo_ms: Vec<Option<f64>>,
+    truth: &Truth,
+    options: SimOptions,
+    mut thermal: Option<&mut ThermalDriver>,
+) -> Result<RunLog, SchedError> {
     let names: Vec<String> = sched.workers().iter().map(|w| w.name.clone()).collect();
     let mut arrivals = Arrivals::new(workload, slo_ms);
     let mut events = Events::default();
@@ -199,7 +218,32 @@ pub fn simulate(
             .into_iter()
             .flatten()
             .min_by(f64::total_cmp);
-        let Some(next) = next else { break };
+        let next = match (next, thermal.as_deref()) {
+            (None, Some(t)) if t.any_off() && sched.in_system() > 0 => Some(now + POLL_MS),
+            (next, _) => next,
+        };
+        let Some(mut next) = next else { break };
+        if let Some(t) = thermal.as_deref_mut() {
+            let busy_now: Vec<bool> = busy.iter().map(Option::is_some).collect();
+            let (stop, changes) = t.advance_until(next, &busy_now)?;
+            next = next.min(stop);
+            for c in changes {
+                if let Change::Off { worker, off } = c {
+                    if off {
+                        if let Some(mut s) = busy[worker].take() {
+                            s.end_ms = stop;
+                            s.counted = false;
+                            log.spans.push(s);
+                            t.finished(worker, 0, 0, 0.0, false);
+                        }
+                        sched.set_available(worker, false);
+                    } else {
+                        sched.set_available(worker, true);
+                    }
+                    log.outage(worker, !off, stop);
+                }
+            }
+        }
         now = now.max(next);
         if next_tick.is_some_and(|t| t <= now) {
             log.dropped_frames.extend(sched.render_ticks(now));
@@ -220,6 +264,9 @@ pub fn simulate(
                     }
                     span.end_ms = now;
                     let ms = span.end_ms - span.start_ms;
+                    if let (Some(t), Some(r)) = (thermal.as_deref_mut(), sched.workers()[worker].running.as_ref()) {
+                        t.finished(worker, r.model, r.candidate, ms, true);
+                    }
                     log.spans.push(span);
                     if let Some(c) = sched.finish(now, worker, seq, Some(ms)) {
                         missed |= options.stop_at_first_miss && !c.met_slo();
@@ -233,6 +280,9 @@ pub fn simulate(
                         s.end_ms = now;
                         s.counted = false;
                         log.spans.push(s);
+                        if let Some(t) = thermal.as_deref_mut() {
+                            t.finished(w, 0, 0, 0.0, false);
+                        }
                     }
                     sched.set_available(w, false);
                     log.outage(w, false, now);
@@ -252,7 +302,11 @@ pub fn simulate(
             }
         }
         admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
-        for d in sched.schedule(now)? {
+        let dispatches = {
+            let oracle = thermal.as_deref().map(|t| t.oracle());
+            sched.schedule_with(now, oracle.as_ref().map(|o| o as &dyn ThermalOracle))?
+        };
+        for d in dispatches {
             if d.render.is_some() {
                 let mut ms = render_ms.unwrap_or(d.expected_ms);
                 if options.noise > 0.0 {
@@ -300,6 +354,10 @@ pub fn simulate(
                 }
                 ms *= speed.1;
             }
+            if let Some(t) = thermal.as_deref_mut() {
+                ms *= t.latency_factor(d.worker);
+                t.started(d.worker);
+            }
             ms += if truth.overhead_quantiles.is_empty() {
                 truth.overhead_ms
             } else {
@@ -328,6 +386,10 @@ pub fn simulate(
     log.moves = sched.policy_moves();
     Ok(log)
 }
+
+/// How often a thermal run looks again while a switched-off processor
+/// holds the only work left (ms).
+const POLL_MS: f64 = 10.0;
 
 /// One of the non-empty `values`, uniformly at random.
 fn pick(rng: &mut SplitMix64, values: &[f64]) -> f64 {

@@ -43,7 +43,12 @@
 //!
 //! Frame-driven apps (Band's EagleEye) form one group: each camera frame
 //! sends `per_frame` requests of every such app, and the next frame starts
-//! when all of them have finished.
+//! when all of them have finished. An app with `after = "NAME"` sends its
+//! requests of a frame when all of NAME's requests of that frame have
+//! finished (Splash's Person Finder: detections, then recognitions). A
+//! `[camera]` (`fps`, `slo_ms`, default 1000 / fps) takes frames at a fixed
+//! rate instead; every request of a frame must finish `slo_ms` after the
+//! frame was taken.
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -73,9 +78,12 @@ pub enum Arrival {
     Paced {
         fps: f64,
     },
-    /// `per_frame` requests per camera frame of the frame group.
+    /// `per_frame` requests per camera frame of the frame group; with
+    /// `after` (an earlier frame app), sent when all of that app's requests
+    /// of the same frame have finished.
     Frame {
         per_frame: usize,
+        after: Option<usize>,
     },
     /// One request per period of the model group (index into
     /// [`Workload::groups`]), at the same instants as every other member.
@@ -172,6 +180,18 @@ pub struct Workload {
     pub render: Option<Render>,
     /// Model groups (Puzzle §2.2): members share one periodic input.
     pub groups: Vec<super::groups::Group>,
+    /// Frames of the frame apps come from a camera at a fixed rate instead
+    /// of one after another.
+    pub camera: Option<Camera>,
+}
+
+/// A camera driving the frame apps (Splash's workloads): a frame every
+/// `1 / fps`, each with a deadline `slo_ms` after it was taken that every
+/// request of the frame shares.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Camera {
+    pub fps: f64,
+    pub slo_ms: f64,
 }
 
 #[derive(Deserialize)]
@@ -214,6 +234,14 @@ struct File {
     render: Option<RenderFile>,
     #[serde(default)]
     group: Vec<super::groups::GroupFile>,
+    camera: Option<CameraFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CameraFile {
+    fps: f64,
+    slo_ms: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +261,7 @@ struct AppFile {
     frames: Option<FramesFile>,
     frames_dir: Option<String>,
     group: Option<String>,
+    after: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -329,6 +358,19 @@ impl Workload {
                         .per_frame
                         .filter(|n| *n > 0)
                         .ok_or_else(|| err(&key("per_frame"), "arrival 'frame' needs per_frame >= 1".into()))?,
+                    after: match &a.after {
+                        None => None,
+                        Some(n) => Some(
+                            apps.iter()
+                                .position(|x: &App| x.name == *n && matches!(x.arrival, Arrival::Frame { .. }))
+                                .ok_or_else(|| {
+                                    err(
+                                        &key("after"),
+                                        format!("'{n}' is not a frame app defined before this one"),
+                                    )
+                                })?,
+                        ),
+                    },
                 },
                 other => {
                     return Err(err(
@@ -337,6 +379,21 @@ impl Workload {
                     ));
                 }
             };
+            if a.after.is_some() && !matches!(arrival, Arrival::Frame { .. }) {
+                return Err(err(
+                    &key("after"),
+                    "only apps with arrival = \"frame\" follow another".into(),
+                ));
+            }
+            if f.camera.is_some()
+                && matches!(arrival, Arrival::Frame { .. })
+                && (a.slo_ms.is_some() || a.slo_multiplier.is_some())
+            {
+                return Err(err(
+                    &key("slo_ms"),
+                    "with [camera] the frame apps share the frame's deadline (camera.slo_ms)".into(),
+                ));
+            }
             if a.group.is_some() && !matches!(arrival, Arrival::Group { .. }) {
                 return Err(err(
                     &key("group"),
@@ -444,7 +501,24 @@ impl Workload {
                 })
             }
         };
+        let camera = match f.camera {
+            None => None,
+            Some(c) => {
+                let fps = positive("camera.fps", c.fps)?;
+                if !apps.iter().any(|a| matches!(a.arrival, Arrival::Frame { .. })) {
+                    return Err(err(
+                        "camera",
+                        "a camera drives frame apps; the workload has none".into(),
+                    ));
+                }
+                Some(Camera {
+                    fps,
+                    slo_ms: positive("camera.slo_ms", c.slo_ms.unwrap_or(1e3 / fps))?,
+                })
+            }
+        };
         Ok(Workload {
+            camera,
             file: String::new(),
             seed: f.seed.unwrap_or(0),
             duration_s: f.duration_s,
@@ -568,7 +642,13 @@ for_s = 2
         assert_eq!(w.apps[0].arrival, Arrival::Periodic { fps: 10.0 });
         assert_eq!(w.apps[0].slo, Slo::Multiplier(2.0));
         assert_eq!(w.apps[1].slo, Slo::Ms(100.0));
-        assert_eq!(w.apps[3].arrival, Arrival::Frame { per_frame: 2 });
+        assert_eq!(
+            w.apps[3].arrival,
+            Arrival::Frame {
+                per_frame: 2,
+                after: None
+            }
+        );
         assert_eq!(w.outages[0].for_s, 2.0);
         assert_eq!(w.render, None);
         assert!(

@@ -13,6 +13,11 @@ pub struct MaxWeightedPpt {
 }
 
 impl MaxWeightedPpt {
+    /// The default η: a subgraph's latency (ms) is some hundred times its
+    /// temperature rise (°C) on a phone, so an η near 0.005 weighs the two
+    /// about equally; η = 0.5 would follow latency almost alone.
+    pub const DEFAULT_ETA: f64 = 0.005;
+
     /// `eta` is clamped to [0, 1].
     pub fn new(eta: f64) -> MaxWeightedPpt {
         MaxWeightedPpt {

@@ -23,6 +23,8 @@ pub struct ThermalOption {
 /// Places queued tasks first-in first-out (Splash Algorithm 1), each on the
 /// worker `choose` picks among the options of the workers that can run
 /// it, into that worker's own queue; the waits grow with each placement.
+/// A worker's latency is the thermal oracle's for its temperature bin where
+/// it has one (Splash §4.3), else the estimator's.
 /// A task that no available worker can run stays queued.
 pub fn place_fifo(view: &View, mut choose: impl FnMut(f64, &[ThermalOption]) -> usize) -> Vec<Assignment> {
     let mut waits = waits(view);
@@ -35,7 +37,9 @@ pub fn place_fifo(view: &View, mut choose: impl FnMut(f64, &[ThermalOption]) -> 
             .into_iter()
             .enumerate()
             .filter_map(|(k, o)| {
-                let (c, ms) = o?;
+                let (c, estimate) = o?;
+                let model = view.job(task.job).spec.model;
+                let ms = view.thermal.and_then(|t| t.latency_ms(model, c, k)).unwrap_or(estimate);
                 let finish_ms = waits[k] + ms;
                 finish_ms.is_finite().then(|| ThermalOption {
                     worker: k,

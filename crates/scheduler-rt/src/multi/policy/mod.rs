@@ -62,6 +62,9 @@ pub struct PolicyOptions {
     pub whole_model_only: bool,
     /// The render-workload policies ([`HEIMDALL_POLICY_NAMES`]).
     pub heimdall: Option<HeimdallOptions>,
+    /// `max-weighted-ppt`: η of `η · latency (ms) + (1 − η) · Δtemp (°C)`;
+    /// `None` for [`MaxWeightedPpt::DEFAULT_ETA`].
+    pub eta: Option<f64>,
 }
 
 /// What Heimdall's coordinator and its baselines are configured with.
@@ -91,6 +94,10 @@ pub const HEIMDALL_POLICY_NAMES: &[&str] = &[
 /// The names [`policy_by_name`] accepts.
 pub const POLICY_NAMES: &[&str] = &["fixed", "round-robin", "sel", "heft", "lst"];
 
+/// Splash's thermal-aware policies: they need a run that models the
+/// device's heat (without one they see no temperature rise).
+pub const THERMAL_POLICY_NAMES: &[&str] = &["min-heat", "max-weighted-ppt"];
+
 /// Makes the policy called `name` (`rr` is accepted for `round-robin`).
 pub fn policy_by_name(name: &str, options: &PolicyOptions) -> Option<Box<dyn Policy>> {
     match name {
@@ -99,6 +106,10 @@ pub fn policy_by_name(name: &str, options: &PolicyOptions) -> Option<Box<dyn Pol
         "sel" => Some(Box::new(Sel)),
         "heft" => Some(Box::new(Heft)),
         "lst" => Some(Box::new(Lst::new(options.whole_model_only))),
+        "min-heat" => Some(Box::new(MinHeat::default())),
+        "max-weighted-ppt" => Some(Box::new(MaxWeightedPpt::new(
+            options.eta.unwrap_or(MaxWeightedPpt::DEFAULT_ETA),
+        ))),
         "whole" | "ops5" => Some(Box::new(fifo::Fifo::new(options.heimdall.as_ref()?.home.clone()))),
         "maxmin-utility" | "maxtotal-utility" | "maxmin-utility-offload" | "maxtotal-utility-offload" => {
             let h = options.heimdall.as_ref()?;

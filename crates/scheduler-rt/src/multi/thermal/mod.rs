@@ -3,8 +3,11 @@
 //! placement's temperature rise ([`online`]), and the [`ThermalOracle`]
 //! through which policies see it.
 
+pub mod driver;
 pub mod emulator;
+pub mod latency_bins;
 pub mod online;
+pub mod profile;
 
 pub use emulator::{NodeParams, ThermalEmulator, ThermalError, ThermalParams, Throttle, illustrative_phone};
 pub use online::{OnlineThermalModel, WindowedLeastSquares};
@@ -14,6 +17,11 @@ pub trait ThermalOracle {
     /// Predicted rise (°C) of `worker`'s temperature from running
     /// `latency_ms` of work on it now; `None` when no prediction exists yet.
     fn rise_c(&self, worker: usize, latency_ms: f64) -> Option<f64>;
+    /// Expected ms of `candidate` of `model` on `worker` at its temperature
+    /// now; `None` where nothing is known for that temperature.
+    fn latency_ms(&self, _model: usize, _candidate: usize, _worker: usize) -> Option<f64> {
+        None
+    }
 }
 
 /// The online model at the temperatures and frequencies read now.
@@ -21,10 +29,16 @@ pub struct Snapshot<'a> {
     pub model: &'a OnlineThermalModel,
     pub temps: &'a [f64],
     pub freqs: &'a [f64],
+    /// Latency per temperature bin, where the run keeps it.
+    pub bins: Option<&'a latency_bins::LatencyBins>,
 }
 
 impl ThermalOracle for Snapshot<'_> {
     fn rise_c(&self, worker: usize, latency_ms: f64) -> Option<f64> {
         self.model.rise(worker, self.temps, self.freqs, latency_ms)
+    }
+
+    fn latency_ms(&self, model: usize, candidate: usize, worker: usize) -> Option<f64> {
+        self.bins?.predict(model, candidate, worker, self.temps[worker])
     }
 }

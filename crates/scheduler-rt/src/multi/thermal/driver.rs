@@ -1,0 +1,254 @@
+//! A thermal run beside a driver (the simulator, or `serve`'s clock): the
+//! emulator stepped at its sample period with each worker's busy state,
+//! throttling turned into slow-downs and outages, and what the scheduler
+//! learns from every finished subgraph (the online thermal model, latency
+//! per temperature bin). One node per worker, in the workers' order.
+
+use super::emulator::{ThermalEmulator, ThermalError, ThermalParams, Throttle};
+use super::latency_bins::LatencyBins;
+use super::online::OnlineThermalModel;
+use super::{Snapshot, ThermalOracle};
+
+/// A throttling state that changed at the time [`ThermalDriver::advance_until`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Change {
+    /// The worker now runs at this share of its frequency (1 = restored).
+    Frequency { worker: usize, frequency: f64 },
+    /// The worker switched off (true) or came back (false).
+    Off { worker: usize, off: bool },
+}
+
+/// Per worker: what ran on it and how its temperature moved.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct WorkerHeat {
+    pub name: String,
+    pub inferences: u64,
+    pub busy_ms: f64,
+    /// Sum over its subgraphs of the temperature after minus before, °C.
+    pub rise_c: f64,
+    pub peak_c: f64,
+    /// Ms spent throttled (slowed or off).
+    pub throttled_ms: f64,
+    /// When it first throttled.
+    pub first_throttle_ms: Option<f64>,
+}
+
+impl WorkerHeat {
+    /// Splash's performance per temperature: subgraphs per second of busy
+    /// time over the mean rise per subgraph (FPS / °C); `None` without runs
+    /// or without a rise.
+    pub fn ppt(&self) -> Option<f64> {
+        if self.inferences == 0 || self.rise_c <= 0.0 || self.busy_ms <= 0.0 {
+            return None;
+        }
+        let fps = self.inferences as f64 * 1e3 / self.busy_ms;
+        Some(fps / (self.rise_c / self.inferences as f64))
+    }
+}
+
+/// The emulator, the models learnt online and the run's thermal record.
+pub struct ThermalDriver {
+    emu: ThermalEmulator,
+    model: OnlineThermalModel,
+    bins: LatencyBins,
+    sample_ms: f64,
+    /// Temperatures and frequencies when each worker's running subgraph started.
+    started: Vec<Option<(Vec<f64>, Vec<f64>)>>,
+    freqs: Vec<f64>,
+    pub heat: Vec<WorkerHeat>,
+    /// Temperatures every `trace_every_ms` (time, °C per worker).
+    pub trace: Vec<(f64, Vec<f64>)>,
+    trace_every_ms: f64,
+}
+
+impl ThermalDriver {
+    /// Splash samples temperatures every 1 ms.
+    pub const SAMPLE_MS: f64 = 1.0;
+
+    pub fn new(params: ThermalParams, trace_every_ms: f64) -> Result<ThermalDriver, ThermalError> {
+        let n = params.nodes.len();
+        let heat = params
+            .nodes
+            .iter()
+            .map(|p| WorkerHeat {
+                name: p.name.clone(),
+                peak_c: params.ambient_c,
+                ..WorkerHeat::default()
+            })
+            .collect();
+        let limit_ms = params.stable_step_ms();
+        if Self::SAMPLE_MS >= limit_ms {
+            return Err(ThermalError::Unstable {
+                dt_ms: Self::SAMPLE_MS,
+                limit_ms,
+            });
+        }
+        let emu = ThermalEmulator::new(params)?;
+        Ok(ThermalDriver {
+            freqs: emu.frequencies(),
+            emu,
+            model: OnlineThermalModel::new(n, OnlineThermalModel::DEFAULT_WINDOW),
+            bins: LatencyBins::default(),
+            sample_ms: Self::SAMPLE_MS,
+            started: vec![None; n],
+            heat,
+            trace: Vec::new(),
+            trace_every_ms,
+        })
+    }
+
+    pub fn now_ms(&self) -> f64 {
+        self.emu.now_ms()
+    }
+
+    pub fn temps(&self) -> &[f64] {
+        self.emu.temps()
+    }
+
+    /// Whether `worker`'s node switches off (rather than slows) when hot.
+    pub fn switches_off(&self, worker: usize) -> bool {
+        matches!(self.emu.params().nodes[worker].throttle, Some(Throttle::Off { .. }))
+    }
+
+    /// Whether some worker is switched off now.
+    pub fn any_off(&self) -> bool {
+        self.freqs.iter().any(|f| *f == 0.0)
+    }
+
+    /// Steps the emulator towards `target_ms` with each worker busy or not,
+    /// stopping early at the first sample where a throttling state changes.
+    /// Returns where it stopped and the changes there.
+    pub fn advance_until(&mut self, target_ms: f64, busy: &[bool]) -> Result<(f64, Vec<Change>), ThermalError> {
+        let shares: Vec<f64> = busy.iter().map(|b| if *b { 1.0 } else { 0.0 }).collect();
+        while self.emu.now_ms() < target_ms - 1e-9 {
+            let dt = (target_ms - self.emu.now_ms()).min(self.sample_ms);
+            let before = self.emu.now_ms();
+            self.emu.step(dt, &shares)?;
+            let now = self.emu.now_ms();
+            for (w, h) in self.heat.iter_mut().enumerate() {
+                h.peak_c = h.peak_c.max(self.emu.temps()[w]);
+                if self.freqs[w] < 1.0 {
+                    h.throttled_ms += dt;
+                }
+            }
+            if self.trace_every_ms > 0.0
+                && (before / self.trace_every_ms).floor() != (now / self.trace_every_ms).floor()
+            {
+                self.trace.push((now, self.emu.temps().to_vec()));
+            }
+            let freqs = self.emu.frequencies();
+            if freqs != self.freqs {
+                let changes = self.changes(&freqs, now);
+                self.freqs = freqs;
+                return Ok((now, changes));
+            }
+        }
+        Ok((self.emu.now_ms(), Vec::new()))
+    }
+
+    fn changes(&mut self, freqs: &[f64], now: f64) -> Vec<Change> {
+        let mut out = Vec::new();
+        for (w, (&old, &new)) in self.freqs.iter().zip(freqs).enumerate() {
+            if old == new {
+                continue;
+            }
+            if new < 1.0 && self.heat[w].first_throttle_ms.is_none() {
+                self.heat[w].first_throttle_ms = Some(now);
+            }
+            if new == 0.0 || old == 0.0 {
+                out.push(Change::Off {
+                    worker: w,
+                    off: new == 0.0,
+                });
+            } else {
+                out.push(Change::Frequency {
+                    worker: w,
+                    frequency: new,
+                });
+            }
+        }
+        out
+    }
+
+    /// How much longer work started on `worker` now takes than at nominal
+    /// frequency (the frequency when it starts holds for the whole subgraph).
+    pub fn latency_factor(&self, worker: usize) -> f64 {
+        1.0 / self.freqs[worker].max(1e-9)
+    }
+
+    /// A subgraph starts on `worker` now.
+    pub fn started(&mut self, worker: usize) {
+        self.started[worker] = Some((self.emu.temps().to_vec(), self.freqs.clone()));
+    }
+
+    /// The subgraph `candidate` of `model` on `worker` ended after `ms`
+    /// (`done` false: it was abandoned, nothing is learnt from it).
+    pub fn finished(&mut self, worker: usize, model: usize, candidate: usize, ms: f64, done: bool) {
+        let Some((temps, freqs)) = self.started[worker].take() else {
+            return;
+        };
+        if !done {
+            return;
+        }
+        let after = self.emu.temps()[worker];
+        self.model.observe(worker, (&temps, &freqs), ms, after);
+        self.bins.observe(model, candidate, worker, temps[worker], ms);
+        let h = &mut self.heat[worker];
+        h.inferences += 1;
+        h.busy_ms += ms;
+        h.rise_c += after - temps[worker];
+    }
+
+    /// What policies see now.
+    pub fn oracle(&self) -> impl ThermalOracle + '_ {
+        Snapshot {
+            model: &self.model,
+            temps: self.emu.temps(),
+            freqs: &self.freqs,
+            bins: Some(&self.bins),
+        }
+    }
+
+    /// The earliest time any worker throttled.
+    pub fn first_throttle_ms(&self) -> Option<f64> {
+        self.heat
+            .iter()
+            .filter_map(|h| h.first_throttle_ms)
+            .min_by(f64::total_cmp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multi::thermal::emulator::illustrative_phone;
+
+    #[test]
+    fn stops_where_throttling_changes_and_learns_from_runs() {
+        let mut d = ThermalDriver::new(illustrative_phone(), 1000.0).unwrap();
+        let busy = [true, false, false, false];
+        let (stop, changes) = d.advance_until(600_000.0, &busy).unwrap();
+        assert!(stop < 600_000.0, "the CPU throttles before 10 minutes at full load");
+        assert_eq!(
+            changes,
+            vec![Change::Frequency {
+                worker: 0,
+                frequency: 0.6
+            }]
+        );
+        assert_eq!(d.first_throttle_ms(), Some(stop));
+        assert!((d.latency_factor(0) - 1.0 / 0.6).abs() < 1e-12);
+        assert!(!d.trace.is_empty());
+        let mut d = ThermalDriver::new(illustrative_phone(), 1000.0).unwrap();
+        d.started(0);
+        let at = d.temps()[0];
+        d.advance_until(20.0, &busy).unwrap();
+        d.finished(0, 0, 0, 20.0, true);
+        assert_eq!(d.heat[0].inferences, 1);
+        assert!(d.heat[0].ppt().is_some());
+        assert_eq!(d.bins.predict(0, 0, 0, at), Some(20.0));
+        d.started(1);
+        d.finished(1, 0, 0, 5.0, false);
+        assert_eq!(d.heat[1].inferences, 0, "an abandoned run teaches nothing");
+    }
+}
