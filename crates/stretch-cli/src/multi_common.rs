@@ -182,7 +182,7 @@ pub fn load_graphs(w: &Workload) -> Result<Vec<Graph>> {
         .enumerate()
         .map(|(i, a)| {
             let options = ImportOptions {
-                input_shapes: Vec::new(),
+                input_shapes: a.input_shape.iter().cloned().collect(),
                 random_weights: a.random_weights,
             };
             let mut g = import_file(&a.model, &options)

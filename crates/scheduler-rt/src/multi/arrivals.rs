@@ -9,7 +9,6 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
 struct OpenFrame {
-    taken_ms: f64,
     left: HashMap<usize, usize>,
 }
 
@@ -41,10 +40,10 @@ pub struct Arrivals {
     rng: SplitMix64,
     frame_apps: Vec<usize>,
     frame: u64,
-    /// Frames in flight: when each was taken and the requests it still
-    /// waits for, per app (those not yet sent included).
+    /// Frames in flight: the requests each still waits for, per app (those
+    /// not yet sent included).
     open: HashMap<u64, OpenFrame>,
-    /// With a camera: its period, deadline and when it takes the next frame.
+    /// With a camera: its period, each request's SLO and when it takes the next frame.
     camera: Option<(f64, f64, f64)>,
     /// Frames whose requests have all finished.
     pub frames_done: u64,
@@ -124,7 +123,7 @@ impl Arrivals {
                 }
             }
         }
-        self.open.insert(self.frame, OpenFrame { taken_ms: now, left });
+        self.open.insert(self.frame, OpenFrame { left });
     }
 
     /// When the next arrival is due, if one is known.
@@ -159,8 +158,8 @@ impl Arrivals {
                 break;
             };
             self.issued += 1;
-            let slo_ms = match (self.camera, self.open.get(&frame)) {
-                (Some((_, deadline, _)), Some(f)) if frame > 0 => Some((f.taken_ms + deadline - t).max(0.0)),
+            let slo_ms = match self.camera {
+                Some((_, slo, _)) if frame > 0 => Some(slo),
                 _ => self.slo_ms[app],
             };
             out.push(JobSpec {

@@ -348,6 +348,11 @@ impl Scheduler {
         self.policy.moves().to_vec()
     }
 
+    /// What the policy reports about its decisions ([`Policy::notes`]).
+    pub fn policy_notes(&self) -> Vec<String> {
+        self.policy.notes()
+    }
+
     /// Gives the rendering task of `workload` (if any) to its processor,
     /// first frame due at 0. Returns the worker, `None` without a render
     /// task or when its processor is not one of the workers.

@@ -14,6 +14,8 @@
 //! fps = 10
 //! slo_ms = 60              # or slo_multiplier = 3
 //! processor = "cpu1"       # where `fixed` runs it; default: its fastest processor
+//! input_shape = "1x3x160x160"  # run the model at another input size
+//! scale_like = "detect"    # simulate: predictions scaled like that app's measured latencies
 //!
 //! [[outage]]
 //! processor = "cpu1"
@@ -47,8 +49,8 @@
 //! requests of a frame when all of NAME's requests of that frame have
 //! finished (Splash's Person Finder: detections, then recognitions). A
 //! `[camera]` (`fps`, `slo_ms`, default 1000 / fps) takes frames at a fixed
-//! rate instead; every request of a frame must finish `slo_ms` after the
-//! frame was taken.
+//! rate instead; every request of a frame app must finish `slo_ms` after it
+//! arrives (Splash: the camera's frame rate is the SLO).
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -148,6 +150,13 @@ pub struct App {
     pub processor: Option<String>,
     pub utility: Utility,
     pub frames: Frames,
+    /// The model's input shape when it differs from the file's
+    /// (`input_shape = "1x3x160x160"`).
+    pub input_shape: Option<graph_ir::onnx::InputShape>,
+    /// An earlier app whose measured/predicted latency ratios this app's
+    /// predictions take (`scale_like = "NAME"`, a stand-in of the same
+    /// architecture as NAME's).
+    pub scale_like: Option<usize>,
 }
 
 /// Heimdall's rendering task and coordinator settings.
@@ -185,9 +194,9 @@ pub struct Workload {
     pub camera: Option<Camera>,
 }
 
-/// A camera driving the frame apps (Splash's workloads): a frame every
-/// `1 / fps`, each with a deadline `slo_ms` after it was taken that every
-/// request of the frame shares.
+/// A camera driving the frame apps (Splash's workloads, whose SLO is the
+/// camera's frame rate): a frame every `1 / fps`, and every request of a
+/// frame app must finish `slo_ms` after it arrives.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Camera {
     pub fps: f64,
@@ -262,6 +271,8 @@ struct AppFile {
     frames_dir: Option<String>,
     group: Option<String>,
     after: Option<String>,
+    input_shape: Option<String>,
+    scale_like: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -391,7 +402,7 @@ impl Workload {
             {
                 return Err(err(
                     &key("slo_ms"),
-                    "with [camera] the frame apps share the frame's deadline (camera.slo_ms)".into(),
+                    "with [camera] the frame apps' SLO is camera.slo_ms".into(),
                 ));
             }
             if a.group.is_some() && !matches!(arrival, Arrival::Group { .. }) {
@@ -446,7 +457,25 @@ impl Workload {
                 }
                 (None, None) => Frames::None,
             };
+            let input_shape = match &a.input_shape {
+                None => None,
+                Some(text) => Some(
+                    text.parse::<graph_ir::onnx::InputShape>()
+                        .map_err(|reason| err(&key("input_shape"), reason))?,
+                ),
+            };
+            let scale_like = match &a.scale_like {
+                None => None,
+                Some(n) => Some(apps.iter().position(|x: &App| x.name == *n).ok_or_else(|| {
+                    err(
+                        &key("scale_like"),
+                        format!("'{n}' is not an app defined before this one"),
+                    )
+                })?),
+            };
             apps.push(App {
+                scale_like,
+                input_shape,
                 name,
                 model,
                 random_weights: a.random_weights,

@@ -17,5 +17,6 @@ mod serve_render;
 pub mod simulate;
 mod simulate_plan;
 mod simulate_render;
+mod simulate_thermal;
 pub mod train;
 pub mod zoo;

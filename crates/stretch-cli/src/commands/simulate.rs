@@ -69,6 +69,32 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
+    /// Model the device's heat (Splash): the --device profile's [thermal]
+    /// emulator drives the simulated processors (CPU/GPU slow down, DSP/NPU
+    /// switch off when hot) and each policy is reported by time to
+    /// throttling, SLO satisfaction and performance per temperature.
+    /// Policies: heft, lst, fixed, rr, sel, min-heat, max-weighted-ppt, each
+    /// with +cloud to add the profile's [cloud] server as a worker; default
+    /// --compare heft,heft+cloud,min-heat+cloud,max-weighted-ppt+cloud.
+    #[arg(long, requires = "device")]
+    pub thermal: bool,
+
+    /// With --thermal: the cloud link's bandwidth in Mbit/s, replacing the
+    /// profile's (Splash measured 249; try 128 or 13).
+    #[arg(long = "cloud-mbps", requires = "thermal")]
+    pub cloud_mbps: Option<f64>,
+
+    /// With --thermal: η of max-weighted-ppt, minimising η·latency +
+    /// (1 − η)·temperature rise, each over its largest value among the
+    /// options; 1 is latency only, 0 heat only. Default 0.5.
+    #[arg(long, requires = "thermal")]
+    pub eta: Option<f64>,
+
+    /// With --thermal and a [camera] workload: also run every policy at
+    /// each of these camera rates and report the highest that never throttles.
+    #[arg(long = "fps-sweep", value_name = "F1,F2,...", requires = "thermal")]
+    pub fps_sweep: Option<String>,
+
     /// With --latencies: also scale every run by the machine speed of a
     /// randomly drawn 250 ms window of the measured run (off by default:
     /// on this VM it widened the simulated latency tail beyond serve's,
@@ -88,7 +114,11 @@ struct Setup {
     source: String,
 }
 
-fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
+fn from_device(
+    a: &Args,
+    graphs: &[graph_ir::Graph],
+    workload: &scheduler_rt::multi::workload::Workload,
+) -> Result<Setup> {
     let path = a.device.as_ref().context("give --device or --latencies")?;
     let model = DeviceModel::load(path).with_context(|| format!("cannot load {}", path.display()))?;
     let profile = model.profile().clone();
@@ -103,6 +133,14 @@ fn from_device(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
         layers.push(LayerGraph::new(g, &names, &support).with_context(|| format!("model '{}'", g.name))?);
     }
     let mut costs = Predicted::new(&model, graphs, &layers)?;
+    for (m, like) in workload
+        .apps
+        .iter()
+        .enumerate()
+        .filter_map(|(m, a)| Some((m, a.scale_like?)))
+    {
+        costs.scale_like(m, like);
+    }
     let mut units = Vec::new();
     let mut truth = Vec::new();
     for (m, g) in graphs.iter().enumerate() {
@@ -185,6 +223,9 @@ fn isolated_ms(u: &ModelUnits, truth: &[Vec<Latency>], w: usize, n: usize) -> f6
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if a.thermal {
+        return super::simulate_thermal::run(&a);
+    }
     if let Some(plan) = &a.plan {
         return super::simulate_plan::run(&a, plan);
     }
@@ -211,7 +252,7 @@ pub fn run(a: Args) -> Result<()> {
     let setup = if a.latencies.is_some() {
         from_measured(&a, &graphs)?
     } else {
-        from_device(&a, &graphs)?
+        from_device(&a, &graphs, &probe)?
     };
     let mut workload = mc::load_workload(&a.workload, &setup.names, a.sweep.duration_s)?;
     let n = setup.names.len();

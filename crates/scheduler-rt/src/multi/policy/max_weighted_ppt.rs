@@ -1,6 +1,10 @@
 //! Splash's "max weighted PPT" policy (§4.5, Algorithm 3): the worker with
-//! the lowest `η · latency + (1 − η) · Δtemp`, latency being the expected
-//! finish (waiting time + estimate, ms) and Δtemp the predicted rise (°C).
+//! the lowest `η · latency + (1 − η) · Δtemp` (Eq. 4.14), latency being the
+//! expected finish (waiting time + estimate) and Δtemp the predicted rise.
+//! Each term is divided by its largest value among the task's options, so
+//! that η weighs two scale-free terms: in raw units a subgraph's
+//! milliseconds are hundreds of times its degrees, and any η short of
+//! nearly 0 would follow latency alone.
 
 use super::Policy;
 use super::min_heat::{ThermalOption, argmin_by, place_fifo};
@@ -13,10 +17,8 @@ pub struct MaxWeightedPpt {
 }
 
 impl MaxWeightedPpt {
-    /// The default η: a subgraph's latency (ms) is some hundred times its
-    /// temperature rise (°C) on a phone, so an η near 0.005 weighs the two
-    /// about equally; η = 0.5 would follow latency almost alone.
-    pub const DEFAULT_ETA: f64 = 0.005;
+    /// Latency and heat weighed equally.
+    pub const DEFAULT_ETA: f64 = 0.5;
 
     /// `eta` is clamped to [0, 1].
     pub fn new(eta: f64) -> MaxWeightedPpt {
@@ -31,7 +33,14 @@ impl MaxWeightedPpt {
 
     /// The index in `options` this policy picks.
     pub fn choose(&self, options: &[ThermalOption]) -> usize {
-        argmin_by(options, |o| self.eta * o.finish_ms + (1.0 - self.eta) * o.rise_c)
+        let top = |f: fn(&ThermalOption) -> f64| {
+            let m = options.iter().map(f).fold(0.0, f64::max);
+            if m > 0.0 { m } else { 1.0 }
+        };
+        let (l, t) = (top(|o| o.finish_ms), top(|o| o.rise_c));
+        argmin_by(options, |o| {
+            self.eta * o.finish_ms / l + (1.0 - self.eta) * o.rise_c / t
+        })
     }
 }
 

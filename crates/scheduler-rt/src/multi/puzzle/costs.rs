@@ -102,6 +102,20 @@ impl<'a> Predicted<'a> {
     pub fn names(&self) -> &[String] {
         &self.names
     }
+
+    /// Scales model `model`'s pieces by the factors of model `like` (a
+    /// stand-in of the same architecture as `like`'s, whose whole-model
+    /// latencies the profile has measured, where `model`'s are not).
+    pub fn scale_like(&mut self, model: usize, like: usize) {
+        self.scale[model] = self.scale[like].clone();
+        self.cache.retain(|k, _| k.0 != model);
+        for (n, k) in self.names.iter().zip(&self.scale[model]) {
+            self.notes.push(format!(
+                "{} on {n}: predictions x{k:.3}, the factor of {} (scale_like)",
+                self.graphs[model].name, self.graphs[like].name
+            ));
+        }
+    }
 }
 
 fn predict(model: &DeviceModel, g: &Graph, nodes: &[NodeId], p: &str) -> Result<f64, PuzzleError> {

@@ -34,15 +34,16 @@ pub struct WorkerHeat {
 }
 
 impl WorkerHeat {
-    /// Splash's performance per temperature: subgraphs per second of busy
-    /// time over the mean rise per subgraph (FPS / °C); `None` without runs
-    /// or without a rise.
-    pub fn ppt(&self) -> Option<f64> {
-        if self.inferences == 0 || self.rise_c <= 0.0 || self.busy_ms <= 0.0 {
+    /// Splash's performance per temperature over a run of `run_ms` on a
+    /// device at `ambient_c`: subgraphs it ran per second over its peak
+    /// rise above ambient (FPS / °C, Table 2.2); `None` without runs or
+    /// without a rise.
+    pub fn ppt(&self, run_ms: f64, ambient_c: f64) -> Option<f64> {
+        let rise = self.peak_c - ambient_c;
+        if self.inferences == 0 || rise <= 0.0 || run_ms <= 0.0 {
             return None;
         }
-        let fps = self.inferences as f64 * 1e3 / self.busy_ms;
-        Some(fps / (self.rise_c / self.inferences as f64))
+        Some(self.inferences as f64 * 1e3 / run_ms / rise)
     }
 }
 
@@ -103,6 +104,10 @@ impl ThermalDriver {
 
     pub fn temps(&self) -> &[f64] {
         self.emu.temps()
+    }
+
+    pub fn ambient_c(&self) -> f64 {
+        self.emu.params().ambient_c
     }
 
     /// Whether `worker`'s node switches off (rather than slows) when hot.
@@ -245,7 +250,7 @@ mod tests {
         d.advance_until(20.0, &busy).unwrap();
         d.finished(0, 0, 0, 20.0, true);
         assert_eq!(d.heat[0].inferences, 1);
-        assert!(d.heat[0].ppt().is_some());
+        assert!(d.heat[0].ppt(20.0, 25.0).is_some());
         assert_eq!(d.bins.predict(0, 0, 0, at), Some(20.0));
         d.started(1);
         d.finished(1, 0, 0, 5.0, false);

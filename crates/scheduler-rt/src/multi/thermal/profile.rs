@@ -20,6 +20,7 @@
 //! bandwidth_mbps = { value = 249.0, source = "..." }
 //! server_gflops = { value = 2000.0, source = "..." }
 //! server_overhead_ms = { value = 1.0, source = "..." }
+//! bytes_per_value = { value = 1.0, source = "..." }   # on the wire; default 4 (float32)
 //! ```
 
 use super::emulator::{NodeParams, ThermalParams, Throttle};
@@ -96,7 +97,8 @@ pub struct Sourced {
 }
 
 /// The server behind the cloud worker: a request takes
-/// `rtt + (bytes in + bytes out) · 8 / bandwidth + flops / server speed + overhead`.
+/// `rtt + (bytes in + bytes out) · 8 / bandwidth + flops / server speed + overhead`,
+/// the bytes counted at `bytes_per_value` per tensor element.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CloudSpec {
@@ -104,16 +106,21 @@ pub struct CloudSpec {
     pub bandwidth_mbps: Sourced,
     pub server_gflops: Sourced,
     pub server_overhead_ms: Sourced,
+    /// Bytes each tensor element takes on the wire; absent: 4 (float32).
+    #[serde(default)]
+    pub bytes_per_value: Option<Sourced>,
 }
 
 impl CloudSpec {
-    /// Expected ms of a request moving `bytes` (both ways) and computing
-    /// `flops` on the server, over a link of `mbps` (the section's bandwidth
-    /// when `None`).
-    pub fn latency_ms(&self, bytes: u64, flops: u64, mbps: Option<f64>) -> f64 {
+    /// Expected ms of a request moving tensors of `f32_bytes` (both ways,
+    /// 4 bytes per element) and computing `flops` on the server, over a
+    /// link of `mbps` (the section's bandwidth when `None`).
+    pub fn latency_ms(&self, f32_bytes: u64, flops: u64, mbps: Option<f64>) -> f64 {
         let mbps = mbps.unwrap_or(self.bandwidth_mbps.value);
+        let per_value = self.bytes_per_value.as_ref().map_or(4.0, |b| b.value);
+        let bytes = f32_bytes as f64 / 4.0 * per_value;
         self.rtt_ms.value
-            + bytes as f64 * 8.0 / (mbps * 1e3)
+            + bytes * 8.0 / (mbps * 1e3)
             + flops as f64 / (self.server_gflops.value * 1e6)
             + self.server_overhead_ms.value
     }
@@ -215,6 +222,10 @@ pub fn cloud_spec(file: &str, table: Option<&toml::Table>) -> Result<Option<Clou
     for (key, v) in [
         ("bandwidth_mbps", spec.bandwidth_mbps.value),
         ("server_gflops", spec.server_gflops.value),
+        (
+            "bytes_per_value",
+            spec.bytes_per_value.as_ref().map_or(4.0, |b| b.value),
+        ),
     ] {
         if !(v > 0.0 && v.is_finite()) {
             return Err(ThermalProfileError::Malformed {
@@ -329,6 +340,15 @@ active_w = 0.3
         // 125,000 bytes at 100 Mbit/s = 10 ms; 2 GFLOP at 1,000 GFLOP/s = 2 ms.
         assert!((c.latency_ms(125_000, 2_000_000_000, None) - 17.0).abs() < 1e-9);
         assert!((c.latency_ms(125_000, 0, Some(50.0)) - 25.0).abs() < 1e-9);
+        let mut q = c.clone();
+        q.bytes_per_value = Some(Sourced {
+            value: 1.0,
+            source: "int8".into(),
+        });
+        assert!(
+            (q.latency_ms(500_000, 0, None) - 15.0).abs() < 1e-9,
+            "a quarter of the bytes"
+        );
         let e = cloud_spec("d.toml", Some(&table("rtt_ms = 4"))).unwrap_err();
         assert!(e.to_string().contains("[cloud]"), "{e}");
     }
