@@ -9,6 +9,10 @@
 //! (`core1`, `0-1`, `0,2`), `N` the engine's intra-op threads (default 1)
 //! and `ENGINE` `tract` (default) or `ort` (onnxruntime, feature `ort`).
 //! Example: `cpu0=inline:core0 cpu1=pool:core1,engine=ort`.
+//! A cloud worker offloads to a `stretch worker` server instead:
+//! `cloud=pool,remote=127.0.0.1:7000[,mbps=249][,rtt_ms=4][,timeout_ms=2000]`
+//! (the link shaped to `mbps` and `rtt_ms`; a request unanswered after
+//! `timeout_ms` fails).
 
 use crate::error::RuntimeError;
 use predictor::profiler::CoreSet;
@@ -101,6 +105,70 @@ pub struct ProcessorConfig {
     /// Intra-op threads of the processor's engine.
     pub threads: usize,
     pub engine: EngineKind,
+    /// A cloud worker's server and link; `None` for a local processor.
+    pub remote: Option<Remote>,
+}
+
+/// Where a cloud worker offloads to, and the link it emulates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remote {
+    pub address: String,
+    /// Link bandwidth in kbit/s; `None`: unshaped.
+    pub kbps: Option<u64>,
+    /// Round-trip time added to every request, µs.
+    pub rtt_us: u64,
+    /// A request unanswered after this long fails, ms.
+    pub timeout_ms: u64,
+}
+
+impl Remote {
+    pub const DEFAULT_TIMEOUT_MS: u64 = 2000;
+
+    pub fn new(address: &str) -> Remote {
+        Remote {
+            address: address.to_string(),
+            kbps: None,
+            rtt_us: 0,
+            timeout_ms: Self::DEFAULT_TIMEOUT_MS,
+        }
+    }
+
+    /// Applies `mbps=`, `rtt_ms=` or `timeout_ms=`; `Ok(false)` for another option.
+    pub fn set(&mut self, option: &str) -> Result<bool, String> {
+        let num = |v: &str, what: &str| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("{what} must be a non-negative number, got '{v}'"))
+        };
+        if let Some(v) = option.strip_prefix("mbps=") {
+            let m = num(v, "mbps")?;
+            if m == 0.0 {
+                return Err("mbps must be positive".into());
+            }
+            self.kbps = Some((m * 1e3).round().max(1.0) as u64);
+        } else if let Some(v) = option.strip_prefix("rtt_ms=") {
+            self.rtt_us = (num(v, "rtt_ms")? * 1e3).round() as u64;
+        } else if let Some(v) = option.strip_prefix("timeout_ms=") {
+            self.timeout_ms = (num(v, "timeout_ms")?.round() as u64).max(1);
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn spec(&self) -> String {
+        let mut s = format!(
+            ",remote={},rtt_ms={},timeout_ms={}",
+            self.address,
+            self.rtt_us as f64 / 1e3,
+            self.timeout_ms
+        );
+        if let Some(k) = self.kbps {
+            s += &format!(",mbps={}", k as f64 / 1e3);
+        }
+        s
+    }
 }
 
 impl ProcessorConfig {
@@ -111,6 +179,7 @@ impl ProcessorConfig {
             cores: None,
             threads: 1,
             engine: EngineKind::Tract,
+            remote: None,
         }
     }
 
@@ -118,11 +187,12 @@ impl ProcessorConfig {
     pub fn spec(&self) -> String {
         let cores = self.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
         format!(
-            "{}={}{cores},threads={},engine={}",
+            "{}={}{cores},threads={},engine={}{}",
             self.name,
             self.kind.as_str(),
             self.threads,
-            self.engine.as_str()
+            self.engine.as_str(),
+            self.remote.as_ref().map_or(String::new(), Remote::spec)
         )
     }
 
@@ -161,6 +231,8 @@ impl FromStr for ProcessorConfig {
             .transpose()?;
         let mut threads = 1;
         let mut engine = EngineKind::Tract;
+        let mut remote: Option<Remote> = None;
+        let mut link = Vec::new();
         for p in parts {
             if let Some(n) = p.strip_prefix("threads=") {
                 threads = n
@@ -170,9 +242,22 @@ impl FromStr for ProcessorConfig {
                     .ok_or_else(|| bad(&format!("threads must be a positive integer, got '{n}'")))?;
             } else if let Some(e) = p.strip_prefix("engine=") {
                 engine = EngineKind::from_str(e).map_err(|e| bad(&e))?;
+            } else if let Some(a) = p.strip_prefix("remote=") {
+                remote = Some(Remote::new(a));
+            } else if p.starts_with("mbps=") || p.starts_with("rtt_ms=") || p.starts_with("timeout_ms=") {
+                link.push(p);
             } else {
-                return Err(bad(&format!("unknown option '{p}' (threads=N, engine=tract|ort)")));
+                return Err(bad(&format!(
+                    "unknown option '{p}' (threads=N, engine=tract|ort, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
+                )));
             }
+        }
+        if let Some(r) = remote.as_mut() {
+            for p in link {
+                r.set(p).map_err(|e| bad(&e))?;
+            }
+        } else if let Some(p) = link.first() {
+            return Err(bad(&format!("'{p}' applies to a cloud worker only (give remote=ADDR)")));
         }
         Ok(ProcessorConfig {
             name: name.to_string(),
@@ -180,6 +265,7 @@ impl FromStr for ProcessorConfig {
             cores,
             threads,
             engine,
+            remote,
         })
     }
 }
@@ -201,6 +287,13 @@ mod tests {
         let c: ProcessorConfig = "gpu=queue:0-1,engine=ort,threads=2".parse().unwrap();
         assert_eq!((c.kind, c.engine, c.threads), (WorkerKind::Queue, EngineKind::Ort, 2));
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
+        let c: ProcessorConfig = "cloud=pool,remote=127.0.0.1:7000,mbps=12.5,rtt_ms=4".parse().unwrap();
+        let r = c.remote.clone().unwrap();
+        assert_eq!(
+            (r.address.as_str(), r.kbps, r.rtt_us),
+            ("127.0.0.1:7000", Some(12_500), 4000)
+        );
+        assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
     }
 
     #[test]
@@ -212,6 +305,8 @@ mod tests {
             ("cpu0=pool,threads=0", "'0'"),
             ("cpu0=pool,fast", "'fast'"),
             ("cpu0=pool,engine=trt", "'trt'"),
+            ("cpu0=pool,mbps=10", "cloud worker only"),
+            ("c=pool,remote=h:1,mbps=0", "mbps must be positive"),
         ] {
             let e = spec.parse::<ProcessorConfig>().unwrap_err().to_string();
             assert!(e.contains(part), "{spec}: {e}");

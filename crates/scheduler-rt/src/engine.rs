@@ -29,8 +29,22 @@ pub type EngineFactory = dyn Fn(&ProcessorConfig) -> Result<Box<dyn Engine>, Run
 
 /// The engine `config.engine` names, with `config.threads` intra-op threads;
 /// [`EngineKind::Ort`] fails unless built with the `ort` feature and the
-/// library loads.
+/// library loads. A processor with a `remote` is a cloud worker
+/// ([`crate::cloud::RemoteEngine`]).
 pub fn make_engine(config: &ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeError> {
+    if let Some(r) = &config.remote {
+        let link = crate::cloud::Link {
+            mbps: r.kbps.map(|k| k as f64 / 1e3),
+            rtt_ms: r.rtt_us as f64 / 1e3,
+        };
+        let timeout = std::time::Duration::from_millis(r.timeout_ms);
+        return crate::cloud::RemoteEngine::new(&r.address, link, timeout)
+            .map(|e| Box::new(e) as Box<dyn Engine>)
+            .map_err(|reason| RuntimeError::EngineUnavailable {
+                engine: "cloud",
+                reason,
+            });
+    }
     match config.engine {
         EngineKind::Tract => Ok(Box::new(TractEngine::new(config.threads))),
         #[cfg(feature = "ort")]

@@ -14,6 +14,7 @@
 
 pub mod adaptive;
 pub mod affinity;
+pub mod cloud;
 mod config;
 mod engine;
 mod error;
@@ -34,7 +35,7 @@ mod trace;
 mod worker;
 
 pub use adaptive::{AdaptiveParams, AdaptivePolicy};
-pub use config::{EngineKind, ProcessorConfig, WorkerKind};
+pub use config::{EngineKind, ProcessorConfig, Remote, WorkerKind};
 pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
 pub use error::RuntimeError;
 pub use extract::{extract, extract_onnx};

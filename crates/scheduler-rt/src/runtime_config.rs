@@ -60,6 +60,11 @@ struct Processor {
     supports: Option<Vec<String>>,
     unsupported: Option<Vec<String>>,
     accelerator: Option<bool>,
+    /// A cloud worker: the `stretch worker` address and its link.
+    remote: Option<String>,
+    mbps: Option<f64>,
+    rtt_ms: Option<f64>,
+    timeout_ms: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -139,12 +144,33 @@ impl RuntimeConfig {
             }
             support.push(OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()));
             accelerator.push(p.accelerator.unwrap_or(false));
+            let remote = match &p.remote {
+                None => {
+                    if p.mbps.is_some() || p.rtt_ms.is_some() || p.timeout_ms.is_some() {
+                        return Err(bad(
+                            key("remote"),
+                            "mbps, rtt_ms and timeout_ms apply to a cloud worker (give remote = \"HOST:PORT\")".into(),
+                        ));
+                    }
+                    None
+                }
+                Some(a) => {
+                    let mut r = crate::config::Remote::new(a);
+                    for (k, v) in [("mbps", p.mbps), ("rtt_ms", p.rtt_ms), ("timeout_ms", p.timeout_ms)] {
+                        if let Some(v) = v {
+                            r.set(&format!("{k}={v}")).map_err(|e| bad(key(k), e))?;
+                        }
+                    }
+                    Some(r)
+                }
+            };
             processors.push(ProcessorConfig {
                 name: p.name,
                 kind,
                 cores,
                 threads,
                 engine,
+                remote,
             });
         }
         let adaptive = raw

@@ -180,11 +180,11 @@ fn run(policy: &str, fps: f64, seconds: f64, (cpu_w, npu_w): (f64, f64)) -> Run 
         })
         .collect();
     let mut est = Estimator::new(EstimatorParams::default(), &[false, true], &units);
-    for (m, u) in units.iter().enumerate() {
-        for w in 0..2 {
+    for (m, (u, rows)) in units.iter().zip(&table).enumerate() {
+        (0..names.len()).for_each(|w| {
             let c = u.largest_on(w).unwrap();
-            est.set_base(m, c, w, table[m][c][w].alone_ms);
-        }
+            est.set_base(m, c, w, rows[c][w].alone_ms);
+        });
     }
     let p = policy_by_name(policy, &PolicyOptions::default()).unwrap();
     let mut sched = Scheduler::new(units, &names, p, est);

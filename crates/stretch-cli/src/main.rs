@@ -53,6 +53,7 @@ enum Command {
     Serve(commands::serve::Args),
     Simulate(commands::simulate::Args),
     Analyze(commands::analyze::Args),
+    Worker(commands::worker::Args),
 }
 
 fn main() {
@@ -94,6 +95,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::CompareAccuracy(a) => commands::compare::run(a),
         Command::Serve(a) => commands::serve::run(a),
         Command::Simulate(a) => commands::simulate::run(a),
+        Command::Worker(a) => commands::worker::run(a),
         Command::Analyze(a) => commands::analyze::run(a),
     }
 }

@@ -47,6 +47,9 @@ pub struct RunLog {
     pub dropped_frames: Vec<f64>,
     /// Models the policy moved between processors: (ms, model, worker).
     pub moves: Vec<(f64, usize, usize)>,
+    /// Cloud workers that failed during the run and were taken out of it:
+    /// (ms, worker, reason).
+    pub worker_failures: Vec<(f64, usize, String)>,
 }
 
 impl RunLog {
@@ -74,6 +77,10 @@ impl RunLog {
         self.completed.append(&mut other.completed);
         self.spans.append(&mut other.spans);
         self.outages.append(&mut other.outages);
+        for f in &mut other.worker_failures {
+            f.0 += offset_ms;
+        }
+        self.worker_failures.append(&mut other.worker_failures);
         self.frames_done += other.frames_done;
         self.end_ms = self.end_ms.max(other.end_ms + offset_ms);
         self.decision_us.append(&mut other.decision_us);
@@ -226,6 +233,8 @@ pub struct Report {
     pub render: Option<RenderReport>,
     /// Models moved between processors by offloading: (s, model, processor).
     pub moves: Vec<(f64, usize, String)>,
+    /// Cloud workers taken out of the run when they failed: (s, processor, reason).
+    pub worker_failures: Vec<(f64, String, String)>,
 }
 
 /// Completed requests per second of `log` finishing in `[from, to)` ms.
@@ -362,6 +371,11 @@ impl Report {
             mismatches: log.mismatches,
             outages: log.outages.iter().map(|o| outage_report(log, o, workers)).collect(),
             render: None,
+            worker_failures: log
+                .worker_failures
+                .iter()
+                .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
+                .collect(),
             moves: log
                 .moves
                 .iter()
@@ -434,6 +448,12 @@ impl Report {
                 s,
                 "outputs checked against the whole-model reference: {}, mismatches: {}",
                 self.outputs_checked, self.mismatches
+            );
+        }
+        for (t, w, reason) in &self.worker_failures {
+            let _ = writeln!(
+                s,
+                "{w} failed at {t:.1} s and was taken out of the run; its subgraph ran again elsewhere: {reason}"
             );
         }
         for o in &self.outages {

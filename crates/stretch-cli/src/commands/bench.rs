@@ -138,6 +138,7 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
         cores: CoreSet::new(ids),
         threads,
         engine: EngineKind::Tract,
+        remote: None,
     }
 }
 

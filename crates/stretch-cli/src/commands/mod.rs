@@ -19,4 +19,5 @@ mod simulate_plan;
 mod simulate_render;
 mod simulate_thermal;
 pub mod train;
+pub mod worker;
 pub mod zoo;

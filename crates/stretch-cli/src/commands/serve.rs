@@ -43,6 +43,11 @@ pub struct Args {
 
     /// A processor `NAME=KIND[:CORES][,threads=N][,engine=E]`, replacing the
     /// configuration's processor of that name or adding one (all operators).
+    /// A cloud worker: `cloud=pool,remote=HOST:PORT[,mbps=249][,rtt_ms=4][,timeout_ms=2000]`
+    /// offloads to a `stretch worker --listen HOST:PORT` over a link shaped
+    /// to that bandwidth and round trip; one that refuses connections is
+    /// left out with a warning, and one that fails mid-run is taken out of
+    /// the run with its subgraph re-run on another processor.
     #[arg(long = "processor", value_name = "SPEC")]
     pub processors: Vec<ProcessorConfig>,
 
@@ -95,11 +100,41 @@ pub fn processors(
             }
         }
     };
-    let c = config.with_overrides(flags);
+    let mut c = config.with_overrides(flags);
     for (i, p) in c.processors.iter().enumerate() {
         if c.processors[..i].iter().any(|q| q.name == p.name) {
             bail!("processor '{}' is configured twice", p.name);
         }
+    }
+    let mut i = 0;
+    while i < c.processors.len() {
+        let p = &c.processors[i];
+        let unreachable = p.remote.as_ref().and_then(|r| {
+            scheduler_rt::cloud::RemoteEngine::new(
+                &r.address,
+                scheduler_rt::cloud::Link {
+                    mbps: None,
+                    rtt_ms: 0.0,
+                },
+                std::time::Duration::from_millis(r.timeout_ms),
+            )
+            .and_then(|e| e.reachable())
+            .err()
+        });
+        if let Some(reason) = unreachable {
+            eprintln!(
+                "warning: leaving out processor '{}': {reason}; the run continues on the others",
+                p.name
+            );
+            c.processors.remove(i);
+            c.support.remove(i);
+            c.accelerator.remove(i);
+            if c.processors.is_empty() {
+                bail!("no processor left to run on");
+            }
+            continue;
+        }
+        i += 1;
     }
     Ok((c.processors, c.support, c.accelerator))
 }

@@ -387,7 +387,7 @@ pub fn run(a: &Args) -> Result<()> {
             }
         }
     }
-    thermal_params(&file, model.profile().thermal.as_ref(), &names)?;
+    let params_source = thermal_params(&file, model.profile().thermal.as_ref(), &names)?.source;
     let graphs = mc::load_graphs(&w)?;
     let mut rows = Vec::new();
     for p in &policies {
@@ -419,9 +419,11 @@ pub fn run(a: &Args) -> Result<()> {
             w.file,
             model.profile().name,
             w.duration_s.unwrap_or(0.0),
-            w.camera
-                .map_or("none".into(), |c| format!("{} fps, deadline {:.1} ms", c.fps, c.slo_ms)),
-            "[thermal] of the profile"
+            w.camera.map_or("none".into(), |c| format!(
+                "{} fps, SLO {:.1} ms per request",
+                c.fps, c.slo_ms
+            )),
+            params_source
         );
         print!("{}", table(&rows));
         print!("{}", ratios(&rows));

@@ -244,6 +244,16 @@ impl<'a> RunState<'a> {
         let sub = &self.server.models[m].units.candidates[c].subgraph;
         let outputs = match done.result {
             Some(Ok(outs)) => outs,
+            Some(Err(reason)) if self.server.workers[done.worker].engine.name() == "cloud" => {
+                self.sched.finish(finish_at, done.worker, seq, None);
+                if let Some(s) = self.log.spans.last_mut() {
+                    s.counted = false;
+                }
+                self.sched.set_available(done.worker, false);
+                self.log.outage(done.worker, false, finish_at);
+                self.log.worker_failures.push((finish_at, done.worker, reason));
+                return Ok(());
+            }
             Some(Err(reason)) => {
                 return Err(RuntimeError::Run {
                     subgraph: sub.name.clone(),

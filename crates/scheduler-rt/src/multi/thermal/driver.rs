@@ -117,7 +117,7 @@ impl ThermalDriver {
 
     /// Whether some worker is switched off now.
     pub fn any_off(&self) -> bool {
-        self.freqs.iter().any(|f| *f == 0.0)
+        self.freqs.contains(&0.0)
     }
 
     /// Steps the emulator towards `target_ms` with each worker busy or not,

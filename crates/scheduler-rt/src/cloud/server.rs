@@ -1,0 +1,120 @@
+//! The cloud worker's server (`stretch worker --listen`): compiles the
+//! models clients send and runs their requests with its own engine.
+
+use super::wire::{Message, decode, encode, read_message, write_message};
+use crate::engine::{Compiled, Engine};
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The models compiled so far, by id, and what was served.
+pub struct CloudServer {
+    engine: Box<dyn Engine>,
+    models: Mutex<HashMap<String, Arc<dyn Compiled>>>,
+    /// Requests answered (compiles and runs).
+    pub served: AtomicU64,
+}
+
+impl CloudServer {
+    pub fn new(engine: Box<dyn Engine>) -> CloudServer {
+        CloudServer {
+            engine,
+            models: Mutex::new(HashMap::new()),
+            served: AtomicU64::new(0),
+        }
+    }
+
+    pub fn engine(&self) -> &dyn Engine {
+        self.engine.as_ref()
+    }
+
+    /// Accepts connections until `stop` is set, one thread per connection.
+    pub fn serve(self: &Arc<Self>, listener: TcpListener, stop: &AtomicBool) -> std::io::Result<()> {
+        listener.set_nonblocking(true)?;
+        while !stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    let me = Arc::clone(self);
+                    std::thread::spawn(move || me.handle(stream));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(&self, mut stream: TcpStream) {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+        let reply = match read_message(&mut stream) {
+            Ok(m) => self.answer(&m),
+            Err(e) => Err((400, e)),
+        };
+        let _ = match reply {
+            Ok((headers, body)) => write_message(&mut stream, "HTTP/1.1 200 OK", &headers, &body),
+            Err((code, reason)) => write_message(
+                &mut stream,
+                &format!(
+                    "HTTP/1.1 {code} {}",
+                    if code < 500 { "Bad Request" } else { "Server Error" }
+                ),
+                &[],
+                reason.as_bytes(),
+            ),
+        };
+        self.served.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn answer(&self, m: &Message) -> Result<(Vec<(&'static str, String)>, Vec<u8>), (u16, String)> {
+        let mut parts = m.start.split_whitespace();
+        let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if method != "POST" {
+            return Err((405, format!("{method} {path}: only POST /compile and POST /run/ID")));
+        }
+        if path == "/compile" {
+            let mut h = DefaultHasher::new();
+            m.body.hash(&mut h);
+            let id = format!("{:016x}", h.finish());
+            let known = self
+                .models
+                .lock()
+                .map_err(|_| (500, "model table poisoned".into()))?
+                .contains_key(&id);
+            if !known {
+                let c = self
+                    .engine
+                    .compile(&m.body)
+                    .map_err(|e| (422, format!("cannot compile: {e}")))?;
+                self.models
+                    .lock()
+                    .map_err(|_| (500, "model table poisoned".to_string()))?
+                    .insert(id.clone(), Arc::from(c));
+            }
+            return Ok((Vec::new(), id.into_bytes()));
+        }
+        let Some(id) = path.strip_prefix("/run/") else {
+            return Err((404, format!("no such endpoint {path} (POST /compile, POST /run/ID)")));
+        };
+        let c = self
+            .models
+            .lock()
+            .map_err(|_| (500, "model table poisoned".to_string()))?
+            .get(id)
+            .cloned()
+            .ok_or_else(|| (404, format!("no model '{id}' (compile it first)")))?;
+        let inputs = decode(&m.body).map_err(|e| (400, format!("inputs: {e}")))?;
+        let t = Instant::now();
+        let outputs = c.run(inputs).map_err(|e| (500, format!("run: {e}")))?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let body = encode(&outputs).map_err(|e| (500, e))?;
+        Ok((vec![("X-Compute-Ms", format!("{ms:.4}"))], body))
+    }
+}

@@ -1,0 +1,202 @@
+//! A real cloud worker: `stretch worker --listen` in another process,
+//! `stretch serve` offloading to it over a shaped link, with outputs
+//! checked against the reference; the worker killed mid-run (nothing
+//! lost), an address that refuses connections, a server that answers
+//! garbage.
+
+mod common;
+
+use common::{scratch, stretch, stretch_ok};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A worker process on a free port, and its address.
+struct Worker {
+    child: Child,
+    addr: String,
+}
+
+impl Worker {
+    fn start() -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stretch"))
+            .args(["worker", "--listen", "127.0.0.1:0", "--engine", "tract"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start stretch worker");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("address line")
+            .to_string();
+        Worker { child, addr }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn setup(dir: &Path, seconds: f64) -> String {
+    stretch_ok(&[
+        "zoo",
+        "mbnet-mini",
+        "--input-size",
+        "32",
+        "--classes",
+        "10",
+        "-o",
+        dir.join("mb.onnx").to_str().unwrap(),
+    ]);
+    let w = dir.join("w.toml");
+    std::fs::write(
+        &w,
+        format!("seed = 1\nduration_s = {seconds}\n[[app]]\nname = \"mb\"\nmodel = \"mb.onnx\"\narrival = \"periodic\"\nfps = 40\nslo_ms = 2000\n"),
+    )
+    .unwrap();
+    w.to_str().unwrap().to_string()
+}
+
+fn serve(w: &str, cloud: &str) -> std::process::Output {
+    stretch(&[
+        "serve",
+        "--workload",
+        w,
+        "--processor",
+        "cpu0=pool",
+        "--processor",
+        "cpu1=pool",
+        "--processor",
+        cloud,
+        "--policy",
+        "round-robin",
+        "--isolated-runs",
+        "2",
+        "--json",
+    ])
+}
+
+fn report(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v[0].clone()
+}
+
+fn utilisation(r: &serde_json::Value, name: &str) -> f64 {
+    r["utilisation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u[0] == name)
+        .map_or(0.0, |u| u[1].as_f64().unwrap())
+}
+
+#[test]
+fn serve_offloads_to_a_real_worker_and_survives_its_death() {
+    let dir = scratch("cloud-serve");
+    let w = setup(&dir, 2.0);
+    let worker = Worker::start();
+    let spec = format!("cloud=pool,remote={},mbps=249,rtt_ms=2", worker.addr);
+    let r = report(&serve(&w, &spec));
+    assert_eq!(r["completed"], r["requests"], "{r}");
+    assert!(r["outputs_checked"].as_u64().unwrap() > 0);
+    assert_eq!(r["mismatches"], 0, "the cloud's outputs match the reference");
+    assert!(utilisation(&r, "cloud") > 0.0, "round-robin gives the cloud work: {r}");
+    assert!(r["worker_failures"].as_array().unwrap().is_empty());
+
+    let w = setup(&dir, 4.0);
+    let mut worker = worker;
+    let spec = format!("cloud=pool,remote={},mbps=249,rtt_ms=2", worker.addr);
+    let pid = worker.child.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    });
+    let out = serve(&w, &spec);
+    killer.join().unwrap();
+    let _ = worker.child.wait();
+    let r = report(&out);
+    assert_eq!(r["completed"], r["requests"], "nothing lost: {r}");
+    assert_eq!(r["lost"], 0);
+    assert_eq!(r["mismatches"], 0);
+    let failures = r["worker_failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{r}");
+    assert_eq!(failures[0][1], "cloud");
+}
+
+#[test]
+fn a_refused_address_leaves_the_cloud_out_and_the_run_goes_on() {
+    let dir = scratch("cloud-refused");
+    let w = setup(&dir, 1.0);
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = serve(&w, &format!("cloud=pool,remote=127.0.0.1:{port},timeout_ms=500"));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(err.contains("leaving out processor 'cloud'"), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    let r = report(&out);
+    assert_eq!(r["completed"], r["requests"]);
+}
+
+/// A server that compiles anything and answers every run with `body`.
+fn fake_server(body: &'static [u8]) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 65536];
+            let mut got = Vec::new();
+            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+            while let Ok(n) = s.read(&mut buf) {
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got);
+                if let Some(head) = text.find("\r\n\r\n") {
+                    let len: usize = text[..head]
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Content-Length: "))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if got.len() >= head + 4 + len {
+                        break;
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            let compile = got.starts_with(b"POST /compile");
+            let reply: &[u8] = if compile { b"00ff" } else { body };
+            let _ = s.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", reply.len()).as_bytes());
+            let _ = s.write_all(reply);
+        }
+    });
+    addr
+}
+
+/// A reply that is not the protocol's fails the run at start-up, when the
+/// runtime first times the cloud, naming the processor and what is wrong
+/// (the same failure mid-run takes the cloud out like a dead worker).
+#[test]
+fn a_malformed_reply_is_a_clear_error() {
+    let dir = scratch("cloud-garbage");
+    let w = setup(&dir, 1.0);
+    let addr = fake_server(b"\x01\x00\x00\x00\x07garbage");
+    let out = serve(&w, &format!("cloud=pool,remote={addr}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("processor 'cloud'") && err.contains("malformed reply") && err.contains(&addr),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
