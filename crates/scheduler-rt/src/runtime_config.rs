@@ -39,6 +39,9 @@ pub struct RuntimeConfig {
     /// Whether each processor counts as an accelerator for latency
     /// scaling (Band's β), by processor index.
     pub accelerator: Vec<bool>,
+    /// The emulated heat of these processors (`[thermal]`, the format of
+    /// a device profile's; read by `multi::thermal::profile`).
+    pub thermal: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -47,6 +50,7 @@ struct File {
     #[serde(default)]
     processor: Vec<Processor>,
     adaptive: Option<Adaptive>,
+    thermal: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -205,6 +209,7 @@ impl RuntimeConfig {
             adaptive,
             support,
             accelerator,
+            thermal: raw.thermal,
         })
     }
 

@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
-use scheduler_rt::multi::policy::{HEIMDALL_POLICY_NAMES, PolicyOptions};
+use scheduler_rt::multi::policy::{HEIMDALL_POLICY_NAMES, PolicyOptions, THERMAL_POLICY_NAMES};
 use scheduler_rt::multi::report::{Report, RunLog};
 use scheduler_rt::multi::workload::{Arrival, Slo, Workload};
 use scheduler_rt::multi::{POLICY_NAMES, Policy, policy_by_name};
@@ -120,8 +120,9 @@ pub fn emit(
 /// render task, [`HEIMDALL_POLICY_NAMES`].
 pub fn policy_help() -> String {
     format!(
-        "{}, rr, lst-whole; with a render task: {}",
+        "{}, rr, lst-whole; in thermal runs also {}; with a render task: {}",
         POLICY_NAMES.join(", "),
+        THERMAL_POLICY_NAMES.join(", "),
         HEIMDALL_POLICY_NAMES.join(", ")
     )
 }
@@ -130,7 +131,11 @@ pub fn policy_help() -> String {
 pub fn policy_list(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let ok = POLICY_NAMES.contains(&p) || p == "rr" || p == "lst-whole" || HEIMDALL_POLICY_NAMES.contains(&p);
+        let ok = POLICY_NAMES.contains(&p)
+            || p == "rr"
+            || p == "lst-whole"
+            || HEIMDALL_POLICY_NAMES.contains(&p)
+            || THERMAL_POLICY_NAMES.contains(&p);
         if !ok {
             bail!("unknown policy '{p}' (known: {})", policy_help());
         }

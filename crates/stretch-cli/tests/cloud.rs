@@ -200,3 +200,71 @@ fn a_malformed_reply_is_a_clear_error() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `serve --thermal`: the emulator beside a real run, throttling a hot
+/// processor within seconds (tiny heat capacities), and the thermal
+/// policies refused without it.
+#[test]
+fn serve_emulates_heat_and_throttles_for_real() {
+    let dir = scratch("cloud-thermal");
+    let w = setup(&dir, 3.0);
+    let rc = dir.join("rt.toml");
+    std::fs::write(
+        &rc,
+        r#"
+[[processor]]
+name = "cpu0"
+kind = "pool"
+[[processor]]
+name = "cpu1"
+kind = "pool"
+[thermal]
+ambient_c = 25.0
+source = "test"
+[thermal.processors.cpu0]
+capacitance_j_per_c = 0.05
+resistance_c_per_w = 20.0
+idle_w = 0.0
+active_w = 40.0
+throttle = { kind = "slow", above_c = 30.0, release_c = 29.0, frequency = 0.5 }
+[thermal.processors.cpu1]
+capacitance_j_per_c = 0.05
+resistance_c_per_w = 20.0
+idle_w = 0.0
+active_w = 0.1
+"#,
+    )
+    .unwrap();
+    let out = stretch(&[
+        "serve",
+        "--workload",
+        &w,
+        "--runtime-config",
+        rc.to_str().unwrap(),
+        "--thermal",
+        "--compare",
+        "heft,min-heat",
+        "--isolated-runs",
+        "2",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in reports.as_array().unwrap() {
+        assert_eq!(r["completed"], r["requests"], "{r}");
+        assert_eq!(r["mismatches"], 0);
+    }
+    let line = |p: &str| {
+        err.lines()
+            .find(|l| l.starts_with(&format!("thermal (emulated) [{p}]")))
+            .unwrap_or_else(|| panic!("no thermal line for {p}: {err}"))
+            .to_string()
+    };
+    assert!(line("heft").contains("first throttled at"), "{}", line("heft"));
+    assert!(line("min-heat").contains("cpu0"), "{}", line("min-heat"));
+
+    let out = stretch(&["serve", "--workload", &w, "--policy", "min-heat"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("give --thermal"), "{err}");
+}

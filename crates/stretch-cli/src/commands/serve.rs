@@ -74,6 +74,18 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
 
+    /// Emulate the device's heat beside the real run (Splash): the
+    /// --runtime-config's [thermal] section gives each processor's thermal
+    /// node (the format of a device profile's; see
+    /// configs/runtime/splash_host.toml). The emulator is fed by the
+    /// workers' real busy times; a processor that throttles is slowed for
+    /// real (each of its results is held back as a duty-cycled core would
+    /// be), one that switches off is an outage until it cools. Reports time
+    /// to throttling and each processor's peak temperature; with the
+    /// thermal policies min-heat and max-weighted-ppt.
+    #[arg(long, requires = "runtime_config")]
+    pub thermal: bool,
+
     /// Run static plans from `stretch analyze --runtime-config -o` (Puzzle;
     /// give it several times to compare plans) and Band's `lst` in turn on
     /// a workload of model groups, reporting each group's makespans and score.
@@ -97,6 +109,7 @@ pub fn processors(
                 accelerator: vec![false; processors.len()],
                 processors,
                 adaptive: None,
+                thermal: None,
             }
         }
     };
@@ -156,7 +169,35 @@ pub fn fastest_isolated_p99(server: &Server, apps: &[String], runs: usize) -> Re
     Ok(out)
 }
 
+/// One thermal run in a line: when it first throttled and each
+/// processor's busy time, peak temperature and PPT.
+fn heat_line(label: &str, d: &scheduler_rt::multi::thermal::driver::ThermalDriver) -> String {
+    let run_ms = d.now_ms();
+    let workers: Vec<String> = d
+        .heat
+        .iter()
+        .map(|h| {
+            format!(
+                "{} {:.0}% busy, peak {:.1} °C, PPT {}",
+                h.name,
+                100.0 * h.busy_ms / run_ms.max(1.0),
+                h.peak_c,
+                h.ppt(run_ms, d.ambient_c()).map_or("-".into(), |p| format!("{p:.1}"))
+            )
+        })
+        .collect();
+    format!(
+        "thermal (emulated) [{label}]: {}; {}",
+        d.first_throttle_ms()
+            .map_or("never throttled".to_string(), |t| format!("first throttled at {:.1} s", t / 1e3)),
+        workers.join("; ")
+    )
+}
+
 pub fn run(a: Args) -> Result<()> {
+    if a.thermal && (a.rounds > 1 || !a.plan.is_empty()) {
+        bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
+    }
     if !a.plan.is_empty() {
         return super::serve_plan::run(&a, &a.plan);
     }
@@ -172,6 +213,9 @@ pub fn run(a: Args) -> Result<()> {
     }
     for p in &policies {
         mc::make_policy(p, &workload, &names)?;
+        if !a.thermal && scheduler_rt::multi::policy::THERMAL_POLICY_NAMES.contains(&p.as_str()) {
+            bail!("policy '{p}' schedules by temperature: give --thermal (with a runtime configuration that has a [thermal] section)");
+        }
     }
     let rounds = a.rounds.max(1);
     if rounds > 1 && !workload.outages.is_empty() {
@@ -229,6 +273,15 @@ pub fn run(a: Args) -> Result<()> {
     let mut logs: Vec<Option<RunLog>> = vec![None; configs.len()];
     let mut recorder = Recorder::new(&units, names.len());
     let mut warned_priority = false;
+    let thermal = match (a.thermal, &a.runtime_config) {
+        (true, Some(path)) => {
+            let file = path.display().to_string();
+            let table = RuntimeConfig::load(path)?.thermal;
+            Some(scheduler_rt::multi::thermal::profile::thermal_params(&file, table.as_ref(), &names)?)
+        }
+        _ => None,
+    };
+    let mut heat_lines = Vec::new();
     for round in 0..rounds {
         for (i, (m, p)) in configs.iter().enumerate() {
             let mut w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
@@ -255,7 +308,14 @@ pub fn run(a: Args) -> Result<()> {
                     let _ = std::io::stderr().flush();
                 }
             };
-            let log = server.run(&mut sched, &w, slo, &mut progress)?;
+            let mut driver = match &thermal {
+                Some(params) => Some(scheduler_rt::multi::thermal::driver::ThermalDriver::new(params.clone(), 1000.0)?),
+                None => None,
+            };
+            let log = server.run_thermal(&mut sched, &w, slo, &mut progress, driver.as_mut())?;
+            if let Some(d) = &driver {
+                heat_lines.push(heat_line(&label, d));
+            }
             if tty {
                 eprint!("\r\x1b[2K");
             }
@@ -299,6 +359,13 @@ pub fn run(a: Args) -> Result<()> {
         &names,
         &workload,
     )?;
+    for line in &heat_lines {
+        if a.sweep.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
     if let Some(path) = &a.save_latencies {
         let saved = recorder.measured(
             &units,

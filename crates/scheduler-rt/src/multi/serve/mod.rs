@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
+mod heat;
 mod setup;
 mod spread;
 mod state;
@@ -354,6 +355,24 @@ impl Server {
         slo_ms: Vec<Option<f64>>,
         progress: &mut dyn FnMut(f64, &RunLog, usize),
     ) -> Result<RunLog, RuntimeError> {
+        self.run_thermal(sched, workload, slo_ms, progress, None)
+    }
+
+    /// [`Server::run`] on a device that heats: `thermal` (one node per
+    /// processor) runs beside the workers ([`heat`]); not with a render task.
+    pub fn run_thermal(
+        &self,
+        sched: &mut Scheduler,
+        workload: &Workload,
+        slo_ms: Vec<Option<f64>>,
+        progress: &mut dyn FnMut(f64, &RunLog, usize),
+        thermal: Option<&mut crate::multi::thermal::driver::ThermalDriver>,
+    ) -> Result<RunLog, RuntimeError> {
+        if thermal.is_some() && workload.render.is_some() {
+            return Err(RuntimeError::Policy {
+                reason: "a thermal run cannot have a render task".into(),
+            });
+        }
         if workload.render.is_some() && self.render.is_none() {
             return Err(RuntimeError::Policy {
                 reason: "the workload has a render task but no render kernel was set (Server::set_render)".into(),
@@ -377,7 +396,7 @@ impl Server {
         );
         let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
         let priority_error = self.priority_error.clone().or(raised.as_ref().err().cloned());
-        let mut st = state::RunState::new(self, sched, workload, slo_ms, priority_error);
+        let mut st = state::RunState::new(self, sched, workload, slo_ms, priority_error, thermal);
         let (reply, results): (Sender<Done>, Receiver<Done>) = channel();
         loop {
             let now = st.now();

@@ -162,7 +162,7 @@ pub(super) fn run(
     let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
     let priority_error = server.priority_error.clone().or(raised.as_ref().err().cloned());
     let shared = Mutex::new(Shared {
-        st: RunState::new(server, sched, workload, slo_ms, priority_error),
+        st: RunState::new(server, sched, workload, slo_ms, priority_error, None),
         error: None,
         stop: false,
     });

@@ -41,6 +41,8 @@ pub(super) struct RunState<'a> {
     rendering: HashMap<u64, usize>,
     t0: Instant,
     last_progress: f64,
+    /// The emulated device's heat, in a thermal run.
+    heat: Option<super::heat::Heat<'a>>,
 }
 
 impl<'a> RunState<'a> {
@@ -50,6 +52,7 @@ impl<'a> RunState<'a> {
         workload: &Workload,
         slo_ms: Vec<Option<f64>>,
         priority_error: Option<String>,
+        thermal: Option<&'a mut crate::multi::thermal::driver::ThermalDriver>,
     ) -> RunState<'a> {
         let mut outages: Vec<(f64, usize, bool)> = Vec::new();
         for o in &workload.outages {
@@ -74,6 +77,7 @@ impl<'a> RunState<'a> {
             rendering: HashMap::new(),
             t0: Instant::now(),
             last_progress: 0.0,
+            heat: thermal.map(super::heat::Heat::new),
         }
     }
 
@@ -95,6 +99,16 @@ impl<'a> RunState<'a> {
     /// Applies what is due at `now` (outages, frame ticks, arrivals), asks
     /// the policy, and returns the work to hand to the workers.
     pub fn advance(&mut self, now: f64) -> Result<Vec<Work>, RuntimeError> {
+        let released = match self.heat.as_mut() {
+            Some(h) => {
+                h.advance(now, self.sched, &mut self.log, &mut self.flight)?;
+                h.release(now)
+            }
+            None => Vec::new(),
+        };
+        for (done, _) in released {
+            self.take(done, true)?;
+        }
         while self.outages.front().is_some_and(|o| o.0 <= now) {
             let Some((_, w, up)) = self.outages.pop_front() else {
                 break;
@@ -132,11 +146,13 @@ impl<'a> RunState<'a> {
                 .insert(id, self.server.models[m].input.iter().cloned().collect());
         }
         let mut work = Vec::new();
-        for d in self
-            .sched
-            .schedule(now)
-            .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
-        {
+        let dispatches = {
+            let oracle = self.heat.as_ref().map(|h| h.driver.oracle());
+            self.sched
+                .schedule_with(now, oracle.as_ref().map(|o| o as &dyn crate::multi::thermal::ThermalOracle))
+                .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
+        };
+        for d in dispatches {
             if d.render.is_some() {
                 if let Some((_, kernel, _)) = &self.server.render {
                     self.rendering.insert(d.seq, d.worker);
@@ -160,6 +176,9 @@ impl<'a> RunState<'a> {
                 })?;
             let vals = &self.values[&d.job];
             let inputs: TVec<Value> = sub.inputs.iter().map(|o| vals[o].clone()).collect();
+            if let Some(h) = self.heat.as_mut() {
+                h.driver.started(d.worker);
+            }
             self.flight
                 .insert(d.seq, (d.job, d.app, d.model, d.candidate, Instant::now()));
             work.push(Work {
@@ -188,6 +207,7 @@ impl<'a> RunState<'a> {
             && self.rendering.is_empty()
             && self.sched.in_system() == 0
             && self.outages.is_empty()
+            && self.heat.as_ref().is_none_or(|h| !h.holding())
     }
 
     /// When something is next due without a result arriving (an arrival,
@@ -197,6 +217,8 @@ impl<'a> RunState<'a> {
             self.arrivals.next_ms(),
             self.outages.front().map(|o| o.0),
             self.next_tick(),
+            self.heat.as_ref().and_then(|h| h.next_due()),
+            self.heat.as_ref().map(|_| now + super::heat::STEP_MS),
         ]
         .into_iter()
         .flatten()
@@ -217,6 +239,23 @@ impl<'a> RunState<'a> {
             }
             return Ok(());
         }
+        let now = self.now();
+        if let Some(h) = self.heat.as_mut()
+            && self.flight.contains_key(&seq)
+        {
+            let ms = (done.end - done.start).as_secs_f64() * 1e3;
+            match h.hold(done, now, ms) {
+                Some(d) => return self.take(d, false),
+                None => return Ok(()),
+            }
+        }
+        self.take(done, false)
+    }
+
+    /// Takes a subgraph's result (after its hold, on a slowed worker: the
+    /// worker counts as busy until now).
+    fn take(&mut self, done: Done, held: bool) -> Result<(), RuntimeError> {
+        let seq = done.index as u64;
         let Some((job, app, m, c, sent)) = self.flight.remove(&seq) else {
             return Ok(());
         };
@@ -227,7 +266,8 @@ impl<'a> RunState<'a> {
         if !current {
             return Ok(());
         }
-        let (start, end) = (self.ms(done.start), self.ms(done.end));
+        let start = self.ms(done.start);
+        let end = if held { self.now() } else { self.ms(done.end) };
         self.log.spans.push(Span {
             worker: done.worker,
             app,
@@ -245,6 +285,9 @@ impl<'a> RunState<'a> {
         let outputs = match done.result {
             Some(Ok(outs)) => outs,
             Some(Err(reason)) if self.server.workers[done.worker].engine.name() == "cloud" => {
+                if let Some(h) = self.heat.as_mut() {
+                    h.driver.finished(done.worker, m, c, 0.0, false);
+                }
                 self.sched.finish(finish_at, done.worker, seq, None);
                 if let Some(s) = self.log.spans.last_mut() {
                     s.counted = false;
@@ -262,10 +305,16 @@ impl<'a> RunState<'a> {
                 });
             }
             None => {
+                if let Some(h) = self.heat.as_mut() {
+                    h.driver.finished(done.worker, m, c, 0.0, false);
+                }
                 self.sched.finish(finish_at, done.worker, seq, None);
                 return Ok(());
             }
         };
+        if let Some(h) = self.heat.as_mut() {
+            h.driver.finished(done.worker, m, c, end - start, true);
+        }
         if let Some(vals) = self.values.get_mut(&job) {
             for (o, v) in sub.outputs.iter().zip(outputs) {
                 vals.insert(*o, v);
