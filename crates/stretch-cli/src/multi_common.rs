@@ -207,6 +207,7 @@ pub fn slos(w: &Workload, isolated_ms: &[f64]) -> Vec<Option<f64>> {
         .enumerate()
         .map(|(i, (a, iso))| match a.slo {
             _ if w.group_deadline_ms(i).is_some() => w.group_deadline_ms(i),
+            _ if w.camera.is_some() && matches!(a.arrival, Arrival::Frame { .. }) => w.camera.map(|c| c.slo_ms),
             Slo::Ms(ms) => Some(ms),
             Slo::Multiplier(m) => Some(m * iso),
             Slo::None => None,

@@ -188,8 +188,10 @@ fn heat_line(label: &str, d: &scheduler_rt::multi::thermal::driver::ThermalDrive
         .collect();
     format!(
         "thermal (emulated) [{label}]: {}; {}",
-        d.first_throttle_ms()
-            .map_or("never throttled".to_string(), |t| format!("first throttled at {:.1} s", t / 1e3)),
+        d.first_throttle_ms().map_or("never throttled".to_string(), |t| format!(
+            "first throttled at {:.1} s",
+            t / 1e3
+        )),
         workers.join("; ")
     )
 }
@@ -214,7 +216,9 @@ pub fn run(a: Args) -> Result<()> {
     for p in &policies {
         mc::make_policy(p, &workload, &names)?;
         if !a.thermal && scheduler_rt::multi::policy::THERMAL_POLICY_NAMES.contains(&p.as_str()) {
-            bail!("policy '{p}' schedules by temperature: give --thermal (with a runtime configuration that has a [thermal] section)");
+            bail!(
+                "policy '{p}' schedules by temperature: give --thermal (with a runtime configuration that has a [thermal] section)"
+            );
         }
     }
     let rounds = a.rounds.max(1);
@@ -277,7 +281,11 @@ pub fn run(a: Args) -> Result<()> {
         (true, Some(path)) => {
             let file = path.display().to_string();
             let table = RuntimeConfig::load(path)?.thermal;
-            Some(scheduler_rt::multi::thermal::profile::thermal_params(&file, table.as_ref(), &names)?)
+            Some(scheduler_rt::multi::thermal::profile::thermal_params(
+                &file,
+                table.as_ref(),
+                &names,
+            )?)
         }
         _ => None,
     };
@@ -309,7 +317,10 @@ pub fn run(a: Args) -> Result<()> {
                 }
             };
             let mut driver = match &thermal {
-                Some(params) => Some(scheduler_rt::multi::thermal::driver::ThermalDriver::new(params.clone(), 1000.0)?),
+                Some(params) => Some(scheduler_rt::multi::thermal::driver::ThermalDriver::new(
+                    params.clone(),
+                    1000.0,
+                )?),
                 None => None,
             };
             let log = server.run_thermal(&mut sched, &w, slo, &mut progress, driver.as_mut())?;

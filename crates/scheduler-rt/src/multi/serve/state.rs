@@ -149,7 +149,10 @@ impl<'a> RunState<'a> {
         let dispatches = {
             let oracle = self.heat.as_ref().map(|h| h.driver.oracle());
             self.sched
-                .schedule_with(now, oracle.as_ref().map(|o| o as &dyn crate::multi::thermal::ThermalOracle))
+                .schedule_with(
+                    now,
+                    oracle.as_ref().map(|o| o as &dyn crate::multi::thermal::ThermalOracle),
+                )
                 .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
         };
         for d in dispatches {
@@ -229,6 +232,12 @@ impl<'a> RunState<'a> {
     /// its job's values (a finished job is checked against the reference).
     pub fn on_done(&mut self, done: Done) -> Result<(), RuntimeError> {
         let seq = done.index as u64;
+        if let Some(h) = self.heat.as_mut() {
+            // Up to now the worker was busy: step the emulator before the
+            // result changes that.
+            let now = self.t0.elapsed().as_secs_f64() * 1e3;
+            h.advance(now, self.sched, &mut self.log, &mut self.flight)?;
+        }
         if let Some(w) = self.rendering.remove(&seq) {
             let ms = (done.end - done.start).as_secs_f64() * 1e3;
             let now = self.now();

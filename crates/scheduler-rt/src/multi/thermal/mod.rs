@@ -1,13 +1,17 @@
 //! Thermal-aware scheduling (Splash): an emulated device's temperatures
-//! where no sensor exists ([`emulator`]), the online model that predicts a
-//! placement's temperature rise ([`online`]), and the [`ThermalOracle`]
-//! through which policies see it.
+//! where no sensor exists ([`emulator`]; [`sensor`] reads a real device's
+//! thermal zones), the online model that predicts a placement's
+//! temperature rise ([`online`]) and latency per temperature
+//! ([`latency_bins`]), the [`ThermalOracle`] through which policies see
+//! them, and the [`driver`] that runs it all beside the simulator or
+//! `serve`.
 
 pub mod driver;
 pub mod emulator;
 pub mod latency_bins;
 pub mod online;
 pub mod profile;
+pub mod sensor;
 
 pub use emulator::{NodeParams, ThermalEmulator, ThermalError, ThermalParams, Throttle, illustrative_phone};
 pub use online::{OnlineThermalModel, WindowedLeastSquares};
