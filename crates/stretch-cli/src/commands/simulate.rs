@@ -114,6 +114,51 @@ struct Setup {
     source: String,
 }
 
+/// Latencies per model, candidate and processor ([`Truth::table`]).
+pub(super) type LatencyTable = Vec<Vec<Vec<Latency>>>;
+
+/// Every app's units on processors `names` (the profile's own first, in
+/// its order, then any others) and each candidate's latency per processor:
+/// predicted by the profile (apps with `scale_like` take that app's
+/// factors), then `extra(candidate)` for the processors beyond the profile's.
+pub(super) fn predicted(
+    model: &DeviceModel,
+    graphs: &[graph_ir::Graph],
+    workload: &scheduler_rt::multi::workload::Workload,
+    names: &[String],
+    support: &[scheduler_rt::multi::OpSupport],
+    extra: &dyn Fn(&scheduler_rt::multi::Candidate) -> Vec<Latency>,
+) -> Result<(Vec<ModelUnits>, LatencyTable)> {
+    let n_dev = model.profile().processors.len();
+    let mut layers = Vec::new();
+    for g in graphs {
+        layers.push(
+            LayerGraph::new(g, &names[..n_dev], &support[..n_dev]).with_context(|| format!("model '{}'", g.name))?,
+        );
+    }
+    let mut costs = Predicted::new(model, graphs, &layers)?;
+    for (m, like) in workload
+        .apps
+        .iter()
+        .enumerate()
+        .filter_map(|(m, a)| Some((m, a.scale_like?)))
+    {
+        costs.scale_like(m, like);
+    }
+    let mut units = Vec::new();
+    let mut table = Vec::new();
+    for (m, g) in graphs.iter().enumerate() {
+        let u = analyze(g, names, support).with_context(|| format!("model '{}'", g.name))?;
+        let mut rows = candidate_rows(&mut costs, m, &layers[m], &u, n_dev)?;
+        for (row, c) in rows.iter_mut().zip(&u.candidates) {
+            row.extend(extra(c));
+        }
+        table.push(rows);
+        units.push(u);
+    }
+    Ok((units, table))
+}
+
 fn from_device(
     a: &Args,
     graphs: &[graph_ir::Graph],
@@ -128,26 +173,7 @@ fn from_device(
         .values()
         .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
         .collect();
-    let mut layers = Vec::new();
-    for g in graphs {
-        layers.push(LayerGraph::new(g, &names, &support).with_context(|| format!("model '{}'", g.name))?);
-    }
-    let mut costs = Predicted::new(&model, graphs, &layers)?;
-    for (m, like) in workload
-        .apps
-        .iter()
-        .enumerate()
-        .filter_map(|(m, a)| Some((m, a.scale_like?)))
-    {
-        costs.scale_like(m, like);
-    }
-    let mut units = Vec::new();
-    let mut truth = Vec::new();
-    for (m, g) in graphs.iter().enumerate() {
-        let u = analyze(g, &names, &support).with_context(|| format!("model '{}'", g.name))?;
-        truth.push(candidate_rows(&mut costs, m, &layers[m], &u, names.len())?);
-        units.push(u);
-    }
+    let (units, truth) = predicted(&model, graphs, workload, &names, &support, &|_| Vec::new())?;
     let scaled = graphs.iter().filter(|g| profile.models.contains_key(&g.name)).count();
     Ok(Setup {
         names,

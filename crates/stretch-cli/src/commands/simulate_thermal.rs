@@ -10,14 +10,11 @@ use anyhow::{Context, Result, bail};
 use predictor::DeviceModel;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::{PolicyOptions, THERMAL_POLICY_NAMES};
-use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
-use scheduler_rt::multi::puzzle::costs::Predicted;
-use scheduler_rt::multi::puzzle::evaluate::candidate_rows;
 use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate_thermal};
 use scheduler_rt::multi::thermal::driver::{ThermalDriver, WorkerHeat};
 use scheduler_rt::multi::thermal::profile::{CLOUD, CloudSpec, cloud_spec, thermal_params};
 use scheduler_rt::multi::workload::Workload;
-use scheduler_rt::multi::{ModelUnits, OpSupport, POLICY_NAMES, ProcSet, Scheduler, analyze, policy_by_name};
+use scheduler_rt::multi::{ModelUnits, OpSupport, POLICY_NAMES, ProcSet, Scheduler, policy_by_name};
 use std::fmt::Write as _;
 
 /// The paper's Person Finder at 30 fps on a Pixel 4 (§6.2): seconds to
@@ -39,10 +36,7 @@ fn platform(
     cloud: Option<(&CloudSpec, Option<f64>)>,
 ) -> Result<Platform> {
     let profile = model.profile();
-    let (dev_names, dev_support) = crate::puzzle_setup::profile_processors(profile);
-    let n_dev = dev_names.len();
-    let mut names = dev_names.clone();
-    let mut support = dev_support.clone();
+    let (mut names, mut support) = crate::puzzle_setup::profile_processors(profile);
     let mut accel: Vec<bool> = profile
         .processors
         .values()
@@ -53,32 +47,11 @@ fn platform(
         support.push(OpSupport::All);
         accel.push(true);
     }
-    let mut layers = Vec::new();
-    for g in graphs {
-        layers.push(LayerGraph::new(g, &dev_names, &dev_support).with_context(|| format!("model '{}'", g.name))?);
-    }
-    let mut costs = Predicted::new(model, graphs, &layers)?;
-    for (m, like) in workload
-        .apps
-        .iter()
-        .enumerate()
-        .filter_map(|(m, a)| Some((m, a.scale_like?)))
-    {
-        costs.scale_like(m, like);
-    }
-    let mut units = Vec::new();
-    let mut table = Vec::new();
-    for (m, g) in graphs.iter().enumerate() {
-        let u = analyze(g, &names, &support).with_context(|| format!("model '{}'", g.name))?;
-        let mut rows = candidate_rows(&mut costs, m, &layers[m], &u, n_dev)?;
-        if let Some((spec, mbps)) = cloud {
-            for (row, c) in rows.iter_mut().zip(&u.candidates) {
-                row.push(Latency::exact(spec.latency_ms(c.io_bytes, c.flops, mbps)));
-            }
-        }
-        table.push(rows);
-        units.push(u);
-    }
+    let cloud_column = |c: &scheduler_rt::multi::Candidate| match cloud {
+        Some((spec, mbps)) => vec![Latency::exact(spec.latency_ms(c.io_bytes, c.flops, mbps))],
+        None => Vec::new(),
+    };
+    let (units, table) = super::simulate::predicted(model, graphs, workload, &names, &support, &cloud_column)?;
     Ok(Platform {
         names,
         units,
