@@ -332,6 +332,9 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("--cloud-mbps must be positive, got {m}");
     }
     let mut w = Workload::load(&a.workload)?;
+    if w.render.is_some() {
+        bail!("{}: a thermal run does not take a [render] task", w.file);
+    }
     if let Some(d) = a.sweep.duration_s {
         if !(d.is_finite() && d > 0.0) {
             bail!("--duration-s must be positive, got {d}");
