@@ -123,6 +123,8 @@ pub struct Remote {
 
 impl Remote {
     pub const DEFAULT_TIMEOUT_MS: u64 = 2000;
+    /// The link options [`Remote::set`] takes.
+    pub const OPTIONS: [&'static str; 3] = ["mbps=", "rtt_ms=", "timeout_ms="];
 
     pub fn new(address: &str) -> Remote {
         Remote {
@@ -133,8 +135,8 @@ impl Remote {
         }
     }
 
-    /// Applies `mbps=`, `rtt_ms=` or `timeout_ms=`; `Ok(false)` for another option.
-    pub fn set(&mut self, option: &str) -> Result<bool, String> {
+    /// Applies one of [`Remote::OPTIONS`] (`mbps=249`, ...).
+    pub fn set(&mut self, option: &str) -> Result<(), String> {
         let num = |v: &str, what: &str| {
             v.parse::<f64>()
                 .ok()
@@ -152,9 +154,9 @@ impl Remote {
         } else if let Some(v) = option.strip_prefix("timeout_ms=") {
             self.timeout_ms = (num(v, "timeout_ms")?.round() as u64).max(1);
         } else {
-            return Ok(false);
+            return Err(format!("unknown link option '{option}' (mbps=, rtt_ms=, timeout_ms=)"));
         }
-        Ok(true)
+        Ok(())
     }
 
     fn spec(&self) -> String {
@@ -244,7 +246,7 @@ impl FromStr for ProcessorConfig {
                 engine = EngineKind::from_str(e).map_err(|e| bad(&e))?;
             } else if let Some(a) = p.strip_prefix("remote=") {
                 remote = Some(Remote::new(a));
-            } else if p.starts_with("mbps=") || p.starts_with("rtt_ms=") || p.starts_with("timeout_ms=") {
+            } else if Remote::OPTIONS.iter().any(|o| p.starts_with(o)) {
                 link.push(p);
             } else {
                 return Err(bad(&format!(

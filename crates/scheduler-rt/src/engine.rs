@@ -33,12 +33,7 @@ pub type EngineFactory = dyn Fn(&ProcessorConfig) -> Result<Box<dyn Engine>, Run
 /// ([`crate::cloud::RemoteEngine`]).
 pub fn make_engine(config: &ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeError> {
     if let Some(r) = &config.remote {
-        let link = crate::cloud::Link {
-            mbps: r.kbps.map(|k| k as f64 / 1e3),
-            rtt_ms: r.rtt_us as f64 / 1e3,
-        };
-        let timeout = std::time::Duration::from_millis(r.timeout_ms);
-        return crate::cloud::RemoteEngine::new(&r.address, link, timeout)
+        return crate::cloud::RemoteEngine::from_config(r)
             .map(|e| Box::new(e) as Box<dyn Engine>)
             .map_err(|reason| RuntimeError::EngineUnavailable {
                 engine: "cloud",

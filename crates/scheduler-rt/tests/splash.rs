@@ -193,7 +193,7 @@ fn run(policy: &str, fps: f64, seconds: f64, (cpu_w, npu_w): (f64, f64)) -> Run 
         table,
         ..Truth::default()
     };
-    let mut driver = ThermalDriver::new(device(cpu_w, npu_w), 1000.0).unwrap();
+    let mut driver = ThermalDriver::new(device(cpu_w, npu_w)).unwrap();
     let log = simulate_thermal(
         &mut sched,
         &workload,

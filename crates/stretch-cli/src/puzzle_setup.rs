@@ -79,7 +79,12 @@ pub fn load_runtime(
     config: &Option<std::path::PathBuf>,
     flags: &[scheduler_rt::ProcessorConfig],
 ) -> Result<Scenario> {
-    let (procs, support, accel) = crate::commands::serve::processors(config, flags)?;
+    let scheduler_rt::RuntimeConfig {
+        processors: procs,
+        support,
+        accelerator: accel,
+        ..
+    } = crate::commands::serve::processors(config, flags)?;
     let names = procs.iter().map(|p| p.name.clone()).collect();
     load_with(workload, None, procs, names, &support, accel)
 }

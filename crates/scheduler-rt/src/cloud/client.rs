@@ -5,8 +5,7 @@
 use super::wire::{Message, decode, encode, read_message, write_message};
 use crate::engine::{Compiled, Engine, Value};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tract_onnx::prelude::TVec;
 
 /// The emulated link: each request waits half the round trip plus its
@@ -41,6 +40,15 @@ impl RemoteEngine {
             .next()
             .ok_or_else(|| format!("cloud address '{address}' resolves to nothing"))?;
         Ok(RemoteEngine { address, link, timeout })
+    }
+
+    /// The engine of a processor configured with `remote`.
+    pub fn from_config(remote: &crate::config::Remote) -> Result<RemoteEngine, String> {
+        let link = Link {
+            mbps: remote.kbps.map(|k| k as f64 / 1e3),
+            rtt_ms: remote.rtt_us as f64 / 1e3,
+        };
+        RemoteEngine::new(&remote.address, link, Duration::from_millis(remote.timeout_ms))
     }
 
     /// Whether the server accepts a connection now; the reason when not.
@@ -117,7 +125,6 @@ impl Engine for RemoteEngine {
             link: self.link,
             timeout: self.timeout,
             path: format!("/run/{id}"),
-            compute_ms: Mutex::new(Vec::new()),
         }))
     }
 }
@@ -128,22 +135,12 @@ pub struct RemoteCompiled {
     link: Link,
     timeout: Duration,
     path: String,
-    /// The server's compute time of each run (ms).
-    pub compute_ms: Mutex<Vec<f64>>,
 }
 
 impl Compiled for RemoteCompiled {
     fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
         let body = encode(&inputs)?;
-        let t = Instant::now();
         let reply = call(self.address, self.link, self.timeout, &self.path, &body)?;
-        let outputs =
-            decode(&reply.body).map_err(|e| format!("cloud worker at {}: malformed reply: {e}", self.address))?;
-        if let Some(ms) = reply.header("x-compute-ms").and_then(|v| v.parse::<f64>().ok())
-            && let Ok(mut v) = self.compute_ms.lock()
-        {
-            v.push(ms.min(t.elapsed().as_secs_f64() * 1e3));
-        }
-        Ok(outputs)
+        decode(&reply.body).map_err(|e| format!("cloud worker at {}: malformed reply: {e}", self.address))
     }
 }

@@ -6,16 +6,13 @@ use crate::engine::{Compiled, Engine};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The models compiled so far, by id, and what was served.
+/// The models compiled so far, by id.
 pub struct CloudServer {
     engine: Box<dyn Engine>,
     models: Mutex<HashMap<String, Arc<dyn Compiled>>>,
-    /// Requests answered (compiles and runs).
-    pub served: AtomicU64,
 }
 
 impl CloudServer {
@@ -23,34 +20,21 @@ impl CloudServer {
         CloudServer {
             engine,
             models: Mutex::new(HashMap::new()),
-            served: AtomicU64::new(0),
         }
     }
 
-    pub fn engine(&self) -> &dyn Engine {
-        self.engine.as_ref()
-    }
-
-    /// Accepts connections until `stop` is set, one thread per connection.
-    pub fn serve(self: &Arc<Self>, listener: TcpListener, stop: &AtomicBool) -> std::io::Result<()> {
-        listener.set_nonblocking(true)?;
-        while !stop.load(Ordering::Relaxed) {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    let me = Arc::clone(self);
-                    std::thread::spawn(move || me.handle(stream));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(e) => return Err(e),
-            }
+    /// Accepts connections for ever, one thread per connection; returns
+    /// only when accepting fails.
+    pub fn serve(self: &Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
+        for stream in listener.incoming() {
+            let stream = stream?;
+            let me = Arc::clone(self);
+            std::thread::spawn(move || me.handle(stream));
         }
         Ok(())
     }
 
     fn handle(&self, mut stream: TcpStream) {
-        let _ = stream.set_nonblocking(false);
         let _ = stream.set_nodelay(true);
         let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
         let reply = match read_message(&mut stream) {
@@ -69,7 +53,6 @@ impl CloudServer {
                 reason.as_bytes(),
             ),
         };
-        self.served.fetch_add(1, Ordering::Relaxed);
     }
 
     #[allow(clippy::type_complexity)]

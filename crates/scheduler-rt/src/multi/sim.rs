@@ -229,18 +229,7 @@ pub fn simulate_thermal(
             next = next.min(stop);
             for c in changes {
                 if let Change::Off { worker, off } = c {
-                    if off {
-                        if let Some(mut s) = busy[worker].take() {
-                            s.end_ms = stop;
-                            s.counted = false;
-                            log.spans.push(s);
-                            t.finished(worker, 0, 0, 0.0, false);
-                        }
-                        sched.set_available(worker, false);
-                    } else {
-                        sched.set_available(worker, true);
-                    }
-                    log.outage(worker, !off, stop);
+                    set_up(worker, !off, stop, &mut busy, sched, &mut log, Some(&mut *t));
                 }
             }
         }
@@ -275,22 +264,8 @@ pub fn simulate_thermal(
                         log.completed.push(c);
                     }
                 }
-                Event::Down(w) => {
-                    if let Some(mut s) = busy[w].take() {
-                        s.end_ms = now;
-                        s.counted = false;
-                        log.spans.push(s);
-                        if let Some(t) = thermal.as_deref_mut() {
-                            t.finished(w, 0, 0, 0.0, false);
-                        }
-                    }
-                    sched.set_available(w, false);
-                    log.outage(w, false, now);
-                }
-                Event::Up(w) => {
-                    sched.set_available(w, true);
-                    log.outage(w, true, now);
-                }
+                Event::Down(w) => set_up(w, false, now, &mut busy, sched, &mut log, thermal.as_deref_mut()),
+                Event::Up(w) => set_up(w, true, now, &mut busy, sched, &mut log, thermal.as_deref_mut()),
                 Event::Submit(spec) => {
                     sched.submit(*spec);
                 }
@@ -385,6 +360,30 @@ pub fn simulate_thermal(
     log.decision_us = std::mem::take(&mut sched.decision_us);
     log.moves = sched.policy_moves();
     Ok(log)
+}
+
+/// Takes worker `w` away at `at` (its running subgraph is abandoned and
+/// re-queued) or brings it back: a scheduled outage or a processor
+/// switched off by its heat.
+fn set_up(
+    w: usize,
+    up: bool,
+    at: f64,
+    busy: &mut [Option<Span>],
+    sched: &mut Scheduler,
+    log: &mut RunLog,
+    thermal: Option<&mut ThermalDriver>,
+) {
+    if !up && let Some(mut s) = busy[w].take() {
+        s.end_ms = at;
+        s.counted = false;
+        log.spans.push(s);
+        if let Some(t) = thermal {
+            t.finished(w, 0, 0, 0.0, false);
+        }
+    }
+    sched.set_available(w, up);
+    log.outage(w, up, at);
 }
 
 /// How often a thermal run looks again while a switched-off processor

@@ -93,10 +93,10 @@ pub struct Args {
     pub plan: Vec<PathBuf>,
 }
 
-pub fn processors(
-    config: &Option<PathBuf>,
-    flags: &[ProcessorConfig],
-) -> Result<(Vec<ProcessorConfig>, Vec<OpSupport>, Vec<bool>)> {
+/// The runtime configuration (`config`, else one tract worker per core),
+/// `flags` replacing or adding processors, less any cloud worker that
+/// refuses connections (with a warning).
+pub fn processors(config: &Option<PathBuf>, flags: &[ProcessorConfig]) -> Result<RuntimeConfig> {
     let config = match config {
         Some(p) => RuntimeConfig::load(p).context("cannot load the runtime configuration")?,
         None => {
@@ -123,16 +123,9 @@ pub fn processors(
     while i < c.processors.len() {
         let p = &c.processors[i];
         let unreachable = p.remote.as_ref().and_then(|r| {
-            scheduler_rt::cloud::RemoteEngine::new(
-                &r.address,
-                scheduler_rt::cloud::Link {
-                    mbps: None,
-                    rtt_ms: 0.0,
-                },
-                std::time::Duration::from_millis(r.timeout_ms),
-            )
-            .and_then(|e| e.reachable())
-            .err()
+            scheduler_rt::cloud::RemoteEngine::from_config(r)
+                .and_then(|e| e.reachable())
+                .err()
         });
         if let Some(reason) = unreachable {
             eprintln!(
@@ -149,7 +142,7 @@ pub fn processors(
         }
         i += 1;
     }
-    Ok((c.processors, c.support, c.accelerator))
+    Ok(c)
 }
 
 /// Per model of `server` (app names `apps`): its isolated p99 on its
@@ -204,7 +197,13 @@ pub fn run(a: Args) -> Result<()> {
         return super::serve_plan::run(&a, &a.plan);
     }
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
-    let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
+    let RuntimeConfig {
+        processors: procs,
+        support,
+        accelerator: accel,
+        thermal: thermal_table,
+        ..
+    } = processors(&a.runtime_config, &a.processors)?;
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
     let mut workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
     let policies = a.sweep.policies_for(workload.render.is_some())?;
@@ -278,15 +277,11 @@ pub fn run(a: Args) -> Result<()> {
     let mut recorder = Recorder::new(&units, names.len());
     let mut warned_priority = false;
     let thermal = match (a.thermal, &a.runtime_config) {
-        (true, Some(path)) => {
-            let file = path.display().to_string();
-            let table = RuntimeConfig::load(path)?.thermal;
-            Some(scheduler_rt::multi::thermal::profile::thermal_params(
-                &file,
-                table.as_ref(),
-                &names,
-            )?)
-        }
+        (true, Some(path)) => Some(scheduler_rt::multi::thermal::profile::thermal_params(
+            &path.display().to_string(),
+            thermal_table.as_ref(),
+            &names,
+        )?),
         _ => None,
     };
     let mut heat_lines = Vec::new();
@@ -316,13 +311,10 @@ pub fn run(a: Args) -> Result<()> {
                     let _ = std::io::stderr().flush();
                 }
             };
-            let mut driver = match &thermal {
-                Some(params) => Some(scheduler_rt::multi::thermal::driver::ThermalDriver::new(
-                    params.clone(),
-                    1000.0,
-                )?),
-                None => None,
-            };
+            let mut driver = thermal
+                .as_ref()
+                .map(|params| scheduler_rt::multi::thermal::driver::ThermalDriver::new(params.clone()))
+                .transpose()?;
             let log = server.run_thermal(&mut sched, &w, slo, &mut progress, driver.as_mut())?;
             if let Some(d) = &driver {
                 heat_lines.push(heat_line(&label, d));

@@ -205,7 +205,12 @@ fn from_measured(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
     let path = a.latencies.as_ref().context("give --device or --latencies")?;
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let m: Measured = serde_json::from_str(&text).with_context(|| format!("{}: not a latency file", path.display()))?;
-    let (procs, support, accel) = processors(&a.runtime_config, &a.processors)?;
+    let scheduler_rt::RuntimeConfig {
+        processors: procs,
+        support,
+        accelerator: accel,
+        ..
+    } = processors(&a.runtime_config, &a.processors)?;
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
     if names != m.processors {
         bail!(
@@ -241,6 +246,27 @@ fn from_measured(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
 
 /// Simulated isolated latency: the model alone on `w`, missing operators on
 /// the first processor that has them.
+/// Registers each model's largest subgraph on each of the `n` processors
+/// with its simulated latency alone (what `serve` measures at start-up).
+pub(super) fn register(base: &mut Estimator, units: &[ModelUnits], truth: &Truth, n: usize) {
+    for (m, u) in units.iter().enumerate() {
+        for w in 0..n {
+            if let Some(c) = u.largest_on(w) {
+                base.set_base(m, c, w, truth.table[m][c][w].alone_ms);
+            }
+        }
+    }
+}
+
+/// Per model, its simulated isolated latency on its fastest of `n` processors.
+pub(super) fn fastest_isolated_ms(units: &[ModelUnits], truth: &Truth, n: usize) -> Vec<f64> {
+    units
+        .iter()
+        .zip(&truth.table)
+        .map(|(u, t)| (0..n).map(|w| isolated_ms(u, t, w, n)).fold(f64::INFINITY, f64::min))
+        .collect()
+}
+
 fn isolated_ms(u: &ModelUnits, truth: &[Vec<Latency>], w: usize, n: usize) -> f64 {
     let all = ProcSet::from_iter(0..n);
     u.isolated_plan(w, all).map_or(f64::INFINITY, |steps| {
@@ -284,25 +310,13 @@ pub fn run(a: Args) -> Result<()> {
     let n = setup.names.len();
     let isolated: Vec<f64> = match &setup.isolated {
         Some(v) => v.clone(),
-        None => (0..setup.units.len())
-            .map(|m| {
-                (0..n)
-                    .map(|w| isolated_ms(&setup.units[m], &setup.truth.table[m], w, n))
-                    .fold(f64::INFINITY, f64::min)
-            })
-            .collect(),
+        None => fastest_isolated_ms(&setup.units, &setup.truth, n),
     };
     workload.resolve_groups(&isolated)?;
     let mut base = Estimator::new(EstimatorParams::default(), &setup.accel, &setup.units);
     let registered = setup.registration.as_ref().is_some_and(|r| base.load(r));
     if !registered {
-        for (m, u) in setup.units.iter().enumerate() {
-            for w in 0..n {
-                if let Some(c) = u.largest_on(w) {
-                    base.set_base(m, c, w, setup.truth.table[m][c][w].alone_ms);
-                }
-            }
-        }
+        register(&mut base, &setup.units, &setup.truth, n);
     }
     eprintln!("simulated processors: {} ({})", setup.names.join(", "), setup.source);
     let options = SimOptions {

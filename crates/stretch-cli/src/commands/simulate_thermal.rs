@@ -11,26 +11,33 @@ use predictor::DeviceModel;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::{PolicyOptions, THERMAL_POLICY_NAMES};
 use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate_thermal};
+use scheduler_rt::multi::thermal::ThermalParams;
 use scheduler_rt::multi::thermal::driver::{ThermalDriver, WorkerHeat};
 use scheduler_rt::multi::thermal::profile::{CLOUD, CloudSpec, cloud_spec, thermal_params};
 use scheduler_rt::multi::workload::Workload;
-use scheduler_rt::multi::{ModelUnits, OpSupport, POLICY_NAMES, ProcSet, Scheduler, policy_by_name};
+use scheduler_rt::multi::{ModelUnits, OpSupport, POLICY_NAMES, Scheduler, policy_by_name};
 use std::fmt::Write as _;
 
 /// The paper's Person Finder at 30 fps on a Pixel 4 (§6.2): seconds to
 /// throttling of Band (HEFT), Band+Cloud and Splash.
 const PAPER_S: [(&str, f64); 3] = [("Band", 242.0), ("Band+Cloud", 203.0), ("Splash", 436.0)];
 
-/// Every processor of the device, and the cloud worker when asked for.
+/// Every processor of the device, and the cloud worker when asked for:
+/// what each run on it starts from.
 struct Platform {
     names: Vec<String>,
     units: Vec<ModelUnits>,
     truth: Truth,
-    accel: Vec<bool>,
+    params: ThermalParams,
+    /// The estimator with each model's largest subgraph registered.
+    base: Estimator,
+    /// Per model, its simulated isolated latency on its fastest processor.
+    fastest: Vec<f64>,
 }
 
 fn platform(
     model: &DeviceModel,
+    file: &str,
     graphs: &[graph_ir::Graph],
     workload: &Workload,
     cloud: Option<(&CloudSpec, Option<f64>)>,
@@ -52,14 +59,22 @@ fn platform(
         None => Vec::new(),
     };
     let (units, table) = super::simulate::predicted(model, graphs, workload, &names, &support, &cloud_column)?;
+    let params = thermal_params(file, profile.thermal.as_ref(), &names)?;
+    let n = names.len();
+    let truth = Truth {
+        table,
+        ..Truth::default()
+    };
+    let mut base = Estimator::new(EstimatorParams::default(), &accel, &units);
+    super::simulate::register(&mut base, &units, &truth, n);
+    let fastest = super::simulate::fastest_isolated_ms(&units, &truth, n);
     Ok(Platform {
         names,
         units,
-        truth: Truth {
-            table,
-            ..Truth::default()
-        },
-        accel,
+        truth,
+        params,
+        base,
+        fastest,
     })
 }
 
@@ -100,57 +115,20 @@ fn split(spec: &str) -> Result<(String, bool)> {
     Ok((name.to_string(), cloud))
 }
 
-fn run_one(
-    a: &Args,
-    model: &DeviceModel,
-    graphs: &[graph_ir::Graph],
-    w: &Workload,
-    spec: &str,
-    cloud: Option<&CloudSpec>,
-) -> Result<Row> {
-    let (name, with_cloud) = split(spec)?;
-    let file = a.device.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-    let cloud_arg = match (with_cloud, cloud) {
-        (false, _) => None,
-        (true, Some(c)) => Some((c, a.cloud_mbps)),
-        (true, None) => bail!("{file}: policy '{spec}' needs the cloud worker, and the profile has no [cloud] section"),
-    };
-    let p = platform(model, graphs, w, cloud_arg)?;
-    let params = thermal_params(&file, model.profile().thermal.as_ref(), &p.names)?;
-    let mut est = Estimator::new(EstimatorParams::default(), &p.accel, &p.units);
-    for (m, u) in p.units.iter().enumerate() {
-        for wk in 0..p.names.len() {
-            if let Some(c) = u.largest_on(wk) {
-                est.set_base(m, c, wk, p.truth.table[m][c][wk].alone_ms);
-            }
-        }
-    }
-    let fastest: Vec<f64> = p
-        .units
-        .iter()
-        .zip(&p.truth.table)
-        .map(|(u, t)| {
-            (0..p.names.len())
-                .map(|wk| {
-                    u.isolated_plan(wk, ProcSet::from_iter(0..p.names.len()))
-                        .map_or(f64::INFINITY, |s| s.iter().map(|(c, q)| t[*c][*q].alone_ms).sum())
-                })
-                .fold(f64::INFINITY, f64::min)
-        })
-        .collect();
-    let slo = mc::slos(w, &fastest);
+fn run_one(a: &Args, p: &Platform, w: &Workload, name: &str, with_cloud: bool) -> Result<Row> {
+    let slo = mc::slos(w, &p.fastest);
     let options = PolicyOptions {
         eta: a.eta,
         ..PolicyOptions::default()
     };
-    let base = if name == "rr" { "round-robin" } else { name.as_str() };
+    let base = if name == "rr" { "round-robin" } else { name };
     let policy = if base == "fixed" {
         mc::make_policy(base, w, &p.names)?
     } else {
         policy_by_name(base, &options).with_context(|| format!("unknown policy '{name}'"))?
     };
-    let mut sched = Scheduler::new(p.units, &p.names, policy, est);
-    let mut driver = ThermalDriver::new(params, 1000.0)?;
+    let mut sched = Scheduler::new(p.units.clone(), &p.names, policy, p.base.clone());
+    let mut driver = ThermalDriver::new(p.params.clone())?;
     let sim = SimOptions {
         noise: a.noise,
         contention: a.contention,
@@ -162,7 +140,7 @@ fn run_one(
     let run_ms = log.end_ms.max(w.duration_s.unwrap_or(0.0) * 1e3);
     Ok(Row {
         ppt: driver.heat.iter().map(|h| h.ppt(run_ms, driver.ambient_c())).collect(),
-        policy: name,
+        policy: name.to_string(),
         cloud: with_cloud,
         camera_fps: w.camera.map_or(0.0, |c| c.fps),
         duration_s: w.duration_s.unwrap_or(log.end_ms / 1e3),
@@ -174,6 +152,24 @@ fn run_one(
         workers: driver.heat.clone(),
         policy_notes: sched.policy_notes(),
     })
+}
+
+/// The platforms the runs use, each built once: without and with the cloud.
+struct Platforms {
+    local: Option<Platform>,
+    cloud: Option<Platform>,
+}
+
+impl Platforms {
+    /// A run of policy `spec` (`NAME` or `NAME+cloud`) on `w`.
+    fn run(&self, a: &Args, w: &Workload, spec: &str) -> Result<Row> {
+        let (name, with_cloud) = split(spec)?;
+        let p = if with_cloud { &self.cloud } else { &self.local };
+        let p = p
+            .as_ref()
+            .with_context(|| format!("no platform built for policy '{spec}'"))?;
+        run_one(a, p, w, &name, with_cloud)
+    }
 }
 
 fn label(r: &Row) -> String {
@@ -266,15 +262,7 @@ fn ratios(rows: &[Row]) -> String {
 }
 
 /// The highest camera rate in `fps` at which each policy never throttled.
-fn sweep(
-    a: &Args,
-    model: &DeviceModel,
-    graphs: &[graph_ir::Graph],
-    w: &Workload,
-    policies: &[String],
-    cloud: Option<&CloudSpec>,
-    fps: &[f64],
-) -> Result<String> {
+fn sweep(a: &Args, platforms: &Platforms, w: &Workload, policies: &[String], fps: &[f64]) -> Result<String> {
     let Some(cam) = w.camera else {
         bail!("{}: --fps-sweep needs a workload with a [camera]", w.file);
     };
@@ -292,7 +280,7 @@ fn sweep(
                 fps: f,
                 slo_ms: cam.slo_ms * cam.fps / f,
             });
-            let r = run_one(a, model, graphs, &wf, p, cloud)?;
+            let r = platforms.run(a, &wf, p)?;
             if r.throttle_s.is_none() {
                 best = Some((f, r.slo_met));
             }
@@ -305,7 +293,7 @@ fn sweep(
                 100.0 * met
             )),
             match (bests.first().copied().flatten(), best) {
-                (Some((b, _)), Some((f, _))) if !bests.is_empty() => format!(", {:.2}x the first", f / b),
+                (Some((b, _)), Some((f, _))) => format!(", {:.2}x the first", f / b),
                 _ => String::new(),
             }
         );
@@ -351,23 +339,33 @@ pub fn run(a: &Args) -> Result<()> {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
-    let mut names: Vec<String> = model.profile().processors.keys().cloned().collect();
+    let names: Vec<String> = model.profile().processors.keys().cloned().collect();
     thermal_params(&file, model.profile().thermal.as_ref(), &names)?;
+    let mut uses = [false; 2];
     for p in &policies {
-        if split(p)?.1 {
-            if cloud.is_none() {
-                bail!("{file}: policy '{p}' needs the cloud worker, and the profile has no [cloud] section");
-            }
-            if !names.iter().any(|n| n == CLOUD) {
-                names.push(CLOUD.into());
-            }
+        let with_cloud = split(p)?.1;
+        if with_cloud && cloud.is_none() {
+            bail!("{file}: policy '{p}' needs the cloud worker, and the profile has no [cloud] section");
         }
+        uses[usize::from(with_cloud)] = true;
     }
-    let params_source = thermal_params(&file, model.profile().thermal.as_ref(), &names)?.source;
     let graphs = mc::load_graphs(&w)?;
+    let build = |on: bool, c: Option<(&CloudSpec, Option<f64>)>| {
+        on.then(|| platform(&model, &file, &graphs, &w, c)).transpose()
+    };
+    let platforms = Platforms {
+        local: build(uses[0], None)?,
+        cloud: build(uses[1], cloud.as_ref().map(|c| (c, a.cloud_mbps)))?,
+    };
+    let params_source = platforms
+        .cloud
+        .as_ref()
+        .or(platforms.local.as_ref())
+        .map(|p| p.params.source.clone())
+        .unwrap_or_default();
     let mut rows = Vec::new();
     for p in &policies {
-        let r = run_one(a, &model, &graphs, &w, p, cloud.as_ref())?;
+        let r = platforms.run(a, &w, p)?;
         eprintln!(
             "[{}] simulated {:.0} s: throttled {}",
             label(&r),
@@ -408,7 +406,7 @@ pub fn run(a: &Args) -> Result<()> {
         );
     }
     if let Some(fps) = fps {
-        print!("{}", sweep(a, &model, &graphs, &w, &policies, cloud.as_ref(), &fps)?);
+        print!("{}", sweep(a, &platforms, &w, &policies, &fps)?);
     }
     Ok(())
 }

@@ -6,7 +6,6 @@ use scheduler_rt::cloud::CloudServer;
 use scheduler_rt::{EngineKind, ProcessorConfig, WorkerKind, make_engine};
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 /// Serve as a cloud worker: runtimes whose processor list has
 /// `NAME=pool,remote=HOST:PORT` send this process the subgraphs to compile
@@ -53,7 +52,5 @@ pub fn run(a: Args) -> Result<()> {
         engine.threads()
     );
     let server = Arc::new(CloudServer::new(engine));
-    server
-        .serve(listener, &AtomicBool::new(false))
-        .with_context(|| format!("serving on {addr}"))
+    server.serve(listener).with_context(|| format!("serving on {addr}"))
 }

@@ -6,6 +6,7 @@
 use super::super::arrivals::Arrivals;
 use super::super::core::{JobId, Scheduler};
 use super::super::report::{RunLog, Span};
+use super::super::thermal::driver::Change;
 use super::super::workload::Workload;
 use super::Server;
 use crate::engine::{Compiled, Value};
@@ -99,36 +100,16 @@ impl<'a> RunState<'a> {
     /// Applies what is due at `now` (outages, frame ticks, arrivals), asks
     /// the policy, and returns the work to hand to the workers.
     pub fn advance(&mut self, now: f64) -> Result<Vec<Work>, RuntimeError> {
-        let released = match self.heat.as_mut() {
-            Some(h) => {
-                h.advance(now, self.sched, &mut self.log, &mut self.flight)?;
-                h.release(now)
-            }
-            None => Vec::new(),
-        };
-        for (done, _) in released {
+        self.step_heat(now)?;
+        let released = self.heat.as_mut().map(|h| h.release(now)).unwrap_or_default();
+        for done in released {
             self.take(done, true)?;
         }
         while self.outages.front().is_some_and(|o| o.0 <= now) {
             let Some((_, w, up)) = self.outages.pop_front() else {
                 break;
             };
-            if !up
-                && let Some(r) = &self.sched.workers()[w].running
-                && let Some((job, app, _, c, _)) = self.flight.remove(&r.seq)
-            {
-                self.log.spans.push(Span {
-                    worker: w,
-                    app,
-                    job,
-                    candidate: c,
-                    start_ms: r.start_ms.unwrap_or(now),
-                    end_ms: now,
-                    counted: false,
-                });
-            }
-            self.sched.set_available(w, up);
-            self.log.outage(w, up, now);
+            self.set_up(w, up, now);
         }
         let next_tick = self.next_tick();
         if next_tick.is_some_and(|t| t <= now) {
@@ -194,6 +175,57 @@ impl<'a> RunState<'a> {
         Ok(work)
     }
 
+    /// Takes processor `w` away at `at` (its running subgraph, abandoned,
+    /// goes back to the queue; a result it still delivers is ignored) or
+    /// brings it back: a scheduled outage, a processor switched off by its
+    /// heat, a cloud worker that failed.
+    fn set_up(&mut self, w: usize, up: bool, at: f64) {
+        if !up {
+            if let Some(r) = &self.sched.workers()[w].running
+                && let Some((job, app, _, c, _)) = self.flight.remove(&r.seq)
+            {
+                self.log.spans.push(Span {
+                    worker: w,
+                    app,
+                    job,
+                    candidate: c,
+                    start_ms: r.start_ms.unwrap_or(at),
+                    end_ms: at,
+                    counted: false,
+                });
+                if let Some(h) = self.heat.as_mut() {
+                    h.driver.finished(w, 0, 0, 0.0, false);
+                }
+            }
+            if let Some(h) = self.heat.as_mut() {
+                h.drop_held(w);
+            }
+        }
+        self.sched.set_available(w, up);
+        self.log.outage(w, up, at);
+    }
+
+    /// Steps the emulator to `now` with the workers' busy states, applying
+    /// each processor's switching off or on where it happens.
+    fn step_heat(&mut self, now: f64) -> Result<(), RuntimeError> {
+        loop {
+            let busy: Vec<bool> = self.sched.workers().iter().map(|w| w.running.is_some()).collect();
+            let Some(h) = self.heat.as_mut() else { return Ok(()) };
+            let (stop, changes) = h
+                .driver
+                .advance_until(now, &busy)
+                .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?;
+            for c in changes {
+                if let Change::Off { worker, off } = c {
+                    self.set_up(worker, !off, stop);
+                }
+            }
+            if stop >= now - 1e-9 {
+                return Ok(());
+            }
+        }
+    }
+
     /// True about once a second: time to call the progress callback.
     pub fn progress_due(&mut self, now: f64) -> bool {
         if now - self.last_progress >= 1000.0 {
@@ -232,12 +264,9 @@ impl<'a> RunState<'a> {
     /// its job's values (a finished job is checked against the reference).
     pub fn on_done(&mut self, done: Done) -> Result<(), RuntimeError> {
         let seq = done.index as u64;
-        if let Some(h) = self.heat.as_mut() {
-            // Up to now the worker was busy: step the emulator before the
-            // result changes that.
-            let now = self.t0.elapsed().as_secs_f64() * 1e3;
-            h.advance(now, self.sched, &mut self.log, &mut self.flight)?;
-        }
+        // Up to now the worker was busy: step the emulator before the
+        // result changes that.
+        self.step_heat(self.now())?;
         if let Some(w) = self.rendering.remove(&seq) {
             let ms = (done.end - done.start).as_secs_f64() * 1e3;
             let now = self.now();
@@ -301,8 +330,7 @@ impl<'a> RunState<'a> {
                 if let Some(s) = self.log.spans.last_mut() {
                     s.counted = false;
                 }
-                self.sched.set_available(done.worker, false);
-                self.log.outage(done.worker, false, finish_at);
+                self.set_up(done.worker, false, finish_at);
                 self.log.worker_failures.push((finish_at, done.worker, reason));
                 return Ok(());
             }

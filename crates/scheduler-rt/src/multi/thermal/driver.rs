@@ -4,7 +4,7 @@
 //! learns from every finished subgraph (the online thermal model, latency
 //! per temperature bin). One node per worker, in the workers' order.
 
-use super::emulator::{ThermalEmulator, ThermalError, ThermalParams, Throttle};
+use super::emulator::{ThermalEmulator, ThermalError, ThermalParams};
 use super::latency_bins::LatencyBins;
 use super::online::OnlineThermalModel;
 use super::{Snapshot, ThermalOracle};
@@ -52,21 +52,17 @@ pub struct ThermalDriver {
     emu: ThermalEmulator,
     model: OnlineThermalModel,
     bins: LatencyBins,
-    sample_ms: f64,
     /// Temperatures and frequencies when each worker's running subgraph started.
     started: Vec<Option<(Vec<f64>, Vec<f64>)>>,
     freqs: Vec<f64>,
     pub heat: Vec<WorkerHeat>,
-    /// Temperatures every `trace_every_ms` (time, °C per worker).
-    pub trace: Vec<(f64, Vec<f64>)>,
-    trace_every_ms: f64,
 }
 
 impl ThermalDriver {
     /// Splash samples temperatures every 1 ms.
     pub const SAMPLE_MS: f64 = 1.0;
 
-    pub fn new(params: ThermalParams, trace_every_ms: f64) -> Result<ThermalDriver, ThermalError> {
+    pub fn new(params: ThermalParams) -> Result<ThermalDriver, ThermalError> {
         let n = params.nodes.len();
         let heat = params
             .nodes
@@ -90,11 +86,8 @@ impl ThermalDriver {
             emu,
             model: OnlineThermalModel::new(n, OnlineThermalModel::DEFAULT_WINDOW),
             bins: LatencyBins::default(),
-            sample_ms: Self::SAMPLE_MS,
             started: vec![None; n],
             heat,
-            trace: Vec::new(),
-            trace_every_ms,
         })
     }
 
@@ -110,11 +103,6 @@ impl ThermalDriver {
         self.emu.params().ambient_c
     }
 
-    /// Whether `worker`'s node switches off (rather than slows) when hot.
-    pub fn switches_off(&self, worker: usize) -> bool {
-        matches!(self.emu.params().nodes[worker].throttle, Some(Throttle::Off { .. }))
-    }
-
     /// Whether some worker is switched off now.
     pub fn any_off(&self) -> bool {
         self.freqs.contains(&0.0)
@@ -126,8 +114,7 @@ impl ThermalDriver {
     pub fn advance_until(&mut self, target_ms: f64, busy: &[bool]) -> Result<(f64, Vec<Change>), ThermalError> {
         let shares: Vec<f64> = busy.iter().map(|b| if *b { 1.0 } else { 0.0 }).collect();
         while self.emu.now_ms() < target_ms - 1e-9 {
-            let dt = (target_ms - self.emu.now_ms()).min(self.sample_ms);
-            let before = self.emu.now_ms();
+            let dt = (target_ms - self.emu.now_ms()).min(Self::SAMPLE_MS);
             self.emu.step(dt, &shares)?;
             let now = self.emu.now_ms();
             for (w, h) in self.heat.iter_mut().enumerate() {
@@ -136,13 +123,8 @@ impl ThermalDriver {
                     h.throttled_ms += dt;
                 }
             }
-            if self.trace_every_ms > 0.0
-                && (before / self.trace_every_ms).floor() != (now / self.trace_every_ms).floor()
-            {
-                self.trace.push((now, self.emu.temps().to_vec()));
-            }
-            let freqs = self.emu.frequencies();
-            if freqs != self.freqs {
+            if (0..self.freqs.len()).any(|w| self.emu.frequency(w) != self.freqs[w]) {
+                let freqs = self.emu.frequencies();
                 let changes = self.changes(&freqs, now);
                 self.freqs = freqs;
                 return Ok((now, changes));
@@ -230,7 +212,7 @@ mod tests {
 
     #[test]
     fn stops_where_throttling_changes_and_learns_from_runs() {
-        let mut d = ThermalDriver::new(illustrative_phone(), 1000.0).unwrap();
+        let mut d = ThermalDriver::new(illustrative_phone()).unwrap();
         let busy = [true, false, false, false];
         let (stop, changes) = d.advance_until(600_000.0, &busy).unwrap();
         assert!(stop < 600_000.0, "the CPU throttles before 10 minutes at full load");
@@ -243,8 +225,7 @@ mod tests {
         );
         assert_eq!(d.first_throttle_ms(), Some(stop));
         assert!((d.latency_factor(0) - 1.0 / 0.6).abs() < 1e-12);
-        assert!(!d.trace.is_empty());
-        let mut d = ThermalDriver::new(illustrative_phone(), 1000.0).unwrap();
+        let mut d = ThermalDriver::new(illustrative_phone()).unwrap();
         d.started(0);
         let at = d.temps()[0];
         d.advance_until(20.0, &busy).unwrap();
