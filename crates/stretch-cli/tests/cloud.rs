@@ -202,8 +202,9 @@ fn a_malformed_reply_is_a_clear_error() {
 }
 
 /// `serve --thermal`: the emulator beside a real run, throttling a hot
-/// processor within seconds (tiny heat capacities), and the thermal
-/// policies refused without it.
+/// processor within seconds (tiny heat capacities; both workers run hot,
+/// since which of two equal pools HEFT prefers depends on timing), and the
+/// thermal policies refused without it.
 #[test]
 fn serve_emulates_heat_and_throttles_for_real() {
     let dir = scratch("cloud-thermal");
@@ -231,7 +232,8 @@ throttle = { kind = "slow", above_c = 30.0, release_c = 29.0, frequency = 0.5 }
 capacitance_j_per_c = 0.05
 resistance_c_per_w = 20.0
 idle_w = 0.0
-active_w = 0.1
+active_w = 40.0
+throttle = { kind = "slow", above_c = 30.0, release_c = 29.0, frequency = 0.5 }
 "#,
     )
     .unwrap();
