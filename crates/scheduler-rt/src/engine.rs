@@ -22,6 +22,10 @@ pub trait Engine: Send + Sync {
     fn threads(&self) -> usize;
     /// Compiles an ONNX model with static shapes; the error is the engine's reason.
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String>;
+    /// A remote engine's latency model, learnt from its runs; `None` for local engines.
+    fn cloud_latency(&self) -> Option<Arc<Mutex<crate::cloud::CloudLatencyModel>>> {
+        None
+    }
 }
 
 /// Makes the engine of one processor from its configuration.

@@ -113,6 +113,12 @@ fn serve_offloads_to_a_real_worker_and_survives_its_death() {
     assert_eq!(r["mismatches"], 0, "the cloud's outputs match the reference");
     assert!(utilisation(&r, "cloud") > 0.0, "round-robin gives the cloud work: {r}");
     assert!(r["worker_failures"].as_array().unwrap().is_empty());
+    let link = &r["cloud_links"][0];
+    assert_eq!(link["processor"], "cloud", "{r}");
+    assert!(
+        link["fit"]["ms_per_mb_in"].as_f64().is_some() && link["errors"]["calls"].as_u64().unwrap() > 0,
+        "the cloud's latency model learnt from its calls: {link}"
+    );
 
     let w = setup(&dir, 4.0);
     let mut worker = worker;

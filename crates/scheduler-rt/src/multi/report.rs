@@ -1,6 +1,7 @@
 //! What a serve or simulate run reports: per app, in total, per processor.
 
 use super::core::{Completed, Frame, JobId};
+use crate::cloud::{LinkFit, PredictionErrors};
 use serde::Serialize;
 
 /// One subgraph run on a worker.
@@ -50,6 +51,9 @@ pub struct RunLog {
     /// Cloud workers that failed during the run and were taken out of it:
     /// (ms, worker, reason).
     pub worker_failures: Vec<(f64, usize, String)>,
+    /// Per cloud worker, its fitted link and the latency model's one-step
+    /// errors: (worker, fit, errors).
+    pub cloud_links: Vec<(usize, Option<LinkFit>, PredictionErrors)>,
 }
 
 impl RunLog {
@@ -81,6 +85,7 @@ impl RunLog {
             f.0 += offset_ms;
         }
         self.worker_failures.append(&mut other.worker_failures);
+        self.cloud_links.append(&mut other.cloud_links);
         self.frames_done += other.frames_done;
         self.end_ms = self.end_ms.max(other.end_ms + offset_ms);
         self.decision_us.append(&mut other.decision_us);
@@ -235,6 +240,17 @@ pub struct Report {
     pub moves: Vec<(f64, usize, String)>,
     /// Cloud workers taken out of the run when they failed: (s, processor, reason).
     pub worker_failures: Vec<(f64, String, String)>,
+    /// What each cloud worker's latency model learnt.
+    pub cloud_links: Vec<CloudLinkReport>,
+}
+
+/// A cloud worker's fitted communication model and how well compute +
+/// communication predicted each call, beside an EMA of the total.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CloudLinkReport {
+    pub processor: String,
+    pub fit: Option<LinkFit>,
+    pub errors: PredictionErrors,
 }
 
 /// Completed requests per second of `log` finishing in `[from, to)` ms.
@@ -376,6 +392,15 @@ impl Report {
                 .iter()
                 .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
                 .collect(),
+            cloud_links: log
+                .cloud_links
+                .iter()
+                .map(|(w, fit, errors)| CloudLinkReport {
+                    processor: workers.get(*w).cloned().unwrap_or_default(),
+                    fit: *fit,
+                    errors: *errors,
+                })
+                .collect(),
             moves: log
                 .moves
                 .iter()
@@ -456,6 +481,9 @@ impl Report {
                 "{w} failed at {t:.1} s and was taken out of the run; its subgraph ran again elsewhere: {reason}"
             );
         }
+        for c in &self.cloud_links {
+            let _ = writeln!(s, "{}", c.line());
+        }
         for o in &self.outages {
             let back = match (o.up_s, o.resumed_after_ms) {
                 (Some(u), Some(r)) => format!("back at {u:.1} s, running again {r:.0} ms later"),
@@ -480,5 +508,31 @@ impl Report {
             );
         }
         s
+    }
+}
+
+impl CloudLinkReport {
+    /// One line: the fitted link and the prediction errors.
+    pub fn line(&self) -> String {
+        let Some(f) = self.fit else {
+            return format!("cloud link ({}): too few calls to fit", self.processor);
+        };
+        let up = f
+            .uplink_mbps()
+            .map_or(String::new(), |m| format!(" (uplink about {m:.0} Mbit/s)"));
+        let errors = if self.errors.calls > 0 {
+            format!(
+                "; one-step error over {} calls: compute + communication {:.1}%, EMA of the total {:.1}%",
+                self.errors.calls,
+                100.0 * self.errors.model_mape,
+                100.0 * self.errors.ema_mape
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "cloud link ({}): communication fitted as {:.2} ms + {:.2} ms/MB in + {:.2} ms/MB out{up} on {} calls{errors}",
+            self.processor, f.fixed_ms, f.ms_per_mb_in, f.ms_per_mb_out, f.calls
+        )
     }
 }

@@ -63,6 +63,13 @@ impl<'a> RunState<'a> {
             }
         }
         outages.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in &server.workers {
+            if let Some(m) = w.engine.cloud_latency()
+                && let Ok(mut m) = m.lock()
+            {
+                *m = crate::cloud::CloudLatencyModel::default();
+            }
+        }
         RunState {
             server,
             sched,
@@ -352,12 +359,20 @@ impl<'a> RunState<'a> {
         if let Some(h) = self.heat.as_mut() {
             h.driver.finished(done.worker, m, c, end - start, true);
         }
+        let cloud_estimate = self.server.workers[done.worker]
+            .engine
+            .cloud_latency()
+            .and_then(|l| l.lock().ok().and_then(|l| l.last().and_then(|(_, p)| p)));
         if let Some(vals) = self.values.get_mut(&job) {
             for (o, v) in sub.outputs.iter().zip(outputs) {
                 vals.insert(*o, v);
             }
         }
-        if let Some(completed) = self.sched.finish(finish_at, done.worker, seq, Some(end - start)) {
+        let completed = self.sched.finish(finish_at, done.worker, seq, Some(end - start));
+        if let Some(ms) = cloud_estimate {
+            self.sched.estimator.set(m, c, done.worker, ms);
+        }
+        if let Some(completed) = completed {
             if let Some(vals) = self.values.remove(&job) {
                 self.server.check(m, &vals, &mut self.log);
             }
@@ -373,6 +388,13 @@ impl<'a> RunState<'a> {
         self.log.frames_done = self.arrivals.frames_done;
         self.log.decision_us = std::mem::take(&mut self.sched.decision_us);
         self.log.moves = self.sched.policy_moves();
+        for (w, wk) in self.server.workers.iter().enumerate() {
+            if let Some(m) = wk.engine.cloud_latency()
+                && let Ok(m) = m.lock()
+            {
+                self.log.cloud_links.push((w, m.fit(), m.errors()));
+            }
+        }
         self.log
     }
 
