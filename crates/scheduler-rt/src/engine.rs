@@ -26,7 +26,16 @@ pub trait Engine: Send + Sync {
     fn cloud_latency(&self) -> Option<Arc<Mutex<crate::cloud::CloudLatencyModel>>> {
         None
     }
+    /// For a remote engine, a check that its server accepts connections
+    /// (run off the scheduling thread: it may wait up to the engine's
+    /// timeout); `None` for local engines.
+    fn prober(&self) -> Option<Prober> {
+        None
+    }
 }
+
+/// Whether a remote engine's server answers now; the reason when not.
+pub type Prober = Box<dyn Fn() -> Result<(), String> + Send>;
 
 /// Makes the engine of one processor from its configuration.
 pub type EngineFactory = dyn Fn(&ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeError> + Send + Sync;

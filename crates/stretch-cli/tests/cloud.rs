@@ -21,8 +21,12 @@ struct Worker {
 
 impl Worker {
     fn start() -> Worker {
+        Worker::start_on("127.0.0.1:0")
+    }
+
+    fn start_on(listen: &str) -> Worker {
         let mut child = Command::new(env!("CARGO_BIN_EXE_stretch"))
-            .args(["worker", "--listen", "127.0.0.1:0", "--engine", "tract"])
+            .args(["worker", "--listen", listen, "--engine", "tract"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -120,16 +124,19 @@ fn serve_offloads_to_a_real_worker_and_survives_its_death() {
         "the cloud's latency model learnt from its calls: {link}"
     );
 
-    let w = setup(&dir, 4.0);
+    let w = setup(&dir, 6.0);
     let mut worker = worker;
-    let spec = format!("cloud=pool,remote={},mbps=249,rtt_ms=2", worker.addr);
+    let addr = worker.addr.clone();
+    let spec = format!("cloud=pool,remote={addr},mbps=249,rtt_ms=2");
     let pid = worker.child.id();
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(2500));
         let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        std::thread::sleep(Duration::from_millis(1000));
+        Worker::start_on(&addr)
     });
     let out = serve(&w, &spec);
-    killer.join().unwrap();
+    let _restarted = killer.join().unwrap();
     let _ = worker.child.wait();
     let r = report(&out);
     assert_eq!(r["completed"], r["requests"], "nothing lost: {r}");
@@ -138,6 +145,16 @@ fn serve_offloads_to_a_real_worker_and_survives_its_death() {
     let failures = r["worker_failures"].as_array().unwrap();
     assert_eq!(failures.len(), 1, "{r}");
     assert_eq!(failures[0][1], "cloud");
+    let outage = r["outages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["processor"] == "cloud")
+        .unwrap_or_else(|| panic!("the failure is an outage of the cloud: {r}"));
+    assert!(
+        outage["up_s"].as_f64().is_some() && outage["resumed_after_ms"].as_f64().is_some(),
+        "the restarted worker is probed, brought back and given work again: {outage}"
+    );
 }
 
 #[test]

@@ -70,31 +70,52 @@ impl RemoteEngine {
 
 /// One request and its reply, with the link's delays around it.
 fn call(address: SocketAddr, link: Link, timeout: Duration, path: &str, body: &[u8]) -> Result<Message, String> {
+    call_status(address, link, timeout, path, body).map_err(|(_, e)| e)
+}
+
+/// [`call`], with the reply's status where the server gave one.
+fn call_status(
+    address: SocketAddr,
+    link: Link,
+    timeout: Duration,
+    path: &str,
+    body: &[u8],
+) -> Result<Message, (Option<u16>, String)> {
+    let fail = |e: String| (None, e);
     std::thread::sleep(link.delay(body.len()));
-    let mut s = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("cloud worker at {address}: {e}"))?;
+    let mut s =
+        TcpStream::connect_timeout(&address, timeout).map_err(|e| fail(format!("cloud worker at {address}: {e}")))?;
     let _ = s.set_nodelay(true);
     s.set_read_timeout(Some(timeout))
         .and_then(|_| s.set_write_timeout(Some(timeout)))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| fail(e.to_string()))?;
     write_message(
         &mut s,
         &format!("POST {path} HTTP/1.1"),
         &[("Host", address.to_string())],
         body,
     )
-    .map_err(|e| format!("cloud worker at {address}: {e}"))?;
-    let reply = read_message(&mut s).map_err(|e| format!("cloud worker at {address}: no valid reply ({e})"))?;
+    .map_err(|e| fail(format!("cloud worker at {address}: {e}")))?;
+    let reply = read_message(&mut s).map_err(|e| fail(format!("cloud worker at {address}: no valid reply ({e})")))?;
     std::thread::sleep(link.delay(reply.body.len()));
     let status: u16 = reply
         .start
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("cloud worker at {address}: malformed status line '{}'", reply.start))?;
+        .ok_or_else(|| {
+            fail(format!(
+                "cloud worker at {address}: malformed status line '{}'",
+                reply.start
+            ))
+        })?;
     if status != 200 {
-        return Err(format!(
-            "cloud worker at {address}: {status}: {}",
-            String::from_utf8_lossy(&reply.body)
+        return Err((
+            Some(status),
+            format!(
+                "cloud worker at {address}: {status}: {}",
+                String::from_utf8_lossy(&reply.body)
+            ),
         ));
     }
     Ok(reply)
@@ -117,48 +138,80 @@ impl Engine for RemoteEngine {
         Some(self.latency.clone())
     }
 
+    fn prober(&self) -> Option<crate::engine::Prober> {
+        let (address, timeout) = (self.address, self.timeout);
+        Some(Box::new(move || {
+            TcpStream::connect_timeout(&address, timeout)
+                .map(|_| ())
+                .map_err(|e| format!("cloud worker at {address}: {e}"))
+        }))
+    }
+
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
-        let unshaped = Link {
-            mbps: None,
-            rtt_ms: 0.0,
-        };
-        let reply = call(
-            self.address,
-            unshaped,
-            self.timeout.max(Duration::from_secs(60)),
-            "/compile",
-            onnx,
-        )?;
-        let id = String::from_utf8(reply.body).map_err(|_| "cloud worker: the model id is not text".to_string())?;
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(format!("cloud worker: malformed model id '{id}'"));
-        }
+        let id = compile_on(self.address, self.timeout, onnx)?;
         Ok(Box::new(RemoteCompiled {
             address: self.address,
             link: self.link,
             timeout: self.timeout,
             path: format!("/run/{id}"),
             id,
+            onnx: onnx.to_vec(),
             latency: self.latency.clone(),
         }))
     }
 }
 
-/// A subgraph compiled on the server.
+/// Sends `onnx` to the server (not shaped: models travel once, before a
+/// run); returns its id there.
+fn compile_on(address: SocketAddr, timeout: Duration, onnx: &[u8]) -> Result<String, String> {
+    let unshaped = Link {
+        mbps: None,
+        rtt_ms: 0.0,
+    };
+    let reply = call(
+        address,
+        unshaped,
+        timeout.max(Duration::from_secs(60)),
+        "/compile",
+        onnx,
+    )?;
+    let id = String::from_utf8(reply.body).map_err(|_| "cloud worker: the model id is not text".to_string())?;
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!("cloud worker: malformed model id '{id}'"));
+    }
+    Ok(id)
+}
+
+/// A subgraph compiled on the server; compiled there again when the
+/// server no longer knows it (a server restarted after a failure).
 pub struct RemoteCompiled {
     address: SocketAddr,
     link: Link,
     timeout: Duration,
     path: String,
     id: String,
+    onnx: Vec<u8>,
     latency: Arc<Mutex<CloudLatencyModel>>,
 }
 
 impl Compiled for RemoteCompiled {
     fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
-        let t = Instant::now();
+        let mut t = Instant::now();
         let body = encode(&inputs)?;
-        let reply = call(self.address, self.link, self.timeout, &self.path, &body)?;
+        let reply = match call_status(self.address, self.link, self.timeout, &self.path, &body) {
+            Err((Some(404), _)) => {
+                let id = compile_on(self.address, self.timeout, &self.onnx)?;
+                if id != self.id {
+                    return Err(format!(
+                        "cloud worker at {}: the model's id changed from {} to {id} on recompiling",
+                        self.address, self.id
+                    ));
+                }
+                t = Instant::now();
+                call(self.address, self.link, self.timeout, &self.path, &body)?
+            }
+            other => other.map_err(|(_, e)| e)?,
+        };
         let out = decode(&reply.body).map_err(|e| format!("cloud worker at {}: malformed reply: {e}", self.address))?;
         let compute_ms = reply
             .header("X-Compute-Ms")

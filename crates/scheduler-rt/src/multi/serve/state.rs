@@ -15,7 +15,8 @@ use crate::worker::Done;
 use graph_ir::Outlet;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use tract_onnx::prelude::TVec;
 
 /// Work for one worker: run `compiled` on `inputs`; its result comes back
@@ -44,6 +45,22 @@ pub(super) struct RunState<'a> {
     last_progress: f64,
     /// The emulated device's heat, in a thermal run.
     heat: Option<super::heat::Heat<'a>>,
+    /// Failed cloud workers being probed, and whether each answers again.
+    probes: Vec<(usize, Arc<AtomicBool>)>,
+    probing: ProbeStop,
+}
+
+/// How often a failed cloud worker is probed.
+const PROBE_PERIOD: Duration = Duration::from_millis(500);
+
+/// Stops the probing threads when the run ends.
+#[derive(Default)]
+struct ProbeStop(Arc<AtomicBool>);
+
+impl Drop for ProbeStop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl<'a> RunState<'a> {
@@ -86,6 +103,8 @@ impl<'a> RunState<'a> {
             t0: Instant::now(),
             last_progress: 0.0,
             heat: thermal.map(super::heat::Heat::new),
+            probes: Vec::new(),
+            probing: ProbeStop::default(),
         }
     }
 
@@ -111,6 +130,16 @@ impl<'a> RunState<'a> {
         let released = self.heat.as_mut().map(|h| h.release(now)).unwrap_or_default();
         for done in released {
             self.take(done, true)?;
+        }
+        let back: Vec<usize> = self
+            .probes
+            .iter()
+            .filter(|(_, up)| up.load(Ordering::Relaxed))
+            .map(|(w, _)| *w)
+            .collect();
+        self.probes.retain(|(_, up)| !up.load(Ordering::Relaxed));
+        for w in back {
+            self.set_up(w, true, now);
         }
         while self.outages.front().is_some_and(|o| o.0 <= now) {
             let Some((_, w, up)) = self.outages.pop_front() else {
@@ -210,6 +239,27 @@ impl<'a> RunState<'a> {
         }
         self.sched.set_available(w, up);
         self.log.outage(w, up, at);
+    }
+
+    /// Probes failed cloud worker `w` every [`PROBE_PERIOD`] on a thread of
+    /// its own until it answers (it is then brought back at the next
+    /// [`RunState::advance`]) or the run ends.
+    fn probe(&mut self, w: usize) {
+        let Some(prober) = self.server.workers[w].engine.prober() else {
+            return;
+        };
+        let up = Arc::new(AtomicBool::new(false));
+        let (flag, stop) = (up.clone(), self.probing.0.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(PROBE_PERIOD);
+                if prober().is_ok() {
+                    flag.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        });
+        self.probes.push((w, up));
     }
 
     /// Steps the emulator to `now` with the workers' busy states, applying
@@ -339,6 +389,7 @@ impl<'a> RunState<'a> {
                 }
                 self.set_up(done.worker, false, finish_at);
                 self.log.worker_failures.push((finish_at, done.worker, reason));
+                self.probe(done.worker);
                 return Ok(());
             }
             Some(Err(reason)) => {
