@@ -51,11 +51,11 @@ fn main() {
         samples.push((w, temps, freqs, ms, emu.temps()[w]));
     }
     for (w, temps, freqs, ms, after) in &samples[..OnlineThermalModel::DEFAULT_WINDOW] {
-        model.observe(*w, (temps, freqs), *ms, *after);
+        model.observe(*w, (temps, freqs), *ms, (0, 0), *after);
     }
     let (temps, freqs) = (emu.temps().to_vec(), emu.frequencies());
     let predict = time(batches, 2000, |i| {
-        black_box(model.rise(i % n, black_box(&temps), &freqs, base_ms[i % n]));
+        black_box(model.rise(i % n, black_box(&temps), &freqs, base_ms[i % n], (0, 0)));
     });
     let mut policy = MinHeat::default();
     let decide = time(batches, 2000, |i| {
@@ -65,7 +65,7 @@ fn main() {
                 candidate: 0,
                 ms: base_ms[k],
                 finish_ms: base_ms[k] + (i % 7) as f64,
-                rise_c: model.rise(k, &temps, &freqs, base_ms[k]).unwrap_or(0.0),
+                rise_c: model.rise(k, &temps, &freqs, base_ms[k], (0, 0)).unwrap_or(0.0),
             })
             .collect();
         black_box(policy.choose(15.0, &options));
@@ -73,7 +73,7 @@ fn main() {
     let extra = &samples[OnlineThermalModel::DEFAULT_WINDOW..];
     let refit = time(batches, 20, |i| {
         let (w, t, f, ms, after) = &extra[i % extra.len()];
-        model.observe(*w, (t, f), *ms, *after);
+        model.observe(*w, (t, f), *ms, (0, 0), *after);
     });
     println!(
         "{n} workers, window {} inferences, {batches} batches",

@@ -547,7 +547,7 @@ fn every_policy_name_makes_that_policy() {
 struct Rises(Vec<f64>);
 
 impl scheduler_rt::multi::thermal::ThermalOracle for Rises {
-    fn rise_c(&self, worker: usize, _latency_ms: f64) -> Option<f64> {
+    fn rise_c(&self, worker: usize, _latency_ms: f64, _io: (u64, u64)) -> Option<f64> {
         self.0.get(worker).copied()
     }
 }

@@ -62,6 +62,9 @@ pub struct Candidate {
     pub flops: u64,
     /// Bytes of the values the candidate reads and writes.
     pub io_bytes: u64,
+    /// Of those, the bytes it reads and the bytes it writes.
+    pub in_bytes: u64,
+    pub out_bytes: u64,
 }
 
 impl Candidate {
@@ -69,13 +72,14 @@ impl Candidate {
     /// its FLOPs and the bytes of the values it reads and writes.
     fn new(g: &Graph, region: usize, first: usize, last: usize, support: ProcSet, subgraph: Subgraph) -> Candidate {
         let flops = g.cost_of(&subgraph.nodes).flops;
-        let io_bytes = subgraph
-            .inputs
-            .iter()
-            .chain(&subgraph.outputs)
-            .filter_map(|o| g.fact(*o))
-            .map(|f| f.bytes() as u64)
-            .sum();
+        let bytes = |outlets: &[graph_ir::Outlet]| -> u64 {
+            outlets
+                .iter()
+                .filter_map(|o| g.fact(*o))
+                .map(|f| f.bytes() as u64)
+                .sum()
+        };
+        let (in_bytes, out_bytes) = (bytes(&subgraph.inputs), bytes(&subgraph.outputs));
         Candidate {
             region,
             first,
@@ -83,7 +87,9 @@ impl Candidate {
             support,
             subgraph,
             flops,
-            io_bytes,
+            io_bytes: in_bytes + out_bytes,
+            in_bytes,
+            out_bytes,
         }
     }
 }

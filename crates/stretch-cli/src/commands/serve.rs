@@ -315,6 +315,13 @@ pub fn run(a: Args) -> Result<()> {
                 .as_ref()
                 .map(|params| scheduler_rt::multi::thermal::driver::ThermalDriver::new(params.clone()))
                 .transpose()?;
+            if let Some(d) = driver.as_mut() {
+                for (w, p) in procs.iter().enumerate() {
+                    if let Some(r) = &p.remote {
+                        d.set_cloud(w, r.kbps.map_or(0.0, |k| k as f64 / 1e3));
+                    }
+                }
+            }
             let log = server.run_thermal(&mut sched, &w, slo, &mut progress, driver.as_mut())?;
             if let Some(d) = &driver {
                 heat_lines.push(heat_line(&label, d));

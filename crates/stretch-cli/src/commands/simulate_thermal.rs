@@ -33,6 +33,8 @@ struct Platform {
     base: Estimator,
     /// Per model, its simulated isolated latency on its fastest processor.
     fastest: Vec<f64>,
+    /// The cloud worker's index and link (Mbit/s), when it is offered.
+    cloud: Option<(usize, f64)>,
 }
 
 fn platform(
@@ -69,6 +71,7 @@ fn platform(
     super::simulate::register(&mut base, &units, &truth, n);
     let fastest = super::simulate::fastest_isolated_ms(&units, &truth, n);
     Ok(Platform {
+        cloud: cloud.map(|(spec, mbps)| (n - 1, mbps.unwrap_or(spec.bandwidth_mbps.value))),
         names,
         units,
         truth,
@@ -129,6 +132,9 @@ fn run_one(a: &Args, p: &Platform, w: &Workload, name: &str, with_cloud: bool) -
     };
     let mut sched = Scheduler::new(p.units.clone(), &p.names, policy, p.base.clone());
     let mut driver = ThermalDriver::new(p.params.clone())?;
+    if let Some((w, mbps)) = p.cloud {
+        driver.set_cloud(w, mbps);
+    }
     let sim = SimOptions {
         noise: a.noise,
         contention: a.contention,

@@ -40,13 +40,15 @@ pub fn place_fifo(view: &View, mut choose: impl FnMut(f64, &[ThermalOption]) -> 
                 let (c, estimate) = o?;
                 let model = view.job(task.job).spec.model;
                 let ms = view.thermal.and_then(|t| t.latency_ms(model, c, k)).unwrap_or(estimate);
+                let cand = &view.model_of(*task).candidates[c];
+                let io = (cand.in_bytes, cand.out_bytes);
                 let finish_ms = waits[k] + ms;
                 finish_ms.is_finite().then(|| ThermalOption {
                     worker: k,
                     candidate: c,
                     ms,
                     finish_ms,
-                    rise_c: view.thermal.and_then(|t| t.rise_c(k, ms)).unwrap_or(0.0).max(0.0),
+                    rise_c: view.thermal.and_then(|t| t.rise_c(k, ms, io)).unwrap_or(0.0).max(0.0),
                 })
             })
             .collect();

@@ -230,7 +230,7 @@ impl<'a> RunState<'a> {
                     counted: false,
                 });
                 if let Some(h) = self.heat.as_mut() {
-                    h.driver.finished(w, 0, 0, 0.0, false);
+                    h.driver.finished(w, (0, 0), (0, 0), 0.0, false);
                 }
             }
             if let Some(h) = self.heat.as_mut() {
@@ -381,7 +381,7 @@ impl<'a> RunState<'a> {
             Some(Ok(outs)) => outs,
             Some(Err(reason)) if self.server.workers[done.worker].engine.name() == "cloud" => {
                 if let Some(h) = self.heat.as_mut() {
-                    h.driver.finished(done.worker, m, c, 0.0, false);
+                    h.driver.finished(done.worker, (m, c), (0, 0), 0.0, false);
                 }
                 self.sched.finish(finish_at, done.worker, seq, None);
                 if let Some(s) = self.log.spans.last_mut() {
@@ -401,14 +401,16 @@ impl<'a> RunState<'a> {
             }
             None => {
                 if let Some(h) = self.heat.as_mut() {
-                    h.driver.finished(done.worker, m, c, 0.0, false);
+                    h.driver.finished(done.worker, (m, c), (0, 0), 0.0, false);
                 }
                 self.sched.finish(finish_at, done.worker, seq, None);
                 return Ok(());
             }
         };
         if let Some(h) = self.heat.as_mut() {
-            h.driver.finished(done.worker, m, c, end - start, true);
+            let cand = &self.server.models[m].units.candidates[c];
+            h.driver
+                .finished(done.worker, (m, c), (cand.in_bytes, cand.out_bytes), end - start, true);
         }
         let cloud_estimate = self.server.workers[done.worker]
             .engine

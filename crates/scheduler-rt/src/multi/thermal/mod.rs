@@ -19,8 +19,9 @@ pub use online::{OnlineThermalModel, WindowedLeastSquares};
 /// What a thermal-aware policy may ask about the device now.
 pub trait ThermalOracle {
     /// Predicted rise (°C) of `worker`'s temperature from running
-    /// `latency_ms` of work on it now; `None` when no prediction exists yet.
-    fn rise_c(&self, worker: usize, latency_ms: f64) -> Option<f64>;
+    /// `latency_ms` of work on it now that reads and writes `io` bytes;
+    /// `None` when no prediction exists yet.
+    fn rise_c(&self, worker: usize, latency_ms: f64, io: (u64, u64)) -> Option<f64>;
     /// Expected ms of `candidate` of `model` on `worker` at its temperature
     /// now; `None` where nothing is known for that temperature.
     fn latency_ms(&self, _model: usize, _candidate: usize, _worker: usize) -> Option<f64> {
@@ -38,8 +39,8 @@ pub struct Snapshot<'a> {
 }
 
 impl ThermalOracle for Snapshot<'_> {
-    fn rise_c(&self, worker: usize, latency_ms: f64) -> Option<f64> {
-        self.model.rise(worker, self.temps, self.freqs, latency_ms)
+    fn rise_c(&self, worker: usize, latency_ms: f64, io: (u64, u64)) -> Option<f64> {
+        self.model.rise(worker, self.temps, self.freqs, latency_ms, io)
     }
 
     fn latency_ms(&self, model: usize, candidate: usize, worker: usize) -> Option<f64> {

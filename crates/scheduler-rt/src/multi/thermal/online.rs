@@ -2,7 +2,10 @@
 //! temperature after an inference is a linear function of every worker's
 //! temperature and frequency before it and of the inference's expected
 //! latency, `T_w(t+1) = θ0·T(t) + θ1·F(t) + θ2·L(t) + θ3`, refitted by least
-//! squares over a sliding window of the most recent observations.
+//! squares over a sliding window of the most recent observations. The
+//! cloud worker's node (the modem) follows Eq. 4.5 instead: its own
+//! temperature, the bytes sent and received, the link's quality and the
+//! latency, `T(t+1) = θ0·T(t) + θ1·I + θ2·O + θ3·R + θ4·L + θ5`.
 
 use std::collections::VecDeque;
 
@@ -43,6 +46,16 @@ impl WindowedLeastSquares {
 
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// Features per row.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Rows kept at most.
+    pub fn window(&self) -> usize {
+        self.window
     }
 
     /// Adds an observation, dropping the oldest beyond the window. The
@@ -149,7 +162,12 @@ fn cholesky_solve(a: &mut [f64], b: &[f64], d: usize) -> Option<Vec<f64>> {
 pub struct OnlineThermalModel {
     workers: usize,
     per_worker: Vec<WindowedLeastSquares>,
+    /// Per worker: the link's quality (Mbit/s) when it is the cloud worker.
+    link: Vec<Option<f64>>,
 }
+
+/// Features of the cloud worker's row (Eq. 4.5).
+const CLOUD_FEATURES: usize = 6;
 
 impl OnlineThermalModel {
     /// Splash's window is 2,000 inferences.
@@ -161,11 +179,32 @@ impl OnlineThermalModel {
             per_worker: (0..workers)
                 .map(|_| WindowedLeastSquares::new(2 * workers + 2, window))
                 .collect(),
+            link: vec![None; workers],
         }
     }
 
-    /// The feature row: every worker's temperature and frequency, the
-    /// expected latency (ms), and 1.
+    /// Makes `worker` the cloud worker, over a link of `link_mbps` (Splash
+    /// reads the signal strength; the emulated link's bandwidth stands in
+    /// for it): its regression restarts with the features of Eq. 4.5.
+    pub fn set_cloud(&mut self, worker: usize, link_mbps: f64) {
+        let window = self.per_worker[worker].window();
+        self.per_worker[worker] = WindowedLeastSquares::new(CLOUD_FEATURES, window);
+        self.link[worker] = Some(link_mbps);
+    }
+
+    /// `worker`'s feature row: for a local worker every worker's
+    /// temperature and frequency, the expected latency (ms) and 1; for the
+    /// cloud worker its own temperature, MB sent and received (`io`, bytes),
+    /// the link's quality, the latency and 1.
+    fn row(&self, worker: usize, temps: &[f64], freqs: &[f64], latency_ms: f64, io: (u64, u64)) -> Vec<f64> {
+        match self.link[worker] {
+            Some(r) => vec![temps[worker], io.0 as f64 / 1e6, io.1 as f64 / 1e6, r, latency_ms, 1.0],
+            None => self.features(temps, freqs, latency_ms),
+        }
+    }
+
+    /// A local worker's feature row: every worker's temperature and
+    /// frequency, the expected latency (ms), and 1.
     pub fn features(&self, temps: &[f64], freqs: &[f64], latency_ms: f64) -> Vec<f64> {
         let mut x = Vec::with_capacity(2 * self.workers + 2);
         x.extend_from_slice(&temps[..self.workers]);
@@ -182,8 +221,10 @@ impl OnlineThermalModel {
     /// the same model as Eq. 4.4 (θ0's own-temperature coefficient less 1),
     /// fitted with a target of the size of the change rather than of the
     /// temperature.
-    pub fn observe(&mut self, worker: usize, before: (&[f64], &[f64]), latency_ms: f64, after_c: f64) {
-        let x = self.features(before.0, before.1, latency_ms);
+    /// `io` is the bytes the inference read and wrote (used by the cloud
+    /// worker's model only).
+    pub fn observe(&mut self, worker: usize, before: (&[f64], &[f64]), latency_ms: f64, io: (u64, u64), after_c: f64) {
+        let x = self.row(worker, before.0, before.1, latency_ms, io);
         let m = &mut self.per_worker[worker];
         m.push(x, after_c - before.0[worker]);
         m.refit();
@@ -191,18 +232,19 @@ impl OnlineThermalModel {
 
     /// `worker`'s predicted temperature after an inference of `latency_ms`
     /// on it; `None` until its model has seen enough inferences to be fitted.
-    pub fn predict(&self, worker: usize, temps: &[f64], freqs: &[f64], latency_ms: f64) -> Option<f64> {
+    pub fn predict(&self, worker: usize, temps: &[f64], freqs: &[f64], latency_ms: f64, io: (u64, u64)) -> Option<f64> {
         let m = &self.per_worker[worker];
-        if m.len() < 2 * self.workers + 2 {
+        if m.len() < m.dim() {
             return None;
         }
-        Some(temps[worker] + m.predict(&self.features(temps, freqs, latency_ms))?)
+        Some(temps[worker] + m.predict(&self.row(worker, temps, freqs, latency_ms, io))?)
     }
 
     /// Predicted rise of `worker`'s temperature (°C) from running
-    /// `latency_ms` on it now; `None` before its model is fitted.
-    pub fn rise(&self, worker: usize, temps: &[f64], freqs: &[f64], latency_ms: f64) -> Option<f64> {
-        Some(self.predict(worker, temps, freqs, latency_ms)? - temps[worker])
+    /// `latency_ms` on it now, reading and writing `io` bytes; `None`
+    /// before its model is fitted.
+    pub fn rise(&self, worker: usize, temps: &[f64], freqs: &[f64], latency_ms: f64, io: (u64, u64)) -> Option<f64> {
+        Some(self.predict(worker, temps, freqs, latency_ms, io)? - temps[worker])
     }
 }
 
@@ -244,6 +286,37 @@ mod tests {
         assert!((m.theta().unwrap()[0] + 3.0).abs() < 1e-3, "{:?}", m.theta());
     }
 
+    /// The cloud worker's modem heats with the bytes it moves (Eq. 4.5):
+    /// with its features the model learns that exactly; with a local
+    /// worker's features (no bytes) it cannot.
+    #[test]
+    fn the_cloud_model_learns_heat_from_bytes_moved() {
+        let truth = |t: f64, io: (u64, u64), ms: f64| {
+            t + 0.3 * io.0 as f64 / 1e6 + 0.1 * io.1 as f64 / 1e6 + 0.002 * ms - 0.01 * (t - 25.0)
+        };
+        let mut rng = SplitMix64::new(4);
+        let (mut cloud, mut local) = (OnlineThermalModel::new(2, 500), OnlineThermalModel::new(2, 500));
+        cloud.set_cloud(1, 249.0);
+        let mut t = 25.0;
+        let (mut err_cloud, mut err_local) = (0.0f64, 0.0f64);
+        for i in 0..400 {
+            let io = (rng.below(3_000_000) as u64, rng.below(200_000) as u64);
+            let ms = 5.0 + rng.next_f64() * 40.0;
+            let temps = [30.0, t];
+            let after = truth(t, io, ms);
+            if i >= 100 {
+                let e = |m: &OnlineThermalModel| (m.predict(1, &temps, &[1.0, 1.0], ms, io).unwrap() - after).abs();
+                err_cloud = err_cloud.max(e(&cloud));
+                err_local = err_local.max(e(&local));
+            }
+            cloud.observe(1, (&temps, &[1.0, 1.0]), ms, io, after);
+            local.observe(1, (&temps, &[1.0, 1.0]), ms, io, after);
+            t = after;
+        }
+        assert!(err_cloud < 1e-6, "cloud features: worst error {err_cloud} °C");
+        assert!(err_local > 0.1, "local features: worst error {err_local} °C");
+    }
+
     /// One-step RMSE per worker of the online model and of persistence on
     /// an emulator trace with random placements (RetinaFace-like latencies
     /// of Splash Table 2.2), temperatures read as a sensor would: with
@@ -282,12 +355,12 @@ mod tests {
             busy[w] = 1.0;
             emu.advance(ms, 1.0, &busy).unwrap();
             let after = read(emu.temps(), &mut rng)[w];
-            if let Some(p) = model.predict(w, &temps, &freqs, ms) {
+            if let Some(p) = model.predict(w, &temps, &freqs, ms, (0, 0)) {
                 err[w].0 += (p - after).powi(2);
                 err[w].1 += (temps[w] - after).powi(2);
                 err[w].2 += 1;
             }
-            model.observe(w, (&temps, &freqs), ms, after);
+            model.observe(w, (&temps, &freqs), ms, (0, 0), after);
         }
         err.into_iter()
             .map(|(m, p, k)| ((m / k as f64).sqrt(), (p / k as f64).sqrt(), k))
