@@ -293,3 +293,89 @@ throttle = { kind = "slow", above_c = 30.0, release_c = 29.0, frequency = 0.5 }
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("give --thermal"), "{err}");
 }
+
+/// `serve --thermal` reading a real sensor for one processor: a fake
+/// sysfs tree with cpu0's zone at 55 °C (above its 50 °C threshold);
+/// cpu1 stays emulated. A zone type the tree lacks is named.
+#[test]
+fn serve_reads_a_real_sensor_where_one_is_configured() {
+    let dir = scratch("cloud-sensor");
+    let w = setup(&dir, 1.0);
+    let root = dir.join("sys-thermal");
+    for (i, (ty, milli)) in [("cpu-big", "55000"), ("battery", "31000")].iter().enumerate() {
+        let z = root.join(format!("thermal_zone{i}"));
+        std::fs::create_dir_all(&z).unwrap();
+        std::fs::write(z.join("type"), format!("{ty}\n")).unwrap();
+        std::fs::write(z.join("temp"), format!("{milli}\n")).unwrap();
+    }
+    let config = |zone: &str| {
+        format!(
+            r#"
+[[processor]]
+name = "cpu0"
+kind = "pool"
+[[processor]]
+name = "cpu1"
+kind = "pool"
+[thermal]
+ambient_c = 25.0
+source = "test"
+[thermal.sensor]
+kind = "sysfs"
+root = "{}"
+[thermal.processors.cpu0]
+capacitance_j_per_c = 5.0
+resistance_c_per_w = 20.0
+idle_w = 0.0
+active_w = 1.0
+zone = "{zone}"
+throttle = {{ kind = "slow", above_c = 50.0, release_c = 45.0, frequency = 0.5 }}
+[thermal.processors.cpu1]
+capacitance_j_per_c = 5.0
+resistance_c_per_w = 20.0
+idle_w = 0.0
+active_w = 1.0
+"#,
+            root.display()
+        )
+    };
+    let rc = dir.join("rt.toml");
+    std::fs::write(&rc, config("cpu-big")).unwrap();
+    let run = || {
+        stretch(&[
+            "serve",
+            "--workload",
+            &w,
+            "--runtime-config",
+            rc.to_str().unwrap(),
+            "--thermal",
+            "--policy",
+            "heft",
+            "--isolated-runs",
+            "2",
+            "--json",
+        ])
+    };
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("thermal (sensed: cpu0; others emulated) [heft]"))
+        .unwrap_or_else(|| panic!("no sensed thermal line: {err}"));
+    assert!(
+        line.contains("first throttled at") && line.contains("cpu0") && line.contains("peak 55.0 °C"),
+        "{line}"
+    );
+    std::fs::write(&rc, config("npu-thermal")).unwrap();
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("[thermal.sensor]")
+            && err.contains("no thermal zone of type 'npu-thermal'")
+            && err.contains("cpu-big"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

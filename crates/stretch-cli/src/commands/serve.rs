@@ -179,8 +179,14 @@ fn heat_line(label: &str, d: &scheduler_rt::multi::thermal::driver::ThermalDrive
             )
         })
         .collect();
+    let sensed = d.sensed_workers();
+    let source = if sensed.is_empty() {
+        "emulated".to_string()
+    } else {
+        format!("sensed: {}; others emulated", sensed.join(", "))
+    };
     format!(
-        "thermal (emulated) [{label}]: {}; {}",
+        "thermal ({source}) [{label}]: {}; {}",
         d.first_throttle_ms().map_or("never throttled".to_string(), |t| format!(
             "first throttled at {:.1} s",
             t / 1e3
@@ -284,6 +290,18 @@ pub fn run(a: Args) -> Result<()> {
         )?),
         _ => None,
     };
+    let sensor = match (a.thermal, &a.runtime_config) {
+        (true, Some(path)) => {
+            let file = path.display().to_string();
+            scheduler_rt::multi::thermal::profile::sensor_spec(&file, thermal_table.as_ref(), &names)?
+                .map(|spec| {
+                    scheduler_rt::multi::thermal::sensor::SysfsSensor::for_workers(&spec)
+                        .map_err(|e| anyhow::anyhow!("{file}: [thermal.sensor]: {e}"))
+                })
+                .transpose()?
+        }
+        _ => None,
+    };
     let mut heat_lines = Vec::new();
     for round in 0..rounds {
         for (i, (m, p)) in configs.iter().enumerate() {
@@ -315,6 +333,12 @@ pub fn run(a: Args) -> Result<()> {
                 .as_ref()
                 .map(|params| scheduler_rt::multi::thermal::driver::ThermalDriver::new(params.clone()))
                 .transpose()?;
+            if let (Some(d), Some((s, index))) = (driver.take(), &sensor) {
+                driver = Some(
+                    d.with_sensor(Box::new(s.clone()), index.clone())
+                        .map_err(|e| anyhow::anyhow!("temperature sensor: {e}"))?,
+                );
+            }
             if let Some(d) = driver.as_mut() {
                 for (w, p) in procs.iter().enumerate() {
                     if let Some(r) = &p.remote {

@@ -7,6 +7,7 @@
 use super::emulator::{ThermalEmulator, ThermalError, ThermalParams};
 use super::latency_bins::LatencyBins;
 use super::online::OnlineThermalModel;
+use super::sensor::TemperatureSensor;
 use super::{Snapshot, ThermalOracle};
 
 /// A throttling state that changed at the time [`ThermalDriver::advance_until`] stopped.
@@ -47,9 +48,23 @@ impl WorkerHeat {
     }
 }
 
-/// The emulator, the models learnt online and the run's thermal record.
+/// A real sensor read in place of the emulator for some workers.
+struct Sensed {
+    sensor: Box<dyn TemperatureSensor + Send>,
+    /// Per worker, its index among the sensor's readings.
+    index: Vec<Option<usize>>,
+}
+
+/// The emulator (or, for the workers a real sensor covers, that sensor),
+/// the models learnt online and the run's thermal record. A sensed
+/// worker's throttling is its device's own: the driver slows or switches
+/// off only emulated workers, and records when a sensed one passed its
+/// throttling threshold.
 pub struct ThermalDriver {
     emu: ThermalEmulator,
+    sensed: Option<Sensed>,
+    /// Every worker's temperature now: sensed where a sensor covers it.
+    temps: Vec<f64>,
     model: OnlineThermalModel,
     bins: LatencyBins,
     /// Temperatures and frequencies when each worker's running subgraph started.
@@ -83,6 +98,8 @@ impl ThermalDriver {
         let emu = ThermalEmulator::new(params)?;
         Ok(ThermalDriver {
             freqs: emu.frequencies(),
+            temps: emu.temps().to_vec(),
+            sensed: None,
             emu,
             model: OnlineThermalModel::new(n, OnlineThermalModel::DEFAULT_WINDOW),
             bins: LatencyBins::default(),
@@ -96,7 +113,50 @@ impl ThermalDriver {
     }
 
     pub fn temps(&self) -> &[f64] {
-        self.emu.temps()
+        &self.temps
+    }
+
+    /// Reads `sensor` instead of the emulator for the workers `index`
+    /// maps to one of its readings (others stay emulated); reads it once
+    /// now, so that a sensor that fails does so before the run.
+    pub fn with_sensor(
+        mut self,
+        sensor: Box<dyn TemperatureSensor + Send>,
+        index: Vec<Option<usize>>,
+    ) -> Result<ThermalDriver, String> {
+        self.sensed = Some(Sensed { sensor, index });
+        self.read_sensor()?;
+        for (h, t) in self.heat.iter_mut().zip(&self.temps) {
+            h.peak_c = *t;
+        }
+        Ok(self)
+    }
+
+    /// Names of the workers a real sensor covers.
+    pub fn sensed_workers(&self) -> Vec<&str> {
+        let Some(s) = &self.sensed else { return Vec::new() };
+        s.index
+            .iter()
+            .zip(&self.heat)
+            .filter(|(i, _)| i.is_some())
+            .map(|(_, h)| h.name.as_str())
+            .collect()
+    }
+
+    fn read_sensor(&mut self) -> Result<(), String> {
+        self.temps.copy_from_slice(self.emu.temps());
+        let Some(s) = self.sensed.as_mut() else { return Ok(()) };
+        let read = s.sensor.read_c()?;
+        for (w, i) in s.index.iter().enumerate() {
+            if let Some(&t) = i.and_then(|i| read.get(i)) {
+                self.temps[w] = t;
+            }
+        }
+        Ok(())
+    }
+
+    fn is_sensed(&self, w: usize) -> bool {
+        self.sensed.as_ref().is_some_and(|s| s.index[w].is_some())
     }
 
     pub fn ambient_c(&self) -> f64 {
@@ -113,6 +173,7 @@ impl ThermalDriver {
     /// Returns where it stopped and the changes there.
     pub fn advance_until(&mut self, target_ms: f64, busy: &[bool]) -> Result<(f64, Vec<Change>), ThermalError> {
         let shares: Vec<f64> = busy.iter().map(|b| if *b { 1.0 } else { 0.0 }).collect();
+        let stepped = self.emu.now_ms() < target_ms - 1e-9;
         while self.emu.now_ms() < target_ms - 1e-9 {
             let dt = (target_ms - self.emu.now_ms()).min(Self::SAMPLE_MS);
             self.emu.step(dt, &shares)?;
@@ -123,12 +184,36 @@ impl ThermalDriver {
                     h.throttled_ms += dt;
                 }
             }
-            if (0..self.freqs.len()).any(|w| self.emu.frequency(w) != self.freqs[w]) {
-                let freqs = self.emu.frequencies();
+            let mut freqs = self.emu.frequencies();
+            for (w, f) in freqs.iter_mut().enumerate() {
+                if self.is_sensed(w) {
+                    *f = 1.0;
+                }
+            }
+            if freqs != self.freqs {
                 let changes = self.changes(&freqs, now);
                 self.freqs = freqs;
+                self.temps.copy_from_slice(self.emu.temps());
                 return Ok((now, changes));
             }
+        }
+        if stepped && self.sensed.is_some() {
+            self.read_sensor().map_err(|reason| ThermalError::Sensor { reason })?;
+            let now = self.emu.now_ms();
+            for w in 0..self.temps.len() {
+                if !self.is_sensed(w) {
+                    continue;
+                }
+                let t = self.temps[w];
+                let h = &mut self.heat[w];
+                h.peak_c = h.peak_c.max(t);
+                let above = self.emu.params().nodes[w].throttle.is_some_and(|th| t > th.above_c());
+                if above && h.first_throttle_ms.is_none() {
+                    h.first_throttle_ms = Some(now);
+                }
+            }
+        } else {
+            self.temps.copy_from_slice(self.emu.temps());
         }
         Ok((self.emu.now_ms(), Vec::new()))
     }
@@ -165,7 +250,7 @@ impl ThermalDriver {
 
     /// A subgraph starts on `worker` now.
     pub fn started(&mut self, worker: usize) {
-        self.started[worker] = Some((self.emu.temps().to_vec(), self.freqs.clone()));
+        self.started[worker] = Some((self.temps.clone(), self.freqs.clone()));
     }
 
     /// Makes `worker` the cloud worker over a link of `link_mbps` (its
@@ -184,7 +269,7 @@ impl ThermalDriver {
         if !done {
             return;
         }
-        let after = self.emu.temps()[worker];
+        let after = self.temps[worker];
         self.model.observe(worker, (&temps, &freqs), ms, io, after);
         self.bins.observe(model, candidate, worker, temps[worker], ms);
         let h = &mut self.heat[worker];
@@ -197,7 +282,7 @@ impl ThermalDriver {
     pub fn oracle(&self) -> impl ThermalOracle + '_ {
         Snapshot {
             model: &self.model,
-            temps: self.emu.temps(),
+            temps: &self.temps,
             freqs: &self.freqs,
             bins: Some(&self.bins),
         }

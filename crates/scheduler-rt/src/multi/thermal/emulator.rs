@@ -31,6 +31,15 @@ pub enum Throttle {
     Off { above_c: f64, release_c: f64 },
 }
 
+impl Throttle {
+    /// The temperature above which it throttles.
+    pub fn above_c(&self) -> f64 {
+        match *self {
+            Throttle::Slow { above_c, .. } | Throttle::Off { above_c, .. } => above_c,
+        }
+    }
+}
+
 /// One processor's thermal node.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,6 +86,8 @@ pub enum ThermalError {
     Coupling { i: usize, j: usize, reason: String },
     #[error("thermal step of {dt_ms} ms: the explicit update is stable only below {limit_ms:.3} ms")]
     Unstable { dt_ms: f64, limit_ms: f64 },
+    #[error("temperature sensor: {reason}")]
+    Sensor { reason: String },
 }
 
 impl ThermalParams {

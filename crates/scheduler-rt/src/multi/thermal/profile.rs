@@ -14,6 +14,11 @@
 //! idle_w = 0.05
 //! active_w = 4.5
 //! throttle = { kind = "slow", above_c = 49, release_c = 47, frequency = 0.6 }
+//! zone = "cpu-thermal"             # optional: read this thermal zone instead
+//!
+//! [thermal.sensor]                 # optional: where zones are read
+//! kind = "sysfs"
+//! root = "/sys/class/thermal"      # default
 //!
 //! [cloud]                          # a `cloud` worker; its node above is the modem
 //! rtt_ms = { value = 4.0, source = "..." }
@@ -66,6 +71,24 @@ struct Section {
     #[serde(default)]
     couplings: Vec<Coupling>,
     processors: BTreeMap<String, Node>,
+    #[serde(default)]
+    sensor: Option<SensorSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SensorSection {
+    kind: String,
+    #[serde(default)]
+    root: Option<std::path::PathBuf>,
+}
+
+/// Where a run reads real temperatures: Linux thermal zones under `root`,
+/// the zone type per worker (`None`: that worker stays emulated).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SensorSpec {
+    pub root: std::path::PathBuf,
+    pub zones: Vec<Option<String>>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +109,8 @@ struct Node {
     throttle: Option<Throttle>,
     #[serde(default)]
     source: Option<String>,
+    #[serde(default)]
+    zone: Option<String>,
 }
 
 /// A figure and where it comes from.
@@ -208,6 +233,53 @@ pub fn thermal_params(
     Ok(params)
 }
 
+/// The `[thermal.sensor]` section with each worker's `zone`, if there is
+/// one; a zone without a sensor section, an unknown sensor kind, or a
+/// sensor no worker has a zone for is an error naming the key.
+pub fn sensor_spec(
+    file: &str,
+    table: Option<&toml::Table>,
+    workers: &[String],
+) -> Result<Option<SensorSpec>, ThermalProfileError> {
+    let Some(table) = table else { return Ok(None) };
+    let malformed = |reason: String| ThermalProfileError::Malformed {
+        file: file.into(),
+        section: "thermal",
+        reason,
+    };
+    let s: Section = table
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| malformed(e.message().to_string()))?;
+    let zones: Vec<Option<String>> = workers
+        .iter()
+        .map(|w| s.processors.get(w).and_then(|n| n.zone.clone()))
+        .collect();
+    let Some(sensor) = s.sensor else {
+        if let Some((w, _)) = workers.iter().zip(&zones).find(|(_, z)| z.is_some()) {
+            return Err(malformed(format!(
+                "processor `{w}` names a zone but there is no [thermal.sensor] section (kind = \"sysfs\")"
+            )));
+        }
+        return Ok(None);
+    };
+    if sensor.kind != "sysfs" {
+        return Err(malformed(format!(
+            "sensor kind `{}` is not known (known: sysfs)",
+            sensor.kind
+        )));
+    }
+    if zones.iter().all(Option::is_none) {
+        return Err(malformed(
+            "[thermal.sensor] is given but no processor of this run names a `zone`".into(),
+        ));
+    }
+    Ok(Some(SensorSpec {
+        root: sensor.root.unwrap_or_else(|| "/sys/class/thermal".into()),
+        zones,
+    }))
+}
+
 /// The `[cloud]` section, if the profile has one.
 pub fn cloud_spec(file: &str, table: Option<&toml::Table>) -> Result<Option<CloudSpec>, ThermalProfileError> {
     let Some(t) = table else { return Ok(None) };
@@ -301,6 +373,26 @@ active_w = 0.3
         let with_cloud: Vec<String> = ["cpu", "gpu", "cloud"].map(String::from).to_vec();
         let p = thermal_params("d.toml", Some(&table(TWO)), &with_cloud).unwrap();
         assert_eq!(p.couplings, vec![(0, 1, 0.05), (0, 2, 0.01)]);
+    }
+
+    #[test]
+    fn sensor_zones_are_checked_and_named() {
+        let names: Vec<String> = ["cpu", "gpu"].map(String::from).to_vec();
+        assert_eq!(sensor_spec("d.toml", Some(&table(TWO)), &names), Ok(None));
+        let mut t = table(TWO);
+        t["processors"]["gpu"]
+            .as_table_mut()
+            .unwrap()
+            .insert("zone".into(), "gpu-thermal".into());
+        let e = sensor_spec("d.toml", Some(&t), &names).unwrap_err().to_string();
+        assert!(e.contains("`gpu` names a zone but there is no [thermal.sensor]"), "{e}");
+        t.insert("sensor".into(), table("kind = \"sysfs\"").into());
+        let spec = sensor_spec("d.toml", Some(&t), &names).unwrap().unwrap();
+        assert_eq!(spec.zones, vec![None, Some("gpu-thermal".to_string())]);
+        assert_eq!(spec.root, std::path::PathBuf::from("/sys/class/thermal"));
+        t.insert("sensor".into(), table("kind = \"acpi\"").into());
+        let e = sensor_spec("d.toml", Some(&t), &names).unwrap_err().to_string();
+        assert!(e.contains("sensor kind `acpi` is not known"), "{e}");
     }
 
     #[test]

@@ -63,6 +63,27 @@ impl SysfsSensor {
     }
 }
 
+impl SysfsSensor {
+    /// The zones `spec` names, and per worker its index among this
+    /// sensor's readings (`None`: emulated).
+    pub fn for_workers(spec: &super::profile::SensorSpec) -> Result<(SysfsSensor, Vec<Option<usize>>), String> {
+        let types: Vec<&str> = spec.zones.iter().flatten().map(String::as_str).collect();
+        let sensor = SysfsSensor::open(&spec.root, &types)?;
+        let mut next = 0;
+        let index = spec
+            .zones
+            .iter()
+            .map(|z| {
+                z.as_ref().map(|_| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        Ok((sensor, index))
+    }
+}
+
 impl TemperatureSensor for SysfsSensor {
     fn read_c(&mut self) -> Result<Vec<f64>, String> {
         self.files
