@@ -6,7 +6,8 @@
 # 127.0.0.1:7070 behind the link shaper (249 Mbit/s, 4 ms round trip):
 #   1. Band's heft without the cloud (the config less its cloud processor);
 #   2. heft, min-heat and max-weighted-ppt with the cloud;
-#   3. min-heat with the cloud worker killed halfway through the run.
+#   3. min-heat with the cloud worker killed halfway through the run and
+#      started again 5 s later (the runtime probes it and brings it back).
 # Measured on this machine (the thermal figures emulated). The worker
 # process shares this VM's two cores with the local processors, so the
 # "cloud" adds no compute here: it shows the protocol, the shaper and the
@@ -31,7 +32,7 @@ open(sys.argv[2], 'w').write(text[:start] + text[end:])
 PY
 "$S" worker --listen 127.0.0.1:7070 --engine ort > "$OUT/worker.log" 2>&1 &
 WORKER=$!
-trap 'kill $WORKER 2>/dev/null || true' EXIT
+trap 'kill $WORKER 2>/dev/null || true; [ -f "$OUT/worker2.pid" ] && kill "$(cat "$OUT/worker2.pid")" 2>/dev/null || true' EXIT
 sleep 1
 echo "== heft without the cloud, ${D} s =="
 "$S" serve --thermal --workload "$W" --runtime-config "$OUT/nocloud.toml" --duration-s "$D" \
@@ -39,8 +40,15 @@ echo "== heft without the cloud, ${D} s =="
 echo "== heft, min-heat, max-weighted-ppt with the cloud, ${D} s each =="
 "$S" serve --thermal --workload "$W" --runtime-config "$RC" --duration-s "$D" \
     --compare heft,min-heat,max-weighted-ppt --isolated-runs 10 | tee "$OUT/cloud.txt"
-echo "== min-heat with the cloud worker killed halfway =="
+echo "== min-heat with the cloud worker killed halfway, restarted 5 s later =="
 HALF=$(python3 -c "print($D / 2 + 20)")
-( sleep "$HALF"; kill -9 $WORKER ) &
+rm -f "$OUT/worker2.pid"
+(
+    sleep "$HALF"
+    kill -9 $WORKER
+    sleep 5
+    "$S" worker --listen 127.0.0.1:7070 --engine ort >> "$OUT/worker.log" 2>&1 &
+    echo $! > "$OUT/worker2.pid"
+) &
 "$S" serve --thermal --workload "$W" --runtime-config "$RC" --duration-s "$D" \
     --policy min-heat --isolated-runs 10 | tee "$OUT/killed.txt"
