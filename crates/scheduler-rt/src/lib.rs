@@ -25,6 +25,7 @@ pub mod npy;
 mod ort_engine;
 mod partition;
 pub mod policy;
+pub mod pool;
 pub mod priority;
 mod queue;
 mod runtime;

@@ -9,7 +9,7 @@ use ort::session::Session;
 use ort::value::Tensor as OrtTensor;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
+use tract_onnx::prelude::{IntoTValue, TVec};
 
 /// Where the pip wheel of onnxruntime keeps its library, relative to a
 /// repository root holding the project's `.venv`, for any Python 3
@@ -200,17 +200,31 @@ struct OrtCompiled {
 }
 
 impl OrtCompiled {
-    fn run_on(session: &mut Session, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+    /// Runs `session` on `inputs`. With the tensor pool on, inputs are
+    /// handed to onnxruntime in place (no copy) and outputs land in kept
+    /// buffers; off, each input is copied into a fresh buffer and each
+    /// output into a fresh tensor. Either way the pool counts both.
+    fn run_on(session: &mut Session, inputs: &[Value]) -> Result<TVec<Value>, String> {
+        let pool = crate::pool::pool();
+        let in_place = pool.enabled();
         let mut feeds = Vec::with_capacity(inputs.len());
         for (outlet, v) in session.inputs().iter().zip(inputs) {
-            let data: Vec<f32> = v
-                .to_plain_array_view::<f32>()
-                .map_err(|e| format!("input '{}': {e}", outlet.name()))?
-                .iter()
-                .copied()
-                .collect();
-            let t = OrtTensor::from_array((v.shape().to_vec(), data)).map_err(|e| e.to_string())?;
-            feeds.push((outlet.name().to_string(), ort::session::SessionInputValue::from(t)));
+            let name = outlet.name().to_string();
+            let slice = v
+                .try_as_plain_ram()
+                .and_then(|p| p.as_slice::<f32>())
+                .map_err(|e| format!("input '{name}': {e}"))?;
+            let value = if in_place {
+                let t =
+                    ort::value::TensorRef::from_array_view((v.shape().to_vec(), slice)).map_err(|e| e.to_string())?;
+                ort::session::SessionInputValue::from(t)
+            } else {
+                pool.copied(std::mem::size_of_val(slice));
+                pool.allocated();
+                let t = OrtTensor::from_array((v.shape().to_vec(), slice.to_vec())).map_err(|e| e.to_string())?;
+                ort::session::SessionInputValue::from(t)
+            };
+            feeds.push((name, value));
         }
         let outputs = session.run(feeds).map_err(|e| e.to_string())?;
         let mut result = TVec::new();
@@ -219,7 +233,9 @@ impl OrtCompiled {
                 .try_extract_tensor::<f32>()
                 .map_err(|e| format!("output '{name}': {e}"))?;
             let shape: Vec<usize> = shape.iter().map(|d| *d as usize).collect();
-            let t = Tensor::from_shape(&shape, data).map_err(|e| format!("output '{name}': {e}"))?;
+            let t = pool
+                .f32_tensor(&shape, data)
+                .map_err(|e| format!("output '{name}': {e}"))?;
             result.push(t.into_tvalue());
         }
         Ok(result)
@@ -237,7 +253,7 @@ impl Compiled for OrtCompiled {
             Some(s) => s,
             None => self.engine.session(&self.onnx)?,
         };
-        let out = Self::run_on(&mut session, inputs);
+        let out = Self::run_on(&mut session, &inputs);
         if let Ok(mut pool) = self.sessions.lock() {
             pool.push(session);
         }
@@ -250,7 +266,7 @@ mod tests {
     use super::*;
     use crate::engine::TractEngine;
     use crate::testing::{INPUT, two_branch};
-    use tract_onnx::prelude::tvec;
+    use tract_onnx::prelude::{Tensor, tvec};
 
     #[test]
     fn ort_matches_tract_on_a_whole_model() {

@@ -54,6 +54,9 @@ pub struct RunLog {
     /// Per cloud worker, its fitted link and the latency model's one-step
     /// errors: (worker, fit, errors).
     pub cloud_links: Vec<(usize, Option<LinkFit>, PredictionErrors)>,
+    /// Whether the tensor pool was on, and the engine-boundary counters
+    /// of the run (real runs only).
+    pub pool: Option<(bool, crate::pool::PoolCounters)>,
 }
 
 impl RunLog {
@@ -86,6 +89,18 @@ impl RunLog {
         }
         self.worker_failures.append(&mut other.worker_failures);
         self.cloud_links.append(&mut other.cloud_links);
+        self.pool = match (self.pool, other.pool) {
+            (Some((on, a)), Some((_, b))) => Some((
+                on,
+                crate::pool::PoolCounters {
+                    allocations: a.allocations + b.allocations,
+                    reused: a.reused + b.reused,
+                    bytes_copied: a.bytes_copied + b.bytes_copied,
+                    returned: a.returned + b.returned,
+                },
+            )),
+            (a, b) => a.or(b),
+        };
         self.frames_done += other.frames_done;
         self.end_ms = self.end_ms.max(other.end_ms + offset_ms);
         self.decision_us.append(&mut other.decision_us);
@@ -242,6 +257,20 @@ pub struct Report {
     pub worker_failures: Vec<(f64, String, String)>,
     /// What each cloud worker's latency model learnt.
     pub cloud_links: Vec<CloudLinkReport>,
+    /// Engine-boundary buffers and copies (real runs only).
+    pub tensor_pool: Option<PoolReport>,
+}
+
+/// Engine-boundary tensor buffers and copies of a run, in all and per
+/// completed request.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PoolReport {
+    pub enabled: bool,
+    pub allocations: u64,
+    pub reused: u64,
+    pub bytes_copied: u64,
+    pub allocations_per_request: f64,
+    pub bytes_copied_per_request: f64,
 }
 
 /// A cloud worker's fitted communication model and how well compute +
@@ -392,6 +421,17 @@ impl Report {
                 .iter()
                 .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
                 .collect(),
+            tensor_pool: log.pool.map(|(enabled, c)| {
+                let n = completed.max(1) as f64;
+                PoolReport {
+                    enabled,
+                    allocations: c.allocations,
+                    reused: c.reused,
+                    bytes_copied: c.bytes_copied,
+                    allocations_per_request: c.allocations as f64 / n,
+                    bytes_copied_per_request: c.bytes_copied as f64 / n,
+                }
+            }),
             cloud_links: log
                 .cloud_links
                 .iter()
@@ -483,6 +523,17 @@ impl Report {
         }
         for c in &self.cloud_links {
             let _ = writeln!(s, "{}", c.line());
+        }
+        if let Some(p) = &self.tensor_pool {
+            let _ = writeln!(
+                s,
+                "engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request ({} allocated, {} reused in all)",
+                if p.enabled { "on" } else { "off" },
+                p.allocations_per_request,
+                p.bytes_copied_per_request / 1e3,
+                p.allocations,
+                p.reused
+            );
         }
         for o in &self.outages {
             let back = match (o.up_s, o.resumed_after_ms) {

@@ -7,6 +7,7 @@ use clap::Args as ClapArgs;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::report::RunLog;
 use scheduler_rt::multi::serve::Server;
+use scheduler_rt::multi::thermal::driver::ThermalDriver;
 use scheduler_rt::multi::{OpSupport, Scheduler};
 use scheduler_rt::{ProcessorConfig, RuntimeConfig, default_factory};
 use std::io::{IsTerminal, Write};
@@ -91,6 +92,14 @@ pub struct Args {
     /// a workload of model groups, reporting each group's makespans and score.
     #[arg(long, value_name = "plan.json")]
     pub plan: Vec<PathBuf>,
+
+    /// The tensor pool (Puzzle §5): `on` hands inputs to onnxruntime in
+    /// place and takes its outputs' tensors from buffers kept from earlier
+    /// requests (given back when a request is served); `off` copies every
+    /// input into a fresh buffer and every output into a fresh tensor. The
+    /// report counts engine-boundary allocations and bytes copied either way.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub tensor_pool: String,
 }
 
 /// The runtime configuration (`config`, else one tract worker per core),
@@ -164,7 +173,7 @@ pub fn fastest_isolated_p99(server: &Server, apps: &[String], runs: usize) -> Re
 
 /// One thermal run in a line: when it first throttled and each
 /// processor's busy time, peak temperature and PPT.
-fn heat_line(label: &str, d: &scheduler_rt::multi::thermal::driver::ThermalDriver) -> String {
+fn heat_line(label: &str, d: &ThermalDriver) -> String {
     let run_ms = d.now_ms();
     let workers: Vec<String> = d
         .heat
@@ -196,6 +205,7 @@ fn heat_line(label: &str, d: &scheduler_rt::multi::thermal::driver::ThermalDrive
 }
 
 pub fn run(a: Args) -> Result<()> {
+    scheduler_rt::pool::pool().set_enabled(a.tensor_pool == "on");
     if a.thermal && (a.rounds > 1 || !a.plan.is_empty()) {
         bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
     }
@@ -331,13 +341,11 @@ pub fn run(a: Args) -> Result<()> {
             };
             let mut driver = thermal
                 .as_ref()
-                .map(|params| scheduler_rt::multi::thermal::driver::ThermalDriver::new(params.clone()))
+                .map(|params| ThermalDriver::new(params.clone()))
                 .transpose()?;
-            if let (Some(d), Some((s, index))) = (driver.take(), &sensor) {
-                driver = Some(
-                    d.with_sensor(Box::new(s.clone()), index.clone())
-                        .map_err(|e| anyhow::anyhow!("temperature sensor: {e}"))?,
-                );
+            if let (Some((s, index)), Some(d)) = (&sensor, driver.as_mut()) {
+                d.set_sensor(Box::new(s.clone()), index.clone())
+                    .map_err(|e| anyhow::anyhow!("temperature sensor: {e}"))?;
             }
             if let Some(d) = driver.as_mut() {
                 for (w, p) in procs.iter().enumerate() {

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tract_onnx::prelude::TVec;
+use tract_onnx::prelude::{IntoArcTensor, TVec};
 
 /// Work for one worker: run `compiled` on `inputs`; its result comes back
 /// as a [`Done`] with `index == seq`.
@@ -42,6 +42,7 @@ pub(super) struct RunState<'a> {
     /// seq -> worker, for frames of the rendering task.
     rendering: HashMap<u64, usize>,
     t0: Instant,
+    pool_at_start: crate::pool::PoolCounters,
     last_progress: f64,
     /// The emulated device's heat, in a thermal run.
     heat: Option<super::heat::Heat<'a>>,
@@ -101,6 +102,7 @@ impl<'a> RunState<'a> {
             flight: HashMap::new(),
             rendering: HashMap::new(),
             t0: Instant::now(),
+            pool_at_start: crate::pool::pool().counters(),
             last_progress: 0.0,
             heat: thermal.map(super::heat::Heat::new),
             probes: Vec::new(),
@@ -428,6 +430,12 @@ impl<'a> RunState<'a> {
         if let Some(completed) = completed {
             if let Some(vals) = self.values.remove(&job) {
                 self.server.check(m, &vals, &mut self.log);
+                let pool = crate::pool::pool();
+                for v in vals.into_values() {
+                    if let Ok(t) = Arc::try_unwrap(v.into_arc_tensor()) {
+                        pool.give(t);
+                    }
+                }
             }
             self.arrivals.completed(&completed, finish_at);
             self.log.end_ms = self.log.end_ms.max(finish_at);
@@ -441,6 +449,8 @@ impl<'a> RunState<'a> {
         self.log.frames_done = self.arrivals.frames_done;
         self.log.decision_us = std::mem::take(&mut self.sched.decision_us);
         self.log.moves = self.sched.policy_moves();
+        let pool = crate::pool::pool();
+        self.log.pool = Some((pool.enabled(), pool.counters().since(&self.pool_at_start)));
         for (w, wk) in self.server.workers.iter().enumerate() {
             if let Some(m) = wk.engine.cloud_latency()
                 && let Ok(m) = m.lock()

@@ -119,17 +119,17 @@ impl ThermalDriver {
     /// Reads `sensor` instead of the emulator for the workers `index`
     /// maps to one of its readings (others stay emulated); reads it once
     /// now, so that a sensor that fails does so before the run.
-    pub fn with_sensor(
-        mut self,
+    pub fn set_sensor(
+        &mut self,
         sensor: Box<dyn TemperatureSensor + Send>,
         index: Vec<Option<usize>>,
-    ) -> Result<ThermalDriver, String> {
+    ) -> Result<(), String> {
         self.sensed = Some(Sensed { sensor, index });
         self.read_sensor()?;
         for (h, t) in self.heat.iter_mut().zip(&self.temps) {
             h.peak_c = *t;
         }
-        Ok(self)
+        Ok(())
     }
 
     /// Names of the workers a real sensor covers.

@@ -1,0 +1,204 @@
+//! The tensor pool (Puzzle §5): tensors an engine hands back across its
+//! boundary are taken from buffers kept from earlier requests instead of
+//! freshly allocated, and given back when the request that used them is
+//! served. Every engine-boundary allocation and copy is counted, pool or
+//! not, so that runs with and without it can be compared.
+//!
+//! Puzzle rounds buffers up to 2,048-byte chunks so that one buffer can
+//! hold tensors of different sizes. A tensor of the runtime's engines
+//! (tract's) cannot live in a buffer larger than its shape, so a kept
+//! buffer serves tensors of its exact type and element count: the common
+//! case, since every inference of a model produces the same intermediate
+//! tensors. Size classes are still counted in 2,048-byte chunks.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tract_onnx::prelude::{DatumType, Tensor};
+
+/// Puzzle's chunk size (bytes).
+pub const CHUNK_BYTES: usize = 2048;
+
+/// Buffers kept per size before more are freed instead.
+const KEEP_PER_SIZE: usize = 64;
+
+/// Engine-boundary counters since the process started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PoolCounters {
+    /// Tensor buffers allocated at an engine boundary.
+    pub allocations: u64,
+    /// Requests for a buffer the pool served from a kept one.
+    pub reused: u64,
+    /// Bytes copied across an engine boundary.
+    pub bytes_copied: u64,
+    /// Buffers given back to the pool.
+    pub returned: u64,
+}
+
+impl PoolCounters {
+    /// What happened between `before` and `self`.
+    pub fn since(&self, before: &PoolCounters) -> PoolCounters {
+        PoolCounters {
+            allocations: self.allocations - before.allocations,
+            reused: self.reused - before.reused,
+            bytes_copied: self.bytes_copied - before.bytes_copied,
+            returned: self.returned - before.returned,
+        }
+    }
+}
+
+/// Kept tensors by (type, element count), and the counters.
+pub struct TensorPool {
+    enabled: AtomicBool,
+    kept: Mutex<HashMap<(DatumType, usize), Vec<Tensor>>>,
+    allocations: AtomicU64,
+    reused: AtomicU64,
+    bytes_copied: AtomicU64,
+    returned: AtomicU64,
+}
+
+static POOL: std::sync::LazyLock<TensorPool> = std::sync::LazyLock::new(|| TensorPool {
+    enabled: AtomicBool::new(true),
+    kept: Mutex::new(HashMap::new()),
+    allocations: AtomicU64::new(0),
+    reused: AtomicU64::new(0),
+    bytes_copied: AtomicU64::new(0),
+    returned: AtomicU64::new(0),
+});
+
+/// The process's pool.
+pub fn pool() -> &'static TensorPool {
+    &POOL
+}
+
+/// 2,048-byte chunks a buffer of `bytes` takes.
+pub fn chunks(bytes: usize) -> usize {
+    bytes.div_ceil(CHUNK_BYTES)
+}
+
+impl TensorPool {
+    /// Turns reuse on or off (off: every buffer is allocated and freed,
+    /// still counted); turning it off frees what is kept.
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+        if !on && let Ok(mut k) = self.kept.lock() {
+            k.clear();
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub fn counters(&self) -> PoolCounters {
+        PoolCounters {
+            allocations: self.allocations.load(Ordering::Relaxed),
+            reused: self.reused.load(Ordering::Relaxed),
+            bytes_copied: self.bytes_copied.load(Ordering::Relaxed),
+            returned: self.returned.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts a buffer allocated at an engine boundary outside the pool.
+    pub fn allocated(&self) {
+        self.allocations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` copied across an engine boundary.
+    pub fn copied(&self, bytes: usize) {
+        self.bytes_copied.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// An f32 tensor of `shape` holding `data` (copied in): a kept buffer
+    /// of that size when there is one, else a new one.
+    pub fn f32_tensor(&self, shape: &[usize], data: &[f32]) -> Result<Tensor, String> {
+        let len: usize = shape.iter().product();
+        if len != data.len() {
+            return Err(format!("{} values for shape {shape:?}", data.len()));
+        }
+        let kept = if self.enabled() {
+            self.kept
+                .lock()
+                .ok()
+                .and_then(|mut k| k.get_mut(&(DatumType::F32, len)).and_then(Vec::pop))
+        } else {
+            None
+        };
+        self.copied(std::mem::size_of_val(data));
+        match kept {
+            Some(mut t) => {
+                self.reused.fetch_add(1, Ordering::Relaxed);
+                t.set_shape(shape).map_err(|e| e.to_string())?;
+                t.try_as_plain_ram_mut()
+                    .map_err(|e| e.to_string())?
+                    .as_slice_mut::<f32>()
+                    .map_err(|e| e.to_string())?
+                    .copy_from_slice(data);
+                Ok(t)
+            }
+            None => {
+                self.allocations.fetch_add(1, Ordering::Relaxed);
+                Tensor::from_shape(shape, data).map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// Takes `t` back for a later request (dropped when the pool is off or
+    /// already keeps enough of its size).
+    pub fn give(&self, t: Tensor) {
+        if !self.enabled() || t.datum_type() != DatumType::F32 {
+            return;
+        }
+        if let Ok(mut k) = self.kept.lock() {
+            let list = k.entry((DatumType::F32, t.len())).or_default();
+            if list.len() < KEEP_PER_SIZE {
+                list.push(t);
+                self.returned.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Kept buffers and the 2,048-byte chunks they take.
+    pub fn kept(&self) -> (usize, usize) {
+        let Ok(k) = self.kept.lock() else { return (0, 0) };
+        k.iter().fold((0, 0), |(n, c), ((dt, len), v)| {
+            (n + v.len(), c + v.len() * chunks(len * dt.size_of()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_given_back_tensor_serves_the_next_request_of_its_size() {
+        let p = TensorPool {
+            enabled: AtomicBool::new(true),
+            kept: Mutex::new(HashMap::new()),
+            allocations: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            bytes_copied: AtomicU64::new(0),
+            returned: AtomicU64::new(0),
+        };
+        let a = p.f32_tensor(&[2, 3], &[1.0; 6]).unwrap();
+        p.give(a);
+        let b = p.f32_tensor(&[3, 2], &[2.0; 6]).unwrap();
+        assert_eq!(b.shape(), &[3, 2]);
+        assert_eq!(b.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), &[2.0; 6]);
+        let c = p.f32_tensor(&[4], &[0.0; 4]).unwrap();
+        let n = p.counters();
+        assert_eq!((n.allocations, n.reused, n.bytes_copied), (2, 1, 64));
+        p.give(b);
+        p.give(c);
+        assert_eq!(p.kept(), (2, 2));
+        p.set_enabled(false);
+        assert_eq!(p.kept(), (0, 0));
+        let _ = p.f32_tensor(&[2, 3], &[1.0; 6]).unwrap();
+        assert_eq!(p.counters().allocations, 3, "off: every buffer is new");
+        assert!(p.f32_tensor(&[2, 2], &[1.0; 3]).is_err());
+        assert_eq!(chunks(1), 1);
+        assert_eq!(chunks(2048), 1);
+        assert_eq!(chunks(2049), 2);
+    }
+}
