@@ -13,6 +13,7 @@ use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::policy::static_plan::StaticPlan;
 use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
+use scheduler_rt::multi::report::RunLog;
 use scheduler_rt::multi::serve::Server;
 use scheduler_rt::multi::{Policy, Scheduler};
 use std::path::{Path, PathBuf};
@@ -66,6 +67,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     w.duration_s = w.duration_s.map(|d| d / rounds as f64);
     let slo: Vec<Option<f64>> = (0..w.apps.len()).map(|i| w.group_deadline_ms(i)).collect();
     let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut boundary = vec![(scheduler_rt::pool::PoolCounters::default(), 0usize); served.len() + 1];
     let mut mismatches = 0;
     for _ in 0..rounds {
         for (k, (_, server, units, est, rank, _)) in served.iter().enumerate() {
@@ -73,6 +75,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             let mut sched = Scheduler::new(units.clone(), &sc.names, policy, est.clone());
             let log = server.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
             mismatches += log.mismatches;
+            add_boundary(&mut boundary[k], &log);
             merge(&mut outcomes, k, outcome_from_log(&log, &w));
         }
         let mut sched = Scheduler::new(
@@ -82,6 +85,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             band_est.clone(),
         );
         let log = band.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
+        add_boundary(&mut boundary[served.len()], &log);
         merge(&mut outcomes, served.len(), outcome_from_log(&log, &w));
     }
     let groups: Vec<String> = w.groups.iter().map(|g| g.name.clone()).collect();
@@ -98,6 +102,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         for line in group_lines(&outcomes[k], &groups) {
             println!("{line}");
         }
+        println!("{}", boundary_line(&boundary[k]));
         if let Some(p) = predicted {
             for (g, pred) in p.iter().enumerate() {
                 let m = &outcomes[k].makespans[g];
@@ -116,6 +121,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     for line in group_lines(&outcomes[served.len()], &groups) {
         println!("{line}");
     }
+    println!("{}", boundary_line(&boundary[served.len()]));
     if mismatches > 0 {
         bail!("{mismatches} outputs differed from the whole-model reference");
     }
@@ -123,6 +129,31 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         println!("every output of the plans equalled the whole-model reference (max |diff| <= 1e-4 x output scale)");
     }
     Ok(())
+}
+
+/// Adds a run's engine-boundary counters and completed requests.
+fn add_boundary(acc: &mut (scheduler_rt::pool::PoolCounters, usize), log: &RunLog) {
+    if let Some((_, c)) = log.pool {
+        acc.0.allocations += c.allocations;
+        acc.0.reused += c.reused;
+        acc.0.bytes_copied += c.bytes_copied;
+        acc.0.returned += c.returned;
+    }
+    acc.1 += log.completed.len();
+}
+
+fn boundary_line((c, n): &(scheduler_rt::pool::PoolCounters, usize)) -> String {
+    let n = (*n).max(1) as f64;
+    format!(
+        "  engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request",
+        if scheduler_rt::pool::pool().enabled() {
+            "on"
+        } else {
+            "off"
+        },
+        c.allocations as f64 / n,
+        c.bytes_copied as f64 / n / 1e3
+    )
 }
 
 fn short(p: &Path) -> String {

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Puzzle's tensor pool on this machine: the model group of puzzle_host.sh
+# (three zoo models, one camera group) on configs/runtime/hetero.toml,
+# served with the GA's plan and Band's lst, with `--tensor-pool off` and
+# `on` interleaved (ROUNDS pairs, DURATION_S seconds each). Prints, per
+# run, engine-boundary allocations and KB copied per request and each
+# group's mean and p50 makespan, then the on/off ratios (min and median
+# over the pairs). Needs the plan from puzzle_host.sh (run it first, or
+# this script runs it). Never while something else builds.
+#
+#   scripts/benchmarks/puzzle_pool.sh [DURATION_S] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
+DURATION="${1:-20}"
+ROUNDS="${2:-3}"
+OUT="${OUT:-target/puzzle-host}"
+if [ ! -f "$OUT/plan.json" ]; then
+    OUT="$OUT" scripts/benchmarks/puzzle_host.sh 10 1
+fi
+cargo build --release -q -p stretch-cli
+STRETCH="$CARGO_TARGET_DIR/release/stretch"
+for r in $(seq 1 "$ROUNDS"); do
+    for pool in off on; do
+        echo "== round $r, tensor pool $pool =="
+        "$STRETCH" serve --workload "$OUT/w.toml" --runtime-config configs/runtime/hetero.toml \
+            --plan "$OUT/plan.json" --duration-s "$DURATION" --tensor-pool "$pool" | tee "$OUT/pool_${pool}_$r.txt"
+    done
+done
+python3 - "$OUT" "$ROUNDS" <<'PY'
+import re, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def parse(path):
+    text = open(path).read()
+    plan, lst = text.split("Band lst (online)")
+    def first(block, pat):
+        m = re.search(pat, block)
+        return float(m.group(1)) if m else float("nan")
+    def grab(block):
+        return {
+            "alloc": first(block, r"([\d.]+) buffer allocations"),
+            "kb": first(block, r"and ([\d.]+) KB copied"),
+            "mean": first(block, r"mean ([\d.]+) ms"),
+            "p50": first(block, r"p50 ([\d.]+) ms"),
+        }
+    return {"plan": grab(plan), "lst": grab(lst)}
+runs = {p: [parse(f"{out}/pool_{p}_{r}.txt") for r in range(1, rounds + 1)] for p in ("off", "on")}
+for who in ("plan", "lst"):
+    print(f"{who}:")
+    for k in ("alloc", "kb", "mean", "p50"):
+        offs = [r[who][k] for r in runs["off"]]
+        ons = [r[who][k] for r in runs["on"]]
+        ratios = [b / a for a, b in zip(offs, ons) if a > 0]
+        ratio = f"on/off min {min(ratios):.3f}, median {statistics.median(ratios):.3f}" if ratios else "-"
+        print(f"  {k:>5}: off {' '.join(f'{v:.2f}' for v in offs)} | on {' '.join(f'{v:.2f}' for v in ons)} | {ratio}")
+print("(alloc = engine-boundary buffer allocations per request, kb = KB copied per request, mean/p50 = the group's makespan in ms; measured)")
+PY
