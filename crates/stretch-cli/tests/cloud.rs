@@ -379,3 +379,47 @@ active_w = 1.0
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A server that stops answering mid-run (the worker process stopped with
+/// SIGSTOP: the kernel still accepts connections, nothing replies): each
+/// call times out, the cloud is taken out and its subgraph re-runs
+/// locally; once the process continues, the cloud serves again. Nothing
+/// is lost.
+#[test]
+fn a_server_that_stops_answering_times_out_and_nothing_is_lost() {
+    let dir = scratch("cloud-silent");
+    let w = setup(&dir, 6.0);
+    let worker = Worker::start();
+    let spec = format!("cloud=pool,remote={},mbps=249,rtt_ms=2,timeout_ms=300", worker.addr);
+    let pid = worker.child.id().to_string();
+    let signals = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        let _ = Command::new("kill").args(["-STOP", &pid]).status();
+        std::thread::sleep(Duration::from_millis(2000));
+        let _ = Command::new("kill").args(["-CONT", &pid]).status();
+    });
+    let out = serve(&w, &spec);
+    signals.join().unwrap();
+    let r = report(&out);
+    assert_eq!(r["completed"], r["requests"], "nothing lost: {r}");
+    assert_eq!(r["mismatches"], 0);
+    let failures = r["worker_failures"].as_array().unwrap();
+    assert!(!failures.is_empty(), "the silent server timed out: {r}");
+    assert!(
+        failures
+            .iter()
+            .all(|f| f[1] == "cloud" && f[2].as_str().unwrap().contains("no valid reply")),
+        "{failures:?}"
+    );
+    let last = r["outages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|o| o["processor"] == "cloud")
+        .unwrap()
+        .clone();
+    assert!(
+        last["up_s"].as_f64().is_some(),
+        "the cloud is back once the server answers again: {last}"
+    );
+}

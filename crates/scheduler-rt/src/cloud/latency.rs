@@ -34,13 +34,17 @@ pub struct LinkFit {
     pub ms_per_mb_out: f64,
     /// Calls in the window it was fitted on.
     pub calls: usize,
+    /// Whether the window's calls sent inputs of different sizes (by 10%
+    /// or more): without that, the per-MB and fixed costs cannot be told
+    /// apart (the fit still predicts calls of the sizes seen).
+    pub sizes_vary: bool,
 }
 
 impl LinkFit {
     /// The bandwidth (Mbit/s) the uplink coefficient implies; `None` when
-    /// it is not positive.
+    /// it is not positive or the sizes did not vary.
     pub fn uplink_mbps(&self) -> Option<f64> {
-        (self.ms_per_mb_in > 0.0).then(|| 8.0 * 1e3 / self.ms_per_mb_in)
+        (self.sizes_vary && self.ms_per_mb_in > 0.0).then(|| 8.0 * 1e3 / self.ms_per_mb_in)
     }
 }
 
@@ -140,6 +144,7 @@ impl CloudLatencyModel {
             ms_per_mb_in: t[1],
             ms_per_mb_out: t[2],
             calls: self.comm.len(),
+            sizes_vary: self.comm.range(1).is_some_and(|(lo, hi)| hi > 1.1 * lo),
         })
     }
 
@@ -212,5 +217,18 @@ mod tests {
         });
         assert!(m.predict("a", 1000, 10).is_some());
         assert_eq!(m.predict("never-ran", 1000, 10), None);
+        let mut same = CloudLatencyModel::default();
+        for _ in 0..10 {
+            same.observe(CloudCall {
+                model: "a".into(),
+                bytes_in: 4000,
+                bytes_out: 20,
+                total_ms: 10.0,
+                compute_ms: 2.0,
+            });
+        }
+        let f = same.fit().unwrap();
+        assert!(!f.sizes_vary && f.uplink_mbps().is_none(), "{f:?}");
+        assert!((same.predict("a", 4000, 20).unwrap() - 10.0).abs() < 1e-6);
     }
 }

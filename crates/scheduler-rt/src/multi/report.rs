@@ -568,9 +568,13 @@ impl CloudLinkReport {
         let Some(f) = self.fit else {
             return format!("cloud link ({}): too few calls to fit", self.processor);
         };
-        let up = f
-            .uplink_mbps()
-            .map_or(String::new(), |m| format!(" (uplink about {m:.0} Mbit/s)"));
+        let up = match f.uplink_mbps() {
+            Some(m) => format!(" (uplink about {m:.0} Mbit/s)"),
+            None if !f.sizes_vary => {
+                " (every call sent inputs of one size: the per-MB cost is not identifiable)".into()
+            }
+            None => String::new(),
+        };
         let errors = if self.errors.calls > 0 {
             format!(
                 "; one-step error over {} calls: compute + communication {:.1}%, EMA of the total {:.1}%",

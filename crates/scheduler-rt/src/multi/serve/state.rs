@@ -243,18 +243,23 @@ impl<'a> RunState<'a> {
         self.log.outage(w, up, at);
     }
 
-    /// Probes failed cloud worker `w` every [`PROBE_PERIOD`] on a thread of
-    /// its own until it answers (it is then brought back at the next
-    /// [`RunState::advance`]) or the run ends.
+    /// Probes failed cloud worker `w` on a thread of its own until it
+    /// answers (it is then brought back at the next [`RunState::advance`])
+    /// or the run ends: every [`PROBE_PERIOD`] after its first failure,
+    /// twice as long after each further one (at most 64 times), so that a
+    /// server that accepts connections but never answers costs less and
+    /// less.
     fn probe(&mut self, w: usize) {
         let Some(prober) = self.server.workers[w].engine.prober() else {
             return;
         };
+        let failures = self.log.worker_failures.iter().filter(|f| f.1 == w).count().max(1);
+        let period = PROBE_PERIOD * (1u32 << (failures - 1).min(6));
         let up = Arc::new(AtomicBool::new(false));
         let (flag, stop) = (up.clone(), self.probing.0.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(PROBE_PERIOD);
+                std::thread::sleep(period);
                 if prober().is_ok() {
                     flag.store(true, Ordering::Relaxed);
                     return;

@@ -58,6 +58,14 @@ impl WindowedLeastSquares {
         self.window
     }
 
+    /// The smallest and largest value of feature `i` in the window.
+    pub fn range(&self, i: usize) -> Option<(f64, f64)> {
+        self.rows.iter().map(|(x, _)| x[i]).fold(None, |acc, v| match acc {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })
+    }
+
     /// Adds an observation, dropping the oldest beyond the window. The
     /// sums are updated in place and rebuilt from the window every
     /// `window` updates, so rounding never accumulates.
