@@ -43,8 +43,8 @@ def parse(path):
         return {
             "alloc": first(block, r"([\d.]+) buffer allocations"),
             "kb": first(block, r"and ([\d.]+) KB copied"),
-            "mean": first(block, r"mean ([\d.]+) ms"),
-            "p50": first(block, r"p50 ([\d.]+) ms"),
+            "mean": first(block, r"makespan mean\s+([\d.]+)"),
+            "p50": first(block, r"makespan mean\s+[\d.]+\s+p50\s+([\d.]+)"),
         }
     return {"plan": grab(plan), "lst": grab(lst)}
 runs = {p: [parse(f"{out}/pool_{p}_{r}.txt") for r in range(1, rounds + 1)] for p in ("off", "on")}
