@@ -57,14 +57,7 @@ pub struct TensorPool {
     returned: AtomicU64,
 }
 
-static POOL: std::sync::LazyLock<TensorPool> = std::sync::LazyLock::new(|| TensorPool {
-    enabled: AtomicBool::new(true),
-    kept: Mutex::new(HashMap::new()),
-    allocations: AtomicU64::new(0),
-    reused: AtomicU64::new(0),
-    bytes_copied: AtomicU64::new(0),
-    returned: AtomicU64::new(0),
-});
+static POOL: std::sync::LazyLock<TensorPool> = std::sync::LazyLock::new(TensorPool::new);
 
 /// The process's pool.
 pub fn pool() -> &'static TensorPool {
@@ -77,6 +70,18 @@ pub fn chunks(bytes: usize) -> usize {
 }
 
 impl TensorPool {
+    /// An empty pool, on, with zero counters.
+    fn new() -> TensorPool {
+        TensorPool {
+            enabled: AtomicBool::new(true),
+            kept: Mutex::new(HashMap::new()),
+            allocations: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            bytes_copied: AtomicU64::new(0),
+            returned: AtomicU64::new(0),
+        }
+    }
+
     /// Turns reuse on or off (off: every buffer is allocated and freed,
     /// still counted); turning it off frees what is kept.
     pub fn set_enabled(&self, on: bool) {
@@ -173,14 +178,7 @@ mod tests {
 
     #[test]
     fn a_given_back_tensor_serves_the_next_request_of_its_size() {
-        let p = TensorPool {
-            enabled: AtomicBool::new(true),
-            kept: Mutex::new(HashMap::new()),
-            allocations: AtomicU64::new(0),
-            reused: AtomicU64::new(0),
-            bytes_copied: AtomicU64::new(0),
-            returned: AtomicU64::new(0),
-        };
+        let p = TensorPool::new();
         let a = p.f32_tensor(&[2, 3], &[1.0; 6]).unwrap();
         p.give(a);
         let b = p.f32_tensor(&[3, 2], &[2.0; 6]).unwrap();
