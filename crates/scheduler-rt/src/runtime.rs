@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-use tract_onnx::prelude::{DatumType, TVec};
+use tract_onnx::prelude::{DatumType, IntoArcTensor, TVec};
 
 /// A loaded model: its subgraphs compiled on the workers of their processors.
 /// `Send + Sync`: share it (e.g. in an `Arc`) and call [`Runtime::run`] from
@@ -436,6 +436,14 @@ impl Runtime {
                 processor: "-".into(),
                 reason: "an output was not produced".into(),
             })?;
+        let pool = crate::pool::pool();
+        for (o, v) in values {
+            if !self.outputs.contains(&o)
+                && let Ok(t) = Arc::try_unwrap(v.into_arc_tensor())
+            {
+                pool.give(t);
+            }
+        }
         let moves = self.adapt(&observed, t0);
         Ok((outputs, Trace { spans, moves }))
     }

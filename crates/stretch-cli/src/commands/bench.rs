@@ -101,6 +101,13 @@ pub struct Args {
     /// of the text report.
     #[arg(long)]
     pub json: bool,
+
+    /// The tensor pool: `on` hands subgraph inputs to onnxruntime in place
+    /// and reuses output tensors across runs; `off` copies every input into
+    /// a fresh buffer and every output into a fresh tensor (only the
+    /// onnxruntime engine crosses a copying boundary).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub tensor_pool: String,
 }
 
 /// One measured configuration.
@@ -262,6 +269,7 @@ fn weight_bytes(g: &Graph) -> u64 {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    scheduler_rt::pool::pool().set_enabled(args.tensor_pool == "on");
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
