@@ -124,13 +124,13 @@ fn serve_offloads_to_a_real_worker_and_survives_its_death() {
         "the cloud's latency model learnt from its calls: {link}"
     );
 
-    let w = setup(&dir, 6.0);
+    let w = setup(&dir, 8.0);
     let mut worker = worker;
     let addr = worker.addr.clone();
     let spec = format!("cloud=pool,remote={addr},mbps=249,rtt_ms=2");
     let pid = worker.child.id();
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2500));
+        std::thread::sleep(Duration::from_millis(3500));
         let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
         std::thread::sleep(Duration::from_millis(1000));
         Worker::start_on(&addr)
@@ -388,12 +388,12 @@ active_w = 1.0
 #[test]
 fn a_server_that_stops_answering_times_out_and_nothing_is_lost() {
     let dir = scratch("cloud-silent");
-    let w = setup(&dir, 6.0);
+    let w = setup(&dir, 9.0);
     let worker = Worker::start();
     let spec = format!("cloud=pool,remote={},mbps=249,rtt_ms=2,timeout_ms=300", worker.addr);
     let pid = worker.child.id().to_string();
     let signals = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2500));
+        std::thread::sleep(Duration::from_millis(4000));
         let _ = Command::new("kill").args(["-STOP", &pid]).status();
         std::thread::sleep(Duration::from_millis(2000));
         let _ = Command::new("kill").args(["-CONT", &pid]).status();
