@@ -518,7 +518,7 @@ impl Report {
         for (t, w, reason) in &self.worker_failures {
             let _ = writeln!(
                 s,
-                "{w} failed at {t:.1} s and was taken out of the run (probed every 0.5 s, back when it answers; see its outage); its subgraph ran again elsewhere: {reason}"
+                "{w} failed at {t:.1} s and was taken out of the run (probed from 0.5 s on, back when it answers; see its outages); its subgraph ran again elsewhere: {reason}"
             );
         }
         for c in &self.cloud_links {
