@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# How the measured makespan of Puzzle's plan depends on the load: the
+# model group of puzzle_host.sh served with the GA's plan and Band's lst
+# at fixed group periods (PERIODS, ms), DURATION_S seconds each, beside
+# the analyzer's one prediction (made at its own period). At a long
+# period the pieces start cold (caches, idle cores), which back-to-back
+# timings of each piece do not see. Needs the plan from puzzle_host.sh
+# (runs it when missing). Never while something else builds.
+#
+#   PERIODS="5 8 15 30" scripts/benchmarks/puzzle_period.sh [DURATION_S]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
+DURATION="${1:-20}"
+OUT="${OUT:-target/puzzle-host}"
+if [ ! -f "$OUT/plan.json" ]; then
+    OUT="$OUT" scripts/benchmarks/puzzle_host.sh 10 1
+fi
+cargo build --release -q -p stretch-cli
+STRETCH="$CARGO_TARGET_DIR/release/stretch"
+for p in ${PERIODS:-5 8 15 30}; do
+    sed "s/^period_multiplier = .*/period_ms = $p/" "$OUT/w.toml" > "$OUT/w_period.toml"
+    echo "== period $p ms =="
+    "$STRETCH" serve --workload "$OUT/w_period.toml" --runtime-config configs/runtime/hetero.toml \
+        --plan "$OUT/plan.json" --duration-s "$DURATION" | grep -E "makespan|predicted|^plan|^Band"
+done
