@@ -168,6 +168,18 @@ fn a_refused_address_leaves_the_cloud_out_and_the_run_goes_on() {
     assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
     let r = report(&out);
     assert_eq!(r["completed"], r["requests"]);
+
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let out = serve(&w, &format!("cloud=pool,remote={addr},timeout_ms=300"));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        err.contains("leaving out processor 'cloud'") && err.contains("no reply") && err.contains(&addr),
+        "a server that accepts but never answers is left out at start-up: {err}"
+    );
+    let r = report(&out);
+    assert_eq!(r["completed"], r["requests"]);
+    drop(silent);
 }
 
 /// A server that compiles anything and answers every run with `body`.
@@ -388,14 +400,14 @@ active_w = 1.0
 #[test]
 fn a_server_that_stops_answering_times_out_and_nothing_is_lost() {
     let dir = scratch("cloud-silent");
-    let w = setup(&dir, 9.0);
+    let w = setup(&dir, 10.0);
     let worker = Worker::start();
-    let spec = format!("cloud=pool,remote={},mbps=249,rtt_ms=2,timeout_ms=300", worker.addr);
+    let spec = format!("cloud=pool,remote={},mbps=249,rtt_ms=2,timeout_ms=1000", worker.addr);
     let pid = worker.child.id().to_string();
     let signals = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(4000));
         let _ = Command::new("kill").args(["-STOP", &pid]).status();
-        std::thread::sleep(Duration::from_millis(2000));
+        std::thread::sleep(Duration::from_millis(3000));
         let _ = Command::new("kill").args(["-CONT", &pid]).status();
     });
     let out = serve(&w, &spec);
@@ -410,6 +422,11 @@ fn a_server_that_stops_answering_times_out_and_nothing_is_lost() {
             .iter()
             .all(|f| f[1] == "cloud" && f[2].as_str().unwrap().contains("no valid reply")),
         "{failures:?}"
+    );
+    assert_eq!(
+        failures.len(),
+        1,
+        "the probe asks for an answer, so the stopped server is not brought back until it continues: {failures:?}"
     );
     let last = r["outages"]
         .as_array()

@@ -60,12 +60,25 @@ impl RemoteEngine {
         RemoteEngine::new(&remote.address, link, Duration::from_millis(remote.timeout_ms))
     }
 
-    /// Whether the server accepts a connection now; the reason when not.
+    /// Whether a server answers at the address now (`GET /health`: any
+    /// reply counts, so that a server speaking garbage is found out by its
+    /// first real request); the reason when not: refused, or no reply
+    /// within the timeout.
     pub fn reachable(&self) -> Result<(), String> {
-        TcpStream::connect_timeout(&self.address, self.timeout)
-            .map(|_| ())
-            .map_err(|e| format!("cloud worker at {}: {e}", self.address))
+        answers(self.address, self.timeout)
     }
+}
+
+fn answers(address: SocketAddr, timeout: Duration) -> Result<(), String> {
+    let mut s = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("cloud worker at {address}: {e}"))?;
+    s.set_read_timeout(Some(timeout))
+        .and_then(|_| s.set_write_timeout(Some(timeout)))
+        .map_err(|e| e.to_string())?;
+    write_message(&mut s, "GET /health HTTP/1.1", &[("Host", address.to_string())], &[])
+        .map_err(|e| format!("cloud worker at {address}: {e}"))?;
+    read_message(&mut s)
+        .map(|_| ())
+        .map_err(|e| format!("cloud worker at {address}: no reply ({e})"))
 }
 
 /// One request and its reply, with the link's delays around it.
@@ -140,11 +153,7 @@ impl Engine for RemoteEngine {
 
     fn prober(&self) -> Option<crate::engine::Prober> {
         let (address, timeout) = (self.address, self.timeout);
-        Some(Box::new(move || {
-            TcpStream::connect_timeout(&address, timeout)
-                .map(|_| ())
-                .map_err(|e| format!("cloud worker at {address}: {e}"))
-        }))
+        Some(Box::new(move || answers(address, timeout)))
     }
 
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {

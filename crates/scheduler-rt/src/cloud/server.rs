@@ -59,8 +59,14 @@ impl CloudServer {
     fn answer(&self, m: &Message) -> Result<(Vec<(&'static str, String)>, Vec<u8>), (u16, String)> {
         let mut parts = m.start.split_whitespace();
         let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if method == "GET" && path == "/health" {
+            return Ok((Vec::new(), b"ok".to_vec()));
+        }
         if method != "POST" {
-            return Err((405, format!("{method} {path}: only POST /compile and POST /run/ID")));
+            return Err((
+                405,
+                format!("{method} {path}: only POST /compile, POST /run/ID and GET /health"),
+            ));
         }
         if path == "/compile" {
             let mut h = DefaultHasher::new();

@@ -4,6 +4,8 @@
 //!   model's id (text) once the server has compiled it.
 //! - `POST /run/ID` with the inputs as the body: `200`, the outputs as the
 //!   body and the server's compute time in the `X-Compute-Ms` header.
+//! - `GET /health`: `200` and `ok` (the runtime's check that a server
+//!   answers, at start-up and after a failure).
 //! - Anything else, or a failure: a `4xx`/`5xx` status with the reason as
 //!   the body.
 //!
