@@ -31,7 +31,7 @@ for r in $(seq 1 "$ROUNDS"); do
         for pool in off on; do
             "$S" bench "$out/$m.branched.onnx" --original "$out/$m.onnx" --runs "$RUNS" \
                 --processor cpu0=inline:core0,engine=ort --processor cpu1=pool:core1,engine=ort \
-                --tensor-pool "$pool" --json > "$out/$m.$pool.$r.json"
+                --tensor-pool "$pool" --trace "$out/$m.$pool.$r.trace.json" --json > "$out/$m.$pool.$r.json"
         done
     done
 done
