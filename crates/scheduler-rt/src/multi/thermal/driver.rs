@@ -178,7 +178,11 @@ impl ThermalDriver {
             let dt = (target_ms - self.emu.now_ms()).min(Self::SAMPLE_MS);
             self.emu.step(dt, &shares)?;
             let now = self.emu.now_ms();
+            let sensed = self.sensed.as_ref().map(|s| &s.index);
             for (w, h) in self.heat.iter_mut().enumerate() {
+                if sensed.is_some_and(|i| i[w].is_some()) {
+                    continue;
+                }
                 h.peak_c = h.peak_c.max(self.emu.temps()[w]);
                 if self.freqs[w] < 1.0 {
                     h.throttled_ms += dt;
@@ -301,6 +305,33 @@ impl ThermalDriver {
 mod tests {
     use super::*;
     use crate::multi::thermal::emulator::illustrative_phone;
+
+    /// A sensor that always reads the same temperatures.
+    struct Fixed(Vec<f64>);
+
+    impl TemperatureSensor for Fixed {
+        fn read_c(&mut self) -> Result<Vec<f64>, String> {
+            Ok(self.0.clone())
+        }
+    }
+
+    /// A sensed worker's record is its sensor's: its emulated node heating
+    /// under load changes neither its temperature, nor its peak, nor its
+    /// frequency; the emulated workers beside it heat as before.
+    #[test]
+    fn a_sensed_worker_keeps_its_sensors_readings() {
+        let mut d = ThermalDriver::new(illustrative_phone()).unwrap();
+        d.set_sensor(Box::new(Fixed(vec![31.0])), vec![Some(0), None, None, None])
+            .unwrap();
+        let busy = [true, true, false, false];
+        let (stop, changes) = d.advance_until(600_000.0, &busy).unwrap();
+        assert_eq!(stop, 600_000.0, "the sensed CPU is never slowed: {changes:?}");
+        assert_eq!(d.temps()[0], 31.0);
+        assert_eq!(d.heat[0].peak_c, 31.0);
+        assert_eq!(d.heat[0].throttled_ms, 0.0);
+        assert!(d.heat[1].peak_c > 30.0, "{:?}", d.heat[1]);
+        assert_eq!(d.sensed_workers(), vec!["cpu"]);
+    }
 
     #[test]
     fn stops_where_throttling_changes_and_learns_from_runs() {
