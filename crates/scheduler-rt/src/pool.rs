@@ -9,12 +9,12 @@
 //! (tract's) cannot live in a buffer larger than its shape, so a kept
 //! buffer serves tensors of its exact type and element count: the common
 //! case, since every inference of a model produces the same intermediate
-//! tensors. Size classes are still counted in 2,048-byte chunks.
+//! tensors. [`TensorPool::kept`] counts what is held in 2,048-byte chunks.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use tract_onnx::prelude::{DatumType, Tensor};
+use tract_onnx::prelude::{DatumType, IntoArcTensor, TValue, Tensor};
 
 /// Puzzle's chunk size (bytes).
 pub const CHUNK_BYTES: usize = 2048;
@@ -31,8 +31,6 @@ pub struct PoolCounters {
     pub reused: u64,
     /// Bytes copied across an engine boundary.
     pub bytes_copied: u64,
-    /// Buffers given back to the pool.
-    pub returned: u64,
 }
 
 impl PoolCounters {
@@ -42,8 +40,15 @@ impl PoolCounters {
             allocations: self.allocations - before.allocations,
             reused: self.reused - before.reused,
             bytes_copied: self.bytes_copied - before.bytes_copied,
-            returned: self.returned - before.returned,
         }
+    }
+}
+
+impl std::ops::AddAssign for PoolCounters {
+    fn add_assign(&mut self, o: PoolCounters) {
+        self.allocations += o.allocations;
+        self.reused += o.reused;
+        self.bytes_copied += o.bytes_copied;
     }
 }
 
@@ -54,7 +59,6 @@ pub struct TensorPool {
     allocations: AtomicU64,
     reused: AtomicU64,
     bytes_copied: AtomicU64,
-    returned: AtomicU64,
 }
 
 static POOL: std::sync::LazyLock<TensorPool> = std::sync::LazyLock::new(TensorPool::new);
@@ -78,7 +82,6 @@ impl TensorPool {
             allocations: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             bytes_copied: AtomicU64::new(0),
-            returned: AtomicU64::new(0),
         }
     }
 
@@ -100,7 +103,6 @@ impl TensorPool {
             allocations: self.allocations.load(Ordering::Relaxed),
             reused: self.reused.load(Ordering::Relaxed),
             bytes_copied: self.bytes_copied.load(Ordering::Relaxed),
-            returned: self.returned.load(Ordering::Relaxed),
         }
     }
 
@@ -158,8 +160,16 @@ impl TensorPool {
             let list = k.entry((DatumType::F32, t.len())).or_default();
             if list.len() < KEEP_PER_SIZE {
                 list.push(t);
-                self.returned.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Takes a finished request's value back when nothing else holds it
+    /// (a value still shared, such as a model input or a returned output,
+    /// is left alone).
+    pub fn give_value(&self, v: TValue) {
+        if let Ok(t) = std::sync::Arc::try_unwrap(v.into_arc_tensor()) {
+            self.give(t);
         }
     }
 

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-use tract_onnx::prelude::{DatumType, IntoArcTensor, TVec};
+use tract_onnx::prelude::{DatumType, TVec};
 
 /// A loaded model: its subgraphs compiled on the workers of their processors.
 /// `Send + Sync`: share it (e.g. in an `Arc`) and call [`Runtime::run`] from
@@ -438,10 +438,8 @@ impl Runtime {
             })?;
         let pool = crate::pool::pool();
         for (o, v) in values {
-            if !self.outputs.contains(&o)
-                && let Ok(t) = Arc::try_unwrap(v.into_arc_tensor())
-            {
-                pool.give(t);
+            if !self.outputs.contains(&o) {
+                pool.give_value(v);
             }
         }
         let moves = self.adapt(&observed, t0);

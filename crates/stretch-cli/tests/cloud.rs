@@ -236,6 +236,23 @@ fn a_malformed_reply_is_a_clear_error() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// A thermal node's keys: heat capacity `c` J/°C, 20 °C/W to ambient, no
+/// idle power, `active_w` when busy, then `extra` lines.
+fn node(c: f64, active_w: f64, extra: &str) -> String {
+    format!("capacitance_j_per_c = {c:?}\nresistance_c_per_w = 20.0\nidle_w = 0.0\nactive_w = {active_w:?}\n{extra}")
+}
+
+/// A runtime configuration of two pools, cpu0 and cpu1, with a
+/// `[thermal]` section (25 °C ambient): `head` after its first keys, then
+/// each processor's node.
+fn two_pools_heated(head: &str, cpu0: &str, cpu1: &str) -> String {
+    format!(
+        "[[processor]]\nname = \"cpu0\"\nkind = \"pool\"\n[[processor]]\nname = \"cpu1\"\nkind = \"pool\"\n\
+         [thermal]\nambient_c = 25.0\nsource = \"test\"\n{head}\n\
+         [thermal.processors.cpu0]\n{cpu0}\n[thermal.processors.cpu1]\n{cpu1}\n"
+    )
+}
+
 /// `serve --thermal`: the emulator beside a real run, throttling a hot
 /// processor within seconds (tiny heat capacities; both workers run hot,
 /// since which of two equal pools HEFT prefers depends on timing), and the
@@ -245,33 +262,12 @@ fn serve_emulates_heat_and_throttles_for_real() {
     let dir = scratch("cloud-thermal");
     let w = setup(&dir, 3.0);
     let rc = dir.join("rt.toml");
-    std::fs::write(
-        &rc,
-        r#"
-[[processor]]
-name = "cpu0"
-kind = "pool"
-[[processor]]
-name = "cpu1"
-kind = "pool"
-[thermal]
-ambient_c = 25.0
-source = "test"
-[thermal.processors.cpu0]
-capacitance_j_per_c = 0.05
-resistance_c_per_w = 20.0
-idle_w = 0.0
-active_w = 40.0
-throttle = { kind = "slow", above_c = 30.0, release_c = 29.0, frequency = 0.5 }
-[thermal.processors.cpu1]
-capacitance_j_per_c = 0.05
-resistance_c_per_w = 20.0
-idle_w = 0.0
-active_w = 40.0
-throttle = { kind = "slow", above_c = 30.0, release_c = 29.0, frequency = 0.5 }
-"#,
-    )
-    .unwrap();
+    let hot = node(
+        0.05,
+        40.0,
+        r#"throttle = { kind = "slow", above_c = 30.0, release_c = 29.0, frequency = 0.5 }"#,
+    );
+    std::fs::write(&rc, two_pools_heated("", &hot, &hot)).unwrap();
     let out = stretch(&[
         "serve",
         "--workload",
@@ -321,35 +317,15 @@ fn serve_reads_a_real_sensor_where_one_is_configured() {
         std::fs::write(z.join("temp"), format!("{milli}\n")).unwrap();
     }
     let config = |zone: &str| {
-        format!(
-            r#"
-[[processor]]
-name = "cpu0"
-kind = "pool"
-[[processor]]
-name = "cpu1"
-kind = "pool"
-[thermal]
-ambient_c = 25.0
-source = "test"
-[thermal.sensor]
-kind = "sysfs"
-root = "{}"
-[thermal.processors.cpu0]
-capacitance_j_per_c = 5.0
-resistance_c_per_w = 20.0
-idle_w = 0.0
-active_w = 1.0
-zone = "{zone}"
-throttle = {{ kind = "slow", above_c = 50.0, release_c = 45.0, frequency = 0.5 }}
-[thermal.processors.cpu1]
-capacitance_j_per_c = 5.0
-resistance_c_per_w = 20.0
-idle_w = 0.0
-active_w = 1.0
-"#,
-            root.display()
-        )
+        let sensor = format!("[thermal.sensor]\nkind = \"sysfs\"\nroot = \"{}\"", root.display());
+        let sensed = node(
+            5.0,
+            1.0,
+            &format!(
+                "zone = \"{zone}\"\nthrottle = {{ kind = \"slow\", above_c = 50.0, release_c = 45.0, frequency = 0.5 }}"
+            ),
+        );
+        two_pools_heated(&sensor, &sensed, &node(5.0, 1.0, ""))
     };
     let rc = dir.join("rt.toml");
     std::fs::write(&rc, config("cpu-big")).unwrap();

@@ -70,15 +70,33 @@ impl RemoteEngine {
 }
 
 fn answers(address: SocketAddr, timeout: Duration) -> Result<(), String> {
-    let mut s = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("cloud worker at {address}: {e}"))?;
+    exchange(address, timeout, "GET /health HTTP/1.1", &[])
+        .map(|_| ())
+        .map_err(|e| match e {
+            Exchange::Send(e) => e,
+            Exchange::Reply(e) => format!("cloud worker at {address}: no reply ({e})"),
+        })
+}
+
+/// Where an [`exchange`] failed.
+enum Exchange {
+    /// Connecting or sending (the message names the address).
+    Send(String),
+    /// Reading the reply (the reader's reason).
+    Reply(String),
+}
+
+/// One connection: sends `start` and `body`, reads the reply, each way
+/// within `timeout`.
+fn exchange(address: SocketAddr, timeout: Duration, start: &str, body: &[u8]) -> Result<Message, Exchange> {
+    let send = |e: String| Exchange::Send(format!("cloud worker at {address}: {e}"));
+    let mut s = TcpStream::connect_timeout(&address, timeout).map_err(|e| send(e.to_string()))?;
+    let _ = s.set_nodelay(true);
     s.set_read_timeout(Some(timeout))
         .and_then(|_| s.set_write_timeout(Some(timeout)))
-        .map_err(|e| e.to_string())?;
-    write_message(&mut s, "GET /health HTTP/1.1", &[("Host", address.to_string())], &[])
-        .map_err(|e| format!("cloud worker at {address}: {e}"))?;
-    read_message(&mut s)
-        .map(|_| ())
-        .map_err(|e| format!("cloud worker at {address}: no reply ({e})"))
+        .map_err(|e| send(e.to_string()))?;
+    write_message(&mut s, start, &[("Host", address.to_string())], body).map_err(send)?;
+    read_message(&mut s).map_err(Exchange::Reply)
 }
 
 /// One request and its reply, with the link's delays around it.
@@ -96,20 +114,10 @@ fn call_status(
 ) -> Result<Message, (Option<u16>, String)> {
     let fail = |e: String| (None, e);
     std::thread::sleep(link.delay(body.len()));
-    let mut s =
-        TcpStream::connect_timeout(&address, timeout).map_err(|e| fail(format!("cloud worker at {address}: {e}")))?;
-    let _ = s.set_nodelay(true);
-    s.set_read_timeout(Some(timeout))
-        .and_then(|_| s.set_write_timeout(Some(timeout)))
-        .map_err(|e| fail(e.to_string()))?;
-    write_message(
-        &mut s,
-        &format!("POST {path} HTTP/1.1"),
-        &[("Host", address.to_string())],
-        body,
-    )
-    .map_err(|e| fail(format!("cloud worker at {address}: {e}")))?;
-    let reply = read_message(&mut s).map_err(|e| fail(format!("cloud worker at {address}: no valid reply ({e})")))?;
+    let reply = exchange(address, timeout, &format!("POST {path} HTTP/1.1"), body).map_err(|e| match e {
+        Exchange::Send(e) => fail(e),
+        Exchange::Reply(e) => fail(format!("cloud worker at {address}: no valid reply ({e})")),
+    })?;
     std::thread::sleep(link.delay(reply.body.len()));
     let status: u16 = reply
         .start

@@ -9,6 +9,9 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// What the server answers, for the errors that list it.
+const ENDPOINTS: &str = "POST /compile, POST /run/ID, GET /health";
+
 /// The models compiled so far, by id.
 pub struct CloudServer {
     engine: Box<dyn Engine>,
@@ -63,10 +66,7 @@ impl CloudServer {
             return Ok((Vec::new(), b"ok".to_vec()));
         }
         if method != "POST" {
-            return Err((
-                405,
-                format!("{method} {path}: only POST /compile, POST /run/ID and GET /health"),
-            ));
+            return Err((405, format!("{method} {path}: only {ENDPOINTS}")));
         }
         if path == "/compile" {
             let mut h = DefaultHasher::new();
@@ -90,7 +90,7 @@ impl CloudServer {
             return Ok((Vec::new(), id.into_bytes()));
         }
         let Some(id) = path.strip_prefix("/run/") else {
-            return Err((404, format!("no such endpoint {path} (POST /compile, POST /run/ID)")));
+            return Err((404, format!("no such endpoint {path} ({ENDPOINTS})")));
         };
         let c = self
             .models

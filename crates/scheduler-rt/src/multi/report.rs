@@ -90,15 +90,10 @@ impl RunLog {
         self.worker_failures.append(&mut other.worker_failures);
         self.cloud_links.append(&mut other.cloud_links);
         self.pool = match (self.pool, other.pool) {
-            (Some((on, a)), Some((_, b))) => Some((
-                on,
-                crate::pool::PoolCounters {
-                    allocations: a.allocations + b.allocations,
-                    reused: a.reused + b.reused,
-                    bytes_copied: a.bytes_copied + b.bytes_copied,
-                    returned: a.returned + b.returned,
-                },
-            )),
+            (Some((on, mut a)), Some((_, b))) => {
+                a += b;
+                Some((on, a))
+            }
             (a, b) => a.or(b),
         };
         self.frames_done += other.frames_done;
@@ -421,17 +416,7 @@ impl Report {
                 .iter()
                 .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
                 .collect(),
-            tensor_pool: log.pool.map(|(enabled, c)| {
-                let n = completed.max(1) as f64;
-                PoolReport {
-                    enabled,
-                    allocations: c.allocations,
-                    reused: c.reused,
-                    bytes_copied: c.bytes_copied,
-                    allocations_per_request: c.allocations as f64 / n,
-                    bytes_copied_per_request: c.bytes_copied as f64 / n,
-                }
-            }),
+            tensor_pool: log.pool.map(|(enabled, c)| PoolReport::new(enabled, c, completed)),
             cloud_links: log
                 .cloud_links
                 .iter()
@@ -525,15 +510,7 @@ impl Report {
             let _ = writeln!(s, "{}", c.line());
         }
         if let Some(p) = &self.tensor_pool {
-            let _ = writeln!(
-                s,
-                "engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request ({} allocated, {} reused in all)",
-                if p.enabled { "on" } else { "off" },
-                p.allocations_per_request,
-                p.bytes_copied_per_request / 1e3,
-                p.allocations,
-                p.reused
-            );
+            let _ = writeln!(s, "{}", p.line());
         }
         for o in &self.outages {
             let back = match (o.up_s, o.resumed_after_ms) {
@@ -559,6 +536,33 @@ impl Report {
             );
         }
         s
+    }
+}
+
+impl PoolReport {
+    /// The counters of a run that completed `completed` requests.
+    pub fn new(enabled: bool, c: crate::pool::PoolCounters, completed: usize) -> PoolReport {
+        let n = completed.max(1) as f64;
+        PoolReport {
+            enabled,
+            allocations: c.allocations,
+            reused: c.reused,
+            bytes_copied: c.bytes_copied,
+            allocations_per_request: c.allocations as f64 / n,
+            bytes_copied_per_request: c.bytes_copied as f64 / n,
+        }
+    }
+
+    /// One line: per request, then in all.
+    pub fn line(&self) -> String {
+        format!(
+            "engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request ({} allocated, {} reused in all)",
+            if self.enabled { "on" } else { "off" },
+            self.allocations_per_request,
+            self.bytes_copied_per_request / 1e3,
+            self.allocations,
+            self.reused
+        )
     }
 }
 

@@ -255,7 +255,7 @@ pub fn simulate_thermal(
                     let ms = span.end_ms - span.start_ms;
                     if let (Some(t), Some(r)) = (thermal.as_deref_mut(), sched.workers()[worker].running.as_ref()) {
                         let c = &sched.models()[r.model].candidates[r.candidate];
-                        t.finished(worker, (r.model, r.candidate), (c.in_bytes, c.out_bytes), ms, true);
+                        t.finished(worker, (r.model, r.candidate), (c.in_bytes, c.out_bytes), ms);
                     }
                     log.spans.push(span);
                     if let Some(c) = sched.finish(now, worker, seq, Some(ms)) {
@@ -380,7 +380,7 @@ fn set_up(
         s.counted = false;
         log.spans.push(s);
         if let Some(t) = thermal {
-            t.finished(w, (0, 0), (0, 0), 0.0, false);
+            t.abandoned(w);
         }
     }
     sched.set_available(w, up);

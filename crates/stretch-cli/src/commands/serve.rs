@@ -292,25 +292,20 @@ pub fn run(a: Args) -> Result<()> {
     let mut logs: Vec<Option<RunLog>> = vec![None; configs.len()];
     let mut recorder = Recorder::new(&units, names.len());
     let mut warned_priority = false;
-    let thermal = match (a.thermal, &a.runtime_config) {
-        (true, Some(path)) => Some(scheduler_rt::multi::thermal::profile::thermal_params(
-            &path.display().to_string(),
-            thermal_table.as_ref(),
-            &names,
-        )?),
-        _ => None,
-    };
-    let sensor = match (a.thermal, &a.runtime_config) {
+    let (thermal, sensor) = match (a.thermal, &a.runtime_config) {
         (true, Some(path)) => {
             let file = path.display().to_string();
-            scheduler_rt::multi::thermal::profile::sensor_spec(&file, thermal_table.as_ref(), &names)?
+            let table = thermal_table.as_ref();
+            let params = scheduler_rt::multi::thermal::profile::thermal_params(&file, table, &names)?;
+            let sensor = scheduler_rt::multi::thermal::profile::sensor_spec(&file, table, &names)?
                 .map(|spec| {
                     scheduler_rt::multi::thermal::sensor::SysfsSensor::for_workers(&spec)
                         .map_err(|e| anyhow::anyhow!("{file}: [thermal.sensor]: {e}"))
                 })
-                .transpose()?
+                .transpose()?;
+            (Some(params), sensor)
         }
-        _ => None,
+        _ => (None, None),
     };
     let mut heat_lines = Vec::new();
     for round in 0..rounds {

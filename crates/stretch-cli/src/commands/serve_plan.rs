@@ -13,9 +13,10 @@ use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::policy::static_plan::StaticPlan;
 use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
-use scheduler_rt::multi::report::RunLog;
+use scheduler_rt::multi::report::{PoolReport, RunLog};
 use scheduler_rt::multi::serve::Server;
 use scheduler_rt::multi::{Policy, Scheduler};
+use scheduler_rt::pool::PoolCounters;
 use std::path::{Path, PathBuf};
 
 /// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn.
@@ -67,7 +68,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     w.duration_s = w.duration_s.map(|d| d / rounds as f64);
     let slo: Vec<Option<f64>> = (0..w.apps.len()).map(|i| w.group_deadline_ms(i)).collect();
     let mut outcomes: Vec<Outcome> = Vec::new();
-    let mut boundary = vec![(scheduler_rt::pool::PoolCounters::default(), 0usize); served.len() + 1];
+    let mut boundary = vec![(PoolCounters::default(), 0usize); served.len() + 1];
     let mut mismatches = 0;
     for _ in 0..rounds {
         for (k, (_, server, units, est, rank, _)) in served.iter().enumerate() {
@@ -132,27 +133,17 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
 }
 
 /// Adds a run's engine-boundary counters and completed requests.
-fn add_boundary(acc: &mut (scheduler_rt::pool::PoolCounters, usize), log: &RunLog) {
+fn add_boundary(acc: &mut (PoolCounters, usize), log: &RunLog) {
     if let Some((_, c)) = log.pool {
-        acc.0.allocations += c.allocations;
-        acc.0.reused += c.reused;
-        acc.0.bytes_copied += c.bytes_copied;
-        acc.0.returned += c.returned;
+        acc.0 += c;
     }
     acc.1 += log.completed.len();
 }
 
-fn boundary_line((c, n): &(scheduler_rt::pool::PoolCounters, usize)) -> String {
-    let n = (*n).max(1) as f64;
+fn boundary_line(&(c, n): &(PoolCounters, usize)) -> String {
     format!(
-        "  engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request",
-        if scheduler_rt::pool::pool().enabled() {
-            "on"
-        } else {
-            "off"
-        },
-        c.allocations as f64 / n,
-        c.bytes_copied as f64 / n / 1e3
+        "  {}",
+        PoolReport::new(scheduler_rt::pool::pool().enabled(), c, n).line()
     )
 }
 

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tract_onnx::prelude::{IntoArcTensor, TVec};
+use tract_onnx::prelude::TVec;
 
 /// Work for one worker: run `compiled` on `inputs`; its result comes back
 /// as a [`Done`] with `index == seq`.
@@ -232,7 +232,7 @@ impl<'a> RunState<'a> {
                     counted: false,
                 });
                 if let Some(h) = self.heat.as_mut() {
-                    h.driver.finished(w, (0, 0), (0, 0), 0.0, false);
+                    h.driver.abandoned(w);
                 }
             }
             if let Some(h) = self.heat.as_mut() {
@@ -388,7 +388,7 @@ impl<'a> RunState<'a> {
             Some(Ok(outs)) => outs,
             Some(Err(reason)) if self.server.workers[done.worker].engine.name() == "cloud" => {
                 if let Some(h) = self.heat.as_mut() {
-                    h.driver.finished(done.worker, (m, c), (0, 0), 0.0, false);
+                    h.driver.abandoned(done.worker);
                 }
                 self.sched.finish(finish_at, done.worker, seq, None);
                 if let Some(s) = self.log.spans.last_mut() {
@@ -408,7 +408,7 @@ impl<'a> RunState<'a> {
             }
             None => {
                 if let Some(h) = self.heat.as_mut() {
-                    h.driver.finished(done.worker, (m, c), (0, 0), 0.0, false);
+                    h.driver.abandoned(done.worker);
                 }
                 self.sched.finish(finish_at, done.worker, seq, None);
                 return Ok(());
@@ -417,7 +417,7 @@ impl<'a> RunState<'a> {
         if let Some(h) = self.heat.as_mut() {
             let cand = &self.server.models[m].units.candidates[c];
             h.driver
-                .finished(done.worker, (m, c), (cand.in_bytes, cand.out_bytes), end - start, true);
+                .finished(done.worker, (m, c), (cand.in_bytes, cand.out_bytes), end - start);
         }
         let cloud_estimate = self.server.workers[done.worker]
             .engine
@@ -437,9 +437,7 @@ impl<'a> RunState<'a> {
                 self.server.check(m, &vals, &mut self.log);
                 let pool = crate::pool::pool();
                 for v in vals.into_values() {
-                    if let Ok(t) = Arc::try_unwrap(v.into_arc_tensor()) {
-                        pool.give(t);
-                    }
+                    pool.give_value(v);
                 }
             }
             self.arrivals.completed(&completed, finish_at);

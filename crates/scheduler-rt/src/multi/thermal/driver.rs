@@ -257,6 +257,11 @@ impl ThermalDriver {
         self.started[worker] = Some((self.temps.clone(), self.freqs.clone()));
     }
 
+    /// The subgraph running on `worker` was abandoned: nothing is learnt from it.
+    pub fn abandoned(&mut self, worker: usize) {
+        self.started[worker] = None;
+    }
+
     /// Makes `worker` the cloud worker over a link of `link_mbps` (its
     /// thermal model takes Eq. 4.5's features).
     pub fn set_cloud(&mut self, worker: usize, link_mbps: f64) {
@@ -264,15 +269,11 @@ impl ThermalDriver {
     }
 
     /// The subgraph `candidate` of `model` on `worker`, reading and writing
-    /// `io` bytes, ended after `ms` (`done` false: it was abandoned,
-    /// nothing is learnt from it).
-    pub fn finished(&mut self, worker: usize, (model, candidate): (usize, usize), io: (u64, u64), ms: f64, done: bool) {
+    /// `io` bytes, ended after `ms`.
+    pub fn finished(&mut self, worker: usize, (model, candidate): (usize, usize), io: (u64, u64), ms: f64) {
         let Some((temps, freqs)) = self.started[worker].take() else {
             return;
         };
-        if !done {
-            return;
-        }
         let after = self.temps[worker];
         self.model.observe(worker, (&temps, &freqs), ms, io, after);
         self.bins.observe(model, candidate, worker, temps[worker], ms);
@@ -352,12 +353,12 @@ mod tests {
         d.started(0);
         let at = d.temps()[0];
         d.advance_until(20.0, &busy).unwrap();
-        d.finished(0, (0, 0), (0, 0), 20.0, true);
+        d.finished(0, (0, 0), (0, 0), 20.0);
         assert_eq!(d.heat[0].inferences, 1);
         assert!(d.heat[0].ppt(20.0, 25.0).is_some());
         assert_eq!(d.bins.predict(0, 0, 0, at), Some(20.0));
         d.started(1);
-        d.finished(1, (0, 0), (0, 0), 5.0, false);
+        d.abandoned(1);
         assert_eq!(d.heat[1].inferences, 0, "an abandoned run teaches nothing");
     }
 }

@@ -160,14 +160,7 @@ pub fn thermal_params(
     workers: &[String],
 ) -> Result<ThermalParams, ThermalProfileError> {
     let table = table.ok_or_else(|| ThermalProfileError::NoSection { file: file.into() })?;
-    let s: Section = table
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| ThermalProfileError::Malformed {
-            file: file.into(),
-            section: "thermal",
-            reason: e.message().to_string(),
-        })?;
+    let s = section(file, table)?;
     for name in s.processors.keys() {
         if !workers.contains(name) && name != CLOUD {
             return Err(ThermalProfileError::UnknownProcessor {
@@ -233,6 +226,18 @@ pub fn thermal_params(
     Ok(params)
 }
 
+/// The `[thermal]` table read as a section; the error is the parser's reason.
+fn section(file: &str, table: &toml::Table) -> Result<Section, ThermalProfileError> {
+    table
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| ThermalProfileError::Malformed {
+            file: file.into(),
+            section: "thermal",
+            reason: e.message().to_string(),
+        })
+}
+
 /// The `[thermal.sensor]` section with each worker's `zone`, if there is
 /// one; a zone without a sensor section, an unknown sensor kind, or a
 /// sensor no worker has a zone for is an error naming the key.
@@ -247,10 +252,7 @@ pub fn sensor_spec(
         section: "thermal",
         reason,
     };
-    let s: Section = table
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| malformed(e.message().to_string()))?;
+    let s = section(file, table)?;
     let zones: Vec<Option<String>> = workers
         .iter()
         .map(|w| s.processors.get(w).and_then(|n| n.zone.clone()))
