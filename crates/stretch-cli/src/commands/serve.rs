@@ -236,6 +236,21 @@ pub fn run(a: Args) -> Result<()> {
             );
         }
     }
+    let (thermal, sensor) = match (a.thermal, &a.runtime_config) {
+        (true, Some(path)) => {
+            let file = path.display().to_string();
+            let table = thermal_table.as_ref();
+            let params = scheduler_rt::multi::thermal::profile::thermal_params(&file, table, &names)?;
+            let sensor = scheduler_rt::multi::thermal::profile::sensor_spec(&file, table, &names)?
+                .map(|spec| {
+                    scheduler_rt::multi::thermal::sensor::SysfsSensor::for_workers(&spec)
+                        .map_err(|e| anyhow::anyhow!("{file}: [thermal.sensor]: {e}"))
+                })
+                .transpose()?;
+            (Some(params), sensor)
+        }
+        _ => (None, None),
+    };
     let rounds = a.rounds.max(1);
     if rounds > 1 && !workload.outages.is_empty() {
         bail!(
@@ -292,21 +307,6 @@ pub fn run(a: Args) -> Result<()> {
     let mut logs: Vec<Option<RunLog>> = vec![None; configs.len()];
     let mut recorder = Recorder::new(&units, names.len());
     let mut warned_priority = false;
-    let (thermal, sensor) = match (a.thermal, &a.runtime_config) {
-        (true, Some(path)) => {
-            let file = path.display().to_string();
-            let table = thermal_table.as_ref();
-            let params = scheduler_rt::multi::thermal::profile::thermal_params(&file, table, &names)?;
-            let sensor = scheduler_rt::multi::thermal::profile::sensor_spec(&file, table, &names)?
-                .map(|spec| {
-                    scheduler_rt::multi::thermal::sensor::SysfsSensor::for_workers(&spec)
-                        .map_err(|e| anyhow::anyhow!("{file}: [thermal.sensor]: {e}"))
-                })
-                .transpose()?;
-            (Some(params), sensor)
-        }
-        _ => (None, None),
-    };
     let mut heat_lines = Vec::new();
     for round in 0..rounds {
         for (i, (m, p)) in configs.iter().enumerate() {
