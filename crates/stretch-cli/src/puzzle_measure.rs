@@ -10,6 +10,7 @@
 use anyhow::{Context, Result};
 use graph_ir::{Graph, NodeId, Op};
 use predictor::profiler::link;
+use predictor::profiler::timing::Timing;
 use scheduler_rt::multi::puzzle::PuzzleError;
 use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
 use scheduler_rt::multi::puzzle::costs::Costs;
@@ -39,7 +40,7 @@ enum Job {
     /// Time a piece (ONNX bytes, input shapes): the median ms or the engine's reason.
     Time(Vec<u8>, Vec<Vec<usize>>, mpsc::Sender<Result<f64, String>>),
     /// Run a piece over and over until the flag is set (load for the
-    /// contention measurement); replies once running.
+    /// contention measurement); replies once running and again once stopped.
     Load(
         Vec<u8>,
         Vec<Vec<usize>>,
@@ -47,6 +48,17 @@ enum Job {
         mpsc::Sender<Result<f64, String>>,
     ),
 }
+
+/// Alone/shared rounds of the contention measurement.
+pub const CONTENTION_ROUNDS: usize = 5;
+
+/// Bytes written before each timed run of a piece, so that it starts with
+/// its weights and inputs out of the core's private caches, as in a
+/// served run, where other models' pieces (or other guests of the
+/// machine, while the core idles) run between two of its requests: twice
+/// this VM's 2.5 MiB L2 would do; the largest private cache of current
+/// server cores is about 2 MiB per core.
+pub const POLLUTE_BYTES: usize = 4 << 20;
 
 pub struct Measured<'a> {
     graphs: &'a [Graph],
@@ -56,13 +68,16 @@ pub struct Measured<'a> {
     timers: Vec<mpsc::Sender<Job>>,
     links: HashMap<(usize, usize), link::PiecewiseFit>,
     db: Db,
-    path: PathBuf,
+    /// The database's file; `None`: nothing read or kept.
+    path: Option<PathBuf>,
     memo: HashMap<(usize, usize, Vec<usize>), f64>,
     pub measured: usize,
     pub reused: usize,
     notes: Vec<String>,
     /// Per processor: its time with the other processors busy / alone.
     factors: Vec<f64>,
+    /// The driver's lateness waking for a tick, at evenly spaced quantiles.
+    lag: Vec<f64>,
 }
 
 /// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
@@ -100,7 +115,7 @@ fn structure(g: &Graph, nodes: &[NodeId]) -> String {
 
 fn signature(p: &ProcessorConfig) -> String {
     format!(
-        "{:?}/{}/{}",
+        "{:?}/{}/{}/cold",
         p.engine,
         p.threads,
         p.cores.as_ref().map_or("-".into(), |c| c.to_string())
@@ -108,13 +123,19 @@ fn signature(p: &ProcessorConfig) -> String {
 }
 
 impl<'a> Measured<'a> {
-    /// Opens (or starts) the database at `path` and measures the hand-offs
-    /// between every pair of processors' first cores.
-    pub fn new(graphs: &'a [Graph], layers: &'a [LayerGraph], procs: &[ProcessorConfig], path: &Path) -> Result<Self> {
-        let db = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text)
+    /// Opens (or starts) the database at `path` (`None`: every piece is
+    /// timed now and nothing is kept) and measures the hand-offs between
+    /// every pair of processors' first cores.
+    pub fn new(
+        graphs: &'a [Graph],
+        layers: &'a [LayerGraph],
+        procs: &[ProcessorConfig],
+        path: Option<&Path>,
+    ) -> Result<Self> {
+        let db = match path.map(|p| (p, std::fs::read_to_string(p))) {
+            Some((path, Ok(text))) => serde_json::from_str(&text)
                 .with_context(|| format!("{}: not a cost database (delete it to start afresh)", path.display()))?,
-            Err(_) => Db::default(),
+            _ => Db::default(),
         };
         let first = |p: &ProcessorConfig| p.cores.as_ref().and_then(|c| c.ids().first().copied()).unwrap_or(0);
         let mut links = HashMap::new();
@@ -150,14 +171,16 @@ impl<'a> Measured<'a> {
             timers: procs.iter().map(timer).collect(),
             links,
             db,
-            path: path.to_path_buf(),
+            path: path.map(Path::to_path_buf),
             memo: HashMap::new(),
             measured: 0,
             reused: 0,
             notes,
             factors: vec![1.0; procs.len()],
+            lag: Vec::new(),
         };
         m.measure_contention()?;
+        m.measure_lag();
         Ok(m)
     }
 
@@ -192,9 +215,11 @@ impl<'a> Measured<'a> {
     }
 
     /// Times, per processor, its [`Self::longest_run_on`] alone and while
-    /// every other processor runs its own over and over: the ratio is the
-    /// factor the simulator applies to pieces that start while another
-    /// processor is busy (at least 1).
+    /// every other processor runs its own over and over, in
+    /// [`CONTENTION_ROUNDS`] alternating rounds (a change of the machine's
+    /// speed falls on both): the median ratio is the factor the simulator
+    /// applies to pieces that start while another processor is busy (at
+    /// least 1).
     fn measure_contention(&mut self) -> Result<()> {
         let n = self.procs.len();
         let probes: Vec<Option<Probe>> = (0..n).map(|p| self.longest_run_on(p)).collect::<Result<_>>()?;
@@ -202,34 +227,50 @@ impl<'a> Measured<'a> {
             let Some((name, bytes, shapes)) = &probes[p] else {
                 continue;
             };
+            let loaders: Vec<usize> = (0..n).filter(|q| *q != p && probes[*q].is_some()).collect();
+            if loaders.is_empty() {
+                continue;
+            }
             let time = || {
                 self.ask_time(p, bytes.clone(), shapes.clone())
                     .map_err(|e| anyhow::anyhow!("timing '{name}' on {}: {e}", self.procs[p].name))
             };
-            let alone = time()?;
-            let stop = Arc::new(AtomicBool::new(false));
-            let mut loaded = Vec::new();
-            for q in (0..n).filter(|q| *q != p) {
-                if let Some((_, b, sh)) = &probes[q] {
+            let (mut alone, mut shared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..CONTENTION_ROUNDS {
+                let a = time()?;
+                let stop = Arc::new(AtomicBool::new(false));
+                let mut stopped = Vec::new();
+                for q in &loaders {
+                    let Some((_, b, sh)) = &probes[*q] else { continue };
                     let (tx, rx) = mpsc::channel();
-                    self.timers[q]
+                    self.timers[*q]
                         .send(Job::Load(b.clone(), sh.clone(), stop.clone(), tx))
                         .map_err(|_| anyhow::anyhow!("a timing thread stopped"))?;
                     rx.recv()?
-                        .map_err(|e| anyhow::anyhow!("loading {}: {e}", self.procs[q].name))?;
-                    loaded.push(self.procs[q].name.clone());
+                        .map_err(|e| anyhow::anyhow!("loading {}: {e}", self.procs[*q].name))?;
+                    stopped.push(rx);
                 }
+                let s = time();
+                stop.store(true, Ordering::Relaxed);
+                for rx in stopped {
+                    let _ = rx.recv();
+                }
+                let s = s?;
+                alone.push(a);
+                shared.push(s);
+                ratios.push(s / a);
             }
-            let shared = time();
-            stop.store(true, Ordering::Relaxed);
-            let shared = shared?;
-            if loaded.is_empty() {
-                continue;
-            }
-            self.factors[p] = (shared / alone).max(1.0);
+            let median = |v: Vec<f64>| Timing::of(v).map_or(f64::NAN, |t| t.median_ms);
+            let (lo, hi) = ratios
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(*r), h.max(*r)));
+            self.factors[p] = median(ratios).max(1.0);
+            let loaded: Vec<&str> = loaders.iter().map(|q| self.procs[*q].name.as_str()).collect();
             self.notes.push(format!(
-                "contention on {}: '{name}' {alone:.3} ms alone, {shared:.3} ms while {} run(s) too: x{:.2} (measured)",
+                "contention on {}: '{name}' {:.3} ms alone, {:.3} ms while {} run(s) too (medians of {CONTENTION_ROUNDS} alternating rounds, ratios {lo:.2}-{hi:.2}): x{:.2} (measured)",
                 self.procs[p].name,
+                median(alone),
+                median(shared),
                 loaded.join(", "),
                 self.factors[p]
             ));
@@ -237,13 +278,41 @@ impl<'a> Measured<'a> {
         Ok(())
     }
 
-    /// Writes the database back.
+    /// How late a thread blocked on a channel with a timeout (as `serve`'s
+    /// driver waits for the next tick) wakes after its deadline: 200 waits
+    /// of 1-5 ms, kept at 20 evenly spaced quantiles.
+    fn measure_lag(&mut self) {
+        let (_tx, rx) = mpsc::channel::<()>();
+        let mut late: Vec<f64> = (0..200)
+            .map(|i| {
+                let wait = std::time::Duration::from_micros(1000 + 20 * i as u64);
+                let t = Instant::now();
+                let _ = rx.recv_timeout(wait);
+                (t.elapsed().as_secs_f64() - wait.as_secs_f64()).max(0.0) * 1e3
+            })
+            .collect();
+        late.sort_by(f64::total_cmp);
+        self.lag = (0..20).map(|k| late[(k * 2 + 1) * late.len() / 40]).collect();
+        self.notes.push(format!(
+            "driver wake-up for a tick: {:.3} ms late at the median (measured)",
+            late[late.len() / 2]
+        ));
+    }
+
+    /// Writes the database back (nothing without a file).
     pub fn save(&self) -> Result<()> {
-        if let Some(dir) = self.path.parent() {
+        let Some(path) = &self.path else { return Ok(()) };
+        if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).ok();
         }
-        std::fs::write(&self.path, serde_json::to_string_pretty(&self.db)?)
-            .with_context(|| format!("cannot write {}", self.path.display()))
+        std::fs::write(path, serde_json::to_string_pretty(&self.db)?)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Forgets every piece's time, so the next request for it times it again.
+    pub fn forget_pieces(&mut self) {
+        self.memo.clear();
+        self.db.pieces.clear();
     }
 
     fn time(&mut self, model: usize, nodes: Vec<NodeId>, p: usize) -> Result<f64, String> {
@@ -280,9 +349,7 @@ fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
                         }
                         Ok(())
                     };
-                    if let Err(reason) = run() {
-                        let _ = reply.send(Err(reason));
-                    }
+                    let _ = reply.send(run().map(|()| 0.0));
                 }
                 (Job::Time(_, _, reply) | Job::Load(_, _, _, reply), Err(reason)) => {
                     let _ = reply.send(Err(reason.clone()));
@@ -316,12 +383,24 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
     Ok(inputs)
 }
 
-/// Median ms of [`RUNS`] runs (after two warm-ups) of the piece on random inputs.
+/// Median ms of [`RUNS`] runs (after two warm-ups) of the piece on random
+/// inputs, each timed run after [`POLLUTE_BYTES`] were written.
 fn time_piece(engine: &dyn scheduler_rt::Engine, bytes: &[u8], shapes: &[Vec<usize>]) -> Result<f64, String> {
+    thread_local! {
+        static JUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; POLLUTE_BYTES]);
+    }
     let compiled = engine.compile(bytes)?;
     let inputs = random_inputs(shapes)?;
     let mut times = Vec::with_capacity(RUNS);
     for i in 0..RUNS + 2 {
+        if i >= 2 {
+            JUNK.with_borrow_mut(|junk| {
+                for b in junk.iter_mut().step_by(64) {
+                    *b = b.wrapping_add(i as u8);
+                }
+                std::hint::black_box(&junk[0]);
+            });
+        }
         let t = Instant::now();
         compiled.run(inputs.clone())?;
         if i >= 2 {
@@ -371,12 +450,15 @@ impl Costs for Measured<'_> {
 
     fn notes(&self) -> Vec<String> {
         let mut n = self.notes.clone();
-        n.push(format!(
-            "pieces: {} measured now, {} taken from {} (median of {RUNS} runs each)",
-            self.measured,
-            self.reused,
-            self.path.display()
-        ));
+        n.push(match &self.path {
+            Some(path) => format!(
+                "pieces: {} measured now, {} taken from {} (median of {RUNS} runs each)",
+                self.measured,
+                self.reused,
+                path.display()
+            ),
+            None => format!("pieces: {} measured now (median of {RUNS} runs each)", self.measured),
+        });
         n
     }
 
@@ -389,6 +471,10 @@ impl Costs for Measured<'_> {
     fn dispatch_ms(&self) -> f64 {
         let n = self.links.len().max(1) as f64;
         2.0 * self.links.values().map(|f| f.small.latency_us).sum::<f64>() / n / 1e3
+    }
+
+    fn arrival_lag_ms(&self) -> Vec<f64> {
+        self.lag.clone()
     }
 
     fn finish(&mut self) -> Result<(), String> {

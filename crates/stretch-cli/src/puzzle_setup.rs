@@ -196,3 +196,19 @@ pub fn shortest_first(fastest: &[f64]) -> Vec<usize> {
     }
     rank
 }
+
+/// A breakdown's per-app medians as a plan file's `apps` figures.
+pub fn app_values(b: &scheduler_rt::multi::puzzle::breakdown::Breakdown, apps: &[String]) -> Vec<serde_json::Value> {
+    apps.iter()
+        .enumerate()
+        .filter_map(|(a, name)| {
+            let f = b.app(a)?;
+            Some(serde_json::json!({
+                "app": name,
+                "latency_ms": f.latency_ms,
+                "running_ms": f.running_ms,
+                "waiting_ms": f.waiting_ms,
+            }))
+        })
+        .collect()
+}

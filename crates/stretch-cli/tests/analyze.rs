@@ -263,12 +263,21 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
         best.to_str().unwrap(),
         "--isolated-runs",
         "3",
+        "--retime",
     ]);
+    assert!(first.contains("driver wake-up for a tick"), "{first}");
+    let figures: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let apps = figures["figures"]["apps"].as_array().expect("per-app figures");
+    assert_eq!(apps.len(), 2, "{apps:?}");
     for needle in [
         "plan plan.json (static): score",
         "plan plan.best-mapping.json (static): score",
         "Band lst (online): score",
         "predicted by analyze",
+        "where the time went",
+        "(brackets: simulated with the pieces re-timed now)",
+        "simulated with the pieces re-timed before each round",
+        "CPU time stolen by the hypervisor",
         "every output of the plans equalled the whole-model reference",
     ] {
         assert!(out.contains(needle), "no '{needle}' in:\n{out}");

@@ -21,6 +21,7 @@ pub mod kernel_graph;
 pub mod link;
 mod run;
 pub mod space;
+pub mod steal;
 pub mod timing;
 
 pub use affinity::CoreSet;

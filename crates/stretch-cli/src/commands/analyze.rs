@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use scheduler_rt::multi::ModelUnits;
 use scheduler_rt::multi::analyze as band_units;
 use scheduler_rt::multi::policy::Lst;
+use scheduler_rt::multi::puzzle::breakdown::Breakdown;
 use scheduler_rt::multi::puzzle::chromosome::{Chromosome, Piece};
 use scheduler_rt::multi::puzzle::costs::Costs;
 use scheduler_rt::multi::puzzle::evaluate::{Outcome, Problem, candidate_rows};
@@ -197,6 +198,7 @@ fn band_setup(sc: &Scenario, costs: &mut dyn Costs) -> Result<(Vec<ModelUnits>, 
         Truth {
             table,
             overhead_ms: costs.dispatch_ms(),
+            arrival_lag_quantiles: costs.arrival_lag_ms(),
             ..Truth::default()
         },
     ))
@@ -224,7 +226,7 @@ pub fn run(a: Args) -> Result<()> {
         &mut predicted
     } else {
         eprintln!("measuring hand-offs between processors...");
-        measured = crate::puzzle_measure::Measured::new(&sc.graphs, &sc.layers, &sc.procs, &a.cost_db)?;
+        measured = crate::puzzle_measure::Measured::new(&sc.graphs, &sc.layers, &sc.procs, Some(&a.cost_db))?;
         &mut measured
     };
     let (units, truth) = band_setup(&sc, costs)?;
@@ -348,11 +350,14 @@ pub fn run(a: Args) -> Result<()> {
         &judged[chosen].1.rank,
     );
     let groups = group_figures(&problem.workload, &judged[chosen].2);
+    let w = problem.workload.clone();
+    let apps = ps::app_values(&Breakdown::of(&problem.simulate_log(&judged[chosen].1, &w)?), &sc.apps);
     plan.figures = serde_json::json!({
         "simulated": true,
         "costs": costs_note(&sc),
         "cost_notes": problem.costs.notes(),
         "groups": groups,
+        "apps": apps,
         "score": judged[chosen].2.score(),
         "saturation_multiplier": judged[chosen].3,
         "ga_median_saturation_multiplier": ga_median.is_finite().then_some(ga_median),
@@ -365,10 +370,12 @@ pub fn run(a: Args) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         let b = &best_built;
         let mut best = PlanFile::new(&names, &sc.apps, &sc.graphs, &sc.layers, &b.pieces, &b.rank);
+        let best_apps = ps::app_values(&Breakdown::of(&problem.simulate_log(b, &w)?), &sc.apps);
         best.figures = serde_json::json!({
             "simulated": true,
             "plan": "best model-level mapping without cuts (baseline)",
             "groups": group_figures(&problem.workload, &best_map),
+            "apps": best_apps,
             "score": best_map.score(),
         });
         let path = baseline_path(path);

@@ -93,6 +93,15 @@ pub struct Args {
     #[arg(long, value_name = "plan.json")]
     pub plan: Vec<PathBuf>,
 
+    /// With --plan: before each round, time every plan's pieces again on
+    /// these processors (as `analyze --runtime-config` does, hand-offs and
+    /// contention measured once at start-up) and print the simulator's
+    /// makespan with those costs beside the analyzer's and the measured
+    /// one, so the simulator's error shows apart from the machine's change
+    /// of speed since the analysis.
+    #[arg(long, requires = "plan")]
+    pub retime: bool,
+
     /// The tensor pool (Puzzle §5): `on` hands inputs to onnxruntime in
     /// place and takes its outputs' tensors from buffers kept from earlier
     /// requests (given back when a request is served); `off` copies every

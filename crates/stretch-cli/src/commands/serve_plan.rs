@@ -7,10 +7,12 @@ use super::serve::Args;
 use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
+use predictor::profiler::steal::{Meter, Steal};
 use scheduler_rt::default_factory;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::policy::static_plan::StaticPlan;
+use scheduler_rt::multi::puzzle::breakdown::Breakdown;
 use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::report::{PoolReport, RunLog};
@@ -38,6 +40,8 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     band.register(&mut band_est).context("registration")?;
 
     let mut served = Vec::new();
+    let mut apps_pred = Vec::new();
+    let mut plan_pieces = Vec::new();
     for path in plans {
         let plan = PlanFile::load(path)?;
         let (pieces, rank) = plan.resolve(&path.display().to_string(), &sc.names, &sc.apps, &sc.graphs, &sc.layers)?;
@@ -56,11 +60,13 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         }
         let mut est = Estimator::new(EstimatorParams::default(), accel, &units);
         server.register(&mut est).context("registration")?;
+        apps_pred.push(plan.figures.get("apps").cloned());
         let predicted = plan.figures["groups"].as_array().map(|g| {
             g.iter()
                 .map(|x| x["mean_makespan_ms"].as_f64().unwrap_or(f64::NAN))
                 .collect::<Vec<f64>>()
         });
+        plan_pieces.push(pieces.clone());
         served.push((path.clone(), server, units, est, rank, predicted));
     }
     let rounds = a.rounds.max(1);
@@ -70,13 +76,45 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut boundary = vec![(PoolCounters::default(), 0usize); served.len() + 1];
     let mut mismatches = 0;
+    let mut breakdown: Vec<Breakdown> = (0..=served.len()).map(|_| Breakdown::default()).collect();
+    let mut stolen: Vec<Option<Steal>> = vec![None; served.len() + 1];
+    let mut retimer = if a.retime {
+        eprintln!("measuring hand-offs and contention for --retime...");
+        Some(crate::puzzle_measure::Measured::new(
+            &sc.graphs, &sc.layers, &sc.procs, None,
+        )?)
+    } else {
+        None
+    };
+    let mut retimed: Vec<Breakdown> = (0..served.len()).map(|_| Breakdown::default()).collect();
+    let mut retimed_makespans: Vec<Vec<Vec<f64>>> = vec![Vec::new(); served.len()];
     for _ in 0..rounds {
+        if let Some(costs) = retimer.as_mut() {
+            costs.forget_pieces();
+            let (mut problem, _) = ps::problem(&sc, costs, RETIME_TICKS)?;
+            for (k, (_, _, _, _, rank, _)) in served.iter().enumerate() {
+                let b = problem.build_pieces(plan_pieces[k].clone(), rank.clone())?;
+                let log = problem.simulate_log(&b, &w)?;
+                retimed[k].add(&log);
+                let o = outcome_from_log(&log, &w);
+                if retimed_makespans[k].is_empty() {
+                    retimed_makespans[k] = o.makespans;
+                } else {
+                    for (acc, more) in retimed_makespans[k].iter_mut().zip(o.makespans) {
+                        acc.extend(more);
+                    }
+                }
+            }
+        }
         for (k, (_, server, units, est, rank, _)) in served.iter().enumerate() {
             let policy: Box<dyn Policy> = Box::new(StaticPlan::new(rank.clone()));
             let mut sched = Scheduler::new(units.clone(), &sc.names, policy, est.clone());
+            let meter = Meter::start();
             let log = server.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
+            add_steal(&mut stolen[k], meter);
             mismatches += log.mismatches;
             add_boundary(&mut boundary[k], &log);
+            breakdown[k].add(&log);
             merge(&mut outcomes, k, outcome_from_log(&log, &w));
         }
         let mut sched = Scheduler::new(
@@ -85,8 +123,11 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             Box::new(Lst::new(false)),
             band_est.clone(),
         );
+        let meter = Meter::start();
         let log = band.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
+        add_steal(&mut stolen[served.len()], meter);
         add_boundary(&mut boundary[served.len()], &log);
+        breakdown[served.len()].add(&log);
         merge(&mut outcomes, served.len(), outcome_from_log(&log, &w));
     }
     let groups: Vec<String> = w.groups.iter().map(|g| g.name.clone()).collect();
@@ -104,6 +145,18 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             println!("{line}");
         }
         println!("{}", boundary_line(&boundary[k]));
+        for line in breakdown_lines(&breakdown[k], &sc.apps, apps_pred[k].as_ref()) {
+            println!("{line}");
+        }
+        if retimer.is_some() {
+            let now = serde_json::Value::Array(ps::app_values(&retimed[k], &sc.apps));
+            for line in breakdown_lines(&breakdown[k], &sc.apps, Some(&now)).into_iter().skip(1) {
+                println!("{} (brackets: simulated with the pieces re-timed now)", line.trim_end());
+            }
+        }
+        if let Some(s) = &stolen[k] {
+            println!("  {}", s.line());
+        }
         if let Some(p) = predicted {
             for (g, pred) in p.iter().enumerate() {
                 let m = &outcomes[k].makespans[g];
@@ -115,6 +168,15 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
                     100.0 * (mean / pred - 1.0),
                     100.0 * (p50 / pred - 1.0)
                 );
+                if let Some(r) = retimed_makespans[k].get(g).filter(|r| !r.is_empty()) {
+                    let now = r.iter().sum::<f64>() / r.len() as f64;
+                    println!(
+                        "  {:<12} simulated with the pieces re-timed before each round {now:.2} ms at the served period; measured mean {:+.1}%, p50 {:+.1}%",
+                        groups[g],
+                        100.0 * (mean / now - 1.0),
+                        100.0 * (p50 / now - 1.0)
+                    );
+                }
             }
         }
     }
@@ -123,6 +185,12 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         println!("{line}");
     }
     println!("{}", boundary_line(&boundary[served.len()]));
+    for line in breakdown_lines(&breakdown[served.len()], &sc.apps, None) {
+        println!("{line}");
+    }
+    if let Some(s) = &stolen[served.len()] {
+        println!("  {}", s.line());
+    }
     if mismatches > 0 {
         bail!("{mismatches} outputs differed from the whole-model reference");
     }
@@ -130,6 +198,19 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         println!("every output of the plans equalled the whole-model reference (max |diff| <= 1e-4 x output scale)");
     }
     Ok(())
+}
+
+/// Ticks of the slowest group simulated per re-timed prediction.
+const RETIME_TICKS: usize = 50;
+
+/// Adds the steal since `meter` started to `acc`.
+fn add_steal(acc: &mut Option<Steal>, meter: Option<Meter>) {
+    if let Some(s) = meter.and_then(|m| m.read()) {
+        match acc {
+            Some(a) => a.merge(&s),
+            None => *acc = Some(s),
+        }
+    }
 }
 
 /// Adds a run's engine-boundary counters and completed requests.
@@ -160,4 +241,34 @@ fn merge(all: &mut Vec<Outcome>, k: usize, o: Outcome) {
     for (acc, more) in all[k].makespans.iter_mut().zip(o.makespans) {
         acc.extend(more);
     }
+}
+
+/// Where the measured time went, per app, beside the analyzer's
+/// simulated figures for the plan (`predicted`: the plan file's `apps`).
+fn breakdown_lines(b: &Breakdown, apps: &[String], predicted: Option<&serde_json::Value>) -> Vec<String> {
+    let (lag, over) = b.driver_ms();
+    let mut lines = vec![format!(
+        "  where the time went (medians; measured, predicted in brackets): arrival lag {lag:.3} ms, driver overhead {over:.3} ms per subgraph"
+    )];
+    let pred = |a: &str, key: &str| -> String {
+        predicted
+            .and_then(|p| p.as_array())
+            .and_then(|p| p.iter().find(|x| x["app"] == a))
+            .and_then(|x| x[key].as_f64())
+            .map_or(String::new(), |v| format!(" ({v:.3})"))
+    };
+    for (a, name) in apps.iter().enumerate() {
+        if let Some(f) = b.app(a) {
+            lines.push(format!(
+                "    {name:<12} latency {:.3}{} ms: running {:.3}{} ms, waiting and hand-offs {:.3}{} ms",
+                f.latency_ms,
+                pred(name, "latency_ms"),
+                f.running_ms,
+                pred(name, "running_ms"),
+                f.waiting_ms,
+                pred(name, "waiting_ms")
+            ));
+        }
+    }
+    lines
 }

@@ -28,6 +28,11 @@ pub trait Costs {
     fn dispatch_ms(&self) -> f64 {
         0.0
     }
+    /// How late the driver wakes for a tick, at evenly spaced quantiles
+    /// ([`crate::multi::sim::Truth::arrival_lag_quantiles`]); empty: never.
+    fn arrival_lag_ms(&self) -> Vec<f64> {
+        Vec::new()
+    }
     /// Keeps what was learned (a measurement database); the reason on failure.
     fn finish(&mut self) -> Result<(), String> {
         Ok(())

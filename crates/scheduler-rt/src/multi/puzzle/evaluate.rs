@@ -216,6 +216,7 @@ impl Problem<'_> {
             truth: Truth {
                 table,
                 overhead_ms: self.costs.dispatch_ms(),
+                arrival_lag_quantiles: self.costs.arrival_lag_ms(),
                 ..Truth::default()
             },
             rank,
@@ -228,6 +229,12 @@ impl Problem<'_> {
         let units = b.units.clone();
         let truth = &b.truth;
         self.run_policy(units, truth, policy, w)
+    }
+
+    /// The simulated run of `b` on `w` (groups resolved), whole.
+    pub fn simulate_log(&mut self, b: &Built, w: &Workload) -> Result<RunLog, PuzzleError> {
+        let policy = Box::new(StaticPlan::new(b.rank.clone()));
+        self.run_log(b.units.clone(), &b.truth, policy, w, false)
     }
 
     /// Runs `units` with `truth` under `policy` on `w` (groups resolved):
@@ -264,6 +271,30 @@ impl Problem<'_> {
         w: &Workload,
         stop_at_first_miss: bool,
     ) -> Result<(Outcome, bool), PuzzleError> {
+        let log = self.run_log(units, truth, policy, w, stop_at_first_miss)?;
+        let missed = log.completed.iter().any(|c| !c.met_slo());
+        Ok((outcome_from_log(&log, w), missed))
+    }
+
+    /// `w` simulated for [`Self::periods`] ticks of its slowest group.
+    fn horizon(&self, w: &Workload) -> Workload {
+        let longest = w.groups.iter().filter_map(|g| g.period_ms).fold(0.0, f64::max);
+        let mut w = w.clone();
+        if longest > 0.0 {
+            w.duration_s = Some(self.periods as f64 * longest / 1e3);
+            w.requests = None;
+        }
+        w
+    }
+
+    fn run_log(
+        &mut self,
+        units: Vec<ModelUnits>,
+        truth: &Truth,
+        policy: Box<dyn Policy>,
+        w: &Workload,
+        stop_at_first_miss: bool,
+    ) -> Result<RunLog, PuzzleError> {
         let n = self.names.len();
         let mut est = Estimator::new(EstimatorParams::default(), &vec![false; n], &units);
         for (m, u) in units.iter().enumerate() {
@@ -274,13 +305,7 @@ impl Problem<'_> {
             }
         }
         let slo: Vec<Option<f64>> = (0..w.apps.len()).map(|a| w.group_deadline_ms(a)).collect();
-        let longest = w.groups.iter().filter_map(|g| g.period_ms).fold(0.0, f64::max);
-        let mut w = w.clone();
-        if longest > 0.0 {
-            w.duration_s = Some(self.periods as f64 * longest / 1e3);
-            w.requests = None;
-        }
-        let w = &w;
+        let w = &self.horizon(w);
         let mut sched = Scheduler::new(units, &self.names, policy, est);
         let options = SimOptions {
             stop_at_first_miss,
@@ -291,8 +316,7 @@ impl Problem<'_> {
             reason: e.to_string(),
         })?;
         self.simulations += 1;
-        let missed = log.completed.iter().any(|c| !c.met_slo());
-        Ok((outcome_from_log(&log, w), missed))
+        Ok(log)
     }
 
     /// The plan's outcome on the problem's workload.

@@ -3,6 +3,7 @@
 //! and which model goes first, with a genetic algorithm over a simulator
 //! (§4), and a runtime that executes the plan (§5).
 //!
+//! - [`breakdown`]: where a plan's request latencies go;
 //! - [`chromosome`]: the three chromosomes and their decoding;
 //! - [`costs`]: pieces' compute and hand-off times;
 //! - [`evaluate`]: a plan through the multi-DNN simulator, makespans;
@@ -10,6 +11,7 @@
 //! - [`nsga`], [`ga`]: the search;
 //! - [`plan_file`]: plans as JSON for `serve --plan` and `simulate --plan`.
 
+pub mod breakdown;
 pub mod chromosome;
 pub mod costs;
 pub mod evaluate;

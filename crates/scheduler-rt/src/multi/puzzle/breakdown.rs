@@ -1,0 +1,134 @@
+//! Where a plan's request latencies go, per app: the driver's lateness in
+//! submitting a request, the engines' run time of its subgraphs, and the
+//! rest (waiting for a processor, hand-offs, the driver around each
+//! subgraph). Built from a run log, simulated or measured, so a plan's
+//! prediction and its real run can be compared term by term.
+
+use super::score::median;
+use crate::multi::report::RunLog;
+use std::collections::HashMap;
+
+/// Per-request figures of one or more runs.
+#[derive(Clone, Debug, Default)]
+pub struct Breakdown {
+    /// Per submitted request, ms from its arrival to its submission.
+    pub lag_ms: Vec<f64>,
+    /// Per finished subgraph, the driver's ms around the engine's.
+    pub overhead_ms: Vec<f64>,
+    /// Per app, per finished request: (latency, running) in ms.
+    pub apps: Vec<Vec<(f64, f64)>>,
+}
+
+/// Medians of one app's requests.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AppFigures {
+    pub latency_ms: f64,
+    /// Its subgraphs' engine time per request.
+    pub running_ms: f64,
+    /// Latency minus running, per request.
+    pub waiting_ms: f64,
+}
+
+impl Breakdown {
+    /// The breakdown of one run.
+    pub fn of(log: &RunLog) -> Self {
+        let mut b = Breakdown::default();
+        b.add(log);
+        b
+    }
+
+    /// Adds the finished requests of `log` (job ids are per log).
+    pub fn add(&mut self, log: &RunLog) {
+        let mut run: HashMap<_, f64> = HashMap::new();
+        for s in log.spans.iter().filter(|s| s.counted) {
+            *run.entry(s.job).or_default() += s.end_ms - s.start_ms;
+        }
+        self.lag_ms.extend(&log.arrival_lag_ms);
+        self.overhead_ms.extend(&log.dispatch_overhead_ms);
+        for c in &log.completed {
+            if self.apps.len() <= c.spec.app {
+                self.apps.resize_with(c.spec.app + 1, Vec::new);
+            }
+            let busy = run.get(&c.job).copied().unwrap_or(0.0);
+            self.apps[c.spec.app].push((c.latency_ms(), busy));
+        }
+    }
+
+    /// App `a`'s medians; `None` when none of its requests finished.
+    pub fn app(&self, a: usize) -> Option<AppFigures> {
+        let r = self.apps.get(a).filter(|r| !r.is_empty())?;
+        let lat: Vec<f64> = r.iter().map(|x| x.0).collect();
+        let run: Vec<f64> = r.iter().map(|x| x.1).collect();
+        let wait: Vec<f64> = r.iter().map(|x| x.0 - x.1).collect();
+        Some(AppFigures {
+            latency_ms: median(&lat),
+            running_ms: median(&run),
+            waiting_ms: median(&wait),
+        })
+    }
+
+    /// Median driver figures: (arrival lag, overhead per subgraph), ms; 0 when none.
+    pub fn driver_ms(&self) -> (f64, f64) {
+        let m = |x: &[f64]| if x.is_empty() { 0.0 } else { median(x) };
+        (m(&self.lag_ms), m(&self.overhead_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multi::core::{Completed, JobSpec};
+    use crate::multi::report::Span;
+
+    fn job(app: usize, id: u64, arrival: f64, finish: f64) -> Completed {
+        Completed {
+            job: id,
+            spec: JobSpec {
+                app,
+                model: app,
+                arrival_ms: arrival,
+                slo_ms: None,
+                frame: None,
+                content: 0.0,
+            },
+            finish_ms: finish,
+        }
+    }
+
+    fn span(app: usize, id: u64, start: f64, end: f64, counted: bool) -> Span {
+        Span {
+            worker: 0,
+            app,
+            job: id,
+            candidate: 0,
+            start_ms: start,
+            end_ms: end,
+            counted,
+        }
+    }
+
+    #[test]
+    fn latency_splits_into_running_and_waiting() {
+        let log = RunLog {
+            completed: vec![job(0, 1, 0.0, 5.0), job(1, 2, 0.0, 3.0)],
+            spans: vec![
+                span(0, 1, 0.5, 2.0, true),
+                span(0, 1, 3.0, 4.0, true),
+                span(0, 1, 2.0, 2.5, false),
+                span(1, 2, 0.0, 3.0, true),
+            ],
+            arrival_lag_ms: vec![0.1, 0.3],
+            dispatch_overhead_ms: vec![0.02, 0.04, 0.03],
+            ..RunLog::default()
+        };
+        let mut b = Breakdown::default();
+        b.add(&log);
+        let a = b.app(0).unwrap();
+        assert_eq!((a.latency_ms, a.running_ms, a.waiting_ms), (5.0, 2.5, 2.5));
+        let c = b.app(1).unwrap();
+        assert_eq!((c.running_ms, c.waiting_ms), (3.0, 0.0));
+        assert!(b.app(2).is_none());
+        let (lag, over) = b.driver_ms();
+        assert!((lag - 0.2).abs() < 1e-12 && (over - 0.03).abs() < 1e-12);
+    }
+}
