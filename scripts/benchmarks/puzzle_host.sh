@@ -6,7 +6,8 @@
 # every piece once (database in $OUT/costs.json) and searches; then
 # `stretch serve --plan` runs the GA's plan, the best model-level mapping
 # and Band's lst in turn (ROUNDS rounds) and prints each group's measured
-# makespan beside the analyzer's prediction. Run twice by hand; never
+# makespan beside the analyzer's prediction and the simulator's with the
+# pieces re-timed before each round (--retime). Run twice by hand; never
 # while something else builds.
 #
 #   scripts/benchmarks/puzzle_host.sh [DURATION_S] [ROUNDS]
@@ -47,4 +48,4 @@ W
 /usr/bin/time -f "analyze took %e s" "$STRETCH" analyze --workload "$OUT/w.toml" --runtime-config configs/runtime/hetero.toml \
   --cost-db "$OUT/costs.json" -o "$OUT/plan.json"
 "$STRETCH" serve --workload "$OUT/w.toml" --runtime-config configs/runtime/hetero.toml \
-  --plan "$OUT/plan.json" --plan "$OUT/plan.best-mapping.json" --duration-s "$DURATION" --rounds "$ROUNDS"
+  --plan "$OUT/plan.json" --plan "$OUT/plan.best-mapping.json" --duration-s "$DURATION" --rounds "$ROUNDS" --retime
