@@ -3,7 +3,8 @@
 # the measured host profile (cpu0, cpu1), branch (random weights, seed 1),
 # then `stretch bench` the branched model against the original in one run
 # (original on 1 core, original with 2 intra-op threads, branched sequential,
-# branched on cpu0 inline + cpu1 pinned pool). Run on an idle machine.
+# branched on cpu0 inline + cpu1 pinned pool, subgraphs nothing else runs
+# beside with two intra-op threads: alone_threads=2). Run on an idle machine.
 #
 #   scripts/benchmarks/runtime_fixtures.sh [MODEL...]   (default: resnet18 resnet50 mobilenet_v2)
 set -euo pipefail
@@ -21,5 +22,5 @@ for m in "${models[@]}"; do
   "$S" stretch "fixtures/models/$m.onnx" --device configs/devices/host.toml --processors cpu0,cpu1 \
     --random-weights 1 --plan-out "$out/$m.plan.json" -o "$out/$m.branched.onnx" | tail -3
   "$S" bench "$out/$m.branched.onnx" --original "$out/$m.onnx" --runs "${RUNS:-30}" \
-    --processor cpu0=inline:core0 --processor cpu1=pool:core1 --trace "$out/$m.trace.json"
+    --processor cpu0=inline:core0,alone_threads=2 --processor cpu1=pool:core1,alone_threads=2 --trace "$out/$m.trace.json"
 done

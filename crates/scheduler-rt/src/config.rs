@@ -1,7 +1,7 @@
 //! Which worker backs which named processor, on which cores.
 //!
 //! Spec syntax (CLI `--processor`):
-//! `NAME=KIND[:CORES][,threads=N][,engine=ENGINE]` where `KIND` is `inline`
+//! `NAME=KIND[:CORES][,threads=N][,alone_threads=N][,engine=ENGINE]` where `KIND` is `inline`
 //! (runs on the calling thread, paper's CPU worker), `pool` (a thread created
 //! at start-up and pinned to `CORES`, paper's DSP-style worker) or `queue`
 //! (an asynchronous in-order queue served by its own thread, paper's
@@ -104,6 +104,12 @@ pub struct ProcessorConfig {
     pub cores: Option<CoreSet>,
     /// Intra-op threads of the processor's engine.
     pub threads: usize,
+    /// Intra-op threads for subgraphs that nothing else of a request runs
+    /// beside ([`crate::Partition::alone`]: stem, head, stages kept whole,
+    /// merges), so the other processors' idle cores help with them; their
+    /// extra threads may run on any core the processors use. `None`:
+    /// `threads`.
+    pub alone_threads: Option<usize>,
     pub engine: EngineKind,
     /// A cloud worker's server and link; `None` for a local processor.
     pub remote: Option<Remote>,
@@ -180,6 +186,7 @@ impl ProcessorConfig {
             kind,
             cores: None,
             threads: 1,
+            alone_threads: None,
             engine: EngineKind::Tract,
             remote: None,
         }
@@ -189,10 +196,12 @@ impl ProcessorConfig {
     pub fn spec(&self) -> String {
         let cores = self.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
         format!(
-            "{}={}{cores},threads={},engine={}{}",
+            "{}={}{cores},threads={}{},engine={}{}",
             self.name,
             self.kind.as_str(),
             self.threads,
+            self.alone_threads
+                .map_or(String::new(), |t| format!(",alone_threads={t}")),
             self.engine.as_str(),
             self.remote.as_ref().map_or(String::new(), Remote::spec)
         )
@@ -232,6 +241,7 @@ impl FromStr for ProcessorConfig {
             .map(|c| CoreSet::from_str(c.strip_prefix("core").unwrap_or(c)).map_err(|e| bad(&e.to_string())))
             .transpose()?;
         let mut threads = 1;
+        let mut alone_threads = None;
         let mut engine = EngineKind::Tract;
         let mut remote: Option<Remote> = None;
         let mut link = Vec::new();
@@ -242,6 +252,13 @@ impl FromStr for ProcessorConfig {
                     .ok()
                     .filter(|n| *n > 0)
                     .ok_or_else(|| bad(&format!("threads must be a positive integer, got '{n}'")))?;
+            } else if let Some(n) = p.strip_prefix("alone_threads=") {
+                alone_threads = Some(
+                    n.parse::<usize>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| bad(&format!("alone_threads must be a positive integer, got '{n}'")))?,
+                );
             } else if let Some(e) = p.strip_prefix("engine=") {
                 engine = EngineKind::from_str(e).map_err(|e| bad(&e))?;
             } else if let Some(a) = p.strip_prefix("remote=") {
@@ -250,7 +267,7 @@ impl FromStr for ProcessorConfig {
                 link.push(p);
             } else {
                 return Err(bad(&format!(
-                    "unknown option '{p}' (threads=N, engine=tract|ort, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
+                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
                 )));
             }
         }
@@ -266,6 +283,7 @@ impl FromStr for ProcessorConfig {
             kind,
             cores,
             threads,
+            alone_threads,
             engine,
             remote,
         })
@@ -286,6 +304,9 @@ mod tests {
         let c: ProcessorConfig = "cpu0=inline".parse().unwrap();
         assert_eq!((c.kind, c.cores, c.threads), (WorkerKind::Inline, None, 1));
         assert_eq!(c.engine, EngineKind::Tract);
+        let c: ProcessorConfig = "cpu0=inline:0,engine=ort,alone_threads=2".parse().unwrap();
+        assert_eq!((c.threads, c.alone_threads), (1, Some(2)));
+        assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
         let c: ProcessorConfig = "gpu=queue:0-1,engine=ort,threads=2".parse().unwrap();
         assert_eq!((c.kind, c.engine, c.threads), (WorkerKind::Queue, EngineKind::Ort, 2));
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
@@ -305,6 +326,7 @@ mod tests {
             ("cpu0=gpu", "'gpu'"),
             ("cpu0=pool:corex", "x"),
             ("cpu0=pool,threads=0", "'0'"),
+            ("cpu0=pool,alone_threads=x", "alone_threads"),
             ("cpu0=pool,fast", "'fast'"),
             ("cpu0=pool,engine=trt", "'trt'"),
             ("cpu0=pool,mbps=10", "cloud worker only"),

@@ -22,6 +22,13 @@ pub trait Engine: Send + Sync {
     fn threads(&self) -> usize;
     /// Compiles an ONNX model with static shapes; the error is the engine's reason.
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String>;
+    /// [`Engine::compile`] with `threads` intra-op threads instead of the
+    /// engine's own; threads the engine starts for it inherit the calling
+    /// thread's affinity. Engines without intra-op threads compile as usual.
+    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
+        let _ = threads;
+        self.compile(onnx)
+    }
     /// A remote engine's latency model, learnt from its runs; `None` for local engines.
     fn cloud_latency(&self) -> Option<Arc<Mutex<crate::cloud::CloudLatencyModel>>> {
         None
@@ -109,22 +116,36 @@ impl Engine for TractEngine {
     }
 
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
-        let model = tract_onnx::onnx()
-            .model_for_read(&mut &onnx[..])
-            .and_then(|m| m.into_optimized())
-            .map_err(|e| format!("{e:#}"))?;
-        let options = RunOptions {
-            executor: self.executor.clone(),
-            ..RunOptions::default()
-        };
-        let plan = model
-            .into_runnable_with_options(&options)
-            .map_err(|e| format!("{e:#}"))?;
-        Ok(Box::new(TractCompiled {
-            plan,
-            states: Mutex::new(Vec::new()),
-        }))
+        tract_compile(onnx, self.executor.clone())
     }
+
+    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
+        if threads == self.threads {
+            return self.compile(onnx);
+        }
+        let executor = (threads > 1).then(|| Executor::multithread_with_name(threads, "stretch-rt-alone"));
+        tract_compile(onnx, executor)
+    }
+}
+
+/// An optimised tract plan of `onnx` whose matrix products use `executor`
+/// (`None`: the calling thread alone).
+fn tract_compile(onnx: &[u8], executor: Option<Executor>) -> Result<Box<dyn Compiled>, String> {
+    let model = tract_onnx::onnx()
+        .model_for_read(&mut &onnx[..])
+        .and_then(|m| m.into_optimized())
+        .map_err(|e| format!("{e:#}"))?;
+    let options = RunOptions {
+        executor,
+        ..RunOptions::default()
+    };
+    let plan = model
+        .into_runnable_with_options(&options)
+        .map_err(|e| format!("{e:#}"))?;
+    Ok(Box::new(TractCompiled {
+        plan,
+        states: Mutex::new(Vec::new()),
+    }))
 }
 
 /// A tract plan plus a pool of run states, so buffers are reused between runs.

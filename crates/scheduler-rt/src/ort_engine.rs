@@ -179,12 +179,17 @@ impl Engine for OrtEngine {
     }
 
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
-        let first = self.session(onnx)?;
+        self.compile_threads(onnx, self.threads)
+    }
+
+    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
+        let engine = OrtEngine {
+            threads: threads.max(1),
+            loaded: self.loaded,
+        };
+        let first = engine.session(onnx)?;
         Ok(Box::new(OrtCompiled {
-            engine: OrtEngine {
-                threads: self.threads,
-                loaded: self.loaded,
-            },
+            engine,
             onnx: onnx.to_vec(),
             sessions: Mutex::new(vec![first]),
         }))

@@ -45,6 +45,35 @@ impl Partition {
         }
         seen
     }
+
+    /// Per subgraph: whether no other subgraph of the same request can run
+    /// beside it, because every other one must finish before it starts or
+    /// may only start after it ends (the stem, the head, stages kept whole,
+    /// a meeting point's merge). Such a subgraph leaves the other
+    /// processors idle.
+    pub fn alone(&self) -> Vec<bool> {
+        let n = self.subgraphs.len();
+        let mut producer: HashMap<Outlet, usize> = HashMap::new();
+        for (i, s) in self.subgraphs.iter().enumerate() {
+            for o in &s.outputs {
+                producer.insert(*o, i);
+            }
+        }
+        let mut before: Vec<HashSet<usize>> = vec![HashSet::new(); n];
+        for (i, s) in self.subgraphs.iter().enumerate() {
+            let mut all = HashSet::new();
+            for o in &s.inputs {
+                if let Some(&j) = producer.get(o) {
+                    all.insert(j);
+                    all.extend(before[j].iter().copied());
+                }
+            }
+            before[i] = all;
+        }
+        (0..n)
+            .map(|i| (0..n).all(|j| j == i || before[i].contains(&j) || before[j].contains(&i)))
+            .collect()
+    }
 }
 
 /// The processor `node` is placed on.
@@ -198,5 +227,17 @@ mod tests {
             available.extend(s.outputs.iter().copied());
         }
         assert_eq!(p.processors(), ["cpu0", "cpu1", "cpu2"]);
+    }
+
+    #[test]
+    fn only_subgraphs_nothing_runs_beside_are_alone() {
+        let g = two_branch(8, 2).unwrap();
+        let p = partition(&g, "cpu0").unwrap();
+        assert_eq!(p.alone(), [true, false, false, true], "{p:#?}");
+        let g = crate::testing::three_branch(8).unwrap();
+        let p = partition(&g, "cpu0").unwrap();
+        let alone = p.alone();
+        assert!(alone[0] && alone[alone.len() - 1], "{alone:?}");
+        assert!(alone.iter().filter(|a| !**a).count() >= 3, "{alone:?}");
     }
 }

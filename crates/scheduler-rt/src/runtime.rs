@@ -3,7 +3,7 @@
 use crate::adaptive::{AdaptiveParams, AdaptivePolicy};
 use crate::config::{ProcessorConfig, WorkerKind};
 use crate::engine::EngineFactory;
-use crate::engine::{Compiled, Value};
+use crate::engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract_onnx;
 use crate::partition::{Partition, partition};
@@ -12,6 +12,7 @@ use crate::queue::{Cell, Input};
 use crate::trace::{Moved, Span, Trace};
 use crate::worker::{self, Done, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
+use predictor::profiler::CoreSet;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
@@ -24,6 +25,12 @@ use tract_onnx::prelude::{DatumType, TVec};
 /// any number of threads.
 pub struct Runtime {
     partition: Partition,
+    /// Per subgraph: nothing else of a request runs beside it ([`Partition::alone`]).
+    alone: Vec<bool>,
+    /// Cores every processor may use together: where the extra threads of
+    /// a subgraph compiled with [`ProcessorConfig::alone_threads`] run
+    /// (`None`: some processor is unpinned, so any allowed core).
+    shared_cores: Option<CoreSet>,
     /// `compiled[subgraph][worker]`: each subgraph on its home worker from
     /// the start, elsewhere only once it may run there (a placement policy,
     /// or the fallback for a disabled processor, compiles it first).
@@ -105,7 +112,14 @@ impl Runtime {
         let outputs = g.outputs().iter().map(|(_, o)| *o).collect();
         let latency = Mutex::new(vec![vec![None; processors.len()]; partition.subgraphs.len()]);
         let placed = worker_of.iter().map(|w| AtomicUsize::new(*w)).collect();
+        let shared_cores = processors
+            .iter()
+            .map(|p| p.cores.as_ref().map(|c| c.ids().to_vec()))
+            .collect::<Option<Vec<_>>>()
+            .and_then(|ids| CoreSet::new(ids.concat()));
         let rt = Runtime {
+            alone: partition.alone(),
+            shared_cores,
             partition,
             compiled,
             graph: g.clone(),
@@ -133,13 +147,36 @@ impl Runtime {
         let worker = &self.workers[w];
         let s = &self.partition.subgraphs[i];
         let bytes = extract_onnx(&self.graph, s)?;
-        let c = worker.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+        let compiled = match worker.config.alone_threads.filter(|_| self.alone[i]) {
+            Some(threads) => self.compile_shared(worker.engine.as_ref(), &bytes, threads),
+            None => worker.engine.compile(&bytes),
+        };
+        let c = compiled.map_err(|reason| RuntimeError::Compile {
             engine: worker.engine.name(),
             subgraph: s.name.clone(),
             processor: worker.config.name.clone(),
             reason,
         })?;
         Ok(self.compiled[i][w].get_or_init(|| Arc::from(c)))
+    }
+
+    /// Compiles `onnx` with `threads` intra-op threads on a thread free to
+    /// run on every processor's cores, so the threads the engine starts
+    /// for it may run on the other processors' idle cores.
+    fn compile_shared(&self, engine: &dyn Engine, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
+        let cores = match &self.shared_cores {
+            Some(c) => c.clone(),
+            None => crate::affinity::allowed_cores()?,
+        };
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    crate::affinity::pin_current_thread(&cores)?;
+                    engine.compile_threads(onnx, threads)
+                })
+                .join()
+                .map_err(|_| "the engine panicked while compiling".to_string())?
+        })
     }
 
     /// How many (subgraph, processor) pairs hold a compiled copy now.

@@ -7,6 +7,7 @@
 //! kind = "inline"        # inline | pool | queue
 //! cores = "0"            # cpulist, `core` prefix allowed; omit: unpinned
 //! threads = 1            # engine intra-op threads
+//! alone_threads = 2      # for subgraphs nothing runs beside (stem, head); omit: threads
 //! engine = "tract"       # tract | ort
 //!
 //! supports = ["Conv"]    # multi-DNN serving: only these operators run here,
@@ -60,6 +61,7 @@ struct Processor {
     kind: String,
     cores: Option<String>,
     threads: Option<usize>,
+    alone_threads: Option<usize>,
     engine: Option<String>,
     supports: Option<Vec<String>>,
     unsupported: Option<Vec<String>>,
@@ -130,6 +132,9 @@ impl RuntimeConfig {
                 Some(n) => n,
                 None => 1,
             };
+            if p.alone_threads == Some(0) {
+                return Err(bad(key("alone_threads"), "must be a positive integer, got 0".into()));
+            }
             let engine = p
                 .engine
                 .map(|e| EngineKind::from_str(&e).map_err(|e| bad(key("engine"), e)))
@@ -173,6 +178,7 @@ impl RuntimeConfig {
                 kind,
                 cores,
                 threads,
+                alone_threads: p.alone_threads,
                 engine,
                 remote,
             });
@@ -242,8 +248,8 @@ mod tests {
         assert_eq!(
             specs,
             [
-                "cpu0=inline:0,threads=1,engine=tract",
-                "cpu1=pool:1,threads=1,engine=tract"
+                "cpu0=inline:0,threads=1,alone_threads=2,engine=tract",
+                "cpu1=pool:1,threads=1,alone_threads=2,engine=tract"
             ]
         );
         assert_eq!(c.adaptive, None);

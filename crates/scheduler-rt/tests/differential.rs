@@ -371,3 +371,67 @@ fn a_queue_worker_runs_chained_subgraphs_without_waiting_for_the_scheduler() {
         &reference.run(tvec![input(2)]).unwrap()[0],
     );
 }
+
+/// Compiles with tract and records, per compile, the threads asked for and
+/// the cores the compiling thread may use.
+struct Recording {
+    inner: TractEngine,
+    calls: Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
+}
+
+impl Engine for Recording {
+    fn name(&self) -> &'static str {
+        "recording"
+    }
+    fn version(&self) -> &'static str {
+        "0"
+    }
+    fn threads(&self) -> usize {
+        1
+    }
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+        self.compile_threads(onnx, 1)
+    }
+    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
+        let cores = predictor::profiler::affinity::available()
+            .map_err(|e| e.to_string())?
+            .len();
+        self.calls.lock().unwrap().push((threads, cores));
+        self.inner.compile_threads(onnx, threads)
+    }
+}
+
+#[test]
+fn subgraphs_nothing_runs_beside_get_their_alone_threads_on_every_core() {
+    let g = two_branch(8, 1).unwrap();
+    let reference = whole(&g);
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let factory: Arc<EngineFactory> = Arc::new(move |_| {
+        Ok(Box::new(Recording {
+            inner: TractEngine::new(1),
+            calls: seen.clone(),
+        }) as Box<dyn Engine>)
+    });
+    let two_cores = scheduler_rt::affinity::allowed_cores().unwrap().len() >= 2;
+    let procs: Vec<ProcessorConfig> = if two_cores {
+        ["cpu0=inline:core0,alone_threads=2", "cpu1=pool:core1,alone_threads=2"]
+    } else {
+        ["cpu0=inline,alone_threads=2", "cpu1=pool,alone_threads=2"]
+    }
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect();
+    let rt = Runtime::load(&g, &procs, factory).unwrap();
+    let mut calls = calls.lock().unwrap().clone();
+    calls.sort();
+    assert_eq!(calls.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 1, 2, 2], "{calls:?}");
+    if two_cores {
+        assert!(calls.iter().filter(|c| c.0 == 2).all(|c| c.1 >= 2), "{calls:?}");
+    }
+    let x = input(5);
+    assert_close(
+        &rt.run(vec![x.clone()]).unwrap()[0],
+        &reference.run(tvec![x]).unwrap()[0],
+    );
+}

@@ -8,14 +8,20 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct RuntimeArgs {
-    /// A processor of the runtime: `NAME=KIND[:CORES][,threads=N][,engine=E]`.
+    /// A processor of the runtime:
+    /// `NAME=KIND[:CORES][,threads=N][,alone_threads=M][,engine=E]`.
     /// KIND is `inline` (runs on the scheduling thread, the paper's CPU
     /// worker), `pool` (a thread started once, pinned to CORES, the paper's
     /// DSP-style worker) or `queue` (an asynchronous in-order queue served by
     /// its own thread, the paper's GPU-style worker); CORES is a cpulist such
     /// as `core1`, `0-1` or `0,2`; N is the engine's intra-op threads
-    /// (default 1); E is `tract` (default) or `ort` (onnxruntime, loaded from
-    /// $ORT_DYLIB_PATH or the .venv wheel). Repeat per processor, e.g.
+    /// (default 1); M the intra-op threads of subgraphs that nothing else of
+    /// a request runs beside (stem, head, merges, stages kept whole), whose
+    /// extra threads may use the other processors' idle cores (default N;
+    /// `alone_threads=2` on two single-core processors lets the core without
+    /// a branch of its own help); E is `tract` (default) or `ort`
+    /// (onnxruntime, loaded from $ORT_DYLIB_PATH or the .venv wheel). Repeat
+    /// per processor, e.g.
     /// `--processor cpu0=inline:core0 --processor cpu1=pool:core1`. Without
     /// it, the processors the model's annotations name are used, the first
     /// inline and the others as pool workers, unpinned; nodes without a
@@ -24,8 +30,8 @@ pub struct RuntimeArgs {
     pub processors: Vec<ProcessorConfig>,
 
     /// Runtime configuration (TOML): a `[[processor]]` table per processor
-    /// with `name`, `kind` (inline|pool|queue), `cores`, `threads` and
-    /// `engine` (tract|ort), in order, and an optional `[adaptive]` table;
+    /// with `name`, `kind` (inline|pool|queue), `cores`, `threads`,
+    /// `alone_threads` and `engine` (tract|ort), in order, and an optional `[adaptive]` table;
     /// see configs/runtime/host.toml. --processor flags replace the
     /// processor of the same name or add one.
     #[arg(long = "runtime-config", value_name = "FILE.toml")]

@@ -144,6 +144,7 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
         kind,
         cores: CoreSet::new(ids),
         threads,
+        alone_threads: None,
         engine: EngineKind::Tract,
         remote: None,
     }
