@@ -39,6 +39,7 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
         "original, onnxruntime 2 threads",
         "branched, 1 core (sequential)",
         "branched, 2 processors",
+        "branched, 1 core (sequential), ort",
         "branched, 2 processors, ort",
     ] {
         let line = out
@@ -53,7 +54,8 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
             .collect();
         assert!(ms.len() == 3 && ms.iter().all(|v| v.is_finite() && *v > 0.0), "{line}");
     }
-    assert_eq!(out.matches("speedup of branched").count(), 5, "{out}");
+    assert_eq!(out.matches("speedup of branched").count(), 6, "{out}");
+    assert_eq!(out.matches("\nideal     branched, 2 processors").count(), 2, "{out}");
     assert!(
         out.contains("speedup of branched vs the onnxruntime reference (original, 2 threads, p50"),
         "{out}"
@@ -165,7 +167,7 @@ fn bench_json_holds_every_figure() {
     let r: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(r["schema"], "stretch.bench/1");
     let configs = r["configurations"].as_array().unwrap();
-    assert_eq!(configs.len(), 6, "{r}");
+    assert_eq!(configs.len(), 7, "{r}");
     for c in configs {
         let q: Vec<f64> = ["min_ms", "p50_ms", "p90_ms", "p99_ms"]
             .iter()
@@ -176,7 +178,7 @@ fn bench_json_holds_every_figure() {
     }
     let main = configs.iter().find(|c| c["name"] == "branched, 2 processors").unwrap();
     let speedups = r["speedups"].as_array().unwrap();
-    assert_eq!(speedups.len(), 5, "{r}");
+    assert_eq!(speedups.len(), 6, "{r}");
     for s in speedups {
         let versus = configs.iter().find(|c| c["name"] == s["versus"]).unwrap();
         let p50 = versus["p50_ms"].as_f64().unwrap() / main["p50_ms"].as_f64().unwrap();
@@ -184,5 +186,15 @@ fn bench_json_holds_every_figure() {
     }
     assert_eq!(speedups.iter().filter(|s| s["reference"] == true).count(), 1);
     assert!(r["work"]["ratio"].as_f64().unwrap() > 0.0);
+    let ideals = r["ideals"].as_array().unwrap();
+    assert_eq!(ideals.len(), 2, "{r}");
+    for i in ideals {
+        let seq = configs.iter().find(|c| c["name"] == i["sequential"]).unwrap();
+        let on = configs.iter().find(|c| c["name"] == i["configuration"]).unwrap();
+        let ideal = i["ideal_ms"].as_f64().unwrap();
+        assert!(ideal > 0.0 && ideal <= 2.0 * seq["p50_ms"].as_f64().unwrap(), "{i}");
+        assert_eq!(i["p50_ms"], on["p50_ms"], "{i}");
+        assert!((i["p50_over_ideal"].as_f64().unwrap() - on["p50_ms"].as_f64().unwrap() / ideal).abs() < 1e-9);
+    }
     assert!(r["engines"].as_array().unwrap().len() == 2, "{r}");
 }

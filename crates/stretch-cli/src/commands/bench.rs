@@ -1,6 +1,6 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
-use super::bench_report::{Adaptive, Configuration, Report, Speedup, Weights, Work};
+use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, Weights, Work};
 use crate::chrome_trace;
 use crate::interference::Interference;
 use crate::model_args::ModelArgs;
@@ -159,16 +159,16 @@ type TimedTrace = (f64, Trace);
 /// further along each round, so that a change in the machine's speed during
 /// the benchmark (other tenants, clock frequency) falls on every
 /// configuration alike. Returns one latency list per runtime and, for
-/// runtime `keep`, every timed run's trace with its start in seconds since
-/// the first timed run.
+/// the runtimes in `keep`, every timed run's trace with its start in
+/// seconds since the first timed run (empty for the others).
 fn time_interleaved(
     runtimes: &[(&str, Runtime)],
     x: &Tensor,
     args: &Args,
     cores: &CoreSet,
     load: Option<&Interference>,
-    keep: Option<usize>,
-) -> Result<(Vec<Vec<f64>>, Vec<TimedTrace>)> {
+    keep: &[usize],
+) -> Result<(Vec<Vec<f64>>, Vec<Vec<TimedTrace>>)> {
     let block = args.block.clamp(1, args.runs);
     let rounds = args.runs.div_ceil(block);
     let total = (runtimes.len() * (args.runs + args.warmup + rounds)) as u64;
@@ -188,7 +188,7 @@ fn time_interleaved(
         l.set(true);
     }
     let mut ms = vec![Vec::with_capacity(args.runs); runtimes.len()];
-    let mut traces = Vec::new();
+    let mut traces = vec![Vec::new(); runtimes.len()];
     let start = Instant::now();
     for round in 0..rounds {
         for k in 0..runtimes.len() {
@@ -201,8 +201,8 @@ fn time_interleaved(
                 let t = Instant::now();
                 let trace = run(rt)?;
                 ms[i].push(t.elapsed().as_secs_f64() * 1e3);
-                if Some(i) == keep {
-                    traces.push((t.duration_since(start).as_secs_f64(), trace));
+                if keep.contains(&i) {
+                    traces[i].push((t.duration_since(start).as_secs_f64(), trace));
                 }
                 bar.inc(1);
             }
@@ -303,7 +303,10 @@ pub fn run(args: Args) -> Result<()> {
     };
     let one_core: Vec<ProcessorConfig> = processors
         .iter()
-        .map(|p| pinned(&p.name, WorkerKind::Inline, 0, 1, &cores))
+        .map(|p| ProcessorConfig {
+            engine: p.engine,
+            ..pinned(&p.name, WorkerKind::Inline, 0, 1, &cores)
+        })
         .collect();
     let n = processors.len();
     let config = |name: String, graph, processors, label| Config {
@@ -340,9 +343,10 @@ pub fn run(args: Args) -> Result<()> {
     configs.push(config(
         "branched, 1 core (sequential)".into(),
         &branched,
-        one_core,
+        one_core.clone(),
         &label,
     ));
+    let sequential = configs.len() - 1;
     let main = configs.len();
     configs.push(config(
         format!("branched, {n} processors"),
@@ -350,6 +354,7 @@ pub fn run(args: Args) -> Result<()> {
         processors.clone(),
         &label,
     ));
+    let mut ideal_pairs = vec![(sequential, main)];
     for engine in EngineKind::available() {
         if processors.iter().all(|p| p.engine == engine) || (engine == EngineKind::Ort && reference.is_err()) {
             continue;
@@ -358,12 +363,23 @@ pub fn run(args: Args) -> Result<()> {
             .iter()
             .map(|p| ProcessorConfig { engine, ..p.clone() })
             .collect();
+        let seq: Vec<ProcessorConfig> = one_core
+            .iter()
+            .map(|p| ProcessorConfig { engine, ..p.clone() })
+            .collect();
+        configs.push(config(
+            format!("branched, 1 core (sequential), {}", engine.as_str()),
+            &branched,
+            seq,
+            &label,
+        ));
         configs.push(config(
             format!("branched, {n} processors, {}", engine.as_str()),
             &branched,
             on,
             &label,
         ));
+        ideal_pairs.push((configs.len() - 2, configs.len() - 1));
     }
     let adaptive_row = adaptive.as_ref().map(|params| {
         configs.push(Config {
@@ -400,7 +416,10 @@ pub fn run(args: Args) -> Result<()> {
         }
         runtimes.push((c.name.as_str(), rt));
     }
-    let (times, mut adaptive_runs) = time_interleaved(&runtimes, &x, &args, &cores, load.as_ref(), adaptive_row)?;
+    let mut keep: Vec<usize> = ideal_pairs.iter().map(|p| p.0).collect();
+    keep.extend(adaptive_row);
+    let (times, mut traces) = time_interleaved(&runtimes, &x, &args, &cores, load.as_ref(), &keep)?;
+    let mut adaptive_runs = adaptive_row.map_or(Vec::new(), |a| std::mem::take(&mut traces[a]));
     let rows: Vec<Row> = configs
         .iter()
         .zip(times)
@@ -492,6 +511,22 @@ pub fn run(args: Args) -> Result<()> {
             first_move: moves.first().cloned(),
         }
     });
+    let ideals = ideal_pairs
+        .iter()
+        .filter_map(|&(seq, on)| {
+            let seq_traces: Vec<_> = traces[seq].iter().map(|(_, t)| t.clone()).collect();
+            let ideal = super::bench_ideal::ideal_ms(runtimes[on].1.partition(), &seq_traces)?;
+            let p50 = rows[on].quantile(0.5);
+            Some(Ideal {
+                configuration: rows[on].name.clone(),
+                sequential: rows[seq].name.clone(),
+                ideal_ms: ideal,
+                p50_ms: p50,
+                p50_over_ideal: p50 / ideal,
+                reference_over_p50: ort_row.map(|o| rows[o].quantile(0.5) / p50),
+            })
+        })
+        .collect();
     let report = Report {
         schema: "stretch.bench/1",
         branched: label.clone(),
@@ -510,6 +545,7 @@ pub fn run(args: Args) -> Result<()> {
         interference: args.interference.clone(),
         configurations,
         speedups,
+        ideals,
         adaptive,
         weights: Weights {
             original_bytes: w_orig,

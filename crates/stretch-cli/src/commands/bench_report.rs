@@ -29,6 +29,8 @@ pub struct Report {
     pub configurations: Vec<Configuration>,
     /// The branched model on its processors against each other configuration.
     pub speedups: Vec<Speedup>,
+    /// Per engine, the branched model on its processors against its ideal.
+    pub ideals: Vec<Ideal>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<Adaptive>,
     pub weights: Weights,
@@ -68,6 +70,20 @@ pub struct Speedup {
     /// Its time over the branched model's, at the median and at the minimum.
     pub p50: f64,
     pub min: f64,
+}
+
+/// A branched run against its ideal ([`super::bench_ideal::ideal_ms`]).
+#[derive(Serialize)]
+pub struct Ideal {
+    pub configuration: String,
+    /// The sequential configuration whose subgraph times make the ideal.
+    pub sequential: String,
+    pub ideal_ms: f64,
+    pub p50_ms: f64,
+    pub p50_over_ideal: f64,
+    /// The onnxruntime reference's p50 over this configuration's (absent
+    /// without the reference).
+    pub reference_over_p50: Option<f64>,
 }
 
 /// The adaptive runtime under outside load against fixed placement.
@@ -158,6 +174,20 @@ impl Report {
                     s.versus, s.p50, s.min
                 )?;
             }
+        }
+        for i in &self.ideals {
+            writeln!(
+                out,
+                "ideal     {}: p50 {:.3} ms, ideal {:.3} ms ({:.2}x; ideal: each subgraph's p50 in '{}', laid on its processor as soon as its inputs exist){}",
+                i.configuration,
+                i.p50_ms,
+                i.ideal_ms,
+                i.p50_over_ideal,
+                i.sequential,
+                i.reference_over_p50.map_or(String::new(), |r| format!(
+                    "; the onnxruntime reference over it {r:.2}x (p50)"
+                ))
+            )?;
         }
         if let Some(a) = &self.adaptive {
             writeln!(

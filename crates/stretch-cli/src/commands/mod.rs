@@ -1,5 +1,6 @@
 pub mod analyze;
 pub mod bench;
+mod bench_ideal;
 mod bench_report;
 pub mod branch;
 pub mod compare;

@@ -1,0 +1,89 @@
+//! The ideal of a branched model on its processors (issue 16's measure of
+//! how close the runtime comes to what its plan allows): each subgraph
+//! takes its own time from the sequential run on one core, and subgraphs
+//! start as soon as the values they read exist and their processor is
+//! free, with no cost between them. The measured run over this ideal is
+//! the runtime's overhead plus what running beside each other costs.
+
+use scheduler_rt::{Partition, Trace};
+use std::collections::HashMap;
+
+/// The ideal makespan in ms of `partition` (its subgraphs on their
+/// processors) when every subgraph takes its median duration over
+/// `sequential` (traces of runs of the same partition on one core);
+/// `None` when a subgraph never ran there.
+pub fn ideal_ms(partition: &Partition, sequential: &[Trace]) -> Option<f64> {
+    let mut took: HashMap<&str, Vec<f64>> = HashMap::new();
+    for t in sequential {
+        for s in &t.spans {
+            took.entry(s.subgraph.as_str())
+                .or_default()
+                .push((s.end_s - s.start_s) * 1e3);
+        }
+    }
+    let mut producer = HashMap::new();
+    for (i, s) in partition.subgraphs.iter().enumerate() {
+        for o in &s.outputs {
+            producer.insert(*o, i);
+        }
+    }
+    let mut end = vec![0.0f64; partition.subgraphs.len()];
+    let mut free: HashMap<&str, f64> = HashMap::new();
+    for (i, s) in partition.subgraphs.iter().enumerate() {
+        let mut d = took.get(s.name.as_str())?.clone();
+        d.sort_by(f64::total_cmp);
+        let ready = s
+            .inputs
+            .iter()
+            .filter_map(|o| producer.get(o))
+            .map(|j| end[*j])
+            .fold(0.0, f64::max);
+        let start = ready.max(free.get(s.processor.as_str()).copied().unwrap_or(0.0));
+        end[i] = start + d[d.len() / 2];
+        free.insert(s.processor.as_str(), end[i]);
+    }
+    Some(end.iter().copied().fold(0.0, f64::max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scheduler_rt::Span;
+
+    fn trace(times: &[(&str, f64)]) -> Trace {
+        let mut t = 0.0;
+        Trace {
+            spans: times
+                .iter()
+                .map(|(name, ms)| {
+                    let s = Span {
+                        subgraph: name.to_string(),
+                        processor: "cpu0".into(),
+                        start_s: t,
+                        end_s: t + ms / 1e3,
+                        meeting_point: false,
+                    };
+                    t += ms / 1e3;
+                    s
+                })
+                .collect(),
+            ..Trace::default()
+        }
+    }
+
+    #[test]
+    fn branches_overlap_and_a_processor_runs_one_subgraph_at_a_time() {
+        let g = scheduler_rt::testing::two_branch(8, 1).unwrap();
+        let p = scheduler_rt::partition(&g, "cpu0").unwrap();
+        let names: Vec<&str> = p.subgraphs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+        let runs = [
+            trace(&[(names[0], 1.0), (names[1], 4.0), (names[2], 3.0), (names[3], 2.0)]),
+            trace(&[(names[0], 1.2), (names[1], 4.4), (names[2], 2.0), (names[3], 2.0)]),
+            trace(&[(names[0], 0.8), (names[1], 3.6), (names[2], 9.0), (names[3], 2.0)]),
+        ];
+        let ideal = ideal_ms(&p, &runs).unwrap();
+        assert!((ideal - (1.0 + 4.0 + 2.0)).abs() < 1e-9, "{ideal}");
+        assert!(ideal_ms(&p, &runs[..0]).is_none());
+    }
+}
