@@ -153,6 +153,9 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
 /// A timed run's trace with its start in seconds since the first timed run.
 type TimedTrace = (f64, Trace);
 
+/// Per runtime: its latencies (ms) and its kept traces.
+type Timings = (Vec<Vec<f64>>, Vec<Vec<TimedTrace>>);
+
 /// Warms every runtime up (unloaded), then times `args.runs` runs of each
 /// under `load`, interleaved: each round runs every runtime for a block of
 /// `args.block` timed runs (after one untimed run), starting one runtime
@@ -168,7 +171,7 @@ fn time_interleaved(
     cores: &CoreSet,
     load: Option<&Interference>,
     keep: &[usize],
-) -> Result<(Vec<Vec<f64>>, Vec<Vec<TimedTrace>>)> {
+) -> Result<Timings> {
     let block = args.block.clamp(1, args.runs);
     let rounds = args.runs.div_ceil(block);
     let total = (runtimes.len() * (args.runs + args.warmup + rounds)) as u64;
