@@ -57,6 +57,10 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     assert_eq!(out.matches("speedup of branched").count(), 6, "{out}");
     assert_eq!(out.matches("\nideal     branched, 2 processors").count(), 2, "{out}");
     assert!(
+        out.contains("\nsteal     CPU time stolen by the hypervisor: cpu0 "),
+        "{out}"
+    );
+    assert!(
         out.contains("speedup of branched vs the onnxruntime reference (original, 2 threads, p50"),
         "{out}"
     );
@@ -186,6 +190,11 @@ fn bench_json_holds_every_figure() {
     }
     assert_eq!(speedups.iter().filter(|s| s["reference"] == true).count(), 1);
     assert!(r["work"]["ratio"].as_f64().unwrap() > 0.0);
+    let steal = r["steal"]["per_cpu"].as_object().expect("steal read from /proc/stat");
+    assert!(
+        !steal.is_empty() && steal.values().all(|v| (0.0..=1.0).contains(&v.as_f64().unwrap())),
+        "{r}"
+    );
     let ideals = r["ideals"].as_array().unwrap();
     assert_eq!(ideals.len(), 2, "{r}");
     for i in ideals {

@@ -1,6 +1,6 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
-use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, Weights, Work};
+use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, Steal, Weights, Work};
 use crate::chrome_trace;
 use crate::interference::Interference;
 use crate::model_args::ModelArgs;
@@ -421,7 +421,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut keep: Vec<usize> = ideal_pairs.iter().map(|p| p.0).collect();
     keep.extend(adaptive_row);
+    let meter = predictor::profiler::steal::Meter::start();
     let (times, mut traces) = time_interleaved(&runtimes, &x, &args, &cores, load.as_ref(), &keep)?;
+    let stolen = meter.and_then(|m| m.read());
     let mut adaptive_runs = adaptive_row.map_or(Vec::new(), |a| std::mem::take(&mut traces[a]));
     let rows: Vec<Row> = configs
         .iter()
@@ -549,6 +551,11 @@ pub fn run(args: Args) -> Result<()> {
         configurations,
         speedups,
         ideals,
+        steal: stolen.map(|st| Steal {
+            per_cpu: st.per_cpu.iter().cloned().collect(),
+            seconds: st.seconds,
+            line: st.line(),
+        }),
         adaptive,
         weights: Weights {
             original_bytes: w_orig,

@@ -31,6 +31,10 @@ pub struct Report {
     pub speedups: Vec<Speedup>,
     /// Per engine, the branched model on its processors against its ideal.
     pub ideals: Vec<Ideal>,
+    /// CPU time the hypervisor gave other guests during the timed runs
+    /// (absent where /proc/stat cannot be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal: Option<Steal>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<Adaptive>,
     pub weights: Weights,
@@ -86,6 +90,16 @@ pub struct Ideal {
     pub reference_over_p50: Option<f64>,
 }
 
+/// Steal during the timed runs ([`predictor::profiler::steal`]).
+#[derive(Serialize)]
+pub struct Steal {
+    /// Per CPU: share of its time stolen, 0 to 1.
+    pub per_cpu: std::collections::BTreeMap<String, f64>,
+    pub seconds: f64,
+    #[serde(skip)]
+    pub line: String,
+}
+
 /// The adaptive runtime under outside load against fixed placement.
 #[derive(Serialize)]
 pub struct Adaptive {
@@ -108,6 +122,9 @@ pub struct Weights {
     pub original_bytes: u64,
     pub branched_bytes: u64,
 }
+
+/// Steal share of a CPU above which the report warns.
+const STEAL_WARN: f64 = 0.05;
 
 fn mib(b: u64) -> f64 {
     b as f64 / (1024.0 * 1024.0)
@@ -174,6 +191,22 @@ impl Report {
                     s.versus, s.p50, s.min
                 )?;
             }
+        }
+        if let Some(st) = &self.steal {
+            let high = st.per_cpu.values().any(|v| *v > STEAL_WARN);
+            writeln!(
+                out,
+                "steal     {} during the timed runs{}",
+                st.line,
+                if high {
+                    format!(
+                        "; above {:.0}% on a CPU, the timings also measure the machine's other guests",
+                        100.0 * STEAL_WARN
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
         }
         for i in &self.ideals {
             writeln!(
