@@ -37,8 +37,9 @@ type Probe = (String, Vec<u8>, Vec<Vec<usize>>);
 
 /// What a timing thread is asked to do.
 enum Job {
-    /// Time a piece (ONNX bytes, input shapes): the median ms or the engine's reason.
-    Time(Vec<u8>, Vec<Vec<usize>>, mpsc::Sender<Result<f64, String>>),
+    /// Time a piece (ONNX bytes, input shapes, timed runs): the median ms
+    /// or the engine's reason.
+    Time(Vec<u8>, Vec<Vec<usize>>, usize, mpsc::Sender<Result<f64, String>>),
     /// Run a piece over and over until the flag is set (load for the
     /// contention measurement); replies once running and again once stopped.
     Load(
@@ -49,8 +50,10 @@ enum Job {
     ),
 }
 
-/// Alone/shared rounds of the contention measurement.
-pub const CONTENTION_ROUNDS: usize = 5;
+/// Alone/shared rounds of the contention measurement, and timed runs of
+/// each side of a round.
+pub const CONTENTION_ROUNDS: usize = 7;
+pub const CONTENTION_RUNS: usize = 30;
 
 /// Bytes written before each timed run of a piece, so that it starts with
 /// its weights and inputs out of the core's private caches, as in a
@@ -206,11 +209,14 @@ impl<'a> Measured<'a> {
         Ok(Some((format!("{} ({} layers)", g.name, b - a), bytes, shapes)))
     }
 
-    /// Sends a piece to processor `p`'s timing thread and waits for its median ms.
-    fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>) -> Result<f64, String> {
+    /// Sends a piece to processor `p`'s timing thread and waits for the
+    /// median ms of `runs` timed runs.
+    fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<f64, String> {
         let (tx, rx) = mpsc::channel();
         let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
-        self.timers[p].send(Job::Time(bytes, shapes, tx)).map_err(|_| gone())?;
+        self.timers[p]
+            .send(Job::Time(bytes, shapes, runs, tx))
+            .map_err(|_| gone())?;
         rx.recv().map_err(|_| gone())?
     }
 
@@ -232,7 +238,7 @@ impl<'a> Measured<'a> {
                 continue;
             }
             let time = || {
-                self.ask_time(p, bytes.clone(), shapes.clone())
+                self.ask_time(p, bytes.clone(), shapes.clone(), CONTENTION_RUNS)
                     .map_err(|e| anyhow::anyhow!("timing '{name}' on {}: {e}", self.procs[p].name))
             };
             let (mut alone, mut shared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
@@ -267,7 +273,7 @@ impl<'a> Measured<'a> {
             self.factors[p] = median(ratios).max(1.0);
             let loaded: Vec<&str> = loaders.iter().map(|q| self.procs[*q].name.as_str()).collect();
             self.notes.push(format!(
-                "contention on {}: '{name}' {:.3} ms alone, {:.3} ms while {} run(s) too (medians of {CONTENTION_ROUNDS} alternating rounds, ratios {lo:.2}-{hi:.2}): x{:.2} (measured)",
+                "contention on {}: '{name}' {:.3} ms alone, {:.3} ms while {} run(s) too (medians of {CONTENTION_ROUNDS} alternating rounds of {CONTENTION_RUNS} runs, ratios {lo:.2}-{hi:.2}): x{:.2} (measured)",
                 self.procs[p].name,
                 median(alone),
                 median(shared),
@@ -317,7 +323,7 @@ impl<'a> Measured<'a> {
 
     fn time(&mut self, model: usize, nodes: Vec<NodeId>, p: usize) -> Result<f64, String> {
         let (bytes, shapes) = onnx_of(&self.graphs[model], nodes).map_err(|e| format!("{e:#}"))?;
-        self.ask_time(p, bytes, shapes)
+        self.ask_time(p, bytes, shapes, RUNS)
     }
 }
 
@@ -336,8 +342,8 @@ fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
         let engine = setup();
         while let Ok(job) = rx.recv() {
             match (job, &engine) {
-                (Job::Time(bytes, shapes, reply), Ok(e)) => {
-                    let _ = reply.send(time_piece(e.as_ref(), &bytes, &shapes));
+                (Job::Time(bytes, shapes, runs, reply), Ok(e)) => {
+                    let _ = reply.send(time_piece(e.as_ref(), &bytes, &shapes, runs));
                 }
                 (Job::Load(bytes, shapes, stop, reply), Ok(e)) => {
                     let run = || -> Result<(), String> {
@@ -351,7 +357,7 @@ fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
                     };
                     let _ = reply.send(run().map(|()| 0.0));
                 }
-                (Job::Time(_, _, reply) | Job::Load(_, _, _, reply), Err(reason)) => {
+                (Job::Time(_, _, _, reply) | Job::Load(_, _, _, reply), Err(reason)) => {
                     let _ = reply.send(Err(reason.clone()));
                 }
             }
@@ -383,16 +389,21 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
     Ok(inputs)
 }
 
-/// Median ms of [`RUNS`] runs (after two warm-ups) of the piece on random
+/// Median ms of `runs` runs (after two warm-ups) of the piece on random
 /// inputs, each timed run after [`POLLUTE_BYTES`] were written.
-fn time_piece(engine: &dyn scheduler_rt::Engine, bytes: &[u8], shapes: &[Vec<usize>]) -> Result<f64, String> {
+fn time_piece(
+    engine: &dyn scheduler_rt::Engine,
+    bytes: &[u8],
+    shapes: &[Vec<usize>],
+    runs: usize,
+) -> Result<f64, String> {
     thread_local! {
         static JUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; POLLUTE_BYTES]);
     }
     let compiled = engine.compile(bytes)?;
     let inputs = random_inputs(shapes)?;
-    let mut times = Vec::with_capacity(RUNS);
-    for i in 0..RUNS + 2 {
+    let mut times = Vec::with_capacity(runs);
+    for i in 0..runs + 2 {
         if i >= 2 {
             JUNK.with_borrow_mut(|junk| {
                 for b in junk.iter_mut().step_by(64) {

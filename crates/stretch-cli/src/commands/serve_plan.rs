@@ -13,6 +13,7 @@ use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::policy::static_plan::StaticPlan;
 use scheduler_rt::multi::puzzle::breakdown::Breakdown;
+use scheduler_rt::multi::puzzle::costs::Costs;
 use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 use scheduler_rt::multi::report::{PoolReport, RunLog};
@@ -80,9 +81,11 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     let mut stolen: Vec<Option<Steal>> = vec![None; served.len() + 1];
     let mut retimer = if a.retime {
         eprintln!("measuring hand-offs and contention for --retime...");
-        Some(crate::puzzle_measure::Measured::new(
-            &sc.graphs, &sc.layers, &sc.procs, None,
-        )?)
+        let m = crate::puzzle_measure::Measured::new(&sc.graphs, &sc.layers, &sc.procs, None)?;
+        for note in m.notes().iter().filter(|n| !n.starts_with("pieces:")) {
+            println!("--retime: {note}");
+        }
+        Some(m)
     } else {
         None
     };
