@@ -280,3 +280,32 @@ fn distillation_and_augmentation_values_are_checked() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bundled_digits_are_found_from_the_working_directory_up() {
+    let dir = scratch("digits-lookup");
+    let digits = dir.join("checkout/data/datasets/digits");
+    std::fs::create_dir_all(&digits).unwrap();
+    std::fs::create_dir_all(dir.join("checkout/sub")).unwrap();
+    let all = std::fs::read(repo().join("data/datasets/digits/digits.csv.gz")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&all[..]), &mut text).unwrap();
+    let first: String = text.lines().take(30).map(|l| format!("{l}\n")).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, first.as_bytes()).unwrap();
+    std::fs::write(digits.join("digits.csv.gz"), gz.finish().unwrap()).unwrap();
+    let m = zoo(&dir, "resnet-mini", "10");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stretch"))
+        .args(["train", &m, "--dataset", "digits", "--epochs", "1", "-o"])
+        .arg(dir.join("out.onnx"))
+        .current_dir(dir.join("checkout/sub"))
+        .env_remove("STRETCH_DATA")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains(": 30 images"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -134,12 +134,21 @@ impl fmt::Display for DatasetSpec {
 }
 
 /// Where the bundled digits file lives: `$STRETCH_DATA/datasets/digits/digits.csv.gz`,
-/// else the repository's `data/` (found from this crate's source directory).
+/// else `data/datasets/digits/digits.csv.gz` in the working directory or
+/// the nearest of its parents that has it (a checkout's root or any folder
+/// in it), else the repository this binary was built from (a build cache
+/// shared between checkouts may hold one built elsewhere).
 pub fn bundled_digits() -> PathBuf {
-    let base = std::env::var_os("STRETCH_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data")));
-    base.join("datasets/digits/digits.csv.gz")
+    const FILE: &str = "datasets/digits/digits.csv.gz";
+    if let Some(base) = std::env::var_os("STRETCH_DATA") {
+        return PathBuf::from(base).join(FILE);
+    }
+    let here = std::env::current_dir().ok();
+    here.iter()
+        .flat_map(|d| d.ancestors())
+        .map(|d| d.join("data").join(FILE))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data")).join(FILE))
 }
 
 /// Loads a dataset. `folder` datasets are resized to `size` (`[height, width]`)
