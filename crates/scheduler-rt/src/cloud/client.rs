@@ -264,7 +264,8 @@ mod tests {
     /// round trip: models of four input sizes, each run a few times; the
     /// fitted link recovers the shaper's round trip and bandwidth (its
     /// ms per MB, plus what encoding and decoding cost per byte: about 10%
-    /// more in a debug build), and the latency model predicts calls closely.
+    /// more in a debug build), and the latency model predicts each call
+    /// within a quarter on average.
     #[test]
     fn the_latency_model_recovers_the_shaped_link() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -296,7 +297,10 @@ mod tests {
             "{fit:?}: the link costs {shaped:.0} ms/MB, serializing a little more"
         );
         assert!(fit.fixed_ms > 8.0 && fit.fixed_ms < 12.0, "{fit:?}");
+        // Calls take 9-70 ms here; a model without the per-byte term misses
+        // the largest by over 50%. Beside the other tests on two busy
+        // cores, scheduling jitter alone reached 14% (10% when idle).
         let e = m.errors();
-        assert!(e.calls >= 8 && e.model_mape < 0.1, "{e:?}");
+        assert!(e.calls >= 8 && e.model_mape < 0.25, "{e:?}");
     }
 }
