@@ -57,6 +57,9 @@ pub struct RunLog {
     /// Whether the tensor pool was on, and the engine-boundary counters
     /// of the run (real runs only).
     pub pool: Option<(bool, crate::pool::PoolCounters)>,
+    /// CPU time the hypervisor gave other guests during a real run
+    /// (/proc/stat; `None` when simulated or unreadable).
+    pub steal: Option<predictor::profiler::steal::Steal>,
 }
 
 impl RunLog {
@@ -96,6 +99,10 @@ impl RunLog {
             }
             (a, b) => a.or(b),
         };
+        match (&mut self.steal, other.steal.take()) {
+            (Some(a), Some(b)) => a.merge(&b),
+            (a, b) => *a = a.take().or(b),
+        }
         self.frames_done += other.frames_done;
         self.end_ms = self.end_ms.max(other.end_ms + offset_ms);
         self.decision_us.append(&mut other.decision_us);
@@ -254,6 +261,9 @@ pub struct Report {
     pub cloud_links: Vec<CloudLinkReport>,
     /// Engine-boundary buffers and copies (real runs only).
     pub tensor_pool: Option<PoolReport>,
+    /// Per CPU, the percent of its time the hypervisor stole during the
+    /// run (real runs; empty when simulated or unreadable).
+    pub steal_percent: Vec<(String, f64)>,
 }
 
 /// Engine-boundary tensor buffers and copies of a run, in all and per
@@ -417,6 +427,9 @@ impl Report {
                 .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
                 .collect(),
             tensor_pool: log.pool.map(|(enabled, c)| PoolReport::new(enabled, c, completed)),
+            steal_percent: log.steal.as_ref().map_or(Vec::new(), |st| {
+                st.per_cpu.iter().map(|(n, v)| (n.clone(), 100.0 * v)).collect()
+            }),
             cloud_links: log
                 .cloud_links
                 .iter()
@@ -462,6 +475,14 @@ impl Report {
             self.throughput_rps,
             self.fps.map_or(String::new(), |f| format!("; {f:.2} frames/s"))
         );
+        if !self.steal_percent.is_empty() {
+            let cpus: Vec<String> = self.steal_percent.iter().map(|(n, v)| format!("{n} {v:.1}%")).collect();
+            let _ = writeln!(
+                s,
+                "CPU time stolen by the hypervisor during the run: {} (/proc/stat)",
+                cpus.join(", ")
+            );
+        }
         if self.render.is_some() {
             let _ = writeln!(s, "{:<14} {:>9} {:>9}", "app", "mean ms", "max ms");
             for a in &self.apps {

@@ -7,7 +7,7 @@ use super::serve::Args;
 use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
-use predictor::profiler::steal::{Meter, Steal};
+use predictor::profiler::steal::Steal;
 use scheduler_rt::default_factory;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::Lst;
@@ -112,9 +112,8 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         for (k, (_, server, units, est, rank, _)) in served.iter().enumerate() {
             let policy: Box<dyn Policy> = Box::new(StaticPlan::new(rank.clone()));
             let mut sched = Scheduler::new(units.clone(), &sc.names, policy, est.clone());
-            let meter = Meter::start();
             let log = server.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
-            add_steal(&mut stolen[k], meter);
+            add_steal(&mut stolen[k], &log);
             mismatches += log.mismatches;
             add_boundary(&mut boundary[k], &log);
             breakdown[k].add(&log);
@@ -126,9 +125,8 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             Box::new(Lst::new(false)),
             band_est.clone(),
         );
-        let meter = Meter::start();
         let log = band.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
-        add_steal(&mut stolen[served.len()], meter);
+        add_steal(&mut stolen[served.len()], &log);
         add_boundary(&mut boundary[served.len()], &log);
         breakdown[served.len()].add(&log);
         merge(&mut outcomes, served.len(), outcome_from_log(&log, &w));
@@ -206,12 +204,12 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
 /// Ticks of the slowest group simulated per re-timed prediction.
 const RETIME_TICKS: usize = 50;
 
-/// Adds the steal since `meter` started to `acc`.
-fn add_steal(acc: &mut Option<Steal>, meter: Option<Meter>) {
-    if let Some(s) = meter.and_then(|m| m.read()) {
+/// Adds a run's steal to `acc`.
+fn add_steal(acc: &mut Option<Steal>, log: &RunLog) {
+    if let Some(s) = &log.steal {
         match acc {
-            Some(a) => a.merge(&s),
-            None => *acc = Some(s),
+            Some(a) => a.merge(s),
+            None => *acc = Some(s.clone()),
         }
     }
 }

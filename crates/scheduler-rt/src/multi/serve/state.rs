@@ -43,6 +43,7 @@ pub(super) struct RunState<'a> {
     rendering: HashMap<u64, usize>,
     t0: Instant,
     pool_at_start: crate::pool::PoolCounters,
+    steal: Option<predictor::profiler::steal::Meter>,
     last_progress: f64,
     /// The emulated device's heat, in a thermal run.
     heat: Option<super::heat::Heat<'a>>,
@@ -103,6 +104,7 @@ impl<'a> RunState<'a> {
             rendering: HashMap::new(),
             t0: Instant::now(),
             pool_at_start: crate::pool::pool().counters(),
+            steal: predictor::profiler::steal::Meter::start(),
             last_progress: 0.0,
             heat: thermal.map(super::heat::Heat::new),
             probes: Vec::new(),
@@ -454,6 +456,7 @@ impl<'a> RunState<'a> {
         self.log.moves = self.sched.policy_moves();
         let pool = crate::pool::pool();
         self.log.pool = Some((pool.enabled(), pool.counters().since(&self.pool_at_start)));
+        self.log.steal = self.steal.as_ref().and_then(|m| m.read());
         for (w, wk) in self.server.workers.iter().enumerate() {
             if let Some(m) = wk.engine.cloud_latency()
                 && let Ok(m) = m.lock()
