@@ -233,7 +233,12 @@ impl<'a> Measured<'a> {
             let Some((name, bytes, shapes)) = &probes[p] else {
                 continue;
             };
-            let loaders: Vec<usize> = (0..n).filter(|q| *q != p && probes[*q].is_some()).collect();
+            let loaders: Vec<(usize, &Probe)> = probes
+                .iter()
+                .enumerate()
+                .filter(|(q, _)| *q != p)
+                .filter_map(|(q, probe)| Some((q, probe.as_ref()?)))
+                .collect();
             if loaders.is_empty() {
                 continue;
             }
@@ -246,14 +251,13 @@ impl<'a> Measured<'a> {
                 let a = time()?;
                 let stop = Arc::new(AtomicBool::new(false));
                 let mut stopped = Vec::new();
-                for q in &loaders {
-                    let Some((_, b, sh)) = &probes[*q] else { continue };
+                for &(q, (_, b, sh)) in &loaders {
                     let (tx, rx) = mpsc::channel();
-                    self.timers[*q]
+                    self.timers[q]
                         .send(Job::Load(b.clone(), sh.clone(), stop.clone(), tx))
                         .map_err(|_| anyhow::anyhow!("a timing thread stopped"))?;
                     rx.recv()?
-                        .map_err(|e| anyhow::anyhow!("loading {}: {e}", self.procs[*q].name))?;
+                        .map_err(|e| anyhow::anyhow!("loading {}: {e}", self.procs[q].name))?;
                     stopped.push(rx);
                 }
                 let s = time();
@@ -271,7 +275,7 @@ impl<'a> Measured<'a> {
                 .iter()
                 .fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(*r), h.max(*r)));
             self.factors[p] = median(ratios).max(1.0);
-            let loaded: Vec<&str> = loaders.iter().map(|q| self.procs[*q].name.as_str()).collect();
+            let loaded: Vec<&str> = loaders.iter().map(|(q, _)| self.procs[*q].name.as_str()).collect();
             self.notes.push(format!(
                 "contention on {}: '{name}' {:.3} ms alone, {:.3} ms while {} run(s) too (medians of {CONTENTION_ROUNDS} alternating rounds of {CONTENTION_RUNS} runs, ratios {lo:.2}-{hi:.2}): x{:.2} (measured)",
                 self.procs[p].name,

@@ -197,6 +197,21 @@ pub fn shortest_first(fastest: &[f64]) -> Vec<usize> {
     rank
 }
 
+/// Per app of `apps`, its figures in a plan file's `apps` list (`None`
+/// where the plan has none, as plans written before they were added).
+pub fn app_figures(
+    list: &serde_json::Value,
+    apps: &[String],
+) -> Vec<Option<scheduler_rt::multi::puzzle::breakdown::AppFigures>> {
+    let list = list.as_array().map(Vec::as_slice).unwrap_or_default();
+    apps.iter()
+        .map(|name| {
+            let entry = list.iter().find(|x| x["app"] == name.as_str())?;
+            serde_json::from_value(entry.clone()).ok()
+        })
+        .collect()
+}
+
 /// A breakdown's per-app medians as a plan file's `apps` figures.
 pub fn app_values(b: &scheduler_rt::multi::puzzle::breakdown::Breakdown, apps: &[String]) -> Vec<serde_json::Value> {
     apps.iter()

@@ -519,8 +519,7 @@ pub fn run(args: Args) -> Result<()> {
     let ideals = ideal_pairs
         .iter()
         .filter_map(|&(seq, on)| {
-            let seq_traces: Vec<_> = traces[seq].iter().map(|(_, t)| t.clone()).collect();
-            let ideal = super::bench_ideal::ideal_ms(runtimes[on].1.partition(), &seq_traces)?;
+            let ideal = super::bench_ideal::ideal_ms(runtimes[on].1.partition(), traces[seq].iter().map(|(_, t)| t))?;
             let p50 = rows[on].quantile(0.5);
             Some(Ideal {
                 configuration: rows[on].name.clone(),

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 /// processors) when every subgraph takes its median duration over
 /// `sequential` (traces of runs of the same partition on one core);
 /// `None` when a subgraph never ran there.
-pub fn ideal_ms(partition: &Partition, sequential: &[Trace]) -> Option<f64> {
+pub fn ideal_ms<'a>(partition: &Partition, sequential: impl IntoIterator<Item = &'a Trace>) -> Option<f64> {
     let mut took: HashMap<&str, Vec<f64>> = HashMap::new();
     for t in sequential {
         for s in &t.spans {

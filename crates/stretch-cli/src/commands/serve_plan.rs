@@ -9,10 +9,12 @@ use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
 use predictor::profiler::steal::Steal;
 use scheduler_rt::default_factory;
+use scheduler_rt::multi::ModelUnits;
 use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
 use scheduler_rt::multi::policy::Lst;
 use scheduler_rt::multi::policy::static_plan::StaticPlan;
-use scheduler_rt::multi::puzzle::breakdown::Breakdown;
+use scheduler_rt::multi::puzzle::breakdown::{AppFigures, Breakdown};
+use scheduler_rt::multi::puzzle::chromosome::Piece;
 use scheduler_rt::multi::puzzle::costs::Costs;
 use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
 use scheduler_rt::multi::puzzle::plan_file::PlanFile;
@@ -41,8 +43,6 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     band.register(&mut band_est).context("registration")?;
 
     let mut served = Vec::new();
-    let mut apps_pred = Vec::new();
-    let mut plan_pieces = Vec::new();
     for path in plans {
         let plan = PlanFile::load(path)?;
         let (pieces, rank) = plan.resolve(&path.display().to_string(), &sc.names, &sc.apps, &sc.graphs, &sc.layers)?;
@@ -61,14 +61,21 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         }
         let mut est = Estimator::new(EstimatorParams::default(), accel, &units);
         server.register(&mut est).context("registration")?;
-        apps_pred.push(plan.figures.get("apps").cloned());
         let predicted = plan.figures["groups"].as_array().map(|g| {
             g.iter()
                 .map(|x| x["mean_makespan_ms"].as_f64().unwrap_or(f64::NAN))
                 .collect::<Vec<f64>>()
         });
-        plan_pieces.push(pieces.clone());
-        served.push((path.clone(), server, units, est, rank, predicted));
+        served.push(Served {
+            path: path.clone(),
+            server,
+            units,
+            est,
+            rank,
+            pieces,
+            predicted,
+            predicted_apps: ps::app_figures(&plan.figures["apps"], &sc.apps),
+        });
     }
     let rounds = a.rounds.max(1);
     let mut w = workload.clone();
@@ -90,29 +97,22 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         None
     };
     let mut retimed: Vec<Breakdown> = (0..served.len()).map(|_| Breakdown::default()).collect();
-    let mut retimed_makespans: Vec<Vec<Vec<f64>>> = vec![Vec::new(); served.len()];
+    let mut retimed_outcomes: Vec<Outcome> = Vec::new();
     for _ in 0..rounds {
         if let Some(costs) = retimer.as_mut() {
             costs.forget_pieces();
             let (mut problem, _) = ps::problem(&sc, costs, RETIME_TICKS)?;
-            for (k, (_, _, _, _, rank, _)) in served.iter().enumerate() {
-                let b = problem.build_pieces(plan_pieces[k].clone(), rank.clone())?;
+            for (k, p) in served.iter().enumerate() {
+                let b = problem.build_pieces(p.pieces.clone(), p.rank.clone())?;
                 let log = problem.simulate_log(&b, &w)?;
                 retimed[k].add(&log);
-                let o = outcome_from_log(&log, &w);
-                if retimed_makespans[k].is_empty() {
-                    retimed_makespans[k] = o.makespans;
-                } else {
-                    for (acc, more) in retimed_makespans[k].iter_mut().zip(o.makespans) {
-                        acc.extend(more);
-                    }
-                }
+                merge(&mut retimed_outcomes, k, outcome_from_log(&log, &w));
             }
         }
-        for (k, (_, server, units, est, rank, _)) in served.iter().enumerate() {
-            let policy: Box<dyn Policy> = Box::new(StaticPlan::new(rank.clone()));
-            let mut sched = Scheduler::new(units.clone(), &sc.names, policy, est.clone());
-            let log = server.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
+        for (k, p) in served.iter().enumerate() {
+            let policy: Box<dyn Policy> = Box::new(StaticPlan::new(p.rank.clone()));
+            let mut sched = Scheduler::new(p.units.clone(), &sc.names, policy, p.est.clone());
+            let log = p.server.run(&mut sched, &w, slo.clone(), &mut |_, _, _| {})?;
             add_steal(&mut stolen[k], &log);
             mismatches += log.mismatches;
             add_boundary(&mut boundary[k], &log);
@@ -140,26 +140,26 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         rounds,
         w.duration_s.unwrap_or(0.0)
     );
-    for (k, (path, _, _, _, _, predicted)) in served.iter().enumerate() {
-        println!("plan {} (static): score {:.3}", short(path), outcomes[k].score());
+    for (k, p) in served.iter().enumerate() {
+        println!("plan {} (static): score {:.3}", short(&p.path), outcomes[k].score());
         for line in group_lines(&outcomes[k], &groups) {
             println!("{line}");
         }
         println!("{}", boundary_line(&boundary[k]));
-        for line in breakdown_lines(&breakdown[k], &sc.apps, apps_pred[k].as_ref()) {
+        for line in breakdown_lines(&breakdown[k], &sc.apps, &p.predicted_apps) {
             println!("{line}");
         }
         if retimer.is_some() {
-            let now = serde_json::Value::Array(ps::app_values(&retimed[k], &sc.apps));
-            for line in breakdown_lines(&breakdown[k], &sc.apps, Some(&now)).into_iter().skip(1) {
-                println!("{} (brackets: simulated with the pieces re-timed now)", line.trim_end());
+            let now: Vec<Option<AppFigures>> = (0..sc.apps.len()).map(|a| retimed[k].app(a)).collect();
+            for line in breakdown_lines(&breakdown[k], &sc.apps, &now).into_iter().skip(1) {
+                println!("{line} (brackets: simulated with the pieces re-timed now)");
             }
         }
         if let Some(s) = &stolen[k] {
             println!("  {}", s.line());
         }
-        if let Some(p) = predicted {
-            for (g, pred) in p.iter().enumerate() {
+        if let Some(predicted) = &p.predicted {
+            for (g, pred) in predicted.iter().enumerate() {
                 let m = &outcomes[k].makespans[g];
                 let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
                 let p50 = scheduler_rt::multi::puzzle::score::median(m);
@@ -169,7 +169,11 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
                     100.0 * (mean / pred - 1.0),
                     100.0 * (p50 / pred - 1.0)
                 );
-                if let Some(r) = retimed_makespans[k].get(g).filter(|r| !r.is_empty()) {
+                if let Some(r) = retimed_outcomes
+                    .get(k)
+                    .map(|o| &o.makespans[g])
+                    .filter(|r| !r.is_empty())
+                {
                     let now = r.iter().sum::<f64>() / r.len() as f64;
                     println!(
                         "  {:<12} simulated with the pieces re-timed before each round {now:.2} ms at the served period; measured mean {:+.1}%, p50 {:+.1}%",
@@ -186,7 +190,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         println!("{line}");
     }
     println!("{}", boundary_line(&boundary[served.len()]));
-    for line in breakdown_lines(&breakdown[served.len()], &sc.apps, None) {
+    for line in breakdown_lines(&breakdown[served.len()], &sc.apps, &[]) {
         println!("{line}");
     }
     if let Some(s) = &stolen[served.len()] {
@@ -244,32 +248,40 @@ fn merge(all: &mut Vec<Outcome>, k: usize, o: Outcome) {
     }
 }
 
-/// Where the measured time went, per app, beside the analyzer's
-/// simulated figures for the plan (`predicted`: the plan file's `apps`).
-fn breakdown_lines(b: &Breakdown, apps: &[String], predicted: Option<&serde_json::Value>) -> Vec<String> {
+/// Where the measured time went, per app, beside `predicted` (per app,
+/// the simulated figures; empty or `None` where there are none).
+fn breakdown_lines(b: &Breakdown, apps: &[String], predicted: &[Option<AppFigures>]) -> Vec<String> {
     let (lag, over) = b.driver_ms();
     let mut lines = vec![format!(
         "  where the time went (medians; measured, predicted in brackets): arrival lag {lag:.3} ms, driver overhead {over:.3} ms per subgraph"
     )];
-    let pred = |a: &str, key: &str| -> String {
-        predicted
-            .and_then(|p| p.as_array())
-            .and_then(|p| p.iter().find(|x| x["app"] == a))
-            .and_then(|x| x[key].as_f64())
-            .map_or(String::new(), |v| format!(" ({v:.3})"))
-    };
     for (a, name) in apps.iter().enumerate() {
-        if let Some(f) = b.app(a) {
-            lines.push(format!(
-                "    {name:<12} latency {:.3}{} ms: running {:.3}{} ms, waiting and hand-offs {:.3}{} ms",
-                f.latency_ms,
-                pred(name, "latency_ms"),
-                f.running_ms,
-                pred(name, "running_ms"),
-                f.waiting_ms,
-                pred(name, "waiting_ms")
-            ));
-        }
+        let Some(f) = b.app(a) else { continue };
+        let pred = predicted.get(a).copied().flatten();
+        let show = |v: Option<f64>| v.map_or(String::new(), |v| format!(" ({v:.3})"));
+        lines.push(format!(
+            "    {name:<12} latency {:.3}{} ms: running {:.3}{} ms, waiting and hand-offs {:.3}{} ms",
+            f.latency_ms,
+            show(pred.map(|p| p.latency_ms)),
+            f.running_ms,
+            show(pred.map(|p| p.running_ms)),
+            f.waiting_ms,
+            show(pred.map(|p| p.waiting_ms))
+        ));
     }
     lines
+}
+
+/// A plan served for real, with what the analyzer predicted for it.
+struct Served {
+    path: PathBuf,
+    server: Server,
+    units: Vec<ModelUnits>,
+    est: Estimator,
+    rank: Vec<usize>,
+    pieces: Vec<Vec<Piece>>,
+    /// Per group, the analyzer's mean makespan (ms).
+    predicted: Option<Vec<f64>>,
+    /// Per app, the analyzer's simulated figures.
+    predicted_apps: Vec<Option<AppFigures>>,
 }
