@@ -232,6 +232,8 @@ fn distillation_and_compare_accuracy_run() {
         bytes(&plain[0]),
         "the teacher did not change the trained weights"
     );
+    let cmp_dir = dir.join("cmp");
+    let json = path(&dir.join("cmp.json"));
     let cmp = stretch_ok(&[
         "compare-accuracy",
         &m,
@@ -242,12 +244,51 @@ fn distillation_and_compare_accuracy_run() {
         "1",
         "--threads",
         "1",
+        "--distill",
         "--out-dir",
-        &path(&dir.join("cmp")),
+        &path(&cmp_dir),
+        "--json",
+        &json,
     ]);
     assert!(
-        cmp.contains("original") && cmp.contains("branched") && cmp.contains("gap (branched - original)"),
+        cmp.contains("original") && cmp.contains("-kd") && cmp.contains("gap = branched - original"),
         "{cmp}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("valid json");
+    assert_eq!(report["schema"], "stretch.compare-accuracy/1");
+    let rows = report["rows"].as_array().expect("rows");
+    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().expect("label")).collect();
+    let distilled: Vec<bool> = rows.iter().map(|r| r["distilled"].as_bool().expect("flag")).collect();
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    assert_eq!(labels[0], "original");
+    assert_eq!(distilled, [false, false, true], "{labels:?}");
+    for r in &rows[1..] {
+        let gap = r["top1"].as_f64().expect("top1") - rows[0]["top1"].as_f64().expect("top1");
+        assert!((r["gap_top1"].as_f64().expect("gap") - gap).abs() < 1e-9, "{r}");
+    }
+    let trained = |label: &str| std::fs::read(cmp_dir.join(format!("{label}.onnx"))).expect("trained model");
+    assert_ne!(
+        trained(labels[1]),
+        trained(labels[2]),
+        "--distill trained the branched model as without a teacher"
+    );
+    let r = stretch(&[
+        "compare-accuracy",
+        &m,
+        &b,
+        "--dataset",
+        "digits",
+        "--kd-alpha",
+        "0.3",
+        "--out-dir",
+        &path(&cmp_dir),
+    ]);
+    assert!(!r.status.success());
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("needs --distill"),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

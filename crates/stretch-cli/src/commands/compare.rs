@@ -1,12 +1,14 @@
 //! `stretch compare-accuracy`: trains an original and its branched version
 //! with the same recipe and seed and compares them (paper Table 7).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use graph_ir::Graph;
+use serde::Serialize;
 use training::data::Dataset;
 
-use crate::commands::train::{Outputs, import_for_training, load_dataset, train_graph};
+use crate::commands::train::{Outputs, distill, import_for_training, load_dataset, train_graph};
 use crate::format::{si, table};
 use crate::recipe_args::RecipeArgs;
 
@@ -14,8 +16,10 @@ use crate::recipe_args::RecipeArgs;
 /// data split, and print params, MACs, validation top-1/top-5 and training
 /// time side by side, with the accuracy gap (the paper's Table 7
 /// comparison). Both models are re-initialised (He-uniform weights, fresh
-/// BatchNorm) unless --keep-weights is given. Trained models, metrics CSVs
-/// and learning curves go to --out-dir.
+/// BatchNorm) unless --keep-weights is given. With --distill each branched
+/// model is trained a second time, from the same initial weights, with the
+/// trained original as its teacher (soft labels, paper §7.3). Trained models,
+/// metrics CSVs and learning curves go to --out-dir.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The original model.
@@ -32,93 +36,205 @@ pub struct Args {
     #[arg(long)]
     pub keep_weights: bool,
 
+    /// Also train each branched model with the trained original as teacher.
+    #[arg(long)]
+    pub distill: bool,
+
+    /// With --distill: weight of the teacher's soft labels, in [0, 1] [default: 0.5].
+    #[arg(long, value_name = "ALPHA")]
+    pub kd_alpha: Option<f64>,
+
+    /// With --distill: distillation temperature, positive [default: 4.0].
+    #[arg(long, value_name = "T")]
+    pub kd_temperature: Option<f64>,
+
     /// Directory for trained models, metrics and curves.
     #[arg(long, value_name = "DIR", default_value = "compare-accuracy")]
     pub out_dir: PathBuf,
+
+    /// Also write every row as JSON (schema "stretch.compare-accuracy/1":
+    /// `seed`, `epochs`, `train_images`, `val_images`, `val_source` and
+    /// `rows`, each with `label`, `file`, `distilled`, `params`, `macs`,
+    /// `top1`, `top5` (percent, last epoch), `best_top1`, `gap_top1`
+    /// (points against the original) and `train_seconds`).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// One trained model of the comparison.
+#[derive(Serialize, Debug)]
+struct Row {
+    label: String,
+    file: String,
+    distilled: bool,
+    params: u64,
+    macs: u64,
+    top1: f64,
+    top5: f64,
+    best_top1: f64,
+    gap_top1: f64,
+    train_seconds: f64,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: &'static str,
+    seed: u64,
+    epochs: usize,
+    train_images: usize,
+    val_images: usize,
+    val_source: &'static str,
+    rows: &'a [Row],
+}
+
+/// What is trained: a label, the source file and whether the trained
+/// original teaches it.
+struct Job<'a> {
+    label: String,
+    path: &'a Path,
+    distilled: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let kd = distill(args.distill, "--distill", args.kd_alpha, args.kd_temperature)?;
     std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
-    let mut rows = vec![vec![
-        "model".to_string(),
-        "params".into(),
-        "MACs".into(),
-        "val top-1".into(),
-        "val top-5".into(),
-        "train time".into(),
-    ]];
-    let mut top1 = Vec::new();
-    let mut set_holder = None;
-    let mut models = vec![("original".to_string(), &args.original)];
-    for (i, b) in args.branched.iter().enumerate() {
-        let stem = b
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        models.push((format!("branched{}-{stem}", i + 1), b));
+    let mut jobs = vec![Job {
+        label: "original".to_string(),
+        path: &args.original,
+        distilled: false,
+    }];
+    let stems: Vec<String> = args
+        .branched
+        .iter()
+        .map(|b| {
+            b.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    for (i, (b, stem)) in args.branched.iter().zip(&stems).enumerate() {
+        jobs.push(Job {
+            label: format!("branched{}-{stem}", i + 1),
+            path: b,
+            distilled: false,
+        });
     }
-    for (kind, path) in models {
-        let kind = kind.as_str();
-        let mut graph = import_for_training(path)?;
+    if kd.is_some() {
+        for (i, (b, stem)) in args.branched.iter().zip(&stems).enumerate() {
+            jobs.push(Job {
+                label: format!("branched{}-{stem}-kd", i + 1),
+                path: b,
+                distilled: true,
+            });
+        }
+    }
+    let mut set_holder = None;
+    let mut teacher: Option<Graph> = None;
+    let mut rows: Vec<Row> = Vec::new();
+    for job in &jobs {
+        let mut graph = import_for_training(job.path)?;
         if set_holder.is_none() {
             set_holder = Some(load_dataset(&args.recipe, &graph)?);
         }
         let set = set_holder.as_ref().expect("loaded");
-        let program = training::lower(&graph).with_context(|| format!("cannot train {}", path.display()))?;
+        let program = training::lower(&graph).with_context(|| format!("cannot train {}", job.path.display()))?;
         if program.classes() != set.classes() {
             return Err(training::TrainError::ClassMismatch {
                 model: program.classes(),
                 dataset: set.classes(),
             })
-            .with_context(|| format!("{}", path.display()));
+            .with_context(|| format!("{}", job.path.display()));
         }
         if !args.keep_weights {
             training::reinitialise(&mut graph, &program, args.recipe.seed)?;
         }
         let cost = graph.total_cost();
-        let out = args.out_dir.join(format!("{kind}.onnx"));
-        let recipe = args.recipe.recipe(None)?;
+        let out = args.out_dir.join(format!("{}.onnx", job.label));
+        let recipe = args.recipe.recipe(if job.distilled { kd } else { None })?;
+        let teach = if job.distilled { teacher.as_ref() } else { None };
         let (history, seconds) = train_graph(
             &mut graph,
-            kind,
+            &job.label,
             set as &dyn Dataset,
             recipe,
             &args.recipe,
-            None,
+            teach,
             &Outputs::beside(&out),
             None,
             None,
         )?;
         graph_ir::onnx::export_file(&graph, &out).with_context(|| format!("cannot write {}", out.display()))?;
         let last = history.last().context("no epoch was trained")?;
-        top1.push(last.val_top1);
-        rows.push(vec![
-            format!("{kind} ({})", path.display()),
-            si(cost.params),
-            si(cost.macs),
-            format!("{:.2}%", last.val_top1),
-            format!("{:.2}%", last.val_top5),
-            format!("{seconds:.1} s"),
+        let base = rows.first().map_or(last.val_top1, |r| r.top1);
+        rows.push(Row {
+            label: job.label.clone(),
+            file: job.path.display().to_string(),
+            distilled: job.distilled,
+            params: cost.params,
+            macs: cost.macs,
+            top1: last.val_top1,
+            top5: last.val_top5,
+            best_top1: history.iter().map(|m| m.val_top1).fold(0.0, f64::max),
+            gap_top1: last.val_top1 - base,
+            train_seconds: seconds,
+        });
+        if teacher.is_none() && kd.is_some() {
+            teacher = Some(graph);
+        }
+    }
+    let mut lines = vec![vec![
+        "model".to_string(),
+        "params".into(),
+        "MACs".into(),
+        "val top-1".into(),
+        "val top-5".into(),
+        "gap top-1".into(),
+        "train time".into(),
+    ]];
+    for r in &rows {
+        lines.push(vec![
+            format!("{} ({})", r.label, r.file),
+            si(r.params),
+            si(r.macs),
+            format!("{:.2}%", r.top1),
+            format!("{:.2}%", r.top5),
+            if r.label == "original" {
+                "-".into()
+            } else {
+                format!("{:+.2}", r.gap_top1)
+            },
+            format!("{:.1} s", r.train_seconds),
         ]);
     }
     println!();
-    print!("{}", table(&rows, 1));
-    let val = set_holder.as_ref().map_or(0, |s| {
-        training::data::split_of(s, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit)
-            .val
-            .len()
-    });
-    for (b, t) in args.branched.iter().zip(&top1[1..]) {
-        println!(
-            "gap (branched - original) top-1 for {}: {:+.2} points",
-            b.display(),
-            t - top1[0]
-        );
-    }
+    print!("{}", table(&lines, 1));
+    let set = set_holder.as_ref().context("nothing was trained")?;
+    let split = training::data::split_of(set, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit);
+    let val_source = if set.test_start().is_some() {
+        "the dataset's test split"
+    } else {
+        "a seeded random split"
+    };
     println!(
-        "measured on the same {val}-image validation split (seed {})",
-        args.recipe.seed
+        "gap = branched - original top-1 (points), all measured on the same {} validation images ({val_source}, seed {}), trained on {} images",
+        split.val.len(),
+        args.recipe.seed,
+        split.train.len()
     );
     println!("models, metrics and curves in {}", args.out_dir.display());
+    if let Some(path) = &args.json {
+        let report = Report {
+            schema: "stretch.compare-accuracy/1",
+            seed: args.recipe.seed,
+            epochs: args.recipe.epochs,
+            train_images: split.train.len(),
+            val_images: split.val.len(),
+            val_source,
+            rows: &rows,
+        };
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
     Ok(())
 }

@@ -274,9 +274,14 @@ pub fn import_for_training(path: &Path) -> Result<Graph> {
 }
 
 /// The distillation settings of `--kd-alpha` and `--kd-temperature`: `None`
-/// without a teacher, where giving either is an error, as is a value out of
-/// range.
-fn distill(teacher: bool, alpha: Option<f64>, temperature: Option<f64>) -> Result<Option<Distill>> {
+/// without a teacher, where giving either is an error naming `teacher_flag`
+/// (the option that adds one), as is a value out of range.
+pub(crate) fn distill(
+    teacher: bool,
+    teacher_flag: &str,
+    alpha: Option<f64>,
+    temperature: Option<f64>,
+) -> Result<Option<Distill>> {
     if let Some(a) = alpha
         && !(0.0..=1.0).contains(&a)
     {
@@ -289,10 +294,10 @@ fn distill(teacher: bool, alpha: Option<f64>, temperature: Option<f64>) -> Resul
     }
     if !teacher {
         if let Some(a) = alpha {
-            bail!("--kd-alpha {a} weights a teacher's soft labels; it needs --teacher TEACHER.onnx");
+            bail!("--kd-alpha {a} weights a teacher's soft labels; it needs {teacher_flag}");
         }
         if let Some(t) = temperature {
-            bail!("--kd-temperature {t} softens a teacher's labels; it needs --teacher TEACHER.onnx");
+            bail!("--kd-temperature {t} softens a teacher's labels; it needs {teacher_flag}");
         }
         return Ok(None);
     }
@@ -303,7 +308,12 @@ fn distill(teacher: bool, alpha: Option<f64>, temperature: Option<f64>) -> Resul
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let distill = distill(args.teacher.is_some(), args.kd_alpha, args.kd_temperature)?;
+    let distill = distill(
+        args.teacher.is_some(),
+        "--teacher TEACHER.onnx",
+        args.kd_alpha,
+        args.kd_temperature,
+    )?;
     let mut graph = args.model.load()?;
     let set = load_dataset(&args.recipe, &graph)?;
     let program = training::lower(&graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
