@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 
+use serde::Serialize;
+
 /// Per CPU of `/proc/stat`: (name, steal ticks, all ticks).
 type Sample = Vec<(String, u64, u64)>;
 
@@ -29,12 +31,18 @@ pub struct Meter {
     start: Sample,
 }
 
-/// Steal over an interval.
-#[derive(Clone, Debug, PartialEq)]
+/// Steal over an interval. As JSON (every report that carries it):
+/// `{"per_cpu": {"cpu0": SHARE, ...}, "seconds": S}`, shares from 0 to 1.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Steal {
     /// Per CPU: (name, share of its ticks stolen, 0 to 1).
+    #[serde(serialize_with = "as_map")]
     pub per_cpu: Vec<(String, f64)>,
     pub seconds: f64,
+}
+
+fn as_map<S: serde::Serializer>(per_cpu: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(per_cpu.iter().map(|(n, v)| (n, v)))
 }
 
 impl Steal {
@@ -131,6 +139,10 @@ mod tests {
         });
         assert_eq!(all.seconds, 8.0);
         assert!((all.per_cpu[0].1 - 0.225).abs() < 1e-12 && (all.per_cpu[1].1 - 0.3).abs() < 1e-12);
+        assert_eq!(
+            serde_json::to_string(&steal).unwrap(),
+            r#"{"per_cpu":{"cpu0":0.0,"cpu1":0.75},"seconds":2.0}"#
+        );
     }
 
     #[test]

@@ -261,9 +261,9 @@ pub struct Report {
     pub cloud_links: Vec<CloudLinkReport>,
     /// Engine-boundary buffers and copies (real runs only).
     pub tensor_pool: Option<PoolReport>,
-    /// Per CPU, the percent of its time the hypervisor stole during the
-    /// run (real runs; empty when simulated or unreadable).
-    pub steal_percent: Vec<(String, f64)>,
+    /// CPU time the hypervisor stole during the run, per CPU (real runs;
+    /// `None` when simulated or unreadable).
+    pub steal: Option<predictor::profiler::steal::Steal>,
 }
 
 /// Engine-boundary tensor buffers and copies of a run, in all and per
@@ -427,9 +427,7 @@ impl Report {
                 .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
                 .collect(),
             tensor_pool: log.pool.map(|(enabled, c)| PoolReport::new(enabled, c, completed)),
-            steal_percent: log.steal.as_ref().map_or(Vec::new(), |st| {
-                st.per_cpu.iter().map(|(n, v)| (n.clone(), 100.0 * v)).collect()
-            }),
+            steal: log.steal.clone(),
             cloud_links: log
                 .cloud_links
                 .iter()
@@ -475,13 +473,8 @@ impl Report {
             self.throughput_rps,
             self.fps.map_or(String::new(), |f| format!("; {f:.2} frames/s"))
         );
-        if !self.steal_percent.is_empty() {
-            let cpus: Vec<String> = self.steal_percent.iter().map(|(n, v)| format!("{n} {v:.1}%")).collect();
-            let _ = writeln!(
-                s,
-                "CPU time stolen by the hypervisor during the run: {} (/proc/stat)",
-                cpus.join(", ")
-            );
+        if let Some(st) = &self.steal {
+            let _ = writeln!(s, "{}", st.line());
         }
         if self.render.is_some() {
             let _ = writeln!(s, "{:<14} {:>9} {:>9}", "app", "mean ms", "max ms");

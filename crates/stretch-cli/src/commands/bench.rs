@@ -1,6 +1,6 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
-use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, Steal, Weights, Work};
+use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, Weights, Work};
 use crate::chrome_trace;
 use crate::interference::Interference;
 use crate::model_args::ModelArgs;
@@ -550,11 +550,7 @@ pub fn run(args: Args) -> Result<()> {
         configurations,
         speedups,
         ideals,
-        steal: stolen.map(|st| Steal {
-            per_cpu: st.per_cpu.iter().cloned().collect(),
-            seconds: st.seconds,
-            line: st.line(),
-        }),
+        steal: stolen,
         adaptive,
         weights: Weights {
             original_bytes: w_orig,

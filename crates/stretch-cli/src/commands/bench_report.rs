@@ -1,6 +1,7 @@
 //! What `stretch bench` measured, printed as text or as JSON
 //! (`stretch.bench/1`); both come from the same [`Report`].
 
+use predictor::profiler::steal::Steal;
 use serde::Serialize;
 use std::io::Write;
 
@@ -88,16 +89,6 @@ pub struct Ideal {
     /// The onnxruntime reference's p50 over this configuration's (absent
     /// without the reference).
     pub reference_over_p50: Option<f64>,
-}
-
-/// Steal during the timed runs ([`predictor::profiler::steal`]).
-#[derive(Serialize)]
-pub struct Steal {
-    /// Per CPU: share of its time stolen, 0 to 1.
-    pub per_cpu: std::collections::BTreeMap<String, f64>,
-    pub seconds: f64,
-    #[serde(skip)]
-    pub line: String,
 }
 
 /// The adaptive runtime under outside load against fixed placement.
@@ -193,11 +184,11 @@ impl Report {
             }
         }
         if let Some(st) = &self.steal {
-            let high = st.per_cpu.values().any(|v| *v > STEAL_WARN);
+            let high = st.max() > STEAL_WARN;
             writeln!(
                 out,
                 "steal     {} during the timed runs{}",
-                st.line,
+                st.line(),
                 if high {
                     format!(
                         "; above {:.0}% on a CPU, the timings also measure the machine's other guests",
