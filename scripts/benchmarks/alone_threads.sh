@@ -12,20 +12,11 @@
 #
 #   ROUNDS=2 RUNS=30 scripts/benchmarks/alone_threads.sh [MODEL...]   (default: resnet18 mobilenet_v2)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
-cargo build --release -q -p stretch-cli
-S="$CARGO_TARGET_DIR/release/stretch"
-out="${TMPDIR:-/tmp}/stretch-runtime-bench"
-mkdir -p "$out"
+source "$(dirname "$0")/fixture_common.sh"
 models=("$@")
 [ ${#models[@]} -eq 0 ] && models=(resnet18 mobilenet_v2)
 for m in "${models[@]}"; do
-  if [ ! -f "$out/$m.branched.onnx" ]; then
-    "$S" convert "fixtures/models/$m.onnx" --random-weights 1 -o "$out/$m.onnx" > /dev/null
-    "$S" stretch "fixtures/models/$m.onnx" --device configs/devices/host.toml --processors cpu0,cpu1 \
-      --random-weights 1 --plan-out "$out/$m.plan.json" -o "$out/$m.branched.onnx" > /dev/null
-  fi
+  [ -f "$out/$m.branched.onnx" ] || prepare_fixture "$m" > /dev/null
 done
 printf '%-14s %-6s %-13s %12s %12s %14s %14s\n' model round alone_threads "tract p50" "ort p50" "tract/orig 1c" "ort/ort 2thr"
 for r in $(seq 1 "${ROUNDS:-2}"); do

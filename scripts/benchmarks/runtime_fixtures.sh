@@ -8,19 +8,12 @@
 #
 #   scripts/benchmarks/runtime_fixtures.sh [MODEL...]   (default: resnet18 resnet50 mobilenet_v2)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
-cargo build --release -q -p stretch-cli
-S="$CARGO_TARGET_DIR/release/stretch"
-out="${TMPDIR:-/tmp}/stretch-runtime-bench"
-mkdir -p "$out"
+source "$(dirname "$0")/fixture_common.sh"
 models=("$@")
 [ ${#models[@]} -eq 0 ] && models=(resnet18 resnet50 mobilenet_v2)
 for m in "${models[@]}"; do
   echo "== $m"
-  "$S" convert "fixtures/models/$m.onnx" --random-weights 1 -o "$out/$m.onnx" > /dev/null
-  "$S" stretch "fixtures/models/$m.onnx" --device configs/devices/host.toml --processors cpu0,cpu1 \
-    --random-weights 1 --plan-out "$out/$m.plan.json" -o "$out/$m.branched.onnx" | tail -3
+  prepare_fixture "$m"
   "$S" bench "$out/$m.branched.onnx" --original "$out/$m.onnx" --runs "${RUNS:-30}" \
     --processor cpu0=inline:core0,alone_threads=2 --processor cpu1=pool:core1,alone_threads=2 --trace "$out/$m.trace.json"
 done

@@ -1,0 +1,18 @@
+# Sourced by the fixture benchmarks (runtime_fixtures.sh, alone_threads.sh):
+# builds stretch (release), sets $S (the binary) and $out (their shared
+# scratch folder), and defines prepare_fixture.
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
+cargo build --release -q -p stretch-cli
+S="$CARGO_TARGET_DIR/release/stretch"
+out="${TMPDIR:-/tmp}/stretch-runtime-bench"
+mkdir -p "$out"
+
+# prepare_fixture MODEL: $out/MODEL.onnx (random weights, seed 1) and its
+# branched version planned on the host profile (cpu0, cpu1), with the plan's
+# summary on stdout.
+prepare_fixture() {
+  "$S" convert "fixtures/models/$1.onnx" --random-weights 1 -o "$out/$1.onnx" > /dev/null
+  "$S" stretch "fixtures/models/$1.onnx" --device configs/devices/host.toml --processors cpu0,cpu1 \
+    --random-weights 1 --plan-out "$out/$1.plan.json" -o "$out/$1.branched.onnx" | tail -3
+}
