@@ -95,6 +95,44 @@ impl FromStr for EngineKind {
     }
 }
 
+/// How a processor's thread waits for its next piece of work while a
+/// request of the runtime ([`crate::Runtime`]: `stretch run`, `bench`) is
+/// in flight; between requests, and in the multi-DNN server, every thread
+/// blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wait {
+    /// Polls [`crate::spin::POLL_BEFORE_BLOCKING`], then blocks: a blocked
+    /// thread pays a wake-up (tens of µs on a VM) at each hand-off.
+    #[default]
+    Block,
+    /// Polls (yielding its core between checks) until the work arrives or
+    /// the request ends: no wake-up between the subgraphs of a request.
+    /// For a pool or queue worker, the wait for its next job; for an
+    /// inline processor, the scheduler's wait for other workers' results.
+    Poll,
+}
+
+impl Wait {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wait::Block => "block",
+            Wait::Poll => "poll",
+        }
+    }
+}
+
+impl FromStr for Wait {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "block" => Ok(Wait::Block),
+            "poll" => Ok(Wait::Poll),
+            other => Err(format!("unknown wait '{other}' (block, poll)")),
+        }
+    }
+}
+
 /// One named processor of the runtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessorConfig {
@@ -111,6 +149,8 @@ pub struct ProcessorConfig {
     /// `threads`.
     pub alone_threads: Option<usize>,
     pub engine: EngineKind,
+    /// How its thread waits while a request is in flight.
+    pub wait: Wait,
     /// A cloud worker's server and link; `None` for a local processor.
     pub remote: Option<Remote>,
 }
@@ -188,6 +228,7 @@ impl ProcessorConfig {
             threads: 1,
             alone_threads: None,
             engine: EngineKind::Tract,
+            wait: Wait::Block,
             remote: None,
         }
     }
@@ -196,13 +237,18 @@ impl ProcessorConfig {
     pub fn spec(&self) -> String {
         let cores = self.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
         format!(
-            "{}={}{cores},threads={}{},engine={}{}",
+            "{}={}{cores},threads={}{},engine={}{}{}",
             self.name,
             self.kind.as_str(),
             self.threads,
             self.alone_threads
                 .map_or(String::new(), |t| format!(",alone_threads={t}")),
             self.engine.as_str(),
+            if self.wait == Wait::Block {
+                String::new()
+            } else {
+                format!(",wait={}", self.wait.as_str())
+            },
             self.remote.as_ref().map_or(String::new(), Remote::spec)
         )
     }
@@ -243,6 +289,7 @@ impl FromStr for ProcessorConfig {
         let mut threads = 1;
         let mut alone_threads = None;
         let mut engine = EngineKind::Tract;
+        let mut wait = Wait::Block;
         let mut remote: Option<Remote> = None;
         let mut link = Vec::new();
         for p in parts {
@@ -261,13 +308,15 @@ impl FromStr for ProcessorConfig {
                 );
             } else if let Some(e) = p.strip_prefix("engine=") {
                 engine = EngineKind::from_str(e).map_err(|e| bad(&e))?;
+            } else if let Some(w) = p.strip_prefix("wait=") {
+                wait = Wait::from_str(w).map_err(|e| bad(&e))?;
             } else if let Some(a) = p.strip_prefix("remote=") {
                 remote = Some(Remote::new(a));
             } else if Remote::OPTIONS.iter().any(|o| p.starts_with(o)) {
                 link.push(p);
             } else {
                 return Err(bad(&format!(
-                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
+                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, wait=block|poll, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
                 )));
             }
         }
@@ -285,6 +334,7 @@ impl FromStr for ProcessorConfig {
             threads,
             alone_threads,
             engine,
+            wait,
             remote,
         })
     }
@@ -305,7 +355,10 @@ mod tests {
         assert_eq!((c.kind, c.cores, c.threads), (WorkerKind::Inline, None, 1));
         assert_eq!(c.engine, EngineKind::Tract);
         let c: ProcessorConfig = "cpu0=inline:0,engine=ort,alone_threads=2".parse().unwrap();
-        assert_eq!((c.threads, c.alone_threads), (1, Some(2)));
+        assert_eq!((c.threads, c.alone_threads, c.wait), (1, Some(2), Wait::Block));
+        let c: ProcessorConfig = "cpu1=pool:1,wait=poll".parse().unwrap();
+        assert_eq!(c.wait, Wait::Poll);
+        assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
         let c: ProcessorConfig = "gpu=queue:0-1,engine=ort,threads=2".parse().unwrap();
         assert_eq!((c.kind, c.engine, c.threads), (WorkerKind::Queue, EngineKind::Ort, 2));
@@ -327,6 +380,7 @@ mod tests {
             ("cpu0=pool:corex", "x"),
             ("cpu0=pool,threads=0", "'0'"),
             ("cpu0=pool,alone_threads=x", "alone_threads"),
+            ("cpu0=pool,wait=spin", "unknown wait 'spin'"),
             ("cpu0=pool,fast", "'fast'"),
             ("cpu0=pool,engine=trt", "'trt'"),
             ("cpu0=pool,mbps=10", "cloud worker only"),

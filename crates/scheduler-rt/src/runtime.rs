@@ -1,7 +1,7 @@
 //! The runtime: load a partitioned model once, serve requests from many threads.
 
 use crate::adaptive::{AdaptiveParams, AdaptivePolicy};
-use crate::config::{ProcessorConfig, WorkerKind};
+use crate::config::{ProcessorConfig, Wait, WorkerKind};
 use crate::engine::EngineFactory;
 use crate::engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
@@ -48,6 +48,24 @@ pub struct Runtime {
     placed: Vec<AtomicUsize>,
     policy: Option<Mutex<Box<dyn PlacementPolicy>>>,
     clock: SystemClock,
+    /// Requests in flight; workers with [`Wait::Poll`] poll while above 0.
+    busy: Arc<AtomicUsize>,
+    /// Some processor waits by polling ([`Wait::Poll`]): runs count in `busy`.
+    polls: bool,
+    /// The scheduler polls for results during a run (an inline processor
+    /// with [`Wait::Poll`]).
+    poll_results: bool,
+}
+
+/// Counts a request in [`Runtime::busy`] while it lives.
+struct InFlight<'a>(Option<&'a AtomicUsize>);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(b) = self.0 {
+            b.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// Weight of the newest measurement in the latency moving averages.
@@ -88,9 +106,10 @@ impl Runtime {
             })?;
             worker_of.push(w);
         }
+        let busy = Arc::new(AtomicUsize::new(0));
         let workers = processors
             .iter()
-            .map(|p| worker::start(p, &factory))
+            .map(|p| worker::start(p, &factory, &busy))
             .collect::<Result<Vec<_>, _>>()?;
         let compiled = partition
             .subgraphs
@@ -131,6 +150,11 @@ impl Runtime {
             placed,
             policy: None,
             clock: SystemClock::new(),
+            busy,
+            polls: processors.iter().any(|p| p.wait == Wait::Poll),
+            poll_results: processors
+                .iter()
+                .any(|p| p.wait == Wait::Poll && p.kind == WorkerKind::Inline),
         };
         for (i, w) in rt.worker_of.iter().enumerate() {
             rt.compiled_on(i, *w)?;
@@ -177,6 +201,12 @@ impl Runtime {
                 .join()
                 .map_err(|_| "the engine panicked while compiling".to_string())?
         })
+    }
+
+    /// Requests in flight now, as counted for processors that poll
+    /// ([`Wait::Poll`]); 0 when none polls.
+    pub fn requests_in_flight(&self) -> usize {
+        self.busy.load(Ordering::Acquire)
     }
 
     /// How many (subgraph, processor) pairs hold a compiled copy now.
@@ -347,6 +377,10 @@ impl Runtime {
     /// it lacks are queued on that same worker before it.
     pub fn run_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Trace), RuntimeError> {
         self.check_inputs(&inputs)?;
+        let _in_flight = InFlight(self.polls.then(|| {
+            self.busy.fetch_add(1, Ordering::AcqRel);
+            self.busy.as_ref()
+        }));
         let t0 = Instant::now();
         let subs = &self.partition.subgraphs;
         let mut values: HashMap<Outlet, Value> = HashMap::new();
@@ -425,8 +459,12 @@ impl Runtime {
                 }
                 None if in_flight > 0 => {
                     in_flight -= 1;
-                    crate::spin::recv(&results, crate::spin::POLL_BEFORE_BLOCKING)
-                        .map_err(|_| RuntimeError::WorkerGone { processor: "?".into() })?
+                    let got = if self.poll_results {
+                        crate::spin::recv_while(&results, &self.busy, crate::spin::POLL_BEFORE_BLOCKING)
+                    } else {
+                        crate::spin::recv(&results, crate::spin::POLL_BEFORE_BLOCKING)
+                    };
+                    got.map_err(|_| RuntimeError::WorkerGone { processor: "?".into() })?
                 }
                 None => break,
             };

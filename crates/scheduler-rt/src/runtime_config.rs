@@ -9,6 +9,7 @@
 //! threads = 1            # engine intra-op threads
 //! alone_threads = 2      # for subgraphs nothing runs beside (stem, head); omit: threads
 //! engine = "tract"       # tract | ort
+//! wait = "block"         # block | poll: how its thread waits while a request is in flight
 //!
 //! supports = ["Conv"]    # multi-DNN serving: only these operators run here,
 //! unsupported = ["HardSwish", "DepthwiseConv"]  # or all but these (one of the two)
@@ -63,6 +64,7 @@ struct Processor {
     threads: Option<usize>,
     alone_threads: Option<usize>,
     engine: Option<String>,
+    wait: Option<String>,
     supports: Option<Vec<String>>,
     unsupported: Option<Vec<String>>,
     accelerator: Option<bool>,
@@ -140,6 +142,11 @@ impl RuntimeConfig {
                 .map(|e| EngineKind::from_str(&e).map_err(|e| bad(key("engine"), e)))
                 .transpose()?
                 .unwrap_or_default();
+            let wait = p
+                .wait
+                .map(|w| crate::config::Wait::from_str(&w).map_err(|e| bad(key("wait"), e)))
+                .transpose()?
+                .unwrap_or_default();
             if p.supports.is_some() && p.unsupported.is_some() {
                 return Err(bad(key("supports"), "give supports or unsupported, not both".into()));
             }
@@ -180,6 +187,7 @@ impl RuntimeConfig {
                 threads,
                 alone_threads: p.alone_threads,
                 engine,
+                wait,
                 remote,
             });
         }

@@ -3,6 +3,7 @@
 //! subgraph hand-off to a pool worker and back cost 43-51 µs when both
 //! sides blocked at once), more than a hand-off between processors should.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,19 @@ pub(crate) fn recv<T>(rx: &Receiver<T>, poll: Duration) -> Result<T, RecvError> 
             Err(TryRecvError::Disconnected) => return Err(RecvError),
             Err(TryRecvError::Empty) if start.elapsed() >= poll => return rx.recv(),
             Err(TryRecvError::Empty) => std::thread::yield_now(),
+        }
+    }
+}
+
+/// Like `rx.recv()`, polling (yielding the core between checks) for as long
+/// as `busy` is above zero, then for up to `poll`, then blocking.
+pub(crate) fn recv_while<T>(rx: &Receiver<T>, busy: &AtomicUsize, poll: Duration) -> Result<T, RecvError> {
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(TryRecvError::Disconnected) => return Err(RecvError),
+            Err(TryRecvError::Empty) if busy.load(Ordering::Acquire) > 0 => std::thread::yield_now(),
+            Err(TryRecvError::Empty) => return recv(rx, poll),
         }
     }
 }
@@ -61,6 +75,25 @@ mod tests {
             recv_polling(&rx, Duration::from_millis(1)),
             Err(RecvTimeoutError::Disconnected)
         );
+    }
+
+    #[test]
+    fn polls_while_busy_and_blocks_once_the_flag_clears() {
+        let (tx, rx) = channel();
+        let busy = std::sync::Arc::new(AtomicUsize::new(1));
+        let flag = busy.clone();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            tx.send(1).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            flag.store(0, Ordering::Release);
+            std::thread::sleep(Duration::from_millis(20));
+            tx.send(2).unwrap();
+        });
+        assert_eq!(recv_while(&rx, &busy, Duration::ZERO), Ok(1));
+        assert_eq!(recv_while(&rx, &busy, Duration::ZERO), Ok(2));
+        late.join().unwrap();
+        assert_eq!(recv_while(&rx, &busy, Duration::ZERO), Err(RecvError));
     }
 
     #[test]

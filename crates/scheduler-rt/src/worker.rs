@@ -1,12 +1,12 @@
 //! Workers: the thread (or lack of one) that runs a processor's subgraphs.
 
-use crate::config::{ProcessorConfig, WorkerKind};
+use crate::config::{ProcessorConfig, Wait, WorkerKind};
 use crate::engine::{Compiled, Engine, EngineFactory, Value};
 use crate::error::RuntimeError;
 use crate::queue::{self, Cell, Input};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::Instant;
 use tract_onnx::prelude::TVec;
@@ -115,7 +115,15 @@ fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
 /// pinning; it serves jobs in submission order, and a queue worker's jobs
 /// may read values of jobs queued before them ([`crate::queue`]). Inline
 /// workers check their cores here and pin the caller on each run.
-pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> Result<Worker, RuntimeError> {
+///
+/// A pool or queue worker with [`Wait::Poll`] polls for its next job while
+/// `busy` is above zero (requests of its runtime in flight) and blocks
+/// otherwise.
+pub(crate) fn start(
+    config: &ProcessorConfig,
+    factory: &Arc<EngineFactory>,
+    busy: &Arc<AtomicUsize>,
+) -> Result<Worker, RuntimeError> {
     match config.kind {
         WorkerKind::Inline => {
             if let Some(c) = &config.cores {
@@ -138,6 +146,10 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
             let factory = factory.clone();
             let enabled = Arc::new(AtomicBool::new(true));
             let flag = enabled.clone();
+            let busy = match config.wait {
+                Wait::Poll => busy.clone(),
+                Wait::Block => Arc::new(AtomicUsize::new(0)),
+            };
             std::thread::Builder::new()
                 .name(format!("stretch-{}", config.name))
                 .spawn(move || {
@@ -147,7 +159,7 @@ pub(crate) fn start(config: &ProcessorConfig, factory: &Arc<EngineFactory>) -> R
                     if failed {
                         return;
                     }
-                    while let Ok(job) = crate::spin::recv(&rx, crate::spin::POLL_BEFORE_BLOCKING) {
+                    while let Ok(job) = crate::spin::recv_while(&rx, &busy, crate::spin::POLL_BEFORE_BLOCKING) {
                         job.serve(&flag);
                     }
                 })

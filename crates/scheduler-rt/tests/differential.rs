@@ -435,3 +435,78 @@ fn subgraphs_nothing_runs_beside_get_their_alone_threads_on_every_core() {
         &reference.run(tvec![x]).unwrap()[0],
     );
 }
+
+/// Activity of this process's threads named `name`: CPU clock ticks (user
+/// and system) plus context switches (voluntary and not), summed. A thread
+/// blocked on a channel adds nothing; one polling adds ticks on an idle
+/// machine and switches on a busy one (each yield that lets another run).
+fn thread_activity(name: &str) -> Option<u64> {
+    let mut total = None;
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        if comm.trim() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+        let switches: u64 = status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        *total.get_or_insert(0) += ticks + switches;
+    }
+    total
+}
+
+#[test]
+fn polling_processors_match_the_whole_graph_and_block_between_requests() {
+    let g = two_branch(8, 1).unwrap();
+    let procs: Vec<ProcessorConfig> = ["cpu0=inline,wait=poll", "cpu1=pool,wait=poll"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let rt = Arc::new(Runtime::load(&g, &procs, tract()).unwrap());
+    let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
+    let clients: Vec<_> = (0..4u64)
+        .map(|c| {
+            let (rt, reference) = (rt.clone(), reference.clone());
+            std::thread::spawn(move || {
+                for r in 0..30u64 {
+                    let seed = 1000 * c + r;
+                    let got = rt.run(vec![input(seed)]).unwrap();
+                    let want = reference.run(tvec![input(seed)]).unwrap();
+                    assert_close(&got[0], &want[0]);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    assert_eq!(rt.requests_in_flight(), 0);
+    let factory: Arc<EngineFactory> = Arc::new(|_| {
+        Ok(Box::new(FaultyEngine {
+            inner: TractEngine::new(1),
+            panic: false,
+        }) as Box<dyn Engine>)
+    });
+    let faulty = Runtime::load(&g, &procs, factory).unwrap();
+    let mut d = input_data(5);
+    d[0] = 42.0;
+    let x = Tensor::from_shape(&INPUT, &d).unwrap().into_tvalue();
+    assert!(matches!(faulty.run(vec![x]), Err(RuntimeError::Run { .. })));
+    assert_eq!(faulty.requests_in_flight(), 0, "a failed request stayed counted");
+    let Some(before) = thread_activity("stretch-cpu1") else {
+        return;
+    };
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let after = thread_activity("stretch-cpu1").unwrap();
+    assert!(
+        after - before <= 4,
+        "the idle pool workers ran {} times (clock ticks + context switches) in 400 ms: they kept polling between requests",
+        after - before
+    );
+}

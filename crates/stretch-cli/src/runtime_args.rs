@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct RuntimeArgs {
     /// A processor of the runtime:
-    /// `NAME=KIND[:CORES][,threads=N][,alone_threads=M][,engine=E]`.
+    /// `NAME=KIND[:CORES][,threads=N][,alone_threads=M][,engine=E][,wait=W]`.
     /// KIND is `inline` (runs on the scheduling thread, the paper's CPU
     /// worker), `pool` (a thread started once, pinned to CORES, the paper's
     /// DSP-style worker) or `queue` (an asynchronous in-order queue served by
@@ -20,8 +20,13 @@ pub struct RuntimeArgs {
     /// extra threads may use the other processors' idle cores (default N;
     /// `alone_threads=2` on two single-core processors lets the core without
     /// a branch of its own help); E is `tract` (default) or `ort`
-    /// (onnxruntime, loaded from $ORT_DYLIB_PATH or the .venv wheel). Repeat
-    /// per processor, e.g.
+    /// (onnxruntime, loaded from $ORT_DYLIB_PATH or the .venv wheel); W is
+    /// how the processor's thread waits for its next subgraph (a pool or
+    /// queue worker) or for other workers' results (an inline processor)
+    /// while a request is in flight: `block` (default: polls 0.1 ms, then
+    /// blocks, paying a wake-up at the next hand-off) or `poll` (polls,
+    /// yielding its core between checks, until the request ends; idle
+    /// between requests either way). Repeat per processor, e.g.
     /// `--processor cpu0=inline:core0 --processor cpu1=pool:core1`. Without
     /// it, the processors the model's annotations name are used, the first
     /// inline and the others as pool workers, unpinned; nodes without a
@@ -31,7 +36,7 @@ pub struct RuntimeArgs {
 
     /// Runtime configuration (TOML): a `[[processor]]` table per processor
     /// with `name`, `kind` (inline|pool|queue), `cores`, `threads`,
-    /// `alone_threads` and `engine` (tract|ort), in order, and an optional `[adaptive]` table;
+    /// `alone_threads`, `engine` (tract|ort) and `wait` (block|poll), in order, and an optional `[adaptive]` table;
     /// see configs/runtime/host.toml. --processor flags replace the
     /// processor of the same name or add one.
     #[arg(long = "runtime-config", value_name = "FILE.toml")]

@@ -140,13 +140,9 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
         vec![cores.ids()[core % cores.len()]]
     };
     ProcessorConfig {
-        name: name.to_string(),
-        kind,
         cores: CoreSet::new(ids),
         threads,
-        alone_threads: None,
-        engine: EngineKind::Tract,
-        remote: None,
+        ..ProcessorConfig::new(name, kind)
     }
 }
 
