@@ -2,10 +2,14 @@
 //!
 //! Measures every model (the torchvision fixtures plus generated ResNet,
 //! MobileNetV2 and RegNet-style variants with random depth and width, none of
-//! them seen by the predictor's fit) twice, independently (two compilations,
-//! the second pass after all first passes), on one thread pinned to one core,
-//! and compares the median of the first pass with the device model's
-//! prediction. Prints ±5/±10/±15% accuracy, RMSE and RMSPE, and the share of
+//! them seen by the predictor's fit) twice, independently (two compilations),
+//! on one thread pinned to one core, and compares the median of the first
+//! with the device model's prediction. The measurements are interleaved:
+//! `--rounds` rounds each time every compilation of every model for a block
+//! of runs (one untimed run first), so a change in the machine's speed over
+//! the minutes of the benchmark falls on all models and both measurements
+//! alike instead of on whichever ran then; the CPU time the hypervisor stole
+//! meanwhile is printed. Prints ±5/±10/±15% accuracy, RMSE and RMSPE, and the share of
 //! models whose two measurements agree within ±10% (repeatability), the same
 //! two figures with each measurement taken as the 10th percentile of its runs
 //! instead of the median (a statistic that noise from the rest of the
@@ -20,7 +24,8 @@ use graph_ir::onnx::{ImportOptions, import_file};
 use graph_ir::ops::UnaryOp;
 use graph_ir::{Graph, GraphError, Outlet, Tensor};
 use predictor::forest::SplitMix64;
-use predictor::profiler::timing::measure;
+use predictor::profiler::engine::Runnable;
+use predictor::profiler::timing::Timing;
 use predictor::profiler::{CoreSet, Engine, TractEngine, affinity};
 use predictor::{DeviceModel, LatencyModel};
 use std::path::{Path, PathBuf};
@@ -32,6 +37,7 @@ struct Options {
     core: usize,
     generated: usize,
     reps: usize,
+    rounds: usize,
     seed: u64,
     fixtures: PathBuf,
 }
@@ -43,6 +49,7 @@ fn options() -> Result<Options, String> {
         core: 0,
         generated: 30,
         reps: 10,
+        rounds: 5,
         seed: 1,
         fixtures: "fixtures/models".into(),
     };
@@ -57,6 +64,7 @@ fn options() -> Result<Options, String> {
             "--core" => o.core = num(value)?,
             "--generated" => o.generated = num(value)?,
             "--reps" => o.reps = num(value)?.max(1),
+            "--rounds" => o.rounds = num(value)?.max(1),
             "--seed" => o.seed = num(value)? as u64,
             "--fixtures" => o.fixtures = value.into(),
             _ => return Err(format!("unknown option {flag}")),
@@ -213,15 +221,55 @@ fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
         .collect()
 }
 
-/// The median and the 10th percentile of `reps` timed runs, in ms.
-fn time_once(engine: &TractEngine, g: &Graph, reps: usize) -> Result<(f64, f64), String> {
+/// `g` compiled on `engine` with its inputs set.
+fn compile(engine: &TractEngine, g: &Graph) -> Result<Box<dyn Runnable>, String> {
     let mut filled = g.clone();
     filled.fill_missing_weights(7);
     let bytes = graph_ir::onnx::export_bytes(&filled).map_err(|e| e.to_string())?;
     let mut r = engine.compile(&bytes).map_err(|e| e.to_string())?;
     r.set_inputs(&inputs(g, 3)).map_err(|e| e.to_string())?;
-    let t = measure(r.as_mut(), 3, reps).map_err(|e| e.to_string())?;
-    Ok((t.median_ms, t.p10_ms))
+    Ok(r)
+}
+
+/// Per model, the (median, 10th percentile) in ms of each of its two
+/// compilations over `reps` timed runs, spread over `rounds` interleaved
+/// rounds (every round times every compilation of every model in turn).
+fn time_interleaved(
+    engine: &TractEngine,
+    list: &[(String, Graph)],
+    reps: usize,
+    rounds: usize,
+) -> Result<Vec<[(f64, f64); 2]>, String> {
+    let mut compiled = Vec::with_capacity(list.len());
+    for (name, g) in list {
+        let pair = [compile(engine, g)?, compile(engine, g)?];
+        compiled.push(pair);
+        eprintln!("compiled {name} twice");
+    }
+    let per_round = reps.div_ceil(rounds).max(1);
+    let mut samples = vec![[Vec::new(), Vec::new()]; list.len()];
+    for round in 0..rounds {
+        for (i, pair) in compiled.iter_mut().enumerate() {
+            for (c, r) in pair.iter_mut().enumerate() {
+                r.run().map_err(|e| e.to_string())?;
+                for _ in 0..per_round {
+                    let t = Instant::now();
+                    r.run().map_err(|e| e.to_string())?;
+                    samples[i][c].push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+        }
+        eprintln!("round {}/{rounds} done", round + 1);
+    }
+    Ok(samples
+        .into_iter()
+        .map(|pair| {
+            pair.map(|runs| {
+                let t = Timing::of(runs).expect("at least one run");
+                (t.median_ms, t.p10_ms)
+            })
+        })
+        .collect())
 }
 
 fn main() {
@@ -253,21 +301,12 @@ fn run() -> Result<(), String> {
         o.device.display(),
         o.processor
     );
-    let mut first = Vec::new();
-    for (i, (name, g)) in list.iter().enumerate() {
-        let (ms, p10) = time_once(&engine, g, o.reps)?;
-        eprintln!("[{}/{}] pass 1 {name}: {ms:.3} ms (p10 {p10:.3})", i + 1, list.len());
-        first.push((ms, p10));
-    }
-    let mut second = Vec::new();
-    for (i, (name, g)) in list.iter().enumerate() {
-        let (ms, p10) = time_once(&engine, g, o.reps)?;
-        eprintln!("[{}/{}] pass 2 {name}: {ms:.3} ms (p10 {p10:.3})", i + 1, list.len());
-        second.push((ms, p10));
-    }
+    let meter = predictor::profiler::steal::Meter::start();
+    let timed = time_interleaved(&engine, &list, o.reps, o.rounds)?;
+    let stolen = meter.and_then(|m| m.read());
     println!(
         "{:<26} {:>10} {:>10} {:>10} {:>8} {:>8}",
-        "model", "pass1 ms", "pass2 ms", "pred ms", "err", "sources"
+        "model", "meas1 ms", "meas2 ms", "pred ms", "err", "sources"
     );
     let (mut errs, mut sq, mut agree) = (Vec::new(), 0.0, 0);
     let (mut errs_p10, mut agree_p10) = (Vec::new(), 0);
@@ -278,7 +317,7 @@ fn run() -> Result<(), String> {
             .iter()
             .filter(|k| matches!(k.source, predictor::Source::Regressor { .. }))
             .count();
-        let ((m1, q1), (m2, q2)) = (first[i], second[i]);
+        let [(m1, q1), (m2, q2)] = timed[i];
         let err = (p.total_ms - m1) / m1;
         errs.push(err.abs());
         errs_p10.push(((p.total_ms - q1) / q1).abs());
@@ -322,6 +361,12 @@ fn run() -> Result<(), String> {
         100.0 * agree_p10 as f64 / n,
         within_p10(0.10),
         within_p10(0.15)
+    );
+    println!(
+        "{} timed runs per measurement in {} interleaved rounds; {}",
+        o.reps.div_ceil(o.rounds).max(1) * o.rounds,
+        o.rounds,
+        stolen.map_or_else(|| "steal not readable".to_string(), |s| s.line())
     );
     if let Some((_, g)) = list.iter().find(|(n, _)| n == "resnet50") {
         let mut times: Vec<f64> = (0..20)
