@@ -7,7 +7,7 @@
 # Prints ±5/±10/±15% accuracy, RMSE, RMSPE, the measurement's own
 # repeatability and the time to predict resnet50. Run on an idle machine.
 #
-#   scripts/benchmarks/predictor_accuracy.sh [--processor cpu1 --core 1] [--generated 30] [--reps 10] [--rounds 5]
+#   scripts/benchmarks/predictor_accuracy.sh [--processor cpu1 --core 1] [--generated 30] [--wide 0] [--reps 10] [--rounds 5]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"

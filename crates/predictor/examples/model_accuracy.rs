@@ -1,7 +1,9 @@
 //! End-to-end accuracy of a device model on whole CNNs measured on tract.
 //!
 //! Measures every model (the torchvision fixtures plus generated ResNet,
-//! MobileNetV2 and RegNet-style variants with random depth and width, none of
+//! MobileNetV2 and RegNet-style variants with random depth and width, and
+//! with `--wide N` N more of VGG-style (large fully connected heads) and
+//! Inception-style (parallel 1x1/3x3/5x5/pool branches) families, none of
 //! them seen by the predictor's fit) twice, independently (two compilations),
 //! on one thread pinned to one core, and compares the median of the first
 //! with the device model's prediction. The measurements are interleaved:
@@ -19,16 +21,14 @@
 //! `cargo run --release -p predictor --example model_accuracy -- --device configs/devices/host.toml --processor cpu0 --core 0`
 //! (scripts/benchmarks/predictor_accuracy.sh runs it and keeps the output).
 
-use graph_ir::builder::{Builder, ConvSpec};
-use graph_ir::onnx::{ImportOptions, import_file};
-use graph_ir::ops::UnaryOp;
-use graph_ir::{Graph, GraphError, Outlet, Tensor};
-use predictor::forest::SplitMix64;
-use predictor::profiler::engine::Runnable;
-use predictor::profiler::timing::Timing;
+#[path = "common/models.rs"]
+mod models;
+
+use graph_ir::Graph;
+use models::{Families, fixtures, generated, time_interleaved};
 use predictor::profiler::{CoreSet, Engine, TractEngine, affinity};
 use predictor::{DeviceModel, LatencyModel};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 struct Options {
@@ -36,6 +36,7 @@ struct Options {
     processor: String,
     core: usize,
     generated: usize,
+    wide: usize,
     reps: usize,
     rounds: usize,
     seed: u64,
@@ -48,6 +49,7 @@ fn options() -> Result<Options, String> {
         processor: "cpu0".into(),
         core: 0,
         generated: 30,
+        wide: 0,
         reps: 10,
         rounds: 5,
         seed: 1,
@@ -63,6 +65,7 @@ fn options() -> Result<Options, String> {
             "--processor" => o.processor = value.clone(),
             "--core" => o.core = num(value)?,
             "--generated" => o.generated = num(value)?,
+            "--wide" => o.wide = num(value)?,
             "--reps" => o.reps = num(value)?.max(1),
             "--rounds" => o.rounds = num(value)?.max(1),
             "--seed" => o.seed = num(value)? as u64,
@@ -71,205 +74,6 @@ fn options() -> Result<Options, String> {
         }
     }
     Ok(o)
-}
-
-fn relu6(b: &mut Builder, name: &str, x: Outlet) -> Result<Outlet, GraphError> {
-    b.unary(
-        name,
-        x,
-        UnaryOp::Clip {
-            min: Some(0.0),
-            max: Some(6.0),
-        },
-    )
-}
-
-fn round8(v: f64) -> usize {
-    ((v / 8.0).round() as usize).max(1) * 8
-}
-
-/// ResNet-style: stem, 3-4 stages of basic blocks (random depth 1-3, base width 16-64).
-fn resnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
-    let hw = [128, 160, 192, 224][rng.below(4)];
-    let base = round8(16.0 + rng.below(49) as f64);
-    let stages = 3 + rng.below(2);
-    let mut b = Builder::new(name);
-    let x = b.input("x", &[1, 3, hw, hw])?;
-    let mut y = b.conv_bn("stem", x, ConvSpec::new(base, 7, 2), true)?;
-    y = b.max_pool("stem.pool", y, 3, 2)?;
-    for s in 0..stages {
-        let width = base << s;
-        for i in 0..1 + rng.below(3) {
-            let stride = if s > 0 && i == 0 { 2 } else { 1 };
-            y = b.basic_block(&format!("s{s}.b{i}"), y, width, stride)?;
-        }
-    }
-    let y = b.classifier("head", y, 1000)?;
-    b.finish("y", y)
-}
-
-/// MobileNetV2-style inverted residuals: expansion 3-6, depthwise 3x3, ReLU6.
-fn mbnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
-    let hw = [128, 160, 192, 224][rng.below(4)];
-    let mult = 0.5 + rng.below(6) as f64 * 0.15;
-    let mut b = Builder::new(name);
-    let x = b.input("x", &[1, 3, hw, hw])?;
-    let stem = b.conv_bn("stem", x, ConvSpec::new(round8(32.0 * mult), 3, 2), false)?;
-    let mut y = relu6(&mut b, "stem.act", stem)?;
-    let mut c = round8(32.0 * mult);
-    for (s, (width, stride)) in [(16, 1), (24, 2), (32, 2), (64, 2), (96, 1), (160, 2)]
-        .iter()
-        .enumerate()
-    {
-        let out = round8(*width as f64 * mult);
-        for i in 0..1 + rng.below(3) {
-            let expand = 3 + rng.below(4);
-            let mid = c * expand;
-            let n = format!("s{s}.b{i}");
-            let stride = if i == 0 { *stride } else { 1 };
-            let e = b.conv_bn(&format!("{n}.expand"), y, ConvSpec::new(mid, 1, 1), false)?;
-            let e = relu6(&mut b, &format!("{n}.expand.act"), e)?;
-            let d = b.conv_bn(&format!("{n}.dw"), e, ConvSpec::new(mid, 3, stride).group(mid), false)?;
-            let d = relu6(&mut b, &format!("{n}.dw.act"), d)?;
-            let p = b.conv_bn(&format!("{n}.project"), d, ConvSpec::new(out, 1, 1), false)?;
-            y = if stride == 1 && c == out {
-                b.add(&format!("{n}.add"), p, y)?
-            } else {
-                p
-            };
-            c = out;
-        }
-    }
-    let last = b.conv_bn("last", y, ConvSpec::new(round8(1280.0 * mult.max(1.0)), 1, 1), false)?;
-    let y = relu6(&mut b, "last.act", last)?;
-    let y = b.classifier("head", y, 1000)?;
-    b.finish("y", y)
-}
-
-/// RegNetX-style: bottleneck blocks with grouped 3x3 convs (group width 8-32).
-fn regnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
-    let hw = [128, 160, 192, 224][rng.below(4)];
-    let gw = [8, 16, 24, 32][rng.below(4)];
-    let w0 = gw * (2 + rng.below(3));
-    let mut b = Builder::new(name);
-    let x = b.input("x", &[1, 3, hw, hw])?;
-    let mut y = b.conv_bn("stem", x, ConvSpec::new(32, 3, 2), true)?;
-    let mut c = 32;
-    for s in 0..4 {
-        let w = w0 << s;
-        for i in 0..1 + rng.below(3) {
-            let n = format!("s{s}.b{i}");
-            let stride = if i == 0 { 2 } else { 1 };
-            let a = b.conv_bn(&format!("{n}.a"), y, ConvSpec::new(w, 1, 1), true)?;
-            let m = b.conv_bn(&format!("{n}.b"), a, ConvSpec::new(w, 3, stride).group(w / gw), true)?;
-            let o = b.conv_bn(&format!("{n}.c"), m, ConvSpec::new(w, 1, 1), false)?;
-            let short = if stride == 1 && c == w {
-                y
-            } else {
-                b.conv_bn(&format!("{n}.proj"), y, ConvSpec::new(w, 1, stride), false)?
-            };
-            let sum = b.add(&format!("{n}.add"), o, short)?;
-            y = b.relu(&format!("{n}.relu"), sum)?;
-            c = w;
-        }
-    }
-    let y = b.classifier("head", y, 1000)?;
-    b.finish("y", y)
-}
-
-fn models(o: &Options) -> Result<Vec<(String, Graph)>, String> {
-    let mut out = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&o.fixtures)
-        .map_err(|e| format!("{}: {e}", o.fixtures.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
-        .collect();
-    files.sort();
-    for f in files {
-        let g = import_file(&f, &ImportOptions::default()).map_err(|e| e.to_string())?;
-        out.push((stem(&f), g));
-    }
-    let mut rng = SplitMix64::new(o.seed);
-    for i in 0..o.generated {
-        let (kind, g) = match i % 3 {
-            0 => ("resnet", resnet(&mut rng, &format!("gen-resnet-{i}"))),
-            1 => ("mbnet", mbnet(&mut rng, &format!("gen-mbnet-{i}"))),
-            _ => ("regnet", regnet(&mut rng, &format!("gen-regnet-{i}"))),
-        };
-        out.push((format!("gen-{kind}-{i}"), g.map_err(|e| e.to_string())?));
-    }
-    Ok(out)
-}
-
-fn stem(p: &Path) -> String {
-    p.file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
-}
-
-fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
-    let mut rng = SplitMix64::new(seed);
-    g.inputs()
-        .iter()
-        .map(|id| {
-            let shape = g.node(*id).outputs[0].shape.clone();
-            let n = shape.iter().product::<usize>();
-            let v: Vec<f32> = (0..n)
-                .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
-                .collect();
-            Tensor::from_f32(shape, &v)
-        })
-        .collect()
-}
-
-/// `g` compiled on `engine` with its inputs set.
-fn compile(engine: &TractEngine, g: &Graph) -> Result<Box<dyn Runnable>, String> {
-    let mut filled = g.clone();
-    filled.fill_missing_weights(7);
-    let bytes = graph_ir::onnx::export_bytes(&filled).map_err(|e| e.to_string())?;
-    let mut r = engine.compile(&bytes).map_err(|e| e.to_string())?;
-    r.set_inputs(&inputs(g, 3)).map_err(|e| e.to_string())?;
-    Ok(r)
-}
-
-/// Per model, the (median, 10th percentile) in ms of each of its two
-/// compilations over `reps` timed runs, spread over `rounds` interleaved
-/// rounds (every round times every compilation of every model in turn).
-fn time_interleaved(
-    engine: &TractEngine,
-    list: &[(String, Graph)],
-    reps: usize,
-    rounds: usize,
-) -> Result<Vec<[(f64, f64); 2]>, String> {
-    let mut compiled = Vec::with_capacity(list.len());
-    for (name, g) in list {
-        let pair = [compile(engine, g)?, compile(engine, g)?];
-        compiled.push(pair);
-        eprintln!("compiled {name} twice");
-    }
-    let per_round = reps.div_ceil(rounds).max(1);
-    let mut samples = vec![[Vec::new(), Vec::new()]; list.len()];
-    for round in 0..rounds {
-        for (i, pair) in compiled.iter_mut().enumerate() {
-            for (c, r) in pair.iter_mut().enumerate() {
-                r.run().map_err(|e| e.to_string())?;
-                for _ in 0..per_round {
-                    let t = Instant::now();
-                    r.run().map_err(|e| e.to_string())?;
-                    samples[i][c].push(t.elapsed().as_secs_f64() * 1e3);
-                }
-            }
-        }
-        eprintln!("round {}/{rounds} done", round + 1);
-    }
-    Ok(samples
-        .into_iter()
-        .map(|pair| {
-            pair.map(|runs| {
-                let t = Timing::of(runs).expect("at least one run");
-                (t.median_ms, t.p10_ms)
-            })
-        })
-        .collect())
 }
 
 fn main() {
@@ -291,7 +95,9 @@ fn run() -> Result<(), String> {
     let cores = CoreSet::new(vec![o.core]).ok_or("empty core set")?;
     affinity::pin_current_thread(&cores).map_err(|e| e.to_string())?;
     let engine = TractEngine::new(1).map_err(|e| e.to_string())?;
-    let list = models(&o)?;
+    let mut list: Vec<(String, Graph)> = fixtures(&o.fixtures)?;
+    list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
+    list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
     eprintln!(
         "{} models, tract {} on core {}, {} reps per measurement; predicting with {} / {}",
         list.len(),

@@ -1,0 +1,316 @@
+//! Whole CNNs for judging a latency model on this machine, shared by the
+//! predictor's examples: generated ResNet, MobileNetV2 and RegNet-style
+//! variants with random depth and width (seeded), the fixtures, random
+//! inputs, and timing every model's compilations in interleaved rounds.
+
+use graph_ir::builder::{Builder, ConvSpec};
+use graph_ir::onnx::{ImportOptions, import_file};
+use graph_ir::ops::{Concat, Flatten, Gemm, Op, Pool, PoolKind, UnaryOp};
+use graph_ir::{Graph, GraphError, Outlet, Tensor};
+use predictor::forest::SplitMix64;
+use predictor::profiler::engine::Runnable;
+use predictor::profiler::timing::Timing;
+use predictor::profiler::{Engine, TractEngine};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+fn relu6(b: &mut Builder, name: &str, x: Outlet) -> Result<Outlet, GraphError> {
+    b.unary(
+        name,
+        x,
+        UnaryOp::Clip {
+            min: Some(0.0),
+            max: Some(6.0),
+        },
+    )
+}
+
+fn round8(v: f64) -> usize {
+    ((v / 8.0).round() as usize).max(1) * 8
+}
+
+/// ResNet-style: stem, 3-4 stages of basic blocks (random depth 1-3, base width 16-64).
+fn resnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
+    let hw = [128, 160, 192, 224][rng.below(4)];
+    let base = round8(16.0 + rng.below(49) as f64);
+    let stages = 3 + rng.below(2);
+    let mut b = Builder::new(name);
+    let x = b.input("x", &[1, 3, hw, hw])?;
+    let mut y = b.conv_bn("stem", x, ConvSpec::new(base, 7, 2), true)?;
+    y = b.max_pool("stem.pool", y, 3, 2)?;
+    for s in 0..stages {
+        let width = base << s;
+        for i in 0..1 + rng.below(3) {
+            let stride = if s > 0 && i == 0 { 2 } else { 1 };
+            y = b.basic_block(&format!("s{s}.b{i}"), y, width, stride)?;
+        }
+    }
+    let y = b.classifier("head", y, 1000)?;
+    b.finish("y", y)
+}
+
+/// MobileNetV2-style inverted residuals: expansion 3-6, depthwise 3x3, ReLU6.
+fn mbnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
+    let hw = [128, 160, 192, 224][rng.below(4)];
+    let mult = 0.5 + rng.below(6) as f64 * 0.15;
+    let mut b = Builder::new(name);
+    let x = b.input("x", &[1, 3, hw, hw])?;
+    let stem = b.conv_bn("stem", x, ConvSpec::new(round8(32.0 * mult), 3, 2), false)?;
+    let mut y = relu6(&mut b, "stem.act", stem)?;
+    let mut c = round8(32.0 * mult);
+    for (s, (width, stride)) in [(16, 1), (24, 2), (32, 2), (64, 2), (96, 1), (160, 2)]
+        .iter()
+        .enumerate()
+    {
+        let out = round8(*width as f64 * mult);
+        for i in 0..1 + rng.below(3) {
+            let expand = 3 + rng.below(4);
+            let mid = c * expand;
+            let n = format!("s{s}.b{i}");
+            let stride = if i == 0 { *stride } else { 1 };
+            let e = b.conv_bn(&format!("{n}.expand"), y, ConvSpec::new(mid, 1, 1), false)?;
+            let e = relu6(&mut b, &format!("{n}.expand.act"), e)?;
+            let d = b.conv_bn(&format!("{n}.dw"), e, ConvSpec::new(mid, 3, stride).group(mid), false)?;
+            let d = relu6(&mut b, &format!("{n}.dw.act"), d)?;
+            let p = b.conv_bn(&format!("{n}.project"), d, ConvSpec::new(out, 1, 1), false)?;
+            y = if stride == 1 && c == out {
+                b.add(&format!("{n}.add"), p, y)?
+            } else {
+                p
+            };
+            c = out;
+        }
+    }
+    let last = b.conv_bn("last", y, ConvSpec::new(round8(1280.0 * mult.max(1.0)), 1, 1), false)?;
+    let y = relu6(&mut b, "last.act", last)?;
+    let y = b.classifier("head", y, 1000)?;
+    b.finish("y", y)
+}
+
+/// RegNetX-style: bottleneck blocks with grouped 3x3 convs (group width 8-32).
+fn regnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
+    let hw = [128, 160, 192, 224][rng.below(4)];
+    let gw = [8, 16, 24, 32][rng.below(4)];
+    let w0 = gw * (2 + rng.below(3));
+    let mut b = Builder::new(name);
+    let x = b.input("x", &[1, 3, hw, hw])?;
+    let mut y = b.conv_bn("stem", x, ConvSpec::new(32, 3, 2), true)?;
+    let mut c = 32;
+    for s in 0..4 {
+        let w = w0 << s;
+        for i in 0..1 + rng.below(3) {
+            let n = format!("s{s}.b{i}");
+            let stride = if i == 0 { 2 } else { 1 };
+            let a = b.conv_bn(&format!("{n}.a"), y, ConvSpec::new(w, 1, 1), true)?;
+            let m = b.conv_bn(&format!("{n}.b"), a, ConvSpec::new(w, 3, stride).group(w / gw), true)?;
+            let o = b.conv_bn(&format!("{n}.c"), m, ConvSpec::new(w, 1, 1), false)?;
+            let short = if stride == 1 && c == w {
+                y
+            } else {
+                b.conv_bn(&format!("{n}.proj"), y, ConvSpec::new(w, 1, stride), false)?
+            };
+            let sum = b.add(&format!("{n}.add"), o, short)?;
+            y = b.relu(&format!("{n}.relu"), sum)?;
+            c = w;
+        }
+    }
+    let y = b.classifier("head", y, 1000)?;
+    b.finish("y", y)
+}
+
+/// VGG-style: 3-5 stages of 1-3 plain 3x3 convolutions with bias and ReLU,
+/// max pooling after each, then the spatial map flattened into a large
+/// fully connected head (hidden width 512-4096), bound by memory bandwidth.
+fn vgg(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
+    let hw = [64, 96, 128][rng.below(3)];
+    let base = round8(16.0 + rng.below(33) as f64);
+    let stages = 3 + rng.below(3);
+    let hidden = [512, 1024, 2048, 4096][rng.below(4)];
+    let mut b = Builder::new(name);
+    let mut y = b.input("x", &[1, 3, hw, hw])?;
+    let mut c = 3;
+    for s in 0..stages {
+        c = (base << s).min(512);
+        for i in 0..1 + rng.below(3) {
+            let n = format!("s{s}.c{i}");
+            let conv = b.conv(&n, y, ConvSpec::new(c, 3, 1).bias())?;
+            y = b.relu(&format!("{n}.relu"), conv)?;
+        }
+        y = b.max_pool(&format!("s{s}.pool"), y, 3, 2)?;
+    }
+    let side = hw >> stages;
+    let flat = b.node("head.flatten", Op::Flatten(Flatten { axis: 1 }), &[y])?;
+    let f1 = fc(&mut b, "head.fc1", flat, c * side * side, hidden)?;
+    let a1 = b.relu("head.fc1.relu", f1)?;
+    let f2 = fc(&mut b, "head.fc2", a1, hidden, hidden)?;
+    let a2 = b.relu("head.fc2.relu", f2)?;
+    let y = fc(&mut b, "head.fc3", a2, hidden, 1000)?;
+    b.finish("y", y)
+}
+
+/// Inception-style: a stem, then 4-7 blocks of four parallel branches (1x1;
+/// 1x1 then 3x3; 1x1 then 5x5; 3x3 max pool then 1x1) concatenated, with a
+/// strided max pool after every second block.
+fn inception(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
+    let hw = [96, 128, 160][rng.below(3)];
+    let base = round8(16.0 + rng.below(33) as f64);
+    let mut b = Builder::new(name);
+    let x = b.input("x", &[1, 3, hw, hw])?;
+    let y = b.conv_bn("stem", x, ConvSpec::new(base * 2, 3, 2), true)?;
+    let mut y = b.max_pool("stem.pool", y, 3, 2)?;
+    for i in 0..4 + rng.below(4) {
+        let w = base * (1 + i / 2);
+        let n = format!("b{i}");
+        let b1 = b.conv_bn(&format!("{n}.1x1"), y, ConvSpec::new(w, 1, 1), true)?;
+        let r3 = b.conv_bn(&format!("{n}.3x3r"), y, ConvSpec::new(w / 2 + 8, 1, 1), true)?;
+        let b3 = b.conv_bn(&format!("{n}.3x3"), r3, ConvSpec::new(w, 3, 1), true)?;
+        let r5 = b.conv_bn(&format!("{n}.5x5r"), y, ConvSpec::new(w / 4 + 8, 1, 1), true)?;
+        let b5 = b.conv_bn(&format!("{n}.5x5"), r5, ConvSpec::new(w / 2, 5, 1), true)?;
+        let pool = b.node(
+            &format!("{n}.pool"),
+            Op::Pool(Pool {
+                kind: PoolKind::Max,
+                kernel: [3, 3],
+                strides: [1, 1],
+                pads: [1; 4],
+                dilations: [1, 1],
+                ceil_mode: false,
+            }),
+            &[y],
+        )?;
+        let bp = b.conv_bn(&format!("{n}.poolproj"), pool, ConvSpec::new(w / 2, 1, 1), true)?;
+        y = b.node(&format!("{n}.concat"), Op::Concat(Concat { axis: 1 }), &[b1, b3, b5, bp])?;
+        if i % 2 == 1 {
+            y = b.max_pool(&format!("{n}.down"), y, 3, 2)?;
+        }
+    }
+    let y = b.classifier("head", y, 1000)?;
+    b.finish("y", y)
+}
+
+/// A fully connected layer (Gemm with bias) from `inputs` to `outputs`.
+fn fc(b: &mut Builder, name: &str, x: Outlet, inputs: usize, outputs: usize) -> Result<Outlet, GraphError> {
+    let w = b.param(&format!("{name}.weight"), &[outputs, inputs])?;
+    let bias = b.param(&format!("{name}.bias"), &[outputs])?;
+    let gemm = Op::Gemm(Gemm {
+        trans_b: true,
+        ..Gemm::default()
+    });
+    b.node(name, gemm, &[x, w, bias])
+}
+
+/// The model families [`generated`] draws from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Families {
+    /// ResNet, MobileNetV2 and RegNet-style, in turn.
+    Original,
+    /// VGG-style (large fully connected head) and Inception-style, in turn.
+    Wide,
+}
+
+/// The ONNX files of `dir`, imported, in name order.
+pub fn fixtures(dir: &Path) -> Result<Vec<(String, Graph)>, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let g = import_file(f, &ImportOptions::default()).map_err(|e| format!("{}: {e}", f.display()))?;
+            Ok((stem(f), g))
+        })
+        .collect()
+}
+
+/// `count` generated models of `families`, drawn from `seed`; names carry
+/// `prefix`.
+pub fn generated(count: usize, seed: u64, families: Families, prefix: &str) -> Result<Vec<(String, Graph)>, String> {
+    let mut rng = SplitMix64::new(seed);
+    (0..count)
+        .map(|i| {
+            let (kind, g) = match (families, i % 3, i % 2) {
+                (Families::Original, 0, _) => ("resnet", resnet(&mut rng, &format!("{prefix}resnet-{i}"))),
+                (Families::Original, 1, _) => ("mbnet", mbnet(&mut rng, &format!("{prefix}mbnet-{i}"))),
+                (Families::Original, _, _) => ("regnet", regnet(&mut rng, &format!("{prefix}regnet-{i}"))),
+                (Families::Wide, _, 0) => ("vgg", vgg(&mut rng, &format!("{prefix}vgg-{i}"))),
+                (Families::Wide, _, _) => ("inception", inception(&mut rng, &format!("{prefix}inception-{i}"))),
+            };
+            Ok((format!("{prefix}{kind}-{i}"), g.map_err(|e| e.to_string())?))
+        })
+        .collect()
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
+    let mut rng = SplitMix64::new(seed);
+    g.inputs()
+        .iter()
+        .map(|id| {
+            let shape = g.node(*id).outputs[0].shape.clone();
+            let n = shape.iter().product::<usize>();
+            let v: Vec<f32> = (0..n)
+                .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
+                .collect();
+            Tensor::from_f32(shape, &v)
+        })
+        .collect()
+}
+
+/// `g` compiled on `engine` with its inputs set.
+pub fn compile(engine: &TractEngine, g: &Graph) -> Result<Box<dyn Runnable>, String> {
+    let mut filled = g.clone();
+    filled.fill_missing_weights(7);
+    let bytes = graph_ir::onnx::export_bytes(&filled).map_err(|e| e.to_string())?;
+    let mut r = engine.compile(&bytes).map_err(|e| e.to_string())?;
+    r.set_inputs(&inputs(g, 3)).map_err(|e| e.to_string())?;
+    Ok(r)
+}
+
+/// Per model, the (median, 10th percentile) in ms of each of its two
+/// compilations over `reps` timed runs, spread over `rounds` interleaved
+/// rounds (every round times every compilation of every model in turn).
+pub fn time_interleaved(
+    engine: &TractEngine,
+    list: &[(String, Graph)],
+    reps: usize,
+    rounds: usize,
+) -> Result<Vec<[(f64, f64); 2]>, String> {
+    let mut compiled = Vec::with_capacity(list.len());
+    for (name, g) in list {
+        let pair = [compile(engine, g)?, compile(engine, g)?];
+        compiled.push(pair);
+        eprintln!("compiled {name} twice");
+    }
+    let per_round = reps.div_ceil(rounds).max(1);
+    let mut samples = vec![[Vec::new(), Vec::new()]; list.len()];
+    for round in 0..rounds {
+        for (i, pair) in compiled.iter_mut().enumerate() {
+            for (c, r) in pair.iter_mut().enumerate() {
+                r.run().map_err(|e| e.to_string())?;
+                for _ in 0..per_round {
+                    let t = Instant::now();
+                    r.run().map_err(|e| e.to_string())?;
+                    samples[i][c].push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+        }
+        eprintln!("round {}/{rounds} done", round + 1);
+    }
+    Ok(samples
+        .into_iter()
+        .map(|pair| {
+            pair.map(|runs| {
+                let t = Timing::of(runs).expect("at least one run");
+                (t.median_ms, t.p10_ms)
+            })
+        })
+        .collect())
+}
+
