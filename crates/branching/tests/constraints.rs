@@ -39,6 +39,7 @@ impl LatencyModel for Rates {
             total_ms: g.cost_of(nodes).macs as f64 / 1e6 / self.rate(processor),
             subgraph_overhead_ms: 0.0,
             kernels: Vec::new(),
+            calibration: None,
         })
     }
     fn comm_ms(&self, from: &str, to: &str, _bytes: u64) -> Result<f64, PredictError> {

@@ -18,6 +18,9 @@
 //! machine, which only adds time, disturbs less), plus the time
 //! `predict_graph` takes on resnet50.
 //!
+//! The device profile's in-model calibration, when it names one, is applied
+//! (`--uncalibrated` ignores it).
+//!
 //! `cargo run --release -p predictor --example model_accuracy -- --device configs/devices/host.toml --processor cpu0 --core 0`
 //! (scripts/benchmarks/predictor_accuracy.sh runs it and keeps the output).
 
@@ -37,6 +40,7 @@ struct Options {
     core: usize,
     generated: usize,
     wide: usize,
+    uncalibrated: bool,
     reps: usize,
     rounds: usize,
     seed: u64,
@@ -50,6 +54,7 @@ fn options() -> Result<Options, String> {
         core: 0,
         generated: 30,
         wide: 0,
+        uncalibrated: false,
         reps: 10,
         rounds: 5,
         seed: 1,
@@ -58,6 +63,10 @@ fn options() -> Result<Options, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--uncalibrated" {
+            o.uncalibrated = true;
+            continue;
+        }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         let num = |v: &str| v.parse::<usize>().map_err(|_| format!("{flag}: `{v}` is not a number"));
         match flag.as_str() {
@@ -85,7 +94,10 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let o = options()?;
-    let model = DeviceModel::load(&o.device).map_err(|e| e.to_string())?;
+    let mut model = DeviceModel::load(&o.device).map_err(|e| e.to_string())?;
+    if o.uncalibrated {
+        model = model.without_calibration();
+    }
     if let Some(w) = model
         .profile()
         .measured_elsewhere(&predictor::profiler::host::this_cpu_model())
@@ -99,13 +111,14 @@ fn run() -> Result<(), String> {
     list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
     list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
     eprintln!(
-        "{} models, tract {} on core {}, {} reps per measurement; predicting with {} / {}",
+        "{} models, tract {} on core {}, {} reps per measurement; predicting with {} / {}{}",
         list.len(),
         engine.version(),
         o.core,
         o.reps,
         o.device.display(),
-        o.processor
+        o.processor,
+        if o.uncalibrated { " (calibration ignored)" } else { "" }
     );
     let meter = predictor::profiler::steal::Meter::start();
     let timed = time_interleaved(&engine, &list, o.reps, o.rounds)?;

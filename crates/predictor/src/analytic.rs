@@ -53,6 +53,7 @@ mod tests {
             subgraph_overhead_us: None,
             fusion: None,
             regressors: None,
+            calibration: None,
             supports: None,
             unsupported: None,
             ops_source: None,

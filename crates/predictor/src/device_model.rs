@@ -2,6 +2,7 @@
 //! per-kernel regressors it names where there are any and the analytic model
 //! everywhere else.
 
+use crate::calibration::Calibration;
 use crate::fit::{KernelRegressors, RegressorError};
 use crate::model::{AnalyticModel, LatencyModel, PredictError, Prediction, Source};
 use crate::profile::DeviceProfile;
@@ -21,6 +22,8 @@ struct Attached {
 pub struct DeviceModel {
     analytic: AnalyticModel,
     attached: BTreeMap<String, Attached>,
+    /// Per processor: its in-model calibration and the file it came from.
+    calibrated: BTreeMap<String, (Calibration, String)>,
 }
 
 impl DeviceModel {
@@ -29,11 +32,12 @@ impl DeviceModel {
         DeviceModel {
             analytic: AnalyticModel::new(profile),
             attached: BTreeMap::new(),
+            calibrated: BTreeMap::new(),
         }
     }
 
-    /// Loads the profile and every `regressors` file it names (relative to
-    /// the profile's folder).
+    /// Loads the profile and every `regressors` and `calibration` file it
+    /// names (relative to the profile's folder).
     pub fn load(path: &Path) -> Result<DeviceModel, PredictError> {
         let profile = DeviceProfile::load(path)?;
         let dir = path.parent().unwrap_or(Path::new(""));
@@ -42,9 +46,17 @@ impl DeviceModel {
             .iter()
             .filter_map(|(name, p)| p.regressors.clone().map(|f| (name.clone(), f)))
             .collect();
+        let calibrations: Vec<(String, String)> = profile
+            .processors
+            .iter()
+            .filter_map(|(name, p)| p.calibration.clone().map(|f| (name.clone(), f)))
+            .collect();
         let mut model = DeviceModel::analytic(profile);
         for (processor, file) in named {
             model.attach(&processor, &dir.join(file))?;
+        }
+        for (processor, file) in calibrations {
+            model.calibrate(&processor, &dir.join(file))?;
         }
         Ok(model)
     }
@@ -63,9 +75,27 @@ impl DeviceModel {
         Ok(())
     }
 
-    /// Drops every regressor: predictions come from the analytic model only.
+    /// Applies the calibration in `file` to `processor`'s predictions
+    /// (replacing any it had).
+    pub fn calibrate(&mut self, processor: &str, file: &Path) -> Result<(), PredictError> {
+        self.analytic.profile.processor(processor)?;
+        let c = Calibration::load(file).map_err(|e| PredictError::Calibration(Box::new(e)))?;
+        self.calibrated
+            .insert(processor.to_string(), (c, file.display().to_string()));
+        Ok(())
+    }
+
+    /// Drops every regressor and calibration: predictions come from the
+    /// analytic model only.
     pub fn without_regressors(mut self) -> DeviceModel {
         self.attached.clear();
+        self.calibrated.clear();
+        self
+    }
+
+    /// Drops every calibration (regressors stay).
+    pub fn without_calibration(mut self) -> DeviceModel {
+        self.calibrated.clear();
         self
     }
 
@@ -90,6 +120,23 @@ impl LatencyModel for DeviceModel {
     }
 
     fn predict(&self, g: &Graph, nodes: &[NodeId], processor: &str) -> Result<Prediction, PredictError> {
+        let mut prediction = self.uncalibrated(g, nodes, processor)?;
+        if let Some((c, file)) = self.calibrated.get(processor) {
+            c.apply(&mut prediction);
+            prediction.calibration = Some(file.clone());
+        }
+        Ok(prediction)
+    }
+
+    fn comm_ms(&self, from: &str, to: &str, bytes: u64) -> Result<f64, PredictError> {
+        self.analytic.comm_ms(from, to, bytes)
+    }
+}
+
+impl DeviceModel {
+    /// The prediction of the regressors and the analytic model, before any
+    /// calibration.
+    pub fn uncalibrated(&self, g: &Graph, nodes: &[NodeId], processor: &str) -> Result<Prediction, PredictError> {
         let mut prediction = self.analytic.predict(g, nodes, processor)?;
         let Some(a) = self.attached.get(processor) else {
             return Ok(prediction);
@@ -108,9 +155,5 @@ impl LatencyModel for DeviceModel {
         }
         prediction.total_ms = prediction.subgraph_overhead_ms + prediction.kernels.iter().map(|k| k.ms).sum::<f64>();
         Ok(prediction)
-    }
-
-    fn comm_ms(&self, from: &str, to: &str, bytes: u64) -> Result<f64, PredictError> {
-        self.analytic.comm_ms(from, to, bytes)
     }
 }

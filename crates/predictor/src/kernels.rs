@@ -50,6 +50,11 @@ impl OpClass {
         }
     }
 
+    /// The class [`OpClass::name`] gives `name`.
+    pub fn from_name(name: &str) -> Option<OpClass> {
+        OpClass::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     pub const ALL: [OpClass; 12] = [
         OpClass::Conv,
         OpClass::DwConv,

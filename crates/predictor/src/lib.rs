@@ -9,6 +9,7 @@
 //! ([`fit`]) where a profile names them, the analytic model elsewhere.
 
 pub mod analytic;
+pub mod calibration;
 mod device_model;
 pub mod features;
 pub mod fit;

@@ -20,6 +20,8 @@ pub enum PredictError {
     Rules { processor: String, reason: String },
     #[error(transparent)]
     Regressors(Box<crate::fit::RegressorError>),
+    #[error(transparent)]
+    Calibration(Box<crate::calibration::CalibrationError>),
 }
 
 /// Where a kernel's figure comes from.
@@ -54,6 +56,8 @@ pub struct Prediction {
     pub total_ms: f64,
     pub subgraph_overhead_ms: f64,
     pub kernels: Vec<KernelPrediction>,
+    /// The in-model calibration applied to every kernel, if any (its file).
+    pub calibration: Option<String>,
 }
 
 /// Predicts latencies of graphs and subgraphs on a device's processors.
@@ -134,6 +138,7 @@ impl LatencyModel for AnalyticModel {
             total_ms: overhead + kernels.iter().map(|k| k.ms).sum::<f64>(),
             subgraph_overhead_ms: overhead,
             kernels,
+            calibration: None,
         })
     }
 

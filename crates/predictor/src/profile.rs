@@ -95,6 +95,10 @@ pub struct ProcessorProfile {
     /// profile file; kernels of the classes they cover are predicted by them.
     #[serde(default)]
     pub regressors: Option<String>,
+    /// In-model calibration of the kernel predictions
+    /// ([`crate::calibration`]), a path relative to the profile file.
+    #[serde(default)]
+    pub calibration: Option<String>,
     /// Multi-DNN serving: the only operators this processor runs (ONNX op
     /// types, `DepthwiseConv` for depthwise convolutions); absent means all.
     #[serde(default)]

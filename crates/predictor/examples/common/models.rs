@@ -179,7 +179,11 @@ fn inception(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
             &[y],
         )?;
         let bp = b.conv_bn(&format!("{n}.poolproj"), pool, ConvSpec::new(w / 2, 1, 1), true)?;
-        y = b.node(&format!("{n}.concat"), Op::Concat(Concat { axis: 1 }), &[b1, b3, b5, bp])?;
+        y = b.node(
+            &format!("{n}.concat"),
+            Op::Concat(Concat { axis: 1 }),
+            &[b1, b3, b5, bp],
+        )?;
         if i % 2 == 1 {
             y = b.max_pool(&format!("{n}.down"), y, 3, 2)?;
         }
@@ -313,4 +317,3 @@ pub fn time_interleaved(
         })
         .collect())
 }
-

@@ -17,9 +17,14 @@ use std::path::PathBuf;
 /// regressors with `regressors = "FILE"`; --regressors overrides that for
 /// the asked processor and --analytic ignores every regressor.
 ///
+/// A profile may also name an in-model calibration (`calibration =
+/// "FILE"`, fitted by scripts/benchmarks/calibrate_host.sh): per-class
+/// factors and a per-kernel cost applied on top of every kernel's figure,
+/// said in the report; --analytic ignores it too.
+///
 /// --json prints {schema: "stretch.predict/1", model, device, processor,
-/// total_ms, subgraph_overhead_ms, kernels: [{name, class, ops,
-/// feature_names, features, ms, source}]}.
+/// total_ms, subgraph_overhead_ms, calibration (file or null), kernels:
+/// [{name, class, ops, feature_names, features, ms, source}]}.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -69,6 +74,7 @@ pub fn run(args: Args) -> Result<()> {
             "processor": prediction.processor,
             "total_ms": prediction.total_ms,
             "subgraph_overhead_ms": prediction.subgraph_overhead_ms,
+            "calibration": prediction.calibration,
             "kernels": prediction.kernels,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -108,5 +114,8 @@ pub fn run(args: Args) -> Result<()> {
         prediction.kernels.len(),
         prediction.subgraph_overhead_ms
     )?;
+    if let Some(c) = &prediction.calibration {
+        writeln!(out, "every kernel's figure calibrated in-model by {c}")?;
+    }
     Ok(())
 }
