@@ -81,7 +81,9 @@ pub struct RecipeArgs {
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
 
-    /// Backend: `flex` (CPU) or `cuda[:INDEX]` (builds with `--features cuda`).
+    /// Backend: `flex` (CPU), `cuda[:INDEX]` (builds with `--features cuda`) or
+    /// `tch[:cpu|:cuda[:INDEX]]` (LibTorch; builds with `--features tch`, see
+    /// scripts/build_libtorch.sh).
     #[arg(long, default_value = "flex")]
     pub backend: Backend,
 }

@@ -22,7 +22,7 @@ mod params;
 mod resample;
 mod train;
 
-pub use backend::{Backend, Device};
+pub use backend::{Backend, Device, LibTorchTarget};
 pub use checkpoint::{Checkpoint, Header as CheckpointHeader};
 pub use error::TrainError;
 pub use forward::{BatchStats, Forward};
