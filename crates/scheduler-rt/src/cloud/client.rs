@@ -292,11 +292,15 @@ mod tests {
         let m = latency.lock().unwrap();
         let fit = m.fit().unwrap();
         let shaped = 8.0 * 1e3 / 13.0;
+        // Encoding and decoding run on the test's cores: with both cores
+        // also training (two other CPU-bound processes) they added 28% to
+        // the shaped cost and 3 ms to the round trip, against about 10% and
+        // 1-2 ms on an otherwise idle machine.
         assert!(
-            fit.ms_per_mb_in > shaped && fit.ms_per_mb_in < 1.25 * shaped,
+            fit.ms_per_mb_in > shaped && fit.ms_per_mb_in < 1.5 * shaped,
             "{fit:?}: the link costs {shaped:.0} ms/MB, serializing a little more"
         );
-        assert!(fit.fixed_ms > 8.0 && fit.fixed_ms < 12.0, "{fit:?}");
+        assert!(fit.fixed_ms > 8.0 && fit.fixed_ms < 14.0, "{fit:?}");
         // Calls take about 9-35 ms here; one fixed figure for all of them
         // would be off by about half on average. Beside the other tests on
         // two busy cores, scheduling jitter alone reached 14% (under 10% in
