@@ -18,6 +18,10 @@
 # on one thread, so the full training set (~12 min per epoch and model) is a
 # job for a bigger machine.
 #
+# BENCH_ONLY=1 skips the training and re-runs only the benches and the
+# table over the seed files already in $OUT (for re-measuring speedups on a
+# quiet machine).
+#
 # The stages of a 28x28 model are predicted at ~0.4 ms, so the host's 33 us
 # core-to-core link fails Eq. 4 at alpha 0.1; --alpha 1 lets every stage branch.
 set -euo pipefail
@@ -47,6 +51,7 @@ for V in "${VARIANTS[@]}"; do
 done
 LIMIT_ARGS=()
 [[ -n "$LIMIT" ]] && LIMIT_ARGS=(--limit "$LIMIT")
+if [[ "${BENCH_ONLY:-0}" != 1 ]]; then
 START=$(date +%s)
 CORE=0
 PIDS=()
@@ -59,6 +64,7 @@ for SEED in $SEEDS; do
 done
 for P in "${PIDS[@]}"; do wait "$P"; done
 echo "training took $(( $(date +%s) - START )) s (wall, seeds in parallel)"
+fi
 for B in "${BRANCHED[@]}"; do
   "$STRETCH" bench "$B" --original "$OUT/resnet-mini.onnx" --runtime-config configs/runtime/host.toml --runs 60 --trace "$OUT/bench-trace.json" \
     --gantt "$OUT/bench-gantt.png" --json >"${B%.onnx}.bench.json"

@@ -51,6 +51,28 @@ fn check(g: &Graph, workers: usize) {
     }
 }
 
+/// `clients` threads each run `requests` requests on `rt` at once and
+/// check every output against a whole-graph run of `g`.
+fn concurrent_clients(rt: &Arc<Runtime>, g: &Graph, clients: u64, requests: u64) {
+    let reference: Arc<dyn Compiled> = Arc::from(whole(g));
+    let threads: Vec<_> = (0..clients)
+        .map(|c| {
+            let (rt, reference) = (rt.clone(), reference.clone());
+            std::thread::spawn(move || {
+                for r in 0..requests {
+                    let seed = 1000 * c + r;
+                    let got = rt.run(vec![input(seed)]).unwrap();
+                    let want = reference.run(tvec![input(seed)]).unwrap();
+                    assert_close(&got[0], &want[0]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
 #[test]
 fn one_two_and_three_workers_match_the_whole_graph() {
     let one = unannotated(8, 1).unwrap();
@@ -65,23 +87,7 @@ fn one_two_and_three_workers_match_the_whole_graph() {
 fn eight_clients_get_their_own_results() {
     let g = two_branch(8, 1).unwrap();
     let rt = Arc::new(Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap());
-    let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
-    let clients: Vec<_> = (0..8u64)
-        .map(|c| {
-            let (rt, reference) = (rt.clone(), reference.clone());
-            std::thread::spawn(move || {
-                for r in 0..50u64 {
-                    let seed = 1000 * c + r;
-                    let got = rt.run(vec![input(seed)]).unwrap();
-                    let want = reference.run(tvec![input(seed)]).unwrap();
-                    assert_close(&got[0], &want[0]);
-                }
-            })
-        })
-        .collect();
-    for c in clients {
-        c.join().unwrap();
-    }
+    concurrent_clients(&rt, &g, 8, 50);
 }
 
 /// Fails (or panics) on the request whose first input element is `marker`.
@@ -469,23 +475,7 @@ fn polling_processors_match_the_whole_graph_and_block_between_requests() {
         .map(|s| s.parse().unwrap())
         .collect();
     let rt = Arc::new(Runtime::load(&g, &procs, tract()).unwrap());
-    let reference: Arc<dyn Compiled> = Arc::from(whole(&g));
-    let clients: Vec<_> = (0..4u64)
-        .map(|c| {
-            let (rt, reference) = (rt.clone(), reference.clone());
-            std::thread::spawn(move || {
-                for r in 0..30u64 {
-                    let seed = 1000 * c + r;
-                    let got = rt.run(vec![input(seed)]).unwrap();
-                    let want = reference.run(tvec![input(seed)]).unwrap();
-                    assert_close(&got[0], &want[0]);
-                }
-            })
-        })
-        .collect();
-    for c in clients {
-        c.join().unwrap();
-    }
+    concurrent_clients(&rt, &g, 4, 30);
     assert_eq!(rt.requests_in_flight(), 0);
     let factory: Arc<EngineFactory> = Arc::new(|_| {
         Ok(Box::new(FaultyEngine {
