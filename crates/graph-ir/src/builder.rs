@@ -175,16 +175,22 @@ impl Builder {
         let f = self
             .graph
             .add_node(format!("{name}.flatten"), Op::Flatten(Flatten { axis: 1 }), &[p.out(0)])?;
-        let w = self.weight(format!("{name}.fc.weight"), vec![classes, c])?;
-        let b = self.weight(format!("{name}.fc.bias"), vec![classes])?;
+        debug_assert_eq!(self.channels(f.out(0)).ok(), Some(c));
+        self.linear(&format!("{name}.fc"), f.out(0), classes)
+    }
+
+    /// A fully connected layer (Gemm with bias, weight `[outputs, inputs]`)
+    /// from a `[N, inputs]` value, named `{name}` with `{name}.weight` and
+    /// `{name}.bias`.
+    pub fn linear(&mut self, name: &str, x: Outlet, outputs: usize) -> Result<Outlet, GraphError> {
+        let inputs = self.channels(x)?;
+        let w = self.weight(format!("{name}.weight"), vec![outputs, inputs])?;
+        let b = self.weight(format!("{name}.bias"), vec![outputs])?;
         let gemm = Op::Gemm(Gemm {
             trans_b: true,
             ..Gemm::default()
         });
-        Ok(self
-            .graph
-            .add_node(format!("{name}.fc"), gemm, &[f.out(0), w, b])?
-            .out(0))
+        Ok(self.graph.add_node(name, gemm, &[x, w, b])?.out(0))
     }
 
     /// A ResNet basic block: two 3x3 conv-bn layers, an identity shortcut when

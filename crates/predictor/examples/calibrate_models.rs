@@ -13,9 +13,9 @@
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, generated, time_interleaved};
+use models::{Families, generated, pinned_tract, time_interleaved};
 use predictor::calibration::{Calibration, Observation};
-use predictor::profiler::{CoreSet, Engine, TractEngine, affinity};
+use predictor::profiler::Engine;
 use predictor::{DeviceModel, LatencyModel};
 use std::path::PathBuf;
 
@@ -91,9 +91,7 @@ fn run() -> Result<(), String> {
     let model = DeviceModel::load(&o.device)
         .map_err(|e| e.to_string())?
         .without_calibration();
-    let cores = CoreSet::new(vec![o.core]).ok_or("empty core set")?;
-    affinity::pin_current_thread(&cores).map_err(|e| e.to_string())?;
-    let engine = TractEngine::new(1).map_err(|e| e.to_string())?;
+    let engine = pinned_tract(o.core)?;
     let mut list: Vec<(String, Graph)> = generated(o.count, o.seed, Families::Original, "cal-")?;
     list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "cal-")?);
     eprintln!(
@@ -104,9 +102,7 @@ fn run() -> Result<(), String> {
         engine.version(),
         o.core
     );
-    let meter = predictor::profiler::steal::Meter::start();
-    let timed = time_interleaved(&engine, &list, o.reps, o.rounds)?;
-    let stolen = meter.and_then(|m| m.read());
+    let (timed, stolen) = time_interleaved(&engine, &list, o.reps, o.rounds)?;
     let mut observed = Vec::new();
     let mut agree = 0;
     for ((_, g), [(m1, _), (m2, _)]) in list.iter().zip(&timed) {

@@ -28,8 +28,8 @@
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, fixtures, generated, time_interleaved};
-use predictor::profiler::{CoreSet, Engine, TractEngine, affinity};
+use models::{Families, fixtures, generated, pinned_tract, time_interleaved};
+use predictor::profiler::Engine;
 use predictor::{DeviceModel, LatencyModel};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -104,9 +104,7 @@ fn run() -> Result<(), String> {
     {
         eprintln!("warning: {w}");
     }
-    let cores = CoreSet::new(vec![o.core]).ok_or("empty core set")?;
-    affinity::pin_current_thread(&cores).map_err(|e| e.to_string())?;
-    let engine = TractEngine::new(1).map_err(|e| e.to_string())?;
+    let engine = pinned_tract(o.core)?;
     let mut list: Vec<(String, Graph)> = fixtures(&o.fixtures)?;
     list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
     list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
@@ -120,9 +118,7 @@ fn run() -> Result<(), String> {
         o.processor,
         if o.uncalibrated { " (calibration ignored)" } else { "" }
     );
-    let meter = predictor::profiler::steal::Meter::start();
-    let timed = time_interleaved(&engine, &list, o.reps, o.rounds)?;
-    let stolen = meter.and_then(|m| m.read());
+    let (timed, stolen) = time_interleaved(&engine, &list, o.reps, o.rounds)?;
     println!(
         "{:<26} {:>10} {:>10} {:>10} {:>8} {:>8}",
         "model", "meas1 ms", "meas2 ms", "pred ms", "err", "sources"

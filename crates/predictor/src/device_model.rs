@@ -136,7 +136,7 @@ impl LatencyModel for DeviceModel {
 impl DeviceModel {
     /// The prediction of the regressors and the analytic model, before any
     /// calibration.
-    pub fn uncalibrated(&self, g: &Graph, nodes: &[NodeId], processor: &str) -> Result<Prediction, PredictError> {
+    fn uncalibrated(&self, g: &Graph, nodes: &[NodeId], processor: &str) -> Result<Prediction, PredictError> {
         let mut prediction = self.analytic.predict(g, nodes, processor)?;
         let Some(a) = self.attached.get(processor) else {
             return Ok(prediction);

@@ -109,7 +109,7 @@ impl Runtime {
         let busy = Arc::new(AtomicUsize::new(0));
         let workers = processors
             .iter()
-            .map(|p| worker::start(p, &factory, &busy))
+            .map(|p| worker::start(p, &factory, Some(&busy)))
             .collect::<Result<Vec<_>, _>>()?;
         let compiled = partition
             .subgraphs

@@ -117,12 +117,12 @@ fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
 /// workers check their cores here and pin the caller on each run.
 ///
 /// A pool or queue worker with [`Wait::Poll`] polls for its next job while
-/// `busy` is above zero (requests of its runtime in flight) and blocks
-/// otherwise.
+/// `busy` (requests of its runtime in flight; `None` where nothing counts
+/// them) is above zero and blocks otherwise.
 pub(crate) fn start(
     config: &ProcessorConfig,
     factory: &Arc<EngineFactory>,
-    busy: &Arc<AtomicUsize>,
+    busy: Option<&Arc<AtomicUsize>>,
 ) -> Result<Worker, RuntimeError> {
     match config.kind {
         WorkerKind::Inline => {
@@ -146,10 +146,7 @@ pub(crate) fn start(
             let factory = factory.clone();
             let enabled = Arc::new(AtomicBool::new(true));
             let flag = enabled.clone();
-            let busy = match config.wait {
-                Wait::Poll => busy.clone(),
-                Wait::Block => Arc::new(AtomicUsize::new(0)),
-            };
+            let busy = busy.filter(|_| config.wait == Wait::Poll).cloned();
             std::thread::Builder::new()
                 .name(format!("stretch-{}", config.name))
                 .spawn(move || {
@@ -159,7 +156,11 @@ pub(crate) fn start(
                     if failed {
                         return;
                     }
-                    while let Ok(job) = crate::spin::recv_while(&rx, &busy, crate::spin::POLL_BEFORE_BLOCKING) {
+                    let poll = crate::spin::POLL_BEFORE_BLOCKING;
+                    while let Ok(job) = match &busy {
+                        Some(b) => crate::spin::recv_while(&rx, b, poll),
+                        None => crate::spin::recv(&rx, poll),
+                    } {
                         job.serve(&flag);
                     }
                 })

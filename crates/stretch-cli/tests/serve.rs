@@ -283,7 +283,7 @@ fn a_branched_model_runs_its_branches_in_parallel() {
     let w = write(
         &dir,
         "wb.toml",
-        "seed = 1\nduration_s = 1.5\n[[app]]\nname = \"branched\"\nmodel = \"branched.onnx\"\narrival = \"closed\"\n",
+        "seed = 1\nrequests = 8\n[[app]]\nname = \"branched\"\nmodel = \"branched.onnx\"\narrival = \"closed\"\n",
     );
     let trace = dir.join("trace.json");
     let out = stretch_ok(&[
@@ -302,7 +302,7 @@ fn a_branched_model_runs_its_branches_in_parallel() {
     ]);
     let r: serde_json::Value = serde_json::from_str(&out).unwrap();
     let r = &r[0];
-    assert!(r["completed"].as_u64().unwrap() > 5, "{r}");
+    assert_eq!(r["completed"], 8, "{r}");
     assert_eq!(r["outputs_checked"], r["completed"], "{r}");
     assert_eq!(r["mismatches"], 0, "{r}");
     let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();

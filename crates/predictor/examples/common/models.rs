@@ -5,12 +5,13 @@
 
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::onnx::{ImportOptions, import_file};
-use graph_ir::ops::{Concat, Flatten, Gemm, Op, Pool, PoolKind, UnaryOp};
+use graph_ir::ops::{Concat, Flatten, Op, UnaryOp};
 use graph_ir::{Graph, GraphError, Outlet, Tensor};
 use predictor::forest::SplitMix64;
 use predictor::profiler::engine::Runnable;
+use predictor::profiler::steal::{Meter, Steal};
 use predictor::profiler::timing::Timing;
-use predictor::profiler::{Engine, TractEngine};
+use predictor::profiler::{CoreSet, Engine, TractEngine, affinity};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -128,9 +129,8 @@ fn vgg(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
     let hidden = [512, 1024, 2048, 4096][rng.below(4)];
     let mut b = Builder::new(name);
     let mut y = b.input("x", &[1, 3, hw, hw])?;
-    let mut c = 3;
     for s in 0..stages {
-        c = (base << s).min(512);
+        let c = (base << s).min(512);
         for i in 0..1 + rng.below(3) {
             let n = format!("s{s}.c{i}");
             let conv = b.conv(&n, y, ConvSpec::new(c, 3, 1).bias())?;
@@ -138,13 +138,12 @@ fn vgg(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
         }
         y = b.max_pool(&format!("s{s}.pool"), y, 3, 2)?;
     }
-    let side = hw >> stages;
     let flat = b.node("head.flatten", Op::Flatten(Flatten { axis: 1 }), &[y])?;
-    let f1 = fc(&mut b, "head.fc1", flat, c * side * side, hidden)?;
+    let f1 = b.linear("head.fc1", flat, hidden)?;
     let a1 = b.relu("head.fc1.relu", f1)?;
-    let f2 = fc(&mut b, "head.fc2", a1, hidden, hidden)?;
+    let f2 = b.linear("head.fc2", a1, hidden)?;
     let a2 = b.relu("head.fc2.relu", f2)?;
-    let y = fc(&mut b, "head.fc3", a2, hidden, 1000)?;
+    let y = b.linear("head.fc3", a2, 1000)?;
     b.finish("y", y)
 }
 
@@ -166,18 +165,7 @@ fn inception(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
         let b3 = b.conv_bn(&format!("{n}.3x3"), r3, ConvSpec::new(w, 3, 1), true)?;
         let r5 = b.conv_bn(&format!("{n}.5x5r"), y, ConvSpec::new(w / 4 + 8, 1, 1), true)?;
         let b5 = b.conv_bn(&format!("{n}.5x5"), r5, ConvSpec::new(w / 2, 5, 1), true)?;
-        let pool = b.node(
-            &format!("{n}.pool"),
-            Op::Pool(Pool {
-                kind: PoolKind::Max,
-                kernel: [3, 3],
-                strides: [1, 1],
-                pads: [1; 4],
-                dilations: [1, 1],
-                ceil_mode: false,
-            }),
-            &[y],
-        )?;
+        let pool = b.max_pool(&format!("{n}.pool"), y, 3, 1)?;
         let bp = b.conv_bn(&format!("{n}.poolproj"), pool, ConvSpec::new(w / 2, 1, 1), true)?;
         y = b.node(
             &format!("{n}.concat"),
@@ -190,17 +178,6 @@ fn inception(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
     }
     let y = b.classifier("head", y, 1000)?;
     b.finish("y", y)
-}
-
-/// A fully connected layer (Gemm with bias) from `inputs` to `outputs`.
-fn fc(b: &mut Builder, name: &str, x: Outlet, inputs: usize, outputs: usize) -> Result<Outlet, GraphError> {
-    let w = b.param(&format!("{name}.weight"), &[outputs, inputs])?;
-    let bias = b.param(&format!("{name}.bias"), &[outputs])?;
-    let gemm = Op::Gemm(Gemm {
-        trans_b: true,
-        ..Gemm::default()
-    });
-    b.node(name, gemm, &[x, w, bias])
 }
 
 /// The model families [`generated`] draws from.
@@ -267,6 +244,13 @@ fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
         .collect()
 }
 
+/// One-thread tract with the calling thread pinned to `core`.
+pub fn pinned_tract(core: usize) -> Result<TractEngine, String> {
+    let cores = CoreSet::new(vec![core]).ok_or("empty core set")?;
+    affinity::pin_current_thread(&cores).map_err(|e| e.to_string())?;
+    TractEngine::new(1).map_err(|e| e.to_string())
+}
+
 /// `g` compiled on `engine` with its inputs set.
 pub fn compile(engine: &TractEngine, g: &Graph) -> Result<Box<dyn Runnable>, String> {
     let mut filled = g.clone();
@@ -277,15 +261,20 @@ pub fn compile(engine: &TractEngine, g: &Graph) -> Result<Box<dyn Runnable>, Str
     Ok(r)
 }
 
+/// Per model, (median, 10th percentile) in ms of each of its two compilations.
+pub type Timed = Vec<[(f64, f64); 2]>;
+
 /// Per model, the (median, 10th percentile) in ms of each of its two
 /// compilations over `reps` timed runs, spread over `rounds` interleaved
-/// rounds (every round times every compilation of every model in turn).
+/// rounds (every round times every compilation of every model in turn),
+/// and the CPU time the hypervisor stole during the rounds (`None` where
+/// `/proc/stat` cannot be read).
 pub fn time_interleaved(
     engine: &TractEngine,
     list: &[(String, Graph)],
     reps: usize,
     rounds: usize,
-) -> Result<Vec<[(f64, f64); 2]>, String> {
+) -> Result<(Timed, Option<Steal>), String> {
     let mut compiled = Vec::with_capacity(list.len());
     for (name, g) in list {
         let pair = [compile(engine, g)?, compile(engine, g)?];
@@ -293,6 +282,7 @@ pub fn time_interleaved(
         eprintln!("compiled {name} twice");
     }
     let per_round = reps.div_ceil(rounds).max(1);
+    let meter = Meter::start();
     let mut samples = vec![[Vec::new(), Vec::new()]; list.len()];
     for round in 0..rounds {
         for (i, pair) in compiled.iter_mut().enumerate() {
@@ -307,7 +297,8 @@ pub fn time_interleaved(
         }
         eprintln!("round {}/{rounds} done", round + 1);
     }
-    Ok(samples
+    let stolen = meter.and_then(|m| m.read());
+    let timed = samples
         .into_iter()
         .map(|pair| {
             pair.map(|runs| {
@@ -315,5 +306,6 @@ pub fn time_interleaved(
                 (t.median_ms, t.p10_ms)
             })
         })
-        .collect())
+        .collect();
+    Ok((timed, stolen))
 }

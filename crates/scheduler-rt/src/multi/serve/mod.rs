@@ -96,11 +96,10 @@ impl Server {
         let names: Vec<String> = processors.iter().map(|p| p.name.clone()).collect();
         let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
         let mut workers = Vec::new();
-        let never_busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         for p in processors {
             let mut p = p.clone();
             p.kind = WorkerKind::Pool;
-            workers.push(worker::start(&p, factory, &never_busy)?);
+            workers.push(worker::start(&p, factory, None)?);
         }
         Ok(Server {
             workers,
