@@ -3,7 +3,9 @@
 //! families as the held-out set of `model_accuracy` but drawn from another
 //! seed (so none of them is judged later), timed on tract with one thread
 //! pinned to one core, in interleaved rounds. Writes the calibration file
-//! that a device profile names with `calibration = "..."`.
+//! that a device profile names with `calibration = "..."`. `--times FILE`
+//! keeps the measurements in FILE, or fits to the ones it keeps when it
+//! exists.
 //!
 //! `cargo run --release -p predictor --example calibrate_models -- --device configs/devices/host.toml --processor cpu0 --core 0 -o data/profiles/host/cpu0/calibration.json`
 //! (scripts/benchmarks/calibrate_host.sh runs it for both cores).
@@ -13,7 +15,7 @@
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, generated, pinned_tract, time_interleaved};
+use models::{Families, generated, measure_or_load, pinned_tract};
 use predictor::calibration::{Calibration, Observation};
 use predictor::profiler::Engine;
 use predictor::{DeviceModel, LatencyModel};
@@ -30,6 +32,7 @@ struct Options {
     rounds: usize,
     ridge: f64,
     out: Option<PathBuf>,
+    times: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, String> {
@@ -44,6 +47,7 @@ fn options() -> Result<Options, String> {
         rounds: 5,
         ridge: 0.05,
         out: None,
+        times: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -67,6 +71,7 @@ fn options() -> Result<Options, String> {
                     .ok_or(format!("--ridge: `{value}` is not a non-negative number"))?
             }
             "-o" | "--out" => o.out = Some(value.into()),
+            "--times" => o.times = Some(value.into()),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -102,7 +107,15 @@ fn run() -> Result<(), String> {
         engine.version(),
         o.core
     );
-    let (timed, stolen) = time_interleaved(&engine, &list, o.reps, o.rounds)?;
+    let measured = format!(
+        "tract {} one thread on core {} of {}, {} reps in {} rounds",
+        engine.version(),
+        o.core,
+        predictor::profiler::host::this_cpu_model(),
+        o.reps,
+        o.rounds
+    );
+    let (timed, stolen) = measure_or_load(&engine, &list, o.reps, o.rounds, o.times.as_deref(), &measured)?;
     let mut observed = Vec::new();
     let mut agree = 0;
     for ((_, g), [(m1, _), (m2, _)]) in list.iter().zip(&timed) {
@@ -151,7 +164,7 @@ fn run() -> Result<(), String> {
         100.0 * c.fit_rmspe_before,
         100.0 * c.fit_rmspe_after,
         list.len(),
-        stolen.map_or_else(|| "steal not readable".to_string(), |s| s.line())
+        stolen
     );
     if let Some(out) = &o.out {
         let text = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())? + "\n";

@@ -19,7 +19,9 @@
 //! `predict_graph` takes on resnet50.
 //!
 //! The device profile's in-model calibration, when it names one, is applied
-//! (`--uncalibrated` ignores it).
+//! (`--uncalibrated` ignores it; `--calibration FILE` applies another).
+//! `--times FILE` keeps the measurements in FILE, or, when it exists,
+//! judges the model on the measurements it keeps instead of timing again.
 //!
 //! `cargo run --release -p predictor --example model_accuracy -- --device configs/devices/host.toml --processor cpu0 --core 0`
 //! (scripts/benchmarks/predictor_accuracy.sh runs it and keeps the output).
@@ -28,7 +30,7 @@
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, fixtures, generated, pinned_tract, time_interleaved};
+use models::{Families, fixtures, generated, measure_or_load, pinned_tract};
 use predictor::profiler::Engine;
 use predictor::{DeviceModel, LatencyModel};
 use std::path::PathBuf;
@@ -45,6 +47,8 @@ struct Options {
     rounds: usize,
     seed: u64,
     fixtures: PathBuf,
+    calibration: Option<PathBuf>,
+    times: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, String> {
@@ -59,6 +63,8 @@ fn options() -> Result<Options, String> {
         rounds: 5,
         seed: 1,
         fixtures: "fixtures/models".into(),
+        calibration: None,
+        times: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -79,6 +85,8 @@ fn options() -> Result<Options, String> {
             "--rounds" => o.rounds = num(value)?.max(1),
             "--seed" => o.seed = num(value)? as u64,
             "--fixtures" => o.fixtures = value.into(),
+            "--calibration" => o.calibration = Some(value.into()),
+            "--times" => o.times = Some(value.into()),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -97,6 +105,9 @@ fn run() -> Result<(), String> {
     let mut model = DeviceModel::load(&o.device).map_err(|e| e.to_string())?;
     if o.uncalibrated {
         model = model.without_calibration();
+    }
+    if let Some(file) = &o.calibration {
+        model.calibrate(&o.processor, file).map_err(|e| e.to_string())?;
     }
     if let Some(w) = model
         .profile()
@@ -118,7 +129,15 @@ fn run() -> Result<(), String> {
         o.processor,
         if o.uncalibrated { " (calibration ignored)" } else { "" }
     );
-    let (timed, stolen) = time_interleaved(&engine, &list, o.reps, o.rounds)?;
+    let measured = format!(
+        "tract {} one thread on core {} of {}, {} reps in {} rounds",
+        engine.version(),
+        o.core,
+        predictor::profiler::host::this_cpu_model(),
+        o.reps,
+        o.rounds
+    );
+    let (timed, stolen) = measure_or_load(&engine, &list, o.reps, o.rounds, o.times.as_deref(), &measured)?;
     println!(
         "{:<26} {:>10} {:>10} {:>10} {:>8} {:>8}",
         "model", "meas1 ms", "meas2 ms", "pred ms", "err", "sources"
@@ -130,7 +149,12 @@ fn run() -> Result<(), String> {
         let regress = p
             .kernels
             .iter()
-            .filter(|k| matches!(k.source, predictor::Source::Regressor { .. }))
+            .filter(|k| {
+                matches!(
+                    k.source,
+                    predictor::Source::Regressor { .. } | predictor::Source::Extrapolated { .. }
+                )
+            })
             .count();
         let [(m1, q1), (m2, q2)] = timed[i];
         let err = (p.total_ms - m1) / m1;
@@ -181,7 +205,7 @@ fn run() -> Result<(), String> {
         "{} timed runs per measurement in {} interleaved rounds; {}",
         o.reps.div_ceil(o.rounds).max(1) * o.rounds,
         o.rounds,
-        stolen.map_or_else(|| "steal not readable".to_string(), |s| s.line())
+        stolen
     );
     if let Some((_, g)) = list.iter().find(|(n, _)| n == "resnet50") {
         let mut times: Vec<f64> = (0..20)

@@ -143,14 +143,26 @@ impl DeviceModel {
         };
         for k in &mut prediction.kernels {
             if let Some(ms) = a.regressors.predict(k.class, &k.features) {
-                k.ms = ms.map_err(|e| {
+                let ms = ms.map_err(|e| {
                     PredictError::Regressors(Box::new(RegressorError::Forest {
                         path: a.file.clone().into(),
                         class: k.class.name().into(),
                         source: e,
                     }))
                 })?;
-                k.source = Source::Regressor { file: a.file.clone() };
+                match a.regressors.beyond_range(k.class, &k.features) {
+                    Some(feature) => {
+                        k.ms = ms.max(k.ms);
+                        k.source = Source::Extrapolated {
+                            file: a.file.clone(),
+                            feature: feature.into(),
+                        };
+                    }
+                    None => {
+                        k.ms = ms;
+                        k.source = Source::Regressor { file: a.file.clone() };
+                    }
+                }
             }
         }
         prediction.total_ms = prediction.subgraph_overhead_ms + prediction.kernels.iter().map(|k| k.ms).sum::<f64>();

@@ -32,6 +32,10 @@ pub enum Source {
     Analytic,
     /// A regressor fitted from measurements in this file.
     Regressor { file: String },
+    /// A kernel whose `feature` lies beyond the range the regressor in
+    /// `file` was fitted on: the larger of the regressor's figure (which
+    /// stays at its range's edge) and the roofline model's.
+    Extrapolated { file: String, feature: String },
 }
 
 /// The predicted latency of one kernel.

@@ -106,6 +106,27 @@ regressors = "regressors.json"
             .iter()
             .all(|k| k.source == Source::Analytic)
     );
+    let mut b = Builder::new("big");
+    let x = b.input("x", &[1, 64, 160, 160]).unwrap();
+    let y = b.conv_bn("c", x, ConvSpec::new(256, 3, 1), true).unwrap();
+    let big = b.finish("y", y).unwrap();
+    let p = model.predict_graph(&big, "cpu0").unwrap();
+    let roof = analytic.predict_graph(&big, "cpu0").unwrap();
+    assert_eq!(
+        p.kernels[0].source,
+        Source::Extrapolated {
+            file: file.display().to_string(),
+            feature: "h".into()
+        },
+        "h = 160 lies beyond the fitted rows' 40"
+    );
+    let forest = regs
+        .predict(predictor::kernels::OpClass::Conv, &p.kernels[0].features)
+        .unwrap()
+        .unwrap();
+    assert!(forest < 1.0, "the forest stays at its range's edge: {forest} ms");
+    assert_eq!(p.kernels[0].ms, roof.kernels[0].ms, "beyond its range, the roofline");
+    assert_eq!(regs.beyond_range(predictor::kernels::OpClass::Conv, &probe), None);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -309,3 +309,83 @@ pub fn time_interleaved(
         .collect();
     Ok((timed, stolen))
 }
+
+/// Measurements [`measure_or_load`] keeps, so that a latency model can be
+/// judged again on them without timing the models again.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedTimes {
+    schema: String,
+    /// Where and how they were measured.
+    measured: String,
+    /// The CPU time stolen while they were measured.
+    steal: String,
+    /// Per model: its name and its [`Timed`] entry.
+    models: Vec<(String, [(f64, f64); 2])>,
+}
+
+const TIMES_SCHEMA: &str = "stretch.model-times/1";
+
+/// [`time_interleaved`], or, when `times` names an existing file, the
+/// measurements it keeps (refused unless it lists exactly the models of
+/// `list`, in order); measurements taken are written to `times` when given.
+/// Returns them with a line saying what was stolen or which file they came
+/// from.
+pub fn measure_or_load(
+    engine: &TractEngine,
+    list: &[(String, Graph)],
+    reps: usize,
+    rounds: usize,
+    times: Option<&Path>,
+    measured: &str,
+) -> Result<(Timed, String), String> {
+    if let Some(path) = times.filter(|p| p.exists()) {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let saved: SavedTimes =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not a times file: {e}", path.display()))?;
+        if saved.schema != TIMES_SCHEMA {
+            return Err(format!(
+                "{}: schema `{}`, expected `{TIMES_SCHEMA}`",
+                path.display(),
+                saved.schema
+            ));
+        }
+        let names: Vec<&str> = saved.models.iter().map(|(n, _)| n.as_str()).collect();
+        let wanted: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
+        if names != wanted {
+            let at = names
+                .iter()
+                .zip(&wanted)
+                .position(|(a, b)| a != b)
+                .unwrap_or(names.len().min(wanted.len()));
+            return Err(format!(
+                "{}: measured other models ({} against {} asked; first difference at #{at}: `{}` against `{}`)",
+                path.display(),
+                names.len(),
+                wanted.len(),
+                names.get(at).unwrap_or(&"(none)"),
+                wanted.get(at).unwrap_or(&"(none)")
+            ));
+        }
+        let line = format!(
+            "measurements from {} ({}; {})",
+            path.display(),
+            saved.measured,
+            saved.steal
+        );
+        return Ok((saved.models.into_iter().map(|(_, t)| t).collect(), line));
+    }
+    let (timed, stolen) = time_interleaved(engine, list, reps, rounds)?;
+    let steal = stolen.map_or_else(|| "steal not readable".to_string(), |s| s.line());
+    if let Some(path) = times {
+        let saved = SavedTimes {
+            schema: TIMES_SCHEMA.into(),
+            measured: measured.into(),
+            steal: steal.clone(),
+            models: list.iter().map(|(n, _)| n.clone()).zip(timed.iter().copied()).collect(),
+        };
+        let text = serde_json::to_string_pretty(&saved).map_err(|e| e.to_string())? + "\n";
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("measurements kept in {}", path.display());
+    }
+    Ok((timed, steal))
+}

@@ -64,7 +64,16 @@ pub struct ClassReport {
     pub within_15: f64,
     /// Root mean squared percentage error, out of fold.
     pub rmspe: f64,
+    /// The largest value of each feature among the rows fitted (in
+    /// [`crate::features::feature_names`] order): a forest cannot
+    /// extrapolate past them. Empty in files written before it was kept.
+    #[serde(default)]
+    pub feature_max: Vec<f64>,
 }
+
+/// A feature more than this factor above its fitted maximum is beyond the
+/// forest's range.
+pub const RANGE_SLACK: f64 = 1.1;
 
 /// Forests per op class, fitted from one engine setting's measurements.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -159,6 +168,9 @@ impl KernelRegressors {
                     within_10: share(&errors, 0.10),
                     within_15: share(&errors, 0.15),
                     rmspe,
+                    feature_max: (0..x[0].len())
+                        .map(|i| x.iter().map(|r| r[i]).fold(f64::NEG_INFINITY, f64::max))
+                        .collect(),
                 },
             );
         }
@@ -183,6 +195,20 @@ impl KernelRegressors {
     /// `None` when no forest covers the class.
     pub fn predict(&self, class: OpClass, features: &[f64]) -> Option<Result<f64, ForestError>> {
         self.forests.get(class.name()).map(|f| f.predict(features))
+    }
+
+    /// The name of the first feature of a `class` kernel that lies more than
+    /// [`RANGE_SLACK`] times above every row the class's forest was fitted
+    /// on, or `None` when all lie within (or the file keeps no range).
+    pub fn beyond_range(&self, class: OpClass, features: &[f64]) -> Option<&'static str> {
+        let max = &self.report.get(class.name())?.feature_max;
+        let names = crate::features::feature_names(class);
+        features
+            .iter()
+            .zip(max)
+            .zip(names)
+            .find(|((v, m), _)| **v > **m * RANGE_SLACK)
+            .map(|(_, n)| *n)
     }
 
     pub fn save(&self, path: &Path) -> Result<(), RegressorError> {

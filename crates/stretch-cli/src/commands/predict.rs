@@ -95,6 +95,9 @@ pub fn run(args: Args) -> Result<()> {
         let source = match &k.source {
             Source::Analytic => "analytic".to_string(),
             Source::Regressor { file } => format!("regressor {file}"),
+            Source::Extrapolated { file, feature } => {
+                format!("regressor {file}, `{feature}` beyond its range: at least the roofline")
+            }
         };
         rows.push(vec![
             k.name.clone(),
