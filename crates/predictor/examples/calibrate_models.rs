@@ -5,17 +5,18 @@
 //! pinned to one core, in interleaved rounds. Writes the calibration file
 //! that a device profile names with `calibration = "..."`. `--times FILE`
 //! keeps the measurements in FILE, or fits to the ones it keeps when it
-//! exists.
+//! exists; `--dump FILE` writes every model's measurements and whole
+//! prediction.
 //!
 //! `cargo run --release -p predictor --example calibrate_models -- --device configs/devices/host.toml --processor cpu0 --core 0 -o data/profiles/host/cpu0/calibration.json`
-//! (scripts/benchmarks/calibrate_host.sh runs it for both cores).
+//! (scripts/benchmarks/predictor_host.sh runs it for both cores).
 
 #[path = "common/models.rs"]
 #[allow(dead_code)]
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, generated, measure_or_load, pinned_tract};
+use models::{Families, dump_predictions, generated, measure_or_load, pinned_tract};
 use predictor::calibration::{Calibration, Observation};
 use predictor::profiler::Engine;
 use predictor::{DeviceModel, LatencyModel};
@@ -33,6 +34,7 @@ struct Options {
     ridge: f64,
     out: Option<PathBuf>,
     times: Option<PathBuf>,
+    dump: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, String> {
@@ -40,14 +42,15 @@ fn options() -> Result<Options, String> {
         device: "configs/devices/host.toml".into(),
         processor: "cpu0".into(),
         core: 0,
-        count: 30,
-        wide: 10,
+        count: 60,
+        wide: 20,
         seed: 5000,
         reps: 10,
         rounds: 5,
         ridge: 0.05,
         out: None,
         times: None,
+        dump: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -72,6 +75,7 @@ fn options() -> Result<Options, String> {
             }
             "-o" | "--out" => o.out = Some(value.into()),
             "--times" => o.times = Some(value.into()),
+            "--dump" => o.dump = Some(value.into()),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -138,6 +142,10 @@ fn run() -> Result<(), String> {
         predictor::profiler::host::this_cpu_model(),
         o.reps.div_ceil(o.rounds).max(1) * o.rounds
     );
+    if let Some(path) = &o.dump {
+        let predictions: Vec<_> = observed.iter().map(|m| m.prediction.clone()).collect();
+        dump_predictions(path, &list, &timed, &predictions)?;
+    }
     let c = Calibration::fit(&observed, o.ridge, &fitted_on).map_err(|e| e.to_string())?;
     println!("{:<24} {:>10} {:>10} {:>10}", "model", "meas ms", "before", "after");
     for ((name, _), m) in list.iter().zip(&observed) {

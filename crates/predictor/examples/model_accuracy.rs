@@ -21,7 +21,8 @@
 //! The device profile's in-model calibration, when it names one, is applied
 //! (`--uncalibrated` ignores it; `--calibration FILE` applies another).
 //! `--times FILE` keeps the measurements in FILE, or, when it exists,
-//! judges the model on the measurements it keeps instead of timing again.
+//! judges the model on the measurements it keeps instead of timing again;
+//! `--dump FILE` writes every model's measurements and whole prediction.
 //!
 //! `cargo run --release -p predictor --example model_accuracy -- --device configs/devices/host.toml --processor cpu0 --core 0`
 //! (scripts/benchmarks/predictor_accuracy.sh runs it and keeps the output).
@@ -30,7 +31,7 @@
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, fixtures, generated, measure_or_load, pinned_tract};
+use models::{Families, dump_predictions, fixtures, generated, measure_or_load, pinned_tract};
 use predictor::profiler::Engine;
 use predictor::{DeviceModel, LatencyModel};
 use std::path::PathBuf;
@@ -49,6 +50,7 @@ struct Options {
     fixtures: PathBuf,
     calibration: Option<PathBuf>,
     times: Option<PathBuf>,
+    dump: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, String> {
@@ -65,6 +67,7 @@ fn options() -> Result<Options, String> {
         fixtures: "fixtures/models".into(),
         calibration: None,
         times: None,
+        dump: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -87,6 +90,7 @@ fn options() -> Result<Options, String> {
             "--fixtures" => o.fixtures = value.into(),
             "--calibration" => o.calibration = Some(value.into()),
             "--times" => o.times = Some(value.into()),
+            "--dump" => o.dump = Some(value.into()),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -144,6 +148,7 @@ fn run() -> Result<(), String> {
     );
     let (mut errs, mut sq, mut agree) = (Vec::new(), 0.0, 0);
     let (mut errs_p10, mut agree_p10) = (Vec::new(), 0);
+    let mut predictions = Vec::new();
     for (i, (name, g)) in list.iter().enumerate() {
         let p = model.predict_graph(g, &o.processor).map_err(|e| e.to_string())?;
         let regress = p
@@ -176,6 +181,10 @@ fn run() -> Result<(), String> {
             regress,
             p.kernels.len()
         );
+        predictions.push(p);
+    }
+    if let Some(path) = &o.dump {
+        dump_predictions(path, &list, &timed, &predictions)?;
     }
     let n = list.len() as f64;
     let within = |t: f64| 100.0 * errs.iter().filter(|e| **e <= t).count() as f64 / n;

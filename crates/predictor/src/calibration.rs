@@ -4,13 +4,16 @@
 //! cache contents, after other kernels and with the engine's per-call work
 //! between them, and the difference is systematic per kernel class (on this
 //! project's host, sums of isolated kernels fell below every MobileNetV2- and
-//! RegNet-style model). A [`Calibration`] scales each class's kernels by a
+//! RegNet-style model). A [`Calibration`] scales each group's kernels by a
 //! factor and adds a fixed cost per kernel, both fitted to whole models
 //! measured on the processor ([`Calibration::fit`]): models that are not the
-//! ones it is judged on.
+//! ones it is judged on. Groups are the kernel classes, with convolutions
+//! split three ways ([`group`]): 1x1, grouped (neither dense nor
+//! depthwise) and the rest, because an engine runs them with different
+//! kernels.
 
 use crate::kernels::OpClass;
-use crate::model::Prediction;
+use crate::model::{KernelPrediction, Prediction};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,13 +35,13 @@ pub enum CalibrationError {
     Fit { reason: String },
 }
 
-/// Per-class factors and a per-kernel cost applied to a processor's
-/// kernel predictions (schema `stretch.calibration/1`).
+/// Per-group factors and a per-kernel cost applied to a processor's
+/// kernel predictions (schema `stretch.calibration/2`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     pub schema: String,
-    /// Kernel class name ([`OpClass::name`]) to the factor its kernels'
-    /// predictions are multiplied by; classes not listed keep theirs.
+    /// Kernel group ([`group`]) to the factor its kernels' predictions are
+    /// multiplied by; groups not listed keep theirs.
     pub factors: BTreeMap<String, f64>,
     /// Added to every kernel, in microseconds.
     pub per_kernel_us: f64,
@@ -57,12 +60,44 @@ pub struct Observation {
     pub measured_ms: f64,
 }
 
+/// A group gets a factor when it is at least this share of the predicted
+/// time of [`MIN_MODELS`] fitted models (or of all, when fewer).
+pub const MIN_SHARE: f64 = 0.05;
+pub const MIN_MODELS: usize = 5;
+
+/// The convolution groups [`group`] adds to the kernel classes.
+const CONV_GROUPS: [&str; 2] = ["conv-1x1", "conv-grouped"];
+
+/// The calibration group of a kernel: its class's name, except that a
+/// convolution whose weights hold fewer than `cin * cout * k * k / 1.5`
+/// values (a grouped one) is `conv-grouped` and a 1x1 convolution is
+/// `conv-1x1`.
+pub fn group(k: &KernelPrediction) -> &'static str {
+    if k.class == OpClass::Conv {
+        let f = |name: &str| {
+            k.feature_names
+                .iter()
+                .position(|n| *n == name)
+                .and_then(|i| k.features.get(i).copied())
+        };
+        if let (Some(cin), Some(cout), Some(kk), Some(params)) = (f("cin"), f("cout"), f("k"), f("params")) {
+            if params > 0.0 && cin * cout * kk * kk / params > 1.5 {
+                return CONV_GROUPS[1];
+            }
+            if kk == 1.0 {
+                return CONV_GROUPS[0];
+            }
+        }
+    }
+    k.class.name()
+}
+
 /// Factors outside this range are refused when loading: a calibration that
 /// needs more is describing another machine.
 const FACTOR_RANGE: (f64, f64) = (0.05, 20.0);
 
 impl Calibration {
-    pub const SCHEMA: &'static str = "stretch.calibration/1";
+    pub const SCHEMA: &'static str = "stretch.calibration/2";
 
     pub fn load(path: &Path) -> Result<Calibration, CalibrationError> {
         let text = std::fs::read_to_string(path).map_err(|e| CalibrationError::Read {
@@ -85,8 +120,8 @@ impl Calibration {
             reason,
         };
         for (class, f) in &c.factors {
-            if OpClass::from_name(class).is_none() {
-                return Err(bad(class, "not a kernel class".into()));
+            if OpClass::from_name(class).is_none() && !CONV_GROUPS.contains(&class.as_str()) {
+                return Err(bad(class, "not a kernel group".into()));
             }
             if !(FACTOR_RANGE.0..=FACTOR_RANGE.1).contains(f) {
                 return Err(bad(
@@ -101,32 +136,43 @@ impl Calibration {
         Ok(c)
     }
 
-    /// Scales every kernel of `p` by its class's factor, adds the per-kernel
+    /// Scales every kernel of `p` by its group's factor, adds the per-kernel
     /// cost and recomputes the total.
     pub fn apply(&self, p: &mut Prediction) {
         for k in &mut p.kernels {
-            let f = self.factors.get(k.class.name()).copied().unwrap_or(1.0);
+            let f = self.factors.get(group(k)).copied().unwrap_or(1.0);
             k.ms = (k.ms * f + self.per_kernel_us / 1e3).max(0.0);
         }
         p.total_ms = p.subgraph_overhead_ms + p.kernels.iter().map(|k| k.ms).sum::<f64>();
     }
 
-    /// Fits factors per class and the per-kernel cost so that calibrated
+    /// Fits a factor per group and the per-kernel cost so that calibrated
     /// predictions of `models` match their measurements in relative terms
-    /// (least squares on relative errors), with a ridge of weight `ridge`
-    /// pulling each factor towards 1 and the cost towards 0, so a class
-    /// seen in few models keeps its uncalibrated figure.
+    /// (least squares on relative errors). Only groups that are at least
+    /// [`MIN_SHARE`] of the predicted time of [`MIN_MODELS`] models get a
+    /// factor (the rest keep theirs). A ridge of weight `ridge`, relative to
+    /// each unknown's own sum of squares (so it does not depend on units),
+    /// pulls each factor towards 1 and the cost towards 0.
     pub fn fit(models: &[Observation], ridge: f64, fitted_on: &str) -> Result<Calibration, CalibrationError> {
         let fail = |reason: String| CalibrationError::Fit { reason };
         if models.is_empty() {
             return Err(fail("no measured models".into()));
         }
-        let mut classes: Vec<&'static str> = models
-            .iter()
-            .flat_map(|m| m.prediction.kernels.iter().map(|k| k.class.name()))
-            .collect();
-        classes.sort_unstable();
-        classes.dedup();
+        let mut seen: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for m in models {
+            let mut share: BTreeMap<&'static str, f64> = BTreeMap::new();
+            for k in &m.prediction.kernels {
+                *share.entry(group(k)).or_default() += k.ms;
+            }
+            let total = m.prediction.total_ms.max(f64::MIN_POSITIVE);
+            for (g, ms) in share {
+                if ms / total >= MIN_SHARE {
+                    *seen.entry(g).or_default() += 1;
+                }
+            }
+        }
+        let needed = MIN_MODELS.min(models.len());
+        let classes: Vec<&'static str> = seen.into_iter().filter(|(_, n)| *n >= needed).map(|(g, _)| g).collect();
         let n = classes.len() + 1;
         let mut ata = vec![vec![0.0; n]; n];
         let mut atb = vec![0.0; n];
@@ -136,12 +182,15 @@ impl Calibration {
                 return Err(fail(format!("measured latency {y} ms is not positive")));
             }
             let mut row = vec![0.0; n];
+            let mut fixed = m.prediction.subgraph_overhead_ms;
             for k in &m.prediction.kernels {
-                let c = classes.binary_search(&k.class.name()).expect("listed");
-                row[c] += k.ms / y;
+                match classes.binary_search(&group(k)) {
+                    Ok(c) => row[c] += k.ms / y,
+                    Err(_) => fixed += k.ms,
+                }
             }
             row[n - 1] = m.prediction.kernels.len() as f64 / 1e3 / y;
-            let b = 1.0 - m.prediction.subgraph_overhead_ms / y;
+            let b = 1.0 - fixed / y;
             for i in 0..n {
                 atb[i] += row[i] * b;
                 for j in 0..n {
@@ -149,9 +198,9 @@ impl Calibration {
                 }
             }
         }
-        let scale = ridge * models.len() as f64;
-        for (i, r) in ata.iter_mut().enumerate() {
-            r[i] += scale;
+        for i in 0..n {
+            let scale = ridge * ata[i][i];
+            ata[i][i] += scale;
             if i < n - 1 {
                 atb[i] += scale;
             }
@@ -217,7 +266,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{KernelPrediction, Source};
+    use crate::model::Source;
 
     fn kernel(class: OpClass, ms: f64) -> KernelPrediction {
         KernelPrediction {
@@ -265,6 +314,43 @@ mod tests {
         let mut p = models[3].prediction.clone();
         c.apply(&mut p);
         assert!((p.total_ms - models[3].measured_ms).abs() < 1e-4);
+    }
+
+    fn conv(cin: f64, cout: f64, k: f64, groups: f64, ms: f64) -> KernelPrediction {
+        KernelPrediction {
+            feature_names: crate::features::feature_names(OpClass::Conv),
+            features: vec![8.0, cin, cout, k, 1.0, 0.0, cin * cout * k * k / groups + 5.0 * cout],
+            ..kernel(OpClass::Conv, ms)
+        }
+    }
+
+    #[test]
+    fn convolutions_are_grouped_by_kind_and_small_groups_keep_their_figures() {
+        assert_eq!(group(&conv(64.0, 64.0, 3.0, 1.0, 1.0)), "conv");
+        assert_eq!(group(&conv(64.0, 64.0, 1.0, 1.0, 1.0)), "conv-1x1");
+        assert_eq!(group(&conv(64.0, 64.0, 3.0, 8.0, 1.0)), "conv-grouped");
+        assert_eq!(group(&kernel(OpClass::DwConv, 1.0)), "dwconv");
+        let models: Vec<Observation> = (0..8)
+            .map(|i| {
+                let dense = 1.0 + i as f64;
+                let grouped = 0.5 + (i % 3) as f64;
+                Observation {
+                    prediction: prediction(vec![
+                        conv(32.0, 32.0, 3.0, 1.0, dense),
+                        conv(32.0, 32.0, 3.0, 4.0, grouped),
+                        kernel(OpClass::Add, 0.001),
+                    ]),
+                    measured_ms: 1.1 * dense + 2.0 * grouped + 0.001,
+                }
+            })
+            .collect();
+        let c = Calibration::fit(&models, 0.0, "test").unwrap();
+        assert!((c.factors["conv"] - 1.1).abs() < 1e-3, "{c:?}");
+        assert!((c.factors["conv-grouped"] - 2.0).abs() < 1e-3, "{c:?}");
+        assert!(
+            !c.factors.contains_key("add"),
+            "a group under 5% keeps its figure: {c:?}"
+        );
     }
 
     #[test]

@@ -389,3 +389,24 @@ pub fn measure_or_load(
     }
     Ok((timed, steal))
 }
+
+/// Writes every model's name, measured medians (both compilations) and
+/// full prediction (kernel by kernel, with features) to `path` as JSON, for
+/// studying where a latency model misses.
+pub fn dump_predictions(
+    path: &Path,
+    list: &[(String, Graph)],
+    timed: &Timed,
+    predictions: &[predictor::Prediction],
+) -> Result<(), String> {
+    let rows: Vec<serde_json::Value> = list
+        .iter()
+        .zip(timed)
+        .zip(predictions)
+        .map(|(((name, _), t), p)| {
+            serde_json::json!({"model": name, "measured_ms": [t[0].0, t[1].0], "p10_ms": [t[0].1, t[1].1], "prediction": p})
+        })
+        .collect();
+    let text = serde_json::to_string(&rows).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -18,9 +18,12 @@ use std::path::PathBuf;
 /// the asked processor and --analytic ignores every regressor.
 ///
 /// A profile may also name an in-model calibration (`calibration =
-/// "FILE"`, fitted by scripts/benchmarks/calibrate_host.sh): per-class
-/// factors and a per-kernel cost applied on top of every kernel's figure,
-/// said in the report; --analytic ignores it too.
+/// "FILE"`, fitted by scripts/benchmarks/predictor_host.sh): factors per
+/// kernel group (the classes, with convolutions split into 1x1, grouped and
+/// the rest) and a per-kernel cost applied on top of every kernel's figure,
+/// said in the report; --analytic ignores it too. A kernel whose features
+/// lie beyond the range its regressor was fitted on is given at least the
+/// roofline's figure (source `regressor ..., beyond its range`).
 ///
 /// --json prints {schema: "stretch.predict/1", model, device, processor,
 /// total_ms, subgraph_overhead_ms, calibration (file or null), kernels:
