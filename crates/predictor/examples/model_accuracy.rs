@@ -23,17 +23,26 @@
 //! `--times FILE` keeps the measurements in FILE, or, when it exists,
 //! judges the model on the measurements it keeps instead of timing again;
 //! `--dump FILE` writes every model's measurements and whole prediction.
+//! `--calibrate-with N` also times N generated models (and N/3 VGG/Inception-
+//! style ones) from seeds 5000/6000 in the same interleaved rounds, fits an
+//! in-model calibration to them (`--ridge`, `--calibration-out FILE`) and
+//! judges the held-out models with it beside the uncalibrated profile, so
+//! that the machine's drift in speed over minutes falls on the fit and the
+//! judgement alike.
 //!
 //! `cargo run --release -p predictor --example model_accuracy -- --device configs/devices/host.toml --processor cpu0 --core 0`
-//! (scripts/benchmarks/predictor_accuracy.sh runs it and keeps the output).
+//! (scripts/benchmarks/predictor_accuracy.sh runs it; predictor_host.sh with
+//! --calibrate-with on both cores).
 
 #[path = "common/models.rs"]
 mod models;
 
 use graph_ir::Graph;
+use models::Timed;
 use models::{Families, dump_predictions, fixtures, generated, measure_or_load, pinned_tract};
+use predictor::calibration::{Calibration, Observation};
 use predictor::profiler::Engine;
-use predictor::{DeviceModel, LatencyModel};
+use predictor::{DeviceModel, LatencyModel, Prediction};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -51,6 +60,9 @@ struct Options {
     calibration: Option<PathBuf>,
     times: Option<PathBuf>,
     dump: Option<PathBuf>,
+    calibrate_with: usize,
+    ridge: f64,
+    calibration_out: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, String> {
@@ -68,6 +80,9 @@ fn options() -> Result<Options, String> {
         calibration: None,
         times: None,
         dump: None,
+        calibrate_with: 0,
+        ridge: 0.05,
+        calibration_out: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -91,6 +106,15 @@ fn options() -> Result<Options, String> {
             "--calibration" => o.calibration = Some(value.into()),
             "--times" => o.times = Some(value.into()),
             "--dump" => o.dump = Some(value.into()),
+            "--calibrate-with" => o.calibrate_with = num(value)?,
+            "--calibration-out" => o.calibration_out = Some(value.into()),
+            "--ridge" => {
+                o.ridge = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| *r >= 0.0)
+                    .ok_or(format!("--ridge: `{value}` is not a non-negative number"))?
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -123,15 +147,31 @@ fn run() -> Result<(), String> {
     let mut list: Vec<(String, Graph)> = fixtures(&o.fixtures)?;
     list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
     list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
+    let held = list.len();
+    if o.calibrate_with > 0 {
+        model = model.without_calibration();
+        list.extend(generated(o.calibrate_with, CAL_SEED, Families::Original, "cal-")?);
+        list.extend(generated(
+            o.calibrate_with.div_ceil(3),
+            CAL_SEED + 1000,
+            Families::Wide,
+            "cal-",
+        )?);
+    }
     eprintln!(
-        "{} models, tract {} on core {}, {} reps per measurement; predicting with {} / {}{}",
+        "{} models ({} held out), tract {} on core {}, {} reps per measurement; predicting with {} / {}{}",
         list.len(),
+        held,
         engine.version(),
         o.core,
         o.reps,
         o.device.display(),
         o.processor,
-        if o.uncalibrated { " (calibration ignored)" } else { "" }
+        if o.uncalibrated || o.calibrate_with > 0 {
+            " (the profile's calibration ignored)"
+        } else {
+            ""
+        }
     );
     let measured = format!(
         "tract {} one thread on core {} of {}, {} reps in {} rounds",
@@ -141,16 +181,65 @@ fn run() -> Result<(), String> {
         o.reps,
         o.rounds
     );
-    let (timed, stolen) = measure_or_load(&engine, &list, o.reps, o.rounds, o.times.as_deref(), &measured)?;
+    let (mut timed, stolen) = measure_or_load(&engine, &list, o.reps, o.rounds, o.times.as_deref(), &measured)?;
+    let mut predictions = list
+        .iter()
+        .map(|(_, g)| model.predict_graph(g, &o.processor).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fitted = if o.calibrate_with > 0 {
+        let observed: Vec<Observation> = (held..list.len())
+            .map(|i| Observation {
+                prediction: predictions[i].clone(),
+                measured_ms: 0.5 * (timed[i][0].0 + timed[i][1].0),
+            })
+            .collect();
+        let fitted_on = format!(
+            "{} generated models (seeds {CAL_SEED} and {}) timed in the same interleaved rounds as the held-out ones, {measured}, mean of two medians",
+            observed.len(),
+            CAL_SEED + 1000
+        );
+        let c = Calibration::fit(&observed, o.ridge, &fitted_on).map_err(|e| e.to_string())?;
+        println!(
+            "calibration fitted on {} models timed with them: {}; per kernel {:+.1} us; fit RMSPE {:.1}% -> {:.1}%",
+            observed.len(),
+            c.factors
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.3}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            c.per_kernel_us,
+            100.0 * c.fit_rmspe_before,
+            100.0 * c.fit_rmspe_after
+        );
+        if let Some(out) = &o.calibration_out {
+            let text = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())? + "\n";
+            std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+            println!("wrote {}", out.display());
+        }
+        Some(c)
+    } else {
+        None
+    };
+    list.truncate(held);
+    timed.truncate(held);
+    predictions.truncate(held);
+    let calibrated: Option<Vec<Prediction>> = fitted.map(|c| {
+        predictions
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                c.apply(&mut p);
+                p
+            })
+            .collect()
+    });
     println!(
-        "{:<26} {:>10} {:>10} {:>10} {:>8} {:>8}",
-        "model", "meas1 ms", "meas2 ms", "pred ms", "err", "sources"
+        "{:<26} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>8}",
+        "model", "meas1 ms", "meas2 ms", "pred ms", "err", "calib ms", "err", "sources"
     );
-    let (mut errs, mut sq, mut agree) = (Vec::new(), 0.0, 0);
-    let (mut errs_p10, mut agree_p10) = (Vec::new(), 0);
-    let mut predictions = Vec::new();
-    for (i, (name, g)) in list.iter().enumerate() {
-        let p = model.predict_graph(g, &o.processor).map_err(|e| e.to_string())?;
+    let (mut agree, mut agree_p10) = (0, 0);
+    for (i, (name, _)) in list.iter().enumerate() {
+        let p = &predictions[i];
         let regress = p
             .kernels
             .iter()
@@ -162,53 +251,39 @@ fn run() -> Result<(), String> {
             })
             .count();
         let [(m1, q1), (m2, q2)] = timed[i];
-        let err = (p.total_ms - m1) / m1;
-        errs.push(err.abs());
-        errs_p10.push(((p.total_ms - q1) / q1).abs());
-        sq += (p.total_ms - m1).powi(2);
         if ((m2 - m1) / m1).abs() <= 0.10 {
             agree += 1;
         }
         if ((q2 - q1) / q1).abs() <= 0.10 {
             agree_p10 += 1;
         }
+        let cal = calibrated.as_ref().map_or_else(
+            || format!("{:>10} {:>8}", "-", "-"),
+            |c| format!("{:>10.3} {:>+7.1}%", c[i].total_ms, 100.0 * (c[i].total_ms - m1) / m1),
+        );
         println!(
-            "{name:<26} {:>10.3} {:>10.3} {:>10.3} {:>+7.1}% {:>4}/{:<4}",
-            m1,
-            m2,
+            "{name:<26} {m1:>10.3} {m2:>10.3} {:>10.3} {:>+7.1}% {cal} {:>4}/{:<4}",
             p.total_ms,
-            100.0 * err,
+            100.0 * (p.total_ms - m1) / m1,
             regress,
             p.kernels.len()
         );
-        predictions.push(p);
     }
     if let Some(path) = &o.dump {
         dump_predictions(path, &list, &timed, &predictions)?;
     }
     let n = list.len() as f64;
-    let within = |t: f64| 100.0 * errs.iter().filter(|e| **e <= t).count() as f64 / n;
+    println!();
+    summary("as the profile predicts", &predictions, &timed);
+    if let Some(c) = &calibrated {
+        summary("calibrated on the models timed with them", c, &timed);
+    }
     println!(
-        "\n{} models: within ±5% {:.1}%, ±10% {:.1}%, ±15% {:.1}%; RMSE {:.3} ms; RMSPE {:.1}%",
+        "repeatability: {agree}/{} models ({:.1}%) have two independent measurements within ±10% of each other; by the 10th percentile of the runs instead of the median: {agree_p10}/{} ({:.1}%)",
         list.len(),
-        within(0.05),
-        within(0.10),
-        within(0.15),
-        (sq / n).sqrt(),
-        100.0 * (errs.iter().map(|e| e * e).sum::<f64>() / n).sqrt()
-    );
-    println!(
-        "repeatability: {agree}/{} models ({:.1}%) have two independent measurements within ±10% of each other",
+        100.0 * agree as f64 / n,
         list.len(),
-        100.0 * agree as f64 / n
-    );
-    let within_p10 = |t: f64| 100.0 * errs_p10.iter().filter(|e| **e <= t).count() as f64 / n;
-    println!(
-        "by the 10th percentile of the runs instead of the median: repeatability {agree_p10}/{} ({:.1}%); prediction within ±10% {:.1}%, ±15% {:.1}%",
-        list.len(),
-        100.0 * agree_p10 as f64 / n,
-        within_p10(0.10),
-        within_p10(0.15)
+        100.0 * agree_p10 as f64 / n
     );
     println!(
         "{} timed runs per measurement in {} interleaved rounds; {}",
@@ -228,4 +303,42 @@ fn run() -> Result<(), String> {
         println!("predict_graph(resnet50): median {:.2} ms over 20 runs", times[10]);
     }
     Ok(())
+}
+
+/// Seeds of the calibration models (`--calibrate-with`): none of them is
+/// held out.
+const CAL_SEED: u64 = 5000;
+
+/// Prints ±5/±10/±15% accuracy, RMSE and RMSPE of `predictions` against the
+/// first measurement's median, and ±10/±15% against its 10th percentile.
+fn summary(label: &str, predictions: &[Prediction], timed: &Timed) {
+    let n = predictions.len() as f64;
+    let errs: Vec<f64> = predictions
+        .iter()
+        .zip(timed)
+        .map(|(p, t)| (p.total_ms - t[0].0) / t[0].0)
+        .collect();
+    let errs_p10: Vec<f64> = predictions
+        .iter()
+        .zip(timed)
+        .map(|(p, t)| (p.total_ms - t[0].1) / t[0].1)
+        .collect();
+    let within = |e: &[f64], t: f64| 100.0 * e.iter().filter(|e| e.abs() <= t).count() as f64 / n;
+    let rmse = (predictions
+        .iter()
+        .zip(timed)
+        .map(|(p, t)| (p.total_ms - t[0].0).powi(2))
+        .sum::<f64>()
+        / n)
+        .sqrt();
+    let rmspe = 100.0 * (errs.iter().map(|e| e * e).sum::<f64>() / n).sqrt();
+    println!(
+        "{label}: {} models within ±5% {:.1}%, ±10% {:.1}%, ±15% {:.1}%; RMSE {rmse:.3} ms; RMSPE {rmspe:.1}%; by the 10th percentile within ±10% {:.1}%, ±15% {:.1}%",
+        predictions.len(),
+        within(&errs, 0.05),
+        within(&errs, 0.10),
+        within(&errs, 0.15),
+        within(&errs_p10, 0.10),
+        within(&errs_p10, 0.15)
+    );
 }
