@@ -4,9 +4,11 @@
 # then `stretch bench` the branched model against the original in one run
 # (original on 1 core, original with 2 intra-op threads, branched sequential,
 # branched on cpu0 inline + cpu1 pinned pool, subgraphs nothing else runs
-# beside with two intra-op threads: alone_threads=2). Run on an idle machine.
+# beside with two intra-op threads: alone_threads=2; OPTS replaces that
+# suffix of both processors, e.g. OPTS=",alone_threads=2,wait=poll" as
+# configs/runtime/host.toml has it). Run on an idle machine.
 #
-#   scripts/benchmarks/runtime_fixtures.sh [MODEL...]   (default: resnet18 resnet50 mobilenet_v2)
+#   RUNS=60 OPTS=",alone_threads=2" scripts/benchmarks/runtime_fixtures.sh [MODEL...]   (default: resnet18 resnet50 mobilenet_v2)
 set -euo pipefail
 source "$(dirname "$0")/fixture_common.sh"
 models=("$@")
@@ -15,5 +17,5 @@ for m in "${models[@]}"; do
   echo "== $m"
   prepare_fixture "$m"
   "$S" bench "$out/$m.branched.onnx" --original "$out/$m.onnx" --runs "${RUNS:-30}" \
-    --processor cpu0=inline:core0,alone_threads=2 --processor cpu1=pool:core1,alone_threads=2 --trace "$out/$m.trace.json"
+    --processor "cpu0=inline:core0${OPTS-,alone_threads=2}" --processor "cpu1=pool:core1${OPTS-,alone_threads=2}" --trace "$out/$m.trace.json"
 done

@@ -256,8 +256,8 @@ mod tests {
         assert_eq!(
             specs,
             [
-                "cpu0=inline:0,threads=1,alone_threads=2,engine=tract",
-                "cpu1=pool:1,threads=1,alone_threads=2,engine=tract"
+                "cpu0=inline:0,threads=1,alone_threads=2,engine=tract,wait=poll",
+                "cpu1=pool:1,threads=1,alone_threads=2,engine=tract,wait=poll"
             ]
         );
         assert_eq!(c.adaptive, None);
