@@ -74,12 +74,7 @@ const CONV_GROUPS: [&str; 2] = ["conv-1x1", "conv-grouped"];
 /// `conv-1x1`.
 pub fn group(k: &KernelPrediction) -> &'static str {
     if k.class == OpClass::Conv {
-        let f = |name: &str| {
-            k.feature_names
-                .iter()
-                .position(|n| *n == name)
-                .and_then(|i| k.features.get(i).copied())
-        };
+        let f = |name: &str| crate::features::named(k.feature_names, &k.features, name);
         if let (Some(cin), Some(cout), Some(kk), Some(params)) = (f("cin"), f("cout"), f("k"), f("params")) {
             if params > 0.0 && cin * cout * kk * kk / params > 1.5 {
                 return CONV_GROUPS[1];

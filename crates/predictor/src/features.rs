@@ -17,6 +17,15 @@ pub fn feature_names(class: OpClass) -> &'static [&'static str] {
     }
 }
 
+/// The feature called `name` among `features` named by `names` (a class's
+/// [`feature_names`]), if it has one.
+pub fn named(names: &[&str], features: &[f64], name: &str) -> Option<f64> {
+    names
+        .iter()
+        .position(|n| *n == name)
+        .and_then(|i| features.get(i).copied())
+}
+
 fn dim(g: &Graph, o: Outlet, i: usize) -> f64 {
     g.fact(o).and_then(|f| f.shape.get(i).copied()).unwrap_or(1) as f64
 }

@@ -44,14 +44,9 @@ pub struct Args {
 }
 
 fn sample(r: &Row) -> Sample {
-    let cout = predictor::features::feature_names(r.kind.op_class())
-        .iter()
-        .position(|n| *n == "cout")
-        .map_or(0, |i| r.features[i] as usize);
-    let params = predictor::features::feature_names(r.kind.op_class())
-        .iter()
-        .position(|n| *n == "params")
-        .map_or(0, |i| r.features[i] as u64);
+    let names = predictor::features::feature_names(r.kind.op_class());
+    let cout = predictor::features::named(names, &r.features, "cout").map_or(0, |v| v as usize);
+    let params = predictor::features::named(names, &r.features, "params").map_or(0, |v| v as u64);
     Sample {
         works: vec![(
             Work {
