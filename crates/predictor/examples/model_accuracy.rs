@@ -134,6 +134,9 @@ fn run() -> Result<(), String> {
     if o.uncalibrated {
         model = model.without_calibration();
     }
+    if o.calibration.is_some() && o.calibrate_with > 0 {
+        return Err("--calibration and --calibrate-with exclude each other: the second fits its own".into());
+    }
     if let Some(file) = &o.calibration {
         model.calibrate(&o.processor, file).map_err(|e| e.to_string())?;
     }
