@@ -130,6 +130,42 @@ fn quick_profile_covers_every_class_and_resumes() {
     let analytic = predict(&["--analytic"]);
     assert!(kinds(&analytic).iter().all(|k| k == "analytic"), "{analytic}");
 
+    let mini = dir.join("mini.onnx");
+    let mini = mini.to_str().expect("path");
+    stretch_ok(&["zoo", "resnet-mini", "--input-size", "32", "-o", mini]);
+    let timed = stretch_ok(&["profile", "--in-model", mini, "--reps", "3", "--out", &out]);
+    let in_model = std::fs::read_to_string(dir.join("in-model.csv")).expect("in-model.csv");
+    let rows: Vec<&str> = in_model.lines().skip(1).collect();
+    assert!(
+        timed.contains(&format!("appended {} rows", rows.len())) && rows.len() >= 10,
+        "{timed}"
+    );
+    for row in &rows {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells[col("origin")], "in-model", "{row}");
+        assert!(
+            cells[col("median_ms")].parse::<f64>().expect("median_ms") > 0.0,
+            "{row}"
+        );
+    }
+    let prefer = stretch_ok(&["fit", &out, "--processor", "cpu0"]);
+    assert!(
+        prefer.contains(&format!("({} in-model rows, --in-model prefer)", rows.len())),
+        "{prefer}"
+    );
+    let convs = rows.iter().filter(|r| r.starts_with("conv+bn+act,")).count();
+    let conv_rows = |report: &str| -> usize {
+        let line = report.lines().find(|l| l.starts_with("conv ")).expect("conv line");
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .expect("rows")
+    };
+    assert_eq!(conv_rows(&prefer), convs, "{prefer}");
+    let ignore = stretch_ok(&["fit", &out, "--in-model", "ignore"]);
+    assert!(!ignore.contains("in-model rows"), "{ignore}");
+    assert_eq!(conv_rows(&ignore), per_class["conv+bn+act"], "{ignore}");
+
     std::fs::write(dir.join("kernels.csv"), format!("{csv}conv+bn+act,0,cnn,oops\n")).expect("write");
     let bad = stretch(&["fit", &out]);
     let err = String::from_utf8_lossy(&bad.stderr);

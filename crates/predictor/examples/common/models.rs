@@ -229,7 +229,8 @@ fn stem(p: &Path) -> String {
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
+/// Values for `g`'s inputs in `[0, 1)`, drawn from `seed`.
+pub fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
     let mut rng = SplitMix64::new(seed);
     g.inputs()
         .iter()

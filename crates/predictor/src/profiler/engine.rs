@@ -81,6 +81,12 @@ impl Engine for TractEngine {
     }
 
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Runnable>, EngineError> {
+        Ok(Box::new(self.runnable(onnx)?))
+    }
+}
+
+impl TractEngine {
+    fn runnable(&self, onnx: &[u8]) -> Result<TractRunnable, EngineError> {
         let load = |e: TractError| EngineError::Load {
             engine: TRACT,
             reason: reason(e),
@@ -96,11 +102,67 @@ impl Engine for TractEngine {
         let plan = model.into_runnable_with_options(&options).map_err(load)?;
         let state = plan.spawn().map_err(load)?;
         let n_inputs = plan.model().inputs.len();
-        Ok(Box::new(TractRunnable {
+        Ok(TractRunnable {
             state,
             n_inputs,
             inputs: TVec::new(),
-        }))
+        })
+    }
+
+    /// Compiles a model whose runs time every node of tract's optimised
+    /// plan ([`NodeTimed::run_timed`]).
+    pub fn compile_node_timed(&self, onnx: &[u8]) -> Result<NodeTimed, EngineError> {
+        let inner = self.runnable(onnx)?;
+        let names = inner
+            .state
+            .plan()
+            .model()
+            .nodes()
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
+        Ok(NodeTimed { inner, names })
+    }
+}
+
+/// A compiled tract model whose runs report the time of each node of the
+/// optimised plan. tract names the nodes it derives from an ONNX node after
+/// that node (`conv1`, `conv1.pack`, ...).
+pub struct NodeTimed {
+    inner: TractRunnable,
+    names: Vec<String>,
+}
+
+impl NodeTimed {
+    /// The plan's node names, indexed like [`NodeTimed::run_timed`]'s figures.
+    pub fn node_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Binds the model's inputs, as [`Runnable::set_inputs`].
+    pub fn set_inputs(&mut self, inputs: &[Tensor]) -> Result<(), EngineError> {
+        self.inner.set_inputs(inputs)
+    }
+
+    /// Runs the model once; per plan node, the milliseconds its evaluation
+    /// took (0 for nodes the plan does not run).
+    pub fn run_timed(&mut self) -> Result<Vec<f64>, EngineError> {
+        self.inner.bound()?;
+        let mut times = vec![0.0; self.names.len()];
+        self.inner
+            .state
+            .run_plan_with_eval(self.inner.inputs.clone(), |session, op_state, node, input| {
+                let start = std::time::Instant::now();
+                let out = tract_onnx::tract_core::plan::eval(session, op_state, node, input);
+                times[node.id] += start.elapsed().as_secs_f64() * 1e3;
+                out
+            })
+            .map(drop)
+            .map_err(|e| EngineError::Run {
+                engine: TRACT,
+                reason: reason(e),
+            })?;
+        Ok(times)
     }
 }
 
@@ -108,6 +170,18 @@ struct TractRunnable {
     state: TypedSimpleState,
     n_inputs: usize,
     inputs: TVec<TValue>,
+}
+
+impl TractRunnable {
+    fn bound(&self) -> Result<(), EngineError> {
+        if self.inputs.len() != self.n_inputs {
+            return Err(EngineError::Run {
+                engine: TRACT,
+                reason: "inputs were not bound before the run".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Runnable for TractRunnable {
@@ -140,12 +214,7 @@ impl Runnable for TractRunnable {
     }
 
     fn run(&mut self) -> Result<(), EngineError> {
-        if self.inputs.len() != self.n_inputs {
-            return Err(EngineError::Run {
-                engine: TRACT,
-                reason: "inputs were not bound before the run".into(),
-            });
-        }
+        self.bound()?;
         self.state
             .run(self.inputs.clone())
             .map(drop)

@@ -17,6 +17,7 @@ pub mod engine;
 mod error;
 pub mod fusion;
 pub mod host;
+pub mod in_model;
 pub mod kernel_graph;
 pub mod link;
 mod run;
@@ -25,7 +26,7 @@ pub mod steal;
 pub mod timing;
 
 pub use affinity::CoreSet;
-pub use engine::{Engine, Runnable, TRACT_VERSION, TractEngine};
+pub use engine::{Engine, NodeTimed, Runnable, TRACT_VERSION, TractEngine};
 pub use error::{EngineError, ProfilerError};
 pub use run::{ClassCounts, ClassRound, Event, Profiler, Settings, Summary};
 pub use space::{KernelConfig, KernelKind, Origin};

@@ -74,6 +74,11 @@ impl KernelKind {
         }
     }
 
+    /// The kind whose forest predicts kernels led by `class`, if any.
+    pub fn of_class(class: OpClass) -> Option<KernelKind> {
+        KernelKind::ALL.into_iter().find(|k| k.op_class() == class)
+    }
+
     /// The kind named `name` (as [`KernelKind::name`] writes it).
     pub fn from_name(name: &str) -> Option<KernelKind> {
         KernelKind::ALL.into_iter().find(|k| k.name() == name)
@@ -102,6 +107,8 @@ pub enum Origin {
     Random,
     /// A neighbour of a badly predicted configuration.
     Adaptive,
+    /// A kernel of a whole model, timed inside it ([`super::in_model`]).
+    InModel,
 }
 
 impl Origin {
@@ -110,11 +117,12 @@ impl Origin {
             Origin::Cnn => "cnn",
             Origin::Random => "random",
             Origin::Adaptive => "adaptive",
+            Origin::InModel => "in-model",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Origin> {
-        [Origin::Cnn, Origin::Random, Origin::Adaptive]
+        [Origin::Cnn, Origin::Random, Origin::Adaptive, Origin::InModel]
             .into_iter()
             .find(|o| o.name() == name)
     }

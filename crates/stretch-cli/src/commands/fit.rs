@@ -13,9 +13,9 @@ use std::time::Duration;
 
 /// Fit latency predictors to the kernels a `stretch profile` run measured.
 ///
-/// Reads DIR/kernels.csv and fits (1) one random forest per kernel class
-/// (conv, dwconv, fc, pool, gap, add, bn, act, concat; nn-Meter features, log
-/// targets), written with each class's out-of-fold accuracy to
+/// Reads DIR/kernels.csv (and DIR/in-model.csv, see --in-model) and fits
+/// (1) one random forest per kernel class (conv, dwconv, fc, pool, gap,
+/// add, bn, act, concat; nn-Meter features, log targets), written with each class's out-of-fold accuracy to
 /// DIR/regressors.json (format stretch.kernel-regressors/1), and (2) the
 /// analytic model's figures (effective GFLOP/s, bandwidth, kernel overhead,
 /// depthwise efficiency), judged on a seeded held-out 20% of the rows.
@@ -41,6 +41,44 @@ pub struct Args {
     /// Seeds the forests, the out-of-fold split and the held-out split.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+
+    /// How the forests use DIR/in-model.csv (kernels timed inside whole
+    /// models, `stretch profile --in-model`) when it exists: `prefer` fits a
+    /// class on its in-model rows alone where it has enough of them and on
+    /// the isolated ones otherwise, `both` fits on all rows, `ignore` on
+    /// the isolated ones. The analytic figures always come from the isolated
+    /// rows.
+    #[arg(long, value_enum, default_value = "prefer")]
+    pub in_model: InModelUse,
+}
+
+/// What `stretch fit` does with kernels timed inside whole models.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InModelUse {
+    Prefer,
+    Both,
+    Ignore,
+}
+
+/// The rows the forests are fitted on, by `choice`.
+fn forest_rows(isolated: &[(usize, Row)], in_model: &[(usize, Row)], choice: InModelUse) -> Vec<(usize, Row)> {
+    match choice {
+        InModelUse::Ignore => isolated.to_vec(),
+        InModelUse::Both => isolated.iter().chain(in_model).cloned().collect(),
+        InModelUse::Prefer => {
+            let mut count: std::collections::HashMap<KernelKind, usize> = std::collections::HashMap::new();
+            for (_, r) in in_model {
+                *count.entry(r.kind).or_default() += 1;
+            }
+            let enough = |k: &KernelKind| count.get(k).is_some_and(|n| *n >= predictor::fit::regressors::MIN_ROWS);
+            isolated
+                .iter()
+                .filter(|(_, r)| !enough(&r.kind))
+                .chain(in_model.iter().filter(|(_, r)| enough(&r.kind)))
+                .cloned()
+                .collect()
+        }
+    }
 }
 
 fn sample(r: &Row) -> Sample {
@@ -71,25 +109,42 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let rows = csv::read(&csv_path)?.rows;
-    let label = csv_path.display().to_string();
+    let in_model_path = args.dir.join(super::in_model::FILE);
+    let in_model = if in_model_path.exists() && args.in_model != InModelUse::Ignore {
+        csv::read(&in_model_path)?.rows
+    } else {
+        Vec::new()
+    };
+    let forest_rows = forest_rows(&rows, &in_model, args.in_model);
+    let label = if in_model.is_empty() {
+        csv_path.display().to_string()
+    } else {
+        format!(
+            "{} + {} ({} in-model rows, --in-model {})",
+            csv_path.display(),
+            in_model_path.display(),
+            in_model.len(),
+            format!("{:?}", args.in_model).to_lowercase()
+        )
+    };
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.set_message(format!(
         "fitting forests to {} rows (10-fold out-of-fold check per class)",
-        rows.len()
+        forest_rows.len()
     ));
     bar.enable_steady_tick(Duration::from_millis(200));
-    let regressors = KernelRegressors::fit(&rows, &label, args.seed);
+    let regressors = KernelRegressors::fit(&forest_rows, &label, args.seed);
     bar.finish_and_clear();
     let regressors = regressors?;
     let out = args.out.clone().unwrap_or_else(|| args.dir.join("regressors.json"));
     regressors.save(&out)?;
 
     println!(
-        "{label}: {} rows, {} {} thread(s) on cores {}",
-        rows.len(),
+        "{label}: {} rows for the forests, {} {} thread(s) on cores {}",
+        forest_rows.len(),
         regressors.engine,
         regressors.threads,
         regressors.cores
@@ -132,7 +187,7 @@ pub fn run(args: Args) -> Result<()> {
         100.0 * analytic::accuracy(&test, &f, 0.10),
         100.0 * analytic::accuracy(&test, &f, 0.15)
     );
-    let src = format!("fitted: {label} by `stretch fit` (seed {})", args.seed);
+    let src = format!("fitted: {} by `stretch fit` (seed {})", csv_path.display(), args.seed);
     println!("\n[processors.{}]", args.processor);
     println!("kind = \"cpu\"");
     println!("peak_gflops = {{ value = {:.2}, source = \"{src}\" }}", f.gflops);

@@ -6,6 +6,7 @@ pub mod branch;
 pub mod compare;
 pub mod convert;
 pub mod fit;
+mod in_model;
 pub mod inspect;
 mod link;
 pub mod plan;

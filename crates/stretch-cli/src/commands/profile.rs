@@ -59,6 +59,18 @@ pub struct Args {
     #[arg(long)]
     pub fusion: bool,
 
+    /// Time kernels inside these whole ONNX models instead of alone: each
+    /// model runs --warmup times, then --reps times with every node of
+    /// tract's plan timed; each node's time goes to the ONNX node it derives
+    /// from, summed per kernel of the fusion rules. Appends one row of origin
+    /// `in-model` per kernel to DIR/in-model.csv (default 10 reps, 1 warm-up),
+    /// which `stretch fit DIR` uses (see its --in-model). Kernels inside a
+    /// model find their inputs where the kernel before left them, not hot
+    /// from their own previous run: memory-bound ones (adds, pools, small
+    /// fully connected layers) take several times their isolated time there.
+    #[arg(long, value_name = "MODEL.onnx", num_args = 1.., conflicts_with_all = ["fusion", "link"])]
+    pub in_model: Vec<PathBuf>,
+
     /// Output directory for kernels.csv and run.json; created if missing. An
     /// existing kernels.csv is resumed.
     #[arg(long, value_name = "DIR")]
@@ -135,6 +147,16 @@ pub fn run(args: Args) -> Result<()> {
     };
     if args.fusion {
         return super::link::run_fusion(&engine, &args.out, args.reps.unwrap_or(50), args.warmup.unwrap_or(10));
+    }
+    if !args.in_model.is_empty() {
+        return super::in_model::run(
+            &engine,
+            &cores,
+            &args.in_model,
+            &args.out,
+            args.reps.unwrap_or(10),
+            args.warmup.unwrap_or(1),
+        );
     }
     let settings = settings(&args);
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;

@@ -1,0 +1,84 @@
+//! Kernels timed inside a whole model on tract: every kernel of the fusion
+//! rules gets the time of the plan nodes tract derives from its ONNX nodes,
+//! little time is left to no kernel, the kernels add up to the run, and the
+//! rows carry the features prediction computes.
+
+use graph_ir::builder::{Builder, ConvSpec};
+use graph_ir::ops::Op;
+use graph_ir::{Graph, NodeId, Tensor};
+use predictor::features::features;
+use predictor::kernels::{OpClass, default_rules, detect};
+use predictor::profiler::csv::Row;
+use predictor::profiler::in_model::time_kernels;
+use predictor::profiler::{CoreSet, KernelKind, Origin, TractEngine};
+
+fn model() -> Graph {
+    let mut b = Builder::new("small-resnet");
+    let x = b.input("x", &[1, 3, 48, 48]).unwrap();
+    let y = b.conv_bn("stem", x, ConvSpec::new(16, 3, 2), true).unwrap();
+    let y = b.max_pool("stem.pool", y, 3, 2).unwrap();
+    let y = b.basic_block("s0.b0", y, 16, 1).unwrap();
+    let y = b.basic_block("s1.b0", y, 32, 2).unwrap();
+    let y = b.classifier("head", y, 10).unwrap();
+    b.finish("y", y).unwrap()
+}
+
+fn inputs(g: &Graph) -> Vec<Tensor> {
+    g.inputs()
+        .iter()
+        .map(|id| {
+            let shape = g.node(*id).outputs[0].shape.clone();
+            let n: usize = shape.iter().product();
+            Tensor::from_f32(shape, &(0..n).map(|i| (i % 7) as f32 / 7.0).collect::<Vec<_>>())
+        })
+        .collect()
+}
+
+#[test]
+fn every_kernel_gets_its_time_inside_the_model() {
+    let g = model();
+    let engine = TractEngine::new(1).unwrap();
+    let times = time_kernels(&engine, &g, &inputs(&g), &default_rules(), 1, 5).unwrap();
+
+    let nodes: Vec<NodeId> = g
+        .topo_order()
+        .unwrap()
+        .into_iter()
+        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
+        .collect();
+    let kernels = detect(&g, &nodes, &default_rules());
+    assert_eq!(times.kernels.len(), kernels.len());
+    for (timed, k) in times.kernels.iter().zip(&kernels) {
+        assert_eq!(timed.name, g.node(k.nodes[0]).name);
+        assert_eq!(timed.features, features(&g, k), "{}", timed.name);
+        assert_eq!(timed.timing.reps, 5);
+        let t = timed.timing;
+        assert!(
+            t.p10_ms <= t.median_ms && t.median_ms <= t.p90_ms,
+            "{}: {t:?}",
+            timed.name
+        );
+        if matches!(timed.class, OpClass::Conv | OpClass::Pool | OpClass::Fc) {
+            assert!(t.median_ms > 0.0, "{} got no time", timed.name);
+        }
+    }
+    let run = times.run.median_ms;
+    assert!(
+        times.unattributed_ms < 0.1 * run,
+        "{} ms of a {run} ms run owned by no kernel",
+        times.unattributed_ms
+    );
+    let sum: f64 = times.kernels.iter().map(|k| k.timing.median_ms).sum();
+    assert!(
+        sum > 0.5 * run && sum < 1.2 * run,
+        "kernels {sum} ms against a {run} ms run"
+    );
+
+    let cores = CoreSet::new(vec![0]).unwrap();
+    let conv = times.kernels.iter().find(|k| k.class == OpClass::Conv).unwrap();
+    let row = conv.row(&engine, &cores, 0).expect("conv kernels have a kind");
+    assert_eq!((row.kind, row.origin), (KernelKind::ConvBnRelu, Origin::InModel));
+    assert_eq!(Row::parse(&row.to_line()).unwrap().to_line(), row.to_line());
+    let flatten = times.kernels.iter().find(|k| k.class == OpClass::Layout);
+    assert!(flatten.is_none_or(|k| k.row(&engine, &cores, 0).is_none()));
+}
