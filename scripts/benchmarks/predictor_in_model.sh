@@ -27,5 +27,5 @@ for core in ${CORES:-0 1}; do
     "$CARGO_TARGET_DIR/release/examples/in_model_kernels" --device configs/devices/host.toml --processor "$p" \
       --core "$core" --generated 90 --wide 30 --seed "$seed" --reps 10 --uncalibrated --rows-out "$csv" | tail -16
   done
-  "$CARGO_TARGET_DIR/release/stretch" fit "$PROFILE/$p" --processor "$p" --in-model prefer | head -13
+  "$CARGO_TARGET_DIR/release/stretch" fit "$PROFILE/$p" --processor "$p" --in-model prefer | sed -n 1,13p
 done
