@@ -1,6 +1,7 @@
 //! `stretch profile --quick`: a row with positive timings for every kernel
-//! class, run.json, a rerun that resumes and adds nothing, and the errors for
-//! unusable cores and threads.
+//! class, run.json, a rerun that resumes and adds nothing, kernels timed
+//! inside a model and `fit`'s use of them, and the errors for unusable
+//! cores, threads and models.
 
 mod common;
 
@@ -211,4 +212,13 @@ fn unusable_cores_and_threads_are_errors() {
         assert!(!o.status.success() && err.contains(want), "{args:?}: {err}");
     }
     assert!(!dir.join("kernels.csv").exists());
+    let bad = dir.join("bad.onnx");
+    std::fs::write(&bad, "not onnx").expect("write");
+    let o = stretch(&["profile", "--in-model", bad.to_str().expect("path"), "--out", &out]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("cannot import") && err.contains("bad.onnx"),
+        "{err}"
+    );
+    assert!(!dir.join("in-model.csv").exists());
 }

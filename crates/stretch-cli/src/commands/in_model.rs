@@ -43,6 +43,12 @@ pub fn run(
     if reps == 0 {
         bail!("--reps must be at least 1");
     }
+    let graphs = models
+        .iter()
+        .map(|path| {
+            import_file(path, &ImportOptions::default()).with_context(|| format!("cannot import {}", path.display()))
+        })
+        .collect::<Result<Vec<_>>>()?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let csv = out.join(FILE);
     let (mut store, existing) = Store::open(&csv)?;
@@ -64,11 +70,9 @@ pub fn run(
         "{:<28} {:>8} {:>9} {:>9} {:>6}",
         "model", "kernels", "run ms", "unattr.", "rows"
     );
-    for path in models {
+    for (path, g) in models.iter().zip(&graphs) {
         bar.set_message(path.display().to_string());
-        let g = import_file(path, &ImportOptions::default())
-            .with_context(|| format!("cannot import {}", path.display()))?;
-        let times = time_kernels(engine, &g, &inputs(&g, 3), &rules, warmup, reps)
+        let times = time_kernels(engine, g, &inputs(g, 3), &rules, warmup, reps)
             .with_context(|| format!("{}: timing its kernels inside it", path.display()))?;
         let mut rows = 0;
         for k in &times.kernels {
