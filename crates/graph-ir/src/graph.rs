@@ -280,6 +280,16 @@ impl Graph {
         Ok(order)
     }
 
+    /// The nodes that compute (every node but inputs and constants), in
+    /// [`Graph::topo_order`].
+    pub fn compute_order(&self) -> Result<Vec<NodeId>, GraphError> {
+        Ok(self
+            .topo_order()?
+            .into_iter()
+            .filter(|id| !matches!(self.node(*id).op, Op::Input(_) | Op::Const(_)))
+            .collect())
+    }
+
     /// Re-infers every node in topological order and compares with the stored facts.
     pub fn check(&self) -> Result<(), GraphError> {
         for id in self.topo_order()? {

@@ -20,10 +20,10 @@
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, fixtures, generated, inputs, pinned_tract};
+use models::{Families, fixtures, generated, pinned_tract};
 use predictor::kernels::default_rules;
 use predictor::profiler::csv::Store;
-use predictor::profiler::in_model::time_kernels;
+use predictor::profiler::in_model::{inputs, time_kernels};
 use predictor::profiler::{CoreSet, Engine};
 use predictor::{DeviceModel, LatencyModel};
 use std::collections::BTreeMap;

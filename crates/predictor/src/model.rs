@@ -5,7 +5,6 @@ use crate::analytic::kernel_ms;
 use crate::features::{feature_names, features, work};
 use crate::kernels::{FusionRule, OpClass, default_rules, detect};
 use crate::profile::{DeviceProfile, ProfileError};
-use graph_ir::ops::Op;
 use graph_ir::{Graph, GraphError, NodeId};
 use serde::Serialize;
 use thiserror::Error;
@@ -77,12 +76,7 @@ pub trait LatencyModel {
 
     /// Latency of the whole graph on `processor`.
     fn predict_graph(&self, g: &Graph, processor: &str) -> Result<Prediction, PredictError> {
-        let nodes: Vec<NodeId> = g
-            .topo_order()?
-            .into_iter()
-            .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
-            .collect();
-        self.predict(g, &nodes, processor)
+        self.predict(g, &g.compute_order()?, processor)
     }
 }
 

@@ -4,12 +4,12 @@
 //! rows carry the features prediction computes.
 
 use graph_ir::builder::{Builder, ConvSpec};
-use graph_ir::ops::Op;
-use graph_ir::{Graph, NodeId, Tensor};
+
+use graph_ir::Graph;
 use predictor::features::features;
 use predictor::kernels::{OpClass, default_rules, detect};
 use predictor::profiler::csv::Row;
-use predictor::profiler::in_model::time_kernels;
+use predictor::profiler::in_model::{inputs, time_kernels};
 use predictor::profiler::{CoreSet, KernelKind, Origin, TractEngine};
 
 fn model() -> Graph {
@@ -23,30 +23,13 @@ fn model() -> Graph {
     b.finish("y", y).unwrap()
 }
 
-fn inputs(g: &Graph) -> Vec<Tensor> {
-    g.inputs()
-        .iter()
-        .map(|id| {
-            let shape = g.node(*id).outputs[0].shape.clone();
-            let n: usize = shape.iter().product();
-            Tensor::from_f32(shape, &(0..n).map(|i| (i % 7) as f32 / 7.0).collect::<Vec<_>>())
-        })
-        .collect()
-}
-
 #[test]
 fn every_kernel_gets_its_time_inside_the_model() {
     let g = model();
     let engine = TractEngine::new(1).unwrap();
-    let times = time_kernels(&engine, &g, &inputs(&g), &default_rules(), 1, 5).unwrap();
+    let times = time_kernels(&engine, &g, &inputs(&g, 3), &default_rules(), 1, 5).unwrap();
 
-    let nodes: Vec<NodeId> = g
-        .topo_order()
-        .unwrap()
-        .into_iter()
-        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
-        .collect();
-    let kernels = detect(&g, &nodes, &default_rules());
+    let kernels = detect(&g, &g.compute_order().unwrap(), &default_rules());
     assert_eq!(times.kernels.len(), kernels.len());
     for (timed, k) in times.kernels.iter().zip(&kernels) {
         assert_eq!(timed.name, g.node(k.nodes[0]).name);

@@ -6,7 +6,7 @@
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::onnx::{ImportOptions, import_file};
 use graph_ir::ops::{Concat, Flatten, Op, UnaryOp};
-use graph_ir::{Graph, GraphError, Outlet, Tensor};
+use graph_ir::{Graph, GraphError, Outlet};
 use predictor::forest::SplitMix64;
 use predictor::profiler::engine::Runnable;
 use predictor::profiler::steal::{Meter, Steal};
@@ -229,22 +229,6 @@ fn stem(p: &Path) -> String {
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-/// Values for `g`'s inputs in `[0, 1)`, drawn from `seed`.
-pub fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
-    let mut rng = SplitMix64::new(seed);
-    g.inputs()
-        .iter()
-        .map(|id| {
-            let shape = g.node(*id).outputs[0].shape.clone();
-            let n = shape.iter().product::<usize>();
-            let v: Vec<f32> = (0..n)
-                .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
-                .collect();
-            Tensor::from_f32(shape, &v)
-        })
-        .collect()
-}
-
 /// One-thread tract with the calling thread pinned to `core`.
 pub fn pinned_tract(core: usize) -> Result<TractEngine, String> {
     let cores = CoreSet::new(vec![core]).ok_or("empty core set")?;
@@ -258,7 +242,8 @@ pub fn compile(engine: &TractEngine, g: &Graph) -> Result<Box<dyn Runnable>, Str
     filled.fill_missing_weights(7);
     let bytes = graph_ir::onnx::export_bytes(&filled).map_err(|e| e.to_string())?;
     let mut r = engine.compile(&bytes).map_err(|e| e.to_string())?;
-    r.set_inputs(&inputs(g, 3)).map_err(|e| e.to_string())?;
+    r.set_inputs(&predictor::profiler::in_model::inputs(g, 3))
+        .map_err(|e| e.to_string())?;
     Ok(r)
 }
 

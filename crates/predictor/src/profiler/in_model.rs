@@ -13,14 +13,14 @@
 
 use super::affinity::CoreSet;
 use super::csv::Row;
-use super::engine::TractEngine;
+use super::engine::{Engine, TractEngine};
 use super::error::ProfilerError;
 use super::space::{KernelKind, Origin};
 use super::timing::Timing;
 use crate::features::{Work, features, work};
 use crate::kernels::{FusionRule, OpClass, detect};
-use graph_ir::ops::Op;
-use graph_ir::{Graph, NodeId, Tensor};
+use graph_ir::rng::SplitMix64;
+use graph_ir::{Graph, Tensor};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -51,7 +51,6 @@ impl InModelKernel {
     /// The kernel as a CSV row of origin `in-model`; `None` for classes the
     /// profiler has no kind for (their figures stay analytic).
     pub fn row(&self, engine: &TractEngine, cores: &CoreSet, round: u32) -> Option<Row> {
-        use super::engine::Engine;
         let kind = KernelKind::of_class(self.class)?;
         Some(Row {
             kind,
@@ -96,14 +95,10 @@ pub fn time_kernels(
         kernel: format!("model {model}"),
         source: Box::new(source),
     })?;
-    let order = g.topo_order().map_err(|source| ProfilerError::Build {
+    let nodes = g.compute_order().map_err(|source| ProfilerError::Build {
         kernel: format!("model {model}"),
         source: Box::new(source),
     })?;
-    let nodes: Vec<NodeId> = order
-        .into_iter()
-        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
-        .collect();
     let kernels = detect(g, &nodes, rules);
     let mut kernel_of_name: HashMap<&str, usize> = HashMap::new();
     for (k, kernel) in kernels.iter().enumerate() {
@@ -143,14 +138,7 @@ pub fn time_kernels(
         runs.push(total);
         unattributed.push(rest);
     }
-    let timing = |v: Vec<f64>| {
-        Timing::of(v).unwrap_or(Timing {
-            median_ms: 0.0,
-            p10_ms: 0.0,
-            p90_ms: 0.0,
-            reps: 0,
-        })
-    };
+    let timing = |v: Vec<f64>| Timing::of(v).unwrap_or_default();
     let kernels = kernels
         .iter()
         .zip(per_kernel)
@@ -167,6 +155,20 @@ pub fn time_kernels(
         run: timing(runs),
         unattributed_ms: timing(unattributed).median_ms,
     })
+}
+
+/// Values for `g`'s inputs, uniform in `[0, 1)` from `seed`.
+pub fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
+    let mut rng = SplitMix64::new(seed);
+    g.inputs()
+        .iter()
+        .map(|id| {
+            let shape = g.node(*id).outputs[0].shape.clone();
+            let n = shape.iter().product::<usize>();
+            let values: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            Tensor::from_f32(shape, &values)
+        })
+        .collect()
 }
 
 /// The value of the longest prefix of `name`, cut at dots, that `map` holds.

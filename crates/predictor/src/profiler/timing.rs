@@ -5,8 +5,8 @@ use super::engine::Runnable;
 use super::error::EngineError;
 use std::time::Instant;
 
-/// Summary of repeated timings, in milliseconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Summary of repeated timings, in milliseconds (all zero for no runs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Timing {
     pub median_ms: f64,
     pub p10_ms: f64,
@@ -57,12 +57,7 @@ pub fn measure(r: &mut dyn Runnable, warmup: usize, reps: usize) -> Result<Timin
         r.run()?;
         samples.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    Ok(Timing::of(samples).unwrap_or(Timing {
-        median_ms: 0.0,
-        p10_ms: 0.0,
-        p90_ms: 0.0,
-        reps: 0,
-    }))
+    Ok(Timing::of(samples).unwrap_or_default())
 }
 
 #[cfg(test)]

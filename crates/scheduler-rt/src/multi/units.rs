@@ -310,11 +310,7 @@ pub fn from_pieces(g: &Graph, pieces: &[(Vec<NodeId>, ProcSet)]) -> Result<Model
 /// The compute operators of `g` in topological order: what
 /// [`chunked`] cuts into chunks.
 pub fn operators(g: &Graph) -> Result<Vec<NodeId>, UnitsError> {
-    let ops: Vec<NodeId> = g
-        .topo_order()?
-        .into_iter()
-        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
-        .collect();
+    let ops = g.compute_order()?;
     if ops.is_empty() {
         return Err(UnitsError::Empty);
     }

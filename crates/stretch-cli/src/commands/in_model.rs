@@ -1,33 +1,16 @@
 //! `stretch profile --in-model`: kernels timed inside whole models.
 
 use anyhow::{Context, Result, bail};
-use graph_ir::Tensor;
 use graph_ir::onnx::{ImportOptions, import_file};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use predictor::forest::SplitMix64;
 use predictor::kernels::default_rules;
 use predictor::profiler::csv::Store;
-use predictor::profiler::in_model::time_kernels;
+use predictor::profiler::in_model::{inputs, time_kernels};
 use predictor::profiler::{CoreSet, Engine, TractEngine};
 use std::path::{Path, PathBuf};
 
 /// The file `stretch profile --in-model` appends to and `stretch fit` reads.
 pub const FILE: &str = "in-model.csv";
-
-fn inputs(g: &graph_ir::Graph, seed: u64) -> Vec<Tensor> {
-    let mut rng = SplitMix64::new(seed);
-    g.inputs()
-        .iter()
-        .map(|id| {
-            let shape = g.node(*id).outputs[0].shape.clone();
-            let n = shape.iter().product::<usize>();
-            let v: Vec<f32> = (0..n)
-                .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
-                .collect();
-            Tensor::from_f32(shape, &v)
-        })
-        .collect()
-}
 
 /// Times every kernel of each of `models` inside it (`warmup` untimed runs,
 /// then `reps` with each node of tract's plan timed) and appends one row of
