@@ -8,7 +8,9 @@
 //! files, `--generated N` ResNet/MobileNetV2/RegNet-style and `--wide N`
 //! VGG/Inception-style models from `--seed` (1: the held-out models of
 //! model_accuracy; 5000: its calibration models, whose wide ones come from
-//! seed 6000). `--rows-out FILE` appends each kernel of a class the
+//! seed 6000). `--per-kernel` also prints every kernel: its first node,
+//! fused ops, predicted and in-model ms, their ratio and its features.
+//! `--rows-out FILE` appends each kernel of a class the
 //! profiler knows as a CSV row of origin `in-model` (FILE is created with the
 //! header when missing), which `stretch fit` reads beside kernels.csv when
 //! the file is DIR/in-model.csv.
@@ -40,6 +42,7 @@ struct Options {
     fixtures: Option<PathBuf>,
     rows_out: Option<PathBuf>,
     uncalibrated: bool,
+    per_kernel: bool,
 }
 
 fn options() -> Result<Options, String> {
@@ -54,12 +57,17 @@ fn options() -> Result<Options, String> {
         fixtures: None,
         rows_out: None,
         uncalibrated: false,
+        per_kernel: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         if flag == "--uncalibrated" {
             o.uncalibrated = true;
+            continue;
+        }
+        if flag == "--per-kernel" {
+            o.per_kernel = true;
             continue;
         }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -137,6 +145,23 @@ fn run() -> Result<(), String> {
             sums.in_model += t.timing.median_ms;
             if t.timing.median_ms > 0.0 {
                 sums.ratios.push(p.ms / t.timing.median_ms);
+            }
+            if o.per_kernel {
+                let features: Vec<String> = p
+                    .feature_names
+                    .iter()
+                    .zip(&p.features)
+                    .map(|(n, v)| format!("{n}={v}"))
+                    .collect();
+                println!(
+                    "  {:<24} {:<28} {:>8.3} {:>8.3} {:>5.2}  {}",
+                    p.name,
+                    p.ops.join("+"),
+                    p.ms,
+                    t.timing.median_ms,
+                    p.ms / t.timing.median_ms,
+                    features.join(" ")
+                );
             }
             if let (Some(store), Some(row)) = (store.as_mut(), t.row(&engine, &cores, 0)) {
                 store.append(&row).map_err(|e| e.to_string())?;

@@ -187,7 +187,7 @@ fn run() -> Result<(), String> {
     let (mut timed, stolen) = measure_or_load(&engine, &list, o.reps, o.rounds, o.times.as_deref(), &measured)?;
     let mut predictions = list
         .iter()
-        .map(|(_, g)| model.predict_graph(g, &o.processor).map_err(|e| e.to_string()))
+        .map(|(name, g)| model.predict_graph(g, &o.processor).map_err(|e| format!("{name}: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
     let fitted = if o.calibrate_with > 0 {
         let observed: Vec<Observation> = (held..list.len())

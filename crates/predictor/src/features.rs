@@ -11,7 +11,7 @@ pub fn feature_names(class: OpClass) -> &'static [&'static str] {
         OpClass::Conv | OpClass::DwConv => &["h", "cin", "cout", "k", "s", "flops", "params"],
         OpClass::Fc => &["cin", "cout", "flops"],
         OpClass::Pool => &["h", "cin", "cout", "k", "s"],
-        OpClass::Add => &["h", "c1", "c2"],
+        OpClass::Add => &["h", "c1", "c2", "fusable"],
         OpClass::Concat => &["h", "n", "c1", "c2", "c3", "c4"],
         OpClass::Bn | OpClass::Act | OpClass::Mul | OpClass::Gap | OpClass::Split | OpClass::Layout => &["h", "cin"],
     }
@@ -61,7 +61,12 @@ pub fn features(g: &Graph, k: &Kernel) -> Vec<f64> {
             let cin = g.fact(x).and_then(|f| f.shape.last().copied()).unwrap_or(0) as f64;
             vec![cin, cout, work.flops as f64]
         }
-        (_, OpClass::Add) => vec![dim(g, x, 2), dim(g, x, 1), dim(g, first.inputs[1], 1)],
+        (_, OpClass::Add) => vec![
+            dim(g, x, 2),
+            dim(g, x, 1),
+            dim(g, first.inputs[1], 1),
+            fusable_operands(g, k.nodes[0]) as f64,
+        ],
         (_, OpClass::Concat) => {
             let mut v = vec![dim(g, x, 2), first.inputs.len() as f64];
             v.extend((0..4).map(|i| first.inputs.get(i).map_or(0.0, |o| dim(g, *o, 1))));
@@ -69,6 +74,38 @@ pub fn features(g: &Graph, k: &Kernel) -> Vec<f64> {
         }
         _ => vec![dim(g, x, 2), dim(g, x, 1)],
     }
+}
+
+/// How many operands of the element-wise node `id` come straight from a
+/// matrix product (a convolution or fully connected layer, possibly through
+/// a BatchNorm) whose result nothing else reads. An engine that fuses the
+/// ops after a product into it (tract adds a residual into the product's
+/// output) can run such an add inside that product; the add's own time then
+/// depends on whether it could.
+pub fn fusable_operands(g: &Graph, id: NodeId) -> usize {
+    let sole_reader =
+        |o: Outlet, reader: NodeId| !g.is_output(o) && matches!(g.consumers(o).as_slice(), [(r, _)] if *r == reader);
+    g.node(id)
+        .inputs
+        .iter()
+        .filter(|o| {
+            let mut at = **o;
+            let mut reader = id;
+            loop {
+                if !sole_reader(at, reader) {
+                    return false;
+                }
+                match OpClass::of(g, at.node) {
+                    Some(OpClass::Conv | OpClass::DwConv | OpClass::Fc) => return true,
+                    Some(OpClass::Bn) => {
+                        reader = at.node;
+                        at = g.node(at.node).inputs[0];
+                    }
+                    _ => return false,
+                }
+            }
+        })
+        .count()
 }
 
 /// Arithmetic and memory traffic of a set of nodes run as one kernel.
@@ -119,5 +156,37 @@ pub fn work_of(g: &Graph, nodes: &[NodeId]) -> Work {
         params: cost.params,
         bytes,
         out_channels,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{default_rules, detect};
+    use graph_ir::builder::{Builder, ConvSpec};
+
+    #[test]
+    fn an_add_counts_the_products_only_it_reads() {
+        let mut b = Builder::new("t");
+        let x = b.input("x", &[1, 8, 8, 8]).unwrap();
+        let y = b.basic_block("b", x, 8, 1).unwrap();
+        let p = b.conv_bn("p", y, ConvSpec::new(8, 1, 1), false).unwrap();
+        let q = b.conv("q", y, ConvSpec::new(8, 1, 1)).unwrap();
+        let z = b.add("pq", p, q).unwrap();
+        let shared = b.conv("s", z, ConvSpec::new(8, 1, 1)).unwrap();
+        let r = b.relu("r", shared).unwrap();
+        let w = b.add("sr", shared, r).unwrap();
+        let g = b.finish("y", w).unwrap();
+        let kernels = detect(&g, &g.compute_order().unwrap(), &default_rules());
+        let fusable: Vec<(String, f64)> = kernels
+            .iter()
+            .filter(|k| k.class == OpClass::Add)
+            .map(|k| (g.node(k.nodes[0]).name.clone(), *features(&g, k).last().unwrap()))
+            .collect();
+        let names = |n: &str| fusable.iter().find(|(m, _)| m.contains(n)).map(|(_, f)| *f);
+        assert_eq!(fusable.len(), 3, "{fusable:?}");
+        assert_eq!(names("pq"), Some(2.0), "{fusable:?}");
+        assert_eq!(names("sr"), Some(0.0), "{fusable:?}");
+        assert_eq!(fusable.iter().filter(|(_, f)| *f == 1.0).count(), 1, "{fusable:?}");
     }
 }

@@ -65,3 +65,58 @@ fn every_kernel_gets_its_time_inside_the_model() {
     let flatten = times.kernels.iter().find(|k| k.class == OpClass::Layout);
     assert!(flatten.is_none_or(|k| k.row(&engine, &cores, 0).is_none()));
 }
+
+/// A 1x1 convolution, then an inverted residual on it (1x1 expand,
+/// depthwise 3x3, 1x1 project, the residual add); three 1x1 siblings on one
+/// value; a classifier.
+fn fused_model() -> Graph {
+    let mut b = Builder::new("fused");
+    let x = b.input("x", &[1, 3, 32, 32]).unwrap();
+    let x = b.conv_bn("stem", x, ConvSpec::new(32, 3, 1), true).unwrap();
+    let x = b.conv_bn("pre", x, ConvSpec::new(32, 1, 1), false).unwrap();
+    let e = b.conv_bn("ir.expand", x, ConvSpec::new(192, 1, 1), true).unwrap();
+    let d = b
+        .conv_bn("ir.dw", e, ConvSpec::new(192, 3, 1).group(192), true)
+        .unwrap();
+    let p = b.conv_bn("ir.project", d, ConvSpec::new(32, 1, 1), false).unwrap();
+    let y = b.add("ir.add", x, p).unwrap();
+    let s1 = b.conv_bn("sib.a", y, ConvSpec::new(64, 1, 1), true).unwrap();
+    let s2 = b.conv_bn("sib.b", y, ConvSpec::new(32, 1, 1), true).unwrap();
+    let s2 = b.conv_bn("sib.b3", s2, ConvSpec::new(64, 3, 1), true).unwrap();
+    let s3 = b.conv_bn("sib.c", y, ConvSpec::new(16, 1, 1), true).unwrap();
+    let s3 = b.conv_bn("sib.c3", s3, ConvSpec::new(32, 3, 1), true).unwrap();
+    let y = b.add("sib.add", s1, s2).unwrap();
+    let y = b.relu("sib.relu", y).unwrap();
+    let z = b.conv_bn("sib.proj", s3, ConvSpec::new(64, 1, 1), false).unwrap();
+    let y = b.add("sib.add2", y, z).unwrap();
+    let y = b.classifier("head", y, 10).unwrap();
+    b.finish("y", y).unwrap()
+}
+
+#[test]
+fn products_that_absorbed_an_add_and_merged_siblings_keep_their_time() {
+    let g = fused_model();
+    let engine = TractEngine::new(1).unwrap();
+    let times = time_kernels(&engine, &g, &inputs(&g, 3), &default_rules(), 1, 5).unwrap();
+    let ms = |name: &str| {
+        times
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("no kernel {name}"))
+            .timing
+            .median_ms
+    };
+    assert!(
+        ms("ir.add") < 0.5 * ms("ir.project"),
+        "the residual add kept {} ms, the 1x1 projection before it {} ms",
+        ms("ir.add"),
+        ms("ir.project")
+    );
+    let (a, b, c) = (ms("sib.a"), ms("sib.b"), ms("sib.c"));
+    assert!(b > 0.0 && c > 0.0, "1x1 siblings a {a}, b {b}, c {c} ms");
+    assert!(
+        (a / b - 2.0).abs() < 1e-6 && (b / c - 2.0).abs() < 1e-6,
+        "shares by work: {a} {b} {c}"
+    );
+}

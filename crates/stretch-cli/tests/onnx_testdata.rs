@@ -125,7 +125,8 @@ fn light_model_zoo_networks_import_and_shufflenet_plans() {
     }
     let shufflenet = light.join("light_shufflenet.onnx");
     let host = repo().join("configs/devices/host.toml");
-    let written = scratch("light-plan").join("plan.json");
+    let dir = scratch("light-plan");
+    let written = dir.join("plan.json");
     stretch_ok(&[
         "plan",
         shufflenet.to_str().unwrap(),

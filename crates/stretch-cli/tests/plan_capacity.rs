@@ -20,7 +20,8 @@ const DEVICES: [&str; 2] = ["host", "snapdragon855"];
 
 fn plan(model: &str, device: &str, extra: &[&str]) -> (Value, String) {
     let tag = format!("plan-{model}-{device}-{}", extra.join("").replace(',', "_"));
-    let out = scratch(&tag).join("plan.json");
+    let dir = scratch(&tag);
+    let out = dir.join("plan.json");
     let m = repo().join(format!("fixtures/models/{model}.onnx"));
     let d = repo().join(format!("configs/devices/{device}.toml"));
     let mut args = vec![

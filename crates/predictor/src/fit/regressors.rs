@@ -8,8 +8,9 @@
 
 use crate::forest::{self, Forest, ForestError, ForestParams, MaxFeatures, TargetTransform};
 use crate::kernels::OpClass;
-use crate::profiler::adaptive::out_of_fold_errors;
+use crate::profiler::adaptive::out_of_fold_errors_with;
 use crate::profiler::csv::Row;
+use crate::profiler::space::Origin;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,11 @@ pub struct ClassReport {
     pub feature_max: Vec<f64>,
 }
 
+/// The time an in-model kernel is fitted at when the engine ran it inside
+/// another kernel (no plan node of its own took any time): a fused residual
+/// add costs next to nothing, which a log-space forest must still see.
+pub const IN_MODEL_FLOOR_MS: f64 = 0.001;
+
 /// A feature more than this factor above its fitted maximum is beyond the
 /// forest's range.
 pub const RANGE_SLACK: f64 = 1.1;
@@ -89,16 +95,28 @@ pub struct KernelRegressors {
     pub report: BTreeMap<String, ClassReport>,
 }
 
-fn params() -> ForestParams {
+/// Forests fit log times (relative errors), except for residual adds timed
+/// inside models: an engine runs some of them inside the product before
+/// them for next to nothing and others on their own, and a mean in log
+/// space of such a mix would predict far less than the time they add up to.
+fn params(class: &str, in_model: bool) -> ForestParams {
+    let target = if in_model && class == OpClass::Add.name() {
+        TargetTransform::Identity
+    } else {
+        TargetTransform::Log
+    };
     ForestParams {
         n_trees: 32,
         max_depth: 20,
         min_samples_leaf: 2,
         max_features: MaxFeatures::All,
         bootstrap: true,
-        target: TargetTransform::Log,
+        target,
     }
 }
+
+/// A class's feature rows, their times, and whether any was timed in a model.
+type ClassRows = (Vec<Vec<f64>>, Vec<f64>, bool);
 
 fn share(errors: &[f64], within: f64) -> f64 {
     errors.iter().filter(|e| **e <= within).count() as f64 / errors.len().max(1) as f64
@@ -131,18 +149,23 @@ impl KernelRegressors {
                 return Err(mixed("cores", r.cores.to_string(), cores.clone()));
             }
         }
-        let mut by_class: BTreeMap<&'static str, (Vec<Vec<f64>>, Vec<f64>)> = BTreeMap::new();
+        let mut by_class: BTreeMap<&'static str, ClassRows> = BTreeMap::new();
         for (_, r) in rows {
-            if r.median_ms > 0.0 {
+            let ms = match r.origin {
+                Origin::InModel => r.median_ms.max(IN_MODEL_FLOOR_MS),
+                _ => r.median_ms,
+            };
+            if ms > 0.0 {
                 let entry = by_class.entry(r.kind.op_class().name()).or_default();
                 entry.0.push(r.features.clone());
-                entry.1.push(r.median_ms);
+                entry.1.push(ms);
+                entry.2 |= r.origin == Origin::InModel;
             }
         }
         let label = PathBuf::from(source_csv);
         let mut forests = BTreeMap::new();
         let mut report = BTreeMap::new();
-        for (class, (x, y)) in by_class {
+        for (class, (x, y, in_model)) in by_class {
             if x.len() < MIN_ROWS {
                 continue;
             }
@@ -151,10 +174,11 @@ impl KernelRegressors {
                 class: class.into(),
                 source,
             };
-            let errors = out_of_fold_errors(&x, &y, seed).map_err(wrap)?;
+            let params = params(class, in_model);
+            let errors = out_of_fold_errors_with(&x, &y, seed, &params).map_err(wrap)?;
             let rmspe = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
             let names = crate::features::feature_names(class_of(class).unwrap_or(OpClass::Act));
-            let mut f = forest::fit(&x, &y, &params(), seed)
+            let mut f = forest::fit(&x, &y, &params, seed)
                 .and_then(|f| f.with_feature_names(names.iter().copied()))
                 .map_err(wrap)?;
             f.set_metadata("class", class.into());

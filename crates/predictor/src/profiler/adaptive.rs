@@ -26,6 +26,16 @@ fn params() -> ForestParams {
 /// `|predicted - measured| / measured` of each row, each predicted by a forest
 /// fitted on the folds without it. Targets must be > 0. Deterministic in `seed`.
 pub fn out_of_fold_errors(x: &[Vec<f64>], y: &[f64], seed: u64) -> Result<Vec<f64>, ForestError> {
+    out_of_fold_errors_with(x, y, seed, &params())
+}
+
+/// [`out_of_fold_errors`] with forests of `params`.
+pub fn out_of_fold_errors_with(
+    x: &[Vec<f64>],
+    y: &[f64],
+    seed: u64,
+    params: &ForestParams,
+) -> Result<Vec<f64>, ForestError> {
     let n = x.len();
     if n != y.len() {
         return Err(ForestError::LengthMismatch {
@@ -46,7 +56,7 @@ pub fn out_of_fold_errors(x: &[Vec<f64>], y: &[f64], seed: u64) -> Result<Vec<f6
             .filter(|(pos, _)| pos % folds != fold)
             .map(|(_, &i)| (x[i].clone(), y[i]))
             .unzip();
-        let f = forest::fit(&tx, &ty, &params(), seed.wrapping_add(fold as u64))?;
+        let f = forest::fit(&tx, &ty, params, seed.wrapping_add(fold as u64))?;
         for i in held {
             let p = f.predict(&x[i])?;
             errors[i] = (p - y[i]).abs() / y[i];

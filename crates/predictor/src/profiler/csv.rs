@@ -4,7 +4,7 @@
 //! Columns ([`COLUMNS`]): `class` (the fusion chain, e.g. `conv+bn+act`),
 //! `round` (0 for the initial samples, r for adaptive round r), `origin`
 //! (`cnn`, `random` or `adaptive`), the feature columns `h, cin, cout, k, s,
-//! n, c1, c2, c3, c4, params` (a class fills those that
+//! n, c1, c2, c3, c4, fusable, params` (a class fills those that
 //! [`crate::features::feature_names`] lists for it, others are empty), `flops`
 //! and `bytes` (the kernel's work, [`crate::features::work`]; `flops` is also
 //! a feature of conv, dwconv and fc), `median_ms, p10_ms, p90_ms` over `reps`
@@ -18,7 +18,7 @@ use crate::features::feature_names;
 use std::path::Path;
 
 /// The header row, in order.
-pub const COLUMNS: [&str; 23] = [
+pub const COLUMNS: [&str; 24] = [
     "class",
     "round",
     "origin",
@@ -32,6 +32,7 @@ pub const COLUMNS: [&str; 23] = [
     "c2",
     "c3",
     "c4",
+    "fusable",
     "params",
     "flops",
     "bytes",
@@ -364,7 +365,7 @@ mod tests {
     }
 
     /// The feature columns, a superset of every profiled class's feature names.
-    const FEATURE_COLUMNS: std::ops::Range<usize> = 3..15;
+    const FEATURE_COLUMNS: std::ops::Range<usize> = 3..16;
 
     #[test]
     fn every_profiled_class_fits_the_feature_columns() {

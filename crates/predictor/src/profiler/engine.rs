@@ -113,30 +113,46 @@ impl TractEngine {
     /// plan ([`NodeTimed::run_timed`]).
     pub fn compile_node_timed(&self, onnx: &[u8]) -> Result<NodeTimed, EngineError> {
         let inner = self.runnable(onnx)?;
-        let names = inner
+        let nodes = inner
             .state
             .plan()
             .model()
             .nodes()
             .iter()
-            .map(|n| n.name.clone())
+            .map(|n| PlanNode {
+                name: n.name.clone(),
+                op: n.op().name().to_string(),
+                inputs: n.inputs.iter().map(|o| o.node).collect(),
+            })
             .collect();
-        Ok(NodeTimed { inner, names })
+        Ok(NodeTimed { inner, nodes })
     }
 }
 
+/// One node of tract's optimised plan.
+#[derive(Clone, Debug)]
+pub struct PlanNode {
+    /// tract names the nodes it derives from an ONNX node after that node
+    /// (`conv1`, `conv1.pack`, ...); a matrix product that absorbed the ops
+    /// after it (bias, residual add, activation) takes the last one's name.
+    pub name: String,
+    /// tract's name for the node's operator (`OptMatMul`, `Add`, ...).
+    pub op: String,
+    /// The plan nodes whose outputs it reads, by index.
+    pub inputs: Vec<usize>,
+}
+
 /// A compiled tract model whose runs report the time of each node of the
-/// optimised plan. tract names the nodes it derives from an ONNX node after
-/// that node (`conv1`, `conv1.pack`, ...).
+/// optimised plan.
 pub struct NodeTimed {
     inner: TractRunnable,
-    names: Vec<String>,
+    nodes: Vec<PlanNode>,
 }
 
 impl NodeTimed {
-    /// The plan's node names, indexed like [`NodeTimed::run_timed`]'s figures.
-    pub fn node_names(&self) -> &[String] {
-        &self.names
+    /// The plan's nodes, indexed like [`NodeTimed::run_timed`]'s figures.
+    pub fn plan_nodes(&self) -> &[PlanNode] {
+        &self.nodes
     }
 
     /// Binds the model's inputs, as [`Runnable::set_inputs`].
@@ -148,7 +164,7 @@ impl NodeTimed {
     /// took (0 for nodes the plan does not run).
     pub fn run_timed(&mut self) -> Result<Vec<f64>, EngineError> {
         self.inner.bound()?;
-        let mut times = vec![0.0; self.names.len()];
+        let mut times = vec![0.0; self.nodes.len()];
         self.inner
             .state
             .run_plan_with_eval(self.inner.inputs.clone(), |session, op_state, node, input| {

@@ -2,25 +2,28 @@
 //!
 //! A kernel profiled alone runs on inputs its previous run left in the
 //! caches, with nothing before or after it; inside a model its inputs come
-//! from the kernel before, and memory-bound kernels (adds, pools, concats,
-//! small fully connected layers) take several times longer there. This
-//! module runs a whole model on tract with every node of the optimised plan
-//! timed, gives each plan node's time to the ONNX node whose name is the
-//! longest dot-separated prefix of the plan node's name, and sums them per
-//! kernel of the predictor's fusion rules, so the kernels come out with the
-//! very features prediction computes and can be written as CSV rows of
-//! origin `in-model` beside the isolated measurements.
+//! from the kernel before, and memory-bound kernels (pools, concats, small
+//! fully connected layers) take longer there. This module runs a whole
+//! model on tract with every node of the optimised plan timed, gives each
+//! plan node's time to the ONNX node whose name is the longest
+//! dot-separated prefix of the plan node's name (a matrix product to the
+//! kernel of its first operand, see `owners`; 1x1 siblings share theirs,
+//! see `pointwise_siblings`), and sums them per kernel of the predictor's
+//! fusion rules, so the kernels come out with the very features prediction
+//! computes and can be written as CSV rows of origin `in-model` beside the
+//! isolated measurements.
 
 use super::affinity::CoreSet;
 use super::csv::Row;
-use super::engine::{Engine, TractEngine};
+use super::engine::{Engine, PlanNode, TractEngine};
 use super::error::ProfilerError;
 use super::space::{KernelKind, Origin};
 use super::timing::Timing;
 use crate::features::{Work, features, work};
-use crate::kernels::{FusionRule, OpClass, detect};
+use crate::kernels::{FusionRule, Kernel, OpClass, detect};
+use graph_ir::ops::Op;
 use graph_ir::rng::SplitMix64;
-use graph_ir::{Graph, Tensor};
+use graph_ir::{Graph, Outlet, Tensor};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -108,11 +111,10 @@ pub fn time_kernels(
     }
     let mut runnable = engine.compile_node_timed(&bytes).map_err(|e| engine_error(&model, e))?;
     runnable.set_inputs(inputs).map_err(|e| engine_error(&model, e))?;
-    let owner: Vec<Option<usize>> = runnable
-        .node_names()
-        .iter()
-        .map(|name| longest_prefix(name, &kernel_of_name))
-        .collect();
+    let owner = owners(runnable.plan_nodes(), &kernel_of_name, |k| {
+        matches!(kernels[k].class, OpClass::Conv | OpClass::DwConv | OpClass::Fc)
+    });
+    let siblings = pointwise_siblings(g, &kernels);
     let reps = reps.max(1);
     let mut per_kernel = vec![Vec::with_capacity(reps); kernels.len()];
     let mut runs = Vec::with_capacity(reps);
@@ -130,6 +132,12 @@ pub fn time_kernels(
             match k {
                 Some(k) => sums[*k] += ms,
                 None => rest += ms,
+            }
+        }
+        for group in &siblings {
+            let total: f64 = group.iter().map(|(k, _)| sums[*k]).sum();
+            for (k, share) in group {
+                sums[*k] = total * share;
             }
         }
         for (samples, ms) in per_kernel.iter_mut().zip(sums) {
@@ -167,6 +175,68 @@ pub fn inputs(g: &Graph, seed: u64) -> Vec<Tensor> {
             let n = shape.iter().product::<usize>();
             let values: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
             Tensor::from_f32(shape, &values)
+        })
+        .collect()
+}
+
+/// The kernel each plan node's time goes to: the one named by the longest
+/// prefix of its name, except for a matrix product whose first operand
+/// belongs to a kernel `computes_products` accepts (a convolution or fully
+/// connected layer). tract names a product that absorbed the ops after it
+/// (bias, a residual add, an activation) after the last of them, which may
+/// belong to another kernel: a 1x1 convolution fused with the residual add
+/// after it is named after the add, and its time is the convolution's.
+fn owners(
+    plan: &[PlanNode],
+    kernel_of_name: &HashMap<&str, usize>,
+    computes_products: impl Fn(usize) -> bool,
+) -> Vec<Option<usize>> {
+    let mut owner: Vec<Option<usize>> = Vec::with_capacity(plan.len());
+    for node in plan {
+        let by_name = longest_prefix(&node.name, kernel_of_name);
+        let by_operand = (node.op == "OptMatMul")
+            .then(|| node.inputs.first().and_then(|i| owner.get(*i).copied().flatten()))
+            .flatten()
+            .filter(|k| computes_products(*k));
+        owner.push(by_operand.or(by_name));
+    }
+    owner
+}
+
+/// Groups of kernels led by 1x1 convolutions (not grouped) that read the
+/// same value, each kernel with its share of the group's FLOPs. tract runs
+/// such siblings (an Inception block's 1x1 branch and the 1x1 reductions
+/// before its 3x3 and 5x5) as one matrix product, whose time its plan gives
+/// to one of them; the group's time is shared out by work instead.
+fn pointwise_siblings(g: &Graph, kernels: &[Kernel]) -> Vec<Vec<(usize, f64)>> {
+    let mut by_input: HashMap<Outlet, Vec<usize>> = HashMap::new();
+    for (k, kernel) in kernels.iter().enumerate() {
+        let node = g.node(kernel.nodes[0]);
+        let pointwise = match &node.op {
+            Op::Conv(c) => {
+                c.group == 1
+                    && node
+                        .inputs
+                        .get(1)
+                        .and_then(|w| g.fact(*w))
+                        .is_some_and(|w| w.shape.len() == 4 && w.shape[2] == 1 && w.shape[3] == 1)
+            }
+            _ => false,
+        };
+        if pointwise {
+            by_input.entry(node.inputs[0]).or_default().push(k);
+        }
+    }
+    by_input
+        .into_values()
+        .filter(|ks| ks.len() > 1)
+        .map(|ks| {
+            let flops: Vec<f64> = ks.iter().map(|k| work(g, &kernels[*k]).flops as f64).collect();
+            let total: f64 = flops.iter().sum();
+            ks.into_iter()
+                .zip(flops)
+                .map(|(k, f)| (k, if total > 0.0 { f / total } else { 0.0 }))
+                .collect()
         })
         .collect()
 }
