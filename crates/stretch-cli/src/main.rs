@@ -61,6 +61,7 @@ fn main() {
     panics::quiet_engine_panics();
     let result = match std::panic::catch_unwind(AssertUnwindSafe(|| dispatch(cli.command))) {
         Ok(r) => r,
+        Err(payload) if panics::stdout_closed(&panics::payload_text(payload.as_ref())) => return,
         Err(payload) => match panics::escaped(payload.as_ref()) {
             Some(text) => Err(anyhow::anyhow!("the inference engine failed: {text}")),
             None => std::panic::resume_unwind(payload),

@@ -1,7 +1,7 @@
 //! Panics of the inference engines: the runtime catches a panic of an engine
 //! run and reports it as an error, so the panic's own text and backtrace are
-//! kept off stderr; every other panic is a bug of ours and is reported as
-//! usual.
+//! kept off stderr; `println!` failing on a closed output ends the command
+//! quietly; every other panic is a bug of ours and is reported as usual.
 
 use std::panic::PanicHookInfo;
 use std::sync::Mutex;
@@ -18,6 +18,9 @@ static LAST: Mutex<Option<String>> = Mutex::new(None);
 pub fn quiet_engine_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if info.payload_as_str().is_some_and(stdout_closed) {
+            return;
+        }
         if from_engine(info) {
             if let Ok(mut last) = LAST.lock() {
                 *last = Some(info.payload_as_str().unwrap_or("non-text payload").to_string());
@@ -28,15 +31,27 @@ pub fn quiet_engine_panics() {
     }));
 }
 
+/// Whether a panic's message is `println!` failing because whoever read the
+/// output (`stretch fit ... | head`) has closed it: the command stops there
+/// without a word, as `inspect` does on the same error.
+pub fn stdout_closed(message: &str) -> bool {
+    message.starts_with("failed printing to stdout") && message.contains("Broken pipe")
+}
+
+/// The text of a panic's payload.
+pub fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-text payload".into())
+}
+
 /// The message of `payload` when it is the last engine panic the hook kept
 /// quiet: such a panic escaped to `main` instead of being turned into an
 /// error by the runtime, and nothing about it was printed yet.
 pub fn escaped(payload: &(dyn std::any::Any + Send)) -> Option<String> {
-    let text = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-text payload".into());
+    let text = payload_text(payload);
     let last = LAST.lock().ok()?.take()?;
     (last == text).then_some(text)
 }

@@ -81,3 +81,21 @@ fn branched_zoo_models_run_on_the_runtime_like_onnxruntime() {
         }
     }
 }
+
+#[test]
+fn a_closed_output_ends_the_command_quietly() {
+    let dir = scratch("zoo-closed-output");
+    let out = dir.join("m.onnx");
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_stretch"))
+        .args(["zoo", "resnet-mini", "-o", out.to_str().unwrap()])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run stretch");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "status {:?}, stderr:\n{stderr}", done.status);
+    assert!(stderr.is_empty(), "stderr:\n{stderr}");
+    assert!(out.exists(), "the model is written before the report");
+}
