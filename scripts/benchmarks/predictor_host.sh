@@ -10,10 +10,11 @@
 # calibrated. Keeps the measurements in OUT/cpuN-times.json (model_accuracy
 # --times F judges again without timing) and the calibrations as
 # OUT/cpuN-calibration.json; INSTALL=1 copies them to
-# data/profiles/host/cpuN/calibration.json, which configs/devices/host.toml
-# names. Run on an idle machine (about 10 min per core here).
+# PROFILE/cpuN/calibration.json (default data/profiles/host; the profile
+# configs/devices/host.toml reads on this CPU names cpu0's). Run on an idle
+# machine (about 10 min per core here).
 #
-#   OUT=target/predictor-host INSTALL=0 CORES="0 1" scripts/benchmarks/predictor_host.sh [--reps 10] [--rounds 5]
+#   OUT=target/predictor-host INSTALL=0 CORES="0 1" PROFILE=data/profiles/host scripts/benchmarks/predictor_host.sh [--reps 10] [--rounds 5]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
@@ -27,8 +28,8 @@ for core in ${CORES:-0 1}; do
     --wide 10 --calibrate-with 60 --times "$OUT/$p-times.json" --calibration-out "$OUT/$p-calibration.json" \
     --dump "$OUT/$p-predictions.json" "$@" | tee "$OUT/$p.txt"
   if [ "${INSTALL:-0}" = 1 ]; then
-    cp "$OUT/$p-calibration.json" "data/profiles/host/$p/calibration.json"
-    echo "installed data/profiles/host/$p/calibration.json"
+    cp "$OUT/$p-calibration.json" "${PROFILE:-data/profiles/host}/$p/calibration.json"
+    echo "installed ${PROFILE:-data/profiles/host}/$p/calibration.json"
   fi
 done
 echo "measurements and reports in $OUT"

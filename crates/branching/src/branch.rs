@@ -2,7 +2,8 @@
 //!
 //! A branch keeps the stage's first `depth` blocks (its transition and
 //! `depth - 1` residual blocks) and scales every convolution's output
-//! channels by `width / stage width`, rounded to multiples of 8: the stage's
+//! channels by `width / stage width`, rounded to multiples of the spec's
+//! `multiple` (8 by default): the stage's
 //! output becomes `width` and inner widths (bottlenecks, expansions,
 //! squeeze-excitation) scale in proportion. Depthwise convolutions follow
 //! their input; grouped ones keep a group count that divides both channel
@@ -41,6 +42,8 @@ pub struct BranchSpec {
     pub project_to: Option<usize>,
     /// Draw weights (true) or leave them without data (structure only).
     pub weights: bool,
+    /// Scaled channel counts are rounded to multiples of this (at least 1).
+    pub multiple: usize,
 }
 
 /// Channels of an outlet (dimension 1 of an NCHW value).
@@ -48,15 +51,17 @@ pub fn channels(g: &Graph, o: Outlet) -> usize {
     g.fact(o).and_then(|f| f.shape.get(1).copied()).unwrap_or(0)
 }
 
-/// `c` scaled by `ratio`, rounded to a multiple of 8 (at least 8).
-pub fn scale(c: usize, ratio: f64) -> usize {
-    (((c as f64 * ratio) / 8.0).round() as usize).max(1) * 8
+/// `c` scaled by `ratio`, rounded to a multiple of `multiple` (at least one multiple).
+pub fn scale(c: usize, ratio: f64, multiple: usize) -> usize {
+    let m = multiple.max(1);
+    (((c as f64 * ratio) / m as f64).round() as usize).max(1) * m
 }
 
 /// Splits `total` channels into one share per branch, proportional to
-/// `widths`, multiples of 8 where possible (at least 1 each); the last share
-/// takes the remainder so the shares sum to `total`.
-pub fn shares(total: usize, widths: &[usize]) -> Vec<usize> {
+/// `widths`, multiples of `multiple` where possible (at least 1 each); the
+/// last share takes the remainder so the shares sum to `total`.
+pub fn shares(total: usize, widths: &[usize], multiple: usize) -> Vec<usize> {
+    let m = multiple.max(1);
     let sum: usize = widths.iter().sum::<usize>().max(1);
     let n = widths.len();
     let mut out = Vec::with_capacity(n);
@@ -66,7 +71,7 @@ pub fn shares(total: usize, widths: &[usize]) -> Vec<usize> {
         let s = if left == 0 {
             total.saturating_sub(given).max(1)
         } else {
-            scale(total, *w as f64 / sum as f64).min(total.saturating_sub(given + 8 * left).max(1))
+            scale(total, *w as f64 / sum as f64, m).min(total.saturating_sub(given + m * left).max(1))
         };
         given += s;
         out.push(s);
@@ -133,6 +138,10 @@ pub fn build_branch_at(
         });
     }
     let ratio = spec.width as f64 / stage_width as f64;
+    let spec = &BranchSpec {
+        multiple: if spec.width == stage_width { 1 } else { spec.multiple },
+        ..*spec
+    };
     let mut b = Graph::new(format!("{}.{prefix}", g.name));
     let mut input_fact = g.fact(stage.input()).cloned().ok_or_else(|| BranchError::Mismatch {
         reason: format!("stage {} input has no known shape", stage.index),
@@ -165,11 +174,11 @@ pub fn build_branch_at(
                     let (cout, group) = if c.group > 1 && c.group == cin_old {
                         (cin * (cout_old / cin_old).max(1), cin)
                     } else if c.group > 1 {
-                        let cout = scale(cout_old, ratio);
+                        let cout = scale(cout_old, ratio, spec.multiple);
                         let want = ((c.group as f64) * cin as f64 / cin_old as f64).round() as usize;
                         (cout, group_count(cin, cout, want))
                     } else {
-                        (scale(cout_old, ratio), 1)
+                        (scale(cout_old, ratio, spec.multiple), 1)
                     };
                     let weight = b.add_const(
                         format!("{name}.weight"),
@@ -311,6 +320,7 @@ mod tests {
             width: 64,
             project_to: None,
             weights: true,
+            multiple: 8,
         };
         let b = build_branch(&g, stage, &spec, 1, "b0.").unwrap();
         let out = b.outputs()[0].1;
@@ -363,6 +373,7 @@ mod tests {
                 width: 24,
                 project_to: None,
                 weights: false,
+                multiple: 8,
             },
             3,
             "",
@@ -377,9 +388,13 @@ mod tests {
         assert_eq!(group_count(48, 96, 4), 4);
         assert_eq!(group_count(40, 64, 5), 4);
         assert_eq!(group_count(8, 24, 100), 8);
-        assert_eq!(scale(256, 0.5), 128);
-        assert_eq!(scale(4, 0.5), 8);
-        assert_eq!(shares(256, &[96, 64]), vec![152, 104]);
-        assert_eq!(shares(64, &[32, 32, 32]), vec![24, 24, 16]);
+        assert_eq!(scale(256, 0.5, 8), 128);
+        assert_eq!(scale(4, 0.5, 8), 8);
+        assert_eq!(scale(128, 88.0 / 128.0, 16), 96);
+        assert_eq!(scale(128, 88.0 / 128.0, 8), 88);
+        assert_eq!(shares(256, &[96, 64], 8), vec![152, 104]);
+        assert_eq!(shares(64, &[32, 32, 32], 8), vec![24, 24, 16]);
+        assert_eq!(shares(256, &[96, 64], 32), vec![160, 96]);
+        assert_eq!(shares(64, &[32, 32, 32], 16), vec![16, 16, 32]);
     }
 }

@@ -37,6 +37,15 @@ pub struct Settings {
     /// branched stage.
     pub capacity: [f64; 2],
     pub merge: Merge,
+    /// Branch channel counts are multiples of this (the engines' kernels
+    /// work in tiles of 8-32 output channels); 8 unless a plan says
+    /// otherwise. A branch as wide as its stage keeps the stage's channels.
+    #[serde(default = "default_width_multiple")]
+    pub width_multiple: usize,
+}
+
+fn default_width_multiple() -> usize {
+    8
 }
 
 impl Default for Settings {
@@ -48,6 +57,7 @@ impl Default for Settings {
             min_width: 0.5,
             capacity: [1.0, 1.2],
             merge: Merge::Project,
+            width_multiple: default_width_multiple(),
         }
     }
 }
@@ -70,6 +80,12 @@ impl Settings {
             return Err(BranchError::Option {
                 name: "beta",
                 reason: format!("{} must be a positive number", self.beta),
+            });
+        }
+        if !(1..=256).contains(&self.width_multiple) {
+            return Err(BranchError::Option {
+                name: "width-multiple",
+                reason: format!("{} must be between 1 and 256 channels", self.width_multiple),
             });
         }
         let [lo, hi] = self.capacity;

@@ -78,7 +78,7 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
         let mut outs = Vec::new();
         let mut built_width = 0;
         let widths: Vec<usize> = sp.branches.iter().map(|b| b.width).collect();
-        let split = shares(channels(&out, stage.output()), &widths);
+        let split = shares(channels(&out, stage.output()), &widths, plan.settings.width_multiple);
         for (i, bp) in sp.branches.iter().enumerate() {
             let spec = BranchSpec {
                 depth: bp.depth,
@@ -88,6 +88,7 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
                     Merge::Concat => None,
                 },
                 weights: true,
+                multiple: plan.settings.width_multiple,
             };
             let prefix = format!("s{}.b{i}.", sp.index);
             let branch = build_branch(&out, &stage, &spec, seed, &prefix)?;

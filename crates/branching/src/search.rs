@@ -235,12 +235,13 @@ fn stage_ideal(sp: &StagePlan) -> f64 {
 }
 
 /// Depths within the bound (at least 1) and widths at sixteenths of the
-/// stage width within the bound, rounded to multiples of 8.
+/// stage width within the bound, rounded to multiples of the settings'
+/// `width_multiple`.
 fn grid(blocks: usize, width: usize, s: &Settings) -> (Vec<usize>, Vec<usize>) {
     let d_lo = ((s.min_depth * blocks as f64).ceil() as usize).clamp(1, blocks);
     let depths = (d_lo..=blocks).collect();
     let mut widths: Vec<usize> = (0..=16)
-        .map(|i| scale(width, i as f64 / 16.0))
+        .map(|i| scale(width, i as f64 / 16.0, s.width_multiple))
         .filter(|w| *w as f64 >= s.min_width * width as f64 - 1e-9 && *w <= width)
         .collect();
     widths.dedup();
@@ -339,6 +340,7 @@ fn plan_stage(
                 width: w,
                 project_to: None,
                 weights: false,
+                multiple: settings.width_multiple,
             };
             match build_branch_at(g, stage, &spec, in_width, 0, "") {
                 Ok(b) => bodies.push((d, w, b)),
@@ -429,7 +431,11 @@ fn plan_stage(
             let mut total_macs = 0u64;
             let mut stage_ms = 0.0f64;
             let mut removed: Option<Removal> = None;
-            let split = shares(width, &chosen.iter().map(|o| o.width).collect::<Vec<_>>());
+            let split = shares(
+                width,
+                &chosen.iter().map(|o| o.width).collect::<Vec<_>>(),
+                settings.width_multiple,
+            );
             for (i, o) in chosen.iter().enumerate() {
                 let share = match settings.merge {
                     Merge::Project => Some(split[i]),

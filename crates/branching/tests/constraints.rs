@@ -73,6 +73,7 @@ fn loose() -> Settings {
         min_width: 0.5,
         capacity: [0.01, 100.0],
         merge: Merge::Project,
+        width_multiple: 8,
     }
 }
 

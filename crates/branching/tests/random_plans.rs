@@ -130,6 +130,7 @@ fn branches_as_deep_and_wide_as_their_stage_are_never_faster_and_the_stages_stay
         capacity: [0.1, 3.5],
         beta: 10.0,
         merge: Merge::Project,
+        width_multiple: 8,
     };
     let plan = plan_and_check(&resnet(&[2, 2], 16), false, &settings).unwrap();
     for s in &plan.stages {
@@ -154,12 +155,32 @@ proptest! {
         min_depth in 0.3f64..1.0,
         min_width in 0.3f64..1.0,
         concat in any::<bool>(),
+        width_multiple in prop::sample::select(vec![8usize, 16, 32]),
     ) {
         let g = if mobile { mbnet(&depths, 1 + base / 16) } else { resnet(&depths, base) };
         let merge = if concat { Merge::Concat } else { Merge::Project };
-        let settings = Settings { min_depth, min_width, alpha: 10.0, capacity: [0.1, 3.5], beta: 10.0, merge };
+        let settings = Settings { min_depth, min_width, alpha: 10.0, capacity: [0.1, 3.5], beta: 10.0, merge, width_multiple };
         let plan = plan_and_check(&g, three, &settings)?;
-        if min_depth < 0.6 && min_width < 0.6 {
+        let b = apply_plan(&g, &plan, 7).unwrap();
+        for id in b.node_ids() {
+            let n = b.node(id);
+            let at = n.name.strip_prefix('s').and_then(|r| {
+                let (i, rest) = r.split_once(".b")?;
+                Some((i.parse::<usize>().ok()?, rest.split_once('.')?.0.parse::<usize>().ok()?))
+            });
+            let scaled = at.is_some_and(|(i, j)| plan.stages[i].branches[j].width < plan.stages[i].channels);
+            if let (true, false, graph_ir::ops::Op::Conv(c)) = (scaled, n.name.contains("project"), &n.op) {
+                let cout = n.outputs[0].shape[1];
+                let cin = b.fact(n.inputs[0]).unwrap().shape[1];
+                prop_assert!(cout.is_multiple_of(width_multiple) || c.group == cin, "{}: {} output channels, not a multiple of {}", n.name, cout, width_multiple);
+            }
+        }
+        for s in &plan.stages {
+            for x in &s.branches {
+                prop_assert!(x.width.is_multiple_of(width_multiple) || x.width == s.channels, "stage {}: width {} not a multiple of {}", s.index, x.width, width_multiple);
+            }
+        }
+        if min_depth < 0.6 && min_width < 0.6 && width_multiple == 8 {
             prop_assert!(plan.branched_stages() > 0, "nothing branched: {:?}", plan.stages.iter().map(|s| s.reason.clone()).collect::<Vec<_>>());
         }
     }
@@ -182,7 +203,7 @@ proptest! {
     ) {
         let g = if mobile { mbnet(&depths, 1 + base / 16) } else { resnet(&depths, base) };
         let merge = if concat { Merge::Concat } else { Merge::Project };
-        let settings = Settings { min_depth, min_width, alpha, capacity: [lo, hi], beta, merge };
+        let settings = Settings { min_depth, min_width, alpha, capacity: [lo, hi], beta, merge, width_multiple: 8 };
         let plan = plan_and_check(&g, three, &settings)?;
         for s in plan.stages.iter().filter(|s| !s.branches.is_empty() && merge == Merge::Project) {
             let ratio = s.branches.iter().map(|b| b.macs).sum::<u64>() as f64 / s.macs as f64;

@@ -29,6 +29,14 @@ pub fn kernel_ms(p: &ProcessorProfile, class: OpClass, w: &Work) -> f64 {
     p.kernel_overhead_us.value / 1e3 + 1e3 * compute.max(memory)
 }
 
+/// The memory side of [`kernel_ms`]: launch overhead plus the kernel's bytes
+/// at the sustained bandwidth, a time no kernel beats. Unlike the compute
+/// side it does not rest on `peak_gflops`, which a fit folds into an
+/// average effective throughput that large convolutions far exceed.
+pub fn memory_ms(p: &ProcessorProfile, w: &Work) -> f64 {
+    p.kernel_overhead_us.value / 1e3 + 1e3 * w.bytes as f64 / (p.bandwidth_gbs.value * 1e9)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -272,6 +272,7 @@ mod tests {
             features: vec![],
             ms,
             source: Source::Analytic,
+            floor_ms: 0.0,
         }
     }
 

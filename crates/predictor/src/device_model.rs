@@ -36,11 +36,18 @@ impl DeviceModel {
         }
     }
 
-    /// Loads the profile and every `regressors` and `calibration` file it
-    /// names (relative to the profile's folder).
+    /// Loads the profile (the `per_cpu` file for this machine's CPU where
+    /// it names one) and every `regressors` and `calibration` file it names
+    /// (relative to the folder of the profile file read).
     pub fn load(path: &Path) -> Result<DeviceModel, PredictError> {
         let profile = DeviceProfile::load(path)?;
-        let dir = path.parent().unwrap_or(Path::new(""));
+        let read = profile
+            .resolved_from
+            .as_ref()
+            .map(Path::new)
+            .unwrap_or(path)
+            .to_path_buf();
+        let dir = read.parent().unwrap_or(Path::new(""));
         let named: Vec<(String, String)> = profile
             .processors
             .iter()
@@ -152,7 +159,7 @@ impl DeviceModel {
                 })?;
                 match a.regressors.beyond_range(k.class, &k.features) {
                     Some(feature) => {
-                        k.ms = ms.max(k.ms);
+                        k.ms = ms.max(k.floor_ms);
                         k.source = Source::Extrapolated {
                             file: a.file.clone(),
                             feature: feature.into(),

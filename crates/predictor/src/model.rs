@@ -1,7 +1,7 @@
 //! The `LatencyModel` trait that branching and the runtime use, and its
 //! analytic implementation over a device profile.
 
-use crate::analytic::kernel_ms;
+use crate::analytic::{kernel_ms, memory_ms};
 use crate::features::{feature_names, features, work};
 use crate::kernels::{FusionRule, OpClass, default_rules, detect};
 use crate::profile::{DeviceProfile, ProfileError};
@@ -33,7 +33,9 @@ pub enum Source {
     Regressor { file: String },
     /// A kernel whose `feature` lies beyond the range the regressor in
     /// `file` was fitted on: the larger of the regressor's figure (which
-    /// stays at its range's edge) and the roofline model's.
+    /// stays at its range's edge) and the memory roofline's
+    /// ([`crate::analytic::memory_ms`]: weights too large for any profiled
+    /// kernel cost at least their bytes at the sustained bandwidth).
     Extrapolated { file: String, feature: String },
 }
 
@@ -49,6 +51,9 @@ pub struct KernelPrediction {
     pub features: Vec<f64>,
     pub ms: f64,
     pub source: Source,
+    /// The memory roofline of the kernel (ms), the least it can take.
+    #[serde(skip)]
+    pub floor_ms: f64,
 }
 
 /// The predicted latency of a (sub)graph on one processor.
@@ -120,14 +125,18 @@ impl LatencyModel for AnalyticModel {
         let rules = self.rules(processor)?;
         let kernels: Vec<KernelPrediction> = detect(g, nodes, &rules)
             .iter()
-            .map(|k| KernelPrediction {
-                name: g.node(k.nodes[0]).name.clone(),
-                class: k.class,
-                ops: k.nodes.iter().map(|n| g.node(*n).op.name()).collect(),
-                feature_names: feature_names(k.class),
-                features: features(g, k),
-                ms: kernel_ms(p, k.class, &work(g, k)),
-                source: Source::Analytic,
+            .map(|k| {
+                let w = work(g, k);
+                KernelPrediction {
+                    name: g.node(k.nodes[0]).name.clone(),
+                    class: k.class,
+                    ops: k.nodes.iter().map(|n| g.node(*n).op.name()).collect(),
+                    feature_names: feature_names(k.class),
+                    features: features(g, k),
+                    ms: kernel_ms(p, k.class, &w),
+                    source: Source::Analytic,
+                    floor_ms: memory_ms(p, &w),
+                }
             })
             .collect();
         let overhead = p.subgraph_overhead_us.as_ref().map_or(0.0, |f| f.value / 1e3);

@@ -19,10 +19,16 @@
 //! latency_us = { value = 30.0, source = "..." }
 //! bandwidth_gbs = { value = 8.0, source = "..." }
 //! ```
+//!
+//! A profile measured on one CPU says little about another. A device file
+//! may name the files of the same device measured on other CPUs:
+//! `per_cpu = { "AMD EPYC" = "host-epyc.toml" }` (keys as `/proc/cpuinfo`
+//! names the CPU, files relative to this one). [`DeviceProfile::load`] reads
+//! the file named for the CPU it runs on, else this one.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -139,6 +145,14 @@ pub struct DeviceProfile {
     /// figures say little about another CPU.
     #[serde(default)]
     pub measured_on: Option<MeasuredOn>,
+    /// Files of this device measured on other CPUs: CPU model (as
+    /// `/proc/cpuinfo` names it) to a profile file relative to this one,
+    /// whose `measured_on.cpu` is that model.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_cpu: BTreeMap<String, String>,
+    /// The file read when a `per_cpu` entry replaced the one asked for.
+    #[serde(skip)]
+    pub resolved_from: Option<String>,
     /// The thermal emulator's parameters per processor, read by
     /// `scheduler_rt::multi::thermal::profile` (thermal runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,8 +188,59 @@ impl DeviceProfile {
         })
     }
 
-    /// Reads and validates a profile; errors name the file and the key at fault.
+    /// Reads and validates a profile, the `per_cpu` file for this
+    /// machine's CPU where `path` names one; errors name the file and the
+    /// key at fault.
     pub fn load(path: impl AsRef<Path>) -> Result<DeviceProfile, ProfileError> {
+        Self::load_for_cpu(path, &crate::profiler::host::this_cpu_model())
+    }
+
+    /// [`DeviceProfile::load`] on a machine whose CPU model is `this_cpu`.
+    pub fn load_for_cpu(path: impl AsRef<Path>, this_cpu: &str) -> Result<DeviceProfile, ProfileError> {
+        let path = path.as_ref();
+        let asked = Self::load_exact(path)?;
+        let Some(file) = asked.per_cpu.get(this_cpu.trim()) else {
+            return Ok(asked);
+        };
+        let variant = path.parent().unwrap_or(Path::new("")).join(file);
+        let mut chosen = Self::load_exact(&variant).map_err(|e| ProfileError::Invalid {
+            path: path.display().to_string(),
+            reason: format!("per_cpu.\"{}\" = \"{file}\": {e}", this_cpu.trim()),
+        })?;
+        let invalid = |reason: String| ProfileError::Invalid {
+            path: variant.display().to_string(),
+            reason,
+        };
+        if !chosen.per_cpu.is_empty() {
+            return Err(invalid(format!(
+                "named by {}'s per_cpu, so it cannot name further files in its own per_cpu",
+                path.display()
+            )));
+        }
+        match &chosen.measured_on {
+            Some(m) if m.cpu.trim() == this_cpu.trim() => {}
+            other => {
+                return Err(invalid(format!(
+                    "named by {}'s per_cpu for `{}`, but its measured_on.cpu is {}",
+                    path.display(),
+                    this_cpu.trim(),
+                    other.as_ref().map_or("absent".to_string(), |m| format!("`{}`", m.cpu))
+                )));
+            }
+        }
+        chosen.resolved_from = Some(variant.display().to_string());
+        Ok(chosen)
+    }
+
+    /// The file [`DeviceProfile::load`] reads for `path` on this machine.
+    pub fn resolve(path: &Path) -> Result<PathBuf, ProfileError> {
+        Ok(Self::load(path)?
+            .resolved_from
+            .map_or_else(|| path.to_path_buf(), PathBuf::from))
+    }
+
+    /// Reads and validates exactly the file at `path`, ignoring `per_cpu`.
+    pub fn load_exact(path: impl AsRef<Path>) -> Result<DeviceProfile, ProfileError> {
         let path = path.as_ref();
         let label = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
@@ -337,6 +402,74 @@ bandwidth_gbs = { value = 1.0, source = "test" }
             w.contains("AMD EPYC 7B13") && w.contains("Intel Xeon") && w.contains("2026-11-22"),
             "{w}"
         );
+    }
+
+    /// A profile naming the file of another CPU is replaced by it on that
+    /// CPU only; a named file that is missing, measured on another CPU or
+    /// naming files of its own is an error naming it.
+    #[test]
+    fn per_cpu_files_replace_the_profile_on_their_cpu() {
+        let dir = std::env::temp_dir().join(format!("stretch-per-cpu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let on = |cpu: &str| {
+            OK.replace(
+                "description = \"test\"\n",
+                &format!("description = \"test\"\nmeasured_on = {{ cpu = \"{cpu}\", date = \"2026-11-26\", source = \"run.json\" }}\n"),
+            )
+        };
+        let main = dir.join("host.toml");
+        std::fs::write(
+            &main,
+            on("Intel Xeon").replace(
+                "name = \"t\"",
+                "name = \"t\"\nper_cpu = { \"AMD EPYC\" = \"epyc.toml\" }",
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("epyc.toml"),
+            on("AMD EPYC").replace("value = 10.0", "value = 77.0"),
+        )
+        .unwrap();
+        let xeon = DeviceProfile::load_for_cpu(&main, "Intel Xeon").unwrap();
+        assert_eq!(
+            (xeon.processors["cpu"].peak_gflops.value, xeon.resolved_from),
+            (10.0, None)
+        );
+        let epyc = DeviceProfile::load_for_cpu(&main, "AMD EPYC").unwrap();
+        assert_eq!(epyc.processors["cpu"].peak_gflops.value, 77.0);
+        assert_eq!(
+            epyc.resolved_from.as_deref(),
+            Some(dir.join("epyc.toml").to_str().unwrap())
+        );
+        assert_eq!(epyc.measured_elsewhere("AMD EPYC"), None);
+        assert_eq!(
+            DeviceProfile::load_exact(&main).unwrap().processors["cpu"]
+                .peak_gflops
+                .value,
+            10.0
+        );
+
+        std::fs::write(dir.join("epyc.toml"), on("AMD EPYC 9000")).unwrap();
+        let e = DeviceProfile::load_for_cpu(&main, "AMD EPYC").unwrap_err().to_string();
+        assert!(
+            e.contains("epyc.toml") && e.contains("measured_on.cpu is `AMD EPYC 9000`"),
+            "{e}"
+        );
+        std::fs::write(
+            dir.join("epyc.toml"),
+            on("AMD EPYC").replace("name = \"t\"", "name = \"t\"\nper_cpu = { \"x\" = \"y.toml\" }"),
+        )
+        .unwrap();
+        let e = DeviceProfile::load_for_cpu(&main, "AMD EPYC").unwrap_err().to_string();
+        assert!(e.contains("cannot name further files"), "{e}");
+        std::fs::remove_file(dir.join("epyc.toml")).unwrap();
+        let e = DeviceProfile::load_for_cpu(&main, "AMD EPYC").unwrap_err().to_string();
+        assert!(
+            e.contains("host.toml") && e.contains("per_cpu.\"AMD EPYC\" = \"epyc.toml\""),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -92,6 +92,13 @@ pub struct SearchArgs {
     /// next layer widens).
     #[arg(long, value_enum, default_value = "project")]
     pub merge: MergeArg,
+
+    /// Branch channel counts are multiples of this. The engines' matrix
+    /// kernels work in tiles of output channels (tract on AVX-512: 16, 32,
+    /// 48, 64 or 80 rows), so a width just above a tile pays for the whole
+    /// tile; 16 or 32 trades finer widths for whole tiles.
+    #[arg(long, default_value_t = 8)]
+    pub width_multiple: usize,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -115,6 +122,7 @@ impl SearchArgs {
                 MergeArg::Project => Merge::Project,
                 MergeArg::Concat => Merge::Concat,
             },
+            width_multiple: self.width_multiple,
         };
         s.validate()?;
         Ok(s)
@@ -287,8 +295,12 @@ pub fn describe(plan: &Plan) -> String {
         String::new(),
         String::new(),
     ]);
+    let multiple = match plan.settings.width_multiple {
+        8 => String::new(),
+        m => format!("; widths in multiples of {m}"),
+    };
     let mut text = format!(
-        "plan for {} on {} ({}; merge {:?}); all latencies predicted, not measured\n",
+        "plan for {} on {} ({}; merge {:?}{multiple}); all latencies predicted, not measured\n",
         plan.model,
         plan.device,
         plan.processors.join("+"),

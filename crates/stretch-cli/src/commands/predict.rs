@@ -22,8 +22,9 @@ use std::path::PathBuf;
 /// kernel group (the classes, with convolutions split into 1x1, grouped and
 /// the rest) and a per-kernel cost applied on top of every kernel's figure,
 /// said in the report; --analytic ignores it too. A kernel whose features
-/// lie beyond the range its regressor was fitted on is given at least the
-/// roofline's figure (source `regressor ..., beyond its range`).
+/// lie beyond the range its regressor was fitted on is given at least its
+/// bytes at the profile's bandwidth (source `regressor ..., beyond its
+/// range`).
 ///
 /// --json prints {schema: "stretch.predict/1", model, device, processor,
 /// total_ms, subgraph_overhead_ms, calibration (file or null), kernels:
@@ -99,7 +100,7 @@ pub fn run(args: Args) -> Result<()> {
             Source::Analytic => "analytic".to_string(),
             Source::Regressor { file } => format!("regressor {file}"),
             Source::Extrapolated { file, feature } => {
-                format!("regressor {file}, `{feature}` beyond its range: at least the roofline")
+                format!("regressor {file}, `{feature}` beyond its range: at least its bytes at the bandwidth")
             }
         };
         rows.push(vec![
