@@ -79,3 +79,43 @@ fn bad_profile_names_file_and_key() {
     assert_eq!(err.lines().count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A profile whose `per_cpu` table names this machine's CPU is replaced by
+/// the named file: the text report and the JSON say which file was read.
+#[test]
+fn a_per_cpu_profile_says_which_file_it_read() {
+    let dir = scratch("predict-per-cpu");
+    let text = std::fs::read_to_string(device()).expect("snapdragon855.toml");
+    let cpu = predictor::profiler::host::this_cpu_model();
+    let main = dir.join("main.toml");
+    let variant = dir.join("variant.toml");
+    std::fs::write(
+        &main,
+        text.replacen(
+            "\n[",
+            &format!("\nper_cpu = {{ \"{cpu}\" = \"variant.toml\" }}\n\n["),
+            1,
+        ),
+    )
+    .expect("write main");
+    std::fs::write(
+        &variant,
+        text.replacen(
+            "\n[",
+            &format!("\nmeasured_on = {{ cpu = \"{cpu}\", date = \"2026-11-26\", source = \"test\" }}\n\n["),
+            1,
+        ),
+    )
+    .expect("write variant");
+    let main = main.to_string_lossy().into_owned();
+    let out = stdout_ok(predict("resnet18_bn", &main, "cpu", &[]));
+    assert!(
+        out.contains(&format!("profile read from {}", variant.display())),
+        "{out}"
+    );
+    let v: Value = serde_json::from_str(&stdout_ok(predict("resnet18_bn", &main, "cpu", &["--json"]))).expect("JSON");
+    assert_eq!(v["profile_file"], variant.display().to_string());
+    let plain: Value =
+        serde_json::from_str(&stdout_ok(predict("resnet18_bn", &device(), "cpu", &["--json"]))).expect("JSON");
+    assert_eq!(plain["profile_file"], device());
+}

@@ -26,7 +26,8 @@ use std::path::PathBuf;
 /// bytes at the profile's bandwidth (source `regressor ..., beyond its
 /// range`).
 ///
-/// --json prints {schema: "stretch.predict/1", model, device, processor,
+/// --json prints {schema: "stretch.predict/1", model, device, profile_file
+/// (the file read: a `per_cpu` entry's on a CPU the profile lists), processor,
 /// total_ms, subgraph_overhead_ms, calibration (file or null), kernels:
 /// [{name, class, ops, feature_names, features, ms, source}]}.
 #[derive(clap::Args, Debug)]
@@ -69,12 +70,18 @@ pub fn run(args: Args) -> Result<()> {
         .predict_graph(&graph, &args.processor)
         .with_context(|| format!("cannot predict {}", args.model.model.display()))?;
     crate::warn_if_measured_elsewhere(model.profile());
+    let profile_file = model
+        .profile()
+        .resolved_from
+        .clone()
+        .unwrap_or_else(|| args.device.display().to_string());
     let mut out = std::io::stdout().lock();
     if args.json {
         let doc = serde_json::json!({
             "schema": "stretch.predict/1",
             "model": args.model.model.display().to_string(),
             "device": model.device(),
+            "profile_file": profile_file,
             "processor": prediction.processor,
             "total_ms": prediction.total_ms,
             "subgraph_overhead_ms": prediction.subgraph_overhead_ms,
@@ -123,6 +130,13 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     if let Some(c) = &prediction.calibration {
         writeln!(out, "every kernel's figure calibrated in-model by {c}")?;
+    }
+    if let Some(file) = &model.profile().resolved_from {
+        writeln!(
+            out,
+            "profile read from {file}: {}'s per_cpu entry for this CPU",
+            args.device.display()
+        )?;
     }
     Ok(())
 }
