@@ -182,8 +182,18 @@ impl DeviceProfile {
         let m = self.measured_on.as_ref()?;
         (m.cpu.trim() != this_cpu.trim()).then(|| {
             format!(
-                "profile `{}` was measured on `{}` ({}) but this machine's CPU is `{this_cpu}`: its predictions describe that machine; re-measure with `stretch profile` and `stretch fit`",
-                self.name, m.cpu, m.date
+                "profile `{}` was measured on `{}` ({}) but this machine's CPU is `{this_cpu}`: its predictions describe that machine{}; measure this CPU with scripts/profile_host.sh (in a checkout of stretch), which adds it to the profile's per_cpu table",
+                self.name,
+                m.cpu,
+                m.date,
+                if self.per_cpu.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (it has files for {} only)",
+                        self.per_cpu.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    )
+                }
             )
         })
     }
@@ -443,6 +453,16 @@ bandwidth_gbs = { value = 1.0, source = "test" }
             Some(dir.join("epyc.toml").to_str().unwrap())
         );
         assert_eq!(epyc.measured_elsewhere("AMD EPYC"), None);
+        let w = DeviceProfile::load_for_cpu(&main, "Some Arm SoC")
+            .unwrap()
+            .measured_elsewhere("Some Arm SoC")
+            .unwrap();
+        assert!(
+            w.contains("`Intel Xeon`")
+                && w.contains("files for `AMD EPYC` only")
+                && w.contains("scripts/profile_host.sh"),
+            "{w}"
+        );
         assert_eq!(
             DeviceProfile::load_exact(&main).unwrap().processors["cpu"]
                 .peak_gflops
