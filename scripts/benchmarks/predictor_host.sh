@@ -19,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 OUT="${OUT:-target/predictor-host/$(date +%Y%m%d-%H%M%S)}"
+PROFILE="${PROFILE:-data/profiles/host}"
 mkdir -p "$OUT"
 cargo build --release -q -p predictor --example model_accuracy
 for core in ${CORES:-0 1}; do
@@ -28,8 +29,8 @@ for core in ${CORES:-0 1}; do
     --wide 10 --calibrate-with 60 --times "$OUT/$p-times.json" --calibration-out "$OUT/$p-calibration.json" \
     --dump "$OUT/$p-predictions.json" "$@" | tee "$OUT/$p.txt"
   if [ "${INSTALL:-0}" = 1 ]; then
-    cp "$OUT/$p-calibration.json" "${PROFILE:-data/profiles/host}/$p/calibration.json"
-    echo "installed ${PROFILE:-data/profiles/host}/$p/calibration.json"
+    cp "$OUT/$p-calibration.json" "$PROFILE/$p/calibration.json"
+    echo "installed $PROFILE/$p/calibration.json"
   fi
 done
 echo "measurements and reports in $OUT"

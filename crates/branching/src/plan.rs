@@ -44,8 +44,11 @@ pub struct Settings {
     pub width_multiple: usize,
 }
 
+/// [`Settings::width_multiple`] unless a plan or option says otherwise.
+pub const DEFAULT_WIDTH_MULTIPLE: usize = 8;
+
 fn default_width_multiple() -> usize {
-    8
+    DEFAULT_WIDTH_MULTIPLE
 }
 
 impl Default for Settings {

@@ -25,8 +25,7 @@ pub fn kernel_ms(p: &ProcessorProfile, class: OpClass, w: &Work) -> f64 {
         _ => 1.0,
     };
     let compute = w.flops as f64 / (p.peak_gflops.value * 1e9 * (dw * efficiency(p, w.out_channels)).max(1e-6));
-    let memory = w.bytes as f64 / (p.bandwidth_gbs.value * 1e9);
-    p.kernel_overhead_us.value / 1e3 + 1e3 * compute.max(memory)
+    (p.kernel_overhead_us.value / 1e3 + 1e3 * compute).max(memory_ms(p, w))
 }
 
 /// The memory side of [`kernel_ms`]: launch overhead plus the kernel's bytes

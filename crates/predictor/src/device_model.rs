@@ -41,13 +41,7 @@ impl DeviceModel {
     /// (relative to the folder of the profile file read).
     pub fn load(path: &Path) -> Result<DeviceModel, PredictError> {
         let profile = DeviceProfile::load(path)?;
-        let read = profile
-            .resolved_from
-            .as_ref()
-            .map(Path::new)
-            .unwrap_or(path)
-            .to_path_buf();
-        let dir = read.parent().unwrap_or(Path::new(""));
+        let dir = profile.file_read(path).parent().unwrap_or(Path::new("")).to_path_buf();
         let named: Vec<(String, String)> = profile
             .processors
             .iter()

@@ -28,7 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -242,11 +242,10 @@ impl DeviceProfile {
         Ok(chosen)
     }
 
-    /// The file [`DeviceProfile::load`] reads for `path` on this machine.
-    pub fn resolve(path: &Path) -> Result<PathBuf, ProfileError> {
-        Ok(Self::load(path)?
-            .resolved_from
-            .map_or_else(|| path.to_path_buf(), PathBuf::from))
+    /// The file this profile was read from when it was loaded as `asked`:
+    /// the `per_cpu` entry's where one replaced it, else `asked`.
+    pub fn file_read<'a>(&'a self, asked: &'a Path) -> &'a Path {
+        self.resolved_from.as_deref().map_or(asked, Path::new)
     }
 
     /// Reads and validates exactly the file at `path`, ignoring `per_cpu`.

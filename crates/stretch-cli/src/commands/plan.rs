@@ -97,7 +97,7 @@ pub struct SearchArgs {
     /// kernels work in tiles of output channels (tract on AVX-512: 16, 32,
     /// 48, 64 or 80 rows), so a width just above a tile pays for the whole
     /// tile; 16 or 32 trades finer widths for whole tiles.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = branching::plan::DEFAULT_WIDTH_MULTIPLE)]
     pub width_multiple: usize,
 }
 
@@ -296,7 +296,7 @@ pub fn describe(plan: &Plan) -> String {
         String::new(),
     ]);
     let multiple = match plan.settings.width_multiple {
-        8 => String::new(),
+        branching::plan::DEFAULT_WIDTH_MULTIPLE => String::new(),
         m => format!("; widths in multiples of {m}"),
     };
     let mut text = format!(

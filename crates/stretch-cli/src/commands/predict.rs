@@ -70,11 +70,7 @@ pub fn run(args: Args) -> Result<()> {
         .predict_graph(&graph, &args.processor)
         .with_context(|| format!("cannot predict {}", args.model.model.display()))?;
     crate::warn_if_measured_elsewhere(model.profile());
-    let profile_file = model
-        .profile()
-        .resolved_from
-        .clone()
-        .unwrap_or_else(|| args.device.display().to_string());
+    let profile_file = model.profile().file_read(&args.device).display().to_string();
     let mut out = std::io::stdout().lock();
     if args.json {
         let doc = serde_json::json!({
