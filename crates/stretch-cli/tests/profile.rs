@@ -59,7 +59,12 @@ fn quick_profile_covers_every_class_and_resumes() {
         *per_class.entry(cells[col("class")].to_string()).or_default() += 1;
     }
     for class in CLASSES {
-        assert!(per_class.get(class).is_some_and(|n| *n >= 4), "{class}: {per_class:?}");
+        assert!(
+            per_class
+                .get(class)
+                .is_some_and(|n| *n >= predictor::fit::regressors::MIN_ROWS),
+            "every class needs the rows a forest is fitted on: {class}: {per_class:?}"
+        );
     }
     let adaptive = lines
         .filter(|l| l.split(',').nth(col("origin")) == Some("adaptive"))
@@ -70,7 +75,7 @@ fn quick_profile_covers_every_class_and_resumes() {
         .expect("run.json is JSON");
     assert_eq!(run["status"], "complete");
     assert_eq!(run["engine"]["name"], "tract");
-    assert_eq!(run["settings"]["samples"], 4);
+    assert_eq!(run["settings"]["samples"], 8);
     let total: u64 = per_class.values().map(|n| *n as u64).sum();
     assert_eq!(run["summary"]["measured"].as_u64(), Some(total));
 

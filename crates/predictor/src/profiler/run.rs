@@ -60,7 +60,7 @@ impl Settings {
     /// Small kernels, few samples and runs: seconds, for tests.
     pub fn quick() -> Settings {
         Settings {
-            samples: 4,
+            samples: 8,
             reps: 3,
             warmup: 1,
             per_point: 1,

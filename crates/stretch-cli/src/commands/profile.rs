@@ -76,7 +76,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 
-    /// Configurations per class in the initial round (default 150, --quick 4).
+    /// Configurations per class in the initial round (default 150, --quick 8).
     /// Also the most an adaptive round adds to one class. Raising it on a
     /// resumed run adds samples; the first ones stay the same.
     #[arg(long, value_name = "N")]
