@@ -37,16 +37,16 @@ type Probe = (String, Vec<u8>, Vec<Vec<usize>>);
 
 /// What a timing thread is asked to do.
 enum Job {
-    /// Time a piece (ONNX bytes, input shapes, timed runs): the median ms
-    /// or the engine's reason.
-    Time(Vec<u8>, Vec<Vec<usize>>, usize, mpsc::Sender<Result<f64, String>>),
+    /// Time a piece (ONNX bytes, input shapes, timed runs): every run's
+    /// ms, sorted, or the engine's reason.
+    Time(Vec<u8>, Vec<Vec<usize>>, usize, mpsc::Sender<Result<Vec<f64>, String>>),
     /// Run a piece over and over until the flag is set (load for the
     /// contention measurement); replies once running and again once stopped.
     Load(
         Vec<u8>,
         Vec<Vec<usize>>,
         Arc<AtomicBool>,
-        mpsc::Sender<Result<f64, String>>,
+        mpsc::Sender<Result<(), String>>,
     ),
 }
 
@@ -81,6 +81,26 @@ pub struct Measured<'a> {
     factors: Vec<f64>,
     /// The driver's lateness waking for a tick, at evenly spaced quantiles.
     lag: Vec<f64>,
+    /// Per processor: each run / its round's median at evenly spaced
+    /// quantiles, alone and while the other processors are busy.
+    spread: Vec<(Vec<f64>, Vec<f64>)>,
+    /// How `serve` hands work over on these processors: polled when the
+    /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling`]).
+    wait: link::Wait,
+}
+
+/// Quantiles kept of a measured distribution (driver lag, run-time spread).
+const QUANTILES: usize = 20;
+
+/// `v` (sorted) at [`QUANTILES`] evenly spaced quantiles (the midpoints of
+/// equal shares).
+fn quantiles(v: &[f64]) -> Vec<f64> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    (0..QUANTILES)
+        .map(|k| v[(k * 2 + 1) * v.len() / (2 * QUANTILES)])
+        .collect()
 }
 
 /// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
@@ -141,18 +161,28 @@ impl<'a> Measured<'a> {
             _ => Db::default(),
         };
         let first = |p: &ProcessorConfig| p.cores.as_ref().and_then(|c| c.ids().first().copied()).unwrap_or(0);
+        let cores: Vec<_> = procs.iter().map(|p| p.cores.clone()).collect();
+        let wait = if scheduler_rt::multi::serve::self_scheduling(&cores) {
+            link::Wait::Poll
+        } else {
+            link::Wait::Block
+        };
         let mut links = HashMap::new();
-        let mut notes = Vec::new();
+        let mut notes = vec![match wait {
+            link::Wait::Poll => "hand-offs polled: every processor is pinned to cores of its own, so serve's workers schedule themselves and idle ones poll for work".to_string(),
+            link::Wait::Block => "hand-offs blocked: not every processor is pinned to cores of its own, so serve's scheduling thread hands work over and waits for results".to_string(),
+        }];
         for (a, pa) in procs.iter().enumerate() {
             for (b, pb) in procs.iter().enumerate() {
                 if a == b {
                     continue;
                 }
                 let (from, to) = (first(pa), first(pb));
-                let samples = std::thread::spawn(move || link::measure(from, to, &link::default_sizes(), 3, 30))
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("the hand-off measurement panicked"))?
-                    .with_context(|| format!("measuring the hand-off {} -> {}", pa.name, pb.name))?;
+                let samples =
+                    std::thread::spawn(move || link::measure_with(from, to, &link::default_sizes(), 3, 30, wait))
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("the hand-off measurement panicked"))?
+                        .with_context(|| format!("measuring the hand-off {} -> {}", pa.name, pb.name))?;
                 let fit = link::fit_piecewise(&samples);
                 notes.push(format!(
                     "hand-off {} -> {}: {:.1} us + bytes / {:.1} GB/s up to 1 MiB, {:.1} us + bytes / {:.1} GB/s above (measured, R² {:.3})",
@@ -181,6 +211,8 @@ impl<'a> Measured<'a> {
             notes,
             factors: vec![1.0; procs.len()],
             lag: Vec::new(),
+            spread: vec![(Vec::new(), Vec::new()); procs.len()],
+            wait,
         };
         m.measure_contention()?;
         m.measure_lag();
@@ -212,10 +244,16 @@ impl<'a> Measured<'a> {
     /// Sends a piece to processor `p`'s timing thread and waits for the
     /// median ms of `runs` timed runs.
     fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<f64, String> {
+        let times = self.ask_times(p, bytes, shapes, runs)?;
+        Ok(times[times.len() / 2])
+    }
+
+    /// Every run's ms (sorted) of `runs` timed runs of a piece on processor `p`.
+    fn ask_times(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<Vec<f64>, String> {
         let (tx, rx) = mpsc::channel();
         let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
         self.timers[p]
-            .send(Job::Time(bytes, shapes, runs, tx))
+            .send(Job::Time(bytes, shapes, runs.max(1), tx))
             .map_err(|_| gone())?;
         rx.recv().map_err(|_| gone())?
     }
@@ -225,7 +263,8 @@ impl<'a> Measured<'a> {
     /// [`CONTENTION_ROUNDS`] alternating rounds (a change of the machine's
     /// speed falls on both): the median ratio is the factor the simulator
     /// applies to pieces that start while another processor is busy (at
-    /// least 1).
+    /// least 1). Each run over its round's median, pooled per side, is the
+    /// spread the simulator draws every piece's run time from.
     fn measure_contention(&mut self) -> Result<()> {
         let n = self.procs.len();
         let probes: Vec<Option<Probe>> = (0..n).map(|p| self.longest_run_on(p)).collect::<Result<_>>()?;
@@ -243,12 +282,18 @@ impl<'a> Measured<'a> {
                 continue;
             }
             let time = || {
-                self.ask_time(p, bytes.clone(), shapes.clone(), CONTENTION_RUNS)
+                self.ask_times(p, bytes.clone(), shapes.clone(), CONTENTION_RUNS)
                     .map_err(|e| anyhow::anyhow!("timing '{name}' on {}: {e}", self.procs[p].name))
             };
             let (mut alone, mut shared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut alone_runs, mut shared_runs) = (Vec::new(), Vec::new());
+            let relative = |times: &[f64], into: &mut Vec<f64>| {
+                let median = times[times.len() / 2];
+                into.extend(times.iter().map(|t| t / median));
+                median
+            };
             for _ in 0..CONTENTION_ROUNDS {
-                let a = time()?;
+                let a = relative(&time()?, &mut alone_runs);
                 let stop = Arc::new(AtomicBool::new(false));
                 let mut stopped = Vec::new();
                 for &(q, (_, b, sh)) in &loaders {
@@ -265,7 +310,7 @@ impl<'a> Measured<'a> {
                 for rx in stopped {
                     let _ = rx.recv();
                 }
-                let s = s?;
+                let s = relative(&s?, &mut shared_runs);
                 alone.push(a);
                 shared.push(s);
                 ratios.push(s / a);
@@ -275,6 +320,22 @@ impl<'a> Measured<'a> {
                 .iter()
                 .fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(*r), h.max(*r)));
             self.factors[p] = median(ratios).max(1.0);
+            alone_runs.sort_by(f64::total_cmp);
+            shared_runs.sort_by(f64::total_cmp);
+            let q = |v: &[f64], f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+            self.notes.push(format!(
+                "run-time spread on {}: each run / its round's median p10 {:.2}, p90 {:.2}, p99 {:.2} alone; {:.2}, {:.2}, {:.2} while {} run(s) too ({} runs each; the simulator draws every piece from it) (measured)",
+                self.procs[p].name,
+                q(&alone_runs, 0.1),
+                q(&alone_runs, 0.9),
+                q(&alone_runs, 0.99),
+                q(&shared_runs, 0.1),
+                q(&shared_runs, 0.9),
+                q(&shared_runs, 0.99),
+                loaders.iter().map(|(q, _)| self.procs[*q].name.as_str()).collect::<Vec<_>>().join(", "),
+                alone_runs.len()
+            ));
+            self.spread[p] = (quantiles(&alone_runs), quantiles(&shared_runs));
             let loaded: Vec<&str> = loaders.iter().map(|(q, _)| self.procs[*q].name.as_str()).collect();
             self.notes.push(format!(
                 "contention on {}: '{name}' {:.3} ms alone, {:.3} ms while {} run(s) too (medians of {CONTENTION_ROUNDS} alternating rounds of {CONTENTION_RUNS} runs, ratios {lo:.2}-{hi:.2}): x{:.2} (measured)",
@@ -288,8 +349,9 @@ impl<'a> Measured<'a> {
         Ok(())
     }
 
-    /// How late a thread blocked on a channel with a timeout (as `serve`'s
-    /// driver waits for the next tick) wakes after its deadline: 200 waits
+    /// How late a thread waiting for the next tick wakes after its
+    /// deadline, blocked on a channel with a timeout (as `serve`'s driver
+    /// waits) or polling (as its self-scheduling workers wait): 200 waits
     /// of 1-5 ms, kept at 20 evenly spaced quantiles.
     fn measure_lag(&mut self) {
         let (_tx, rx) = mpsc::channel::<()>();
@@ -297,12 +359,21 @@ impl<'a> Measured<'a> {
             .map(|i| {
                 let wait = std::time::Duration::from_micros(1000 + 20 * i as u64);
                 let t = Instant::now();
-                let _ = rx.recv_timeout(wait);
+                match self.wait {
+                    link::Wait::Block => {
+                        let _ = rx.recv_timeout(wait);
+                    }
+                    link::Wait::Poll => {
+                        while t.elapsed() < wait && rx.try_recv().is_err() {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
                 (t.elapsed().as_secs_f64() - wait.as_secs_f64()).max(0.0) * 1e3
             })
             .collect();
         late.sort_by(f64::total_cmp);
-        self.lag = (0..20).map(|k| late[(k * 2 + 1) * late.len() / 40]).collect();
+        self.lag = quantiles(&late);
         self.notes.push(format!(
             "driver wake-up for a tick: {:.3} ms late at the median (measured)",
             late[late.len() / 2]
@@ -353,15 +424,18 @@ fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
                     let run = || -> Result<(), String> {
                         let compiled = e.compile(&bytes)?;
                         let inputs = random_inputs(&shapes)?;
-                        let _ = reply.send(Ok(0.0));
+                        let _ = reply.send(Ok(()));
                         while !stop.load(Ordering::Relaxed) {
                             compiled.run(inputs.clone())?;
                         }
                         Ok(())
                     };
-                    let _ = reply.send(run().map(|()| 0.0));
+                    let _ = reply.send(run());
                 }
-                (Job::Time(_, _, _, reply) | Job::Load(_, _, _, reply), Err(reason)) => {
+                (Job::Time(_, _, _, reply), Err(reason)) => {
+                    let _ = reply.send(Err(reason.clone()));
+                }
+                (Job::Load(_, _, _, reply), Err(reason)) => {
                     let _ = reply.send(Err(reason.clone()));
                 }
             }
@@ -393,14 +467,14 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
     Ok(inputs)
 }
 
-/// Median ms of `runs` runs (after two warm-ups) of the piece on random
-/// inputs, each timed run after [`POLLUTE_BYTES`] were written.
+/// Every run's ms, sorted, of `runs` runs (after two warm-ups) of the
+/// piece on random inputs, each timed run after [`POLLUTE_BYTES`] were written.
 fn time_piece(
     engine: &dyn scheduler_rt::Engine,
     bytes: &[u8],
     shapes: &[Vec<usize>],
     runs: usize,
-) -> Result<f64, String> {
+) -> Result<Vec<f64>, String> {
     thread_local! {
         static JUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; POLLUTE_BYTES]);
     }
@@ -423,7 +497,7 @@ fn time_piece(
         }
     }
     times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok(times)
 }
 
 impl Costs for Measured<'_> {
@@ -481,15 +555,24 @@ impl Costs for Measured<'_> {
         self.factors.get(p).copied().unwrap_or(1.0)
     }
 
-    /// Two thread hand-offs of a small message (to the worker and back):
-    /// the mean measured hand-off latency, twice.
+    /// The mean measured latency of a small hand-off, twice where a
+    /// scheduling thread hands each piece to its worker and takes the
+    /// result back, once where the workers schedule themselves.
     fn dispatch_ms(&self) -> f64 {
         let n = self.links.len().max(1) as f64;
-        2.0 * self.links.values().map(|f| f.small.latency_us).sum::<f64>() / n / 1e3
+        let times = match self.wait {
+            link::Wait::Block => 2.0,
+            link::Wait::Poll => 1.0,
+        };
+        times * self.links.values().map(|f| f.small.latency_us).sum::<f64>() / n / 1e3
     }
 
     fn arrival_lag_ms(&self) -> Vec<f64> {
         self.lag.clone()
+    }
+
+    fn spread(&self, p: usize) -> (Vec<f64>, Vec<f64>) {
+        self.spread.get(p).cloned().unwrap_or_default()
     }
 
     fn finish(&mut self) -> Result<(), String> {

@@ -112,15 +112,36 @@ pub fn r_squared(samples: &[LinkSample], predict: impl Fn(u64) -> f64) -> f64 {
     if tot > 0.0 { 1.0 - res / tot } else { 1.0 }
 }
 
+/// How the consumer of a hand-off waits for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Blocked on the channel: every hand-off pays the thread's wake-up.
+    Block,
+    /// Polling the channel on its own core: no wake-up.
+    Poll,
+}
+
 /// Times `reps` hand-offs (after `warmup`) of each size in `sizes` from core
 /// `from` to core `to`: from the producer's send to the end of the
-/// consumer's copy, on one monotonic clock.
+/// consumer's copy, on one monotonic clock; the consumer blocks.
 pub fn measure(
     from: usize,
     to: usize,
     sizes: &[usize],
     warmup: usize,
     reps: usize,
+) -> Result<Vec<LinkSample>, ProfilerError> {
+    measure_with(from, to, sizes, warmup, reps, Wait::Block)
+}
+
+/// [`measure`] with the consumer waiting as `wait` says.
+pub fn measure_with(
+    from: usize,
+    to: usize,
+    sizes: &[usize],
+    warmup: usize,
+    reps: usize,
+    wait: Wait,
 ) -> Result<Vec<LinkSample>, ProfilerError> {
     let (from_set, to_set) = (single(from)?, single(to)?);
     let max = sizes.iter().copied().max().unwrap_or(0);
@@ -129,7 +150,17 @@ pub fn measure(
     let consumer = std::thread::spawn(move || -> Result<(), ProfilerError> {
         pin_current_thread(&to_set)?;
         let mut own = vec![0f32; max / 4];
-        while let Ok((buf, sent)) = rx.recv() {
+        let next = || match wait {
+            Wait::Block => rx.recv().ok(),
+            Wait::Poll => loop {
+                match rx.try_recv() {
+                    Ok(v) => break Some(v),
+                    Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                    Err(mpsc::TryRecvError::Disconnected) => break None,
+                }
+            },
+        };
+        while let Some((buf, sent)) = next() {
             own[..buf.len()].copy_from_slice(&buf);
             let us = sent.elapsed().as_secs_f64() * 1e6;
             std::hint::black_box(&own);
@@ -225,6 +256,20 @@ pub fn fit(samples: &[LinkSample]) -> LinkFit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_polling_consumer_times_every_size() {
+        let to = usize::from(std::thread::available_parallelism().map_or(1, |n| n.get()) > 1);
+        let sizes = [4096, 1 << 16];
+        let samples = measure_with(0, to, &sizes, 1, 5, Wait::Poll).unwrap();
+        assert_eq!(samples.iter().map(|s| s.bytes).collect::<Vec<_>>(), [4096, 1 << 16]);
+        assert!(
+            samples
+                .iter()
+                .all(|s| s.reps == 5 && s.median_us > 0.0 && s.p10_us <= s.median_us),
+            "{samples:?}"
+        );
+    }
 
     #[test]
     fn fit_recovers_a_line() {

@@ -28,6 +28,13 @@ pub trait Costs {
     fn dispatch_ms(&self) -> f64 {
         0.0
     }
+    /// Processor `p`'s run-time spread: each run over the median at evenly
+    /// spaced quantiles, alone and while another processor is busy
+    /// ([`crate::multi::sim::Latency::alone_shape`]); empty: every run
+    /// takes its figure exactly.
+    fn spread(&self, _p: usize) -> (Vec<f64>, Vec<f64>) {
+        (Vec::new(), Vec::new())
+    }
     /// How late the driver wakes for a tick, at evenly spaced quantiles
     /// ([`crate::multi::sim::Truth::arrival_lag_quantiles`]); empty: never.
     fn arrival_lag_ms(&self) -> Vec<f64> {

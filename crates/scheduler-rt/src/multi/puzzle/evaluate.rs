@@ -84,7 +84,7 @@ pub fn outcome_from_log(log: &RunLog, w: &Workload) -> Outcome {
 
 /// Each candidate of `u` (model `m`, whose layers are `lg`) on each of
 /// `n` processors: its cost where it can run (alone, and while another
-/// processor is busy), infinite elsewhere.
+/// processor is busy, spread as [`Costs::spread`]), infinite elsewhere.
 pub fn candidate_rows(
     costs: &mut dyn Costs,
     m: usize,
@@ -101,8 +101,11 @@ pub fn candidate_rows(
         for p in 0..n {
             row.push(if c.support.contains(p) {
                 let ms = costs.compute_ms(m, &ls, p)?;
+                let (alone_shape, shared_shape) = costs.spread(p);
                 Latency {
                     shared_ms: ms * costs.shared_factor(p),
+                    alone_shape,
+                    shared_shape,
                     ..Latency::exact(ms)
                 }
             } else {
@@ -161,7 +164,7 @@ impl Problem<'_> {
     /// The plan's units (one region per piece) and each piece's time on its
     /// processor: compute plus the hand-off of every value read from a
     /// piece on another processor (the model's own inputs are taken as
-    /// already where they are needed).
+    /// already where they are needed), spread as the costs' [`Costs::spread`].
     pub fn build(&mut self, c: &Chromosome) -> Result<Built, PuzzleError> {
         let pieces = c.decode(self.layers);
         self.build_pieces(pieces, c.priority.clone())
@@ -192,12 +195,15 @@ impl Problem<'_> {
                     }
                 }
                 let shared = ms * self.costs.shared_factor(p.processor);
+                let (alone_shape, shared_shape) = self.costs.spread(p.processor);
                 rows.push(
                     (0..n)
                         .map(|w| {
                             if w == p.processor {
                                 Latency {
                                     shared_ms: shared,
+                                    alone_shape: alone_shape.clone(),
+                                    shared_shape: shared_shape.clone(),
                                     ..Latency::exact(ms)
                                 }
                             } else {
@@ -357,5 +363,83 @@ impl Problem<'_> {
             Some(e) => Err(e),
             None => Ok(sat),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multi::support::OpSupport;
+    use graph_ir::builder::Builder;
+    use graph_ir::ops::UnaryOp;
+
+    /// Every piece takes 1 ms a layer; processor 0 has a spread, 1 none.
+    struct Spread;
+
+    impl Costs for Spread {
+        fn compute_ms(&mut self, _model: usize, layers: &[usize], _p: usize) -> Result<f64, PuzzleError> {
+            Ok(layers.len() as f64)
+        }
+        fn comm_ms(&mut self, _from: usize, _to: usize, _bytes: u64) -> Result<f64, PuzzleError> {
+            Ok(0.0)
+        }
+        fn spread(&self, p: usize) -> (Vec<f64>, Vec<f64>) {
+            if p == 0 {
+                (vec![0.5, 1.5], vec![2.0])
+            } else {
+                (Vec::new(), Vec::new())
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_and_candidates_take_their_processors_spread() {
+        let mut b = Builder::new("chain");
+        let x = b.input("x", &[1, 4, 4, 4]).unwrap();
+        let l0 = b.unary("l0", x, UnaryOp::Relu).unwrap();
+        let l1 = b.unary("l1", l0, UnaryOp::Sigmoid).unwrap();
+        let l2 = b.unary("l2", l1, UnaryOp::Tanh).unwrap();
+        let g = b.finish("y", l2).unwrap();
+        let names: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        let lg = LayerGraph::new(&g, &names, &[OpSupport::All, OpSupport::All]).unwrap();
+        let w = crate::multi::workload::parse(
+            "requests = 1\n[[app]]\nname = \"chain\"\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\n",
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models"),
+            "w.toml",
+        )
+        .unwrap();
+        let (graphs, layers) = (vec![g], vec![lg]);
+        let mut costs = Spread;
+        let mut problem = Problem {
+            graphs: &graphs,
+            layers: &layers,
+            names: names.clone(),
+            costs: &mut costs,
+            workload: w,
+            periods: 1,
+            simulations: 0,
+        };
+        let pieces = vec![vec![
+            Piece {
+                layers: vec![0, 1],
+                processor: 0,
+            },
+            Piece {
+                layers: vec![2],
+                processor: 1,
+            },
+        ]];
+        let built = problem.build_pieces(pieces, vec![0]).unwrap();
+        let on0 = &built.truth.table[0][0][0];
+        assert_eq!(
+            (on0.alone_ms, &on0.alone_shape, &on0.shared_shape),
+            (2.0, &vec![0.5, 1.5], &vec![2.0])
+        );
+        let on1 = &built.truth.table[0][1][1];
+        assert!(on1.alone_shape.is_empty() && on1.shared_shape.is_empty(), "{on1:?}");
+
+        let rows = candidate_rows(&mut Spread, 0, &layers[0], &built.units[0], 2).unwrap();
+        assert_eq!(rows[0][0].alone_shape, [0.5, 1.5]);
+        assert!(rows[1][1].alone_shape.is_empty());
     }
 }

@@ -29,6 +29,14 @@ mod spread;
 mod state;
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 
+/// Whether [`Server::run`] lets workers pinned to `cores` (one entry per
+/// processor) schedule themselves, handing work to idle workers that poll
+/// for it: every processor pinned to cores no other has. Hand-offs then
+/// wake no thread, and the costs of a plan should be measured so.
+pub fn self_scheduling(cores: &[Option<predictor::profiler::CoreSet>]) -> bool {
+    spread::applies(cores)
+}
+
 /// Timed runs per (model, worker) at registration.
 pub const REGISTRATION_RUNS: usize = 5;
 
@@ -338,12 +346,13 @@ impl Server {
     /// Runs `workload` under `sched` on the wall clock. `slo_ms` per app;
     /// `progress` is called about once a second with the elapsed seconds.
     ///
-    /// With a render task and every worker pinned to cores of its own, the
-    /// worker threads schedule in turn ([`spread`]): a worker that finishes
-    /// takes the next decision itself and starts its own next piece at
-    /// once, and idle workers poll their own idle cores, so no hand-off
-    /// waits for a thread to wake (a blocked thread's wake-up costs 30-110
-    /// µs on this VM). Otherwise one scheduling thread (the caller) hands
+    /// With every worker pinned to cores of its own ([`self_scheduling`]),
+    /// the worker threads schedule in turn ([`spread`]): a worker that
+    /// finishes takes the next decision itself and starts its own next
+    /// piece at once, and idle workers poll their own idle cores, so no
+    /// hand-off waits for a thread to wake (a blocked thread's wake-up
+    /// costs 30-110 µs on this VM); the caller serves the render worker, or
+    /// else the first. Otherwise one scheduling thread (the caller) hands
     /// work to the worker threads; with a render task it runs on the cores
     /// of another pinned worker and polls while that worker is idle, else
     /// blocks. The scheduling threads run at raised priority where
@@ -382,10 +391,8 @@ impl Server {
         if let (Some(w), Some((_, _, ms)), Some(r)) = (render_worker, &self.render, &workload.render) {
             sched.set_render(w, 1e3 / r.fps, *ms, 0.0);
         }
-        if let Some(rw) = render_worker
-            && spread::applies(&self.cores)
-        {
-            return spread::run(self, sched, workload, slo_ms, rw, progress);
+        if thermal.is_none() && spread::applies(&self.cores) {
+            return spread::run(self, sched, workload, slo_ms, render_worker.unwrap_or(0), progress);
         }
         let poll_beside =
             render_worker.and_then(|rw| (0..self.cores.len()).find(|w| *w != rw && self.cores[*w].is_some()));

@@ -3,8 +3,8 @@
 //! takes the run's lock, records the result, asks the policy, starts its
 //! own next piece at once and hands the other workers theirs. An idle
 //! worker polls its inbox (its core has nothing else to do), so a hand-off
-//! to it costs no wake-up either. The calling thread is the render
-//! worker's thread, which also calls `progress`.
+//! to it costs no wake-up either. The calling thread serves the render
+//! worker (or the first worker, without a render task) and calls `progress`.
 
 use super::super::core::Scheduler;
 use super::super::report::RunLog;
@@ -145,7 +145,8 @@ fn serve_worker(
 }
 
 /// Runs `workload` with the scheduling spread over the worker threads
-/// (see the module doc); `render_worker` is served by the calling thread.
+/// (see the module doc); `render_worker` (any worker, without a render
+/// task) is served by the calling thread.
 pub(super) fn run(
     server: &Server,
     sched: &mut Scheduler,
@@ -198,4 +199,19 @@ pub(super) fn run(
         return Err(e);
     }
     Ok(shared.st.into_log())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::applies;
+    use predictor::profiler::CoreSet;
+
+    #[test]
+    fn workers_schedule_themselves_only_on_cores_of_their_own() {
+        let on = |ids: &[usize]| CoreSet::new(ids.to_vec());
+        assert!(applies(&[on(&[0]), on(&[1])]));
+        assert!(applies(&[on(&[0, 2]), on(&[1])]));
+        assert!(!applies(&[on(&[0]), on(&[0, 1])]), "a shared core");
+        assert!(!applies(&[on(&[0]), None]), "an unpinned worker");
+    }
 }
