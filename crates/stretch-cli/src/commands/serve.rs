@@ -109,6 +109,17 @@ pub struct Args {
     /// report counts engine-boundary allocations and bytes copied either way.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     pub tensor_pool: String,
+
+    /// Who hands work to the processors: `self` lets workers pinned to
+    /// cores of their own (every processor with `cores`, none shared; not
+    /// with --thermal) schedule themselves: the worker that finishes a
+    /// piece takes the policy's next decision and starts its own next piece
+    /// at once, and idle workers poll for work, so no hand-off waits for a
+    /// thread to wake (their cores stay busy polling). `thread` has one
+    /// scheduling thread hand work over and wait for results, as it always
+    /// does where workers share cores.
+    #[arg(long, value_name = "self|thread", default_value = "self", value_parser = ["self", "thread"])]
+    pub scheduling: String,
 }
 
 /// The runtime configuration (`config`, else one tract worker per core),
@@ -213,8 +224,19 @@ fn heat_line(label: &str, d: &ThermalDriver) -> String {
     )
 }
 
+/// Says who hands work to `procs` in this process's runs.
+pub fn scheduling_line(procs: &[ProcessorConfig], thermal: bool) -> String {
+    let cores: Vec<_> = procs.iter().map(|p| p.cores.clone()).collect();
+    if !thermal && scheduler_rt::multi::serve::self_scheduling(&cores) {
+        "scheduling: the workers schedule themselves (each processor pinned to cores of its own; idle ones poll)".into()
+    } else {
+        "scheduling: one scheduling thread hands work to the workers (--scheduling thread, --thermal, or processors without cores of their own)".into()
+    }
+}
+
 pub fn run(a: Args) -> Result<()> {
     scheduler_rt::pool::pool().set_enabled(a.tensor_pool == "on");
+    scheduler_rt::multi::serve::set_thread_scheduling(a.scheduling == "thread");
     if a.thermal && (a.rounds > 1 || !a.plan.is_empty()) {
         bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
     }
@@ -295,6 +317,7 @@ pub fn run(a: Args) -> Result<()> {
             model.units.regions.len()
         );
     }
+    eprintln!("{}", scheduling_line(&procs, a.thermal));
     if !a.no_check {
         let engine = server
             .compute_references(&factory)

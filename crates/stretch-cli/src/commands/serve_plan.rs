@@ -132,6 +132,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         merge(&mut outcomes, served.len(), outcome_from_log(&log, &w));
     }
     let groups: Vec<String> = w.groups.iter().map(|g| g.name.clone()).collect();
+    println!("{}", super::serve::scheduling_line(&sc.procs, false));
     println!(
         "serve --plan: {} apps in {} group(s) on {} ({} round(s) of {:.1} s each, plans and lst in turn; measured)",
         sc.apps.len(),

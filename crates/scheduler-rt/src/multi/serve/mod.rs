@@ -20,6 +20,7 @@ use crate::worker::{self, Done, Worker};
 use graph_ir::{Graph, Outlet};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
@@ -29,12 +30,24 @@ mod spread;
 mod state;
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 
+/// Set: every run has one scheduling thread ([`set_thread_scheduling`]).
+static THREAD_SCHEDULING: AtomicBool = AtomicBool::new(false);
+
+/// Makes every later [`Server::run`] of this process hand work to the
+/// workers from one scheduling thread (`true`), or lets workers that
+/// qualify schedule themselves (`false`, the default; see
+/// [`self_scheduling`]).
+pub fn set_thread_scheduling(on: bool) {
+    THREAD_SCHEDULING.store(on, Ordering::Relaxed);
+}
+
 /// Whether [`Server::run`] lets workers pinned to `cores` (one entry per
 /// processor) schedule themselves, handing work to idle workers that poll
-/// for it: every processor pinned to cores no other has. Hand-offs then
-/// wake no thread, and the costs of a plan should be measured so.
+/// for it: every processor pinned to cores no other has, and no
+/// [`set_thread_scheduling`]. Hand-offs then wake no thread, and the costs
+/// of a plan should be measured so.
 pub fn self_scheduling(cores: &[Option<predictor::profiler::CoreSet>]) -> bool {
-    spread::applies(cores)
+    !THREAD_SCHEDULING.load(Ordering::Relaxed) && spread::applies(cores)
 }
 
 /// Timed runs per (model, worker) at registration.
@@ -347,6 +360,7 @@ impl Server {
     /// `progress` is called about once a second with the elapsed seconds.
     ///
     /// With every worker pinned to cores of its own ([`self_scheduling`]),
+    /// on a device that does not heat,
     /// the worker threads schedule in turn ([`spread`]): a worker that
     /// finishes takes the next decision itself and starts its own next
     /// piece at once, and idle workers poll their own idle cores, so no
@@ -391,7 +405,7 @@ impl Server {
         if let (Some(w), Some((_, _, ms)), Some(r)) = (render_worker, &self.render, &workload.render) {
             sched.set_render(w, 1e3 / r.fps, *ms, 0.0);
         }
-        if thermal.is_none() && spread::applies(&self.cores) {
+        if thermal.is_none() && self_scheduling(&self.cores) {
             return spread::run(self, sched, workload, slo_ms, render_worker.unwrap_or(0), progress);
         }
         let poll_beside =

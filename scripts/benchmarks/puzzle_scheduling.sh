@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Who hands work to the processors in `stretch serve`: the model group of
+# puzzle_host.sh (three zoo models, one camera group) on
+# configs/runtime/hetero.toml, served with the GA's plan, the best
+# model-level mapping and Band's lst, with `--scheduling thread` (one
+# scheduling thread hands work over and waits for results) and `self`
+# (the workers schedule themselves and idle ones poll) interleaved
+# (ROUNDS pairs, DURATION_S seconds each), the group's period fixed at
+# PERIOD_MS (default 5 ms). Prints each group's mean and p50 makespan and
+# the driver's overhead per subgraph per run, then the self/thread ratios
+# (min and median over the pairs). Needs the plans from puzzle_host.sh
+# (run it first, or this script runs it). Never while something else builds.
+#
+#   scripts/benchmarks/puzzle_scheduling.sh [DURATION_S] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
+DURATION="${1:-10}"
+ROUNDS="${2:-3}"
+OUT="${OUT:-target/puzzle-host}"
+if [ ! -f "$OUT/plan.json" ]; then
+    OUT="$OUT" scripts/benchmarks/puzzle_host.sh 10 1
+fi
+cargo build --release -q -p stretch-cli
+STRETCH="$CARGO_TARGET_DIR/release/stretch"
+sed "s/^period_multiplier = .*/period_ms = ${PERIOD_MS:-5}/" "$OUT/w.toml" > "$OUT/w_sched.toml"
+for r in $(seq 1 "$ROUNDS"); do
+    for mode in thread self; do
+        echo "== round $r, scheduling $mode =="
+        "$STRETCH" serve --workload "$OUT/w_sched.toml" --runtime-config configs/runtime/hetero.toml \
+            --plan "$OUT/plan.json" --plan "$OUT/plan.best-mapping.json" --duration-s "$DURATION" \
+            --scheduling "$mode" | tee "$OUT/sched_${mode}_$r.txt"
+    done
+done
+python3 - "$OUT" "$ROUNDS" <<'PY'
+import re, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def parse(path):
+    text = open(path).read()
+    rest, lst = text.split("Band lst (online)")
+    ga, best = rest.split("plan plan.best-mapping.json")
+    def first(block, pat):
+        m = re.search(pat, block)
+        return float(m.group(1)) if m else float("nan")
+    def grab(block):
+        return {
+            "mean": first(block, r"makespan mean\s+([\d.]+)"),
+            "p50": first(block, r"makespan mean\s+[\d.]+\s+p50\s+([\d.]+)"),
+            "overhead": first(block, r"driver overhead ([\d.]+) ms per subgraph"),
+        }
+    return {"GA plan": grab(ga), "best mapping": grab(best), "lst": grab(lst)}
+runs = {m: [parse(f"{out}/sched_{m}_{r}.txt") for r in range(1, rounds + 1)] for m in ("thread", "self")}
+for who in ("GA plan", "best mapping", "lst"):
+    print(f"{who}:")
+    for k in ("mean", "p50", "overhead"):
+        th = [r[who][k] for r in runs["thread"]]
+        se = [r[who][k] for r in runs["self"]]
+        ratios = [b / a for a, b in zip(th, se) if a > 0]
+        ratio = f"self/thread min {min(ratios):.3f}, median {statistics.median(ratios):.3f}" if ratios else "-"
+        print(f"  {k:>8}: thread {' '.join(f'{v:.3f}' for v in th)} | self {' '.join(f'{v:.3f}' for v in se)} | {ratio}")
+print("(mean/p50 = the group's makespan in ms, overhead = the driver's ms around each subgraph; measured)")
+PY
