@@ -388,3 +388,47 @@ fn the_tensor_pool_cuts_engine_boundary_allocations() {
         "off {off}, on {on}"
     );
 }
+
+#[test]
+fn pinned_workers_schedule_themselves_unless_told_otherwise() {
+    let dir = scratch("serve-scheduling");
+    zoo(&dir);
+    let rc = write(
+        &dir,
+        "rt.toml",
+        "[[processor]]\nname = \"cpu0\"\nkind = \"pool\"\ncores = \"0\"\n\
+         [[processor]]\nname = \"cpu1\"\nkind = \"pool\"\ncores = \"1\"\nengine = \"ort\"\n",
+    );
+    let w = write(
+        &dir,
+        "w.toml",
+        "seed = 3\nduration_s = 1\n[[app]]\nname = \"mini\"\nmodel = \"mini.onnx\"\narrival = \"periodic\"\nfps = 60\nslo_ms = 500\n",
+    );
+    let run = |extra: &[&str]| -> (serde_json::Value, String) {
+        let mut args = vec![
+            "serve",
+            "--workload",
+            &w,
+            "--runtime-config",
+            &rc,
+            "--policy",
+            "lst",
+            "--isolated-runs",
+            "2",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = stretch(&args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = v[0].clone();
+        assert_eq!(r["completed"], r["requests"], "{r}");
+        assert_eq!(r["mismatches"], 0, "{r}");
+        (r, err)
+    };
+    let (_, own) = run(&[]);
+    assert!(own.contains("scheduling: the workers schedule themselves"), "{own}");
+    let (_, thread) = run(&["--scheduling", "thread"]);
+    assert!(thread.contains("scheduling: one scheduling thread"), "{thread}");
+}
