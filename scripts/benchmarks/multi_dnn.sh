@@ -6,8 +6,10 @@
 # `stretch simulate` replaying the same workloads with the latencies serve
 # measured (fidelity table), the simulator's speed, the Snapdragon 855
 # profile's simulated ordering, and the scheduler's decision time.
+# SCHED=thread serves with one scheduling thread (`serve --scheduling
+# thread`) instead of self-scheduling workers (the default, `self`).
 # Run on an idle machine (no build running):
-#   DURATION=15 ROUNDS=5 scripts/benchmarks/multi_dnn.sh [OUT_DIR]
+#   DURATION=15 ROUNDS=5 [SCHED=self|thread] scripts/benchmarks/multi_dnn.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
@@ -17,6 +19,7 @@ S="$CARGO_TARGET_DIR/release/stretch"
 OUT="${1:-multi-dnn-run}"
 D="${DURATION:-15}"
 R="${ROUNDS:-5}"
+SCHED="${SCHED:-self}"
 mkdir -p "$OUT"
 RC=configs/runtime/hetero.toml
 POL=lst,fixed,rr,sel,heft
@@ -24,7 +27,7 @@ PY=python3
 [ -x .venv/bin/python ] && PY=.venv/bin/python
 
 echo "== four apps, SLO multiplier 1-4, measured (serve), ${D} s per point in ${R} interleaved rounds"
-"$S" serve --workload configs/workloads/four_apps.toml --runtime-config $RC --compare $POL \
+"$S" serve --scheduling "$SCHED" --workload configs/workloads/four_apps.toml --runtime-config $RC --compare $POL \
     --slo-multipliers 1,2,3,4 --duration-s "$D" --rounds "$R" --plot "$OUT/four_apps_serve.svg" \
     --save-latencies "$OUT/four_apps_latencies.json" --json > "$OUT/four_apps_serve.json"
 echo "== the same, simulated with serve's measured latencies"
@@ -33,14 +36,14 @@ echo "== the same, simulated with serve's measured latencies"
     --duration-s "$D" --json > "$OUT/four_apps_sim.json"
 
 echo "== EagleEye-style frames: lst with subgraphs, lst whole-model only, fixed (measured, then simulated)"
-"$S" serve --workload configs/workloads/eagleeye.toml --runtime-config $RC --compare lst,lst-whole,fixed \
+"$S" serve --scheduling "$SCHED" --workload configs/workloads/eagleeye.toml --runtime-config $RC --compare lst,lst-whole,fixed \
     --duration-s "$D" --rounds "$R" --save-latencies "$OUT/eagleeye_latencies.json" --json > "$OUT/eagleeye_serve.json"
 "$S" simulate --workload configs/workloads/eagleeye.toml --runtime-config $RC \
     --latencies "$OUT/eagleeye_latencies.json" --compare lst,lst-whole,fixed \
     --duration-s "$D" --json > "$OUT/eagleeye_sim.json"
 
 echo "== 7 s outage of cpu1 at 6 s (measured, lst)"
-"$S" serve --workload configs/workloads/outage.toml --runtime-config $RC --policy lst \
+"$S" serve --scheduling "$SCHED" --workload configs/workloads/outage.toml --runtime-config $RC --policy lst \
     --trace "$OUT/outage_trace.json" --json > "$OUT/outage.json"
 
 $PY - "$OUT" <<'PY'

@@ -38,7 +38,9 @@ pub struct RunLog {
     /// scheduler hearing of it.
     pub dispatch_overhead_ms: Vec<f64>,
     /// Per submitted job, ms from its arrival time to the scheduler
-    /// submitting it (the driver waking up late).
+    /// submitting it (the driver waking up late); with self-scheduling
+    /// workers, from the later of its arrival and the first moment a worker
+    /// was idle to take it in.
     pub arrival_lag_ms: Vec<f64>,
     /// Why the scheduling thread ran at its normal priority, where raising
     /// it failed ([`crate::priority::raise_current_thread`]).

@@ -162,8 +162,10 @@ pub(super) fn run(
     let _pinned = super::setup::PinGuard::new(server.cores[render_worker].as_ref());
     let raised = priority::raise_current_thread(priority::SCHEDULER_NICE);
     let priority_error = server.priority_error.clone().or(raised.as_ref().err().cloned());
+    let mut st = RunState::new(server, sched, workload, slo_ms, priority_error, None);
+    st.self_scheduled();
     let shared = Mutex::new(Shared {
-        st: RunState::new(server, sched, workload, slo_ms, priority_error, None),
+        st,
         error: None,
         stop: false,
     });

@@ -50,6 +50,9 @@ pub(super) struct RunState<'a> {
     /// Failed cloud workers being probed, and whether each answers again.
     probes: Vec<(usize, Arc<AtomicBool>)>,
     probing: ProbeStop,
+    /// With self-scheduling workers: per worker, the ms it last became
+    /// idle (0 until its first result).
+    idle_since: Option<Vec<f64>>,
 }
 
 /// How often a failed cloud worker is probed.
@@ -109,7 +112,17 @@ impl<'a> RunState<'a> {
             heat: thermal.map(super::heat::Heat::new),
             probes: Vec::new(),
             probing: ProbeStop::default(),
+            idle_since: None,
         }
+    }
+
+    /// Marks the run as driven by self-scheduling workers ([`super::spread`]):
+    /// a request that arrives while every worker is busy is taken in when
+    /// the first of them finishes, and its arrival lag counts only from
+    /// then, since no worker could have started it earlier (a scheduling
+    /// thread's lag is its own lateness waking, counted from the arrival).
+    pub fn self_scheduled(&mut self) {
+        self.idle_since = Some(vec![0.0; self.server.names.len()]);
     }
 
     /// Milliseconds since the run began.
@@ -158,9 +171,19 @@ impl<'a> RunState<'a> {
         } else if next_tick.is_none() {
             self.sched.stop_render();
         }
+        let ready = self.idle_since.as_ref().map(|since| {
+            self.sched
+                .workers()
+                .iter()
+                .zip(since)
+                .filter(|(w, _)| w.available && w.running.is_none())
+                .map(|(_, t)| *t)
+                .fold(f64::INFINITY, f64::min)
+        });
         for spec in self.arrivals.due(now) {
             self.log.submitted[spec.app] += 1;
-            self.log.arrival_lag_ms.push((now - spec.arrival_ms).max(0.0));
+            let from = ready.map_or(spec.arrival_ms, |t| spec.arrival_ms.max(t));
+            self.log.arrival_lag_ms.push((now - from).max(0.0));
             let m = spec.model;
             let id = self.sched.submit(spec);
             self.values
@@ -330,6 +353,12 @@ impl<'a> RunState<'a> {
     /// its job's values (a finished job is checked against the reference).
     pub fn on_done(&mut self, done: Done) -> Result<(), RuntimeError> {
         let seq = done.index as u64;
+        let end = self.ms(done.end);
+        if let Some(since) = self.idle_since.as_mut()
+            && let Some(t) = since.get_mut(done.worker)
+        {
+            *t = end;
+        }
         // Up to now the worker was busy: step the emulator before the
         // result changes that.
         self.step_heat(self.now())?;
