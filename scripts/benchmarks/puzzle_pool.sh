@@ -30,31 +30,4 @@ for r in $(seq 1 "$ROUNDS"); do
             --plan "$OUT/plan.json" --duration-s "$DURATION" --tensor-pool "$pool" | tee "$OUT/pool_${pool}_$r.txt"
     done
 done
-python3 - "$OUT" "$ROUNDS" <<'PY'
-import re, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-def parse(path):
-    text = open(path).read()
-    plan, lst = text.split("Band lst (online)")
-    def first(block, pat):
-        m = re.search(pat, block)
-        return float(m.group(1)) if m else float("nan")
-    def grab(block):
-        return {
-            "alloc": first(block, r"([\d.]+) buffer allocations"),
-            "kb": first(block, r"and ([\d.]+) KB copied"),
-            "mean": first(block, r"makespan mean\s+([\d.]+)"),
-            "p50": first(block, r"makespan mean\s+[\d.]+\s+p50\s+([\d.]+)"),
-        }
-    return {"plan": grab(plan), "lst": grab(lst)}
-runs = {p: [parse(f"{out}/pool_{p}_{r}.txt") for r in range(1, rounds + 1)] for p in ("off", "on")}
-for who in ("plan", "lst"):
-    print(f"{who}:")
-    for k in ("alloc", "kb", "mean", "p50"):
-        offs = [r[who][k] for r in runs["off"]]
-        ons = [r[who][k] for r in runs["on"]]
-        ratios = [b / a for a, b in zip(offs, ons) if a > 0]
-        ratio = f"on/off min {min(ratios):.3f}, median {statistics.median(ratios):.3f}" if ratios else "-"
-        print(f"  {k:>5}: off {' '.join(f'{v:.2f}' for v in offs)} | on {' '.join(f'{v:.2f}' for v in ons)} | {ratio}")
-print("(alloc = engine-boundary buffer allocations per request, kb = KB copied per request, mean/p50 = the group's makespan in ms; measured)")
-PY
+python3 scripts/benchmarks/serve_ab.py "$OUT" "$ROUNDS" pool off on alloc kb mean p50

@@ -32,31 +32,4 @@ for r in $(seq 1 "$ROUNDS"); do
             --scheduling "$mode" | tee "$OUT/sched_${mode}_$r.txt"
     done
 done
-python3 - "$OUT" "$ROUNDS" <<'PY'
-import re, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-def parse(path):
-    text = open(path).read()
-    rest, lst = text.split("Band lst (online)")
-    ga, best = rest.split("plan plan.best-mapping.json")
-    def first(block, pat):
-        m = re.search(pat, block)
-        return float(m.group(1)) if m else float("nan")
-    def grab(block):
-        return {
-            "mean": first(block, r"makespan mean\s+([\d.]+)"),
-            "p50": first(block, r"makespan mean\s+[\d.]+\s+p50\s+([\d.]+)"),
-            "overhead": first(block, r"driver overhead ([\d.]+) ms per subgraph"),
-        }
-    return {"GA plan": grab(ga), "best mapping": grab(best), "lst": grab(lst)}
-runs = {m: [parse(f"{out}/sched_{m}_{r}.txt") for r in range(1, rounds + 1)] for m in ("thread", "self")}
-for who in ("GA plan", "best mapping", "lst"):
-    print(f"{who}:")
-    for k in ("mean", "p50", "overhead"):
-        th = [r[who][k] for r in runs["thread"]]
-        se = [r[who][k] for r in runs["self"]]
-        ratios = [b / a for a, b in zip(th, se) if a > 0]
-        ratio = f"self/thread min {min(ratios):.3f}, median {statistics.median(ratios):.3f}" if ratios else "-"
-        print(f"  {k:>8}: thread {' '.join(f'{v:.3f}' for v in th)} | self {' '.join(f'{v:.3f}' for v in se)} | {ratio}")
-print("(mean/p50 = the group's makespan in ms, overhead = the driver's ms around each subgraph; measured)")
-PY
+python3 scripts/benchmarks/serve_ab.py "$OUT" "$ROUNDS" sched thread self mean p50 overhead

@@ -85,7 +85,7 @@ pub struct Measured<'a> {
     /// quantiles, alone and while the other processors are busy.
     spread: Vec<(Vec<f64>, Vec<f64>)>,
     /// How `serve` hands work over on these processors: polled when the
-    /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling`]).
+    /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling_on`]).
     wait: link::Wait,
 }
 
@@ -161,8 +161,7 @@ impl<'a> Measured<'a> {
             _ => Db::default(),
         };
         let first = |p: &ProcessorConfig| p.cores.as_ref().and_then(|c| c.ids().first().copied()).unwrap_or(0);
-        let cores: Vec<_> = procs.iter().map(|p| p.cores.clone()).collect();
-        let wait = if scheduler_rt::multi::serve::self_scheduling(&cores) {
+        let wait = if scheduler_rt::multi::serve::self_scheduling_on(procs) {
             link::Wait::Poll
         } else {
             link::Wait::Block
@@ -170,7 +169,7 @@ impl<'a> Measured<'a> {
         let mut links = HashMap::new();
         let mut notes = vec![match wait {
             link::Wait::Poll => "hand-offs polled: every processor is pinned to cores of its own, so serve's workers schedule themselves and idle ones poll for work".to_string(),
-            link::Wait::Block => "hand-offs blocked: not every processor is pinned to cores of its own, so serve's scheduling thread hands work over and waits for results".to_string(),
+            link::Wait::Block => "hand-offs blocked: serve's scheduling thread hands work over and waits for results (--scheduling thread, or a processor without cores of its own)".to_string(),
         }];
         for (a, pa) in procs.iter().enumerate() {
             for (b, pb) in procs.iter().enumerate() {
@@ -320,6 +319,7 @@ impl<'a> Measured<'a> {
                 .iter()
                 .fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(*r), h.max(*r)));
             self.factors[p] = median(ratios).max(1.0);
+            let loaded: Vec<&str> = loaders.iter().map(|(q, _)| self.procs[*q].name.as_str()).collect();
             alone_runs.sort_by(f64::total_cmp);
             shared_runs.sort_by(f64::total_cmp);
             let q = |v: &[f64], f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
@@ -332,11 +332,10 @@ impl<'a> Measured<'a> {
                 q(&shared_runs, 0.1),
                 q(&shared_runs, 0.9),
                 q(&shared_runs, 0.99),
-                loaders.iter().map(|(q, _)| self.procs[*q].name.as_str()).collect::<Vec<_>>().join(", "),
+                loaded.join(", "),
                 alone_runs.len()
             ));
             self.spread[p] = (quantiles(&alone_runs), quantiles(&shared_runs));
-            let loaded: Vec<&str> = loaders.iter().map(|(q, _)| self.procs[*q].name.as_str()).collect();
             self.notes.push(format!(
                 "contention on {}: '{name}' {:.3} ms alone, {:.3} ms while {} run(s) too (medians of {CONTENTION_ROUNDS} alternating rounds of {CONTENTION_RUNS} runs, ratios {lo:.2}-{hi:.2}): x{:.2} (measured)",
                 self.procs[p].name,

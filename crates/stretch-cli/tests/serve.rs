@@ -339,6 +339,20 @@ fn a_branched_model_runs_its_branches_in_parallel() {
 /// on, inputs go in place and outputs reuse kept buffers: at least 10x
 /// fewer engine-boundary allocations per request, fewer bytes copied, the
 /// same outputs.
+/// Runs `serve ... --json` (one policy), which must succeed with every
+/// request completed and every output equal to the reference: its report
+/// and its stderr.
+fn served(args: &[&str]) -> (serde_json::Value, String) {
+    let out = stretch(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = v[0].clone();
+    assert_eq!(r["completed"], r["requests"], "{r}");
+    assert_eq!(r["mismatches"], 0, "{r}");
+    (r, err)
+}
+
 #[test]
 fn the_tensor_pool_cuts_engine_boundary_allocations() {
     let dir = scratch("serve-pool");
@@ -354,7 +368,7 @@ fn the_tensor_pool_cuts_engine_boundary_allocations() {
         "seed = 3\nduration_s = 1.5\n[[app]]\nname = \"mini\"\nmodel = \"mini.onnx\"\narrival = \"periodic\"\nfps = 40\nslo_ms = 500\n",
     );
     let run = |pool: &str| -> serde_json::Value {
-        let out = stretch(&[
+        let (r, _) = served(&[
             "serve",
             "--workload",
             &w,
@@ -368,11 +382,6 @@ fn the_tensor_pool_cuts_engine_boundary_allocations() {
             pool,
             "--json",
         ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let r = v[0].clone();
-        assert_eq!(r["completed"], r["requests"], "{r}");
-        assert_eq!(r["mismatches"], 0, "{r}");
         assert_eq!(r["tensor_pool"]["enabled"], pool == "on", "{r}");
         r["tensor_pool"].clone()
     };
@@ -404,7 +413,7 @@ fn pinned_workers_schedule_themselves_unless_told_otherwise() {
         "w.toml",
         "seed = 3\nduration_s = 1\n[[app]]\nname = \"mini\"\nmodel = \"mini.onnx\"\narrival = \"periodic\"\nfps = 60\nslo_ms = 500\n",
     );
-    let run = |extra: &[&str]| -> (serde_json::Value, String) {
+    let run = |extra: &[&str]| -> String {
         let mut args = vec![
             "serve",
             "--workload",
@@ -418,17 +427,10 @@ fn pinned_workers_schedule_themselves_unless_told_otherwise() {
             "--json",
         ];
         args.extend_from_slice(extra);
-        let out = stretch(&args);
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let r = v[0].clone();
-        assert_eq!(r["completed"], r["requests"], "{r}");
-        assert_eq!(r["mismatches"], 0, "{r}");
-        (r, err)
+        served(&args).1
     };
-    let (_, own) = run(&[]);
+    let own = run(&[]);
     assert!(own.contains("scheduling: the workers schedule themselves"), "{own}");
-    let (_, thread) = run(&["--scheduling", "thread"]);
+    let thread = run(&["--scheduling", "thread"]);
     assert!(thread.contains("scheduling: one scheduling thread"), "{thread}");
 }

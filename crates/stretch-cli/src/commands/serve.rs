@@ -226,8 +226,7 @@ fn heat_line(label: &str, d: &ThermalDriver) -> String {
 
 /// Says who hands work to `procs` in this process's runs.
 pub fn scheduling_line(procs: &[ProcessorConfig], thermal: bool) -> String {
-    let cores: Vec<_> = procs.iter().map(|p| p.cores.clone()).collect();
-    if !thermal && scheduler_rt::multi::serve::self_scheduling(&cores) {
+    if !thermal && scheduler_rt::multi::serve::self_scheduling_on(procs) {
         "scheduling: the workers schedule themselves (each processor pinned to cores of its own; idle ones poll)".into()
     } else {
         "scheduling: one scheduling thread hands work to the workers (--scheduling thread, --thermal, or processors without cores of their own)".into()

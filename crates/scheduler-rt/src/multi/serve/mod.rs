@@ -50,6 +50,12 @@ pub fn self_scheduling(cores: &[Option<predictor::profiler::CoreSet>]) -> bool {
     !THREAD_SCHEDULING.load(Ordering::Relaxed) && spread::applies(cores)
 }
 
+/// [`self_scheduling`] for workers on `processors`, as [`Server::start`] makes them.
+pub fn self_scheduling_on(processors: &[ProcessorConfig]) -> bool {
+    let cores: Vec<_> = processors.iter().map(|p| p.cores.clone()).collect();
+    self_scheduling(&cores)
+}
+
 /// Timed runs per (model, worker) at registration.
 pub const REGISTRATION_RUNS: usize = 5;
 
@@ -360,13 +366,12 @@ impl Server {
     /// `progress` is called about once a second with the elapsed seconds.
     ///
     /// With every worker pinned to cores of its own ([`self_scheduling`]),
-    /// on a device that does not heat,
-    /// the worker threads schedule in turn ([`spread`]): a worker that
-    /// finishes takes the next decision itself and starts its own next
-    /// piece at once, and idle workers poll their own idle cores, so no
-    /// hand-off waits for a thread to wake (a blocked thread's wake-up
-    /// costs 30-110 µs on this VM); the caller serves the render worker, or
-    /// else the first. Otherwise one scheduling thread (the caller) hands
+    /// on a device that does not heat, the worker threads schedule in turn
+    /// ([`spread`]): a worker that finishes takes the next decision itself
+    /// and starts its own next piece at once, and idle workers poll their
+    /// own idle cores, so no hand-off waits for a thread to wake (a blocked
+    /// thread's wake-up costs 30-110 µs on this VM); the caller serves the
+    /// render worker, or else the first. Otherwise one scheduling thread (the caller) hands
     /// work to the worker threads; with a render task it runs on the cores
     /// of another pinned worker and polls while that worker is idle, else
     /// blocks. The scheduling threads run at raised priority where
