@@ -9,7 +9,11 @@
 # configs/devices/host-SLUG.toml for the CPU it runs on and adds the entry:
 #
 #   1. stretch profile --engine tract --threads 1 --cores N   (kernels.csv; cores 0 and 1)
-#   2. stretch fit (forests and the analytic figures of each core)
+#   2. stretch fit --statistic $STAT (forests and the analytic figures of
+#      each core, fitted to the 10th percentile of each kernel's runs by
+#      default: noise from the rest of the machine only adds time, so it
+#      repeats between runs minutes apart where the median drifts; STAT=median
+#      fits the median)
 #   3. stretch profile --link 0,1 and 1,0 (the hand-off between the cores;
 #      the piecewise fit up to 1 MiB, where meeting-point tensors fall)
 #   4. scripts/benchmarks/predictor_in_model.sh on core 0 (kernels timed
@@ -43,6 +47,7 @@ echo "== this CPU: $MODEL -> $TOML, $DIR"
 cargo build --release -q -p stretch-cli
 STRETCH="$CARGO_TARGET_DIR/release/stretch"
 mkdir -p "$DIR"
+export STAT="${STAT:-p10}"
 
 if step 1; then
   for core in 0 1; do
@@ -53,7 +58,7 @@ fi
 if step 2; then
   for core in 0 1; do
     echo "== 2: fit cpu$core"
-    "$STRETCH" fit "$DIR/cpu$core" --processor "cpu$core" > "$DIR/cpu$core/fit.txt"
+    "$STRETCH" fit "$DIR/cpu$core" --processor "cpu$core" --statistic "$STAT" > "$DIR/cpu$core/fit.txt"
     sed -n 1,12p "$DIR/cpu$core/fit.txt"
   done
 fi

@@ -103,6 +103,15 @@ impl DeviceModel {
     pub fn profile(&self) -> &DeviceProfile {
         &self.analytic.profile
     }
+
+    /// The summary of repeated runs `processor`'s regressors were fitted to
+    /// (the median where it has none): what its predictions estimate.
+    pub fn statistic(&self, processor: &str) -> crate::profiler::timing::Statistic {
+        self.attached
+            .get(processor)
+            .map(|a| a.regressors.statistic)
+            .unwrap_or_default()
+    }
 }
 
 impl From<RegressorError> for PredictError {

@@ -4,6 +4,7 @@
 use graph_ir::builder::{Builder, ConvSpec};
 use predictor::fit::{KernelRegressors, RegressorError};
 use predictor::profiler::csv::Row;
+use predictor::profiler::timing::Statistic;
 use predictor::profiler::{CoreSet, KernelKind, Origin};
 use predictor::{DeviceModel, DeviceProfile, LatencyModel, Source};
 
@@ -43,8 +44,35 @@ fn rows() -> Vec<(usize, Row)> {
 }
 
 #[test]
+fn regressors_fitted_to_the_tenth_percentile_predict_it_and_say_so() {
+    let halved: Vec<(usize, Row)> = rows()
+        .into_iter()
+        .map(|(line, mut r)| {
+            r.p10_ms = 0.5 * r.median_ms;
+            (line, r)
+        })
+        .collect();
+    let median = KernelRegressors::fit(&halved, "k.csv", 3, Statistic::Median).unwrap();
+    let p10 = KernelRegressors::fit(&halved, "k.csv", 3, Statistic::P10).unwrap();
+    assert_eq!((median.statistic, p10.statistic), (Statistic::Median, Statistic::P10));
+    let probe = [16.0, 32.0, 64.0, 3.0, 1.0, 4_718_592.0, 18432.0];
+    let at = |r: &KernelRegressors| r.predict(predictor::kernels::OpClass::Conv, &probe).unwrap().unwrap();
+    let ratio = at(&p10) / at(&median);
+    assert!((ratio - 0.5).abs() < 0.02, "p10 / median prediction {ratio}");
+    let text = serde_json::to_string(&p10).unwrap();
+    assert!(text.contains("\"statistic\":\"p10\""), "{text}");
+    let old = text.replace(",\"statistic\":\"p10\"", "");
+    let back: KernelRegressors = serde_json::from_str(&old).unwrap();
+    assert_eq!(
+        back.statistic,
+        Statistic::Median,
+        "files without the field were fitted to the median"
+    );
+}
+
+#[test]
 fn fitted_regressors_reload_to_identical_predictions() {
-    let regs = KernelRegressors::fit(&rows(), "synthetic.csv", 3).unwrap();
+    let regs = KernelRegressors::fit(&rows(), "synthetic.csv", 3, Statistic::Median).unwrap();
     assert_eq!(regs.forests.keys().cloned().collect::<Vec<_>>(), vec!["act", "conv"]);
     assert_eq!(regs.report["conv"].rows, 40);
     assert!(regs.report["conv"].within_15 > 0.5, "{:?}", regs.report["conv"]);
@@ -145,7 +173,7 @@ fn rows_from_different_engine_settings_are_refused_with_their_line() {
     let mut rows = rows();
     rows[7].1.threads = 2;
     let line = rows[7].0;
-    let e = KernelRegressors::fit(&rows, "k.csv", 0).unwrap_err();
+    let e = KernelRegressors::fit(&rows, "k.csv", 0, Statistic::Median).unwrap_err();
     assert!(
         matches!(e, RegressorError::Mixed { line: l, what: "threads", .. } if l == line),
         "{e}"

@@ -14,6 +14,7 @@ mod model_args;
 mod multi_common;
 mod panics;
 mod puzzle_measure;
+mod puzzle_retime;
 mod puzzle_setup;
 mod recipe_args;
 mod render_run;

@@ -63,6 +63,9 @@ pub const CONTENTION_RUNS: usize = 30;
 /// server cores is about 2 MiB per core.
 pub const POLLUTE_BYTES: usize = 4 << 20;
 
+/// Piece times by (model, processor, layers).
+type PieceTimes = HashMap<(usize, usize, Vec<usize>), f64>;
+
 pub struct Measured<'a> {
     graphs: &'a [Graph],
     layers: &'a [LayerGraph],
@@ -73,7 +76,11 @@ pub struct Measured<'a> {
     db: Db,
     /// The database's file; `None`: nothing read or kept.
     path: Option<PathBuf>,
-    memo: HashMap<(usize, usize, Vec<usize>), f64>,
+    memo: PieceTimes,
+    /// Since the last [`Costs::retime`]: pieces timed afresh (kept out of the database).
+    fresh: Option<PieceTimes>,
+    /// Pieces timed again after the search.
+    pub retimed: usize,
     pub measured: usize,
     pub reused: usize,
     notes: Vec<String>,
@@ -205,6 +212,8 @@ impl<'a> Measured<'a> {
             db,
             path: path.map(Path::to_path_buf),
             memo: HashMap::new(),
+            fresh: None,
+            retimed: 0,
             measured: 0,
             reused: 0,
             notes,
@@ -393,6 +402,7 @@ impl<'a> Measured<'a> {
     pub fn forget_pieces(&mut self) {
         self.memo.clear();
         self.db.pieces.clear();
+        self.fresh = None;
     }
 
     fn time(&mut self, model: usize, nodes: Vec<NodeId>, p: usize) -> Result<f64, String> {
@@ -502,11 +512,29 @@ fn time_piece(
 impl Costs for Measured<'_> {
     fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError> {
         let memo_key = (model, p, layers.to_vec());
-        if let Some(ms) = self.memo.get(&memo_key) {
+        let known = match &self.fresh {
+            Some(fresh) => fresh.get(&memo_key),
+            None => self.memo.get(&memo_key),
+        };
+        if let Some(ms) = known {
             return Ok(*ms);
         }
         let lg = &self.layers[model];
         let nodes: Vec<NodeId> = layers.iter().map(|l| lg.layers[*l]).collect();
+        let (model_name, processor) = (self.graphs[model].name.clone(), self.procs[p].name.clone());
+        let cost_error = move |reason| PuzzleError::Cost {
+            model: model_name,
+            processor,
+            reason,
+        };
+        if let Some(fresh) = self.fresh.take() {
+            let timed = self.time(model, nodes, p);
+            let fresh = self.fresh.insert(fresh);
+            let ms = timed.map_err(cost_error)?;
+            self.retimed += 1;
+            fresh.insert(memo_key, ms);
+            return Ok(ms);
+        }
         let key = format!(
             "{:016x}@{}",
             fnv(&structure(&self.graphs[model], &nodes)),
@@ -518,11 +546,7 @@ impl Costs for Measured<'_> {
                 *ms
             }
             None => {
-                let ms = self.time(model, nodes, p).map_err(|reason| PuzzleError::Cost {
-                    model: self.graphs[model].name.clone(),
-                    processor: self.procs[p].name.clone(),
-                    reason,
-                })?;
+                let ms = self.time(model, nodes, p).map_err(cost_error)?;
                 self.measured += 1;
                 self.db.pieces.insert(key, ms);
                 ms
@@ -547,7 +571,18 @@ impl Costs for Measured<'_> {
             ),
             None => format!("pieces: {} measured now (median of {RUNS} runs each)", self.measured),
         });
+        if self.retimed > 0 {
+            n.push(format!(
+                "pieces timed again after the search: {} (kept out of the database)",
+                self.retimed
+            ));
+        }
         n
+    }
+
+    fn retime(&mut self) -> bool {
+        self.fresh = Some(HashMap::new());
+        true
     }
 
     fn shared_factor(&self, p: usize) -> f64 {

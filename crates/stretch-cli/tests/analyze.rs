@@ -225,6 +225,18 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
     ];
     let first = stretch_ok(&args);
     assert!(first.contains("costs measured on this machine"), "{first}");
+    let retimed = first
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("pieces timed again after the search: "))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<usize>().ok());
+    assert!(
+        retimed.is_some_and(|n| n > 0),
+        "the chosen plan's pieces must be timed again:\n{first}"
+    );
+    assert!(
+        first.contains("re-timed: ") && first.contains("on a second fresh timing"),
+        "{first}"
+    );
     let again = stretch_ok(&args);
     let pieces = |text: &str| -> (usize, usize) {
         let line = text
@@ -268,6 +280,11 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
     assert!(first.contains("driver wake-up for a tick"), "{first}");
     let figures: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
     let apps = figures["figures"]["apps"].as_array().expect("per-app figures");
+    let again_figures = &figures["figures"]["retimed"];
+    assert!(
+        again_figures["candidates"].as_u64().is_some_and(|n| n >= 1),
+        "{figures}"
+    );
     assert_eq!(apps.len(), 2, "{apps:?}");
     for needle in [
         "plan plan.json (static): score",

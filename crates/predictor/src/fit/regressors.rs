@@ -11,6 +11,7 @@ use crate::kernels::OpClass;
 use crate::profiler::adaptive::out_of_fold_errors_with;
 use crate::profiler::csv::Row;
 use crate::profiler::space::Origin;
+use crate::profiler::timing::Statistic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,10 @@ pub struct KernelRegressors {
     pub threads: usize,
     pub cores: String,
     pub seed: u64,
+    /// The summary of each row's runs the forests were fitted to (files
+    /// from before the choice existed fitted the median).
+    #[serde(default)]
+    pub statistic: Statistic,
     pub forests: BTreeMap<String, Forest>,
     pub report: BTreeMap<String, ClassReport>,
 }
@@ -125,8 +130,14 @@ fn share(errors: &[f64], within: f64) -> f64 {
 impl KernelRegressors {
     /// Fits one forest per op class with at least [`MIN_ROWS`] rows in
     /// `rows` (each with its CSV line number), and measures its out-of-fold
-    /// accuracy. All rows must come from one engine, thread count and core set.
-    pub fn fit(rows: &[(usize, Row)], source_csv: &str, seed: u64) -> Result<KernelRegressors, RegressorError> {
+    /// accuracy, each row's time taken as `statistic` of its runs. All rows
+    /// must come from one engine, thread count and core set.
+    pub fn fit(
+        rows: &[(usize, Row)],
+        source_csv: &str,
+        seed: u64,
+        statistic: Statistic,
+    ) -> Result<KernelRegressors, RegressorError> {
         let first = rows.first().ok_or_else(|| RegressorError::TooFewRows {
             source_csv: source_csv.into(),
         })?;
@@ -152,8 +163,8 @@ impl KernelRegressors {
         let mut by_class: BTreeMap<&'static str, ClassRows> = BTreeMap::new();
         for (_, r) in rows {
             let ms = match r.origin {
-                Origin::InModel => r.median_ms.max(IN_MODEL_FLOOR_MS),
-                _ => r.median_ms,
+                Origin::InModel => r.ms(statistic).max(IN_MODEL_FLOOR_MS),
+                _ => r.ms(statistic),
             };
             if ms > 0.0 {
                 let entry = by_class.entry(r.kind.op_class().name()).or_default();
@@ -210,6 +221,7 @@ impl KernelRegressors {
             threads,
             cores,
             seed,
+            statistic,
             forests,
             report,
         })

@@ -39,6 +39,38 @@ impl Timing {
     }
 }
 
+/// Which summary of repeated runs a fit targets and a judgement compares
+/// with: the median, or the 10th percentile (a statistic that noise from
+/// the rest of the machine, which only adds time, disturbs less).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Statistic {
+    #[default]
+    Median,
+    P10,
+}
+
+impl Statistic {
+    /// The name used in files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Statistic::Median => "median",
+            Statistic::P10 => "p10",
+        }
+    }
+}
+
+impl std::str::FromStr for Statistic {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Statistic, String> {
+        match s {
+            "median" => Ok(Statistic::Median),
+            "p10" => Ok(Statistic::P10),
+            other => Err(format!("unknown statistic `{other}` (expected median or p10)")),
+        }
+    }
+}
+
 /// Linear interpolation between closest ranks of sorted, non-empty `v`.
 fn quantile(v: &[f64], q: f64) -> f64 {
     let pos = q * (v.len() - 1) as f64;

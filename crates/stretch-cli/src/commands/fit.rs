@@ -8,6 +8,7 @@ use predictor::fit::{KernelRegressors, Sample};
 use predictor::forest::SplitMix64;
 use predictor::profiler::csv::{self, Row};
 use predictor::profiler::space::KernelKind;
+use predictor::profiler::timing::Statistic;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,6 +51,29 @@ pub struct Args {
     /// rows.
     #[arg(long, value_enum, default_value = "prefer")]
     pub in_model: InModelUse,
+
+    /// Which summary of each row's timed runs the forests and the analytic
+    /// figures are fitted to: `median`, or `p10`, the 10th percentile (noise
+    /// from the rest of the machine only adds time, so it repeats better
+    /// between runs minutes apart; predictions are then of that statistic).
+    #[arg(long, value_enum, default_value = "median")]
+    pub statistic: StatisticArg,
+}
+
+/// `--statistic`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatisticArg {
+    Median,
+    P10,
+}
+
+impl From<StatisticArg> for Statistic {
+    fn from(s: StatisticArg) -> Statistic {
+        match s {
+            StatisticArg::Median => Statistic::Median,
+            StatisticArg::P10 => Statistic::P10,
+        }
+    }
 }
 
 /// What `stretch fit` does with kernels timed inside whole models.
@@ -81,7 +105,7 @@ fn forest_rows(isolated: &[(usize, Row)], in_model: &[(usize, Row)], choice: InM
     }
 }
 
-fn sample(r: &Row) -> Sample {
+fn sample(r: &Row, statistic: Statistic) -> Sample {
     let names = predictor::features::feature_names(r.kind.op_class());
     let cout = predictor::features::named(names, &r.features, "cout").map_or(0, |v| v as usize);
     let params = predictor::features::named(names, &r.features, "params").map_or(0, |v| v as u64);
@@ -95,7 +119,7 @@ fn sample(r: &Row) -> Sample {
             },
             r.kind == KernelKind::DwConvBnRelu,
         )],
-        ms: r.median_ms,
+        ms: r.ms(statistic),
     }
 }
 
@@ -109,6 +133,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let rows = csv::read(&csv_path)?.rows;
+    let statistic = Statistic::from(args.statistic);
     let in_model_path = args.dir.join(super::in_model::FILE);
     let in_model = if in_model_path.exists() && args.in_model != InModelUse::Ignore {
         csv::read(&in_model_path)?.rows
@@ -136,15 +161,16 @@ pub fn run(args: Args) -> Result<()> {
         forest_rows.len()
     ));
     bar.enable_steady_tick(Duration::from_millis(200));
-    let regressors = KernelRegressors::fit(&forest_rows, &label, args.seed);
+    let regressors = KernelRegressors::fit(&forest_rows, &label, args.seed, statistic);
     bar.finish_and_clear();
     let regressors = regressors?;
     let out = args.out.clone().unwrap_or_else(|| args.dir.join("regressors.json"));
     regressors.save(&out)?;
 
     println!(
-        "{label}: {} rows for the forests, {} {} thread(s) on cores {}",
+        "{label}: {} rows for the forests ({} of each row's runs), {} {} thread(s) on cores {}",
         forest_rows.len(),
+        statistic.name(),
         regressors.engine,
         regressors.threads,
         regressors.cores
@@ -169,8 +195,8 @@ pub fn run(args: Args) -> Result<()> {
 
     let samples: Vec<Sample> = rows
         .iter()
-        .filter(|(_, r)| r.median_ms > 0.0)
-        .map(|(_, r)| sample(r))
+        .filter(|(_, r)| r.ms(statistic) > 0.0)
+        .map(|(_, r)| sample(r, statistic))
         .collect();
     let mut rng = SplitMix64::new(args.seed ^ 0x5eed);
     let (mut train, mut test) = (Vec::new(), Vec::new());
@@ -187,7 +213,15 @@ pub fn run(args: Args) -> Result<()> {
         100.0 * analytic::accuracy(&test, &f, 0.10),
         100.0 * analytic::accuracy(&test, &f, 0.15)
     );
-    let src = format!("fitted: {} by `stretch fit` (seed {})", csv_path.display(), args.seed);
+    let src = match statistic {
+        Statistic::Median => format!("fitted: {} by `stretch fit` (seed {})", csv_path.display(), args.seed),
+        s => format!(
+            "fitted: {} by `stretch fit` (seed {}, {} of each row's runs)",
+            csv_path.display(),
+            args.seed,
+            s.name()
+        ),
+    };
     println!("\n[processors.{}]", args.processor);
     println!("kind = \"cpu\"");
     println!("peak_gflops = {{ value = {:.2}, source = \"{src}\" }}", f.gflops);

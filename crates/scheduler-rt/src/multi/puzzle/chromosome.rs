@@ -123,6 +123,45 @@ impl Chromosome {
         }
     }
 
+    /// The same plan with every cut between two pieces of one model that run
+    /// on the same processor removed, until none is left: one subgraph
+    /// instead of two (a dispatch less, and an engine can fuse across the
+    /// former cut). Every layer of a piece prefers the piece's processor
+    /// afterwards, so the vote cannot move a merged piece.
+    pub fn merge_same_processor(&self, models: &[LayerGraph]) -> Chromosome {
+        let mut c = self.clone();
+        for (m, lg) in models.iter().enumerate() {
+            for _ in 0..lg.len() {
+                let pieces = decode_model(lg, &c.cuts[m], &c.mapping[m]);
+                let mut owner = vec![0; lg.len()];
+                for (i, p) in pieces.iter().enumerate() {
+                    for l in &p.layers {
+                        owner[*l] = i;
+                    }
+                }
+                let mut changed = false;
+                for (e, &(a, b)) in lg.edges.iter().enumerate() {
+                    let (pa, pb) = (owner[a], owner[b]);
+                    if c.cuts[m][e] && pa != pb && pieces[pa].processor == pieces[pb].processor {
+                        c.cuts[m][e] = false;
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+                for p in &pieces {
+                    for l in &p.layers {
+                        if lg.support[*l].contains(p.processor) {
+                            c.mapping[m][*l] = p.processor as u8;
+                        }
+                    }
+                }
+            }
+        }
+        c
+    }
+
     /// The pieces of every model (see the module docs).
     pub fn decode(&self, models: &[LayerGraph]) -> Vec<Vec<Piece>> {
         models
@@ -319,6 +358,33 @@ mod tests {
         let lg = LayerGraph::new(&g, &names, &[OpSupport::All, OpSupport::All, OpSupport::All]).unwrap();
         assert_eq!(lg.edges, [(0, 1), (1, 2), (1, 3), (2, 3), (3, 4)]);
         lg
+    }
+
+    #[test]
+    fn merging_same_processor_neighbours_keeps_only_cuts_between_processors() {
+        let lg = fig7();
+        let c = Chromosome {
+            cuts: vec![vec![true; 5]],
+            mapping: vec![vec![N, N, C, C, C]],
+            priority: vec![0],
+        };
+        assert_eq!(c.decode(std::slice::from_ref(&lg))[0].len(), 5);
+        let merged = c.merge_same_processor(std::slice::from_ref(&lg));
+        assert_eq!(merged.cuts[0], [false, true, true, false, false]);
+        assert_eq!(
+            merged.decode(std::slice::from_ref(&lg))[0],
+            [
+                Piece {
+                    layers: vec![0, 1],
+                    processor: N as usize
+                },
+                Piece {
+                    layers: vec![2, 3, 4],
+                    processor: C as usize
+                }
+            ]
+        );
+        assert_eq!(merged.merge_same_processor(std::slice::from_ref(&lg)), merged);
     }
 
     #[test]

@@ -40,6 +40,13 @@ pub trait Costs {
     fn arrival_lag_ms(&self) -> Vec<f64> {
         Vec::new()
     }
+    /// From now on times every piece again, each once until the next call,
+    /// without changing what [`Costs::finish`] keeps: a plan chosen for its
+    /// figures can then be judged on measurements it was not chosen on.
+    /// `false` (and nothing changes) where the costs are not measured.
+    fn retime(&mut self) -> bool {
+        false
+    }
     /// Keeps what was learned (a measurement database); the reason on failure.
     fn finish(&mut self) -> Result<(), String> {
         Ok(())
