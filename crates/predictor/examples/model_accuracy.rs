@@ -28,6 +28,13 @@
 //! `--times FILE` keeps the measurements in FILE, or, when it exists,
 //! judges the model on the measurements it keeps instead of timing again;
 //! `--dump FILE` writes every model's measurements and whole prediction.
+//! With `--calibrate-with`, `--speed-probe K` (default 10) of those models,
+//! evenly spaced among them, also give the machine's speed at the time:
+//! one factor for every kernel, the median of measured / predicted
+//! ([`Calibration::speed`]), and the held-out models are judged scaled by
+//! it as well (a VM's speed drifts by 5-15% over half an hour, which a
+//! profile measured once cannot know).
+//!
 //! `--calibrate-with N` also times N generated models (and N/3 VGG/Inception-
 //! style ones) from seeds 5000/6000 in the same interleaved rounds, fits an
 //! in-model calibration to them (`--ridge`, `--calibration-out FILE`) and
@@ -69,6 +76,7 @@ struct Options {
     calibrate_with: usize,
     ridge: f64,
     calibration_out: Option<PathBuf>,
+    speed_probe: usize,
 }
 
 fn options() -> Result<Options, String> {
@@ -89,6 +97,7 @@ fn options() -> Result<Options, String> {
         calibrate_with: 0,
         ridge: 0.05,
         calibration_out: None,
+        speed_probe: 10,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -114,6 +123,7 @@ fn options() -> Result<Options, String> {
             "--dump" => o.dump = Some(value.into()),
             "--calibrate-with" => o.calibrate_with = num(value)?,
             "--calibration-out" => o.calibration_out = Some(value.into()),
+            "--speed-probe" => o.speed_probe = num(value)?.max(1),
             "--ridge" => {
                 o.ridge = value
                     .parse::<f64>()
@@ -227,14 +237,25 @@ fn run() -> Result<(), String> {
             std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
             println!("wrote {}", out.display());
         }
-        Some(c)
+        let k = o.speed_probe.min(observed.len());
+        let probe: Vec<Observation> = (0..k).map(|j| observed[j * observed.len() / k].clone()).collect();
+        let speed = Calibration::speed(
+            &probe,
+            &format!("{k} of the {fitted_on}: the median of measured / predicted"),
+        )
+        .map_err(|e| e.to_string())?;
+        println!(
+            "machine speed now: x{:.3} (median of measured / predicted over {k} of the models timed with them)",
+            speed.factors.get("conv").copied().unwrap_or(1.0)
+        );
+        Some((c, speed))
     } else {
         None
     };
     list.truncate(held);
     timed.truncate(held);
     predictions.truncate(held);
-    let calibrated: Option<Vec<Prediction>> = fitted.map(|c| {
+    let applied = |c: &Calibration| -> Vec<Prediction> {
         predictions
             .iter()
             .map(|p| {
@@ -243,7 +264,9 @@ fn run() -> Result<(), String> {
                 p
             })
             .collect()
-    });
+    };
+    let calibrated: Option<Vec<Prediction>> = fitted.as_ref().map(|(c, _)| applied(c));
+    let sped: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, s)| applied(s));
     println!(
         "predictions estimate the {} of runs (the statistic the forests were fitted to); measurements below are that statistic of each measurement's runs",
         stat.name()
@@ -293,6 +316,9 @@ fn run() -> Result<(), String> {
     summary("as the profile predicts", &predictions, &timed, stat);
     if let Some(c) = &calibrated {
         summary("calibrated on the models timed with them", c, &timed, stat);
+    }
+    if let Some(c) = &sped {
+        summary("scaled by the machine's speed now", c, &timed, stat);
     }
     println!(
         "repeatability: {agree}/{} models ({:.1}%) have two independent measurements within ±10% of each other; by the 10th percentile of the runs instead of the median: {agree_p10}/{} ({:.1}%)",

@@ -224,6 +224,60 @@ impl Calibration {
     }
 }
 
+impl Calibration {
+    /// One factor for every kernel group, no per-kernel cost: the median
+    /// over `models` of measured / predicted. It carries the machine's
+    /// speed at the time `models` were measured (a VM's host load, a
+    /// phone's clocks) and nothing about kernel classes; the median keeps
+    /// one odd model from moving it.
+    pub fn speed(models: &[Observation], fitted_on: &str) -> Result<Calibration, CalibrationError> {
+        let mut ratios = Vec::with_capacity(models.len());
+        for m in models {
+            let (y, p) = (m.measured_ms, m.prediction.total_ms);
+            if !(y > 0.0 && y.is_finite() && p > 0.0 && p.is_finite()) {
+                return Err(CalibrationError::Fit {
+                    reason: format!("measured {y} ms against predicted {p} ms: both must be positive"),
+                });
+            }
+            ratios.push(y / p);
+        }
+        if ratios.is_empty() {
+            return Err(CalibrationError::Fit {
+                reason: "no measured models".into(),
+            });
+        }
+        ratios.sort_by(f64::total_cmp);
+        let n = ratios.len();
+        let f = if n % 2 == 1 {
+            ratios[n / 2]
+        } else {
+            0.5 * (ratios[n / 2 - 1] + ratios[n / 2])
+        }
+        .clamp(FACTOR_RANGE.0, FACTOR_RANGE.1);
+        let factors = OpClass::ALL
+            .iter()
+            .map(|c| c.name())
+            .chain(CONV_GROUPS)
+            .map(|g| (g.to_string(), f))
+            .collect();
+        let mut c = Calibration {
+            schema: Self::SCHEMA.into(),
+            factors,
+            per_kernel_us: 0.0,
+            fitted_on: fitted_on.into(),
+            fit_rmspe_before: 0.0,
+            fit_rmspe_after: 0.0,
+        };
+        c.fit_rmspe_before = rmspe(models.iter().map(|m| (m.prediction.total_ms, m.measured_ms)));
+        c.fit_rmspe_after = rmspe(models.iter().map(|m| {
+            let mut p = m.prediction.clone();
+            c.apply(&mut p);
+            (p.total_ms, m.measured_ms)
+        }));
+        Ok(c)
+    }
+}
+
 /// Root mean square of relative errors (predicted, measured).
 fn rmspe(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
     let (sum, n) = pairs.fold((0.0, 0usize), |(s, n), (p, m)| (s + ((p - m) / m).powi(2), n + 1));
@@ -284,6 +338,30 @@ mod tests {
             kernels,
             calibration: None,
         }
+    }
+
+    #[test]
+    fn the_speed_factor_is_the_median_ratio_and_scales_every_group() {
+        let models: Vec<Observation> = [1.10, 1.20, 5.0, 1.15, 0.9]
+            .iter()
+            .map(|r| Observation {
+                prediction: prediction(vec![kernel(OpClass::Conv, 2.0), kernel(OpClass::DwConv, 1.0)]),
+                measured_ms: 3.0 * r,
+            })
+            .collect();
+        let c = Calibration::speed(&models, "test").unwrap();
+        assert!((c.factors["conv"] - 1.15).abs() < 1e-12, "{:?}", c.factors);
+        assert!(c.factors.values().all(|f| *f == c.factors["conv"]));
+        assert!(c.factors.contains_key("conv-1x1") && c.factors.contains_key("fc"));
+        let mut p = prediction(vec![kernel(OpClass::Fc, 1.0), kernel(OpClass::Pool, 1.0)]);
+        c.apply(&mut p);
+        assert!((p.total_ms - 2.3).abs() < 1e-12, "{}", p.total_ms);
+        let bad = [Observation {
+            prediction: prediction(vec![kernel(OpClass::Conv, 1.0)]),
+            measured_ms: 0.0,
+        }];
+        assert!(Calibration::speed(&bad, "test").is_err());
+        assert!(Calibration::speed(&[], "test").is_err());
     }
 
     #[test]
