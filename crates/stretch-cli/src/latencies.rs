@@ -321,6 +321,7 @@ impl Measured {
             speed: self.speed.clone(),
             speed_window_ms: self.speed_window_ms,
             arrival_lag_quantiles: self.arrival_lag_quantiles.clone(),
+            spread_correlation: Vec::new(),
         }
     }
 }

@@ -91,9 +91,22 @@ pub struct Measured<'a> {
     /// Per processor: each run / its round's median at evenly spaced
     /// quantiles, alone and while the other processors are busy.
     spread: Vec<(Vec<f64>, Vec<f64>)>,
+    /// Per processor: the lag-1 correlation of consecutive runs' times.
+    correlation: Vec<f64>,
     /// How `serve` hands work over on these processors: polled when the
     /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling_on`]).
     wait: link::Wait,
+}
+
+/// The lag-1 correlation of a series (`None` under 3 values or with no spread).
+fn lag1_correlation(v: &[f64]) -> Option<f64> {
+    if v.len() < 3 {
+        return None;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var: f64 = v.iter().map(|x| (x - m).powi(2)).sum();
+    let cov: f64 = v.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
+    (var > 0.0).then(|| cov / var)
 }
 
 /// Quantiles kept of a measured distribution (driver lag, run-time spread).
@@ -220,6 +233,7 @@ impl<'a> Measured<'a> {
             factors: vec![1.0; procs.len()],
             lag: Vec::new(),
             spread: vec![(Vec::new(), Vec::new()); procs.len()],
+            correlation: vec![0.0; procs.len()],
             wait,
         };
         m.measure_contention()?;
@@ -252,11 +266,12 @@ impl<'a> Measured<'a> {
     /// Sends a piece to processor `p`'s timing thread and waits for the
     /// median ms of `runs` timed runs.
     fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<f64, String> {
-        let times = self.ask_times(p, bytes, shapes, runs)?;
+        let mut times = self.ask_times(p, bytes, shapes, runs)?;
+        times.sort_by(f64::total_cmp);
         Ok(times[times.len() / 2])
     }
 
-    /// Every run's ms (sorted) of `runs` timed runs of a piece on processor `p`.
+    /// Every run's ms, in the order run, of `runs` timed runs of a piece on processor `p`.
     fn ask_times(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<Vec<f64>, String> {
         let (tx, rx) = mpsc::channel();
         let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
@@ -295,8 +310,12 @@ impl<'a> Measured<'a> {
             };
             let (mut alone, mut shared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
             let (mut alone_runs, mut shared_runs) = (Vec::new(), Vec::new());
-            let relative = |times: &[f64], into: &mut Vec<f64>| {
-                let median = times[times.len() / 2];
+            let mut correlations = Vec::new();
+            let mut relative = |times: &[f64], into: &mut Vec<f64>| {
+                let mut sorted = times.to_vec();
+                sorted.sort_by(f64::total_cmp);
+                let median = sorted[sorted.len() / 2];
+                correlations.extend(lag1_correlation(times));
                 into.extend(times.iter().map(|t| t / median));
                 median
             };
@@ -345,6 +364,12 @@ impl<'a> Measured<'a> {
                 alone_runs.len()
             ));
             self.spread[p] = (quantiles(&alone_runs), quantiles(&shared_runs));
+            let rounds = correlations.len();
+            self.correlation[p] = (correlations.iter().sum::<f64>() / rounds.max(1) as f64).clamp(0.0, 0.95);
+            self.notes.push(format!(
+                "consecutive runs on {}: lag-1 correlation {:.2} (mean over {rounds} rounds; the simulator's draws for a processor follow it, so slow phases span neighbouring pieces) (measured)",
+                self.procs[p].name, self.correlation[p]
+            ));
             self.notes.push(format!(
                 "contention on {}: '{name}' {:.3} ms alone, {:.3} ms while {} run(s) too (medians of {CONTENTION_ROUNDS} alternating rounds of {CONTENTION_RUNS} runs, ratios {lo:.2}-{hi:.2}): x{:.2} (measured)",
                 self.procs[p].name,
@@ -476,7 +501,7 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
     Ok(inputs)
 }
 
-/// Every run's ms, sorted, of `runs` runs (after two warm-ups) of the
+/// Every run's ms, in the order run, of `runs` runs (after two warm-ups) of the
 /// piece on random inputs, each timed run after [`POLLUTE_BYTES`] were written.
 fn time_piece(
     engine: &dyn scheduler_rt::Engine,
@@ -505,7 +530,6 @@ fn time_piece(
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
-    times.sort_by(f64::total_cmp);
     Ok(times)
 }
 
@@ -607,6 +631,10 @@ impl Costs for Measured<'_> {
 
     fn spread(&self, p: usize) -> (Vec<f64>, Vec<f64>) {
         self.spread.get(p).cloned().unwrap_or_default()
+    }
+
+    fn spread_correlation(&self, p: usize) -> f64 {
+        self.correlation.get(p).copied().unwrap_or(0.0)
     }
 
     fn finish(&mut self) -> Result<(), String> {

@@ -61,6 +61,10 @@ pub struct Truth {
     /// time, at evenly spaced quantiles, one drawn per job (its latency
     /// still counts from the arrival).
     pub arrival_lag_quantiles: Vec<f64>,
+    /// Per worker: the lag-1 correlation of its consecutive runs' spread
+    /// draws (a Gaussian AR(1) mapped onto the measured shape, so each
+    /// draw still follows the shape); missing or 0: independent draws.
+    pub spread_correlation: Vec<f64>,
 }
 
 /// Noise and contention of simulated workers, on top of [`Truth`].
@@ -204,6 +208,7 @@ pub fn simulate_thermal(
     };
     let mut busy: Vec<Option<Span>> = vec![None; names.len()];
     let mut speed: (Option<u64>, f64) = (None, 1.0);
+    let mut spread_state: Vec<Option<f64>> = Vec::new();
     let render_ms = sched
         .set_render_from(workload)
         .and(workload.render.as_ref().map(|r| r.render_ms));
@@ -307,7 +312,16 @@ pub fn simulate_thermal(
                 (t.alone_ms, t.alone_cv, &t.alone_shape)
             };
             if options.noise == 0.0 && !shape.is_empty() {
-                ms *= pick(&mut rng, shape);
+                let rho = truth.spread_correlation.get(d.worker).copied().unwrap_or(0.0);
+                if rho > 0.0 {
+                    if spread_state.len() <= d.worker {
+                        spread_state.resize(d.worker + 1, None);
+                    }
+                    let u = correlated_uniform(&mut spread_state[d.worker], rho, &mut rng);
+                    ms *= shape[((u * shape.len() as f64) as usize).min(shape.len() - 1)];
+                } else {
+                    ms *= pick(&mut rng, shape);
+                }
             } else {
                 let sigma = if options.noise > 0.0 {
                     options.noise
@@ -396,9 +410,64 @@ fn pick(rng: &mut SplitMix64, values: &[f64]) -> f64 {
     values[((rng.next_f64() * values.len() as f64) as usize).min(values.len() - 1)]
 }
 
+/// The next uniform draw of a worker whose draws correlate: its state `z`
+/// (a standard normal; drawn afresh when `None`) steps as
+/// `z' = rho z + sqrt(1 - rho²) e` and the draw is `Φ(z')`, so every draw is
+/// uniform and consecutive ones correlate about as `rho`.
+pub fn correlated_uniform(z: &mut Option<f64>, rho: f64, rng: &mut SplitMix64) -> f64 {
+    let rho = rho.clamp(0.0, 0.999);
+    let next = match *z {
+        Some(prev) => rho * prev + (1.0 - rho * rho).sqrt() * normal(rng),
+        None => normal(rng),
+    };
+    *z = Some(next);
+    0.5 * (1.0 + erf(next / std::f64::consts::SQRT_2))
+}
+
+/// The error function (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7).
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly =
+        t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let y = 1.0 - poly * (-x * x).exp();
+    if x < 0.0 { -y } else { y }
+}
+
 /// A standard normal draw (Box-Muller).
 fn normal(rng: &mut SplitMix64) -> f64 {
     let u = |r: &mut SplitMix64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
     let (a, b) = (u(rng), u(rng));
     (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draws(rho: f64, n: usize) -> Vec<f64> {
+        let mut rng = SplitMix64::new(11);
+        let mut z = None;
+        (0..n).map(|_| correlated_uniform(&mut z, rho, &mut rng)).collect()
+    }
+
+    fn lag1(u: &[f64]) -> f64 {
+        let m = u.iter().sum::<f64>() / u.len() as f64;
+        let var: f64 = u.iter().map(|x| (x - m).powi(2)).sum();
+        let cov: f64 = u.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
+        cov / var
+    }
+
+    #[test]
+    fn correlated_draws_stay_uniform_and_follow_their_correlation() {
+        for rho in [0.0, 0.5, 0.9] {
+            let u = draws(rho, 200_000);
+            let mean = u.iter().sum::<f64>() / u.len() as f64;
+            let low = u.iter().filter(|x| **x < 0.1).count() as f64 / u.len() as f64;
+            assert!((mean - 0.5).abs() < 0.02, "rho {rho}: mean {mean}");
+            assert!((low - 0.1).abs() < 0.02, "rho {rho}: share below 0.1 {low}");
+            let r = lag1(&u);
+            assert!((r - rho).abs() < 0.06, "rho {rho}: lag-1 correlation {r}");
+        }
+        assert!((erf(0.5) - 0.520_499_877_8).abs() < 1e-6 && (erf(-1.0) + 0.842_700_792_9).abs() < 1e-6);
+    }
 }

@@ -199,6 +199,7 @@ fn band_setup(sc: &Scenario, costs: &mut dyn Costs) -> Result<(Vec<ModelUnits>, 
             table,
             overhead_ms: costs.dispatch_ms(),
             arrival_lag_quantiles: costs.arrival_lag_ms(),
+            spread_correlation: (0..sc.names.len()).map(|p| costs.spread_correlation(p)).collect(),
             ..Truth::default()
         },
     ))

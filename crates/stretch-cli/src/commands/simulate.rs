@@ -186,6 +186,7 @@ fn from_device(
             speed: Vec::new(),
             speed_window_ms: 0.0,
             arrival_lag_quantiles: Vec::new(),
+            spread_correlation: Vec::new(),
         },
         isolated: None,
         registration: None,

@@ -35,6 +35,13 @@ pub trait Costs {
     fn spread(&self, _p: usize) -> (Vec<f64>, Vec<f64>) {
         (Vec::new(), Vec::new())
     }
+    /// How much processor `p`'s consecutive runs resemble each other: the
+    /// lag-1 correlation of their times (slow phases of a machine span
+    /// several runs); 0: each run draws its spread independently
+    /// ([`crate::multi::sim::Truth::spread_correlation`]).
+    fn spread_correlation(&self, _p: usize) -> f64 {
+        0.0
+    }
     /// How late the driver wakes for a tick, at evenly spaced quantiles
     /// ([`crate::multi::sim::Truth::arrival_lag_quantiles`]); empty: never.
     fn arrival_lag_ms(&self) -> Vec<f64> {

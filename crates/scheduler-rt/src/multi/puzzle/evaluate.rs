@@ -223,6 +223,7 @@ impl Problem<'_> {
                 table,
                 overhead_ms: self.costs.dispatch_ms(),
                 arrival_lag_quantiles: self.costs.arrival_lag_ms(),
+                spread_correlation: (0..n).map(|p| self.costs.spread_correlation(p)).collect(),
                 ..Truth::default()
             },
             rank,
@@ -390,6 +391,9 @@ mod tests {
                 (Vec::new(), Vec::new())
             }
         }
+        fn spread_correlation(&self, p: usize) -> f64 {
+            if p == 0 { 0.4 } else { 0.0 }
+        }
     }
 
     #[test]
@@ -435,6 +439,7 @@ mod tests {
             (on0.alone_ms, &on0.alone_shape, &on0.shared_shape),
             (2.0, &vec![0.5, 1.5], &vec![2.0])
         );
+        assert_eq!(built.truth.spread_correlation, [0.4, 0.0]);
         let on1 = &built.truth.table[0][1][1];
         assert!(on1.alone_shape.is_empty() && on1.shared_shape.is_empty(), "{on1:?}");
 
