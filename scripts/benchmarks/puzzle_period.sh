@@ -11,15 +11,8 @@
 #
 #   PERIODS="5 8 15 30" ROUNDS=2 scripts/benchmarks/puzzle_period.sh [DURATION_S]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 DURATION="${1:-20}"
-OUT="${OUT:-target/puzzle-host}"
-if [ ! -f "$OUT/plan.json" ]; then
-    OUT="$OUT" scripts/benchmarks/puzzle_host.sh 10 1
-fi
-cargo build --release -q -p stretch-cli
-STRETCH="$CARGO_TARGET_DIR/release/stretch"
+source "$(dirname "$0")/puzzle_common.sh"
 for p in ${PERIODS:-5 8 15 30}; do
     sed "s/^period_multiplier = .*/period_ms = $p/" "$OUT/w.toml" > "$OUT/w_period.toml"
     echo "== period $p ms =="

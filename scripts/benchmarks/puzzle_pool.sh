@@ -12,16 +12,9 @@
 #
 #   scripts/benchmarks/puzzle_pool.sh [DURATION_S] [ROUNDS]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 DURATION="${1:-20}"
 ROUNDS="${2:-3}"
-OUT="${OUT:-target/puzzle-host}"
-if [ ! -f "$OUT/plan.json" ]; then
-    OUT="$OUT" scripts/benchmarks/puzzle_host.sh 10 1
-fi
-cargo build --release -q -p stretch-cli
-STRETCH="$CARGO_TARGET_DIR/release/stretch"
+source "$(dirname "$0")/puzzle_common.sh"
 sed "s/^period_multiplier = .*/period_ms = ${PERIOD_MS:-8}/" "$OUT/w.toml" > "$OUT/w_pool.toml"
 for r in $(seq 1 "$ROUNDS"); do
     for pool in off on; do

@@ -353,19 +353,13 @@ const CAL_SEED: u64 = 5000;
 
 /// `stat` of one measurement (its median and 10th percentile).
 fn pick(stat: Statistic, m: (f64, f64)) -> f64 {
-    match stat {
-        Statistic::Median => m.0,
-        Statistic::P10 => m.1,
-    }
+    stat.pick(m.0, m.1)
 }
 
 /// Prints ±5/±10/±15% accuracy, RMSE and RMSPE of `predictions` against the
 /// first measurement's `stat`, and ±10/±15% against its other statistic.
 fn summary(label: &str, predictions: &[Prediction], timed: &Timed, stat: Statistic) {
-    let other = match stat {
-        Statistic::Median => Statistic::P10,
-        Statistic::P10 => Statistic::Median,
-    };
+    let other = stat.other();
     let n = predictions.len() as f64;
     let errs_by = |s: Statistic| -> Vec<f64> {
         predictions

@@ -206,25 +206,9 @@ impl Calibration {
             .zip(&theta)
             .map(|(c, f)| (c.to_string(), f.clamp(FACTOR_RANGE.0, FACTOR_RANGE.1)))
             .collect();
-        let mut c = Calibration {
-            schema: Self::SCHEMA.into(),
-            factors,
-            per_kernel_us: theta[n - 1],
-            fitted_on: fitted_on.into(),
-            fit_rmspe_before: 0.0,
-            fit_rmspe_after: 0.0,
-        };
-        c.fit_rmspe_before = rmspe(models.iter().map(|m| (m.prediction.total_ms, m.measured_ms)));
-        c.fit_rmspe_after = rmspe(models.iter().map(|m| {
-            let mut p = m.prediction.clone();
-            c.apply(&mut p);
-            (p.total_ms, m.measured_ms)
-        }));
-        Ok(c)
+        Ok(Calibration::judged(factors, theta[n - 1], fitted_on, models))
     }
-}
 
-impl Calibration {
     /// One factor for every kernel group, no per-kernel cost: the median
     /// over `models` of measured / predicted. It carries the machine's
     /// speed at the time `models` were measured (a VM's host load, a
@@ -241,29 +225,33 @@ impl Calibration {
             }
             ratios.push(y / p);
         }
-        if ratios.is_empty() {
-            return Err(CalibrationError::Fit {
+        let f = crate::profiler::timing::Timing::of(ratios)
+            .ok_or_else(|| CalibrationError::Fit {
                 reason: "no measured models".into(),
-            });
-        }
-        ratios.sort_by(f64::total_cmp);
-        let n = ratios.len();
-        let f = if n % 2 == 1 {
-            ratios[n / 2]
-        } else {
-            0.5 * (ratios[n / 2 - 1] + ratios[n / 2])
-        }
-        .clamp(FACTOR_RANGE.0, FACTOR_RANGE.1);
+            })?
+            .median_ms
+            .clamp(FACTOR_RANGE.0, FACTOR_RANGE.1);
         let factors = OpClass::ALL
             .iter()
             .map(|c| c.name())
             .chain(CONV_GROUPS)
             .map(|g| (g.to_string(), f))
             .collect();
+        Ok(Calibration::judged(factors, 0.0, fitted_on, models))
+    }
+
+    /// A calibration of `factors` and `per_kernel_us`, with its relative
+    /// errors on `models` before and after it.
+    fn judged(
+        factors: BTreeMap<String, f64>,
+        per_kernel_us: f64,
+        fitted_on: &str,
+        models: &[Observation],
+    ) -> Calibration {
         let mut c = Calibration {
             schema: Self::SCHEMA.into(),
             factors,
-            per_kernel_us: 0.0,
+            per_kernel_us,
             fitted_on: fitted_on.into(),
             fit_rmspe_before: 0.0,
             fit_rmspe_after: 0.0,
@@ -274,7 +262,7 @@ impl Calibration {
             c.apply(&mut p);
             (p.total_ms, m.measured_ms)
         }));
-        Ok(c)
+        c
     }
 }
 

@@ -38,7 +38,7 @@ type Probe = (String, Vec<u8>, Vec<Vec<usize>>);
 /// What a timing thread is asked to do.
 enum Job {
     /// Time a piece (ONNX bytes, input shapes, timed runs): every run's
-    /// ms, sorted, or the engine's reason.
+    /// ms, in the order run, or the engine's reason.
     Time(Vec<u8>, Vec<Vec<usize>>, usize, mpsc::Sender<Result<Vec<f64>, String>>),
     /// Run a piece over and over until the flag is set (load for the
     /// contention measurement); replies once running and again once stopped.
@@ -96,17 +96,6 @@ pub struct Measured<'a> {
     /// How `serve` hands work over on these processors: polled when the
     /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling_on`]).
     wait: link::Wait,
-}
-
-/// The lag-1 correlation of a series (`None` under 3 values or with no spread).
-fn lag1_correlation(v: &[f64]) -> Option<f64> {
-    if v.len() < 3 {
-        return None;
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    let var: f64 = v.iter().map(|x| (x - m).powi(2)).sum();
-    let cov: f64 = v.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
-    (var > 0.0).then(|| cov / var)
 }
 
 /// Quantiles kept of a measured distribution (driver lag, run-time spread).
@@ -315,7 +304,7 @@ impl<'a> Measured<'a> {
                 let mut sorted = times.to_vec();
                 sorted.sort_by(f64::total_cmp);
                 let median = sorted[sorted.len() / 2];
-                correlations.extend(lag1_correlation(times));
+                correlations.extend(scheduler_rt::multi::sim::lag1_correlation(times));
                 into.extend(times.iter().map(|t| t / median));
                 median
             };

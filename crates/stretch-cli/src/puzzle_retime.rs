@@ -50,13 +50,17 @@ pub fn choose(
     if front.is_empty() || !problem.costs.retime() {
         return Ok(None);
     }
+    eprintln!("timing the front's pieces afresh to choose among them, then once more for the chosen plan's figures...");
     let layers = problem.layers;
     let mut candidates: Vec<(usize, bool, Chromosome)> = Vec::new();
+    let mut seen = Vec::new();
     for (i, c) in front.iter().enumerate() {
-        let m = c.merge_same_processor(layers);
-        let merged = m.decode(layers) != c.decode(layers);
+        seen.push(c.decode(layers));
         candidates.push((i, false, c.clone()));
-        if merged && !candidates.iter().any(|(_, _, k)| k.decode(layers) == m.decode(layers)) {
+        let m = c.merge_same_processor(layers);
+        let merged = m.decode(layers);
+        if !seen.contains(&merged) {
+            seen.push(merged);
             candidates.push((i, true, m));
         }
     }

@@ -77,10 +77,7 @@ fn column(name: &str) -> Option<usize> {
 impl Row {
     /// The time `stat` summarises this row's runs by.
     pub fn ms(&self, stat: super::timing::Statistic) -> f64 {
-        match stat {
-            super::timing::Statistic::Median => self.median_ms,
-            super::timing::Statistic::P10 => self.p10_ms,
-        }
+        stat.pick(self.median_ms, self.p10_ms)
     }
 
     /// See [`key`].

@@ -58,6 +58,22 @@ impl Statistic {
             Statistic::P10 => "p10",
         }
     }
+
+    /// This statistic of a summary given as its median and 10th percentile.
+    pub fn pick(self, median: f64, p10: f64) -> f64 {
+        match self {
+            Statistic::Median => median,
+            Statistic::P10 => p10,
+        }
+    }
+
+    /// The statistic a report gives beside this one.
+    pub fn other(self) -> Statistic {
+        match self {
+            Statistic::Median => Statistic::P10,
+            Statistic::P10 => Statistic::Median,
+        }
+    }
 }
 
 impl std::str::FromStr for Statistic {

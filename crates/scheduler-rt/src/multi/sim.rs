@@ -317,8 +317,7 @@ pub fn simulate_thermal(
                     if spread_state.len() <= d.worker {
                         spread_state.resize(d.worker + 1, None);
                     }
-                    let u = correlated_uniform(&mut spread_state[d.worker], rho, &mut rng);
-                    ms *= shape[((u * shape.len() as f64) as usize).min(shape.len() - 1)];
+                    ms *= pick_at(correlated_uniform(&mut spread_state[d.worker], rho, &mut rng), shape);
                 } else {
                     ms *= pick(&mut rng, shape);
                 }
@@ -407,7 +406,23 @@ const POLL_MS: f64 = 10.0;
 
 /// One of the non-empty `values`, uniformly at random.
 fn pick(rng: &mut SplitMix64, values: &[f64]) -> f64 {
-    values[((rng.next_f64() * values.len() as f64) as usize).min(values.len() - 1)]
+    pick_at(rng.next_f64(), values)
+}
+
+/// The value of non-empty `values` (evenly spaced quantiles) at uniform draw `u`.
+fn pick_at(u: f64, values: &[f64]) -> f64 {
+    values[((u * values.len() as f64) as usize).min(values.len() - 1)]
+}
+
+/// The lag-1 correlation of a series (`None` under 3 values or with no spread).
+pub fn lag1_correlation(v: &[f64]) -> Option<f64> {
+    if v.len() < 3 {
+        return None;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var: f64 = v.iter().map(|x| (x - m).powi(2)).sum();
+    let cov: f64 = v.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
+    (var > 0.0).then(|| cov / var)
 }
 
 /// The next uniform draw of a worker whose draws correlate: its state `z`
@@ -450,13 +465,6 @@ mod tests {
         (0..n).map(|_| correlated_uniform(&mut z, rho, &mut rng)).collect()
     }
 
-    fn lag1(u: &[f64]) -> f64 {
-        let m = u.iter().sum::<f64>() / u.len() as f64;
-        let var: f64 = u.iter().map(|x| (x - m).powi(2)).sum();
-        let cov: f64 = u.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
-        cov / var
-    }
-
     #[test]
     fn correlated_draws_stay_uniform_and_follow_their_correlation() {
         for rho in [0.0, 0.5, 0.9] {
@@ -465,7 +473,7 @@ mod tests {
             let low = u.iter().filter(|x| **x < 0.1).count() as f64 / u.len() as f64;
             assert!((mean - 0.5).abs() < 0.02, "rho {rho}: mean {mean}");
             assert!((low - 0.1).abs() < 0.02, "rho {rho}: share below 0.1 {low}");
-            let r = lag1(&u);
+            let r = lag1_correlation(&u).unwrap();
             assert!((r - rho).abs() < 0.06, "rho {rho}: lag-1 correlation {r}");
         }
         assert!((erf(0.5) - 0.520_499_877_8).abs() < 1e-6 && (erf(-1.0) + 0.842_700_792_9).abs() < 1e-6);

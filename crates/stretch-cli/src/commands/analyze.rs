@@ -117,6 +117,15 @@ fn pieces_text(pieces: &[Vec<Piece>], names: &[String]) -> String {
         .join(" | ")
 }
 
+/// Each group's mean / p90 makespan (ms), comma-separated.
+fn makespans_text(o: &Outcome) -> String {
+    o.objectives()
+        .chunks(2)
+        .map(|c| format!("{:.2} / {:.2}", c[0], c[1]))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn alpha(a: Option<f64>) -> String {
     a.map_or("> max".into(), |a| format!("{a:.2}"))
 }
@@ -341,11 +350,6 @@ pub fn run(a: Args) -> Result<()> {
     let front_sats: Vec<f64> = judged.iter().map(|j| j.3.unwrap_or(f64::INFINITY)).collect();
     let ga_median = score::median(&front_sats);
     let elapsed = started.elapsed().as_secs_f64();
-    if sc.device.is_none() && models > 1 {
-        eprintln!(
-            "timing the front's pieces afresh to choose among them, then once more for the chosen plan's figures..."
-        );
-    }
     let retimed = if models > 1 {
         crate::puzzle_retime::choose(&mut problem, &front_chromosomes, &best_built, &w, a.max_multiplier)?
     } else {
@@ -452,8 +456,6 @@ pub fn run(a: Args) -> Result<()> {
         judged.len()
     );
     for (i, _, o, sat) in &judged {
-        let obj = o.objectives();
-        let ms: Vec<String> = obj.chunks(2).map(|c| format!("{:.2} / {:.2}", c[0], c[1])).collect();
         println!(
             "  {}{i:>2}  {}  score {:.3}  α* {}  {}",
             if *i == retimed.as_ref().map_or(chosen, |r| r.from) {
@@ -461,7 +463,7 @@ pub fn run(a: Args) -> Result<()> {
             } else {
                 " "
             },
-            ms.join(", "),
+            makespans_text(o),
             o.score(),
             alpha(*sat),
             pieces_text(&judged[*i].1.pieces, &names)
@@ -479,8 +481,6 @@ pub fn run(a: Args) -> Result<()> {
         alpha(ga_median.is_finite().then_some(ga_median))
     );
     if let Some(r) = &retimed {
-        let obj = r.outcome.objectives();
-        let ms: Vec<String> = obj.chunks(2).map(|c| format!("{:.2} / {:.2}", c[0], c[1])).collect();
         println!(
             "re-timed: {} candidates (the front's plans, and each with its same-processor neighbours merged) simulated on pieces timed afresh; best: plan {}{}, score {:.3}, α* {}",
             r.candidates,
@@ -495,7 +495,7 @@ pub fn run(a: Args) -> Result<()> {
         );
         println!(
             "  on a second fresh timing (the figures written to the plan): {}  score {:.3}  α* {}  {}",
-            ms.join(", "),
+            makespans_text(&r.outcome),
             r.outcome.score(),
             alpha(r.saturation),
             pieces_text(&r.built.pieces, &names)

@@ -1,6 +1,7 @@
 //! `stretch fit`: predictors fitted to a profiler run.
 
 use anyhow::{Result, bail};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use predictor::features::Work;
 use predictor::fit::analytic::{self, Figures};
@@ -56,24 +57,12 @@ pub struct Args {
     /// figures are fitted to: `median`, or `p10`, the 10th percentile (noise
     /// from the rest of the machine only adds time, so it repeats better
     /// between runs minutes apart; predictions are then of that statistic).
-    #[arg(long, value_enum, default_value = "median")]
-    pub statistic: StatisticArg,
-}
-
-/// `--statistic`'s values.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StatisticArg {
-    Median,
-    P10,
-}
-
-impl From<StatisticArg> for Statistic {
-    fn from(s: StatisticArg) -> Statistic {
-        match s {
-            StatisticArg::Median => Statistic::Median,
-            StatisticArg::P10 => Statistic::P10,
-        }
-    }
+    #[arg(
+        long,
+        default_value = "median",
+        value_parser = PossibleValuesParser::new(["median", "p10"]).try_map(|s| s.parse::<Statistic>())
+    )]
+    pub statistic: Statistic,
 }
 
 /// What `stretch fit` does with kernels timed inside whole models.
@@ -133,7 +122,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let rows = csv::read(&csv_path)?.rows;
-    let statistic = Statistic::from(args.statistic);
+    let statistic = args.statistic;
     let in_model_path = args.dir.join(super::in_model::FILE);
     let in_model = if in_model_path.exists() && args.in_model != InModelUse::Ignore {
         csv::read(&in_model_path)?.rows
