@@ -8,6 +8,21 @@
 #   scripts/build_libtorch.sh --no-train  install torch and build only
 #   COMPARE_FLEX=1 scripts/build_libtorch.sh
 #                                         also train the same epoch on flex
+#   scripts/build_libtorch.sh --for-torch 2.11.0
+#                                         build for another machine's pip torch
+#
+# --for-torch VERSION builds a binary for a machine that has a pip torch of
+# that version (and a GPU) but no Rust toolchain or network: PyPI's wheel of
+# that torch is downloaded without its dependencies (~0.5 GB) and only its
+# headers and libraries are unpacked (into $CARGO_TARGET_DIR/../torch-VERSION,
+# or $TORCH_DIR); torch-sys compiles against them (LIBTORCH: a directory
+# without libtorch's build-version file, so its version check does not apply
+# and the C++ API must compile, which the build shows) and the
+# link allows the CUDA libraries that libtorch_cuda needs and that the target
+# machine has. Nothing is trained here: the binary, stripped and gzipped, goes
+# to $CARGO_TARGET_DIR/../target-tch-VERSION/release/stretch.gz, and
+# scripts/benchmarks/fashion_mnist_gpu.sh runs it there against that
+# machine's torch (LD_LIBRARY_PATH).
 #
 # torch: PyPI's torch==2.9.0 wheel (the version torch-sys 0.22.0 requires; its
 # build.rs refuses any other) goes into .venv-torch at the repository root,
@@ -34,12 +49,57 @@ TORCH_VERSION=2.9.0
 VENV=$ROOT/.venv-torch
 PYTHON=${PYTHON:-python3}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
+GIVEN_TCH_TARGET_DIR=${TCH_TARGET_DIR:-}
 TCH_TARGET_DIR=${TCH_TARGET_DIR:-$(dirname "$CARGO_TARGET_DIR")/target-tch}
 TRAIN=1
-[[ "${1:-}" == "--no-train" ]] && TRAIN=0
+FOR_TORCH=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --no-train) TRAIN=0 ;;
+        --for-torch) FOR_TORCH="${2:?--for-torch needs a torch version, e.g. 2.11.0}"; shift ;;
+        *) echo "error: unknown argument '$1' (expected --no-train or --for-torch VERSION)" >&2; exit 2 ;;
+    esac
+    shift
+done
 
 command -v cargo >/dev/null || { echo "error: cargo not found; install Rust from rustup.rs" >&2; exit 1; }
 command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; torch $TORCH_VERSION needs Python 3.10-3.13" >&2; exit 1; }
+
+if [[ -n "$FOR_TORCH" ]]; then
+    command -v cargo >/dev/null || { echo "error: cargo not found; install Rust from rustup.rs" >&2; exit 1; }
+    TORCH_DIR=${TORCH_DIR:-$(dirname "$CARGO_TARGET_DIR")/torch-$FOR_TORCH}
+    TCH_TARGET_DIR=${GIVEN_TCH_TARGET_DIR:-$(dirname "$CARGO_TARGET_DIR")/target-tch-$FOR_TORCH}
+    if [[ ! -f "$TORCH_DIR/torch/lib/libtorch_cpu.so" ]]; then
+        echo "== PyPI's torch==$FOR_TORCH wheel (no dependencies), headers and libraries into $TORCH_DIR"
+        WHEELS=$(mktemp -d)
+        "$PYTHON" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: --progress-bar off \
+            "torch==$FOR_TORCH" -d "$WHEELS" | grep -E '^ *(Downloading|Saved)' || true
+        WHEEL=$(compgen -G "$WHEELS/torch-$FOR_TORCH-*.whl" | head -n 1) \
+            || { echo "error: pip found no torch==$FOR_TORCH wheel for this platform" >&2; exit 1; }
+        mkdir -p "$TORCH_DIR"
+        unzip -q -o "$WHEEL" 'torch/include/*' 'torch/lib/*' -d "$TORCH_DIR"
+        rm -rf "$WHEELS"
+    fi
+    [[ -f "$TORCH_DIR/torch/lib/libtorch_cuda.so" ]] \
+        || echo "warning: the torch==$FOR_TORCH wheel has no libtorch_cuda.so: the binary will not have tch:cuda" >&2
+    echo "== cargo build --release -p stretch-cli --features tch against torch $FOR_TORCH (into $TCH_TARGET_DIR)"
+    start=$(date +%s)
+    env -u LIBTORCH_USE_PYTORCH -u LIBTORCH_INCLUDE -u LIBTORCH_LIB -u TORCH_CUDA_VERSION \
+        LIBTORCH="$TORCH_DIR/torch" \
+        CARGO_TARGET_DIR="$TCH_TARGET_DIR" CARGO_PROFILE_RELEASE_DEBUG=0 \
+        RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--allow-shlib-undefined" \
+        cargo build --release --locked -p stretch-cli --features tch
+    echo "build took $(( $(date +%s) - start )) s"
+    BIN=$TCH_TARGET_DIR/release/stretch
+    grep -l "^cargo:libtorch_lib=$TORCH_DIR/torch/lib\$" "$TCH_TARGET_DIR"/release/build/torch-sys-*/output >/dev/null \
+        || { echo "error: torch-sys did not link $TORCH_DIR/torch/lib" >&2; exit 1; }
+    strip -o "$BIN.stripped" "$BIN"
+    gzip -9 -c "$BIN.stripped" >"$BIN.gz"
+    rm -f "$BIN.stripped"
+    echo "wrote $BIN.gz ($(( $(stat -c %s "$BIN.gz") / 1048576 )) MiB): on the target machine run"
+    echo "  scripts/benchmarks/fashion_mnist_gpu.sh BINARY.gz FASHION_MNIST_DIR MODELS_DIR OUT_DIR"
+    exit 0
+fi
 
 torch_version() { "$VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null; }
 

@@ -273,6 +273,43 @@ fn distillation_and_compare_accuracy_run() {
         trained(labels[2]),
         "--distill trained the branched model as without a teacher"
     );
+    let par_dir = dir.join("cmp-jobs");
+    let par_json = path(&dir.join("cmp-jobs.json"));
+    stretch_ok(&[
+        "compare-accuracy",
+        &m,
+        &b,
+        &b,
+        "--dataset",
+        "digits",
+        "--epochs",
+        "1",
+        "--threads",
+        "1",
+        "--distill",
+        "--jobs",
+        "3",
+        "--out-dir",
+        &path(&par_dir),
+        "--json",
+        &par_json,
+    ]);
+    let par: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&par_json).expect("json written")).expect("valid json");
+    let par_rows = par["rows"].as_array().expect("rows");
+    assert_eq!(par_rows.len(), 5, "{par}");
+    for (i, par) in par_rows.iter().enumerate() {
+        let seq = &rows[[0, 1, 1, 2, 2][i]];
+        for key in ["distilled", "top1", "top5", "gap_top1"] {
+            assert_eq!(seq[key], par[key], "--jobs 3 changed {key}: {seq} vs {par}");
+        }
+        let seq_label = seq["label"].as_str().expect("label");
+        let par_label = par["label"].as_str().expect("label");
+        assert!(
+            trained(seq_label) == std::fs::read(par_dir.join(format!("{par_label}.onnx"))).expect("trained model"),
+            "{par_label} trained side by side (--jobs 3) differs from {seq_label} trained alone"
+        );
+    }
     let r = stretch(&[
         "compare-accuracy",
         &m,

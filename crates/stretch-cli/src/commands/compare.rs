@@ -3,10 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use serde::Serialize;
-use training::data::Dataset;
+use training::Distill;
+use training::data::{Dataset, ImageSet};
 
 use crate::commands::train::{Outputs, distill, import_for_training, load_dataset, train_graph};
 use crate::format::{si, table};
@@ -48,6 +52,15 @@ pub struct Args {
     #[arg(long, value_name = "T")]
     pub kd_temperature: Option<f64>,
 
+    /// Models trained at the same time (threads; each with its own
+    /// --threads for burn's CPU kernels). The original and the branched
+    /// models train first, then the distilled ones with the trained original
+    /// as teacher. Every model's training is the same as with 1 (on one
+    /// thread each, bit-identical); more jobs use more cores, or keep a GPU
+    /// busy with small models.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+
     /// Directory for trained models, metrics and curves.
     #[arg(long, value_name = "DIR", default_value = "compare-accuracy")]
     pub out_dir: PathBuf,
@@ -86,6 +99,9 @@ struct Report<'a> {
     val_source: &'static str,
     rows: &'a [Row],
 }
+
+/// A trained model and its row of the comparison.
+type Trained = (Graph, Row);
 
 /// What is trained: a label, the source file and whether the trained
 /// original teaches it.
@@ -128,59 +144,18 @@ pub fn run(args: Args) -> Result<()> {
             });
         }
     }
-    let mut set_holder = None;
-    let mut teacher: Option<Graph> = None;
-    let mut rows: Vec<Row> = Vec::new();
-    for job in &jobs {
-        let mut graph = import_for_training(job.path)?;
-        if set_holder.is_none() {
-            set_holder = Some(load_dataset(&args.recipe, &graph)?);
-        }
-        let set = set_holder.as_ref().expect("loaded");
-        let program = training::lower(&graph).with_context(|| format!("cannot train {}", job.path.display()))?;
-        if program.classes() != set.classes() {
-            return Err(training::TrainError::ClassMismatch {
-                model: program.classes(),
-                dataset: set.classes(),
-            })
-            .with_context(|| format!("{}", job.path.display()));
-        }
-        if !args.keep_weights {
-            training::reinitialise(&mut graph, &program, args.recipe.seed)?;
-        }
-        let cost = graph.total_cost();
-        let out = args.out_dir.join(format!("{}.onnx", job.label));
-        let recipe = args.recipe.recipe(if job.distilled { kd } else { None })?;
-        let teach = if job.distilled { teacher.as_ref() } else { None };
-        let (history, seconds) = train_graph(
-            &mut graph,
-            &job.label,
-            set as &dyn Dataset,
-            recipe,
-            &args.recipe,
-            teach,
-            &Outputs::beside(&out),
-            None,
-            None,
-        )?;
-        graph_ir::onnx::export_file(&graph, &out).with_context(|| format!("cannot write {}", out.display()))?;
-        let last = history.last().context("no epoch was trained")?;
-        let base = rows.first().map_or(last.val_top1, |r| r.top1);
-        rows.push(Row {
-            label: job.label.clone(),
-            file: job.path.display().to_string(),
-            distilled: job.distilled,
-            params: cost.params,
-            macs: cost.macs,
-            top1: last.val_top1,
-            top5: last.val_top5,
-            best_top1: history.iter().map(|m| m.val_top1).fold(0.0, f64::max),
-            gap_top1: last.val_top1 - base,
-            train_seconds: seconds,
-        });
-        if teacher.is_none() && kd.is_some() {
-            teacher = Some(graph);
-        }
+    let graph = import_for_training(&args.original)?;
+    let set = load_dataset(&args.recipe, &graph)?;
+    drop(graph);
+    let (first_wave, second_wave): (Vec<&Job>, Vec<&Job>) = jobs.iter().partition(|j| !j.distilled);
+    let mut trained = run_wave(&args, &set, &first_wave, None, kd)?;
+    let teacher = trained.first().map(|(graph, _)| graph).context("nothing was trained")?;
+    let distilled = run_wave(&args, &set, &second_wave, Some(teacher), kd)?;
+    trained.extend(distilled);
+    let mut rows: Vec<Row> = trained.into_iter().map(|(_, row)| row).collect();
+    let base = rows[0].top1;
+    for row in &mut rows[1..] {
+        row.gap_top1 = row.top1 - base;
     }
     let mut lines = vec![vec![
         "model".to_string(),
@@ -208,8 +183,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!();
     print!("{}", table(&lines, 1));
-    let set = set_holder.as_ref().context("nothing was trained")?;
-    let split = training::data::split_of(set, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit);
+    let split = training::data::split_of(&set, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit);
     let val_source = if set.test_start().is_some() {
         "the dataset's test split"
     } else {
@@ -237,4 +211,100 @@ pub fn run(args: Args) -> Result<()> {
         println!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// Trains `wave`'s models, up to `--jobs` at a time, and returns each trained
+/// graph with its row (gap not yet set) in `wave`'s order. After a failure
+/// no further model is started, and the first failure in `wave`'s order is
+/// returned once the models in flight have finished.
+fn run_wave(
+    args: &Args,
+    set: &ImageSet,
+    wave: &[&Job],
+    teacher: Option<&Graph>,
+    kd: Option<Distill>,
+) -> Result<Vec<Trained>> {
+    let workers = (args.jobs as usize).min(wave.len());
+    if workers <= 1 {
+        return wave.iter().map(|job| train_job(args, set, job, teacher, kd)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<Trained>>>> = wave.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                while !failed.load(Ordering::SeqCst) {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(job) = wave.get(i) else { break };
+                    let result = train_job(args, set, job, teacher, kd);
+                    if result.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(wave.len());
+    for (slot, job) in slots.into_iter().zip(wave) {
+        match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(result) => out.push(result?),
+            None => bail!("{} was not trained: an earlier model failed", job.path.display()),
+        }
+    }
+    Ok(out)
+}
+
+/// Trains one model of the comparison from its file (re-initialised unless
+/// --keep-weights) and writes it to --out-dir.
+fn train_job(
+    args: &Args,
+    set: &ImageSet,
+    job: &Job,
+    teacher: Option<&Graph>,
+    kd: Option<Distill>,
+) -> Result<Trained> {
+    let mut graph = import_for_training(job.path)?;
+    let program = training::lower(&graph).with_context(|| format!("cannot train {}", job.path.display()))?;
+    if program.classes() != set.classes() {
+        return Err(training::TrainError::ClassMismatch {
+            model: program.classes(),
+            dataset: set.classes(),
+        })
+        .with_context(|| format!("{}", job.path.display()));
+    }
+    if !args.keep_weights {
+        training::reinitialise(&mut graph, &program, args.recipe.seed)?;
+    }
+    let cost = graph.total_cost();
+    let out = args.out_dir.join(format!("{}.onnx", job.label));
+    let recipe = args.recipe.recipe(if job.distilled { kd } else { None })?;
+    let teach = if job.distilled { teacher } else { None };
+    let (history, seconds) = train_graph(
+        &mut graph,
+        &job.label,
+        set as &dyn Dataset,
+        recipe,
+        &args.recipe,
+        teach,
+        &Outputs::beside(&out),
+        None,
+        None,
+    )?;
+    graph_ir::onnx::export_file(&graph, &out).with_context(|| format!("cannot write {}", out.display()))?;
+    let last = history.last().context("no epoch was trained")?;
+    let row = Row {
+        label: job.label.clone(),
+        file: job.path.display().to_string(),
+        distilled: job.distilled,
+        params: cost.params,
+        macs: cost.macs,
+        top1: last.val_top1,
+        top5: last.val_top5,
+        best_top1: history.iter().map(|m| m.val_top1).fold(0.0, f64::max),
+        gap_top1: 0.0,
+        train_seconds: seconds,
+    };
+    Ok((graph, row))
 }

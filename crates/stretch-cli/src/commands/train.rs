@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use training::data::{self, Dataset, ImageSet};
 use training::{Distill, EpochMetrics, Progress, Recipe, Session, TrainError};
 
@@ -125,28 +125,44 @@ pub fn load_dataset(args: &RecipeArgs, graph: &Graph) -> Result<ImageSet> {
     Ok(set)
 }
 
-struct Bar(Option<ProgressBar>);
+/// Every training's progress bars draw through this one display, so models
+/// trained side by side (`compare-accuracy --jobs`) keep a line each.
+fn bars() -> &'static MultiProgress {
+    static BARS: std::sync::OnceLock<MultiProgress> = std::sync::OnceLock::new();
+    BARS.get_or_init(MultiProgress::new)
+}
 
-impl Progress for Bar {
+/// Prints a line above the progress bars of every training in flight.
+fn say(line: String) {
+    bars().suspend(|| println!("{line}"));
+}
+
+struct Bar<'a> {
+    label: &'a str,
+    bar: Option<ProgressBar>,
+}
+
+impl Progress for Bar<'_> {
     fn epoch_started(&mut self, epoch: usize, batches: usize) {
         let bar = ProgressBar::new(batches as u64).with_style(
-            ProgressStyle::with_template("epoch {prefix} {bar:30} {pos}/{len} batches, loss {msg} [{elapsed}<{eta}]")
+            ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} batches, loss {msg} [{elapsed}<{eta}]")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        bar.set_prefix(epoch.to_string());
-        self.0 = Some(bar);
+        bar.set_prefix(format!("{} epoch {epoch}", self.label));
+        self.bar = Some(bars().add(bar));
     }
 
     fn batch_done(&mut self, loss: f64) {
-        if let Some(b) = &self.0 {
+        if let Some(b) = &self.bar {
             b.set_message(format!("{loss:.4}"));
             b.inc(1);
         }
     }
 
     fn epoch_done(&mut self, _: &EpochMetrics) {
-        if let Some(b) = self.0.take() {
+        if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+            bars().remove(&b);
         }
     }
 }
@@ -172,14 +188,14 @@ pub fn train_graph(
         let mut session = Session::new(graph, set, recipe, args.backend, teacher)?;
         if let Some(r) = resume {
             session.resume(r)?;
-            println!(
+            say(format!(
                 "{label}: resumed from {} after epoch {}",
                 r.display(),
                 session.epochs_done()
-            );
+            ));
         }
         let t = session.transform();
-        println!(
+        say(format!(
             "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s)",
             session.split().train.len(),
             session.split().val.len(),
@@ -196,8 +212,8 @@ pub fn train_graph(
             } else {
                 args.threads.to_string()
             },
-        );
-        let mut bar = Bar(None);
+        ));
+        let mut bar = Bar { label, bar: None };
         while session.epochs_done() < epochs && stop_after.is_none_or(|s| session.epochs_done() < s) {
             let m = match session.run_epoch(&mut bar) {
                 Ok(m) => m,
@@ -227,7 +243,7 @@ pub fn train_graph(
             let kd = m
                 .kd_loss
                 .map_or(String::new(), |k| format!(" (distillation term {k:.4})"));
-            println!(
+            say(format!(
                 "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4}{kd} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
                 m.epoch,
                 m.lr,
@@ -238,7 +254,7 @@ pub fn train_graph(
                 m.val_top5,
                 m.seconds,
                 m.images_per_second
-            );
+            ));
             session.save_checkpoint(&outputs.checkpoint)?;
             write(&outputs.metrics, metrics_csv(session.history()))?;
             write(&outputs.curve, learning_curve_svg(label, session.history()))?;
