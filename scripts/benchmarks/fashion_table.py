@@ -66,7 +66,8 @@ def main():
     for row in rows[1:]:
         print("| " + " | ".join(row) + " |")
     secs = {s: sum(p["train_seconds"] for p in runs[s]["rows"]) for s in seeds}
-    print("training time per seed (one thread): " + ", ".join(f"seed {s} {v / 60:.1f} min" for s, v in secs.items()))
+    print("training time per seed, summed over its models (wall time is less where --jobs trained several at once): "
+          + ", ".join(f"seed {s} {v / 60:.1f} min" for s, v in secs.items()))
     print("pred. speedup: the plan's prediction on the host profile (predicted, not measured); "
           "meas. speedup: stretch bench, branched on cpu0 + cpu1 vs the original on one core, tract, p50")
 
