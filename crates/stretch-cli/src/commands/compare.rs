@@ -258,13 +258,7 @@ fn run_wave(
 
 /// Trains one model of the comparison from its file (re-initialised unless
 /// --keep-weights) and writes it to --out-dir.
-fn train_job(
-    args: &Args,
-    set: &ImageSet,
-    job: &Job,
-    teacher: Option<&Graph>,
-    kd: Option<Distill>,
-) -> Result<Trained> {
+fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd: Option<Distill>) -> Result<Trained> {
     let mut graph = import_for_training(job.path)?;
     let program = training::lower(&graph).with_context(|| format!("cannot train {}", job.path.display()))?;
     if program.classes() != set.classes() {
