@@ -66,7 +66,6 @@ command -v cargo >/dev/null || { echo "error: cargo not found; install Rust from
 command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; torch $TORCH_VERSION needs Python 3.10-3.13" >&2; exit 1; }
 
 if [[ -n "$FOR_TORCH" ]]; then
-    command -v cargo >/dev/null || { echo "error: cargo not found; install Rust from rustup.rs" >&2; exit 1; }
     TORCH_DIR=${TORCH_DIR:-$(dirname "$CARGO_TARGET_DIR")/torch-$FOR_TORCH}
     TCH_TARGET_DIR=${GIVEN_TCH_TARGET_DIR:-$(dirname "$CARGO_TARGET_DIR")/target-tch-$FOR_TORCH}
     if [[ ! -f "$TORCH_DIR/torch/lib/libtorch_cpu.so" ]]; then

@@ -232,30 +232,34 @@ fn distillation_and_compare_accuracy_run() {
         bytes(&plain[0]),
         "the teacher did not change the trained weights"
     );
+    let compare = |branched: &[&str], extra: &[&str], name: &str| -> (String, serde_json::Value) {
+        let (out_dir, json) = (path(&dir.join(name)), path(&dir.join(format!("{name}.json"))));
+        let mut args = vec!["compare-accuracy", m.as_str()];
+        args.extend_from_slice(branched);
+        args.extend_from_slice(&[
+            "--dataset",
+            "digits",
+            "--epochs",
+            "1",
+            "--threads",
+            "1",
+            "--distill",
+            "--out-dir",
+            &out_dir,
+            "--json",
+            &json,
+        ]);
+        args.extend_from_slice(extra);
+        let out = stretch_ok(&args);
+        let report = serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("valid json");
+        (out, report)
+    };
     let cmp_dir = dir.join("cmp");
-    let json = path(&dir.join("cmp.json"));
-    let cmp = stretch_ok(&[
-        "compare-accuracy",
-        &m,
-        &b,
-        "--dataset",
-        "digits",
-        "--epochs",
-        "1",
-        "--threads",
-        "1",
-        "--distill",
-        "--out-dir",
-        &path(&cmp_dir),
-        "--json",
-        &json,
-    ]);
+    let (cmp, report) = compare(&[&b], &[], "cmp");
     assert!(
         cmp.contains("original") && cmp.contains("-kd") && cmp.contains("gap = branched - original"),
         "{cmp}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("valid json");
     assert_eq!(report["schema"], "stretch.compare-accuracy/1");
     let rows = report["rows"].as_array().expect("rows");
     let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().expect("label")).collect();
@@ -274,28 +278,7 @@ fn distillation_and_compare_accuracy_run() {
         "--distill trained the branched model as without a teacher"
     );
     let par_dir = dir.join("cmp-jobs");
-    let par_json = path(&dir.join("cmp-jobs.json"));
-    stretch_ok(&[
-        "compare-accuracy",
-        &m,
-        &b,
-        &b,
-        "--dataset",
-        "digits",
-        "--epochs",
-        "1",
-        "--threads",
-        "1",
-        "--distill",
-        "--jobs",
-        "3",
-        "--out-dir",
-        &path(&par_dir),
-        "--json",
-        &par_json,
-    ]);
-    let par: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&par_json).expect("json written")).expect("valid json");
+    let (_, par) = compare(&[&b, &b], &["--jobs", "3"], "cmp-jobs");
     let par_rows = par["rows"].as_array().expect("rows");
     assert_eq!(par_rows.len(), 5, "{par}");
     for (i, par) in par_rows.iter().enumerate() {
