@@ -29,7 +29,9 @@
 # per seed, default 1; seeds are pinned to a core each only on flex with
 # JOBS=1), BENCH=0 skips the benches (they measure the host's CPU cores, so
 # run them on the target machine with BENCH_ONLY=1 over the seed files), and
-# DATA names the directory of the IDX files. MODELS=DIR takes the original
+# DATA names the directory of the IDX files, TRAIN_ARGS adds options to every
+# training (for example "--batch-size 256 --lr 0.2": the recipe stays one
+# for all models and seeds). MODELS=DIR takes the original
 # and the branched files (and plans) from DIR, as made by this script on the
 # target machine, instead of planning here: the plan follows the host profile
 # picked for this machine's CPU, so another machine could branch differently.
@@ -84,7 +86,7 @@ for SEED in $SEEDS; do
   [[ "$BACKEND" == flex && "$JOBS" == 1 ]] && PIN=(taskset -c "$((CORE % $(nproc)))")
   "${PIN[@]}" "$STRETCH" compare-accuracy "$OUT/resnet-mini.onnx" "${BRANCHED[@]}" \
     --dataset "mnist:$DATA" --epochs "$EPOCHS" "${LIMIT_ARGS[@]}" --threads 1 --seed "$SEED" --distill \
-    --backend "$BACKEND" --jobs "$JOBS" \
+    --backend "$BACKEND" --jobs "$JOBS" ${TRAIN_ARGS:-} \
     --out-dir "$OUT/seed$SEED" --json "$OUT/seed$SEED.json" >"$OUT/seed$SEED.log" 2>&1 &
   PIDS+=($!)
   CORE=$((CORE + 1))
