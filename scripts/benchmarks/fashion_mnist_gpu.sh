@@ -5,9 +5,7 @@
 #   1. one epoch of the zoo's resnet-mini on the bundled digits with
 #      --backend tch:cuda:0 (the check scripts/build_libtorch.sh makes where
 #      it builds), and the same epoch on tch:cpu beside it;
-#   2. the convolution weight gradient A/B (--conv-grad autodiff vs im2col)
-#      on one epoch of Fashion-MNIST images;
-#   3. scripts/benchmarks/fashion_mnist.sh on the full Fashion-MNIST training
+#   2. scripts/benchmarks/fashion_mnist.sh on the full Fashion-MNIST training
 #      set on that GPU (BACKEND=tch:cuda:0, JOBS models at a time per seed,
 #      no benches: those measure the host's cores), on the models made on the
 #      host (MODELS), stopped after LIMIT_S seconds if unfinished.
@@ -16,8 +14,8 @@
 #
 # BINARY may be gzipped (BINARY.gz). libtorch comes from python3's torch
 # (or TORCH_LIB). EPOCHS (10), SEEDS ("0 1"), JOBS (4), LIMIT_S (480),
-# LIMIT (training images; default all), BACKEND (tch:cuda:0), TRAIN_ARGS
-# (fashion_mnist.sh's), AB_BATCHES ("64 256") and AB_LIMIT (20000) can be set. OUT_DIR
+# LIMIT (training images; default all), BACKEND (tch:cuda:0) and TRAIN_ARGS
+# (fashion_mnist.sh's) can be set. OUT_DIR
 # gets the logs, nvidia-smi's view, and fashion's seed files (seedS.json,
 # seedS.log) and per-model metrics (metrics.tar.gz).
 set -uo pipefail
@@ -49,17 +47,6 @@ for backend in "$BACKEND" tch:cpu; do
     -o "$CHECK/trained-${backend//:/-}.onnx"
   echo "rc $? in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 done 2>&1 | tee "$OUT/digits.log"
-
-# The convolution weight gradient A/B: the table's original model, one epoch
-# on the first AB_LIMIT training images, burn's autodiff rule against im2col,
-# interleaved, at each batch size in AB_BATCHES.
-for batch in ${AB_BATCHES:-64 256}; do
-  for conv_grad in autodiff im2col autodiff im2col; do
-    echo "== --conv-grad $conv_grad --batch-size $batch, one epoch on ${AB_LIMIT:-20000} images"
-    "$BIN" train "$MODELS/resnet-mini.onnx" --dataset "mnist:$DATA" --epochs 1 --limit "${AB_LIMIT:-20000}" \
-      --batch-size "$batch" --backend "$BACKEND" --conv-grad "$conv_grad" -o "$CHECK/ab.onnx" 2>&1 | grep -E "epoch +1/|error"
-  done
-done 2>&1 | tee "$OUT/conv-grad-ab.log"
 
 echo "== Fashion-MNIST, training images: ${LIMIT:-all}, $EPOCHS epochs, options: ${TRAIN_ARGS:-defaults}, seeds $SEEDS, $JOBS jobs per seed on $BACKEND (stopped after $LIMIT_S s)"
 FM=/tmp/fashion-gpu

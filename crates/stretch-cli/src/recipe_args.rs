@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use training::data::{Augment, DatasetSpec};
-use training::{Backend, ConvGrad, Distill, Optimizer, Recipe, Schedule};
+use training::{Backend, Distill, Optimizer, Recipe, Schedule};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OptimizerArg {
@@ -86,21 +86,9 @@ pub struct RecipeArgs {
     /// scripts/build_libtorch.sh).
     #[arg(long, default_value = "flex")]
     pub backend: Backend,
-
-    /// How convolution weight gradients are taken: `autodiff` (burn's rule,
-    /// a convolution by the output gradient) or `im2col` (`dy · im2col(x)ᵀ`,
-    /// much faster on LibTorch's GPU). Same gradients up to float rounding.
-    /// Default: im2col on tch, autodiff elsewhere.
-    #[arg(long, value_name = "autodiff|im2col")]
-    pub conv_grad: Option<ConvGrad>,
 }
 
 impl RecipeArgs {
-    /// The `--conv-grad` choice, or the backend's default.
-    pub fn conv_grad(&self) -> ConvGrad {
-        self.conv_grad.unwrap_or_else(|| ConvGrad::default_for(self.backend))
-    }
-
     pub fn recipe(&self, distill: Option<Distill>) -> Result<Recipe> {
         Ok(Recipe {
             epochs: self.epochs,

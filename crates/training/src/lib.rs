@@ -9,7 +9,6 @@
 
 mod backend;
 mod checkpoint;
-mod conv_grad;
 pub mod data;
 mod error;
 mod forward;
@@ -24,7 +23,6 @@ mod resample;
 mod train;
 
 pub use backend::{Backend, Device, LibTorchTarget};
-pub use conv_grad::{ConvGrad, ConvTap};
 pub use checkpoint::{Checkpoint, Header as CheckpointHeader};
 pub use error::TrainError;
 pub use forward::{BatchStats, Forward};

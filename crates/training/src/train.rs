@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::checkpoint::{Checkpoint, Header, SCHEMA};
-use crate::conv_grad::ConvGrad;
 use crate::data::{Augment, Dataset, Split, Transform, split_of};
 use crate::error::TrainError;
 use crate::infer::Inference;
@@ -112,7 +111,6 @@ pub struct Session<'a> {
     history: Vec<EpochMetrics>,
     train_device: Device,
     eval_device: Device,
-    conv_grad: ConvGrad,
 }
 
 const EPOCH_SALT: u64 = 0x4570_6f63_6853_6875;
@@ -196,19 +194,7 @@ impl<'a> Session<'a> {
             history: Vec::new(),
             train_device,
             eval_device,
-            conv_grad: ConvGrad::default_for(backend),
         })
-    }
-
-    /// Chooses how convolution weight gradients are taken (default:
-    /// [`ConvGrad::default_for`] the backend). Both give the same gradients
-    /// up to float rounding.
-    pub fn set_conv_grad(&mut self, conv_grad: ConvGrad) {
-        self.conv_grad = conv_grad;
-    }
-
-    pub fn conv_grad(&self) -> ConvGrad {
-        self.conv_grad
     }
 
     pub fn recipe(&self) -> &Recipe {
@@ -272,9 +258,7 @@ impl<'a> Session<'a> {
                 (softmax(&t.scores(&images, n), classes, d.temperature), d)
             });
             let x = Tensor::<4>::from_data(TensorData::new(images, [n, c, h, w]), &self.train_device);
-            let fwd = self
-                .program
-                .forward_with(&self.params.values, x, true, self.conv_grad);
+            let fwd = self.program.forward(&self.params.values, x, true);
             let target = Tensor::<2>::from_data(TensorData::new(onehot, [n, classes]), &self.train_device);
             let mut loss = cross_entropy_with_logits(fwd.logits.clone(), target);
             if let Some((p, d)) = soft {
@@ -295,16 +279,6 @@ impl<'a> Session<'a> {
             }
             let scores = host_vec(&fwd.logits.clone().detach().reshape([n * classes]));
             let grads = loss.backward();
-            let mut tapped: Vec<Option<Tensor<1>>> = vec![None; self.params.values.len()];
-            for tap in &fwd.taps {
-                if let Some(g) = tap.weight_grad(&grads) {
-                    let slot = &mut tapped[tap.weight];
-                    *slot = Some(match slot.take() {
-                        Some(sum) => sum + g,
-                        None => g,
-                    });
-                }
-            }
             let step = (epoch - 1) * batches + b;
             let lr = self.recipe.schedule.at(self.recipe.lr, step, total_steps);
             for (i, spec) in self.program.params().iter().enumerate() {
@@ -312,9 +286,7 @@ impl<'a> Session<'a> {
                     continue;
                 }
                 let p = &self.params.values[i];
-                let Some(g) = p.grad(&grads).or_else(|| tapped[i].take()) else {
-                    continue;
-                };
+                let Some(g) = p.grad(&grads) else { continue };
                 let updated = self.optimizer.update(i, p.clone().inner(), g, lr);
                 self.params.values[i] = Tensor::from_inner(updated).require_grad();
             }

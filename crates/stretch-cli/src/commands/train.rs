@@ -186,7 +186,6 @@ pub fn train_graph(
     let epochs = recipe.epochs;
     let history = training::with_threads(args.threads, || -> Result<Vec<EpochMetrics>> {
         let mut session = Session::new(graph, set, recipe, args.backend, teacher)?;
-        session.set_conv_grad(args.conv_grad());
         if let Some(r) = resume {
             session.resume(r)?;
             say(format!(
@@ -197,7 +196,7 @@ pub fn train_graph(
         }
         let t = session.transform();
         say(format!(
-            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s), {} convolution weight gradients",
+            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s)",
             session.split().train.len(),
             session.split().val.len(),
             if set.test_start().is_some() {
@@ -213,7 +212,6 @@ pub fn train_graph(
             } else {
                 args.threads.to_string()
             },
-            session.conv_grad(),
         ));
         let mut bar = Bar { label, bar: None };
         while session.epochs_done() < epochs && stop_after.is_none_or(|s| session.epochs_done() < s) {
