@@ -370,3 +370,36 @@ fn bundled_digits_are_found_from_the_working_directory_up() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// compare-accuracy checks every model before training any: a missing file
+/// or a model with other classes fails naming the file, with nothing trained.
+#[test]
+fn compare_accuracy_checks_every_model_before_training() {
+    let dir = scratch("compare-preflight");
+    let m = zoo(&dir, "resnet-mini", "10");
+    let three = zoo(&dir, "resnet-mini", "3");
+    let missing = path(&dir.join("missing.onnx"));
+    for (bad, expected) in [(&missing, "missing.onnx"), (&three, "resnet-mini-3.onnx")] {
+        let out = dir.join("cmp");
+        let r = stretch(&[
+            "compare-accuracy",
+            &m,
+            &m,
+            bad,
+            "--dataset",
+            "digits",
+            "--epochs",
+            "1",
+            "--out-dir",
+            &path(&out),
+        ]);
+        let e = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{bad} was accepted");
+        assert!(e.contains(expected), "{bad}: {e}");
+        assert!(
+            !out.join("original.onnx").exists(),
+            "{bad}: the original trained before the check"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

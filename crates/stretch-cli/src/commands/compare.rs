@@ -103,20 +103,32 @@ struct Report<'a> {
 /// A trained model and its row of the comparison.
 type Trained = (Graph, Row);
 
-/// What is trained: a label, the source file and whether the trained
-/// original teaches it.
+/// What is trained: a label, the source file, its imported graph and
+/// whether the trained original teaches it.
 struct Job<'a> {
     label: String,
     path: &'a Path,
+    graph: &'a Graph,
     distilled: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let kd = distill(args.distill, "--distill", args.kd_alpha, args.kd_temperature)?;
     std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
+    let original = import_for_training(&args.original)?;
+    let set = load_dataset(&args.recipe, &original)?;
+    let mut graphs = vec![original];
+    for b in &args.branched {
+        graphs.push(import_for_training(b)?);
+    }
+    let paths: Vec<&Path> = std::iter::once(args.original.as_path())
+        .chain(args.branched.iter().map(|b| b.as_path()))
+        .collect();
+    check_models(&paths, &graphs, &set, kd.is_some())?;
     let mut jobs = vec![Job {
         label: "original".to_string(),
         path: &args.original,
+        graph: &graphs[0],
         distilled: false,
     }];
     let stems: Vec<String> = args
@@ -132,6 +144,7 @@ pub fn run(args: Args) -> Result<()> {
         jobs.push(Job {
             label: format!("branched{}-{stem}", i + 1),
             path: b,
+            graph: &graphs[i + 1],
             distilled: false,
         });
     }
@@ -140,13 +153,11 @@ pub fn run(args: Args) -> Result<()> {
             jobs.push(Job {
                 label: format!("branched{}-{stem}-kd", i + 1),
                 path: b,
+                graph: &graphs[i + 1],
                 distilled: true,
             });
         }
     }
-    let graph = import_for_training(&args.original)?;
-    let set = load_dataset(&args.recipe, &graph)?;
-    drop(graph);
     let (first_wave, second_wave): (Vec<&Job>, Vec<&Job>) = jobs.iter().partition(|j| !j.distilled);
     let mut trained = run_wave(&args, &set, &first_wave, None, kd)?;
     let teacher = trained.first().map(|(graph, _)| graph).context("nothing was trained")?;
@@ -256,18 +267,38 @@ fn run_wave(
     Ok(out)
 }
 
+/// Fails, naming the file, unless every model lowers for training, outputs
+/// the dataset's classes and, when the original teaches them, takes the
+/// original's input: checked before anything trains.
+fn check_models(paths: &[&Path], graphs: &[Graph], set: &ImageSet, distill: bool) -> Result<()> {
+    let mut first: Option<[usize; 3]> = None;
+    for (path, graph) in paths.iter().zip(graphs) {
+        let program = training::lower(graph).with_context(|| format!("cannot train {}", path.display()))?;
+        if program.classes() != set.classes() {
+            return Err(training::TrainError::ClassMismatch {
+                model: program.classes(),
+                dataset: set.classes(),
+            })
+            .with_context(|| format!("{}", path.display()));
+        }
+        let input = program.input_shape();
+        match first {
+            None => first = Some(input),
+            Some(teacher) if distill && teacher != input => bail!(
+                "{}: takes {input:?} inputs, the original (its teacher with --distill) {teacher:?}",
+                path.display()
+            ),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Trains one model of the comparison from its file (re-initialised unless
 /// --keep-weights) and writes it to --out-dir.
 fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd: Option<Distill>) -> Result<Trained> {
-    let mut graph = import_for_training(job.path)?;
+    let mut graph = job.graph.clone();
     let program = training::lower(&graph).with_context(|| format!("cannot train {}", job.path.display()))?;
-    if program.classes() != set.classes() {
-        return Err(training::TrainError::ClassMismatch {
-            model: program.classes(),
-            dataset: set.classes(),
-        })
-        .with_context(|| format!("{}", job.path.display()));
-    }
     if !args.keep_weights {
         training::reinitialise(&mut graph, &program, args.recipe.seed)?;
     }
