@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Training speed of LibTorch builds of `stretch` side by side on a GPU
+# machine (no Rust toolchain there: binaries built elsewhere with
+# scripts/build_libtorch.sh --for-torch VERSION): one epoch of MODEL on the
+# IDX data in DATA_DIR per run, every binary once per round at each batch
+# size, interleaved, ROUNDS rounds; prints each run's epoch line (training
+# images/s, validation top-1) under its name.
+#
+#   scripts/benchmarks/gpu_train_ab.sh DATA_DIR MODEL NAME=BINARY[=EXTRA ARGS] ...
+#
+# BINARY may be gzipped. ROUNDS (2), BATCHES ("64 256"), LIMIT (training
+# images; default all) and BACKEND (tch:cuda:0) can be set; libtorch comes from python3's torch (or TORCH_LIB).
+set -uo pipefail
+DATA="$1" MODEL="$2"
+shift 2
+ROUNDS="${ROUNDS:-2}" BATCHES="${BATCHES:-64 256}" BACKEND="${BACKEND:-tch:cuda:0}"
+TORCH_LIB=${TORCH_LIB:-$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')} || exit 1
+export LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OMP_NUM_THREADS=2
+LIMIT_ARGS=()
+[[ -n "${LIMIT:-}" ]] && LIMIT_ARGS=(--limit "$LIMIT")
+WORK=$(mktemp -d)
+NAMES=() BINS=() EXTRAS=()
+for spec in "$@"; do
+  IFS='=' read -r name bin extra <<<"$spec"
+  if [[ "$bin" == *.gz ]]; then
+    gzip -dc "$bin" >"$WORK/$name" && chmod +x "$WORK/$name" && bin="$WORK/$name"
+  fi
+  NAMES+=("$name") BINS+=("$(realpath "$bin")") EXTRAS+=("${extra:-}")
+done
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for round in $(seq 1 "$ROUNDS"); do
+  for batch in $BATCHES; do
+    for k in "${!NAMES[@]}"; do
+      line=$("${BINS[$k]}" train "$MODEL" --dataset "mnist:$DATA" --epochs 1 "${LIMIT_ARGS[@]}" --batch-size "$batch" \
+        --backend "$BACKEND" ${EXTRAS[$k]} -o "$WORK/out.onnx" 2>&1 | grep -E "epoch +1/1|error")
+      echo "round $round batch $batch ${NAMES[$k]}: $line"
+    done
+  done
+done
+rm -rf "$WORK"
