@@ -8,7 +8,7 @@
 #
 #   scripts/benchmarks/gpu_train_ab.sh DATA_DIR MODEL NAME=BINARY[=EXTRA ARGS] ...
 #
-# BINARY may be gzipped. ROUNDS (2), BATCHES ("64 256"), LIMIT (training
+# BINARY may be compressed (.gz or .xz). ROUNDS (2), BATCHES ("64 256"), LIMIT (training
 # images; default all) and BACKEND (tch:cuda:0) can be set; libtorch comes from python3's torch (or TORCH_LIB).
 set -uo pipefail
 DATA="$1" MODEL="$2"
@@ -22,9 +22,10 @@ WORK=$(mktemp -d)
 NAMES=() BINS=() EXTRAS=()
 for spec in "$@"; do
   IFS='=' read -r name bin extra <<<"$spec"
-  if [[ "$bin" == *.gz ]]; then
-    gzip -dc "$bin" >"$WORK/$name" && chmod +x "$WORK/$name" && bin="$WORK/$name"
-  fi
+  case "$bin" in
+    *.gz) gzip -dc "$bin" >"$WORK/$name" && chmod +x "$WORK/$name" && bin="$WORK/$name" ;;
+    *.xz) xz -dc "$bin" >"$WORK/$name" && chmod +x "$WORK/$name" && bin="$WORK/$name" ;;
+  esac
   NAMES+=("$name") BINS+=("$(realpath "$bin")") EXTRAS+=("${extra:-}")
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
