@@ -45,19 +45,12 @@ impl Backend {
 /// The burn device of a LibTorch target. burn 0.22 deprecates its LibTorch
 /// backend, but it is the GPU backend that builds from the package
 /// registries alone (`scripts/build_libtorch.sh`).
-///
-/// On CUDA, cuDNN times its algorithms for each new convolution shape and
-/// keeps the fastest (`cudnn.benchmark`), which pays where training repeats
-/// the same shapes thousands of times.
 #[cfg(feature = "tch")]
 #[allow(deprecated)]
 fn libtorch_device(target: LibTorchTarget) -> Device {
     match target {
         LibTorchTarget::Cpu => Device::libtorch(),
-        LibTorchTarget::Cuda(i) => {
-            tch::Cuda::cudnn_set_benchmark(true);
-            Device::libtorch_cuda(i)
-        }
+        LibTorchTarget::Cuda(i) => Device::libtorch_cuda(i),
     }
 }
 

@@ -111,9 +111,6 @@ pub struct Session<'a> {
     history: Vec<EpochMetrics>,
     train_device: Device,
     eval_device: Device,
-    /// Whether the optimizer updates all parameters as one vector (off on
-    /// `flex`, where the concatenation only adds copies).
-    fused: bool,
 }
 
 const EPOCH_SALT: u64 = 0x4570_6f63_6853_6875;
@@ -197,7 +194,6 @@ impl<'a> Session<'a> {
             history: Vec::new(),
             train_device,
             eval_device,
-            fused: backend != Backend::Flex,
         })
     }
 
@@ -285,19 +281,14 @@ impl<'a> Session<'a> {
             let grads = loss.backward();
             let step = (epoch - 1) * batches + b;
             let lr = self.recipe.schedule.at(self.recipe.lr, step, total_steps);
-            let mut items = Vec::new();
             for (i, spec) in self.program.params().iter().enumerate() {
                 if spec.role != Role::Learnable {
                     continue;
                 }
                 let p = &self.params.values[i];
                 let Some(g) = p.grad(&grads) else { continue };
-                items.push((i, p.clone().inner(), g));
-            }
-            let index: Vec<usize> = items.iter().map(|(i, ..)| *i).collect();
-            let updated = self.optimizer.update_all(items, lr, self.fused);
-            for (i, u) in index.into_iter().zip(updated) {
-                self.params.values[i] = Tensor::from_inner(u).require_grad();
+                let updated = self.optimizer.update(i, p.clone().inner(), g, lr);
+                self.params.values[i] = Tensor::from_inner(updated).require_grad();
             }
             self.optimizer.step += 1;
             self.params.update_running(fwd.stats);
