@@ -19,6 +19,22 @@ def load(path):
         return json.load(f)
 
 
+def describe(recipe):
+    """One line of a compare-accuracy recipe."""
+    opt = recipe["optimizer"]
+    name = next(iter(opt)) if isinstance(opt, dict) else str(opt)
+    extra = ", ".join(f"{k} {v}" for k, v in (opt[name] or {}).items()) if isinstance(opt, dict) else ""
+    aug = recipe.get("augment", {})
+    augs = [f"crop:{aug['crop_padding']}"] if aug.get("crop_padding") else []
+    augs += ["flip"] if aug.get("flip") else []
+    kd = recipe.get("distill")
+    return (
+        f"{name} ({extra}), lr {recipe['lr']} {recipe['schedule'].lower()}, batch {recipe['batch_size']}, "
+        f"weight decay {recipe['weight_decay']}, augmentation {','.join(augs) or 'none'}"
+        + (f", distillation alpha {kd['alpha']} T {kd['temperature']}" if kd else "")
+    )
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -29,6 +45,11 @@ def main():
         f"Fashion-MNIST, {first['epochs']} epochs, trained on {first['train_images']} images, "
         f"validated on {first['val_images']} ({first['val_source']}); seeds {', '.join(seeds)}"
     )
+    recipes = {s: {k: v for k, v in r.get("recipe", {}).items() if k != "seed"} for s, r in runs.items()}
+    if any(recipes[s] != recipes[seeds[0]] for s in seeds):
+        sys.exit("the seed files were trained with different recipes: " + "; ".join(f"seed {s}: {recipes[s]}" for s in seeds))
+    if "recipe" in first:
+        print(f"recipe: {describe(first['recipe'])}; backend {first.get('backend', '?')}")
     header = ["model", "kd", "params", "MACs", "top-1 mean", "per seed", "spread", "top-5 mean",
               "gap top-1", "gap per seed", "pred. speedup", "meas. speedup (p50)"]
     rows = [header]

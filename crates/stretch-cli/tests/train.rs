@@ -261,6 +261,12 @@ fn distillation_and_compare_accuracy_run() {
         "{cmp}"
     );
     assert_eq!(report["schema"], "stretch.compare-accuracy/1");
+    let recipe = &report["recipe"];
+    assert_eq!(
+        (&recipe["epochs"], &recipe["batch_size"], &recipe["distill"]["alpha"]),
+        (&serde_json::json!(1), &serde_json::json!(64), &serde_json::json!(0.5)),
+        "{recipe}"
+    );
     let rows = report["rows"].as_array().expect("rows");
     let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().expect("label")).collect();
     let distilled: Vec<bool> = rows.iter().map(|r| r["distilled"].as_bool().expect("flag")).collect();

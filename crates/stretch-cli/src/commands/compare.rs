@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use serde::Serialize;
-use training::Distill;
 use training::data::{Dataset, ImageSet};
+use training::{Distill, Recipe};
 
 use crate::commands::train::{Outputs, distill, import_for_training, load_dataset, train_graph};
 use crate::format::{si, table};
@@ -97,6 +97,10 @@ struct Report<'a> {
     train_images: usize,
     val_images: usize,
     val_source: &'static str,
+    /// The recipe every model was trained with (the distilled ones add the
+    /// teacher's settings in `distill`).
+    recipe: Recipe,
+    backend: String,
     rows: &'a [Row],
 }
 
@@ -215,6 +219,8 @@ pub fn run(args: Args) -> Result<()> {
             train_images: split.train.len(),
             val_images: split.val.len(),
             val_source,
+            recipe: args.recipe.recipe(kd)?,
+            backend: args.recipe.backend.to_string(),
             rows: &rows,
         };
         std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
