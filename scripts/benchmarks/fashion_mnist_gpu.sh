@@ -12,7 +12,7 @@
 #
 #   scripts/benchmarks/fashion_mnist_gpu.sh BINARY DATA_DIR MODELS_DIR OUT_DIR
 #
-# BINARY may be gzipped (BINARY.gz). libtorch comes from python3's torch
+# BINARY may be compressed (.gz or .xz). libtorch comes from python3's torch
 # (or TORCH_LIB). EPOCHS (10), SEEDS ("0 1"), JOBS (4), LIMIT_S (480),
 # LIMIT (training images; default all), BACKEND (tch:cuda:0) and TRAIN_ARGS
 # (fashion_mnist.sh's) can be set. OUT_DIR
@@ -24,12 +24,8 @@ BIN="$1" DATA="$2" MODELS="$3" OUT="$4"
 EPOCHS="${EPOCHS:-10}" SEEDS="${SEEDS:-0 1}" JOBS="${JOBS:-4}" LIMIT_S="${LIMIT_S:-480}"
 LIMIT="${LIMIT:-}" BACKEND="${BACKEND:-tch:cuda:0}"
 mkdir -p "$OUT"
-if [[ "$BIN" == *.gz ]]; then
-  gzip -dc "$BIN" >/tmp/stretch-tch && chmod +x /tmp/stretch-tch && BIN=/tmp/stretch-tch
-fi
-BIN=$(realpath "$BIN")
-TORCH_LIB=${TORCH_LIB:-$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')} || exit 1
-export LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OMP_NUM_THREADS=2
+source scripts/benchmarks/gpu_common.sh
+BIN=$(unpack "$BIN" /tmp/stretch-tch)
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "$(getconf _NPROCESSORS_ONLN) CPUs: $(grep -m1 "model name" /proc/cpuinfo)"

@@ -14,19 +14,14 @@ set -uo pipefail
 DATA="$1" MODEL="$2"
 shift 2
 ROUNDS="${ROUNDS:-2}" BATCHES="${BATCHES:-64 256}" BACKEND="${BACKEND:-tch:cuda:0}"
-TORCH_LIB=${TORCH_LIB:-$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')} || exit 1
-export LD_LIBRARY_PATH="$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OMP_NUM_THREADS=2
+source "$(dirname "$0")/gpu_common.sh"
 LIMIT_ARGS=()
 [[ -n "${LIMIT:-}" ]] && LIMIT_ARGS=(--limit "$LIMIT")
 WORK=$(mktemp -d)
 NAMES=() BINS=() EXTRAS=()
 for spec in "$@"; do
   IFS='=' read -r name bin extra <<<"$spec"
-  case "$bin" in
-    *.gz) gzip -dc "$bin" >"$WORK/$name" && chmod +x "$WORK/$name" && bin="$WORK/$name" ;;
-    *.xz) xz -dc "$bin" >"$WORK/$name" && chmod +x "$WORK/$name" && bin="$WORK/$name" ;;
-  esac
-  NAMES+=("$name") BINS+=("$(realpath "$bin")") EXTRAS+=("${extra:-}")
+  NAMES+=("$name") BINS+=("$(unpack "$bin" "$WORK/$name")") EXTRAS+=("${extra:-}")
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for round in $(seq 1 "$ROUNDS"); do
