@@ -41,7 +41,8 @@ pub struct SweepArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Write a Chrome trace of the last run (one track per processor).
+    /// Write a Chrome trace of the last run (one track per processor); with
+    /// --plan, of the last round of every plan and of lst, one process each.
     #[arg(long, value_name = "T.json")]
     pub trace: Option<PathBuf>,
 
@@ -404,6 +405,27 @@ pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str)
                 "name": format!("{} {what}", names.get(o.worker).map_or("?", |n| n.as_str())),
                 "cat": "outage", "ph": "i", "s": "g", "pid": 1, "tid": o.worker, "ts": at * 1e3,
             }));
+        }
+    }
+    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
+}
+
+/// A Chrome trace of several runs, one process per run (named by its
+/// label) with one track per processor.
+pub fn chrome_trace_runs(
+    runs: &[(String, &RunLog)],
+    names: &[String],
+    apps: &[String],
+    kind: &str,
+) -> serde_json::Value {
+    let mut events = Vec::new();
+    for (k, (label, log)) in runs.iter().enumerate() {
+        let pid = k + 1;
+        events.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}));
+        let one = chrome_trace(log, names, apps, kind);
+        for mut e in one["traceEvents"].as_array().cloned().unwrap_or_default() {
+            e["pid"] = serde_json::json!(pid);
+            events.push(e);
         }
     }
     serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})

@@ -263,6 +263,7 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
         "pieces measured before must come from the database:\n{first}\n{again}"
     );
     let best = dir.join("plan.best-mapping.json");
+    let trace = dir.join("trace.json");
     let out = stretch_ok(&[
         "serve",
         "--workload",
@@ -276,6 +277,8 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
         "--isolated-runs",
         "3",
         "--retime",
+        "--trace",
+        trace.to_str().unwrap(),
     ]);
     assert!(first.contains("driver wake-up for a tick"), "{first}");
     let figures: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
@@ -298,5 +301,56 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
         "every output of the plans equalled the whole-model reference",
     ] {
         assert!(out.contains(needle), "no '{needle}' in:\n{out}");
+    }
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let runs: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert_eq!(runs, ["plan.json", "plan.best-mapping.json", "Band lst (online)"]);
+    for pid in 1..=3 {
+        assert!(
+            events.iter().any(|e| e["ph"] == "X" && e["pid"] == pid),
+            "no subgraph of run {pid} in the trace"
+        );
+    }
+
+    let serve = |extra: &[&str]| {
+        let mut args = vec![
+            "serve",
+            "--workload",
+            w,
+            "--runtime-config",
+            rc,
+            "--plan",
+            plan.to_str().unwrap(),
+        ];
+        args.extend(["--isolated-runs", "3", "--no-check", "--duration-s", "0.5"]);
+        args.extend(extra);
+        stretch(&args)
+    };
+    let out = serve(&["--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints only JSON");
+    assert_eq!(report["kind"], "measured");
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "the plan and lst: {report}");
+    let group = &runs[0]["groups"][0];
+    assert!(group["p50_makespan_ms"].as_f64().is_some_and(|m| m > 0.0), "{report}");
+    assert!(group["predicted_by_analyze_ms"].as_f64().is_some(), "{report}");
+    assert_eq!(runs[0]["apps"].as_array().unwrap().len(), 2, "{report}");
+    for flag in [
+        &["--policy", "heft"][..],
+        &["--plot", "x.svg"],
+        &["--slo-multipliers", "1,2"],
+    ] {
+        let out = serve(flag);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(&format!("{} does not apply with --plan", flag[0])),
+            "{err}"
+        );
     }
 }

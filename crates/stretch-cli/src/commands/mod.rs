@@ -15,6 +15,7 @@ pub mod profile;
 pub mod run;
 pub mod serve;
 mod serve_plan;
+mod serve_plan_report;
 mod serve_render;
 pub mod simulate;
 mod simulate_plan;

@@ -4,7 +4,8 @@
 //! measured, beside what the analyzer predicted.
 
 use super::serve::Args;
-use crate::multi_common::group_lines;
+use super::serve_plan_report::{Gathered, Report, RunReport};
+use crate::multi_common as mc;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
 use predictor::profiler::steal::Steal;
@@ -26,6 +27,18 @@ use std::path::{Path, PathBuf};
 
 /// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn.
 pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
+    let unused = [
+        ("--policy", a.sweep.policy.is_some()),
+        ("--compare", a.sweep.compare.is_some()),
+        ("--slo-multipliers", a.sweep.slo_multipliers.is_some()),
+        ("--plot", a.sweep.plot.is_some()),
+        ("--save-latencies", a.save_latencies.is_some()),
+    ];
+    if let Some((flag, _)) = unused.iter().find(|u| u.1) {
+        bail!(
+            "{flag} does not apply with --plan: the plans run as written, beside Band's lst, at the workload's group periods"
+        );
+    }
     let sc = ps::load_runtime(&a.workload, &a.runtime_config, &a.processors)?;
     let factory = default_factory();
     let mut say = |_: &str| {};
@@ -98,7 +111,9 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     };
     let mut retimed: Vec<Breakdown> = (0..served.len()).map(|_| Breakdown::default()).collect();
     let mut retimed_outcomes: Vec<Outcome> = Vec::new();
+    let mut last_logs: Vec<RunLog> = Vec::new();
     for _ in 0..rounds {
+        last_logs.clear();
         if let Some(costs) = retimer.as_mut() {
             costs.forget_pieces();
             let (mut problem, _) = ps::problem(&sc, costs, RETIME_TICKS)?;
@@ -118,6 +133,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             add_boundary(&mut boundary[k], &log);
             breakdown[k].add(&log);
             merge(&mut outcomes, k, outcome_from_log(&log, &w));
+            last_logs.push(log);
         }
         let mut sched = Scheduler::new(
             band_units.clone(),
@@ -130,77 +146,90 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         add_boundary(&mut boundary[served.len()], &log);
         breakdown[served.len()].add(&log);
         merge(&mut outcomes, served.len(), outcome_from_log(&log, &w));
+        last_logs.push(log);
     }
     let groups: Vec<String> = w.groups.iter().map(|g| g.name.clone()).collect();
-    println!("{}", super::serve::scheduling_line(&sc.procs, false));
-    println!(
-        "serve --plan: {} apps in {} group(s) on {} ({} round(s) of {:.1} s each, plans and lst in turn; measured)",
-        sc.apps.len(),
-        groups.len(),
-        sc.names.join(", "),
-        rounds,
-        w.duration_s.unwrap_or(0.0)
-    );
+    let enabled = scheduler_rt::pool::pool().enabled();
+    let mut runs = Vec::new();
     for (k, p) in served.iter().enumerate() {
-        println!("plan {} (static): score {:.3}", short(&p.path), outcomes[k].score());
-        for line in group_lines(&outcomes[k], &groups) {
-            println!("{line}");
-        }
-        println!("{}", boundary_line(&boundary[k]));
-        for line in breakdown_lines(&breakdown[k], &sc.apps, &p.predicted_apps) {
-            println!("{line}");
-        }
-        if retimer.is_some() {
-            let now: Vec<Option<AppFigures>> = (0..sc.apps.len()).map(|a| retimed[k].app(a)).collect();
-            for line in breakdown_lines(&breakdown[k], &sc.apps, &now).into_iter().skip(1) {
-                println!("{line} (brackets: simulated with the pieces re-timed now)");
+        runs.push(RunReport::new(
+            Gathered {
+                name: short(&p.path),
+                static_plan: true,
+                outcome: &outcomes[k],
+                boundary: PoolReport::new(enabled, boundary[k].0, boundary[k].1),
+                breakdown: &breakdown[k],
+                steal: stolen[k].clone(),
+                predicted: p.predicted.as_deref(),
+                predicted_apps: &p.predicted_apps,
+                retimed: retimer
+                    .is_some()
+                    .then(|| retimed_outcomes.get(k).map(|o| (o, &retimed[k])))
+                    .flatten(),
+            },
+            &groups,
+            &sc.apps,
+        ));
+    }
+    let n = served.len();
+    runs.push(RunReport::new(
+        Gathered {
+            name: "Band lst (online)".into(),
+            static_plan: false,
+            outcome: &outcomes[n],
+            boundary: PoolReport::new(enabled, boundary[n].0, boundary[n].1),
+            breakdown: &breakdown[n],
+            steal: stolen[n].clone(),
+            predicted: None,
+            predicted_apps: &[],
+            retimed: None,
+        },
+        &groups,
+        &sc.apps,
+    ));
+    let report = Report {
+        kind: "measured",
+        scheduling: super::serve::scheduling_line(&sc.procs, false),
+        processors: sc.names.clone(),
+        rounds,
+        round_s: w.duration_s.unwrap_or(0.0),
+        runs,
+        outputs_checked: !a.no_check,
+    };
+    if let Some(path) = &a.sweep.trace {
+        let runs: Vec<(String, &RunLog)> = report
+            .runs
+            .iter()
+            .map(|r| r.name.clone())
+            .zip(last_logs.iter())
+            .collect();
+        mc::write(
+            path,
+            &serde_json::to_string(&mc::chrome_trace_runs(&runs, &sc.names, &sc.apps, "measured"))?,
+        )?;
+    }
+    if a.sweep.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", report.scheduling);
+        println!(
+            "serve --plan: {} apps in {} group(s) on {} ({} round(s) of {:.1} s each, plans and lst in turn; measured)",
+            sc.apps.len(),
+            groups.len(),
+            sc.names.join(", "),
+            rounds,
+            report.round_s
+        );
+        for r in &report.runs {
+            for line in r.lines() {
+                println!("{line}");
             }
         }
-        if let Some(s) = &stolen[k] {
-            println!("  {}", s.line());
-        }
-        if let Some(predicted) = &p.predicted {
-            for (g, pred) in predicted.iter().enumerate() {
-                let m = &outcomes[k].makespans[g];
-                let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
-                let p50 = scheduler_rt::multi::puzzle::score::median(m);
-                println!(
-                    "  {:<12} predicted by analyze {pred:.2} ms; measured mean {mean:.2} ms ({:+.1}%), p50 {p50:.2} ms ({:+.1}%)",
-                    groups[g],
-                    100.0 * (mean / pred - 1.0),
-                    100.0 * (p50 / pred - 1.0)
-                );
-                if let Some(r) = retimed_outcomes
-                    .get(k)
-                    .map(|o| &o.makespans[g])
-                    .filter(|r| !r.is_empty())
-                {
-                    let now = r.iter().sum::<f64>() / r.len() as f64;
-                    println!(
-                        "  {:<12} simulated with the pieces re-timed before each round {now:.2} ms at the served period; measured mean {:+.1}%, p50 {:+.1}%",
-                        groups[g],
-                        100.0 * (mean / now - 1.0),
-                        100.0 * (p50 / now - 1.0)
-                    );
-                }
-            }
-        }
-    }
-    println!("Band lst (online): score {:.3}", outcomes[served.len()].score());
-    for line in group_lines(&outcomes[served.len()], &groups) {
-        println!("{line}");
-    }
-    println!("{}", boundary_line(&boundary[served.len()]));
-    for line in breakdown_lines(&breakdown[served.len()], &sc.apps, &[]) {
-        println!("{line}");
-    }
-    if let Some(s) = &stolen[served.len()] {
-        println!("  {}", s.line());
     }
     if mismatches > 0 {
         bail!("{mismatches} outputs differed from the whole-model reference");
     }
-    if !a.no_check {
+    if !a.no_check && !a.sweep.json {
         println!("every output of the plans equalled the whole-model reference (max |diff| <= 1e-4 x output scale)");
     }
     Ok(())
@@ -227,13 +256,6 @@ fn add_boundary(acc: &mut (PoolCounters, usize), log: &RunLog) {
     acc.1 += log.completed.len();
 }
 
-fn boundary_line(&(c, n): &(PoolCounters, usize)) -> String {
-    format!(
-        "  {}",
-        PoolReport::new(scheduler_rt::pool::pool().enabled(), c, n).line()
-    )
-}
-
 fn short(p: &Path) -> String {
     p.file_name()
         .map_or(p.display().to_string(), |f| f.to_string_lossy().into_owned())
@@ -247,30 +269,6 @@ fn merge(all: &mut Vec<Outcome>, k: usize, o: Outcome) {
     for (acc, more) in all[k].makespans.iter_mut().zip(o.makespans) {
         acc.extend(more);
     }
-}
-
-/// Where the measured time went, per app, beside `predicted` (per app,
-/// the simulated figures; empty or `None` where there are none).
-fn breakdown_lines(b: &Breakdown, apps: &[String], predicted: &[Option<AppFigures>]) -> Vec<String> {
-    let (lag, over) = b.driver_ms();
-    let mut lines = vec![format!(
-        "  where the time went (medians; measured, predicted in brackets): arrival lag {lag:.3} ms, driver overhead {over:.3} ms per subgraph"
-    )];
-    for (a, name) in apps.iter().enumerate() {
-        let Some(f) = b.app(a) else { continue };
-        let pred = predicted.get(a).copied().flatten();
-        let show = |v: Option<f64>| v.map_or(String::new(), |v| format!(" ({v:.3})"));
-        lines.push(format!(
-            "    {name:<12} latency {:.3}{} ms: running {:.3}{} ms, waiting and hand-offs {:.3}{} ms",
-            f.latency_ms,
-            show(pred.map(|p| p.latency_ms)),
-            f.running_ms,
-            show(pred.map(|p| p.running_ms)),
-            f.waiting_ms,
-            show(pred.map(|p| p.waiting_ms))
-        ));
-    }
-    lines
 }
 
 /// A plan served for real, with what the analyzer predicted for it.

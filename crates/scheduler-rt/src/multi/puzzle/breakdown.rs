@@ -17,6 +17,8 @@ pub struct Breakdown {
     pub overhead_ms: Vec<f64>,
     /// Per app, per finished request: (latency, running) in ms.
     pub apps: Vec<Vec<(f64, f64)>>,
+    /// Per app, per candidate (piece) it ran: the engine's ms of each run.
+    pub pieces: Vec<std::collections::BTreeMap<usize, Vec<f64>>>,
 }
 
 /// Medians of one app's requests.
@@ -42,6 +44,13 @@ impl Breakdown {
         let mut run: HashMap<_, f64> = HashMap::new();
         for s in log.spans.iter().filter(|s| s.counted) {
             *run.entry(s.job).or_default() += s.end_ms - s.start_ms;
+            if self.pieces.len() <= s.app {
+                self.pieces.resize_with(s.app + 1, Default::default);
+            }
+            self.pieces[s.app]
+                .entry(s.candidate)
+                .or_default()
+                .push(s.end_ms - s.start_ms);
         }
         self.lag_ms.extend(&log.arrival_lag_ms);
         self.overhead_ms.extend(&log.dispatch_overhead_ms);
@@ -65,6 +74,15 @@ impl Breakdown {
             running_ms: median(&run),
             waiting_ms: median(&wait),
         })
+    }
+
+    /// App `a`'s pieces (by candidate index, in order) with the median
+    /// engine ms of their runs; empty when none ran.
+    pub fn piece_medians(&self, a: usize) -> Vec<(usize, f64)> {
+        self.pieces
+            .get(a)
+            .map(|m| m.iter().map(|(c, v)| (*c, median(v))).collect())
+            .unwrap_or_default()
     }
 
     /// Median driver figures: (arrival lag, overhead per subgraph), ms; 0 when none.
@@ -128,6 +146,8 @@ mod tests {
         let c = b.app(1).unwrap();
         assert_eq!((c.running_ms, c.waiting_ms), (3.0, 0.0));
         assert!(b.app(2).is_none());
+        assert_eq!(b.piece_medians(0), vec![(0, 1.25)]);
+        assert!(b.piece_medians(2).is_empty());
         let (lag, over) = b.driver_ms();
         assert!((lag - 0.2).abs() < 1e-12 && (over - 0.03).abs() < 1e-12);
     }

@@ -1,0 +1,260 @@
+//! The report of `stretch serve --plan`: per served run (each plan, then
+//! Band's `lst`), its groups' makespans and score, the engine boundary's
+//! counters, where each app's time went and, per app cut into pieces,
+//! each piece's engine time; as text or JSON (`--json`), every figure
+//! measured unless its field says predicted or simulated.
+
+use predictor::profiler::steal::Steal;
+use scheduler_rt::multi::puzzle::breakdown::{AppFigures, Breakdown};
+use scheduler_rt::multi::puzzle::evaluate::Outcome;
+use scheduler_rt::multi::puzzle::score::{group_score, qoe, quantile};
+use scheduler_rt::multi::report::PoolReport;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// The whole report.
+#[derive(Serialize)]
+pub struct Report {
+    /// Always `measured`: the runs are real; predictions are named as such.
+    pub kind: &'static str,
+    pub scheduling: String,
+    pub processors: Vec<String>,
+    pub rounds: usize,
+    pub round_s: f64,
+    pub runs: Vec<RunReport>,
+    /// Whether every output was compared with the whole-model reference.
+    pub outputs_checked: bool,
+}
+
+/// One served configuration, pooled over the rounds.
+#[derive(Serialize)]
+pub struct RunReport {
+    /// The plan file's name, or `Band lst (online)`.
+    pub name: String,
+    /// A static plan (`false`: `lst`, online).
+    pub static_plan: bool,
+    pub score: f64,
+    pub groups: Vec<GroupReport>,
+    pub engine_boundary: PoolReport,
+    /// Medians: the driver's lateness submitting a request, and its
+    /// overhead around each subgraph.
+    pub arrival_lag_ms: f64,
+    pub driver_overhead_ms: f64,
+    pub apps: Vec<AppReport>,
+    pub steal: Option<Steal>,
+}
+
+#[derive(Serialize)]
+pub struct GroupReport {
+    pub group: String,
+    pub period_ms: f64,
+    pub requests: usize,
+    pub mean_makespan_ms: f64,
+    pub p50_makespan_ms: f64,
+    pub p90_makespan_ms: f64,
+    pub qoe: f64,
+    pub score: f64,
+    /// The analyzer's simulated mean makespan, written into the plan.
+    pub predicted_by_analyze_ms: Option<f64>,
+    /// With `--retime`: the simulated mean makespan with the pieces timed
+    /// again before each round.
+    pub simulated_retimed_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+pub struct AppReport {
+    pub app: String,
+    /// Medians of its requests.
+    pub measured: AppFigures,
+    /// The analyzer's simulated figures, from the plan file.
+    pub predicted_by_analyze: Option<AppFigures>,
+    /// With `--retime`: simulated with the pieces timed again.
+    pub simulated_retimed: Option<AppFigures>,
+    /// Its pieces in plan order (static plans that cut it into several).
+    pub pieces: Vec<PieceReport>,
+}
+
+#[derive(Serialize)]
+pub struct PieceReport {
+    /// The piece's index among the model's candidates (plan order).
+    pub piece: usize,
+    /// Median engine ms served.
+    pub served_ms: f64,
+    /// With `--retime`: its median in the re-timed simulation.
+    pub simulated_retimed_ms: Option<f64>,
+}
+
+/// What one served configuration gathered over the rounds.
+pub struct Gathered<'a> {
+    pub name: String,
+    pub static_plan: bool,
+    pub outcome: &'a Outcome,
+    pub boundary: PoolReport,
+    pub breakdown: &'a Breakdown,
+    pub steal: Option<Steal>,
+    /// Per group, the analyzer's mean makespan.
+    pub predicted: Option<&'a [f64]>,
+    /// Per app, the analyzer's figures.
+    pub predicted_apps: &'a [Option<AppFigures>],
+    /// With `--retime`: the simulation's outcome and breakdown.
+    pub retimed: Option<(&'a Outcome, &'a Breakdown)>,
+}
+
+impl RunReport {
+    pub fn new(g: Gathered, groups: &[String], apps: &[String]) -> RunReport {
+        let mean = |m: &[f64]| m.iter().sum::<f64>() / m.len().max(1) as f64;
+        let groups = g
+            .outcome
+            .makespans
+            .iter()
+            .zip(&g.outcome.periods_ms)
+            .enumerate()
+            .map(|(i, (m, p))| GroupReport {
+                group: groups[i].clone(),
+                period_ms: *p,
+                requests: m.len(),
+                mean_makespan_ms: mean(m),
+                p50_makespan_ms: quantile(m, 0.5),
+                p90_makespan_ms: quantile(m, 0.9),
+                qoe: qoe(m, *p),
+                score: group_score(m, *p),
+                predicted_by_analyze_ms: g.predicted.and_then(|p| p.get(i).copied()),
+                simulated_retimed_ms: g
+                    .retimed
+                    .and_then(|(o, _)| o.makespans.get(i))
+                    .filter(|r| !r.is_empty())
+                    .map(|r| mean(r)),
+            })
+            .collect();
+        let (lag, over) = g.breakdown.driver_ms();
+        let apps = apps
+            .iter()
+            .enumerate()
+            .filter_map(|(a, name)| {
+                let measured = g.breakdown.app(a)?;
+                let served = g.breakdown.piece_medians(a);
+                let sim: HashMap<usize, f64> = g
+                    .retimed
+                    .map(|(_, b)| b.piece_medians(a).into_iter().collect())
+                    .unwrap_or_default();
+                let pieces = if served.len() < 2 || !g.static_plan {
+                    Vec::new()
+                } else {
+                    served
+                        .into_iter()
+                        .map(|(c, ms)| PieceReport {
+                            piece: c,
+                            served_ms: ms,
+                            simulated_retimed_ms: sim.get(&c).copied(),
+                        })
+                        .collect()
+                };
+                Some(AppReport {
+                    app: name.clone(),
+                    measured,
+                    predicted_by_analyze: g.predicted_apps.get(a).copied().flatten(),
+                    simulated_retimed: g.retimed.and_then(|(_, b)| b.app(a)),
+                    pieces,
+                })
+            })
+            .collect();
+        RunReport {
+            name: g.name,
+            static_plan: g.static_plan,
+            score: g.outcome.score(),
+            groups,
+            engine_boundary: g.boundary,
+            arrival_lag_ms: lag,
+            driver_overhead_ms: over,
+            apps,
+            steal: g.steal,
+        }
+    }
+
+    /// The run as text lines.
+    pub fn lines(&self) -> Vec<String> {
+        let head = if self.static_plan {
+            format!("plan {} (static): score {:.3}", self.name, self.score)
+        } else {
+            format!("{}: score {:.3}", self.name, self.score)
+        };
+        let mut out = vec![head];
+        for g in &self.groups {
+            out.push(format!(
+                "  {:<12} period {:>8.2} ms  makespan mean {:>8.2}  p50 {:>8.2}  p90 {:>8.2} ms  QoE {:.3}  score {:.3}  ({} requests)",
+                g.group, g.period_ms, g.mean_makespan_ms, g.p50_makespan_ms, g.p90_makespan_ms, g.qoe, g.score, g.requests
+            ));
+        }
+        out.push(format!("  {}", self.engine_boundary.line()));
+        out.push(format!(
+            "  where the time went (medians; measured, predicted in brackets): arrival lag {:.3} ms, driver overhead {:.3} ms per subgraph",
+            self.arrival_lag_ms, self.driver_overhead_ms
+        ));
+        let app_line = |a: &AppReport, p: Option<AppFigures>| {
+            let show = |v: Option<f64>| v.map_or(String::new(), |v| format!(" ({v:.3})"));
+            format!(
+                "    {:<12} latency {:.3}{} ms: running {:.3}{} ms, waiting and hand-offs {:.3}{} ms",
+                a.app,
+                a.measured.latency_ms,
+                show(p.map(|p| p.latency_ms)),
+                a.measured.running_ms,
+                show(p.map(|p| p.running_ms)),
+                a.measured.waiting_ms,
+                show(p.map(|p| p.waiting_ms))
+            )
+        };
+        for a in &self.apps {
+            out.push(app_line(a, a.predicted_by_analyze));
+        }
+        let retimed = self.groups.iter().any(|g| g.simulated_retimed_ms.is_some());
+        if retimed {
+            for a in &self.apps {
+                out.push(format!(
+                    "{} (brackets: simulated with the pieces re-timed now)",
+                    app_line(a, a.simulated_retimed)
+                ));
+            }
+        }
+        for a in self.apps.iter().filter(|a| !a.pieces.is_empty()) {
+            let text: Vec<String> = a
+                .pieces
+                .iter()
+                .map(|p| match p.simulated_retimed_ms {
+                    Some(s) => format!("{:.3} ({s:.3})", p.served_ms),
+                    None => format!("{:.3}", p.served_ms),
+                })
+                .collect();
+            let what = if retimed {
+                "median ms served (simulated with the pieces re-timed now)"
+            } else {
+                "median ms served"
+            };
+            out.push(format!("    {:<12} pieces, {what}: {}", a.app, text.join(", ")));
+        }
+        if let Some(s) = &self.steal {
+            out.push(format!("  {}", s.line()));
+        }
+        for g in &self.groups {
+            let Some(pred) = g.predicted_by_analyze_ms else {
+                continue;
+            };
+            out.push(format!(
+                "  {:<12} predicted by analyze {pred:.2} ms; measured mean {:.2} ms ({:+.1}%), p50 {:.2} ms ({:+.1}%)",
+                g.group,
+                g.mean_makespan_ms,
+                100.0 * (g.mean_makespan_ms / pred - 1.0),
+                g.p50_makespan_ms,
+                100.0 * (g.p50_makespan_ms / pred - 1.0)
+            ));
+            if let Some(now) = g.simulated_retimed_ms {
+                out.push(format!(
+                    "  {:<12} simulated with the pieces re-timed before each round {now:.2} ms at the served period; measured mean {:+.1}%, p50 {:+.1}%",
+                    g.group,
+                    100.0 * (g.mean_makespan_ms / now - 1.0),
+                    100.0 * (g.p50_makespan_ms / now - 1.0)
+                ));
+            }
+        }
+        out
+    }
+}
