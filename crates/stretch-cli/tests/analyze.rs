@@ -117,6 +117,38 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     );
     assert!(scores[1] >= 0.999, "at α* = {sat} the plan must score 1:\n{sim}");
     assert!(sim.contains(&format!("saturation multiplier α*: {sat:.2}")), "{sim}");
+    let json = stretch_ok(&[
+        "simulate",
+        "--workload",
+        &w,
+        "--device",
+        &device(),
+        "--plan",
+        p1.to_str().unwrap(),
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&json).expect("--json prints only JSON");
+    assert_eq!(report["kind"], "simulated");
+    assert!(
+        (report["runs"][0]["score"].as_f64().unwrap() - score).abs() < 1e-3,
+        "{report}"
+    );
+    let out = stretch(&[
+        "simulate",
+        "--workload",
+        &w,
+        "--device",
+        &device(),
+        "--plan",
+        p1.to_str().unwrap(),
+        "--noise",
+        "0.1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--noise does not apply with --plan"),
+        "{err}"
+    );
 }
 
 #[test]

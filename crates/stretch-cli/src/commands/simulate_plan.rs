@@ -10,6 +10,21 @@ use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 
 pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
     let device = a.device.as_ref().context("--plan needs --device")?;
+    let unused = [
+        ("--policy", a.sweep.policy.is_some()),
+        ("--compare", a.sweep.compare.is_some()),
+        ("--trace", a.sweep.trace.is_some()),
+        ("--plot", a.sweep.plot.is_some()),
+        ("--noise", a.noise != 0.0),
+        ("--contention", a.contention != 1.0),
+        ("--thermal", a.thermal),
+        ("--processor", !a.processors.is_empty()),
+    ];
+    if let Some((flag, _)) = unused.iter().find(|u| u.1) {
+        bail!(
+            "{flag} does not apply with --plan: the plan runs as written on the --device profile's processors, with its predictor's costs and hand-offs"
+        );
+    }
     let sc = ps::load(&a.workload, device)?;
     let plan = PlanFile::load(plan_path)?;
     let (pieces, rank) = plan.resolve(
@@ -36,14 +51,20 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
     let b = problem.build_pieces(pieces, rank)?;
     let groups: Vec<String> = problem.workload.groups.iter().map(|g| g.name.clone()).collect();
     let multipliers: Vec<Option<f64>> = crate::multi_common::multipliers(&a.sweep.slo_multipliers)?;
-    println!(
+    let text = !a.sweep.json;
+    let say = |line: String| {
+        if text {
+            println!("{line}");
+        }
+    };
+    say(format!(
         "simulate --plan {}: {} apps in {} group(s) on {} (static plan; costs predicted by the {} profile; simulated)",
         plan_path.display(),
         sc.apps.len(),
         groups.len(),
         sc.names.join(", "),
         sc.device.as_ref().map_or("-", |d| d.profile().name.as_str())
-    );
+    ));
     let mut rows = Vec::new();
     for m in multipliers {
         let w = match m {
@@ -51,25 +72,27 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
             None => problem.workload.clone(),
         };
         let o = problem.simulate(&b, &w)?;
-        println!(
+        say(format!(
             "period multiplier {}: score {:.3}",
             m.map_or("as written".into(), |m| format!("{m}")),
             o.score()
-        );
+        ));
         for line in group_lines(&o, &groups) {
-            println!("{line}");
+            say(line);
         }
         rows.push(serde_json::json!({"multiplier": m, "score": o.score(), "makespans_ms": o.makespans, "periods_ms": o.periods_ms}));
     }
     let sat = problem.saturation(&b, 4.0)?;
-    println!(
+    say(format!(
         "saturation multiplier α*: {}",
         sat.map_or("above 4".into(), |s| format!("{s:.2}"))
-    );
+    ));
     if a.sweep.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"runs": rows, "saturation_multiplier": sat}))?
+            serde_json::to_string_pretty(
+                &serde_json::json!({"kind": "simulated", "plan": plan_path.display().to_string(), "processors": sc.names, "runs": rows, "saturation_multiplier": sat})
+            )?
         );
     }
     Ok(())
