@@ -65,6 +65,15 @@ done
 command -v cargo >/dev/null || { echo "error: cargo not found; install Rust from rustup.rs" >&2; exit 1; }
 command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; torch $TORCH_VERSION needs Python 3.10-3.13" >&2; exit 1; }
 
+# Both builds run cargo with --locked (the crates that were checked, no
+# silent upgrade); say what to do when the manifests have moved past Cargo.lock.
+LOCK_ERR=$(cargo metadata --locked --format-version 1 2>&1 >/dev/null) || {
+    if grep -q "needs to be updated" <<<"$LOCK_ERR"; then
+        echo "error: Cargo.lock is out of date with the manifests (a dependency or feature was added); run 'cargo build' once without --locked to update it, commit Cargo.lock, then rerun this script" >&2
+        exit 1
+    fi
+}
+
 if [[ -n "$FOR_TORCH" ]]; then
     TORCH_DIR=${TORCH_DIR:-$(dirname "$CARGO_TARGET_DIR")/torch-$FOR_TORCH}
     TCH_TARGET_DIR=${GIVEN_TCH_TARGET_DIR:-$(dirname "$CARGO_TARGET_DIR")/target-tch-$FOR_TORCH}
