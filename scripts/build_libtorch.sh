@@ -67,8 +67,8 @@ command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; torch $TORC
 
 # Both builds run cargo with --locked (the crates that were checked, no
 # silent upgrade); say what to do when the manifests have moved past Cargo.lock.
-LOCK_ERR=$(cargo metadata --locked --format-version 1 2>&1 >/dev/null) || {
-    if grep -q "needs to be updated" <<<"$LOCK_ERR"; then
+LOCK_ERR=$(cargo metadata --locked --offline --format-version 1 2>&1 >/dev/null) || {
+    if grep -q "cannot update the lock file" <<<"$LOCK_ERR"; then
         echo "error: Cargo.lock is out of date with the manifests (a dependency or feature was added); run 'cargo build' once without --locked to update it, commit Cargo.lock, then rerun this script" >&2
         exit 1
     fi
