@@ -23,6 +23,7 @@ pub mod support;
 pub mod thermal;
 pub mod units;
 pub mod workload;
+mod workload_file;
 
 pub use self::core::{
     Assignment, Completed, Dispatch, Job, JobId, JobSpec, Requeue, Scheduler, Task, View, WorkerState,
