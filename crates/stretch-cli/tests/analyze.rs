@@ -363,7 +363,7 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
         args.extend(extra);
         stretch(&args)
     };
-    let out = serve(&["--json"]);
+    let out = serve(&["--json", "--retime"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints only JSON");
     assert_eq!(report["kind"], "measured");
@@ -372,6 +372,11 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
     let group = &runs[0]["groups"][0];
     assert!(group["p50_makespan_ms"].as_f64().is_some_and(|m| m > 0.0), "{report}");
     assert!(group["predicted_by_analyze_ms"].as_f64().is_some(), "{report}");
+    assert!(group["simulated_retimed_ms"].as_f64().is_some(), "{report}");
+    assert!(
+        report["retime_notes"].as_array().is_some_and(|n| !n.is_empty()),
+        "{report}"
+    );
     assert_eq!(runs[0]["apps"].as_array().unwrap().len(), 2, "{report}");
     for flag in [
         &["--policy", "heft"][..],

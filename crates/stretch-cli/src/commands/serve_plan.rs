@@ -99,11 +99,17 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     let mut mismatches = 0;
     let mut breakdown: Vec<Breakdown> = (0..=served.len()).map(|_| Breakdown::default()).collect();
     let mut stolen: Vec<Option<Steal>> = vec![None; served.len() + 1];
+    let mut retime_notes = Vec::new();
     let mut retimer = if a.retime {
         eprintln!("measuring hand-offs and contention for --retime...");
         let m = crate::puzzle_measure::Measured::new(&sc.graphs, &sc.layers, &sc.procs, None)?;
-        for note in m.notes().iter().filter(|n| !n.starts_with("pieces:")) {
-            println!("--retime: {note}");
+        retime_notes = m.notes().into_iter().filter(|n| !n.starts_with("pieces:")).collect();
+        for note in &retime_notes {
+            if a.sweep.json {
+                eprintln!("--retime: {note}");
+            } else {
+                println!("--retime: {note}");
+            }
         }
         Some(m)
     } else {
@@ -195,6 +201,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         round_s: w.duration_s.unwrap_or(0.0),
         runs,
         outputs_checked: !a.no_check,
+        retime_notes,
     };
     if let Some(path) = &a.sweep.trace {
         let runs: Vec<(String, &RunLog)> = report

@@ -24,6 +24,9 @@ pub struct Report {
     pub runs: Vec<RunReport>,
     /// Whether every output was compared with the whole-model reference.
     pub outputs_checked: bool,
+    /// With `--retime`: how the hand-offs, contention and run-time spread
+    /// the re-timed simulations use were measured, one line each.
+    pub retime_notes: Vec<String>,
 }
 
 /// One served configuration, pooled over the rounds.
