@@ -235,24 +235,68 @@ pub fn group_text(w: &Workload, log: &RunLog) -> String {
     out
 }
 
+/// One model group's makespans over a run, summarised.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GroupFigures {
+    pub group: String,
+    pub period_ms: f64,
+    pub requests: usize,
+    pub mean_makespan_ms: f64,
+    pub p50_makespan_ms: f64,
+    pub p90_makespan_ms: f64,
+    pub qoe: f64,
+    pub score: f64,
+}
+
+impl GroupFigures {
+    /// Per group of `o` (named by `names`, in order).
+    pub fn of(o: &scheduler_rt::multi::puzzle::evaluate::Outcome, names: &[String]) -> Vec<GroupFigures> {
+        use scheduler_rt::multi::puzzle::score::{group_score, qoe, quantile};
+        o.makespans
+            .iter()
+            .zip(&o.periods_ms)
+            .zip(names)
+            .map(|((m, p), n)| GroupFigures {
+                group: n.clone(),
+                period_ms: *p,
+                requests: m.len(),
+                mean_makespan_ms: m.iter().sum::<f64>() / m.len().max(1) as f64,
+                p50_makespan_ms: quantile(m, 0.5),
+                p90_makespan_ms: quantile(m, 0.9),
+                qoe: qoe(m, *p),
+                score: group_score(m, *p),
+            })
+            .collect()
+    }
+
+    /// The figures as one report line.
+    pub fn line(&self) -> String {
+        format!(
+            "  {:<12} period {:>8.2} ms  makespan mean {:>8.2}  p50 {:>8.2}  p90 {:>8.2} ms  QoE {:.3}  score {:.3}  ({} requests)",
+            self.group,
+            self.period_ms,
+            self.mean_makespan_ms,
+            self.p50_makespan_ms,
+            self.p90_makespan_ms,
+            self.qoe,
+            self.score,
+            self.requests
+        )
+    }
+}
+
 /// Per group: mean, p50 and p90 makespan, QoE and score, one line each.
 pub fn group_lines(o: &scheduler_rt::multi::puzzle::evaluate::Outcome, names: &[String]) -> Vec<String> {
-    o.makespans
-        .iter()
-        .zip(&o.periods_ms)
-        .zip(names)
-        .map(|((m, p), n)| {
-            let mean = m.iter().sum::<f64>() / m.len().max(1) as f64;
-            format!(
-                "  {n:<12} period {p:>8.2} ms  makespan mean {mean:>8.2}  p50 {:>8.2}  p90 {:>8.2} ms  QoE {:.3}  score {:.3}  ({} requests)",
-                scheduler_rt::multi::puzzle::score::quantile(m, 0.5),
-                scheduler_rt::multi::puzzle::score::quantile(m, 0.9),
-                scheduler_rt::multi::puzzle::score::qoe(m, *p),
-                scheduler_rt::multi::puzzle::score::group_score(m, *p),
-                m.len()
-            )
-        })
-        .collect()
+    GroupFigures::of(o, names).iter().map(GroupFigures::line).collect()
+}
+
+/// Fails naming the first of `flags` that was given (`true`) where the
+/// command runs a static plan, with `why` it does not apply.
+pub fn refuse_with_plan(flags: &[(&str, bool)], why: &str) -> Result<()> {
+    match flags.iter().find(|f| f.1) {
+        Some((flag, _)) => bail!("{flag} does not apply with --plan: {why}"),
+        None => Ok(()),
+    }
 }
 
 /// The multipliers to sweep: from the flag, or the workload as written.
@@ -372,22 +416,28 @@ pub fn plot_svg(title: &str, rows: &[(Option<f64>, Report)]) -> String {
 
 /// A Chrome trace (chrome://tracing, Perfetto) of a run: one track per processor.
 pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str) -> serde_json::Value {
+    let events = trace_events(log, names, apps, 1);
+    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
+}
+
+/// The trace events of one run as Chrome-trace process `pid`.
+fn trace_events(log: &RunLog, names: &[String], apps: &[String], pid: usize) -> Vec<serde_json::Value> {
     let mut events = Vec::new();
     for (i, n) in names.iter().enumerate() {
-        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": i, "args": {"name": n}}));
+        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": i, "args": {"name": n}}));
     }
     for s in &log.spans {
         events.push(serde_json::json!({
             "name": format!("{}#{} c{}", apps.get(s.app).map_or("?", |a| a.as_str()), s.job, s.candidate),
             "cat": if s.counted { "subgraph" } else { "aborted by outage" },
-            "ph": "X", "pid": 1, "tid": s.worker,
+            "ph": "X", "pid": pid, "tid": s.worker,
             "ts": s.start_ms * 1e3, "dur": (s.end_ms - s.start_ms) * 1e3,
             "args": {"app": s.app, "job": s.job, "candidate": s.candidate, "counted": s.counted},
         }));
     }
     for f in &log.frames {
         events.push(serde_json::json!({
-            "name": "render", "cat": "render", "ph": "X", "pid": 1, "tid": f.worker,
+            "name": "render", "cat": "render", "ph": "X", "pid": pid, "tid": f.worker,
             "ts": f.start_ms * 1e3, "dur": (f.end_ms - f.start_ms) * 1e3,
             "args": {"tick_ms": f.tick_ms, "late_ms": f.start_ms - f.tick_ms},
         }));
@@ -395,7 +445,7 @@ pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str)
     let render_worker = log.frames.first().map_or(0, |f| f.worker);
     for t in &log.dropped_frames {
         events.push(serde_json::json!({
-            "name": "frame dropped", "cat": "render", "ph": "i", "s": "t", "pid": 1, "tid": render_worker, "ts": t * 1e3,
+            "name": "frame dropped", "cat": "render", "ph": "i", "s": "t", "pid": pid, "tid": render_worker, "ts": t * 1e3,
         }));
     }
     for o in &log.outages {
@@ -403,11 +453,11 @@ pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str)
         for (what, at) in marks {
             events.push(serde_json::json!({
                 "name": format!("{} {what}", names.get(o.worker).map_or("?", |n| n.as_str())),
-                "cat": "outage", "ph": "i", "s": "g", "pid": 1, "tid": o.worker, "ts": at * 1e3,
+                "cat": "outage", "ph": "i", "s": "g", "pid": pid, "tid": o.worker, "ts": at * 1e3,
             }));
         }
     }
-    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
+    events
 }
 
 /// A Chrome trace of several runs, one process per run (named by its
@@ -422,11 +472,7 @@ pub fn chrome_trace_runs(
     for (k, (label, log)) in runs.iter().enumerate() {
         let pid = k + 1;
         events.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}));
-        let one = chrome_trace(log, names, apps, kind);
-        for mut e in one["traceEvents"].as_array().cloned().unwrap_or_default() {
-            e["pid"] = serde_json::json!(pid);
-            events.push(e);
-        }
+        events.extend(trace_events(log, names, apps, pid));
     }
     serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
 }

@@ -93,17 +93,22 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     assert_eq!(plan["apps"].as_array().unwrap().len(), 3);
     let sat = figure(&plan, "saturation_multiplier");
     let score = figure(&plan, "score");
-    let sim = stretch_ok(&[
-        "simulate",
-        "--workload",
-        &w,
-        "--device",
-        &device(),
-        "--plan",
-        p1.to_str().unwrap(),
-        "--slo-multipliers",
-        &format!("1,{sat}"),
-    ]);
+    let simulate = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--workload",
+            &w,
+            "--device",
+            &dev,
+            "--plan",
+            p1.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        stretch(&args)
+    };
+    let out = simulate(&["--slo-multipliers", &format!("1,{sat}")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sim = String::from_utf8_lossy(&out.stdout).into_owned();
     let scores: Vec<f64> = sim
         .lines()
         .filter_map(|l| l.strip_prefix("period multiplier "))
@@ -117,33 +122,15 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     );
     assert!(scores[1] >= 0.999, "at α* = {sat} the plan must score 1:\n{sim}");
     assert!(sim.contains(&format!("saturation multiplier α*: {sat:.2}")), "{sim}");
-    let json = stretch_ok(&[
-        "simulate",
-        "--workload",
-        &w,
-        "--device",
-        &device(),
-        "--plan",
-        p1.to_str().unwrap(),
-        "--json",
-    ]);
-    let report: serde_json::Value = serde_json::from_str(&json).expect("--json prints only JSON");
+    let out = simulate(&["--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints only JSON");
     assert_eq!(report["kind"], "simulated");
     assert!(
         (report["runs"][0]["score"].as_f64().unwrap() - score).abs() < 1e-3,
         "{report}"
     );
-    let out = stretch(&[
-        "simulate",
-        "--workload",
-        &w,
-        "--device",
-        &device(),
-        "--plan",
-        p1.to_str().unwrap(),
-        "--noise",
-        "0.1",
-    ]);
+    let out = simulate(&["--noise", "0.1"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("--noise does not apply with --plan"),

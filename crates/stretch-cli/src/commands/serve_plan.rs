@@ -27,18 +27,16 @@ use std::path::{Path, PathBuf};
 
 /// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn.
 pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
-    let unused = [
-        ("--policy", a.sweep.policy.is_some()),
-        ("--compare", a.sweep.compare.is_some()),
-        ("--slo-multipliers", a.sweep.slo_multipliers.is_some()),
-        ("--plot", a.sweep.plot.is_some()),
-        ("--save-latencies", a.save_latencies.is_some()),
-    ];
-    if let Some((flag, _)) = unused.iter().find(|u| u.1) {
-        bail!(
-            "{flag} does not apply with --plan: the plans run as written, beside Band's lst, at the workload's group periods"
-        );
-    }
+    mc::refuse_with_plan(
+        &[
+            ("--policy", a.sweep.policy.is_some()),
+            ("--compare", a.sweep.compare.is_some()),
+            ("--slo-multipliers", a.sweep.slo_multipliers.is_some()),
+            ("--plot", a.sweep.plot.is_some()),
+            ("--save-latencies", a.save_latencies.is_some()),
+        ],
+        "the plans run as written, beside Band's lst, at the workload's group periods",
+    )?;
     let sc = ps::load_runtime(&a.workload, &a.runtime_config, &a.processors)?;
     let factory = default_factory();
     let mut say = |_: &str| {};
@@ -168,10 +166,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
                 steal: stolen[k].clone(),
                 predicted: p.predicted.as_deref(),
                 predicted_apps: &p.predicted_apps,
-                retimed: retimer
-                    .is_some()
-                    .then(|| retimed_outcomes.get(k).map(|o| (o, &retimed[k])))
-                    .flatten(),
+                retimed: retimed_outcomes.get(k).map(|o| (o, &retimed[k])),
             },
             &groups,
             &sc.apps,

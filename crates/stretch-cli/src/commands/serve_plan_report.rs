@@ -4,10 +4,10 @@
 //! each piece's engine time; as text or JSON (`--json`), every figure
 //! measured unless its field says predicted or simulated.
 
+use crate::multi_common::GroupFigures;
 use predictor::profiler::steal::Steal;
 use scheduler_rt::multi::puzzle::breakdown::{AppFigures, Breakdown};
 use scheduler_rt::multi::puzzle::evaluate::Outcome;
-use scheduler_rt::multi::puzzle::score::{group_score, qoe, quantile};
 use scheduler_rt::multi::report::PoolReport;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -49,14 +49,8 @@ pub struct RunReport {
 
 #[derive(Serialize)]
 pub struct GroupReport {
-    pub group: String,
-    pub period_ms: f64,
-    pub requests: usize,
-    pub mean_makespan_ms: f64,
-    pub p50_makespan_ms: f64,
-    pub p90_makespan_ms: f64,
-    pub qoe: f64,
-    pub score: f64,
+    #[serde(flatten)]
+    pub measured: GroupFigures,
     /// The analyzer's simulated mean makespan, written into the plan.
     pub predicted_by_analyze_ms: Option<f64>,
     /// With `--retime`: the simulated mean makespan with the pieces timed
@@ -105,28 +99,17 @@ pub struct Gathered<'a> {
 
 impl RunReport {
     pub fn new(g: Gathered, groups: &[String], apps: &[String]) -> RunReport {
-        let mean = |m: &[f64]| m.iter().sum::<f64>() / m.len().max(1) as f64;
-        let groups = g
-            .outcome
-            .makespans
-            .iter()
-            .zip(&g.outcome.periods_ms)
+        let groups = GroupFigures::of(g.outcome, groups)
+            .into_iter()
             .enumerate()
-            .map(|(i, (m, p))| GroupReport {
-                group: groups[i].clone(),
-                period_ms: *p,
-                requests: m.len(),
-                mean_makespan_ms: mean(m),
-                p50_makespan_ms: quantile(m, 0.5),
-                p90_makespan_ms: quantile(m, 0.9),
-                qoe: qoe(m, *p),
-                score: group_score(m, *p),
+            .map(|(i, measured)| GroupReport {
+                measured,
                 predicted_by_analyze_ms: g.predicted.and_then(|p| p.get(i).copied()),
                 simulated_retimed_ms: g
                     .retimed
                     .and_then(|(o, _)| o.makespans.get(i))
                     .filter(|r| !r.is_empty())
-                    .map(|r| mean(r)),
+                    .map(|r| r.iter().sum::<f64>() / r.len() as f64),
             })
             .collect();
         let (lag, over) = g.breakdown.driver_ms();
@@ -182,12 +165,7 @@ impl RunReport {
             format!("{}: score {:.3}", self.name, self.score)
         };
         let mut out = vec![head];
-        for g in &self.groups {
-            out.push(format!(
-                "  {:<12} period {:>8.2} ms  makespan mean {:>8.2}  p50 {:>8.2}  p90 {:>8.2} ms  QoE {:.3}  score {:.3}  ({} requests)",
-                g.group, g.period_ms, g.mean_makespan_ms, g.p50_makespan_ms, g.p90_makespan_ms, g.qoe, g.score, g.requests
-            ));
-        }
+        out.extend(self.groups.iter().map(|g| g.measured.line()));
         out.push(format!("  {}", self.engine_boundary.line()));
         out.push(format!(
             "  where the time went (medians; measured, predicted in brackets): arrival lag {:.3} ms, driver overhead {:.3} ms per subgraph",
@@ -237,10 +215,11 @@ impl RunReport {
         if let Some(s) = &self.steal {
             out.push(format!("  {}", s.line()));
         }
-        for g in &self.groups {
-            let Some(pred) = g.predicted_by_analyze_ms else {
+        for r in &self.groups {
+            let Some(pred) = r.predicted_by_analyze_ms else {
                 continue;
             };
+            let g = &r.measured;
             out.push(format!(
                 "  {:<12} predicted by analyze {pred:.2} ms; measured mean {:.2} ms ({:+.1}%), p50 {:.2} ms ({:+.1}%)",
                 g.group,
@@ -249,7 +228,7 @@ impl RunReport {
                 g.p50_makespan_ms,
                 100.0 * (g.p50_makespan_ms / pred - 1.0)
             ));
-            if let Some(now) = g.simulated_retimed_ms {
+            if let Some(now) = r.simulated_retimed_ms {
                 out.push(format!(
                     "  {:<12} simulated with the pieces re-timed before each round {now:.2} ms at the served period; measured mean {:+.1}%, p50 {:+.1}%",
                     g.group,

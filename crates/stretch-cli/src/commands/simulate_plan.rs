@@ -10,21 +10,19 @@ use scheduler_rt::multi::puzzle::plan_file::PlanFile;
 
 pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
     let device = a.device.as_ref().context("--plan needs --device")?;
-    let unused = [
-        ("--policy", a.sweep.policy.is_some()),
-        ("--compare", a.sweep.compare.is_some()),
-        ("--trace", a.sweep.trace.is_some()),
-        ("--plot", a.sweep.plot.is_some()),
-        ("--noise", a.noise != 0.0),
-        ("--contention", a.contention != 1.0),
-        ("--thermal", a.thermal),
-        ("--processor", !a.processors.is_empty()),
-    ];
-    if let Some((flag, _)) = unused.iter().find(|u| u.1) {
-        bail!(
-            "{flag} does not apply with --plan: the plan runs as written on the --device profile's processors, with its predictor's costs and hand-offs"
-        );
-    }
+    crate::multi_common::refuse_with_plan(
+        &[
+            ("--policy", a.sweep.policy.is_some()),
+            ("--compare", a.sweep.compare.is_some()),
+            ("--trace", a.sweep.trace.is_some()),
+            ("--plot", a.sweep.plot.is_some()),
+            ("--noise", a.noise != 0.0),
+            ("--contention", a.contention != 1.0),
+            ("--thermal", a.thermal),
+            ("--processor", !a.processors.is_empty()),
+        ],
+        "the plan runs as written on the --device profile's processors, with its predictor's costs and hand-offs",
+    )?;
     let sc = ps::load(&a.workload, device)?;
     let plan = PlanFile::load(plan_path)?;
     let (pieces, rank) = plan.resolve(
