@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Where a LibTorch `stretch`'s training time goes on a GPU machine, against
+# PyTorch training the same network there (scripts/benchmarks/
+# torch_train_structure.py; no Rust toolchain on that machine: the binary is
+# built elsewhere with scripts/build_libtorch.sh --for-torch VERSION).
+# Per round, per batch size, for MODELS_DIR/NAME.onnx and NAME.struct.json
+# (torch_train_structure.py dump) of each NAME: stretch trains 2 epochs on
+# the first LIMIT Fashion-MNIST images (the second epoch's training images/s
+# is reported: the first warms up), then PyTorch trains the same structure on
+# random batches of the same shape for SECONDS. Interleaved; ROUNDS rounds.
+# When nsys is on the machine, one stretch epoch is also profiled and the
+# GPU kernels it ran are summed by time. Everything goes to OUT_DIR/baseline.log.
+#
+#   scripts/benchmarks/gpu_train_baseline.sh BINARY DATA_DIR MODELS_DIR OUT_DIR
+#
+# NAMES ("resnet-mini resnet-mini-nobn"), BATCHES ("256 1024"), ROUNDS (2),
+# LIMIT (12000), SECONDS (5), BACKEND (tch:cuda:0) can be set. The learning
+# rate is 0.01 everywhere (the network without BatchNorm diverges at the
+# table's rates; throughput does not depend on it).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BIN="$1" DATA="$2" MODELS="$3" OUT="$4"
+NAMES="${NAMES:-resnet-mini resnet-mini-nobn}" BATCHES="${BATCHES:-256 1024}" ROUNDS="${ROUNDS:-2}"
+LIMIT="${LIMIT:-12000}" SECONDS_EACH="${SECONDS:-5}" BACKEND="${BACKEND:-tch:cuda:0}"
+mkdir -p "$OUT"
+source scripts/benchmarks/gpu_common.sh
+BIN=$(unpack "$BIN" /tmp/stretch-tch)
+LOG="$OUT/baseline.log"
+WORK=$(mktemp -d)
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  echo "nsys: ${NSYS:-none}"
+  for round in $(seq 1 "$ROUNDS"); do
+    for batch in $BATCHES; do
+      for name in $NAMES; do
+        line=$("$BIN" train "$MODELS/$name.onnx" --dataset "mnist:$DATA" --limit "$LIMIT" --epochs 2 --batch-size "$batch" \
+          --lr 0.01 --backend "$BACKEND" -o "$WORK/out.onnx" 2>&1 | grep -E "epoch +2/2|rror" | tail -1)
+        echo "round $round batch $batch $name stretch: $line"
+        echo "round $round batch $batch $name pytorch: $(python3 scripts/benchmarks/torch_train_structure.py train "$MODELS/$name.struct.json" "$batch" "$SECONDS_EACH" 2>&1 | tail -1)"
+      done
+    done
+  done
+  if [[ -n "${NSYS:-}" ]]; then
+    name=${NAMES%% *}
+    "$NSYS" profile -o "$WORK/prof" "$BIN" train "$MODELS/$name.onnx" --dataset "mnist:$DATA" --limit 5000 --epochs 1 \
+      --batch-size 256 --lr 0.01 --backend "$BACKEND" -o "$WORK/out.onnx" >/dev/null 2>&1
+    "$NSYS" stats --report cuda_gpu_kern_sum --format csv "$WORK/prof.nsys-rep" 2>&1 | head -30
+  fi
+} 2>&1 | tee "$LOG"
+rm -rf "$WORK"
