@@ -7,21 +7,21 @@
 # (torch_train_structure.py dump) of each NAME: stretch trains 2 epochs on
 # the first LIMIT Fashion-MNIST images (the second epoch's training images/s
 # is reported: the first warms up), then PyTorch trains the same structure on
-# random batches of the same shape for SECONDS. Interleaved; ROUNDS rounds.
+# random batches of the same shape for TORCH_SECONDS. Interleaved; ROUNDS rounds.
 # When nsys is on the machine, one stretch epoch is also profiled and the
 # GPU kernels it ran are summed by time. Everything goes to OUT_DIR/baseline.log.
 #
 #   scripts/benchmarks/gpu_train_baseline.sh BINARY DATA_DIR MODELS_DIR OUT_DIR
 #
 # NAMES ("resnet-mini resnet-mini-nobn"), BATCHES ("256 1024"), ROUNDS (2),
-# LIMIT (12000), SECONDS (5), BACKEND (tch:cuda:0) can be set. The learning
+# LIMIT (12000), TORCH_SECONDS (5), BACKEND (tch:cuda:0) can be set. The learning
 # rate is 0.01 everywhere (the network without BatchNorm diverges at the
 # table's rates; throughput does not depend on it).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN="$1" DATA="$2" MODELS="$3" OUT="$4"
 NAMES="${NAMES:-resnet-mini resnet-mini-nobn}" BATCHES="${BATCHES:-256 1024}" ROUNDS="${ROUNDS:-2}"
-LIMIT="${LIMIT:-12000}" SECONDS_EACH="${SECONDS:-5}" BACKEND="${BACKEND:-tch:cuda:0}"
+LIMIT="${LIMIT:-12000}" SECONDS_EACH="${TORCH_SECONDS:-5}" BACKEND="${BACKEND:-tch:cuda:0}"
 mkdir -p "$OUT"
 source scripts/benchmarks/gpu_common.sh
 BIN=$(unpack "$BIN" /tmp/stretch-tch)
