@@ -10,6 +10,8 @@
 #                                         also train the same epoch on flex
 #   scripts/build_libtorch.sh --for-torch 2.11.0
 #                                         build for another machine's pip torch
+#                                         (TESTS=1: also the training crate's
+#                                         unit tests, to run there)
 #
 # --for-torch VERSION builds a binary for a machine that has a pip torch of
 # that version (and a GPU) but no Rust toolchain or network: PyPI's wheel of
@@ -106,6 +108,18 @@ if [[ -n "$FOR_TORCH" ]]; then
     rm -f "$BIN.stripped"
     echo "wrote $BIN.gz ($(( $(stat -c %s "$BIN.gz") / 1048576 )) MiB): on the target machine run"
     echo "  scripts/benchmarks/fashion_mnist_gpu.sh BINARY.gz FASHION_MNIST_DIR MODELS_DIR OUT_DIR"
+    if [[ "${TESTS:-0}" == 1 ]]; then
+        echo "== the training crate's unit tests with --features tch, for the same machine"
+        TEST_BIN=$(env -u LIBTORCH_USE_PYTORCH -u LIBTORCH_INCLUDE -u LIBTORCH_LIB -u TORCH_CUDA_VERSION \
+            LIBTORCH="$TORCH_DIR/torch" CARGO_TARGET_DIR="$TCH_TARGET_DIR" CARGO_PROFILE_RELEASE_DEBUG=0 \
+            RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--allow-shlib-undefined" \
+            cargo test --release --locked -p training --features tch --lib --no-run --message-format=json \
+            | grep -o '"executable":"[^"]*"' | tail -n 1 | cut -d'"' -f4)
+        [[ -x "$TEST_BIN" ]] || { echo "error: cargo built no training test binary" >&2; exit 1; }
+        strip -o "$TCH_TARGET_DIR/release/training-tests" "$TEST_BIN"
+        gzip -9 -f "$TCH_TARGET_DIR/release/training-tests"
+        echo "wrote $TCH_TARGET_DIR/release/training-tests.gz: run it there with LD_LIBRARY_PATH at torch's lib (scripts/benchmarks/gpu_common.sh)"
+    fi
     exit 0
 fi
 

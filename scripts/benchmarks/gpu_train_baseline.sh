@@ -5,22 +5,27 @@
 # built elsewhere with scripts/build_libtorch.sh --for-torch VERSION).
 # Per round, per batch size, for MODELS_DIR/NAME.onnx and NAME.struct.json
 # (torch_train_structure.py dump) of each NAME: stretch trains 2 epochs on
-# the first LIMIT Fashion-MNIST images (the second epoch's training images/s
-# is reported: the first warms up), then PyTorch trains the same structure on
-# random batches of the same shape for TORCH_SECONDS. Interleaved; ROUNDS rounds.
-# When nsys is on the machine, one stretch epoch is also profiled and the
-# GPU kernels it ran are summed by time. Everything goes to OUT_DIR/baseline.log.
+# the first LIMIT Fashion-MNIST images with each --conv-grad of CONV_GRADS
+# (the second epoch's training images/s is reported: the first warms up),
+# then PyTorch trains the same structure on random batches of the same shape
+# for TORCH_SECONDS. Interleaved; ROUNDS rounds. Then, per --conv-grad, one
+# such run of the first NAME at the first batch size with --phase-times (the
+# second epoch's time per step in each phase, the device waited for between
+# phases). When nsys is on the machine, one stretch epoch is also profiled
+# and the GPU kernels it ran are summed by time. With TEST_BIN (the
+# training crate's tests from TESTS=1 scripts/build_libtorch.sh, .gz or
+# not), those tests run first. Everything goes to OUT_DIR/baseline.log.
 #
 #   scripts/benchmarks/gpu_train_baseline.sh BINARY DATA_DIR MODELS_DIR OUT_DIR
 #
-# NAMES ("resnet-mini resnet-mini-nobn"), BATCHES ("256 1024"), ROUNDS (2),
+# NAMES ("resnet-mini resnet-mini-nobn"), CONV_GRADS ("autodiff"), BATCHES ("256 1024"), ROUNDS (2),
 # LIMIT (12000), TORCH_SECONDS (5), BACKEND (tch:cuda:0) can be set. The learning
 # rate is 0.01 everywhere (the network without BatchNorm diverges at the
 # table's rates; throughput does not depend on it).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN="$1" DATA="$2" MODELS="$3" OUT="$4"
-NAMES="${NAMES:-resnet-mini resnet-mini-nobn}" BATCHES="${BATCHES:-256 1024}" ROUNDS="${ROUNDS:-2}"
+NAMES="${NAMES:-resnet-mini resnet-mini-nobn}" CONV_GRADS="${CONV_GRADS:-autodiff}" BATCHES="${BATCHES:-256 1024}" ROUNDS="${ROUNDS:-2}"
 LIMIT="${LIMIT:-12000}" SECONDS_EACH="${TORCH_SECONDS:-5}" BACKEND="${BACKEND:-tch:cuda:0}"
 mkdir -p "$OUT"
 source scripts/benchmarks/gpu_common.sh
@@ -32,15 +37,29 @@ WORK=$(mktemp -d)
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
   NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
   echo "nsys: ${NSYS:-none}"
+  if [[ -n "${TEST_BIN:-}" ]]; then
+    echo "== $(basename "$TEST_BIN")"
+    "$(unpack "$TEST_BIN" "$WORK/training-tests")" --test-threads 1 2>&1 | grep -E "^test |test result"
+  fi
+  run() { # NAME BATCH CONV_GRAD EXTRA...: stretch's second-epoch lines
+    local name=$1 batch=$2 grad=$3
+    shift 3
+    "$BIN" train "$MODELS/$name.onnx" --dataset "mnist:$DATA" --limit "$LIMIT" --epochs 2 --batch-size "$batch" \
+      --lr 0.01 --backend "$BACKEND" --conv-grad "$grad" "$@" -o "$WORK/out.onnx" 2>&1 | grep -E "epoch +2/2|rror"
+  }
   for round in $(seq 1 "$ROUNDS"); do
     for batch in $BATCHES; do
       for name in $NAMES; do
-        line=$("$BIN" train "$MODELS/$name.onnx" --dataset "mnist:$DATA" --limit "$LIMIT" --epochs 2 --batch-size "$batch" \
-          --lr 0.01 --backend "$BACKEND" -o "$WORK/out.onnx" 2>&1 | grep -E "epoch +2/2|rror" | tail -1)
-        echo "round $round batch $batch $name stretch: $line"
+        for grad in $CONV_GRADS; do
+          echo "round $round batch $batch $name stretch --conv-grad $grad: $(run "$name" "$batch" "$grad" | tail -1)"
+        done
         echo "round $round batch $batch $name pytorch: $(python3 scripts/benchmarks/torch_train_structure.py train "$MODELS/$name.struct.json" "$batch" "$SECONDS_EACH" 2>&1 | tail -1)"
       done
     done
+  done
+  for grad in $CONV_GRADS; do
+    echo "phases, ${NAMES%% *}, batch ${BATCHES%% *}, --conv-grad $grad:"
+    run "${NAMES%% *}" "${BATCHES%% *}" "$grad" --phase-times
   done
   if [[ -n "${NSYS:-}" ]]; then
     name=${NAMES%% *}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use training::data::{Augment, DatasetSpec};
-use training::{Backend, Distill, Optimizer, Recipe, Schedule};
+use training::{Backend, ConvGrad, Distill, Optimizer, Recipe, Schedule};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OptimizerArg {
@@ -86,6 +86,21 @@ pub struct RecipeArgs {
     /// scripts/build_libtorch.sh).
     #[arg(long, default_value = "flex")]
     pub backend: Backend,
+
+    /// How convolution weight gradients are taken: `autodiff` (burn's rule,
+    /// a convolution by the output gradient), `im2col` (`dy · im2col(x)ᵀ`)
+    /// or `libtorch` (LibTorch's own autograd, cuDNN on a GPU; tch backends
+    /// only). Same gradients up to float rounding; the choices are there to
+    /// time against each other (scripts/benchmarks/gpu_train_baseline.sh).
+    #[arg(long, value_name = "autodiff|im2col|libtorch", default_value = "autodiff")]
+    pub conv_grad: ConvGrad,
+
+    /// Wait for the device after each phase of every training step and print
+    /// each epoch's time per step in batch preparation, forward, backward
+    /// and update. The waits slow training (a GPU no longer overlaps the
+    /// host), so use it to find where time goes, not for timed runs.
+    #[arg(long)]
+    pub phase_times: bool,
 }
 
 impl RecipeArgs {

@@ -3,6 +3,7 @@
 use burn::tensor::{Tensor, activation, module};
 use graph_ir::ops::{BinaryOp, ReduceKind, UnaryOp};
 
+use crate::conv_grad::{ConvGrad, ConvTap};
 use crate::lower::{Kernel, Operand, Program, pad4};
 
 /// Batch statistics of one BatchNorm in a training-mode forward pass.
@@ -26,6 +27,9 @@ pub struct Forward {
     pub logits: Tensor<2>,
     /// Empty in inference mode.
     pub stats: Vec<BatchStats>,
+    /// Convolutions whose weight gradients are taken outside autodiff
+    /// (training mode with a [`ConvGrad`] other than autodiff only).
+    pub taps: Vec<ConvTap>,
 }
 
 impl Program {
@@ -34,7 +38,14 @@ impl Program {
     /// BatchNorm normalises with batch statistics and reports them; in
     /// inference mode it uses the running statistics.
     pub fn forward(&self, params: &[Tensor<1>], x: Tensor<4>, train: bool) -> Forward {
+        self.forward_with(params, x, train, ConvGrad::Autodiff)
+    }
+
+    /// [`Program::forward`], taking convolution weight gradients by
+    /// `conv_grad` in training mode ([`Forward::taps`]).
+    pub fn forward_with(&self, params: &[Tensor<1>], x: Tensor<4>, train: bool, conv_grad: ConvGrad) -> Forward {
         let n = x.dims()[0];
+        let mut taps = Vec::new();
         let mut slots: Vec<Option<Tensor<4>>> = vec![None; self.slots.len()];
         slots[self.input] = Some(x);
         let mut stats = Vec::new();
@@ -60,7 +71,14 @@ impl Program {
                 Kernel::Conv { options, weight, bias } => {
                     let w = params[*weight].clone().reshape(pad4(&self.params[*weight].shape));
                     let b = bias.map(|b| params[b].clone());
-                    vec![module::conv2d(read(0, &slots), w, b, options.clone())]
+                    if train && conv_grad != ConvGrad::Autodiff && ConvTap::applies(options) {
+                        let (y, tap) =
+                            ConvTap::run(read(0, &slots), w, b, options.clone(), *weight, &device, conv_grad);
+                        taps.push(tap);
+                        vec![y]
+                    } else {
+                        vec![module::conv2d(read(0, &slots), w, b, options.clone())]
+                    }
                 }
                 Kernel::BatchNorm {
                     epsilon,
@@ -241,6 +259,7 @@ impl Program {
         Forward {
             logits: out.reshape([n, self.classes()]),
             stats,
+            taps,
         }
     }
 }

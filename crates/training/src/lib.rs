@@ -9,6 +9,7 @@
 
 mod backend;
 mod checkpoint;
+mod conv_grad;
 pub mod data;
 mod error;
 mod forward;
@@ -24,13 +25,14 @@ mod train;
 
 pub use backend::{Backend, Device, LibTorchTarget};
 pub use checkpoint::{Checkpoint, Header as CheckpointHeader};
+pub use conv_grad::{ConvGrad, ConvTap};
 pub use error::TrainError;
 pub use forward::{BatchStats, Forward};
 pub use head::replace_head;
 pub use infer::Inference;
 pub use init::reinitialise;
 pub use lower::{ParamSpec, Program, Role, lower};
-pub use metrics::Tally;
+pub use metrics::{PhaseTimes, Tally};
 pub use optim::{Optimizer, OptimizerState, Schedule};
 pub use params::{Params, host_vec};
 pub use train::{Distill, EpochMetrics, Progress, Recipe, Session};

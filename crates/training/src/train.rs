@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::checkpoint::{Checkpoint, Header, SCHEMA};
+use crate::conv_grad::ConvGrad;
 use crate::data::{Augment, Dataset, Split, Transform, split_of};
 use crate::error::TrainError;
 use crate::infer::Inference;
 use crate::lower::{Program, Role, lower};
+use crate::metrics::PhaseTimes;
 use crate::metrics::{Tally, cross_entropy, softmax};
 use crate::optim::{Optimizer, OptimizerState, Schedule};
 use crate::params::{Params, host_vec};
@@ -111,6 +113,9 @@ pub struct Session<'a> {
     history: Vec<EpochMetrics>,
     train_device: Device,
     eval_device: Device,
+    conv_grad: ConvGrad,
+    backend: Backend,
+    phases: Option<PhaseTimes>,
 }
 
 const EPOCH_SALT: u64 = 0x4570_6f63_6853_6875;
@@ -194,7 +199,43 @@ impl<'a> Session<'a> {
             history: Vec::new(),
             train_device,
             eval_device,
+            conv_grad: ConvGrad::Autodiff,
+            backend,
+            phases: None,
         })
+    }
+
+    /// Chooses how convolution weight gradients are taken (default:
+    /// [`ConvGrad::Autodiff`]). All give the same gradients up to float
+    /// rounding. [`ConvGrad::LibTorch`] needs a LibTorch backend.
+    pub fn set_conv_grad(&mut self, conv_grad: ConvGrad) -> Result<(), TrainError> {
+        if conv_grad == ConvGrad::LibTorch && !matches!(self.backend, Backend::LibTorch(_)) {
+            return Err(TrainError::Option {
+                key: "conv-grad",
+                reason: format!(
+                    "libtorch takes gradients with LibTorch's autograd and needs a tch backend, not {}",
+                    self.backend
+                ),
+            });
+        }
+        self.conv_grad = conv_grad;
+        Ok(())
+    }
+
+    /// With `on`, every training step waits for the device after each phase
+    /// and [`Session::phase_times`] reports the last epoch's time per phase.
+    /// The waits cost throughput, so leave it off for real runs.
+    pub fn set_phase_times(&mut self, on: bool) {
+        self.phases = on.then(PhaseTimes::default);
+    }
+
+    /// Per-phase time of the last epoch, when [`Session::set_phase_times`] is on.
+    pub fn phase_times(&self) -> Option<&PhaseTimes> {
+        self.phases.as_ref()
+    }
+
+    pub fn conv_grad(&self) -> ConvGrad {
+        self.conv_grad
     }
 
     pub fn recipe(&self) -> &Recipe {
@@ -244,8 +285,12 @@ impl<'a> Session<'a> {
             .at(self.recipe.lr, (epoch - 1) * batches, total_steps);
         let mut tally = Tally::default();
         let mut kd_sum = 0.0;
+        if let Some(p) = self.phases.as_mut() {
+            *p = PhaseTimes::default();
+        }
         let start = Instant::now();
         for (b, idx) in order.chunks(self.recipe.batch_size).enumerate() {
+            let mut clock = self.phases.is_some().then(Instant::now);
             let n = idx.len();
             let images = self.transform.batch(self.data, idx, Some(&mut rng));
             let labels: Vec<usize> = idx.iter().map(|&i| self.data.label(i)).collect();
@@ -257,8 +302,9 @@ impl<'a> Session<'a> {
                 let d = self.recipe.distill.expect("teacher implies distillation");
                 (softmax(&t.scores(&images, n), classes, d.temperature), d)
             });
+            lap(&mut clock, self.phases.as_mut().map(|p| &mut p.prepare));
             let x = Tensor::<4>::from_data(TensorData::new(images, [n, c, h, w]), &self.train_device);
-            let fwd = self.program.forward(&self.params.values, x, true);
+            let fwd = self.program.forward_with(&self.params.values, x, true, self.conv_grad);
             let target = Tensor::<2>::from_data(TensorData::new(onehot, [n, classes]), &self.train_device);
             let mut loss = cross_entropy_with_logits(fwd.logits.clone(), target);
             if let Some((p, d)) = soft {
@@ -278,7 +324,26 @@ impl<'a> Session<'a> {
                 });
             }
             let scores = host_vec(&fwd.logits.clone().detach().reshape([n * classes]));
+            lap(&mut clock, self.phases.as_mut().map(|p| &mut p.forward));
             let grads = loss.backward();
+            let mut tapped: Vec<Option<Tensor<1>>> = vec![None; self.params.values.len()];
+            for tap in &fwd.taps {
+                if let Some(g) = tap.weight_grad(&grads) {
+                    let slot = &mut tapped[tap.weight];
+                    *slot = Some(match slot.take() {
+                        Some(sum) => sum + g,
+                        None => g,
+                    });
+                }
+            }
+            if clock.is_some() {
+                if let Some(g) = tapped.iter().flatten().next() {
+                    wait_for(g);
+                } else if let Some(g) = self.params.values.iter().find_map(|p| p.grad(&grads)) {
+                    wait_for(&g);
+                }
+                lap(&mut clock, self.phases.as_mut().map(|p| &mut p.backward));
+            }
             let step = (epoch - 1) * batches + b;
             let lr = self.recipe.schedule.at(self.recipe.lr, step, total_steps);
             for (i, spec) in self.program.params().iter().enumerate() {
@@ -286,12 +351,23 @@ impl<'a> Session<'a> {
                     continue;
                 }
                 let p = &self.params.values[i];
-                let Some(g) = p.grad(&grads) else { continue };
+                let Some(g) = p.grad(&grads).or_else(|| tapped[i].take()) else {
+                    continue;
+                };
                 let updated = self.optimizer.update(i, p.clone().inner(), g, lr);
                 self.params.values[i] = Tensor::from_inner(updated).require_grad();
             }
             self.optimizer.step += 1;
             self.params.update_running(fwd.stats);
+            if clock.is_some() {
+                if let Some(p) = self.params.values.first() {
+                    wait_for(p);
+                }
+                lap(&mut clock, self.phases.as_mut().map(|p| &mut p.update));
+                if let Some(p) = self.phases.as_mut() {
+                    p.steps += 1;
+                }
+            }
             tally.add(&scores, &labels, value as f64);
             progress.batch_done(value as f64);
         }
@@ -422,6 +498,21 @@ impl<'a> Session<'a> {
         self.transform = ck.header.transform;
         self.history = ck.header.history;
         Ok(())
+    }
+}
+
+/// Adds the time since `clock` to `phase` and restarts the clock (no-op when off).
+fn lap(clock: &mut Option<Instant>, phase: Option<&mut f64>) {
+    if let (Some(c), Some(p)) = (clock.as_mut(), phase) {
+        *p += c.elapsed().as_secs_f64();
+        *c = Instant::now();
+    }
+}
+
+/// Blocks until the device has computed `t` (reads one element back).
+fn wait_for(t: &Tensor<1>) {
+    if t.dims()[0] > 0 {
+        host_vec(&t.clone().detach().narrow(0, 0, 1));
     }
 }
 

@@ -6,7 +6,7 @@ use burn::tensor::{Tensor, TensorData, loss::cross_entropy_with_logits};
 use graph_ir::ops::{BatchNorm, Concat, Conv, Flatten, Gemm, GlobalAveragePool, Op};
 use graph_ir::rng::SplitMix64;
 use graph_ir::{Fact, Graph, Tensor as IrTensor};
-use training::{Backend, Params, Role, host_vec, lower};
+use training::{Backend, ConvGrad, Params, Role, host_vec, lower};
 
 fn random(rng: &mut SplitMix64, n: usize, lo: f32, hi: f32) -> Vec<f32> {
     (0..n).map(|_| lo + (hi - lo) * rng.next_f32()).collect()
@@ -118,4 +118,50 @@ fn autodiff_gradients_match_finite_differences() {
         nonzero >= 30,
         "only {nonzero} of {checked} checked entries have a gradient that is not zero"
     );
+}
+
+/// With `ConvGrad::Im2col` the forward pass taps both convolutions (one
+/// grouped), and the weight gradients taken from the taps, with every other
+/// parameter's autodiff gradient, equal the all-autodiff gradients.
+#[test]
+fn im2col_conv_gradients_match_autodiff_in_the_lowered_graph() {
+    let g = tiny_graph();
+    let program = lower(&g).expect("lower");
+    let train = Backend::Flex.device().autodiff();
+    let mut rng = SplitMix64::new(13);
+    let x = random(&mut rng, 2 * 4 * 5 * 5, -1.0, 1.0);
+    let target = vec![0.0f32, 1.0, 0.0, 0.0, 0.0, 1.0];
+    let params = Params::from_graph(&program, &g, &train).expect("params");
+    let run = |conv_grad: ConvGrad| -> Vec<Option<Vec<f32>>> {
+        let input = Tensor::<4>::from_data(TensorData::new(x.clone(), [2, 4, 5, 5]), &train);
+        let fwd = program.forward_with(&params.values, input, true, conv_grad);
+        let t = Tensor::<2>::from_data(TensorData::new(target.clone(), [2, 3]), &train);
+        let grads = cross_entropy_with_logits(fwd.logits, t).backward();
+        let mut out: Vec<Option<Vec<f32>>> = params
+            .values
+            .iter()
+            .map(|p| p.grad(&grads).map(|g| host_vec(&g)))
+            .collect();
+        for tap in &fwd.taps {
+            assert!(out[tap.weight].is_none(), "a tapped weight has no autodiff gradient");
+            out[tap.weight] = tap.weight_grad(&grads).map(|g| host_vec(&g));
+        }
+        assert_eq!(fwd.taps.len(), if conv_grad == ConvGrad::Im2col { 2 } else { 0 });
+        out
+    };
+    let (want, got) = (run(ConvGrad::Autodiff), run(ConvGrad::Im2col));
+    for (i, spec) in program.params().iter().enumerate() {
+        if spec.role != Role::Learnable {
+            continue;
+        }
+        let (w, g) = (want[i].as_ref().expect("gradient"), got[i].as_ref().expect("gradient"));
+        assert_eq!(w.len(), g.len(), "{}", spec.name);
+        for (k, (a, b)) in w.iter().zip(g).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 + 1e-4 * a.abs(),
+                "{}[{k}]: autodiff {a}, im2col {b}",
+                spec.name
+            );
+        }
+    }
 }

@@ -186,6 +186,8 @@ pub fn train_graph(
     let epochs = recipe.epochs;
     let history = training::with_threads(args.threads, || -> Result<Vec<EpochMetrics>> {
         let mut session = Session::new(graph, set, recipe, args.backend, teacher)?;
+        session.set_conv_grad(args.conv_grad)?;
+        session.set_phase_times(args.phase_times);
         if let Some(r) = resume {
             session.resume(r)?;
             say(format!(
@@ -196,7 +198,7 @@ pub fn train_graph(
         }
         let t = session.transform();
         say(format!(
-            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s)",
+            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s), {} convolution weight gradients",
             session.split().train.len(),
             session.split().val.len(),
             if set.test_start().is_some() {
@@ -212,6 +214,7 @@ pub fn train_graph(
             } else {
                 args.threads.to_string()
             },
+            session.conv_grad(),
         ));
         let mut bar = Bar { label, bar: None };
         while session.epochs_done() < epochs && stop_after.is_none_or(|s| session.epochs_done() < s) {
@@ -255,6 +258,9 @@ pub fn train_graph(
                 m.seconds,
                 m.images_per_second
             ));
+            if let Some(p) = session.phase_times() {
+                say(format!("{label} epoch {:>3}/{epochs}  {}", m.epoch, p.line()));
+            }
             session.save_checkpoint(&outputs.checkpoint)?;
             write(&outputs.metrics, metrics_csv(session.history()))?;
             write(&outputs.curve, learning_curve_svg(label, session.history()))?;
