@@ -16,6 +16,7 @@ mod panics;
 mod puzzle_measure;
 mod puzzle_retime;
 mod puzzle_setup;
+mod puzzle_timer;
 mod recipe_args;
 mod render_run;
 mod runtime_args;
