@@ -14,7 +14,10 @@
 # phases). When nsys is on the machine, one stretch epoch is also profiled
 # and the GPU kernels it ran are summed by time. With TEST_BIN (the
 # training crate's tests from TESTS=1 scripts/build_libtorch.sh, .gz or
-# not), those tests run first. Everything goes to OUT_DIR/baseline.log.
+# not), those tests run first. First of all, scripts/benchmarks/
+# torch_conv_rules.py times burn's convolution gradient rules against
+# PyTorch's own on the first NAME's convolutions at each batch size.
+# Everything goes to OUT_DIR/baseline.log.
 #
 #   scripts/benchmarks/gpu_train_baseline.sh BINARY DATA_DIR MODELS_DIR OUT_DIR
 #
@@ -41,6 +44,9 @@ WORK=$(mktemp -d)
     echo "== $(basename "$TEST_BIN")"
     "$(unpack "$TEST_BIN" "$WORK/training-tests")" --test-threads 1 2>&1 | grep -E "^test |test result"
   fi
+  for batch in $BATCHES; do
+    python3 scripts/benchmarks/torch_conv_rules.py "$MODELS/${NAMES%% *}.struct.json" "$batch" cuda 2>&1 | grep -v -i warn
+  done
   run() { # NAME BATCH CONV_GRAD EXTRA...: stretch's second-epoch lines
     local name=$1 batch=$2 grad=$3
     shift 3
