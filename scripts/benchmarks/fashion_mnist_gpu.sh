@@ -9,9 +9,10 @@
 #      set on that GPU (BACKEND=tch:cuda:0, JOBS models at a time per seed,
 #      no benches: those measure the host's cores), on the models made on the
 #      host (MODELS), stopped after LIMIT_S seconds if unfinished.
-#   With FIT="BATCH:LR ...", step 2 is preceded by one epoch of the whole
-#   table (both waves, both seeds) on PROBE_LIMIT (10000) training images
-#   per candidate recipe (--batch-size BATCH --lr LR), timed; the table then
+#   With FIT="BATCH:LR[:CONV_GRAD] ...", step 2 is preceded by one epoch of
+#   the whole table (both waves, both seeds) on PROBE_LIMIT (10000) training
+#   images per candidate (--batch-size BATCH --lr LR [--conv-grad
+#   CONV_GRAD]), timed; the table then
 #   trains with the candidate that fits the most training images in what is
 #   left of LIMIT_S (all 60,000 if several do: then the first that does),
 #   on the first LIMIT images: the table's time is taken as EPOCHS x the
@@ -26,9 +27,10 @@
 # BINARY may be compressed (.gz or .xz). libtorch comes from python3's torch
 # (or TORCH_LIB). EPOCHS (10), SEEDS ("0 1"), JOBS (4), LIMIT_S (480),
 # LIMIT (training images; default all), BACKEND (tch:cuda:0) and TRAIN_ARGS
-# (fashion_mnist.sh's) can be set; DIGITS=0 skips step 1. OUT_DIR
-# gets the logs, nvidia-smi's view, and fashion's seed files (seedS.json,
-# seedS.log) and per-model metrics (metrics.tar.gz).
+# (fashion_mnist.sh's) can be set; DIGITS=0 skips step 1. OUT_DIR gets the
+# logs, nvidia-smi's view, and one archive (seeds.tar.gz) of fashion's seed
+# files (seedS.json, seedS.log) and per-model metrics: the device tool
+# brings back only a few files per call.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN="$1" DATA="$2" MODELS="$3" OUT="$4"
@@ -65,19 +67,21 @@ if [[ -n "${FIT:-}" ]]; then
   PROBE_LIMIT="${PROBE_LIMIT:-10000}"
   BEST_LIMIT=0
   for cand in $FIT; do
-    IFS=: read -r batch lr <<<"$cand"
+    IFS=: read -r batch lr grad <<<"$cand"
+    args="--batch-size $batch --lr $lr${grad:+ --conv-grad $grad}"
+    probe=/tmp/fashion-probe-${cand//:/-}
     start=$(date +%s%N)
-    STRETCH="$BIN" BACKEND="$BACKEND" JOBS="$JOBS" BENCH=0 TRAIN_ARGS="--batch-size $batch --lr $lr" DATA="$DATA" \
-      MODELS="$MODELS" OUT="/tmp/fashion-probe-$batch" bash scripts/benchmarks/fashion_mnist.sh 1 "$PROBE_LIMIT" "$SEEDS" \
-      >"$OUT/probe-$batch.log" 2>&1
+    STRETCH="$BIN" BACKEND="$BACKEND" JOBS="$JOBS" BENCH=0 TRAIN_ARGS="$args" DATA="$DATA" \
+      MODELS="$MODELS" OUT="$probe" bash scripts/benchmarks/fashion_mnist.sh 1 "$PROBE_LIMIT" "$SEEDS" \
+      >"$probe.log" 2>&1
     rc=$?
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
     left=$(( LIMIT_S - ($(date +%s) - T0) ))
     fit=$(python3 -c "print(max(0, min(60, int((0.9 * $left / $EPOCHS * ($PROBE_LIMIT + 3334) / ($ms / 1000) - 3334) / 1000))) * 1000)")
-    echo "probe batch $batch lr $lr: rc $rc, one epoch of the table on $PROBE_LIMIT images in $ms ms; $left s left: LIMIT $fit" | tee -a "$OUT/probe.log"
-    grep -h "img/s" /tmp/fashion-probe-"$batch"/seed*.log 2>/dev/null | tail -4 >>"$OUT/probe.log"
+    echo "probe $args: rc $rc, one epoch of the table on $PROBE_LIMIT images in $ms ms; $left s left: LIMIT $fit" | tee -a "$OUT/probe.log"
+    { cat "$probe.log"; grep -h "img/s" "$probe"/seed*.log; } >>"$OUT/probe.log" 2>&1
     if [[ $rc == 0 && $fit -gt $BEST_LIMIT ]]; then
-      BEST_LIMIT=$fit TRAIN_ARGS="--batch-size $batch --lr $lr"
+      BEST_LIMIT=$fit TRAIN_ARGS="$args"
     fi
   done
   [[ $BEST_LIMIT -gt 0 ]] || { echo "no candidate recipe ran and fits a thousand training images" | tee -a "$OUT/probe.log"; exit 1; }
@@ -93,8 +97,5 @@ start=$(date +%s)
 STRETCH="$BIN" BACKEND="$BACKEND" JOBS="$JOBS" BENCH=0 TRAIN_ARGS="${TRAIN_ARGS:-}" DATA="$DATA" MODELS="$MODELS" OUT="$FM" \
   timeout -s INT "$LIMIT_S" bash scripts/benchmarks/fashion_mnist.sh "$EPOCHS" "$LIMIT" "$SEEDS" 2>&1 | tee "$OUT/fashion.log"
 echo "fashion_mnist.sh: rc ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" | tee -a "$OUT/fashion.log"
-for SEED in $SEEDS; do
-  cp "$FM/seed$SEED.json" "$FM/seed$SEED.log" "$OUT/" 2>/dev/null
-done
-(cd "$FM" && tar czf "$OUT/metrics.tar.gz" seed*/*.csv 2>/dev/null)
+(cd "$FM" && tar czf "$OUT/seeds.tar.gz" seed*.json seed*.log seed*/*.csv 2>/dev/null)
 ls -la "$OUT"

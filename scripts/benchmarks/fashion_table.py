@@ -39,6 +39,9 @@ def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     out, seeds = sys.argv[1], sys.argv[2:]
+    missing = [os.path.join(out, f"seed{s}.json") for s in seeds if not os.path.exists(os.path.join(out, f"seed{s}.json"))]
+    if missing:
+        sys.exit(f"no table: {', '.join(missing)} missing (the trainings write them; the benches, if any ran, are in {out})")
     runs = {s: load(os.path.join(out, f"seed{s}.json")) for s in seeds}
     first = runs[seeds[0]]
     print(
