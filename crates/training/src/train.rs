@@ -16,8 +16,7 @@ use crate::data::{Augment, Dataset, Split, Transform, split_of};
 use crate::error::TrainError;
 use crate::infer::Inference;
 use crate::lower::{Program, Role, lower};
-use crate::metrics::PhaseTimes;
-use crate::metrics::{Tally, cross_entropy, softmax};
+use crate::metrics::{PhaseTimes, Tally, cross_entropy, softmax};
 use crate::optim::{Optimizer, OptimizerState, Schedule};
 use crate::params::{Params, host_vec};
 
