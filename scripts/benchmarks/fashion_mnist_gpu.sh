@@ -9,10 +9,10 @@
 #      set on that GPU (BACKEND=tch:cuda:0, JOBS models at a time per seed,
 #      no benches: those measure the host's cores), on the models made on the
 #      host (MODELS), stopped after LIMIT_S seconds if unfinished.
-#   With FIT="BATCH:LR[:CONV_GRAD] ...", step 2 is preceded by one epoch of
+#   With FIT="BATCH:LR[:AUTOGRAD] ...", step 2 is preceded by one epoch of
 #   the whole table (both waves, both seeds) on PROBE_LIMIT (10000) training
-#   images per candidate (--batch-size BATCH --lr LR [--conv-grad
-#   CONV_GRAD]), timed; the table then
+#   images per candidate (--batch-size BATCH --lr LR [--autograd
+#   AUTOGRAD]), timed; the table then
 #   trains with the candidate that fits the most training images in what is
 #   left of LIMIT_S (all 60,000 if several do: then the first that does),
 #   on the first LIMIT images: the table's time is taken as EPOCHS x the
@@ -68,7 +68,7 @@ if [[ -n "${FIT:-}" ]]; then
   BEST_LIMIT=0
   for cand in $FIT; do
     IFS=: read -r batch lr grad <<<"$cand"
-    args="--batch-size $batch --lr $lr${grad:+ --conv-grad $grad}"
+    args="--batch-size $batch --lr $lr${grad:+ --autograd $grad}"
     probe=/tmp/fashion-probe-${cand//:/-}
     start=$(date +%s%N)
     STRETCH="$BIN" BACKEND="$BACKEND" JOBS="$JOBS" BENCH=0 TRAIN_ARGS="$args" DATA="$DATA" \

@@ -5,10 +5,11 @@
 # built elsewhere with scripts/build_libtorch.sh --for-torch VERSION).
 # Per round, per batch size, for MODELS_DIR/NAME.onnx and NAME.struct.json
 # (torch_train_structure.py dump) of each NAME: stretch trains 2 epochs on
-# the first LIMIT Fashion-MNIST images with each --conv-grad of CONV_GRADS
+# the first LIMIT Fashion-MNIST images with each of VARIANTS (stretch's
+# options per variant, `+` for a space: "--conv-grad+libtorch")
 # (the second epoch's training images/s is reported: the first warms up),
 # then PyTorch trains the same structure on random batches of the same shape
-# for TORCH_SECONDS. Interleaved; ROUNDS rounds. Then, per --conv-grad, one
+# for TORCH_SECONDS. Interleaved; ROUNDS rounds. Then, per variant, one
 # such run of the first NAME at the first batch size with --phase-times (the
 # second epoch's time per step in each phase, the device waited for between
 # phases). When nsys is on the machine, one stretch epoch is also profiled
@@ -21,14 +22,14 @@
 #
 #   scripts/benchmarks/gpu_train_baseline.sh BINARY DATA_DIR MODELS_DIR OUT_DIR
 #
-# NAMES ("resnet-mini resnet-mini-nobn"), CONV_GRADS ("autodiff"), BATCHES ("256 1024"), ROUNDS (2),
+# NAMES ("resnet-mini resnet-mini-nobn"), VARIANTS ("--autograd+burn"), BATCHES ("256 1024"), ROUNDS (2),
 # LIMIT (12000), TORCH_SECONDS (5), BACKEND (tch:cuda:0) can be set. The learning
 # rate is 0.01 everywhere (the network without BatchNorm diverges at the
 # table's rates; throughput does not depend on it).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN="$1" DATA="$2" MODELS="$3" OUT="$4"
-NAMES="${NAMES:-resnet-mini resnet-mini-nobn}" CONV_GRADS="${CONV_GRADS:-autodiff}" BATCHES="${BATCHES:-256 1024}" ROUNDS="${ROUNDS:-2}"
+NAMES="${NAMES:-resnet-mini resnet-mini-nobn}" VARIANTS="${VARIANTS:---autograd+burn}" BATCHES="${BATCHES:-256 1024}" ROUNDS="${ROUNDS:-2}"
 LIMIT="${LIMIT:-12000}" SECONDS_EACH="${TORCH_SECONDS:-5}" BACKEND="${BACKEND:-tch:cuda:0}"
 mkdir -p "$OUT"
 source scripts/benchmarks/gpu_common.sh
@@ -47,25 +48,25 @@ WORK=$(mktemp -d)
   for batch in $BATCHES; do
     python3 scripts/benchmarks/torch_conv_rules.py "$MODELS/${NAMES%% *}.struct.json" "$batch" cuda 2>&1 | grep -v -i warn
   done
-  run() { # NAME BATCH CONV_GRAD EXTRA...: stretch's second-epoch lines
-    local name=$1 batch=$2 grad=$3
+  run() { # NAME BATCH VARIANT EXTRA...: stretch's second-epoch lines
+    local name=$1 batch=$2 variant=$3
     shift 3
     "$BIN" train "$MODELS/$name.onnx" --dataset "mnist:$DATA" --limit "$LIMIT" --epochs 2 --batch-size "$batch" \
-      --lr 0.01 --backend "$BACKEND" --conv-grad "$grad" "$@" -o "$WORK/out.onnx" 2>&1 | grep -E "epoch +2/2|rror"
+      --lr 0.01 --backend "$BACKEND" ${variant//+/ } "$@" -o "$WORK/out.onnx" 2>&1 | grep -E "epoch +2/2|rror"
   }
   for round in $(seq 1 "$ROUNDS"); do
     for batch in $BATCHES; do
       for name in $NAMES; do
-        for grad in $CONV_GRADS; do
-          echo "round $round batch $batch $name stretch --conv-grad $grad: $(run "$name" "$batch" "$grad" | tail -1)"
+        for variant in $VARIANTS; do
+          echo "round $round batch $batch $name stretch ${variant//+/ }: $(run "$name" "$batch" "$variant" | tail -1)"
         done
         echo "round $round batch $batch $name pytorch: $(python3 scripts/benchmarks/torch_train_structure.py train "$MODELS/$name.struct.json" "$batch" "$SECONDS_EACH" 2>&1 | tail -1)"
       done
     done
   done
-  for grad in $CONV_GRADS; do
-    echo "phases, ${NAMES%% *}, batch ${BATCHES%% *}, --conv-grad $grad:"
-    run "${NAMES%% *}" "${BATCHES%% *}" "$grad" --phase-times
+  for variant in $VARIANTS; do
+    echo "phases, ${NAMES%% *}, batch ${BATCHES%% *}, ${variant//+/ }:"
+    run "${NAMES%% *}" "${BATCHES%% *}" "$variant" --phase-times
   done
   if [[ -n "${NSYS:-}" ]]; then
     name=${NAMES%% *}

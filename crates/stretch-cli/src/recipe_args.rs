@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use training::data::{Augment, DatasetSpec};
-use training::{Backend, ConvGrad, Distill, Optimizer, Recipe, Schedule};
+use training::{Autograd, Backend, ConvGrad, Distill, Optimizer, Recipe, Schedule};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OptimizerArg {
@@ -94,6 +94,13 @@ pub struct RecipeArgs {
     /// time against each other (scripts/benchmarks/gpu_train_baseline.sh).
     #[arg(long, value_name = "autodiff|im2col|libtorch", default_value = "autodiff")]
     pub conv_grad: ConvGrad,
+
+    /// Automatic differentiation of training steps: `burn` (burn's autodiff,
+    /// every backend) or `libtorch` (LibTorch's autograd over a LibTorch
+    /// port of the model, tch backends only: on a GPU the kernels PyTorch
+    /// runs). Same gradients up to float rounding.
+    #[arg(long, value_name = "burn|libtorch", default_value = "burn")]
+    pub autograd: Autograd,
 
     /// Wait for the device after each phase of every training step and print
     /// each epoch's time per step in batch preparation, forward, backward

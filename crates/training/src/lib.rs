@@ -21,6 +21,9 @@ mod metrics;
 mod optim;
 mod params;
 mod resample;
+mod step;
+#[cfg(feature = "tch")]
+mod torch_step;
 mod train;
 
 pub use backend::{Backend, Device, LibTorchTarget};
@@ -35,6 +38,7 @@ pub use lower::{ParamSpec, Program, Role, lower};
 pub use metrics::{PhaseTimes, Tally};
 pub use optim::{Optimizer, OptimizerState, Schedule};
 pub use params::{Params, host_vec};
+pub use step::Autograd;
 pub use train::{Distill, EpochMetrics, Progress, Recipe, Session};
 
 /// Runs `f` with burn's CPU kernels limited to `threads` threads (0: all cores).

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use burn::tensor::{Device, Tensor, TensorData, loss::cross_entropy_with_logits};
+use burn::tensor::{Device, Tensor, TensorData};
 use graph_ir::Graph;
 use graph_ir::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,7 @@ use crate::lower::{Program, Role, lower};
 use crate::metrics::{PhaseTimes, Tally, cross_entropy, softmax};
 use crate::optim::{Optimizer, OptimizerState, Schedule};
 use crate::params::{Params, host_vec};
+use crate::step::{self, Autograd, Batch, Laps, wait_for};
 
 /// Soft-label distillation from a teacher model.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -115,6 +116,7 @@ pub struct Session<'a> {
     conv_grad: ConvGrad,
     backend: Backend,
     phases: Option<PhaseTimes>,
+    autograd: Autograd,
 }
 
 const EPOCH_SALT: u64 = 0x4570_6f63_6853_6875;
@@ -201,6 +203,7 @@ impl<'a> Session<'a> {
             conv_grad: ConvGrad::Autodiff,
             backend,
             phases: None,
+            autograd: Autograd::Burn,
         })
     }
 
@@ -231,6 +234,38 @@ impl<'a> Session<'a> {
     /// Per-phase time of the last epoch, when [`Session::set_phase_times`] is on.
     pub fn phase_times(&self) -> Option<&PhaseTimes> {
         self.phases.as_ref()
+    }
+
+    /// Chooses the automatic differentiation of training steps (default
+    /// [`Autograd::Burn`]). [`Autograd::LibTorch`] needs a LibTorch backend,
+    /// a build with the `tch` feature, a model whose every kernel has a
+    /// LibTorch port, and convolution gradients left to it (`autodiff`).
+    pub fn set_autograd(&mut self, autograd: Autograd) -> Result<(), TrainError> {
+        if autograd == Autograd::LibTorch {
+            let refuse = |reason: String| {
+                Err(TrainError::Option {
+                    key: "autograd",
+                    reason,
+                })
+            };
+            if !matches!(self.backend, Backend::LibTorch(_)) {
+                return refuse(format!("libtorch needs a tch backend, not {}", self.backend));
+            }
+            if self.conv_grad != ConvGrad::Autodiff {
+                return refuse(format!(
+                    "libtorch takes every gradient itself; --conv-grad {} applies to --autograd burn only",
+                    self.conv_grad
+                ));
+            }
+            #[cfg(feature = "tch")]
+            crate::torch_step::supported(&self.program)?;
+        }
+        self.autograd = autograd;
+        Ok(())
+    }
+
+    pub fn autograd(&self) -> Autograd {
+        self.autograd
     }
 
     pub fn conv_grad(&self) -> ConvGrad {
@@ -275,7 +310,6 @@ impl<'a> Session<'a> {
         rng.shuffle(&mut order);
         let batches = self.batches_per_epoch();
         let total_steps = batches * self.recipe.epochs;
-        let [c, h, w] = self.program.input_shape();
         let classes = self.program.classes();
         progress.epoch_started(epoch, batches);
         let lr0 = self
@@ -289,7 +323,10 @@ impl<'a> Session<'a> {
         }
         let start = Instant::now();
         for (b, idx) in order.chunks(self.recipe.batch_size).enumerate() {
-            let mut clock = self.phases.is_some().then(Instant::now);
+            let mut laps = Laps {
+                clock: self.phases.is_some().then(Instant::now),
+                phases: self.phases.as_mut(),
+            };
             let n = idx.len();
             let images = self.transform.batch(self.data, idx, Some(&mut rng));
             let labels: Vec<usize> = idx.iter().map(|&i| self.data.label(i)).collect();
@@ -301,19 +338,28 @@ impl<'a> Session<'a> {
                 let d = self.recipe.distill.expect("teacher implies distillation");
                 (softmax(&t.scores(&images, n), classes, d.temperature), d)
             });
-            lap(&mut clock, self.phases.as_mut().map(|p| &mut p.prepare));
-            let x = Tensor::<4>::from_data(TensorData::new(images, [n, c, h, w]), &self.train_device);
-            let fwd = self.program.forward_with(&self.params.values, x, true, self.conv_grad);
-            let target = Tensor::<2>::from_data(TensorData::new(onehot, [n, classes]), &self.train_device);
-            let mut loss = cross_entropy_with_logits(fwd.logits.clone(), target);
-            if let Some((p, d)) = soft {
-                let p = Tensor::<2>::from_data(TensorData::new(p, [n, classes]), &self.train_device);
-                let soft_loss = cross_entropy_with_logits(fwd.logits.clone().div_scalar(d.temperature), p)
-                    .mul_scalar(d.alpha * d.temperature * d.temperature);
-                kd_sum += host_vec(&soft_loss.clone().detach())[0] as f64 * n as f64;
-                loss = loss.mul_scalar(1.0 - d.alpha) + soft_loss;
-            }
-            let value = host_vec(&loss.clone().detach())[0];
+            laps.lap(|p| &mut p.prepare);
+            let batch = Batch {
+                n,
+                images,
+                target: onehot,
+                soft,
+            };
+            let out = match self.autograd {
+                Autograd::Burn => step::burn(
+                    &self.program,
+                    &self.params.values,
+                    self.conv_grad,
+                    &self.train_device,
+                    batch,
+                    &mut laps,
+                ),
+                #[cfg(feature = "tch")]
+                Autograd::LibTorch => crate::torch_step::step(&self.program, &self.params.values, batch, &mut laps),
+                #[cfg(not(feature = "tch"))]
+                Autograd::LibTorch => unreachable!("set_autograd refuses libtorch without the tch feature"),
+            };
+            let value = out.loss;
             if !value.is_finite() {
                 return Err(TrainError::NonFinite {
                     value,
@@ -322,48 +368,31 @@ impl<'a> Session<'a> {
                     checkpoint: String::new(),
                 });
             }
-            let scores = host_vec(&fwd.logits.clone().detach().reshape([n * classes]));
-            lap(&mut clock, self.phases.as_mut().map(|p| &mut p.forward));
-            let grads = loss.backward();
-            let mut tapped: Vec<Option<Tensor<1>>> = vec![None; self.params.values.len()];
-            for tap in &fwd.taps {
-                if let Some(g) = tap.weight_grad(&grads) {
-                    let slot = &mut tapped[tap.weight];
-                    *slot = Some(match slot.take() {
-                        Some(sum) => sum + g,
-                        None => g,
-                    });
-                }
+            if let Some(k) = out.kd {
+                kd_sum += k as f64 * n as f64;
             }
-            if clock.is_some() {
-                if let Some(g) = tapped.iter().flatten().next() {
-                    wait_for(g);
-                } else if let Some(g) = self.params.values.iter().find_map(|p| p.grad(&grads)) {
-                    wait_for(&g);
-                }
-                lap(&mut clock, self.phases.as_mut().map(|p| &mut p.backward));
-            }
-            let step = (epoch - 1) * batches + b;
-            let lr = self.recipe.schedule.at(self.recipe.lr, step, total_steps);
+            let (scores, mut grads) = (out.scores, out.grads);
+            let global_step = (epoch - 1) * batches + b;
+            let lr = self.recipe.schedule.at(self.recipe.lr, global_step, total_steps);
             for (i, spec) in self.program.params().iter().enumerate() {
                 if spec.role != Role::Learnable {
                     continue;
                 }
                 let p = &self.params.values[i];
-                let Some(g) = p.grad(&grads).or_else(|| tapped[i].take()) else {
+                let Some(g) = grads[i].take() else {
                     continue;
                 };
                 let updated = self.optimizer.update(i, p.clone().inner(), g, lr);
                 self.params.values[i] = Tensor::from_inner(updated).require_grad();
             }
             self.optimizer.step += 1;
-            self.params.update_running(fwd.stats);
-            if clock.is_some() {
+            self.params.update_running(out.stats);
+            if laps.clock.is_some() {
                 if let Some(p) = self.params.values.first() {
                     wait_for(p);
                 }
-                lap(&mut clock, self.phases.as_mut().map(|p| &mut p.update));
-                if let Some(p) = self.phases.as_mut() {
+                laps.lap(|p| &mut p.update);
+                if let Some(p) = laps.phases.as_deref_mut() {
                     p.steps += 1;
                 }
             }
@@ -497,21 +526,6 @@ impl<'a> Session<'a> {
         self.transform = ck.header.transform;
         self.history = ck.header.history;
         Ok(())
-    }
-}
-
-/// Adds the time since `clock` to `phase` and restarts the clock (no-op when off).
-fn lap(clock: &mut Option<Instant>, phase: Option<&mut f64>) {
-    if let (Some(c), Some(p)) = (clock.as_mut(), phase) {
-        *p += c.elapsed().as_secs_f64();
-        *c = Instant::now();
-    }
-}
-
-/// Blocks until the device has computed `t` (reads one element back).
-fn wait_for(t: &Tensor<1>) {
-    if t.dims()[0] > 0 {
-        host_vec(&t.clone().detach().narrow(0, 0, 1));
     }
 }
 

@@ -187,6 +187,7 @@ pub fn train_graph(
     let history = training::with_threads(args.threads, || -> Result<Vec<EpochMetrics>> {
         let mut session = Session::new(graph, set, recipe, args.backend, teacher)?;
         session.set_conv_grad(args.conv_grad)?;
+        session.set_autograd(args.autograd)?;
         session.set_phase_times(args.phase_times);
         if let Some(r) = resume {
             session.resume(r)?;
@@ -198,7 +199,7 @@ pub fn train_graph(
         }
         let t = session.transform();
         say(format!(
-            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s), {} convolution weight gradients",
+            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s), {} autograd, {} convolution weight gradients",
             session.split().train.len(),
             session.split().val.len(),
             if set.test_start().is_some() {
@@ -214,6 +215,7 @@ pub fn train_graph(
             } else {
                 args.threads.to_string()
             },
+            session.autograd(),
             session.conv_grad(),
         ));
         let mut bar = Bar { label, bar: None };
