@@ -5,7 +5,7 @@ use graph_ir::ops::{Flatten, MatMul, Op};
 use graph_ir::rng::SplitMix64;
 use graph_ir::{Fact, Graph, Tensor};
 use training::data::ImageSet;
-use training::{Backend, ConvGrad, Recipe, Session, TrainError};
+use training::{Autograd, Backend, ConvGrad, Recipe, Session, TrainError};
 
 /// `flatten(x) @ w` on `[N, 1, 2, 2]` images, 3 classes.
 fn linear() -> Graph {
@@ -88,4 +88,21 @@ fn libtorch_conv_gradients_need_a_libtorch_backend() {
             .unwrap_err()
             .contains("autodiff, im2col, libtorch")
     );
+}
+
+#[test]
+fn libtorch_autograd_needs_a_libtorch_backend() {
+    let (g, set) = (linear(), images(16));
+    let mut s = Session::new(&g, &set, recipe(), Backend::Flex, None).expect("session");
+    match s.set_autograd(Autograd::LibTorch) {
+        Err(TrainError::Option { key, reason }) => {
+            assert_eq!(key, "autograd");
+            assert!(reason.contains("tch backend"), "{reason}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(s.autograd(), Autograd::Burn);
+    s.set_autograd(Autograd::Burn).expect("burn runs anywhere");
+    assert_eq!("libtorch".parse::<Autograd>(), Ok(Autograd::LibTorch));
+    assert!("jax".parse::<Autograd>().unwrap_err().contains("burn, libtorch"));
 }
