@@ -295,15 +295,15 @@ fn forward(program: &Program, params: &[T], x: T, n: usize) -> (T, Vec<TchStats>
                     b = b.transpose(0, 1);
                 }
                 let m = b.size()[1];
-                let mut y = a.matmul(&b);
-                if *alpha != 1.0 {
-                    y = y * *alpha;
-                }
-                if step.inputs.len() > 2 && *beta != 0.0 {
+                let y = a.matmul(&b);
+                let y = if *alpha != 1.0 { y * *alpha } else { y };
+                let y = if step.inputs.len() > 2 && *beta != 0.0 {
                     let vol: usize = shape_of(2).iter().product();
                     let rows = if vol as i64 == m || vol == 1 { 1 } else { n };
-                    y = y + read(2, &slots).reshape(dims(&[rows, vol / rows])) * *beta;
-                }
+                    y + read(2, &slots).reshape(dims(&[rows, vol / rows])) * *beta
+                } else {
+                    y
+                };
                 vec![y.reshape([n as i64, m, 1, 1])]
             }
             Kernel::MatMul => {
