@@ -172,10 +172,10 @@ fn unfold(x: Tensor<4>, kernel: [usize; 2], options: &ConvOptions<2>) -> Tensor<
 #[cfg(feature = "tch")]
 #[allow(deprecated)]
 mod libtorch {
-    use burn::backend::LibTorch;
-    use burn::backend::libtorch::TchTensor;
     use burn::tensor::Tensor;
     use burn::tensor::ops::ConvOptions;
+
+    use crate::torch_step::{burn_of, tch_of};
 
     /// LibTorch's `im2col` when `x` lives on LibTorch; `None` otherwise.
     pub fn im2col(
@@ -184,7 +184,7 @@ mod libtorch {
         padding: [usize; 2],
         options: &ConvOptions<2>,
     ) -> Option<Tensor<3>> {
-        let t = x.clone().try_into_primitive::<LibTorch>().ok()?.tensor;
+        let t = tch_of(x)?;
         let ints = |v: [usize; 2]| v.map(|d| d as i64);
         let cols = t.im2col(
             ints(kernel),
@@ -192,7 +192,7 @@ mod libtorch {
             ints(padding),
             ints(options.stride),
         );
-        Some(Tensor::from_primitive::<LibTorch>(TchTensor::new(cols)))
+        Some(burn_of(cols))
     }
 
     /// See [`super::libtorch_weight_grad`].
@@ -202,8 +202,8 @@ mod libtorch {
         kernel: [usize; 4],
         options: &ConvOptions<2>,
     ) -> Option<Tensor<4>> {
-        let x = x.clone().try_into_primitive::<LibTorch>().ok()?.tensor;
-        let dy = dy.clone().try_into_primitive::<LibTorch>().ok()?.tensor;
+        let x = tch_of(x)?;
+        let dy = tch_of(dy)?;
         let ints = |v: [usize; 2]| v.map(|d| d as i64);
         let w = tch::Tensor::zeros(kernel.map(|d| d as i64), (x.kind(), x.device())).set_requires_grad(true);
         let padding = options.padding.map(|(a, _)| a);
@@ -217,7 +217,7 @@ mod libtorch {
         );
         let objective = (y * dy).sum(x.kind());
         let g = tch::Tensor::run_backward(&[objective], &[&w], false, false).pop()?;
-        Some(Tensor::from_primitive::<LibTorch>(TchTensor::new(g)))
+        Some(burn_of(g))
     }
 }
 

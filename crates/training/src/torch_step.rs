@@ -42,16 +42,20 @@ pub fn supported(program: &Program) -> Result<(), TrainError> {
     Ok(())
 }
 
-fn to_tch<const D: usize>(t: &Tensor<D>) -> T {
+/// The LibTorch tensor behind `t` (its inner tensor when `t` is on an
+/// autodiff device); `None` when `t` does not live on LibTorch.
+pub(crate) fn tch_of<const D: usize>(t: &Tensor<D>) -> Option<T> {
     let inner = if t.is_autodiff() { t.clone().inner() } else { t.clone() };
-    inner
-        .try_into_primitive::<LibTorch>()
-        .expect("--autograd libtorch on a LibTorch device")
-        .tensor
+    Some(inner.try_into_primitive::<LibTorch>().ok()?.tensor)
 }
 
-fn from_tch<const D: usize>(t: T) -> Tensor<D> {
+/// `t` as a burn tensor on LibTorch's (non-autodiff) device.
+pub(crate) fn burn_of<const D: usize>(t: T) -> Tensor<D> {
     Tensor::from_primitive::<LibTorch>(TchTensor::new(t))
+}
+
+fn to_tch<const D: usize>(t: &Tensor<D>) -> T {
+    tch_of(t).expect("--autograd libtorch on a LibTorch device")
 }
 
 fn dims(shape: &[usize]) -> Vec<i64> {
@@ -112,7 +116,7 @@ pub fn step(program: &Program, params: &[Tensor<1>], batch: Batch, laps: &mut La
             .zip(&learnable)
         {
             if g.defined() {
-                grads[i] = Some(from_tch(g.reshape([-1])));
+                grads[i] = Some(burn_of(g.reshape([-1])));
             }
         }
         if laps.clock.is_some() {
@@ -129,8 +133,8 @@ pub fn step(program: &Program, params: &[Tensor<1>], batch: Batch, laps: &mut La
             var_param: s.var_param,
             momentum: s.momentum,
             count: s.count,
-            mean: Tensor::from_inner(from_tch(s.mean)),
-            var: Tensor::from_inner(from_tch(s.var)),
+            mean: Tensor::from_inner(burn_of(s.mean)),
+            var: Tensor::from_inner(burn_of(s.var)),
         })
         .collect();
     StepOut {
