@@ -9,7 +9,11 @@
 # options per variant, `+` for a space: "--conv-grad+libtorch")
 # (the second epoch's training images/s is reported: the first warms up),
 # then PyTorch trains the same structure on random batches of the same shape
-# for TORCH_SECONDS. Interleaved; ROUNDS rounds. Then, per variant, one
+# for TORCH_SECONDS, once with the batch on the GPU and no per-step reads,
+# once as a data-loading loop would (pinned host batches, loss read every
+# step). With BASELINE_BIN (another build of stretch, .gz/.xz or not),
+# each stretch run is followed by the same run of that build. Interleaved;
+# ROUNDS rounds. Then, per variant, one
 # such run of the first NAME at the first batch size with --phase-times (the
 # second epoch's time per step in each phase, the device waited for between
 # phases). When nsys is on the machine, one stretch epoch is also profiled
@@ -17,7 +21,8 @@
 # training crate's tests from TESTS=1 scripts/build_libtorch.sh, .gz or
 # not), those tests run first. First of all, scripts/benchmarks/
 # torch_conv_rules.py times burn's convolution gradient rules against
-# PyTorch's own on the first NAME's convolutions at each batch size.
+# PyTorch's own on the first NAME's convolutions at each batch size
+# (CONV_RULES=0 skips it).
 # Everything goes to OUT_DIR/baseline.log.
 #
 #   scripts/benchmarks/gpu_train_baseline.sh BINARY DATA_DIR MODELS_DIR OUT_DIR
@@ -34,6 +39,8 @@ LIMIT="${LIMIT:-12000}" SECONDS_EACH="${TORCH_SECONDS:-5}" BACKEND="${BACKEND:-t
 mkdir -p "$OUT"
 source scripts/benchmarks/gpu_common.sh
 BIN=$(unpack "$BIN" /tmp/stretch-tch)
+BASE=""
+[[ -z "${BASELINE_BIN:-}" ]] || BASE=$(unpack "$BASELINE_BIN" /tmp/stretch-tch-base)
 LOG="$OUT/baseline.log"
 WORK=$(mktemp -d)
 {
@@ -45,7 +52,7 @@ WORK=$(mktemp -d)
     echo "== $(basename "$TEST_BIN")"
     "$(unpack "$TEST_BIN" "$WORK/training-tests")" --test-threads 1 2>&1 | grep -E "^test |test result"
   fi
-  for batch in $BATCHES; do
+  [[ "${CONV_RULES:-1}" == 0 ]] || for batch in $BATCHES; do
     python3 scripts/benchmarks/torch_conv_rules.py "$MODELS/${NAMES%% *}.struct.json" "$batch" cuda 2>&1 | grep -v -i warn
   done
   run() { # NAME BATCH VARIANT EXTRA...: stretch's second-epoch lines
@@ -59,8 +66,10 @@ WORK=$(mktemp -d)
       for name in $NAMES; do
         for variant in $VARIANTS; do
           echo "round $round batch $batch $name stretch ${variant//+/ }: $(run "$name" "$batch" "$variant" | tail -1)"
+          [[ -z "$BASE" ]] || echo "round $round batch $batch $name stretch (BASELINE_BIN) ${variant//+/ }: $(BIN=$BASE run "$name" "$batch" "$variant" | tail -1)"
         done
         echo "round $round batch $batch $name pytorch: $(python3 scripts/benchmarks/torch_train_structure.py train "$MODELS/$name.struct.json" "$batch" "$SECONDS_EACH" 2>&1 | tail -1)"
+        echo "round $round batch $batch $name pytorch, host batches and loss read: $(python3 scripts/benchmarks/torch_train_structure.py train-host "$MODELS/$name.struct.json" "$batch" "$SECONDS_EACH" 2>&1 | tail -1)"
       done
     done
   done

@@ -13,6 +13,11 @@ model, trained by PyTorch on random batches.
       and trains it with SGD (lr 0.05, momentum 0.9, weight decay 5e-4) on
       random batches of BATCH inputs of the model's shape for SECONDS after
       5 warm-up steps, then prints `images/s N` (synchronised at the end).
+  torch_train_structure.py train-host STRUCTURE.json BATCH SECONDS [DEVICE]
+      the same, as a training loop with a data loader runs it: each step's
+      inputs and labels come from pinned host memory (copied without
+      blocking, as DataLoader(pin_memory=True) batches are) and the loss is
+      read back every step (loss.item(), for logging), as stretch does.
 
 Supports the operators of the zoo's resnet-mini: Conv, BatchNormalization,
 Relu, Add, MaxPool, GlobalAveragePool, Flatten, Gemm.
@@ -108,25 +113,35 @@ def build(s):
     return Net()
 
 
-def train(struct_path, batch, seconds, device):
+def train(struct_path, batch, seconds, device, host=False):
     import torch
     s = json.load(open(struct_path))
     torch.manual_seed(0)
     net = build(s).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
-    x = torch.randn(batch, *s["input_shape"], device=device)
+    pinned = host and device.startswith("cuda")
+    x_host = torch.randn(batch, *s["input_shape"])
+    x_host = x_host.pin_memory() if pinned else x_host
+    x = x_host.to(device)
     classes = None
+    y_host = None
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
-        nonlocal classes
-        out = net(x)
+        nonlocal classes, y_host
+        inp = x_host.to(device, non_blocking=pinned) if host else x
+        out = net(inp)
         if classes is None:
             classes = out.shape[1]
-        y = torch.randint(0, classes, (batch,), device=device)
+            y_host = torch.randint(0, classes, (batch,))
+            y_host = y_host.pin_memory() if pinned else y_host
+        y = y_host.to(device, non_blocking=pinned) if host else torch.randint(0, classes, (batch,), device=device)
         opt.zero_grad()
-        loss_fn(out, y).backward()
+        loss = loss_fn(out, y)
+        loss.backward()
         opt.step()
+        if host:
+            loss.item()
 
     for _ in range(5):
         step()
@@ -147,5 +162,7 @@ if __name__ == "__main__":
         dump(sys.argv[2], sys.argv[3], drop, onnx_out)
     elif len(sys.argv) >= 5 and sys.argv[1] == "train":
         train(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5] if len(sys.argv) > 5 else "cuda")
+    elif len(sys.argv) >= 5 and sys.argv[1] == "train-host":
+        train(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5] if len(sys.argv) > 5 else "cuda", host=True)
     else:
         sys.exit(__doc__)

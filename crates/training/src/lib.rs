@@ -20,6 +20,7 @@ mod lower;
 mod metrics;
 mod optim;
 mod params;
+mod prefetch;
 mod resample;
 mod step;
 #[cfg(feature = "tch")]

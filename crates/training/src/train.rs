@@ -19,6 +19,7 @@ use crate::lower::{Program, Role, lower};
 use crate::metrics::{PhaseTimes, Tally, cross_entropy, softmax};
 use crate::optim::{Optimizer, OptimizerState, Schedule};
 use crate::params::{Params, host_vec};
+use crate::prefetch;
 use crate::step::{self, Autograd, Batch, Laps, wait_for};
 
 /// Soft-label distillation from a teacher model.
@@ -322,83 +323,84 @@ impl<'a> Session<'a> {
             *p = PhaseTimes::default();
         }
         let start = Instant::now();
-        for (b, idx) in order.chunks(self.recipe.batch_size).enumerate() {
-            let mut laps = Laps {
-                clock: self.phases.is_some().then(Instant::now),
-                phases: self.phases.as_mut(),
-            };
-            let n = idx.len();
-            let images = self.transform.batch(self.data, idx, Some(&mut rng));
-            let labels: Vec<usize> = idx.iter().map(|&i| self.data.label(i)).collect();
-            let mut onehot = vec![0f32; n * classes];
-            for (r, &l) in labels.iter().enumerate() {
-                onehot[r * classes + l] = 1.0;
-            }
-            let soft = self.teacher.as_ref().map(|t| {
-                let d = self.recipe.distill.expect("teacher implies distillation");
-                (softmax(&t.scores(&images, n), classes, d.temperature), d)
-            });
-            laps.lap(|p| &mut p.prepare);
-            let batch = Batch {
-                n,
-                images,
-                target: onehot,
-                soft,
-            };
-            let out = match self.autograd {
-                Autograd::Burn => step::burn(
-                    &self.program,
-                    &self.params.values,
-                    self.conv_grad,
-                    &self.train_device,
-                    batch,
-                    &mut laps,
-                ),
-                #[cfg(feature = "tch")]
-                Autograd::LibTorch => crate::torch_step::step(&self.program, &self.params.values, batch, &mut laps),
-                #[cfg(not(feature = "tch"))]
-                Autograd::LibTorch => unreachable!("set_autograd refuses libtorch without the tch feature"),
-            };
-            let value = out.loss;
-            if !value.is_finite() {
-                return Err(TrainError::NonFinite {
-                    value,
-                    epoch,
-                    batch: b + 1,
-                    checkpoint: String::new(),
-                });
-            }
-            if let Some(k) = out.kd {
-                kd_sum += k as f64 * n as f64;
-            }
-            let (scores, mut grads) = (out.scores, out.grads);
-            let global_step = (epoch - 1) * batches + b;
-            let lr = self.recipe.schedule.at(self.recipe.lr, global_step, total_steps);
-            for (i, spec) in self.program.params().iter().enumerate() {
-                if spec.role != Role::Learnable {
-                    continue;
-                }
-                let p = &self.params.values[i];
-                let Some(g) = grads[i].take() else {
-                    continue;
+        let (transform, data, batch_size) = (&self.transform, self.data, self.recipe.batch_size);
+        std::thread::scope(|scope| -> Result<(), TrainError> {
+            let prepared = prefetch::batches(scope, transform, data, &order, batch_size, classes, rng);
+            for (b, host) in prepared.into_iter().enumerate() {
+                let mut laps = Laps {
+                    clock: self.phases.is_some().then(Instant::now),
+                    phases: self.phases.as_mut(),
                 };
-                let updated = self.optimizer.update(i, p.clone().inner(), g, lr);
-                self.params.values[i] = Tensor::from_inner(updated).require_grad();
-            }
-            self.optimizer.step += 1;
-            self.params.update_running(out.stats);
-            if laps.clock.is_some() {
-                if let Some(p) = self.params.values.first() {
-                    wait_for(p);
+                let n = host.len();
+                let (images, labels, onehot) = (host.images, host.labels, host.onehot);
+                let soft = self.teacher.as_ref().map(|t| {
+                    let d = self.recipe.distill.expect("teacher implies distillation");
+                    (softmax(&t.scores(&images, n), classes, d.temperature), d)
+                });
+                laps.lap(|p| &mut p.prepare);
+                let batch = Batch {
+                    n,
+                    images,
+                    target: onehot,
+                    soft,
+                };
+                let out = match self.autograd {
+                    Autograd::Burn => step::burn(
+                        &self.program,
+                        &self.params.values,
+                        self.conv_grad,
+                        &self.train_device,
+                        batch,
+                        &mut laps,
+                    ),
+                    #[cfg(feature = "tch")]
+                    Autograd::LibTorch => crate::torch_step::step(&self.program, &self.params.values, batch, &mut laps),
+                    #[cfg(not(feature = "tch"))]
+                    Autograd::LibTorch => unreachable!("set_autograd refuses libtorch without the tch feature"),
+                };
+                let value = out.loss;
+                if !value.is_finite() {
+                    return Err(TrainError::NonFinite {
+                        value,
+                        epoch,
+                        batch: b + 1,
+                        checkpoint: String::new(),
+                    });
                 }
-                laps.lap(|p| &mut p.update);
-                if let Some(p) = laps.phases.as_deref_mut() {
-                    p.steps += 1;
+                if let Some(k) = out.kd {
+                    kd_sum += k as f64 * n as f64;
                 }
+                let (scores, mut grads) = (out.scores, out.grads);
+                let global_step = (epoch - 1) * batches + b;
+                let lr = self.recipe.schedule.at(self.recipe.lr, global_step, total_steps);
+                let mut items = Vec::new();
+                for (i, spec) in self.program.params().iter().enumerate() {
+                    if spec.role != Role::Learnable {
+                        continue;
+                    }
+                    if let Some(g) = grads[i].take() {
+                        items.push((i, self.params.values[i].clone().inner(), g));
+                    }
+                }
+                for (i, updated) in self.optimizer.update_all(items, lr) {
+                    self.params.values[i] = Tensor::from_inner(updated).require_grad();
+                }
+                self.optimizer.step += 1;
+                self.params.update_running(out.stats);
+                if laps.clock.is_some() {
+                    if let Some(p) = self.params.values.first() {
+                        wait_for(p);
+                    }
+                    laps.lap(|p| &mut p.update);
+                    if let Some(p) = laps.phases.as_deref_mut() {
+                        p.steps += 1;
+                    }
+                }
+                tally.add(&scores, &labels, value as f64);
+                progress.batch_done(value as f64);
             }
-            tally.add(&scores, &labels, value as f64);
-            progress.batch_done(value as f64);
-        }
+            Ok(())
+        })?;
         let seconds = start.elapsed().as_secs_f64();
         let val = self.evaluate(&self.split.val.clone());
         let m = EpochMetrics {

@@ -177,3 +177,29 @@ fn split_is_seeded_and_transform_resizes_and_normalises() {
     let e = "imagenet:/x".parse::<DatasetSpec>().expect_err("unknown kind");
     assert!(e.contains("unknown dataset kind 'imagenet'"), "{e}");
 }
+
+#[test]
+fn transform_at_the_source_size_normalises_every_pixel_exactly() {
+    let set = load(&DatasetSpec::Digits(None), [8, 8]).expect("digits");
+    let idx: Vec<usize> = (0..40).collect();
+    let t = Transform::fit(&set, &idx, [3, 8, 8], Augment::default()).expect("fit");
+    let batch = t.batch(&set, &idx, None);
+    assert_eq!(batch.len(), 40 * 3 * 64);
+    for (n, &i) in idx.iter().enumerate() {
+        for c in 0..3 {
+            for (k, &v) in set.image(i).iter().enumerate() {
+                let want = (v as f32 / 255.0 - t.mean[c]) / t.std[c];
+                assert_eq!(batch[(n * 3 + c) * 64 + k], want, "image {i} channel {c} pixel {k}");
+            }
+        }
+    }
+    let mut rng = graph_ir::rng::SplitMix64::new(3);
+    let crop = Augment {
+        crop_padding: 2,
+        flip: true,
+    };
+    let mut shifted = t.clone();
+    shifted.augment = crop;
+    let moved = shifted.batch(&set, &idx, Some(&mut rng));
+    assert_ne!(moved, batch, "crops and flips still move the pixels");
+}

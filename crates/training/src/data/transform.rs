@@ -100,6 +100,7 @@ impl Transform {
         let [ct, h, w] = self.target;
         let mut out = Vec::with_capacity(indices.len() * ct * h * w);
         let (ys, xs) = (axis_taps(self.source[1], h), axis_taps(self.source[2], w));
+        let same_size = [self.source[1], self.source[2]] == [h, w];
         for &i in indices {
             let img = self.adapt(set.image(i));
             let (dy, dx, flip) = match rng.as_deref_mut() {
@@ -115,6 +116,13 @@ impl Transform {
             };
             let sw = self.source[2];
             let plane = self.source[1] * sw;
+            if same_size && (dy, dx, flip) == (0, 0, false) {
+                for c in 0..ct {
+                    let (m, s) = (self.mean[c], self.std[c]);
+                    out.extend(img[c * plane..(c + 1) * plane].iter().map(|&v| (v - m) / s));
+                }
+                continue;
+            }
             for c in 0..ct {
                 let src = &img[c * plane..(c + 1) * plane];
                 for y in 0..h {
