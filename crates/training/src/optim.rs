@@ -43,6 +43,8 @@ pub struct OptimizerState {
     pub weight_decay: f64,
     /// Updates applied so far.
     pub step: u64,
+    /// Update all parameters as one vector (see [`OptimizerState::update_all`]).
+    pub one_vector: bool,
     first: Vec<Option<Tensor<1>>>,
     second: Vec<Option<Tensor<1>>>,
 }
@@ -53,6 +55,7 @@ impl OptimizerState {
             rule,
             weight_decay,
             step: 0,
+            one_vector: false,
             first: vec![None; params],
             second: vec![None; params],
         }
@@ -60,23 +63,29 @@ impl OptimizerState {
 
     /// Applies one update to every `(i, p, g)` of `items` (parameter `i`,
     /// `p` its value without autodiff, `g` its gradient, all on one device)
-    /// and returns each parameter's new value. The parameters are updated as
-    /// one vector (a few kernels for the whole model instead of a few per
-    /// parameter), element by element as updating each on its own would.
+    /// and returns each parameter's new value, element by element as the
+    /// rule gives it. With [`OptimizerState::one_vector`] the parameters are
+    /// updated as one vector: a few kernels for the whole model instead of a
+    /// few per parameter, which pays where each kernel launch costs (a GPU)
+    /// and not on a CPU, where gathering the vector costs more than it saves.
     pub fn update_all(&mut self, items: Vec<(usize, Tensor<1>, Tensor<1>)>, lr: f64) -> Vec<(usize, Tensor<1>)> {
+        if !self.one_vector {
+            return items
+                .into_iter()
+                .map(|(i, p, g)| {
+                    let (m, v) = (self.first[i].take(), self.second[i].take());
+                    let (p, m, v) = self.rule_step(p, g, m, v, lr);
+                    (self.first[i], self.second[i]) = (Some(m), v);
+                    (i, p)
+                })
+                .collect();
+        }
         let Some(device) = items.first().map(|(_, p, _)| p.device()) else {
             return Vec::new();
         };
         let ids: Vec<usize> = items.iter().map(|(i, _, _)| *i).collect();
         let sizes: Vec<usize> = items.iter().map(|(_, p, _)| p.dims()[0]).collect();
         let (ps, gs): (Vec<Tensor<1>>, Vec<Tensor<1>>) = items.into_iter().map(|(_, p, g)| (p, g)).unzip();
-        let p = Tensor::cat(ps, 0);
-        let g = Tensor::cat(gs, 0);
-        let g = if self.weight_decay != 0.0 {
-            g + p.clone().mul_scalar(self.weight_decay)
-        } else {
-            g
-        };
         let gather = |buf: &mut [Option<Tensor<1>>]| -> Option<Tensor<1>> {
             if ids.iter().all(|&i| buf[i].is_none()) {
                 return None;
@@ -88,39 +97,64 @@ impl OptimizerState {
                 .collect();
             Some(Tensor::cat(parts, 0))
         };
+        let (m, v) = (gather(&mut self.first), gather(&mut self.second));
+        let (p, m, v) = self.rule_step(Tensor::cat(ps, 0), Tensor::cat(gs, 0), m, v, lr);
         let scatter = |buf: &mut [Option<Tensor<1>>], flat: Tensor<1>| {
             for (i, part) in ids.iter().zip(split(flat, &sizes)) {
                 buf[*i] = Some(part);
             }
         };
-        let updated = match self.rule {
+        scatter(&mut self.first, m);
+        if let Some(v) = v {
+            scatter(&mut self.second, v);
+        }
+        ids.into_iter().zip(split(p, &sizes)).collect()
+    }
+
+    /// The rule on whole tensors: parameter `p`, gradient `g`, first and
+    /// second moments as last stored (`None`: none yet) to the new parameter
+    /// and moments to store (no second moment for SGD).
+    fn rule_step(
+        &self,
+        p: Tensor<1>,
+        g: Tensor<1>,
+        first: Option<Tensor<1>>,
+        second: Option<Tensor<1>>,
+        lr: f64,
+    ) -> (Tensor<1>, Tensor<1>, Option<Tensor<1>>) {
+        let g = if self.weight_decay != 0.0 {
+            g + p.clone().mul_scalar(self.weight_decay)
+        } else {
+            g
+        };
+        match self.rule {
             Optimizer::Sgd { momentum } => {
-                let v = match gather(&mut self.first) {
+                let v = match first {
                     Some(v) if momentum != 0.0 => v.mul_scalar(momentum) + g,
                     _ => g,
                 };
-                scatter(&mut self.first, v.clone());
-                p - v.mul_scalar(lr)
+                (p - v.clone().mul_scalar(lr), v, None)
             }
             Optimizer::Adam { beta1, beta2, epsilon } => {
                 let t = self.step as i32 + 1;
-                let m = match gather(&mut self.first) {
+                let m = match first {
                     Some(m) => m.mul_scalar(beta1) + g.clone().mul_scalar(1.0 - beta1),
                     None => g.clone().mul_scalar(1.0 - beta1),
                 };
                 let g2 = g.clone() * g;
-                let v = match gather(&mut self.second) {
+                let v = match second {
                     Some(v) => v.mul_scalar(beta2) + g2.mul_scalar(1.0 - beta2),
                     None => g2.mul_scalar(1.0 - beta2),
                 };
-                scatter(&mut self.first, m.clone());
-                scatter(&mut self.second, v.clone());
-                let m_hat = m.div_scalar(1.0 - beta1.powi(t));
-                let v_hat = v.div_scalar(1.0 - beta2.powi(t));
-                p - (m_hat / v_hat.sqrt().add_scalar(epsilon)).mul_scalar(lr)
+                let m_hat = m.clone().div_scalar(1.0 - beta1.powi(t));
+                let v_hat = v.clone().div_scalar(1.0 - beta2.powi(t));
+                (
+                    p - (m_hat / v_hat.sqrt().add_scalar(epsilon)).mul_scalar(lr),
+                    m,
+                    Some(v),
+                )
             }
-        };
-        ids.into_iter().zip(split(updated, &sizes)).collect()
+        }
     }
 
     /// Buffers on the host, for checkpoints: `(first, second)` moments.
@@ -220,49 +254,52 @@ mod tests {
                 epsilon: 1e-8,
             },
         ] {
-            let mut state = OptimizerState::new(rule, 5e-4, sizes.len());
-            let mut p: Vec<Vec<f32>> = sizes
-                .iter()
-                .map(|&n| (0..n).map(|k| 0.1 * k as f32 - 0.2).collect())
-                .collect();
-            let mut m: Vec<Vec<Option<f32>>> = sizes.iter().map(|&n| vec![None; n]).collect();
-            let mut v = m.clone();
-            for step in 0..3usize {
-                let lr = 0.1 / (step + 1) as f32;
-                let mut items = Vec::new();
-                let mut want = Vec::new();
-                for (i, &n) in sizes.iter().enumerate() {
-                    if step == 1 && i == 1 {
-                        continue;
+            for one_vector in [false, true] {
+                let mut state = OptimizerState::new(rule, 5e-4, sizes.len());
+                state.one_vector = one_vector;
+                let mut p: Vec<Vec<f32>> = sizes
+                    .iter()
+                    .map(|&n| (0..n).map(|k| 0.1 * k as f32 - 0.2).collect())
+                    .collect();
+                let mut m: Vec<Vec<Option<f32>>> = sizes.iter().map(|&n| vec![None; n]).collect();
+                let mut v = m.clone();
+                for step in 0..3usize {
+                    let lr = 0.1 / (step + 1) as f32;
+                    let mut items = Vec::new();
+                    let mut want = Vec::new();
+                    for (i, &n) in sizes.iter().enumerate() {
+                        if step == 1 && i == 1 {
+                            continue;
+                        }
+                        let g: Vec<f32> = (0..n)
+                            .map(|k| ((i * 7 + k * 3 + step) % 5) as f32 * 0.3 - 0.6)
+                            .collect();
+                        let t = |x: &[f32]| Tensor::<1>::from_data(TensorData::new(x.to_vec(), [n]), &dev);
+                        items.push((i, t(&p[i]), t(&g)));
+                        let mut w = Vec::new();
+                        for k in 0..n {
+                            let (np, nm, nv) =
+                                by_hand(rule, (5e-4, lr, step as i32 + 1), p[i][k], g[k], (m[i][k], v[i][k]));
+                            w.push(np);
+                            m[i][k] = Some(nm);
+                            v[i][k] = Some(nv);
+                        }
+                        want.push((i, w));
                     }
-                    let g: Vec<f32> = (0..n)
-                        .map(|k| ((i * 7 + k * 3 + step) % 5) as f32 * 0.3 - 0.6)
-                        .collect();
-                    let t = |x: &[f32]| Tensor::<1>::from_data(TensorData::new(x.to_vec(), [n]), &dev);
-                    items.push((i, t(&p[i]), t(&g)));
-                    let mut w = Vec::new();
-                    for k in 0..n {
-                        let (np, nm, nv) =
-                            by_hand(rule, (5e-4, lr, step as i32 + 1), p[i][k], g[k], (m[i][k], v[i][k]));
-                        w.push(np);
-                        m[i][k] = Some(nm);
-                        v[i][k] = Some(nv);
+                    let got = state.update_all(items, lr as f64);
+                    state.step += 1;
+                    assert_eq!(got.len(), want.len());
+                    for ((gi, gt), (wi, w)) in got.iter().zip(&want) {
+                        assert_eq!(gi, wi);
+                        let g = host_vec(gt);
+                        for (k, (a, b)) in g.iter().zip(w).enumerate() {
+                            assert!(
+                                (a - b).abs() <= 1e-6 * b.abs().max(1e-3),
+                                "{rule:?} one vector {one_vector} step {step} param {gi}[{k}]: {a} vs {b}"
+                            );
+                        }
+                        p[*gi] = g;
                     }
-                    want.push((i, w));
-                }
-                let got = state.update_all(items, lr as f64);
-                state.step += 1;
-                assert_eq!(got.len(), want.len());
-                for ((gi, gt), (wi, w)) in got.iter().zip(&want) {
-                    assert_eq!(gi, wi);
-                    let g = host_vec(gt);
-                    for (k, (a, b)) in g.iter().zip(w).enumerate() {
-                        assert!(
-                            (a - b).abs() <= 1e-6 * b.abs().max(1e-3),
-                            "{rule:?} step {step} param {gi}[{k}]: {a} vs {b}"
-                        );
-                    }
-                    p[*gi] = g;
                 }
             }
         }

@@ -9,7 +9,7 @@ use graph_ir::Graph;
 use graph_ir::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, LibTorchTarget};
 use crate::checkpoint::{Checkpoint, Header, SCHEMA};
 use crate::conv_grad::ConvGrad;
 use crate::data::{Augment, Dataset, Split, Transform, split_of};
@@ -188,7 +188,8 @@ impl<'a> Session<'a> {
             }
             (None, _) => None,
         };
-        let optimizer = OptimizerState::new(recipe.optimizer, recipe.weight_decay, program.params().len());
+        let mut optimizer = OptimizerState::new(recipe.optimizer, recipe.weight_decay, program.params().len());
+        optimizer.one_vector = matches!(backend, Backend::Cuda(_) | Backend::LibTorch(LibTorchTarget::Cuda(_)));
         Ok(Session {
             program,
             params,
