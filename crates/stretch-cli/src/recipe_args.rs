@@ -115,6 +115,14 @@ pub struct RecipeArgs {
 }
 
 impl RecipeArgs {
+    /// The autograd to try when `--autograd` is not given, `None` for burn's:
+    /// LibTorch's own on LibTorch backends while convolution gradients are
+    /// left to autodiff (a model LibTorch's port refuses falls back to burn's).
+    pub fn preferred_autograd(&self) -> Option<Autograd> {
+        (matches!(self.backend, Backend::LibTorch(_)) && self.conv_grad == ConvGrad::Autodiff)
+            .then_some(Autograd::LibTorch)
+    }
+
     pub fn recipe(&self, distill: Option<Distill>) -> Result<Recipe> {
         Ok(Recipe {
             epochs: self.epochs,
@@ -170,4 +178,37 @@ pub fn beside(path: &std::path::Path, suffix: &str) -> PathBuf {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     path.with_file_name(format!("{stem}{suffix}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use training::LibTorchTarget;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        recipe: RecipeArgs,
+    }
+
+    #[test]
+    fn libtorch_backends_prefer_libtorch_autograd_unless_conv_grad_is_chosen() {
+        let mut args = Cli::parse_from(["t", "--dataset", "digits"]).recipe;
+        assert_eq!(args.autograd, None);
+        assert_eq!(args.preferred_autograd(), None, "flex keeps burn's autograd");
+        for target in [LibTorchTarget::Cpu, LibTorchTarget::Cuda(0)] {
+            args.backend = Backend::LibTorch(target);
+            assert_eq!(args.preferred_autograd(), Some(Autograd::LibTorch));
+            args.conv_grad = ConvGrad::Im2col;
+            assert_eq!(
+                args.preferred_autograd(),
+                None,
+                "--conv-grad applies to burn's autograd only"
+            );
+            args.conv_grad = ConvGrad::Autodiff;
+        }
+        args.backend = Backend::Cuda(0);
+        assert_eq!(args.preferred_autograd(), None);
+    }
 }

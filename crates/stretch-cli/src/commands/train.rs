@@ -9,7 +9,7 @@ use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use training::data::{self, Dataset, ImageSet};
-use training::{Autograd, Backend, ConvGrad, Distill, EpochMetrics, Progress, Recipe, Session, TrainError};
+use training::{Distill, EpochMetrics, Progress, Recipe, Session, TrainError};
 
 use crate::curve::{learning_curve_svg, metrics_csv};
 use crate::model_args::ModelArgs;
@@ -187,14 +187,14 @@ pub fn train_graph(
     let history = training::with_threads(args.threads, || -> Result<Vec<EpochMetrics>> {
         let mut session = Session::new(graph, set, recipe, args.backend, teacher)?;
         session.set_conv_grad(args.conv_grad)?;
-        match args.autograd {
-            Some(a) => session.set_autograd(a)?,
-            None if matches!(args.backend, Backend::LibTorch(_)) && args.conv_grad == ConvGrad::Autodiff => {
-                if let Err(e) = session.set_autograd(Autograd::LibTorch) {
-                    say(format!("{label}: burn's autograd, not LibTorch's: {e}"));
+        match (args.autograd, args.preferred_autograd()) {
+            (Some(a), _) => session.set_autograd(a)?,
+            (None, Some(a)) => {
+                if let Err(e) = session.set_autograd(a) {
+                    say(format!("{label}: burn's autograd, not {a}'s: {e}"));
                 }
             }
-            None => {}
+            (None, None) => {}
         }
         session.set_phase_times(args.phase_times);
         if let Some(r) = resume {
