@@ -4,7 +4,7 @@ use burn::tensor::{Tensor, activation, module};
 use graph_ir::ops::{BinaryOp, ReduceKind, UnaryOp};
 
 use crate::conv_grad::{ConvGrad, ConvTap};
-use crate::lower::{Kernel, Operand, Program, pad4};
+use crate::lower::{Kernel, Operand, Program, aligned4, pad4};
 
 /// Batch statistics of one BatchNorm in a training-mode forward pass.
 pub struct BatchStats {
@@ -267,12 +267,10 @@ impl Program {
 /// Reshapes a value of logical shape `shape` to rank `rank` by numpy broadcasting
 /// rules (leading ones), then pads to the rank-4 layout.
 fn align(x: Tensor<4>, shape: &[usize], rank: usize) -> Tensor<4> {
-    if shape.len() >= rank {
-        return x;
+    match aligned4(shape, rank) {
+        Some(s) => x.reshape(s),
+        None => x,
     }
-    let mut s = vec![1; rank - shape.len()];
-    s.extend_from_slice(shape);
-    x.reshape(pad4(&s))
 }
 
 fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {

@@ -165,6 +165,17 @@ pub(crate) fn pad4(shape: &[usize]) -> [usize; 4] {
     out
 }
 
+/// The 4-d shape that lines an operand of `shape` up with a result of rank
+/// `rank` for broadcasting (ONNX aligns trailing axes: leading 1s, then
+/// `shape`), or `None` when the operand already has that rank or more.
+pub(crate) fn aligned4(shape: &[usize], rank: usize) -> Option<[usize; 4]> {
+    (shape.len() < rank).then(|| {
+        let mut s = vec![1; rank - shape.len()];
+        s.extend_from_slice(shape);
+        pad4(&s)
+    })
+}
+
 struct Lowering<'g> {
     graph: &'g Graph,
     slots: Vec<Slot>,

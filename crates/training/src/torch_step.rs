@@ -17,7 +17,7 @@ use tch::{Kind, Tensor as T};
 
 use crate::error::TrainError;
 use crate::forward::BatchStats;
-use crate::lower::{Kernel, Operand, Program, Role, pad4};
+use crate::lower::{Kernel, Operand, Program, Role, aligned4, pad4};
 use crate::step::{Batch, Laps, StepOut, wait_for};
 
 /// `Ok` when every kernel of `program` has a LibTorch port; otherwise the
@@ -342,12 +342,10 @@ fn forward(program: &Program, params: &[T], x: T, n: usize) -> (T, Vec<TchStats>
 }
 
 fn align(x: T, shape: &[usize], rank: usize) -> T {
-    if shape.len() >= rank {
-        return x;
+    match aligned4(shape, rank) {
+        Some(s) => x.reshape(dims(&s)),
+        None => x,
     }
-    let mut s = vec![1; rank - shape.len()];
-    s.extend_from_slice(shape);
-    x.reshape(dims(&pad4(&s)))
 }
 
 fn unary(op: UnaryOp, x: T) -> T {
