@@ -11,13 +11,18 @@
 # while something else builds.
 #
 #   scripts/benchmarks/puzzle_host.sh [DURATION_S] [ROUNDS]
+#
+# STRETCH=/path/to/stretch runs that binary instead of building this
+# checkout (to compare two builds, alternate their runs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 DURATION="${1:-20}"
 ROUNDS="${2:-4}"
-cargo build --release -q -p stretch-cli
-STRETCH="$CARGO_TARGET_DIR/release/stretch"
+if [ -z "${STRETCH:-}" ]; then
+  cargo build --release -q -p stretch-cli
+  STRETCH="$CARGO_TARGET_DIR/release/stretch"
+fi
 OUT="${OUT:-target/puzzle-host}"
 mkdir -p "$OUT"
 "$STRETCH" zoo resnet-mini --input-size 32 --seed 0 -o "$OUT/mini32.onnx" > /dev/null

@@ -15,7 +15,7 @@ use predictor::profiler::timing::Timing;
 use scheduler_rt::ProcessorConfig;
 use scheduler_rt::multi::puzzle::PuzzleError;
 use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
-use scheduler_rt::multi::puzzle::costs::Costs;
+use scheduler_rt::multi::puzzle::costs::{Costs, Wanted};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -246,6 +246,24 @@ impl<'a> Measured<'a> {
         rx.recv().map_err(|_| gone())?
     }
 
+    /// Per piece, every run's ms of `runs` rounds at least `round_ms` long
+    /// that run each of `pieces` once on processor `p` (see
+    /// [`crate::puzzle_timer`]'s cadence).
+    fn ask_cadence(
+        &self,
+        p: usize,
+        pieces: Vec<(Vec<u8>, Vec<Vec<usize>>)>,
+        runs: usize,
+        round_ms: f64,
+    ) -> Result<Vec<Vec<f64>>, String> {
+        let (tx, rx) = mpsc::channel();
+        let gone = || format!("the timing thread of {} stopped", self.procs[p].name);
+        self.timers[p]
+            .send(Job::Cadence(pieces, runs.max(1), round_ms, tx))
+            .map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
+    }
+
     /// Times, per processor, its [`Self::longest_run_on`] alone and while
     /// every other processor runs its own over and over, in
     /// [`CONTENTION_ROUNDS`] alternating rounds (a change of the machine's
@@ -448,6 +466,66 @@ impl Costs for Measured<'_> {
         Ok(ms)
     }
 
+    /// While re-timing ([`Costs::retime`]) or without a database (`serve
+    /// --retime`), the plan's pieces not timed yet are timed per processor
+    /// together, as served: each once per round, the round as long as the
+    /// shortest period among them (back to back where none is periodic).
+    /// During the search (a database, not re-timing) each piece is timed on
+    /// its own, back to back, when first asked for.
+    fn prefetch(&mut self, wanted: &[Wanted]) -> Result<(), PuzzleError> {
+        if self.fresh.is_none() && self.path.is_some() {
+            return Ok(());
+        }
+        let mut by_processor: BTreeMap<usize, Vec<&Wanted>> = BTreeMap::new();
+        for w in wanted {
+            let key = (w.model, w.processor, w.layers.clone());
+            let known = match &self.fresh {
+                Some(fresh) => fresh.contains_key(&key),
+                None => self.memo.contains_key(&key),
+            };
+            if !known && !by_processor.get(&w.processor).is_some_and(|ws| ws.contains(&w)) {
+                by_processor.entry(w.processor).or_default().push(w);
+            }
+        }
+        for (p, ws) in by_processor {
+            let models = || {
+                let mut names: Vec<&str> = ws.iter().map(|w| self.graphs[w.model].name.as_str()).collect();
+                names.dedup();
+                names.join(", ")
+            };
+            let cost_error = |reason: String| PuzzleError::Cost {
+                model: models(),
+                processor: self.procs[p].name.clone(),
+                reason,
+            };
+            let mut batch = Vec::with_capacity(ws.len());
+            for w in &ws {
+                let nodes = w.layers.iter().map(|l| self.layers[w.model].layers[*l]).collect();
+                batch.push(onnx_of(&self.graphs[w.model], nodes).map_err(|e| cost_error(format!("{e:#}")))?);
+            }
+            let round = ws.iter().filter_map(|w| w.period_ms).fold(f64::INFINITY, f64::min);
+            let times = self
+                .ask_cadence(p, batch, RUNS, if round.is_finite() { round } else { 0.0 })
+                .map_err(cost_error)?;
+            for (w, mut t) in ws.into_iter().zip(times) {
+                t.sort_by(f64::total_cmp);
+                let ms = t[t.len() / 2];
+                let key = (w.model, w.processor, w.layers.clone());
+                match &mut self.fresh {
+                    Some(fresh) => {
+                        fresh.insert(key, ms);
+                        self.retimed += 1;
+                    }
+                    None => {
+                        self.memo.insert(key, ms);
+                        self.measured += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError> {
         Ok(self.links.get(&(from, to)).map_or(0.0, |f| f.us(bytes).max(0.0) / 1e3))
     }
@@ -465,7 +543,7 @@ impl Costs for Measured<'_> {
         });
         if self.retimed > 0 {
             n.push(format!(
-                "pieces timed again after the search: {} (kept out of the database)",
+                "pieces timed again after the search: {} (kept out of the database; each plan's pieces together per processor, once per period of their group, as served)",
                 self.retimed
             ));
         }

@@ -3,8 +3,9 @@
 //! With measured costs every piece is timed once and the search keeps the
 //! plans whose pieces timed fast, partly by luck: the chosen plan's
 //! simulated makespan is biased low (the winner's curse). Here the front's
-//! plans, each also with its same-processor neighbours merged, are
-//! simulated on pieces timed afresh (pass 1) and the best is chosen; its
+//! plans, each also with its same-processor neighbours merged, and the best
+//! model-level mapping (also a point of the search space) are simulated on
+//! pieces timed afresh as served (pass 1) and the best is chosen; its
 //! figures, and the best mapping's, then come from a second fresh timing
 //! (pass 2) that played no part in any choice.
 
@@ -13,12 +14,38 @@ use scheduler_rt::multi::puzzle::chromosome::Chromosome;
 use scheduler_rt::multi::puzzle::evaluate::{Built, Outcome, Problem};
 use scheduler_rt::multi::workload::Workload;
 
+/// Where the chosen plan came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Source {
+    /// The front's plan `plan`, with its same-processor neighbours merged
+    /// where `merged`.
+    Front { plan: usize, merged: bool },
+    /// The best model-level mapping.
+    BestMapping,
+}
+
+impl Source {
+    /// The front's plan it came from, if any.
+    pub fn front_plan(self) -> Option<usize> {
+        match self {
+            Source::Front { plan, .. } => Some(plan),
+            Source::BestMapping => None,
+        }
+    }
+
+    /// How the analyzer names it.
+    pub fn describe(self) -> String {
+        match self {
+            Source::Front { plan, merged: false } => format!("plan {plan}"),
+            Source::Front { plan, merged: true } => format!("plan {plan} with same-processor neighbours merged"),
+            Source::BestMapping => "the best model-level mapping".into(),
+        }
+    }
+}
+
 /// The plan chosen on re-timed pieces and its figures from a second timing.
 pub struct Retimed {
-    /// Index into the front of the plan it came from.
-    pub from: usize,
-    /// Whether merging same-processor neighbours changed it.
-    pub merged: bool,
+    pub source: Source,
     /// Pass 1: its score and α* among the candidates.
     pub choice_score: f64,
     pub choice_saturation: Option<f64>,
@@ -43,6 +70,7 @@ fn better(a: (Option<f64>, f64), b: (Option<f64>, f64)) -> bool {
 pub fn choose(
     problem: &mut Problem,
     front: &[Chromosome],
+    best_chromosome: &Chromosome,
     best_mapping: &Built,
     w: &Workload,
     max_multiplier: f64,
@@ -52,20 +80,23 @@ pub fn choose(
     }
     eprintln!("timing the front's pieces afresh to choose among them, then once more for the chosen plan's figures...");
     let layers = problem.layers;
-    let mut candidates: Vec<(usize, bool, Chromosome)> = Vec::new();
+    let mut candidates: Vec<(Source, Chromosome)> = Vec::new();
     let mut seen = Vec::new();
     for (i, c) in front.iter().enumerate() {
         seen.push(c.decode(layers));
-        candidates.push((i, false, c.clone()));
+        candidates.push((Source::Front { plan: i, merged: false }, c.clone()));
         let m = c.merge_same_processor(layers);
         let merged = m.decode(layers);
         if !seen.contains(&merged) {
             seen.push(merged);
-            candidates.push((i, true, m));
+            candidates.push((Source::Front { plan: i, merged: true }, m));
         }
     }
+    if !seen.contains(&best_chromosome.decode(layers)) {
+        candidates.push((Source::BestMapping, best_chromosome.clone()));
+    }
     let mut pick: Option<(usize, (Option<f64>, f64), f64)> = None;
-    for (k, (_, _, c)) in candidates.iter().enumerate() {
+    for (k, (_, c)) in candidates.iter().enumerate() {
         let b = problem.build(c)?;
         let o = problem.simulate(&b, w)?;
         let key = (problem.saturation(&b, max_multiplier)?, o.objectives()[0]);
@@ -77,15 +108,14 @@ pub fn choose(
         return Ok(None);
     };
     problem.costs.retime();
-    let (from, merged, c) = &candidates[k];
+    let (source, c) = &candidates[k];
     let built = problem.build(c)?;
     let outcome = problem.simulate(&built, w)?;
     let saturation = problem.saturation(&built, max_multiplier)?;
     let best_built = problem.build_pieces(best_mapping.pieces.clone(), best_mapping.rank.clone())?;
     let best_outcome = problem.simulate(&best_built, w)?;
     Ok(Some(Retimed {
-        from: *from,
-        merged: *merged,
+        source: *source,
         choice_score,
         choice_saturation,
         built,

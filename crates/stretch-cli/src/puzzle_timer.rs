@@ -19,11 +19,24 @@ use tract_onnx::prelude::*;
 /// server cores is about 2 MiB per core.
 pub const POLLUTE_BYTES: usize = 4 << 20;
 
+/// How many earlier runs' outputs a timed run of a piece keeps alive, so
+/// that it writes its outputs to memory other than what the run before it
+/// freed, as in a served run, where the consumer of a piece's output (a
+/// piece on another processor, or later in the request) still holds it when
+/// the next request runs the piece (`scheduler-rt`'s `idle_gap` example:
+/// mb64's first five layers on tract, 1.5 MiB of output, x0.97-1.12 back to
+/// back on this VM).
+pub const KEPT_OUTPUTS: usize = 2;
+
 /// What a timing thread is asked to do.
 pub enum Job {
     /// Time a piece (ONNX bytes, input shapes, timed runs): every run's
     /// ms, in the order run, or the engine's reason.
     Time(Vec<u8>, Vec<Vec<usize>>, usize, mpsc::Sender<Result<Vec<f64>, String>>),
+    /// Time pieces at a serving cadence (pieces as ONNX bytes and input
+    /// shapes, timed runs, round in ms): per piece, every run's ms in the
+    /// order run, or the engine's reason ([`time_cadence`]).
+    Cadence(Vec<(Vec<u8>, Vec<Vec<usize>>)>, usize, f64, mpsc::Sender<CadenceTimes>),
     /// Run a piece over and over until the flag is set (load for the
     /// contention measurement); replies once running and again once stopped.
     Load(
@@ -33,6 +46,9 @@ pub enum Job {
         mpsc::Sender<Result<(), String>>,
     ),
 }
+
+/// Per piece, every timed run's ms in the order run, or the engine's reason.
+pub type CadenceTimes = Result<Vec<Vec<f64>>, String>;
 
 /// Starts the timing thread of processor `p`: pinned to its cores, it makes
 /// the processor's engine and times the pieces it is sent.
@@ -52,6 +68,9 @@ pub fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
                 (Job::Time(bytes, shapes, runs, reply), Ok(e)) => {
                     let _ = reply.send(time_piece(e.as_ref(), &bytes, &shapes, runs));
                 }
+                (Job::Cadence(pieces, runs, round_ms, reply), Ok(e)) => {
+                    let _ = reply.send(time_cadence(e.as_ref(), &pieces, runs, round_ms));
+                }
                 (Job::Load(bytes, shapes, stop, reply), Ok(e)) => {
                     let run = || -> Result<(), String> {
                         let compiled = e.compile(&bytes)?;
@@ -65,6 +84,9 @@ pub fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
                     let _ = reply.send(run());
                 }
                 (Job::Time(_, _, _, reply), Err(reason)) => {
+                    let _ = reply.send(Err(reason.clone()));
+                }
+                (Job::Cadence(_, _, _, reply), Err(reason)) => {
                     let _ = reply.send(Err(reason.clone()));
                 }
                 (Job::Load(_, _, _, reply), Err(reason)) => {
@@ -100,7 +122,8 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
 }
 
 /// Every run's ms, in the order run, of `runs` runs (after two warm-ups) of the
-/// piece on random inputs, each timed run after [`POLLUTE_BYTES`] were written.
+/// piece on random inputs, each timed run after [`POLLUTE_BYTES`] were written
+/// and with the outputs of the [`KEPT_OUTPUTS`] runs before it alive.
 fn time_piece(
     engine: &dyn scheduler_rt::Engine,
     bytes: &[u8],
@@ -113,6 +136,7 @@ fn time_piece(
     let compiled = engine.compile(bytes)?;
     let inputs = random_inputs(shapes)?;
     let mut times = Vec::with_capacity(runs);
+    let mut kept = std::collections::VecDeque::with_capacity(KEPT_OUTPUTS + 1);
     for i in 0..runs + 2 {
         if i >= 2 {
             JUNK.with_borrow_mut(|junk| {
@@ -123,10 +147,173 @@ fn time_piece(
             });
         }
         let t = Instant::now();
-        compiled.run(inputs.clone())?;
+        let outputs = compiled.run(inputs.clone())?;
         if i >= 2 {
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        kept.push_back(outputs);
+        if kept.len() > KEPT_OUTPUTS {
+            kept.pop_front();
+        }
     }
     Ok(times)
+}
+
+/// Per piece, every run's ms, in the order run, of `runs` rounds (after two
+/// warm-up rounds) that run each piece once, in the order given, and last
+/// at least `round_ms` (the thread sleeps out the rest), with the outputs
+/// of the [`KEPT_OUTPUTS`] runs before each alive. This is how a processor
+/// serves a static plan's pieces: each once per period of its group, the
+/// others in between. On this VM a run that starts 5 ms after the previous
+/// one takes longer than back to back, whether the core slept, polled or
+/// computed in between (`scheduler-rt`'s `idle_gap` example, 6 rounds:
+/// mb64's first five layers on tract x1.29-2.14, mb64 on onnxruntime
+/// x1.07-1.79, resnet-mini 32² on tract x0.88-1.37).
+fn time_cadence(
+    engine: &dyn scheduler_rt::Engine,
+    pieces: &[(Vec<u8>, Vec<Vec<usize>>)],
+    runs: usize,
+    round_ms: f64,
+) -> CadenceTimes {
+    let compiled = pieces
+        .iter()
+        .map(|(bytes, _)| engine.compile(bytes))
+        .collect::<Result<Vec<_>, _>>()?;
+    let inputs = pieces
+        .iter()
+        .map(|(_, shapes)| random_inputs(shapes))
+        .collect::<Result<Vec<_>, _>>()?;
+    let round = std::time::Duration::from_secs_f64(round_ms.max(0.0) / 1e3);
+    let mut times = vec![Vec::with_capacity(runs); pieces.len()];
+    let mut kept: Vec<std::collections::VecDeque<TVec<Value>>> = vec![Default::default(); pieces.len()];
+    for r in 0..runs + 2 {
+        let start = Instant::now();
+        for (k, c) in compiled.iter().enumerate() {
+            let t = Instant::now();
+            let outputs = c.run(inputs[k].clone())?;
+            if r >= 2 {
+                times[k].push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            kept[k].push_back(outputs);
+            if kept[k].len() > KEPT_OUTPUTS {
+                kept[k].pop_front();
+            }
+        }
+        if let Some(rest) = round.checked_sub(start.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+    Ok(times)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Mutex, Weak};
+
+    /// Returns a fresh output per run and records, at the start of each
+    /// run, how many of its earlier outputs were still alive.
+    struct Counting {
+        outputs: Mutex<Vec<Weak<Tensor>>>,
+        alive_at_start: Mutex<Vec<usize>>,
+    }
+
+    struct Handle(Arc<Counting>);
+
+    impl scheduler_rt::Compiled for Handle {
+        fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+            let mut outputs = self.0.outputs.lock().unwrap();
+            let alive = outputs.iter().filter(|w| w.strong_count() > 0).count();
+            self.0.alive_at_start.lock().unwrap().push(alive);
+            let t = Arc::new(Tensor::zero::<f32>(&[1, 4]).map_err(|e| e.to_string())?);
+            outputs.push(Arc::downgrade(&t));
+            Ok(tvec![TValue::from_const(t)])
+        }
+    }
+
+    struct Fake(Arc<Counting>);
+
+    impl scheduler_rt::Engine for Fake {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn version(&self) -> &'static str {
+            "0"
+        }
+        fn threads(&self) -> usize {
+            1
+        }
+        fn compile(&self, _onnx: &[u8]) -> Result<Box<dyn scheduler_rt::Compiled>, String> {
+            Ok(Box::new(Handle(self.0.clone())))
+        }
+    }
+
+    #[test]
+    fn each_timed_run_starts_with_the_kept_outputs_alive() {
+        let counting = Arc::new(Counting {
+            outputs: Mutex::new(Vec::new()),
+            alive_at_start: Mutex::new(Vec::new()),
+        });
+        let times = time_piece(&Fake(counting.clone()), &[], &[vec![1, 4]], 6).unwrap();
+        assert_eq!(times.len(), 6);
+        let alive = counting.alive_at_start.lock().unwrap().clone();
+        assert_eq!(alive.len(), 8, "two warm-ups and six timed runs");
+        assert_eq!(&alive[2..], &[KEPT_OUTPUTS; 6], "{alive:?}");
+        let still = counting
+            .outputs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|w| w.strong_count() > 0)
+            .count();
+        assert_eq!(still, 0, "every output is dropped once the piece is timed");
+    }
+
+    /// Records which piece ran when.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<(u8, Instant)>>);
+
+    struct Piece(u8, Arc<Recorder>);
+
+    impl scheduler_rt::Compiled for Piece {
+        fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+            self.1.0.lock().unwrap().push((self.0, Instant::now()));
+            Ok(tvec![
+                Tensor::zero::<f32>(&[1]).map_err(|e| e.to_string())?.into_tvalue()
+            ])
+        }
+    }
+
+    struct Pieces(Arc<Recorder>);
+
+    impl scheduler_rt::Engine for Pieces {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn version(&self) -> &'static str {
+            "0"
+        }
+        fn threads(&self) -> usize {
+            1
+        }
+        fn compile(&self, onnx: &[u8]) -> Result<Box<dyn scheduler_rt::Compiled>, String> {
+            Ok(Box::new(Piece(onnx[0], self.0.clone())))
+        }
+    }
+
+    #[test]
+    fn cadence_runs_every_piece_once_per_round_of_at_least_the_period() {
+        let rec = Arc::new(Recorder::default());
+        let pieces = vec![(vec![0u8], vec![vec![1]]), (vec![1u8], vec![vec![1]])];
+        let times = time_cadence(&Pieces(rec.clone()), &pieces, 3, 5.0).unwrap();
+        assert_eq!(times.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3]);
+        let log = rec.0.lock().unwrap();
+        let order: Vec<u8> = log.iter().map(|(k, _)| *k).collect();
+        assert_eq!(order, [0, 1, 0, 1, 0, 1, 0, 1, 0, 1], "two warm-up rounds, then three");
+        let starts: Vec<Instant> = log.iter().filter(|(k, _)| *k == 0).map(|(_, t)| *t).collect();
+        for w in starts.windows(2) {
+            let gap = (w[1] - w[0]).as_secs_f64() * 1e3;
+            assert!(gap >= 5.0, "piece 0 ran again after {gap:.2} ms, within the 5 ms round");
+        }
+    }
 }

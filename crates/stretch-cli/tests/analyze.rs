@@ -308,6 +308,19 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
         "{figures}"
     );
     assert_eq!(apps.len(), 2, "{apps:?}");
+    let chosen_best = again_figures["best_mapping"]
+        .as_bool()
+        .expect("whether the best mapping was chosen");
+    let best_file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&best).unwrap()).unwrap();
+    if chosen_best {
+        assert!(again_figures["from_front_plan"].is_null(), "{figures}");
+        assert_eq!(
+            figures["apps"], best_file["apps"],
+            "the best mapping chosen is written as the plan"
+        );
+    } else {
+        assert!(again_figures["from_front_plan"].as_u64().is_some(), "{figures}");
+    }
     for needle in [
         "plan plan.json (static): score",
         "plan plan.best-mapping.json (static): score",

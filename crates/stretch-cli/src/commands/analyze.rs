@@ -351,7 +351,14 @@ pub fn run(a: Args) -> Result<()> {
     let ga_median = score::median(&front_sats);
     let elapsed = started.elapsed().as_secs_f64();
     let retimed = if models > 1 {
-        crate::puzzle_retime::choose(&mut problem, &front_chromosomes, &best_built, &w, a.max_multiplier)?
+        crate::puzzle_retime::choose(
+            &mut problem,
+            &front_chromosomes,
+            &mappings[0].0,
+            &best_built,
+            &w,
+            a.max_multiplier,
+        )?
     } else {
         None
     };
@@ -381,9 +388,10 @@ pub fn run(a: Args) -> Result<()> {
         "score": final_outcome.score(),
         "saturation_multiplier": final_sat,
         "retimed": retimed.as_ref().map(|r| serde_json::json!({
-            "note": "chosen among the front's plans (and each with its same-processor neighbours merged) on pieces timed afresh after the search; the figures above come from a second fresh timing",
-            "from_front_plan": r.from,
-            "merged_same_processor_neighbours": r.merged,
+            "note": "chosen among the front's plans (and each with its same-processor neighbours merged) and the best model-level mapping on pieces timed afresh after the search, as served; the figures above come from a second fresh timing",
+            "from_front_plan": r.source.front_plan(),
+            "merged_same_processor_neighbours": matches!(r.source, crate::puzzle_retime::Source::Front { merged: true, .. }),
+            "best_mapping": r.source == crate::puzzle_retime::Source::BestMapping,
             "candidates": r.candidates,
             "choice_score": r.choice_score,
             "choice_saturation_multiplier": r.choice_saturation,
@@ -458,7 +466,7 @@ pub fn run(a: Args) -> Result<()> {
     for (i, _, o, sat) in &judged {
         println!(
             "  {}{i:>2}  {}  score {:.3}  α* {}  {}",
-            if *i == retimed.as_ref().map_or(chosen, |r| r.from) {
+            if Some(*i) == retimed.as_ref().map_or(Some(chosen), |r| r.source.front_plan()) {
                 "*"
             } else {
                 " "
@@ -482,14 +490,9 @@ pub fn run(a: Args) -> Result<()> {
     );
     if let Some(r) = &retimed {
         println!(
-            "re-timed: {} candidates (the front's plans, and each with its same-processor neighbours merged) simulated on pieces timed afresh; best: plan {}{}, score {:.3}, α* {}",
+            "re-timed: {} candidates (the front's plans, each with its same-processor neighbours merged, and the best model-level mapping) simulated on pieces timed afresh as served; best: {}, score {:.3}, α* {}",
             r.candidates,
-            r.from,
-            if r.merged {
-                " with same-processor neighbours merged"
-            } else {
-                ""
-            },
+            r.source.describe(),
             r.choice_score,
             alpha(r.choice_saturation)
         );

@@ -121,6 +121,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         if let Some(costs) = retimer.as_mut() {
             costs.forget_pieces();
             let (mut problem, _) = ps::problem(&sc, costs, RETIME_TICKS)?;
+            problem.costs.retime();
             for (k, p) in served.iter().enumerate() {
                 let b = problem.build_pieces(p.pieces.clone(), p.rank.clone())?;
                 let log = problem.simulate_log(&b, &w)?;

@@ -7,11 +7,29 @@ use graph_ir::{Graph, NodeId};
 use predictor::{DeviceModel, LatencyModel};
 use std::collections::HashMap;
 
+/// A piece a plan is about to ask [`Costs::compute_ms`] for: layers
+/// `layers` of model `model` on processor `processor`, whose requests come
+/// every `period_ms` where they come periodically.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wanted {
+    pub model: usize,
+    pub layers: Vec<usize>,
+    pub processor: usize,
+    pub period_ms: Option<f64>,
+}
+
 /// Costs of pieces and transfers, in ms.
 pub trait Costs {
     /// Layers `layers` (indices into model `model`'s [`LayerGraph`],
     /// increasing) run as one subgraph on processor `p`.
     fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError>;
+    /// Called with every piece of a plan before [`Costs::compute_ms`] is
+    /// asked for them: costs that measure may time the ones they do not
+    /// know yet together, as the plan would serve them. The default does
+    /// nothing.
+    fn prefetch(&mut self, _wanted: &[Wanted]) -> Result<(), PuzzleError> {
+        Ok(())
+    }
     /// Handing `bytes` from processor `from` to processor `to`.
     fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError>;
     /// How the figures were made, one line per model and processor where it matters.

@@ -4,7 +4,7 @@
 
 use super::PuzzleError;
 use super::chromosome::{Chromosome, LayerGraph, Piece};
-use super::costs::Costs;
+use super::costs::{Costs, Wanted};
 use super::score;
 use crate::multi::core::Scheduler;
 use crate::multi::estimator::{Estimator, EstimatorParams};
@@ -12,7 +12,7 @@ use crate::multi::policy::static_plan::StaticPlan;
 use crate::multi::report::RunLog;
 use crate::multi::sim::{Latency, SimOptions, Truth, simulate};
 use crate::multi::units::{ModelUnits, from_pieces};
-use crate::multi::workload::Workload;
+use crate::multi::workload::{Arrival, Workload};
 use crate::multi::{ProcSet, policy::Policy};
 use graph_ir::{Graph, NodeId};
 use std::collections::HashMap;
@@ -173,6 +173,20 @@ impl Problem<'_> {
     /// [`Problem::build`] from decoded pieces and ranks.
     pub fn build_pieces(&mut self, pieces: Vec<Vec<Piece>>, rank: Vec<usize>) -> Result<Built, PuzzleError> {
         let n = self.names.len();
+        let wanted: Vec<Wanted> = pieces
+            .iter()
+            .enumerate()
+            .flat_map(|(m, ps)| {
+                let period_ms = self.period_ms(m);
+                ps.iter().map(move |p| Wanted {
+                    model: m,
+                    layers: p.layers.clone(),
+                    processor: p.processor,
+                    period_ms,
+                })
+            })
+            .collect();
+        self.costs.prefetch(&wanted)?;
         let mut units = Vec::with_capacity(pieces.len());
         let mut table = Vec::with_capacity(pieces.len());
         for (m, ps) in pieces.iter().enumerate() {
@@ -228,6 +242,16 @@ impl Problem<'_> {
             },
             rank,
         })
+    }
+
+    /// How often model `m`'s requests come (its group's period, or its
+    /// frame rate's), if periodically.
+    fn period_ms(&self, m: usize) -> Option<f64> {
+        match self.workload.apps.get(m).map(|a| &a.arrival) {
+            Some(Arrival::Group { group }) => self.workload.groups.get(*group).and_then(|g| g.period_ms),
+            Some(Arrival::Periodic { fps }) if *fps > 0.0 => Some(1e3 / fps),
+            _ => None,
+        }
     }
 
     /// Runs `b` on the workload `w` (groups resolved) under its static plan.
@@ -446,5 +470,70 @@ mod tests {
         let rows = candidate_rows(&mut Spread, 0, &layers[0], &built.units[0], 2).unwrap();
         assert_eq!(rows[0][0].alone_shape, [0.5, 1.5]);
         assert!(rows[1][1].alone_shape.is_empty());
+    }
+
+    /// Records what it is asked to prefetch; every piece 1 ms.
+    #[derive(Default)]
+    struct Asked(Vec<Vec<Wanted>>);
+
+    impl Costs for Asked {
+        fn compute_ms(&mut self, _model: usize, _layers: &[usize], _p: usize) -> Result<f64, PuzzleError> {
+            Ok(1.0)
+        }
+        fn comm_ms(&mut self, _from: usize, _to: usize, _bytes: u64) -> Result<f64, PuzzleError> {
+            Ok(0.0)
+        }
+        fn prefetch(&mut self, wanted: &[Wanted]) -> Result<(), PuzzleError> {
+            self.0.push(wanted.to_vec());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_plan_asks_for_all_its_pieces_at_once_with_its_models_period() {
+        let mut b = Builder::new("chain");
+        let x = b.input("x", &[1, 4, 4, 4]).unwrap();
+        let l0 = b.unary("l0", x, UnaryOp::Relu).unwrap();
+        let l1 = b.unary("l1", l0, UnaryOp::Sigmoid).unwrap();
+        let g = b.finish("y", l1).unwrap();
+        let names: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        let lg = LayerGraph::new(&g, &names, &[OpSupport::All, OpSupport::All]).unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
+        for (arrival, period) in [
+            ("arrival = \"periodic\"\nfps = 50", Some(20.0)),
+            ("arrival = \"closed\"", None),
+        ] {
+            let text = format!("requests = 1\n[[app]]\nname = \"chain\"\nmodel = \"resnet18.onnx\"\n{arrival}\n");
+            let w = crate::multi::workload::parse(&text, &dir, "w.toml").unwrap();
+            let (graphs, layers) = (vec![g.clone()], vec![lg.clone()]);
+            let mut costs = Asked::default();
+            let mut problem = Problem {
+                graphs: &graphs,
+                layers: &layers,
+                names: names.clone(),
+                costs: &mut costs,
+                workload: w,
+                periods: 1,
+                simulations: 0,
+            };
+            let pieces = vec![vec![
+                Piece {
+                    layers: vec![0],
+                    processor: 0,
+                },
+                Piece {
+                    layers: vec![1],
+                    processor: 1,
+                },
+            ]];
+            problem.build_pieces(pieces, vec![0]).unwrap();
+            let want = |layers: Vec<usize>, processor| Wanted {
+                model: 0,
+                layers,
+                processor,
+                period_ms: period,
+            };
+            assert_eq!(costs.0, [vec![want(vec![0], 0), want(vec![1], 1)]], "{arrival}");
+        }
     }
 }

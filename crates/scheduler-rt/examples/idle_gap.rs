@@ -1,0 +1,131 @@
+//! How a subgraph's time depends on how long ago it last ran: a model (or
+//! piece) compiled on one engine, pinned to one core, timed back to back
+//! (dropping each run's outputs at once, or keeping the last two alive as a
+//! consumer would) and with a gap before each run (sleeping, polling with
+//! `spin_loop`, or busy with register-only arithmetic), in interleaved
+//! rounds; prints each mode's median and its ratio to back to back.
+//!
+//! cargo run --release -p scheduler-rt --features ort --example idle_gap -- ENGINE MODEL.onnx CORE [ROUNDS]
+//! (ENGINE: tract or ort; the model's input is random, its shape read from the file)
+
+use scheduler_rt::{EngineKind, ProcessorConfig, Value, WorkerKind, make_engine};
+use std::time::{Duration, Instant};
+use tract_onnx::prelude::*;
+
+const RUNS: usize = 60;
+
+#[derive(Clone, Copy)]
+enum Gap {
+    None,
+    KeepTwo,
+    Sleep(u64),
+    Spin(u64),
+    Busy(u64),
+}
+
+impl Gap {
+    fn name(self) -> String {
+        match self {
+            Gap::None => "back-to-back".into(),
+            Gap::KeepTwo => "back-to-back, 2 outputs kept".into(),
+            Gap::Sleep(us) => format!("sleep {:.1} ms", us as f64 / 1e3),
+            Gap::Spin(us) => format!("poll {:.1} ms", us as f64 / 1e3),
+            Gap::Busy(us) => format!("busy {:.1} ms", us as f64 / 1e3),
+        }
+    }
+
+    fn wait(self) {
+        match self {
+            Gap::None | Gap::KeepTwo => {}
+            Gap::Sleep(us) => std::thread::sleep(Duration::from_micros(us)),
+            Gap::Spin(us) | Gap::Busy(us) => {
+                let t = Instant::now();
+                let mut a = 1u64;
+                while t.elapsed() < Duration::from_micros(us) {
+                    if matches!(self, Gap::Spin(_)) {
+                        std::hint::spin_loop();
+                    } else {
+                        for _ in 0..100 {
+                            a = std::hint::black_box(a.wrapping_mul(6364136223846793005).wrapping_add(1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        return Err("usage: idle_gap ENGINE(tract|ort) MODEL.onnx CORE [ROUNDS]".into());
+    }
+    let engine = match args[1].as_str() {
+        "tract" => EngineKind::Tract,
+        "ort" => EngineKind::Ort,
+        other => return Err(format!("unknown engine '{other}' (tract or ort)")),
+    };
+    let core: usize = args[3].parse().map_err(|_| format!("bad core '{}'", args[3]))?;
+    let rounds: usize = args
+        .get(4)
+        .map_or(Ok(4), |r| r.parse().map_err(|_| format!("bad rounds '{r}'")))?;
+    let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
+    cfg.engine = engine;
+    cfg.cores = Some(predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?);
+    scheduler_rt::affinity::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
+    let e = make_engine(&cfg).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(&args[2]).map_err(|e| format!("{}: {e}", args[2]))?;
+    let graph = graph_ir::onnx::import_file(&args[2], &Default::default()).map_err(|e| format!("{}: {e}", args[2]))?;
+    let input = graph.inputs()[0].out(0);
+    let shape = graph
+        .fact(input)
+        .map(|f| f.shape.clone())
+        .ok_or("input without a shape")?;
+    let n = shape.iter().product();
+    let x: Value = Tensor::from_shape(&shape, &scheduler_rt::npy::random_values(3, n))
+        .map_err(|e| e.to_string())?
+        .into_tvalue();
+    let c = e.compile(&bytes)?;
+    let gaps = [
+        Gap::None,
+        Gap::KeepTwo,
+        Gap::Sleep(500),
+        Gap::Sleep(2000),
+        Gap::Sleep(5000),
+        Gap::Spin(2000),
+        Gap::Busy(2000),
+    ];
+    println!(
+        "{} on core {core}, {} ({RUNS} runs per mode and round, median ms)",
+        args[2],
+        e.name()
+    );
+    for round in 0..rounds {
+        let mut medians = Vec::new();
+        for g in gaps {
+            let mut ts = Vec::with_capacity(RUNS);
+            let mut kept = std::collections::VecDeque::new();
+            for _ in 0..RUNS {
+                g.wait();
+                let t = Instant::now();
+                let out = c.run(tvec![x.clone()])?;
+                ts.push(t.elapsed().as_secs_f64() * 1e3);
+                if matches!(g, Gap::KeepTwo) {
+                    kept.push_back(out);
+                    if kept.len() > 2 {
+                        kept.pop_front();
+                    }
+                }
+            }
+            ts.sort_by(f64::total_cmp);
+            medians.push(ts[RUNS / 2]);
+        }
+        let line: Vec<String> = gaps
+            .iter()
+            .zip(&medians)
+            .map(|(g, m)| format!("{} {m:.3} (x{:.2})", g.name(), m / medians[0]))
+            .collect();
+        println!("round {round}: {}", line.join(", "));
+    }
+    Ok(())
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Summarises logs of scripts/benchmarks/puzzle_host.sh: per log and plan,
+the served median makespan against the analyzer's and the re-timed
+simulation's figure, and per build each piece's served median engine time
+over its re-timed one (pieces of at least 0.1 ms re-timed).
+
+    puzzle_summary.py A1.log A2.log ... [-- B1.log B2.log ...]
+"""
+import re
+import statistics
+import sys
+
+ANALYZE = re.compile(r"predicted by analyze ([\d.]+) ms; measured mean [\d.]+ ms \(([-+\d.]+)%\), p50 ([\d.]+) ms \(([-+\d.]+)%\)")
+RETIMED = re.compile(r"re-timed before each round ([\d.]+) ms at the served period; measured mean ([-+\d.]+)%, p50 ([-+\d.]+)%")
+PIECES = re.compile(r"^\s+(\S+)\s+pieces, median ms served \(simulated with the pieces re-timed now\): (.*)$")
+PLAN = re.compile(r"^plan (\S+) \(static\)")
+
+
+def parse(path):
+    """{plan name: {analyze, p50, vs_analyze, retimed, vs_retimed, pieces}}"""
+    plans, cur = {}, None
+    for line in open(path, encoding="utf-8"):
+        m = PLAN.match(line)
+        if m:
+            cur = plans.setdefault(m.group(1).rsplit("/", 1)[-1], {"pieces": []})
+            continue
+        if line.startswith("Band lst"):
+            cur = None
+        if cur is None:
+            continue
+        if m := ANALYZE.search(line):
+            cur.update(analyze=float(m.group(1)), p50=float(m.group(3)), vs_analyze=float(m.group(4)))
+        elif m := RETIMED.search(line):
+            cur.update(retimed=float(m.group(1)), vs_retimed=float(m.group(3)))
+        elif m := PIECES.match(line):
+            for served, retimed in re.findall(r"([\d.]+) \(([\d.]+)\)", m.group(2)):
+                cur["pieces"].append((m.group(1), float(served), float(retimed)))
+    return plans
+
+
+def summarise(label, logs):
+    print(f"== {label}: {len(logs)} run(s)")
+    within = {}
+    ratios = {}
+    for path in logs:
+        for name, p in sorted(parse(path).items()):
+            if "p50" not in p:
+                print(f"{path}: {name}: no makespan lines (run failed?)")
+                continue
+            print(
+                f"{path}: {name:24} analyze {p['analyze']:6.2f}  re-timed {p.get('retimed', float('nan')):6.2f}  "
+                f"p50 {p['p50']:6.2f}  vs analyze {p['vs_analyze']:+6.1f}%  vs re-timed {p.get('vs_retimed', float('nan')):+6.1f}%"
+            )
+            w = within.setdefault(name, [0, 0, 0])
+            w[0] += 1
+            w[1] += abs(p["vs_analyze"]) <= 10
+            w[2] += abs(p.get("vs_retimed", 1e9)) <= 10
+            ratios.setdefault(name, []).extend(s / r for _, s, r in p["pieces"] if r >= 0.1)
+    for name, (n, a, r) in within.items():
+        rs = ratios.get(name, [])
+        spread = (
+            f"pieces served / re-timed: median {statistics.median(rs):.3f}, range {min(rs):.2f}-{max(rs):.2f} over {len(rs)}"
+            if rs
+            else "no pieces of 0.1 ms or more"
+        )
+        print(f"  {name}: p50 within 10% of analyze {a}/{n}, of re-timed {r}/{n}; {spread}")
+
+
+def main(argv):
+    if not argv:
+        sys.exit(__doc__)
+    if "--" in argv:
+        k = argv.index("--")
+        summarise("A", argv[:k])
+        summarise("B", argv[k + 1 :])
+    else:
+        summarise("logs", argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
