@@ -4,8 +4,9 @@ the served median makespan against the analyzer's and the re-timed
 simulation's figure, and per build each piece's served median engine time
 over its re-timed one (pieces of at least 0.1 ms re-timed).
 
-    puzzle_summary.py A1.log A2.log ... [-- B1.log B2.log ...]
+    puzzle_summary.py A1.log A2.log ... [-- B1.log B2.log ...]   (.log.gz too)
 """
+import gzip
 import re
 import statistics
 import sys
@@ -19,7 +20,8 @@ PLAN = re.compile(r"^plan (\S+) \(static\)")
 def parse(path):
     """{plan name: {analyze, p50, vs_analyze, retimed, vs_retimed, pieces}}"""
     plans, cur = {}, None
-    for line in open(path, encoding="utf-8"):
+    opener = gzip.open if path.endswith(".gz") else open
+    for line in opener(path, "rt", encoding="utf-8"):
         m = PLAN.match(line)
         if m:
             cur = plans.setdefault(m.group(1).rsplit("/", 1)[-1], {"pieces": []})
