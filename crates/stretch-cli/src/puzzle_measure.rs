@@ -74,6 +74,12 @@ pub struct Measured<'a> {
     wait: link::Wait,
 }
 
+/// The middle run's ms (the upper one of an even count).
+fn median_run(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
 /// Quantiles kept of a measured distribution (driver lag, run-time spread).
 const QUANTILES: usize = 20;
 
@@ -231,9 +237,21 @@ impl<'a> Measured<'a> {
     /// Sends a piece to processor `p`'s timing thread and waits for the
     /// median ms of `runs` timed runs.
     fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<f64, String> {
-        let mut times = self.ask_times(p, bytes, shapes, runs)?;
-        times.sort_by(f64::total_cmp);
-        Ok(times[times.len() / 2])
+        Ok(median_run(self.ask_times(p, bytes, shapes, runs)?))
+    }
+
+    /// The time already known for a piece: while re-timing, only one timed
+    /// since [`Costs::retime`].
+    fn known(&self, key: &(usize, usize, Vec<usize>)) -> Option<f64> {
+        match &self.fresh {
+            Some(fresh) => fresh.get(key).copied(),
+            None => self.memo.get(key).copied(),
+        }
+    }
+
+    /// The nodes of layers `layers` of model `model`.
+    fn nodes(&self, model: usize, layers: &[usize]) -> Vec<NodeId> {
+        layers.iter().map(|l| self.layers[model].layers[*l]).collect()
     }
 
     /// Every run's ms, in the order run, of `runs` timed runs of a piece on processor `p`.
@@ -422,15 +440,10 @@ impl<'a> Measured<'a> {
 impl Costs for Measured<'_> {
     fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError> {
         let memo_key = (model, p, layers.to_vec());
-        let known = match &self.fresh {
-            Some(fresh) => fresh.get(&memo_key),
-            None => self.memo.get(&memo_key),
-        };
-        if let Some(ms) = known {
-            return Ok(*ms);
+        if let Some(ms) = self.known(&memo_key) {
+            return Ok(ms);
         }
-        let lg = &self.layers[model];
-        let nodes: Vec<NodeId> = layers.iter().map(|l| lg.layers[*l]).collect();
+        let nodes = self.nodes(model, layers);
         let (model_name, processor) = (self.graphs[model].name.clone(), self.procs[p].name.clone());
         let cost_error = move |reason| PuzzleError::Cost {
             model: model_name,
@@ -478,12 +491,7 @@ impl Costs for Measured<'_> {
         }
         let mut by_processor: BTreeMap<usize, Vec<&Wanted>> = BTreeMap::new();
         for w in wanted {
-            let key = (w.model, w.processor, w.layers.clone());
-            let known = match &self.fresh {
-                Some(fresh) => fresh.contains_key(&key),
-                None => self.memo.contains_key(&key),
-            };
-            if !known && !by_processor.get(&w.processor).is_some_and(|ws| ws.contains(&w)) {
+            if self.known(&(w.model, w.processor, w.layers.clone())).is_none() {
                 by_processor.entry(w.processor).or_default().push(w);
             }
         }
@@ -500,16 +508,15 @@ impl Costs for Measured<'_> {
             };
             let mut batch = Vec::with_capacity(ws.len());
             for w in &ws {
-                let nodes = w.layers.iter().map(|l| self.layers[w.model].layers[*l]).collect();
+                let nodes = self.nodes(w.model, &w.layers);
                 batch.push(onnx_of(&self.graphs[w.model], nodes).map_err(|e| cost_error(format!("{e:#}")))?);
             }
             let round = ws.iter().filter_map(|w| w.period_ms).fold(f64::INFINITY, f64::min);
             let times = self
                 .ask_cadence(p, batch, RUNS, if round.is_finite() { round } else { 0.0 })
                 .map_err(cost_error)?;
-            for (w, mut t) in ws.into_iter().zip(times) {
-                t.sort_by(f64::total_cmp);
-                let ms = t[t.len() / 2];
+            for (w, t) in ws.into_iter().zip(times) {
+                let ms = median_run(t);
                 let key = (w.model, w.processor, w.layers.clone());
                 match &mut self.fresh {
                     Some(fresh) => {

@@ -121,6 +121,26 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
     Ok(inputs)
 }
 
+/// Untimed runs before the timed ones (a round each in [`time_cadence`]).
+const WARM_UPS: usize = 2;
+
+/// Runs `compiled` once on `inputs` and returns its ms; its outputs stay in
+/// `kept` until [`KEPT_OUTPUTS`] later runs have been made.
+fn run_keeping(
+    compiled: &dyn scheduler_rt::Compiled,
+    inputs: &TVec<Value>,
+    kept: &mut std::collections::VecDeque<TVec<Value>>,
+) -> Result<f64, String> {
+    let t = Instant::now();
+    let outputs = compiled.run(inputs.clone())?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    kept.push_back(outputs);
+    if kept.len() > KEPT_OUTPUTS {
+        kept.pop_front();
+    }
+    Ok(ms)
+}
+
 /// Every run's ms, in the order run, of `runs` runs (after two warm-ups) of the
 /// piece on random inputs, each timed run after [`POLLUTE_BYTES`] were written
 /// and with the outputs of the [`KEPT_OUTPUTS`] runs before it alive.
@@ -137,8 +157,8 @@ fn time_piece(
     let inputs = random_inputs(shapes)?;
     let mut times = Vec::with_capacity(runs);
     let mut kept = std::collections::VecDeque::with_capacity(KEPT_OUTPUTS + 1);
-    for i in 0..runs + 2 {
-        if i >= 2 {
+    for i in 0..runs + WARM_UPS {
+        if i >= WARM_UPS {
             JUNK.with_borrow_mut(|junk| {
                 for b in junk.iter_mut().step_by(64) {
                     *b = b.wrapping_add(i as u8);
@@ -146,14 +166,9 @@ fn time_piece(
                 std::hint::black_box(&junk[0]);
             });
         }
-        let t = Instant::now();
-        let outputs = compiled.run(inputs.clone())?;
-        if i >= 2 {
-            times.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        kept.push_back(outputs);
-        if kept.len() > KEPT_OUTPUTS {
-            kept.pop_front();
+        let ms = run_keeping(compiled.as_ref(), &inputs, &mut kept)?;
+        if i >= WARM_UPS {
+            times.push(ms);
         }
     }
     Ok(times)
@@ -187,17 +202,12 @@ fn time_cadence(
     let round = std::time::Duration::from_secs_f64(round_ms.max(0.0) / 1e3);
     let mut times = vec![Vec::with_capacity(runs); pieces.len()];
     let mut kept: Vec<std::collections::VecDeque<TVec<Value>>> = vec![Default::default(); pieces.len()];
-    for r in 0..runs + 2 {
+    for r in 0..runs + WARM_UPS {
         let start = Instant::now();
         for (k, c) in compiled.iter().enumerate() {
-            let t = Instant::now();
-            let outputs = c.run(inputs[k].clone())?;
-            if r >= 2 {
-                times[k].push(t.elapsed().as_secs_f64() * 1e3);
-            }
-            kept[k].push_back(outputs);
-            if kept[k].len() > KEPT_OUTPUTS {
-                kept[k].pop_front();
+            let ms = run_keeping(c.as_ref(), &inputs[k], &mut kept[k])?;
+            if r >= WARM_UPS {
+                times[k].push(ms);
             }
         }
         while start.elapsed() < round {
@@ -212,82 +222,41 @@ mod tests {
     use super::*;
     use std::sync::{Mutex, Weak};
 
-    /// Returns a fresh output per run and records, at the start of each
-    /// run, how many of its earlier outputs were still alive.
-    struct Counting {
+    /// What the fake engine's pieces did: per run, the piece (the first
+    /// byte of its ONNX), when it started and how many earlier outputs of
+    /// any piece were still alive then; and every output made.
+    #[derive(Default)]
+    struct Log {
+        runs: Mutex<Vec<(u8, Instant, usize)>>,
         outputs: Mutex<Vec<Weak<Tensor>>>,
-        alive_at_start: Mutex<Vec<usize>>,
     }
 
-    struct Handle(Arc<Counting>);
+    impl Log {
+        fn alive(&self) -> usize {
+            self.outputs
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|w| w.strong_count() > 0)
+                .count()
+        }
+    }
 
-    impl scheduler_rt::Compiled for Handle {
+    struct Piece(u8, Arc<Log>);
+
+    impl scheduler_rt::Compiled for Piece {
         fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, String> {
-            let mut outputs = self.0.outputs.lock().unwrap();
-            let alive = outputs.iter().filter(|w| w.strong_count() > 0).count();
-            self.0.alive_at_start.lock().unwrap().push(alive);
+            let alive = self.1.alive();
+            self.1.runs.lock().unwrap().push((self.0, Instant::now(), alive));
             let t = Arc::new(Tensor::zero::<f32>(&[1, 4]).map_err(|e| e.to_string())?);
-            outputs.push(Arc::downgrade(&t));
+            self.1.outputs.lock().unwrap().push(Arc::downgrade(&t));
             Ok(tvec![TValue::from_const(t)])
         }
     }
 
-    struct Fake(Arc<Counting>);
+    struct Fake(Arc<Log>);
 
     impl scheduler_rt::Engine for Fake {
-        fn name(&self) -> &'static str {
-            "fake"
-        }
-        fn version(&self) -> &'static str {
-            "0"
-        }
-        fn threads(&self) -> usize {
-            1
-        }
-        fn compile(&self, _onnx: &[u8]) -> Result<Box<dyn scheduler_rt::Compiled>, String> {
-            Ok(Box::new(Handle(self.0.clone())))
-        }
-    }
-
-    #[test]
-    fn each_timed_run_starts_with_the_kept_outputs_alive() {
-        let counting = Arc::new(Counting {
-            outputs: Mutex::new(Vec::new()),
-            alive_at_start: Mutex::new(Vec::new()),
-        });
-        let times = time_piece(&Fake(counting.clone()), &[], &[vec![1, 4]], 6).unwrap();
-        assert_eq!(times.len(), 6);
-        let alive = counting.alive_at_start.lock().unwrap().clone();
-        assert_eq!(alive.len(), 8, "two warm-ups and six timed runs");
-        assert_eq!(&alive[2..], &[KEPT_OUTPUTS; 6], "{alive:?}");
-        let still = counting
-            .outputs
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|w| w.strong_count() > 0)
-            .count();
-        assert_eq!(still, 0, "every output is dropped once the piece is timed");
-    }
-
-    /// Records which piece ran when.
-    #[derive(Default)]
-    struct Recorder(Mutex<Vec<(u8, Instant)>>);
-
-    struct Piece(u8, Arc<Recorder>);
-
-    impl scheduler_rt::Compiled for Piece {
-        fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, String> {
-            self.1.0.lock().unwrap().push((self.0, Instant::now()));
-            Ok(tvec![
-                Tensor::zero::<f32>(&[1]).map_err(|e| e.to_string())?.into_tvalue()
-            ])
-        }
-    }
-
-    struct Pieces(Arc<Recorder>);
-
-    impl scheduler_rt::Engine for Pieces {
         fn name(&self) -> &'static str {
             "fake"
         }
@@ -303,15 +272,26 @@ mod tests {
     }
 
     #[test]
+    fn each_timed_run_starts_with_the_kept_outputs_alive() {
+        let log = Arc::new(Log::default());
+        let times = time_piece(&Fake(log.clone()), &[0], &[vec![1, 4]], 6).unwrap();
+        assert_eq!(times.len(), 6);
+        let alive: Vec<usize> = log.runs.lock().unwrap().iter().map(|r| r.2).collect();
+        assert_eq!(alive.len(), 8, "two warm-ups and six timed runs");
+        assert_eq!(&alive[2..], &[KEPT_OUTPUTS; 6], "{alive:?}");
+        assert_eq!(log.alive(), 0, "every output is dropped once the piece is timed");
+    }
+
+    #[test]
     fn cadence_runs_every_piece_once_per_round_of_at_least_the_period() {
-        let rec = Arc::new(Recorder::default());
+        let log = Arc::new(Log::default());
         let pieces = vec![(vec![0u8], vec![vec![1]]), (vec![1u8], vec![vec![1]])];
-        let times = time_cadence(&Pieces(rec.clone()), &pieces, 3, 5.0).unwrap();
+        let times = time_cadence(&Fake(log.clone()), &pieces, 3, 5.0).unwrap();
         assert_eq!(times.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3]);
-        let log = rec.0.lock().unwrap();
-        let order: Vec<u8> = log.iter().map(|(k, _)| *k).collect();
+        let runs = log.runs.lock().unwrap();
+        let order: Vec<u8> = runs.iter().map(|r| r.0).collect();
         assert_eq!(order, [0, 1, 0, 1, 0, 1, 0, 1, 0, 1], "two warm-up rounds, then three");
-        let starts: Vec<Instant> = log.iter().filter(|(k, _)| *k == 0).map(|(_, t)| *t).collect();
+        let starts: Vec<Instant> = runs.iter().filter(|r| r.0 == 0).map(|r| r.1).collect();
         let span = (starts[4] - starts[0]).as_secs_f64() * 1e3;
         assert!(
             span >= 19.0,

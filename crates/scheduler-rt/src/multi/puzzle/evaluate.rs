@@ -420,22 +420,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pieces_and_candidates_take_their_processors_spread() {
+    /// A chain of unary layers named l0, l1, ..., its layer graph on
+    /// processors "a" and "b" (both run everything), and their names.
+    fn chain(ops: &[UnaryOp]) -> (Graph, LayerGraph, Vec<String>) {
         let mut b = Builder::new("chain");
-        let x = b.input("x", &[1, 4, 4, 4]).unwrap();
-        let l0 = b.unary("l0", x, UnaryOp::Relu).unwrap();
-        let l1 = b.unary("l1", l0, UnaryOp::Sigmoid).unwrap();
-        let l2 = b.unary("l2", l1, UnaryOp::Tanh).unwrap();
-        let g = b.finish("y", l2).unwrap();
+        let mut x = b.input("x", &[1, 4, 4, 4]).unwrap();
+        for (i, op) in ops.iter().enumerate() {
+            x = b.unary(&format!("l{i}"), x, *op).unwrap();
+        }
+        let g = b.finish("y", x).unwrap();
         let names: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
         let lg = LayerGraph::new(&g, &names, &[OpSupport::All, OpSupport::All]).unwrap();
-        let w = crate::multi::workload::parse(
-            "requests = 1\n[[app]]\nname = \"chain\"\nmodel = \"resnet18.onnx\"\narrival = \"closed\"\n",
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models"),
-            "w.toml",
-        )
-        .unwrap();
+        (g, lg, names)
+    }
+
+    /// One app "chain" with arrival lines `arrival`, one request.
+    fn workload(arrival: &str) -> Workload {
+        let text = format!("requests = 1\n[[app]]\nname = \"chain\"\nmodel = \"resnet18.onnx\"\n{arrival}\n");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
+        crate::multi::workload::parse(&text, &dir, "w.toml").unwrap()
+    }
+
+    #[test]
+    fn pieces_and_candidates_take_their_processors_spread() {
+        let (g, lg, names) = chain(&[UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Tanh]);
+        let w = workload("arrival = \"closed\"");
         let (graphs, layers) = (vec![g], vec![lg]);
         let mut costs = Spread;
         let mut problem = Problem {
@@ -491,20 +500,12 @@ mod tests {
 
     #[test]
     fn a_plan_asks_for_all_its_pieces_at_once_with_its_models_period() {
-        let mut b = Builder::new("chain");
-        let x = b.input("x", &[1, 4, 4, 4]).unwrap();
-        let l0 = b.unary("l0", x, UnaryOp::Relu).unwrap();
-        let l1 = b.unary("l1", l0, UnaryOp::Sigmoid).unwrap();
-        let g = b.finish("y", l1).unwrap();
-        let names: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
-        let lg = LayerGraph::new(&g, &names, &[OpSupport::All, OpSupport::All]).unwrap();
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
+        let (g, lg, names) = chain(&[UnaryOp::Relu, UnaryOp::Sigmoid]);
         for (arrival, period) in [
             ("arrival = \"periodic\"\nfps = 50", Some(20.0)),
             ("arrival = \"closed\"", None),
         ] {
-            let text = format!("requests = 1\n[[app]]\nname = \"chain\"\nmodel = \"resnet18.onnx\"\n{arrival}\n");
-            let w = crate::multi::workload::parse(&text, &dir, "w.toml").unwrap();
+            let w = workload(arrival);
             let (graphs, layers) = (vec![g.clone()], vec![lg.clone()]);
             let mut costs = Asked::default();
             let mut problem = Problem {
