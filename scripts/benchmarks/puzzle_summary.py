@@ -21,7 +21,11 @@ def parse(path):
     """{plan name: {analyze, p50, vs_analyze, retimed, vs_retimed, pieces}}"""
     plans, cur = {}, None
     opener = gzip.open if path.endswith(".gz") else open
-    for line in opener(path, "rt", encoding="utf-8"):
+    try:
+        lines = opener(path, "rt", encoding="utf-8").readlines()
+    except OSError as e:
+        sys.exit(f"puzzle_summary.py: cannot read {path}: {e}")
+    for line in lines:
         m = PLAN.match(line)
         if m:
             cur = plans.setdefault(m.group(1).rsplit("/", 1)[-1], {"pieces": []})
