@@ -8,7 +8,9 @@
 //! files, `--generated N` ResNet/MobileNetV2/RegNet-style and `--wide N`
 //! VGG/Inception-style models from `--seed` (1: the held-out models of
 //! model_accuracy; 5000: its calibration models, whose wide ones come from
-//! seed 6000). `--per-kernel` also prints every kernel: its first node,
+//! seed 6000), and `--branch-widths N` ResNet-style models whose stage
+//! widths are drawn as a branched model's branches have them (from seed +
+//! 2000; none by default). `--per-kernel` also prints every kernel: its first node,
 //! fused ops, predicted and in-model ms, their ratio and its features.
 //! `--rows-out FILE` appends each kernel of a class the
 //! profiler knows as a CSV row of origin `in-model` (FILE is created with the
@@ -37,6 +39,7 @@ struct Options {
     core: usize,
     generated: usize,
     wide: usize,
+    branch_widths: usize,
     seed: u64,
     reps: usize,
     fixtures: Option<PathBuf>,
@@ -52,6 +55,7 @@ fn options() -> Result<Options, String> {
         core: 0,
         generated: 9,
         wide: 4,
+        branch_widths: 0,
         seed: 1,
         reps: 10,
         fixtures: None,
@@ -78,6 +82,7 @@ fn options() -> Result<Options, String> {
             "--core" => o.core = num(value)?,
             "--generated" => o.generated = num(value)?,
             "--wide" => o.wide = num(value)?,
+            "--branch-widths" => o.branch_widths = num(value)?,
             "--seed" => o.seed = num(value)? as u64,
             "--reps" => o.reps = num(value)?.max(1),
             "--fixtures" => o.fixtures = Some(value.into()),
@@ -116,6 +121,12 @@ fn run() -> Result<(), String> {
     };
     list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
     list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
+    list.extend(generated(
+        o.branch_widths,
+        o.seed + 2000,
+        Families::BranchWidths,
+        "gen-",
+    )?);
     let mut store = match &o.rows_out {
         Some(path) => Some(Store::open(path).map_err(|e| e.to_string())?.0),
         None => None,

@@ -3,8 +3,10 @@
 //! Measures every model (the torchvision fixtures plus generated ResNet,
 //! MobileNetV2 and RegNet-style variants with random depth and width, and
 //! with `--wide N` N more of VGG-style (large fully connected heads) and
-//! Inception-style (parallel 1x1/3x3/5x5/pool branches) families, none of
-//! them seen by the predictor's fit) twice, independently (two compilations),
+//! Inception-style (parallel 1x1/3x3/5x5/pool branches) families, with
+//! `--branch-widths N` N ResNet-style models whose stage widths are drawn as
+//! a branched model's branches have them, none of them seen by the
+//! predictor's fit) twice, independently (two compilations),
 //! on one thread pinned to one core, and compares the median of the first
 //! with the device model's prediction. The measurements are interleaved:
 //! `--rounds` rounds each time every compilation of every model for a block
@@ -65,6 +67,7 @@ struct Options {
     core: usize,
     generated: usize,
     wide: usize,
+    branch_widths: usize,
     uncalibrated: bool,
     reps: usize,
     rounds: usize,
@@ -86,6 +89,7 @@ fn options() -> Result<Options, String> {
         core: 0,
         generated: 30,
         wide: 0,
+        branch_widths: 0,
         uncalibrated: false,
         reps: 10,
         rounds: 5,
@@ -114,6 +118,7 @@ fn options() -> Result<Options, String> {
             "--core" => o.core = num(value)?,
             "--generated" => o.generated = num(value)?,
             "--wide" => o.wide = num(value)?,
+            "--branch-widths" => o.branch_widths = num(value)?,
             "--reps" => o.reps = num(value)?.max(1),
             "--rounds" => o.rounds = num(value)?.max(1),
             "--seed" => o.seed = num(value)? as u64,
@@ -166,6 +171,12 @@ fn run() -> Result<(), String> {
     let mut list: Vec<(String, Graph)> = fixtures(&o.fixtures)?;
     list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
     list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
+    list.extend(generated(
+        o.branch_widths,
+        o.seed + 2000,
+        Families::BranchWidths,
+        "gen-",
+    )?);
     let held = list.len();
     if o.calibrate_with > 0 {
         model = model.without_calibration();

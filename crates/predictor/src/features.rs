@@ -17,6 +17,36 @@ pub fn feature_names(class: OpClass) -> &'static [&'static str] {
     }
 }
 
+/// Output channels are tiled by this many in the engines' matrix kernels
+/// that [`model_features`] describe a convolution's last tile with.
+pub const COUT_TILE: usize = 32;
+
+/// Names of the features a class's forest is fitted on: the measured
+/// [`feature_names`], then those [`model_features`] derives from them.
+pub fn model_feature_names(class: OpClass) -> Vec<&'static str> {
+    let mut names = feature_names(class).to_vec();
+    if matches!(class, OpClass::Conv | OpClass::DwConv) {
+        names.push("cout_tail");
+    }
+    names
+}
+
+/// A kernel's measured `features` (its class's [`feature_names`]) with the
+/// derived ones appended, named by [`model_feature_names`]. A convolution
+/// gains `cout_tail`, its output channels modulo [`COUT_TILE`]: a matrix
+/// kernel that tiles output channels runs a partly filled last tile, or
+/// switches to a narrower, slower tile, so time per MAC is not smooth in
+/// `cout` (tract 0.23 on AVX-512 runs a 3x3 convolution whose `cout` is 8
+/// or 16 modulo 32 about 25% slower per MAC than its neighbours).
+pub fn model_features(class: OpClass, features: &[f64]) -> Vec<f64> {
+    let mut v = features.to_vec();
+    if matches!(class, OpClass::Conv | OpClass::DwConv) {
+        let cout = named(feature_names(class), features, "cout").unwrap_or(0.0);
+        v.push((cout.max(0.0) as usize % COUT_TILE) as f64);
+    }
+    v
+}
+
 /// The feature called `name` among `features` named by `names` (a class's
 /// [`feature_names`]), if it has one.
 pub fn named(names: &[&str], features: &[f64], name: &str) -> Option<f64> {

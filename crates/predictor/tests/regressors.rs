@@ -152,15 +152,19 @@ regressors = "regressors.json"
         .predict(predictor::kernels::OpClass::Conv, &p.kernels[0].features)
         .unwrap()
         .unwrap();
-    assert!(forest < 1.0, "the forest stays at its range's edge: {forest} ms");
+    let gflop = 2.0 * 160.0 * 160.0 * 64.0 * 256.0 * 9.0 / 1e9;
+    assert!(
+        forest > 0.9 * gflop && forest < 1.3 * gflop,
+        "the conv forest predicts per GFLOP and keeps its range's edge efficiency (1 ms per GFLOP): {forest} ms for {gflop} GFLOP"
+    );
     let activations_ms = 1e3 * 4.0 * (64.0 + 256.0) * 160.0 * 160.0 / 10e9;
     let ms = p.kernels[0].ms;
     assert!(
-        ms > forest && ms >= activations_ms && ms < 1.05 * activations_ms,
-        "beyond its range, at least its bytes at the bandwidth: {ms} ms"
+        ms >= forest && ms >= activations_ms && ms < 1.05 * forest.max(activations_ms),
+        "beyond its range, the forest's figure but at least its bytes at the bandwidth: {ms} ms"
     );
     assert!(
-        roof.kernels[0].ms > 100.0 * ms,
+        roof.kernels[0].ms > 50.0 * ms,
         "not the compute roofline at the profile's average throughput ({} ms)",
         roof.kernels[0].ms
     );
@@ -189,5 +193,82 @@ fn a_missing_or_foreign_file_is_named() {
     std::fs::write(&f, r#"{"format": "other/1"}"#).unwrap();
     let e = KernelRegressors::load(&f).unwrap_err();
     assert!(e.to_string().contains("other/1"), "{e}");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// 3x3 convolutions (cin = cout = c) whose time per FLOP is 1.3x where
+/// `c` is 8 or 16 modulo 32, as tract's kernels run them on AVX-512.
+fn tiled_conv_rows(skip: &[usize]) -> Vec<(usize, Row)> {
+    let mut out = Vec::new();
+    for h in [14.0, 28.0] {
+        for c in (64..=384).step_by(8).filter(|c| !skip.contains(c)) {
+            let cf = c as f64;
+            let flops = 2.0 * h * h * cf * cf * 9.0;
+            let slow = if matches!(c % 32, 8 | 16) { 1.3 } else { 1.0 };
+            let f = vec![h, cf, cf, 3.0, 1.0, flops, cf * cf * 9.0];
+            out.push((out.len() + 2, row(KernelKind::ConvBnRelu, f, slow * flops / 1e8)));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_conv_forest_learns_the_output_channels_last_tile() {
+    let regs = KernelRegressors::fit(&tiled_conv_rows(&[296, 304]), "k.csv", 0, Statistic::P10).unwrap();
+    let at = |c: f64| {
+        let flops = 2.0 * 14.0 * 14.0 * c * c * 9.0;
+        regs.predict(
+            predictor::kernels::OpClass::Conv,
+            &[14.0, c, c, 3.0, 1.0, flops, c * c * 9.0],
+        )
+        .unwrap()
+        .unwrap()
+    };
+    let (unseen_slow, fast) = (at(304.0), at(312.0));
+    assert!(
+        unseen_slow > 1.1 * fast,
+        "cout 304 (16 mod 32, never fitted) {unseen_slow} ms against cout 312 (24 mod 32) {fast} ms"
+    );
+}
+
+#[test]
+fn forests_fitted_before_the_tile_feature_still_predict() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/profiles/host/cpu0/regressors.json");
+    let regs = KernelRegressors::load(&path).unwrap();
+    let conv = regs.forests.get("conv").expect("a conv forest");
+    assert!(
+        !conv.feature_names().iter().any(|n| n == "cout_tail"),
+        "{path:?} is not an old file any more"
+    );
+    let c = 176.0;
+    let flops = 2.0 * 14.0 * 14.0 * c * c * 9.0;
+    let ms = regs
+        .predict(
+            predictor::kernels::OpClass::Conv,
+            &[14.0, c, c, 3.0, 1.0, flops, c * c * 9.0],
+        )
+        .unwrap()
+        .unwrap();
+    assert!(ms > 0.1 && ms < 10.0, "{ms} ms");
+}
+
+#[test]
+fn a_forest_reading_a_feature_this_build_lacks_is_named() {
+    let regs = KernelRegressors::fit(&tiled_conv_rows(&[]), "k.csv", 0, Statistic::P10).unwrap();
+    let f = std::env::temp_dir().join(format!("stretch-unknown-feature-{}.json", std::process::id()));
+    regs.save(&f).unwrap();
+    let text = std::fs::read_to_string(&f)
+        .unwrap()
+        .replace("\"cout_tail\"", "\"cout_tile9\"");
+    std::fs::write(&f, text).unwrap();
+    let e = KernelRegressors::load(&f).unwrap_err();
+    assert!(
+        matches!(&e, RegressorError::UnknownFeature { class, feature, .. } if class == "conv" && feature == "cout_tile9"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("cout_tail"),
+        "names what this build computes: {e}"
+    );
     let _ = std::fs::remove_file(&f);
 }

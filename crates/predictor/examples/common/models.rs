@@ -180,6 +180,29 @@ fn inception(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
     b.finish("y", y)
 }
 
+/// ResNet-style with the stage widths a branched model gives its branches:
+/// each stage's width drawn on its own (the doubling width scaled by 0.5-1.25,
+/// a multiple of 8), so that output channel counts cover every residue a
+/// plan's branches take, not mostly multiples of 32.
+fn resnet_branch_widths(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
+    let hw = [128, 160, 192, 224][rng.below(4)];
+    let base = round8(16.0 + rng.below(49) as f64);
+    let stages = 3 + rng.below(2);
+    let mut b = Builder::new(name);
+    let x = b.input("x", &[1, 3, hw, hw])?;
+    let mut y = b.conv_bn("stem", x, ConvSpec::new(base, 7, 2), true)?;
+    y = b.max_pool("stem.pool", y, 3, 2)?;
+    for s in 0..stages {
+        let width = round8((base << s) as f64 * (0.5 + rng.below(16) as f64 * 0.05));
+        for i in 0..1 + rng.below(3) {
+            let stride = if s > 0 && i == 0 { 2 } else { 1 };
+            y = b.basic_block(&format!("s{s}.b{i}"), y, width, stride)?;
+        }
+    }
+    let y = b.classifier("head", y, 1000)?;
+    b.finish("y", y)
+}
+
 /// The model families [`generated`] draws from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Families {
@@ -187,6 +210,9 @@ pub enum Families {
     Original,
     /// VGG-style (large fully connected head) and Inception-style, in turn.
     Wide,
+    /// ResNet-style with every stage's width drawn on its own, as a branched
+    /// model's branches have them.
+    BranchWidths,
 }
 
 /// The ONNX files of `dir`, imported, in name order.
@@ -218,6 +244,10 @@ pub fn generated(count: usize, seed: u64, families: Families, prefix: &str) -> R
                 (Families::Original, _, _) => ("regnet", regnet(&mut rng, &format!("{prefix}regnet-{i}"))),
                 (Families::Wide, _, 0) => ("vgg", vgg(&mut rng, &format!("{prefix}vgg-{i}"))),
                 (Families::Wide, _, _) => ("inception", inception(&mut rng, &format!("{prefix}inception-{i}"))),
+                (Families::BranchWidths, _, _) => (
+                    "resnet-bw",
+                    resnet_branch_widths(&mut rng, &format!("{prefix}resnet-bw-{i}")),
+                ),
             };
             Ok((format!("{prefix}{kind}-{i}"), g.map_err(|e| e.to_string())?))
         })

@@ -48,6 +48,13 @@ pub enum RegressorError {
     },
     #[error("{source_csv}: no kernel class has the {MIN_ROWS} rows a forest needs")]
     TooFewRows { source_csv: String },
+    #[error("{}: class `{class}`: the forest reads feature `{feature}`, which this build does not compute (it computes {known})", path.display())]
+    UnknownFeature {
+        path: PathBuf,
+        class: String,
+        feature: String,
+        known: String,
+    },
     #[error("{}: class `{class}`: {source}", path.display())]
     Forest {
         path: PathBuf,
@@ -67,7 +74,7 @@ pub struct ClassReport {
     /// Root mean squared percentage error, out of fold.
     pub rmspe: f64,
     /// The largest value of each feature among the rows fitted (in
-    /// [`crate::features::feature_names`] order): a forest cannot
+    /// [`crate::features::model_feature_names`] order): a forest cannot
     /// extrapolate past them. Empty in files written before it was kept.
     #[serde(default)]
     pub feature_max: Vec<f64>,
@@ -98,6 +105,24 @@ pub struct KernelRegressors {
     pub statistic: Statistic,
     pub forests: BTreeMap<String, Forest>,
     pub report: BTreeMap<String, ClassReport>,
+    /// Classes whose forests predict milliseconds per GFLOP (the kernel's
+    /// time is that times its `flops` / 1e9): a tree's leaves are then
+    /// efficiencies, which a split on a shape feature such as `cout_tail`
+    /// carries to sizes no row had. Empty in files from before (they
+    /// predict milliseconds).
+    #[serde(default)]
+    pub per_gflop: Vec<String>,
+}
+
+/// Classes fitted per GFLOP ([`KernelRegressors::per_gflop`]): those whose
+/// time follows their arithmetic, and whose efficiency depends on tiling.
+const PER_GFLOP: [OpClass; 2] = [OpClass::Conv, OpClass::DwConv];
+
+/// A kernel's GFLOPs from its measured features, where its class counts them.
+fn gflops(class: OpClass, features: &[f64]) -> Option<f64> {
+    crate::features::named(crate::features::feature_names(class), features, "flops")
+        .map(|f| f / 1e9)
+        .filter(|g| *g > 0.0)
 }
 
 /// Forests fit log times (relative errors), except for residual adds timed
@@ -166,10 +191,16 @@ impl KernelRegressors {
                 Origin::InModel => r.ms(statistic).max(IN_MODEL_FLOOR_MS),
                 _ => r.ms(statistic),
             };
-            if ms > 0.0 {
-                let entry = by_class.entry(r.kind.op_class().name()).or_default();
-                entry.0.push(r.features.clone());
-                entry.1.push(ms);
+            let class = r.kind.op_class();
+            let target = if PER_GFLOP.contains(&class) {
+                gflops(class, &r.features).map(|g| ms / g)
+            } else {
+                Some(ms)
+            };
+            if let (true, Some(target)) = (ms > 0.0, target) {
+                let entry = by_class.entry(class.name()).or_default();
+                entry.0.push(crate::features::model_features(class, &r.features));
+                entry.1.push(target);
                 entry.2 |= r.origin == Origin::InModel;
             }
         }
@@ -188,9 +219,9 @@ impl KernelRegressors {
             let params = params(class, in_model);
             let errors = out_of_fold_errors_with(&x, &y, seed, &params).map_err(wrap)?;
             let rmspe = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
-            let names = crate::features::feature_names(class_of(class).unwrap_or(OpClass::Act));
+            let names = crate::features::model_feature_names(class_of(class).unwrap_or(OpClass::Act));
             let mut f = forest::fit(&x, &y, &params, seed)
-                .and_then(|f| f.with_feature_names(names.iter().copied()))
+                .and_then(|f| f.with_feature_names(names))
                 .map_err(wrap)?;
             f.set_metadata("class", class.into());
             f.set_metadata("rows", x.len().into());
@@ -222,15 +253,39 @@ impl KernelRegressors {
             cores,
             seed,
             statistic,
+            per_gflop: PER_GFLOP
+                .iter()
+                .filter(|c| forests.contains_key(c.name()))
+                .map(|c| c.name().to_string())
+                .collect(),
             forests,
             report,
         })
     }
 
-    /// Predicted milliseconds of a kernel of `class` with `features`, or
-    /// `None` when no forest covers the class.
+    /// Predicted milliseconds of a kernel of `class` with measured
+    /// `features` (its class's [`crate::features::feature_names`]), or
+    /// `None` when no forest covers the class. The forest gets the
+    /// [`crate::features::model_features`] it names, so files fitted
+    /// before a derived feature existed predict as they did.
     pub fn predict(&self, class: OpClass, features: &[f64]) -> Option<Result<f64, ForestError>> {
-        self.forests.get(class.name()).map(|f| f.predict(features))
+        let forest = self.forests.get(class.name())?;
+        let names = crate::features::model_feature_names(class);
+        let all = crate::features::model_features(class, features);
+        let picked: Vec<f64> = forest
+            .feature_names()
+            .iter()
+            .map(|n| crate::features::named(&names, &all, n).unwrap_or(f64::NAN))
+            .collect();
+        let scale = if self.per_gflop.iter().any(|c| c == class.name()) {
+            match gflops(class, features) {
+                Some(g) => g,
+                None => return Some(Ok(0.0)),
+            }
+        } else {
+            1.0
+        };
+        Some(forest.predict(&picked).map(|v| v * scale))
     }
 
     /// The name of the first feature of a `class` kernel that lies more than
@@ -286,6 +341,17 @@ impl KernelRegressors {
                 class: class.clone(),
                 source,
             })?;
+            let known = class_of(class)
+                .map(crate::features::model_feature_names)
+                .unwrap_or_default();
+            if let Some(feature) = f.feature_names().iter().find(|n| !known.contains(&n.as_str())) {
+                return Err(RegressorError::UnknownFeature {
+                    path: path.to_path_buf(),
+                    class: class.clone(),
+                    feature: feature.clone(),
+                    known: known.join(", "),
+                });
+            }
         }
         Ok(regs)
     }
