@@ -1,6 +1,7 @@
 //! `stretch profile --quick`: a row with positive timings for every kernel
 //! class, run.json, a rerun that resumes and adds nothing, kernels timed
-//! inside a model and `fit`'s use of them, and the errors for unusable
+//! inside a model and `fit`'s use of them, onnxruntime kernels as the
+//! runtime runs them, and the errors for unusable
 //! cores, threads and models.
 
 mod common;
@@ -226,4 +227,39 @@ fn unusable_cores_and_threads_are_errors() {
         "{err}"
     );
     assert!(!dir.join("in-model.csv").exists());
+}
+
+#[test]
+fn onnxruntime_kernels_are_profiled_as_the_runtime_runs_them_and_fitted() {
+    let dir = scratch("profile-ort");
+    let out = dir.to_string_lossy().into_owned();
+    stretch_ok(&["profile", "--engine", "ort", "--cores", "0", "--quick", "--out", &out]);
+    let csv = std::fs::read_to_string(dir.join("kernels.csv")).expect("kernels.csv");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let mut classes = std::collections::BTreeSet::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let median: f64 = cells[col("median_ms")].parse().expect("median_ms");
+        assert!(median > 0.0, "{line}");
+        assert_eq!((cells[col("engine")], cells[col("threads")]), ("ort", "1"), "{line}");
+        classes.insert(cells[col("class")].to_string());
+    }
+    assert_eq!(classes.len(), CLASSES.len(), "{classes:?}");
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).expect("run.json")).expect("json");
+    assert_eq!(run["engine"]["name"], "ort");
+    assert!(
+        run["engine"]["version"].as_str().is_some_and(|v| !v.is_empty()),
+        "{}",
+        run["engine"]
+    );
+    stretch_ok(&["fit", &out, "--processor", "cpu0"]);
+    let regs = std::fs::read_to_string(dir.join("regressors.json")).expect("regressors.json");
+    assert!(regs.contains("\"engine\":\"ort\""), "the forests name their engine");
+
+    let o = stretch(&["profile", "--engine", "ort", "--in-model", "m.onnx", "--out", &out]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("needs --engine tract"), "{err}");
 }

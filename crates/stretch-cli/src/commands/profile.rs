@@ -112,6 +112,11 @@ pub struct Args {
 pub enum EngineKind {
     /// tract (sonos/tract), pure Rust.
     Tract,
+    /// onnxruntime as the runtime's `engine=ort` processors run it (one
+    /// session per kernel, intra-op spinning off, outputs handed back as
+    /// the runtime receives them), so that plans for those processors can
+    /// be made on its costs.
+    Ort,
 }
 
 fn settings(args: &Args) -> Settings {
@@ -142,21 +147,29 @@ pub fn run(args: Args) -> Result<()> {
         });
     }
     affinity::pin_current_thread(&cores)?;
-    let engine = match args.engine {
-        EngineKind::Tract => TractEngine::new(args.threads)?,
-    };
-    if args.fusion {
-        return super::link::run_fusion(&engine, &args.out, args.reps.unwrap_or(50), args.warmup.unwrap_or(10));
-    }
     if !args.in_model.is_empty() {
+        if !matches!(args.engine, EngineKind::Tract) {
+            bail!("--in-model times each kernel inside tract's optimised plan; it needs --engine tract");
+        }
         return super::in_model::run(
-            &engine,
+            &TractEngine::new(args.threads)?,
             &cores,
             &args.in_model,
             &args.out,
             args.reps.unwrap_or(10),
             args.warmup.unwrap_or(1),
         );
+    }
+    let engine: Box<dyn Engine> = match args.engine {
+        EngineKind::Tract => Box::new(TractEngine::new(args.threads)?),
+        EngineKind::Ort => Box::new(crate::profile_engine::RuntimeEngine::new(
+            scheduler_rt::EngineKind::Ort,
+            args.threads,
+        )?),
+    };
+    let engine = engine.as_ref();
+    if args.fusion {
+        return super::link::run_fusion(engine, &args.out, args.reps.unwrap_or(50), args.warmup.unwrap_or(10));
     }
     let settings = settings(&args);
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -172,7 +185,7 @@ pub fn run(args: Args) -> Result<()> {
     let clock = Instant::now();
     let info = RunInfo {
         args: &args,
-        engine: &engine,
+        engine,
         cores: &cores,
         settings: &settings,
         started: &started,
@@ -187,7 +200,7 @@ pub fn run(args: Args) -> Result<()> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let profiler = Profiler {
-        engine: &engine,
+        engine,
         cores: cores.clone(),
         settings: settings.clone(),
     };
