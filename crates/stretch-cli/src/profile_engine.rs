@@ -3,7 +3,7 @@
 
 use predictor::profiler::{Engine, EngineError, Runnable};
 use scheduler_rt::{Compiled, ProcessorConfig, Value, WorkerKind};
-use tract_onnx::prelude::*;
+use tract_onnx::prelude::TVec;
 
 /// A runtime engine (`scheduler_rt::make_engine`) seen by the profiler:
 /// each kernel compiles as the runtime compiles a subgraph, and each timed
@@ -65,23 +65,7 @@ struct RuntimeRunnable {
 
 impl Runnable for RuntimeRunnable {
     fn set_inputs(&mut self, inputs: &[graph_ir::Tensor]) -> Result<(), EngineError> {
-        self.inputs = inputs
-            .iter()
-            .enumerate()
-            .map(|(index, t)| {
-                let bad = |reason: String| EngineError::Input {
-                    engine: self.name,
-                    index,
-                    reason,
-                };
-                let values = t
-                    .to_f32_vec()
-                    .ok_or_else(|| bad(format!("{} is not f32 data", t.fact())))?;
-                Tensor::from_shape(t.shape(), &values)
-                    .map(|t| t.into_tvalue())
-                    .map_err(|e| bad(e.to_string()))
-            })
-            .collect::<Result<_, _>>()?;
+        self.inputs = predictor::profiler::tract_values(self.name, inputs)?;
         Ok(())
     }
 

@@ -63,6 +63,24 @@ impl TractEngine {
     }
 }
 
+/// `inputs` as tract values (f32 only), for an engine named `engine` that
+/// takes them; the first that is not f32 data is named by its index.
+pub fn tract_values(engine: &'static str, inputs: &[Tensor]) -> Result<TVec<TValue>, EngineError> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(index, t)| {
+            let bad = |reason: String| EngineError::Input { engine, index, reason };
+            let values = t
+                .to_f32_vec()
+                .ok_or_else(|| bad(format!("{} is not f32 data", t.fact())))?;
+            tract_onnx::prelude::Tensor::from_shape(t.shape(), &values)
+                .map(|t| t.into_tvalue())
+                .map_err(|e| bad(reason(e)))
+        })
+        .collect()
+}
+
 fn reason(e: impl std::fmt::Display) -> String {
     format!("{e:#}")
 }
@@ -209,23 +227,7 @@ impl Runnable for TractRunnable {
                 reason: format!("the model has {} inputs, {} given", self.n_inputs, inputs.len()),
             });
         }
-        self.inputs = inputs
-            .iter()
-            .enumerate()
-            .map(|(index, t)| {
-                let bad = |reason: String| EngineError::Input {
-                    engine: TRACT,
-                    index,
-                    reason,
-                };
-                let values = t
-                    .to_f32_vec()
-                    .ok_or_else(|| bad(format!("{} is not f32 data", t.fact())))?;
-                tract_onnx::prelude::Tensor::from_shape(t.shape(), &values)
-                    .map(|t| t.into_tvalue())
-                    .map_err(|e| bad(reason(e)))
-            })
-            .collect::<Result<_, _>>()?;
+        self.inputs = tract_values(TRACT, inputs)?;
         Ok(())
     }
 
