@@ -3,8 +3,14 @@ and names it in configs/devices/host.toml's `per_cpu` table.
 
 Reads DIR/cpuN/fit.txt (`stretch fit`'s `[processors.cpuN]` blocks),
 DIR/cpu0/run.json (when and on what the kernels were measured) and
-DIR/link-0-1.txt, DIR/link-1-0.txt (`stretch profile --link`'s piecewise
-fit). Every figure written cites the file it came from.
+LINKS/link-0-1.txt, LINKS/link-1-0.txt (`stretch profile --link`'s piecewise
+fit; LINKS is DIR unless --links-dir says otherwise). Every figure written
+cites the file it came from.
+
+With --engine ort it writes the onnxruntime profile instead
+(configs/devices/host-SLUG-ort.toml, from core 0's kernels only: cpu1
+takes cpu0's figures), named after its file and left out of `per_cpu`:
+plans for `engine=ort` processors name it with --device.
 """
 
 import argparse
@@ -50,7 +56,10 @@ def main():
     ap.add_argument("--model", required=True, help="the CPU model as /proc/cpuinfo names it")
     ap.add_argument("--dir", required=True, help="data/profiles/host-SLUG")
     ap.add_argument("--out", required=True, help="configs/devices/host-SLUG.toml")
+    ap.add_argument("--engine", choices=["tract", "ort"], default="tract", help="the engine DIR's kernels ran on")
+    ap.add_argument("--links-dir", help="where link-0-1.txt and link-1-0.txt are (default: DIR)")
     a = ap.parse_args()
+    links = a.links_dir or a.dir
     rel = os.path.relpath(a.dir, os.path.dirname(a.out))
     run_path = os.path.join(a.dir, "cpu0", "run.json")
     try:
@@ -61,27 +70,50 @@ def main():
         fail(f"{run_path}: not a finished `stretch profile` run ({e})")
     if measured != a.model:
         fail(f"{run_path}: measured on `{measured}`, but this CPU is `{a.model}`")
-    (l01, b01), (l10, b10) = link(os.path.join(a.dir, "link-0-1.txt")), link(os.path.join(a.dir, "link-1-0.txt"))
-    out = [
-        f"# This machine's CPU ({a.model}, 2 logical CPUs) as two processors, one",
-        "# per core, each running tract 0.23 on one pinned thread. Written by",
-        f"# scripts/profile_host.sh on {day}; configs/devices/host.toml reads this file",
-        "# on this CPU (its per_cpu table). cpu1 uses cpu0's forests (and calibration, if named):",
-        "# the cores are the same silicon, and rows timed minutes apart on a drifting",
-        "# VM differ by the drift.",
-        "",
-        'name = "host"',
-        'description = "this machine: two cores running tract on one thread each (measured)"',
-        f'measured_on = {{ cpu = "{a.model}", date = "{day}", source = "{a.dir}/cpu*/run.json (host.cpu_model, finished)" }}',
-    ]
-    for proc in ["cpu0", "cpu1"]:
-        fit_path = os.path.join(a.dir, proc, "fit.txt")
-        out.append("")
-        out.extend(block(read(fit_path), fit_path, proc))
-        out.append(f'regressors = "{rel}/cpu0/regressors.json"')
-        if os.path.exists(os.path.join(a.dir, "cpu0", "calibration.json")):
-            out.append(f'calibration = "{rel}/cpu0/calibration.json"')
-    src = f"{a.dir}/link-0-1.csv and link-1-0.csv (stretch profile --link; piecewise fit up to 1 MiB"
+    (l01, b01), (l10, b10) = link(os.path.join(links, "link-0-1.txt")), link(os.path.join(links, "link-1-0.txt"))
+    if a.engine == "ort":
+        name = os.path.splitext(os.path.basename(a.out))[0]
+        out = [
+            f"# This machine's CPU ({a.model}, 2 logical CPUs) as two processors, one",
+            "# per core, each running onnxruntime (the runtime's `engine=ort`) on one",
+            "# pinned thread: for plans whose processors run onnxruntime. Written by",
+            f"# scripts/profile_host.sh (step 6) on {day} from core 0's isolated kernels",
+            "# (each its own session); cpu1 uses cpu0's figures and forests (the same",
+            "# silicon). The links are the hand-offs between the cores measured for",
+            "# the tract profile (the same threads and buffers whatever the engine).",
+            "",
+            f'name = "{name}"',
+            'description = "this machine: two cores running onnxruntime on one thread each (measured)"',
+            f'measured_on = {{ cpu = "{a.model}", date = "{day}", source = "{a.dir}/cpu0/run.json (host.cpu_model, finished)" }}',
+        ]
+        fit_path = os.path.join(a.dir, "cpu0", "fit.txt")
+        cpu0 = block(read(fit_path), fit_path, "cpu0")
+        for proc in ["cpu0", "cpu1"]:
+            out.append("")
+            out.append(f"[processors.{proc}]")
+            out.extend(cpu0[1:])
+            out.append(f'regressors = "{rel}/cpu0/regressors.json"')
+    else:
+        out = [
+            f"# This machine's CPU ({a.model}, 2 logical CPUs) as two processors, one",
+            "# per core, each running tract 0.23 on one pinned thread. Written by",
+            f"# scripts/profile_host.sh on {day}; configs/devices/host.toml reads this file",
+            "# on this CPU (its per_cpu table). cpu1 uses cpu0's forests (and calibration, if named):",
+            "# the cores are the same silicon, and rows timed minutes apart on a drifting",
+            "# VM differ by the drift.",
+            "",
+            'name = "host"',
+            'description = "this machine: two cores running tract on one thread each (measured)"',
+            f'measured_on = {{ cpu = "{a.model}", date = "{day}", source = "{a.dir}/cpu*/run.json (host.cpu_model, finished)" }}',
+        ]
+        for proc in ["cpu0", "cpu1"]:
+            fit_path = os.path.join(a.dir, proc, "fit.txt")
+            out.append("")
+            out.extend(block(read(fit_path), fit_path, proc))
+            out.append(f'regressors = "{rel}/cpu0/regressors.json"')
+            if os.path.exists(os.path.join(a.dir, "cpu0", "calibration.json")):
+                out.append(f'calibration = "{rel}/cpu0/calibration.json"')
+    src = f"{links}/link-0-1.csv and link-1-0.csv (stretch profile --link; piecewise fit up to 1 MiB"
     out += [
         "",
         "[[links]]",
@@ -92,6 +124,8 @@ def main():
     with open(a.out, "w") as f:
         f.write("\n".join(out) + "\n")
     print(f"wrote {a.out}")
+    if a.engine == "ort":
+        return
 
     host = read(HOST)
     name = os.path.basename(a.out)

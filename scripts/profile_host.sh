@@ -23,13 +23,17 @@
 #      calibration fitted on 80 other models; with CALIBRATE=1 core 0's
 #      calibration is installed and named by the profile; on the EPYC of
 #      2026-11-26 it did not help, so the default leaves it out)
+#   6. stretch profile --engine ort on core 0 and its fit, written as
+#      configs/devices/host-SLUG-ort.toml (data/profiles/host-SLUG-ort/):
+#      onnxruntime's costs, for plans whose processors run `engine=ort`
+#      (not named in host.toml: pass it with --device)
 # Both processors use core 0's forests and calibration: the cores are the
 # same silicon, and rows timed minutes apart on a drifting VM differ by the
 # drift (see host.toml). About 35 min on this 2-vCPU VM; run it on an idle
 # machine (nothing building). Where this CPU's profile exists it is
 # measured again (its files replaced).
 #
-#   scripts/profile_host.sh            # all five steps
+#   scripts/profile_host.sh            # all six steps
 #   STEPS="1 2 3" scripts/profile_host.sh   # kernels, figures, links only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +45,7 @@ MODEL=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head 
 SLUG=$(echo "$MODEL" | tr 'A-Z' 'a-z' | sed 's/([^)]*)//g; s/[^a-z0-9.]\+/-/g; s/^-//; s/-$//')
 DIR="data/profiles/host-$SLUG"
 TOML="configs/devices/host-$SLUG.toml"
-STEPS="${STEPS:-1 2 3 4 5}"
+STEPS="${STEPS:-1 2 3 4 5 6}"
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 echo "== this CPU: $MODEL -> $TOML, $DIR"
 cargo build --release -q -p stretch-cli
@@ -81,5 +85,13 @@ if step 5; then
   PROFILE="$DIR" INSTALL="${CALIBRATE:-0}" CORES="0 1" OUT="target/predictor-host/host-$SLUG-$(date +%Y%m%d-%H%M%S)" \
     scripts/benchmarks/predictor_host.sh
   "$PY" scripts/host_profile_toml.py --model "$MODEL" --dir "$DIR" --out "$TOML"
+fi
+if step 6; then
+  echo "== 6: onnxruntime kernels on core 0"
+  "$STRETCH" profile --engine ort --threads 1 --cores 0 --out "$DIR-ort/cpu0" | tail -3
+  "$STRETCH" fit "$DIR-ort/cpu0" --processor cpu0 --statistic "$STAT" > "$DIR-ort/cpu0/fit.txt"
+  sed -n 1,12p "$DIR-ort/cpu0/fit.txt"
+  "$PY" scripts/host_profile_toml.py --engine ort --model "$MODEL" --dir "$DIR-ort" --links-dir "$DIR" \
+    --out "configs/devices/host-$SLUG-ort.toml"
 fi
 echo "== $TOML is read for configs/devices/host.toml on this CPU ($MODEL)"
