@@ -24,7 +24,7 @@
 mod models;
 
 use graph_ir::Graph;
-use models::{Families, fixtures, generated, pinned_tract};
+use models::{all_generated, fixtures, pinned_tract};
 use predictor::kernels::default_rules;
 use predictor::profiler::csv::Store;
 use predictor::profiler::in_model::{inputs, time_kernels};
@@ -119,14 +119,7 @@ fn run() -> Result<(), String> {
         Some(dir) => fixtures(dir)?,
         None => Vec::new(),
     };
-    list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
-    list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
-    list.extend(generated(
-        o.branch_widths,
-        o.seed + 2000,
-        Families::BranchWidths,
-        "gen-",
-    )?);
+    list.extend(all_generated(o.generated, o.wide, o.branch_widths, o.seed)?);
     let mut store = match &o.rows_out {
         Some(path) => Some(Store::open(path).map_err(|e| e.to_string())?.0),
         None => None,

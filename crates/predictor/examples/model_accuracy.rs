@@ -53,7 +53,7 @@ mod models;
 
 use graph_ir::Graph;
 use models::Timed;
-use models::{Families, dump_predictions, fixtures, generated, measure_or_load, pinned_tract};
+use models::{Families, all_generated, dump_predictions, fixtures, generated, measure_or_load, pinned_tract};
 use predictor::calibration::{Calibration, Observation};
 use predictor::profiler::Engine;
 use predictor::profiler::timing::Statistic;
@@ -169,14 +169,7 @@ fn run() -> Result<(), String> {
     }
     let engine = pinned_tract(o.core)?;
     let mut list: Vec<(String, Graph)> = fixtures(&o.fixtures)?;
-    list.extend(generated(o.generated, o.seed, Families::Original, "gen-")?);
-    list.extend(generated(o.wide, o.seed + 1000, Families::Wide, "gen-")?);
-    list.extend(generated(
-        o.branch_widths,
-        o.seed + 2000,
-        Families::BranchWidths,
-        "gen-",
-    )?);
+    list.extend(all_generated(o.generated, o.wide, o.branch_widths, o.seed)?);
     let held = list.len();
     if o.calibrate_with > 0 {
         model = model.without_calibration();

@@ -60,11 +60,7 @@ fn main() -> Result<(), String> {
     if args.len() < 4 {
         return Err("usage: idle_gap ENGINE(tract|ort) MODEL.onnx CORE [ROUNDS]".into());
     }
-    let engine = match args[1].as_str() {
-        "tract" => EngineKind::Tract,
-        "ort" => EngineKind::Ort,
-        other => return Err(format!("unknown engine '{other}' (tract or ort)")),
-    };
+    let engine: EngineKind = args[1].parse()?;
     let core: usize = args[3].parse().map_err(|_| format!("bad core '{}'", args[3]))?;
     let rounds: usize = args
         .get(4)

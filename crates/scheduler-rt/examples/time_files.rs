@@ -17,11 +17,7 @@ fn main() -> Result<(), String> {
     if args.len() < 5 {
         return Err("usage: time_files ENGINE(tract|ort) CORE ROUNDS FILE.onnx...".into());
     }
-    let engine = match args[1].as_str() {
-        "tract" => EngineKind::Tract,
-        "ort" => EngineKind::Ort,
-        other => return Err(format!("unknown engine '{other}' (tract or ort)")),
-    };
+    let engine: EngineKind = args[1].parse()?;
     let core: usize = args[2].parse().map_err(|_| format!("bad core '{}'", args[2]))?;
     let rounds: usize = args[3].parse().map_err(|_| format!("bad rounds '{}'", args[3]))?;
     let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);

@@ -30,8 +30,13 @@ fn round8(v: f64) -> usize {
     ((v / 8.0).round() as usize).max(1) * 8
 }
 
-/// ResNet-style: stem, 3-4 stages of basic blocks (random depth 1-3, base width 16-64).
-fn resnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
+/// ResNet-style: stem, 3-4 stages of basic blocks (random depth 1-3, base
+/// width 16-64, doubling per stage). With `branch_widths` each stage's width
+/// is drawn on its own, as a branched model's branches have them (the
+/// doubling width scaled by 0.5-1.25, a multiple of 8), so that output
+/// channel counts cover every residue a plan's branches take, not mostly
+/// multiples of 32.
+fn resnet(rng: &mut SplitMix64, name: &str, branch_widths: bool) -> Result<Graph, GraphError> {
     let hw = [128, 160, 192, 224][rng.below(4)];
     let base = round8(16.0 + rng.below(49) as f64);
     let stages = 3 + rng.below(2);
@@ -40,7 +45,11 @@ fn resnet(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
     let mut y = b.conv_bn("stem", x, ConvSpec::new(base, 7, 2), true)?;
     y = b.max_pool("stem.pool", y, 3, 2)?;
     for s in 0..stages {
-        let width = base << s;
+        let width = if branch_widths {
+            round8((base << s) as f64 * (0.5 + rng.below(16) as f64 * 0.05))
+        } else {
+            base << s
+        };
         for i in 0..1 + rng.below(3) {
             let stride = if s > 0 && i == 0 { 2 } else { 1 };
             y = b.basic_block(&format!("s{s}.b{i}"), y, width, stride)?;
@@ -180,29 +189,6 @@ fn inception(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
     b.finish("y", y)
 }
 
-/// ResNet-style with the stage widths a branched model gives its branches:
-/// each stage's width drawn on its own (the doubling width scaled by 0.5-1.25,
-/// a multiple of 8), so that output channel counts cover every residue a
-/// plan's branches take, not mostly multiples of 32.
-fn resnet_branch_widths(rng: &mut SplitMix64, name: &str) -> Result<Graph, GraphError> {
-    let hw = [128, 160, 192, 224][rng.below(4)];
-    let base = round8(16.0 + rng.below(49) as f64);
-    let stages = 3 + rng.below(2);
-    let mut b = Builder::new(name);
-    let x = b.input("x", &[1, 3, hw, hw])?;
-    let mut y = b.conv_bn("stem", x, ConvSpec::new(base, 7, 2), true)?;
-    y = b.max_pool("stem.pool", y, 3, 2)?;
-    for s in 0..stages {
-        let width = round8((base << s) as f64 * (0.5 + rng.below(16) as f64 * 0.05));
-        for i in 0..1 + rng.below(3) {
-            let stride = if s > 0 && i == 0 { 2 } else { 1 };
-            y = b.basic_block(&format!("s{s}.b{i}"), y, width, stride)?;
-        }
-    }
-    let y = b.classifier("head", y, 1000)?;
-    b.finish("y", y)
-}
-
 /// The model families [`generated`] draws from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Families {
@@ -232,6 +218,21 @@ pub fn fixtures(dir: &Path) -> Result<Vec<(String, Graph)>, String> {
         .collect()
 }
 
+/// The generated models of every family: `original` of [`Families::Original`]
+/// from `seed`, `wide` of [`Families::Wide`] from `seed + 1000` and
+/// `branch_widths` of [`Families::BranchWidths`] from `seed + 2000`.
+pub fn all_generated(
+    original: usize,
+    wide: usize,
+    branch_widths: usize,
+    seed: u64,
+) -> Result<Vec<(String, Graph)>, String> {
+    let mut list = generated(original, seed, Families::Original, "gen-")?;
+    list.extend(generated(wide, seed + 1000, Families::Wide, "gen-")?);
+    list.extend(generated(branch_widths, seed + 2000, Families::BranchWidths, "gen-")?);
+    Ok(list)
+}
+
 /// `count` generated models of `families`, drawn from `seed`; names carry
 /// `prefix`.
 pub fn generated(count: usize, seed: u64, families: Families, prefix: &str) -> Result<Vec<(String, Graph)>, String> {
@@ -239,15 +240,14 @@ pub fn generated(count: usize, seed: u64, families: Families, prefix: &str) -> R
     (0..count)
         .map(|i| {
             let (kind, g) = match (families, i % 3, i % 2) {
-                (Families::Original, 0, _) => ("resnet", resnet(&mut rng, &format!("{prefix}resnet-{i}"))),
+                (Families::Original, 0, _) => ("resnet", resnet(&mut rng, &format!("{prefix}resnet-{i}"), false)),
                 (Families::Original, 1, _) => ("mbnet", mbnet(&mut rng, &format!("{prefix}mbnet-{i}"))),
                 (Families::Original, _, _) => ("regnet", regnet(&mut rng, &format!("{prefix}regnet-{i}"))),
                 (Families::Wide, _, 0) => ("vgg", vgg(&mut rng, &format!("{prefix}vgg-{i}"))),
                 (Families::Wide, _, _) => ("inception", inception(&mut rng, &format!("{prefix}inception-{i}"))),
-                (Families::BranchWidths, _, _) => (
-                    "resnet-bw",
-                    resnet_branch_widths(&mut rng, &format!("{prefix}resnet-bw-{i}")),
-                ),
+                (Families::BranchWidths, _, _) => {
+                    ("resnet-bw", resnet(&mut rng, &format!("{prefix}resnet-bw-{i}"), true))
+                }
             };
             Ok((format!("{prefix}{kind}-{i}"), g.map_err(|e| e.to_string())?))
         })

@@ -441,21 +441,32 @@ mod tests {
         crate::multi::workload::parse(&text, &dir, "w.toml").unwrap()
     }
 
+    /// A problem over `graphs` simulated for one period of its slowest group.
+    fn test_problem<'a>(
+        graphs: &'a [Graph],
+        layers: &'a [LayerGraph],
+        names: &[String],
+        costs: &'a mut dyn Costs,
+        workload: Workload,
+    ) -> Problem<'a> {
+        Problem {
+            graphs,
+            layers,
+            names: names.to_vec(),
+            costs,
+            workload,
+            periods: 1,
+            simulations: 0,
+        }
+    }
+
     #[test]
     fn pieces_and_candidates_take_their_processors_spread() {
         let (g, lg, names) = chain(&[UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Tanh]);
         let w = workload("arrival = \"closed\"");
         let (graphs, layers) = (vec![g], vec![lg]);
         let mut costs = Spread;
-        let mut problem = Problem {
-            graphs: &graphs,
-            layers: &layers,
-            names: names.clone(),
-            costs: &mut costs,
-            workload: w,
-            periods: 1,
-            simulations: 0,
-        };
+        let mut problem = test_problem(&graphs, &layers, &names, &mut costs, w);
         let pieces = vec![vec![
             Piece {
                 layers: vec![0, 1],
@@ -508,15 +519,7 @@ mod tests {
             let w = workload(arrival);
             let (graphs, layers) = (vec![g.clone()], vec![lg.clone()]);
             let mut costs = Asked::default();
-            let mut problem = Problem {
-                graphs: &graphs,
-                layers: &layers,
-                names: names.clone(),
-                costs: &mut costs,
-                workload: w,
-                periods: 1,
-                simulations: 0,
-            };
+            let mut problem = test_problem(&graphs, &layers, &names, &mut costs, w);
             let pieces = vec![vec![
                 Piece {
                     layers: vec![0],
