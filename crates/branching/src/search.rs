@@ -181,11 +181,7 @@ pub fn search(
     let best_single = original[&fastest];
     let plan = Plan {
         schema: SCHEMA.into(),
-        predicted_by: format!(
-            "{} latency model of device `{}` (predicted, not measured)",
-            "stretch",
-            model.device()
-        ),
+        predicted_by: model.provenance(),
         model: model_label.to_string(),
         device: model.device().to_string(),
         processors: processors.to_vec(),
@@ -360,6 +356,7 @@ fn plan_stage(
     {
         return Ok(whole(reason, Counts::default()));
     }
+    model.prepare(&bodies.iter().map(|b| &b.2).collect::<Vec<_>>(), processors)?;
     let mut options: Vec<Vec<Option_>> = Vec::new();
     for p in processors {
         let mut list = Vec::new();

@@ -21,6 +21,13 @@ pub enum PredictError {
     Regressors(Box<crate::fit::RegressorError>),
     #[error(transparent)]
     Calibration(Box<crate::calibration::CalibrationError>),
+    /// A model that measures could not time a subgraph.
+    #[error("timing `{graph}` on processor `{processor}`: {reason}")]
+    Measure {
+        graph: String,
+        processor: String,
+        reason: String,
+    },
 }
 
 /// Where a kernel's figure comes from.
@@ -82,6 +89,22 @@ pub trait LatencyModel {
     /// Latency of the whole graph on `processor`.
     fn predict_graph(&self, g: &Graph, processor: &str) -> Result<Prediction, PredictError> {
         self.predict(g, &g.compute_order()?, processor)
+    }
+
+    /// How this model's figures come about, for plans and reports.
+    fn provenance(&self) -> String {
+        format!(
+            "stretch latency model of device `{}` (predicted, not measured)",
+            self.device()
+        )
+    }
+
+    /// Says that each of `graphs` is about to be asked for whole on each of
+    /// `processors`: a model that measures may time them together, so that
+    /// a change of the machine's speed falls on all of them alike. The
+    /// answers do not depend on whether this was called.
+    fn prepare(&self, _graphs: &[&Graph], _processors: &[String]) -> Result<(), PredictError> {
+        Ok(())
     }
 }
 

@@ -13,6 +13,7 @@ mod latencies;
 mod model_args;
 mod multi_common;
 mod panics;
+mod plan_measure;
 mod profile_engine;
 mod puzzle_measure;
 mod puzzle_retime;

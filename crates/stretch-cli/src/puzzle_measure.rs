@@ -26,9 +26,9 @@ use std::time::Instant;
 pub const RUNS: usize = 10;
 
 #[derive(Default, serde::Serialize, serde::Deserialize)]
-struct Db {
+pub(crate) struct Db {
     /// Piece key -> median ms.
-    pieces: BTreeMap<String, f64>,
+    pub(crate) pieces: BTreeMap<String, f64>,
 }
 
 /// A named piece to time: ONNX bytes and input shapes.
@@ -75,7 +75,7 @@ pub struct Measured<'a> {
 }
 
 /// The middle run's ms (the upper one of an even count).
-fn median_run(mut times: Vec<f64>) -> f64 {
+pub(crate) fn median_run(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
     times[times.len() / 2]
 }
@@ -95,7 +95,7 @@ fn quantiles(v: &[f64]) -> Vec<f64> {
 }
 
 /// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
-fn fnv(text: &str) -> u64 {
+pub(crate) fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
@@ -104,7 +104,7 @@ fn fnv(text: &str) -> u64 {
 /// What a piece computes, without names or weight values: each node's
 /// operator and attributes, where each input comes from (a node of the
 /// piece, or an outside value or weight of a given shape) and its output shapes.
-fn structure(g: &Graph, nodes: &[NodeId]) -> String {
+pub(crate) fn structure(g: &Graph, nodes: &[NodeId]) -> String {
     let at: HashMap<NodeId, usize> = nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     let mut s = String::new();
     for id in nodes {
@@ -127,7 +127,7 @@ fn structure(g: &Graph, nodes: &[NodeId]) -> String {
     s
 }
 
-fn signature(p: &ProcessorConfig) -> String {
+pub(crate) fn signature(p: &ProcessorConfig) -> String {
     format!(
         "{:?}/{}/{}/cold",
         p.engine,

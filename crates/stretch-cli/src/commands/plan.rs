@@ -1,6 +1,7 @@
 //! `stretch plan`: search a branching plan for a model on a device.
 
 use crate::model_args::ModelArgs;
+use crate::plan_measure::MeasuredModel;
 use anyhow::{Context, Result, bail};
 use branching::plan::{Merge, Plan, Settings};
 use branching::search;
@@ -99,6 +100,24 @@ pub struct SearchArgs {
     /// tile; 16 or 32 trades finer widths for whole tiles.
     #[arg(long, default_value_t = branching::plan::DEFAULT_WIDTH_MULTIPLE)]
     pub width_multiple: usize,
+
+    /// Time every subgraph the search weighs on this machine instead of
+    /// predicting it: each is compiled on its processor's engine from this
+    /// runtime configuration (e.g. configs/runtime/host.toml, whose
+    /// processor names must be --device's) and timed on that processor's
+    /// cores, median of 10 runs; a stage's branch options are timed
+    /// together, round-robin and on every processor at once, so that a
+    /// drift of the machine's speed falls on them alike. Hand-offs still
+    /// come from --device. Plans for the machine and engines that will run
+    /// the model, at the cost of a few minutes of timing (once: see --cost-db).
+    #[arg(long, value_name = "RUNTIME.toml")]
+    pub measure_on: Option<PathBuf>,
+
+    /// With --measure-on: the database of subgraph times (JSON, keyed by a
+    /// subgraph's structure and its processor's engine, threads and cores);
+    /// a subgraph timed once is never timed again.
+    #[arg(long, value_name = "DB.json", requires = "measure_on")]
+    pub cost_db: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -155,9 +174,26 @@ impl SearchArgs {
             .iter()
             .map(|(n, p)| (n.clone(), p.kind))
             .collect();
-        let found = search(graph, label, &model, processors, &kinds, &self.settings()?, explain)?;
-        crate::warn_if_measured_elsewhere(model.profile());
-        Ok(found)
+        let settings = self.settings()?;
+        let Some(runtime) = &self.measure_on else {
+            let found = search(graph, label, &model, processors, &kinds, &settings, explain)?;
+            crate::warn_if_measured_elsewhere(model.profile());
+            return Ok(found);
+        };
+        let config =
+            scheduler_rt::RuntimeConfig::load(runtime).with_context(|| format!("cannot load {}", runtime.display()))?;
+        let measured = MeasuredModel::new(&model, runtime, config.processors, self.cost_db.as_deref())?;
+        let found = search(graph, label, &measured, processors, &kinds, &settings, explain);
+        measured.finish()?;
+        let (timed, reused) = measured.counts();
+        eprintln!(
+            "measured: {timed} subgraphs timed on {}, {reused} taken from {}",
+            runtime.display(),
+            self.cost_db
+                .as_ref()
+                .map_or("the database (none given)".to_string(), |p| p.display().to_string())
+        );
+        Ok(found?)
     }
 }
 
@@ -300,11 +336,12 @@ pub fn describe(plan: &Plan) -> String {
         m => format!("; widths in multiples of {m}"),
     };
     let mut text = format!(
-        "plan for {} on {} ({}; merge {:?}{multiple}); all latencies predicted, not measured\n",
+        "plan for {} on {} ({}; merge {:?}{multiple}); latencies: {}\n",
         plan.model,
         plan.device,
         plan.processors.join("+"),
-        plan.settings.merge
+        plan.settings.merge,
+        plan.predicted_by
     );
     text += &crate::format::table(&rows, 2);
     let singles: Vec<String> = plan
