@@ -13,6 +13,7 @@ pub mod merge_cost;
 pub mod plan;
 pub mod rewrite;
 pub mod search;
+pub mod stem_split;
 
 pub use error::BranchError;
 pub use plan::{Merge, Plan, Settings};

@@ -42,6 +42,16 @@ pub struct Settings {
     /// otherwise. A branch as wide as its stage keeps the stage's channels.
     #[serde(default = "default_width_multiple")]
     pub width_multiple: usize,
+    /// Split the stem's leading convolution and its channel-wise layers
+    /// across the processors by output channels where that is predicted
+    /// faster ([`crate::stem_split`]); plans written before this setting
+    /// existed have no split.
+    #[serde(default = "yes")]
+    pub split_stem: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// [`Settings::width_multiple`] unless a plan or option says otherwise.
@@ -61,6 +71,7 @@ impl Default for Settings {
             capacity: [1.0, 1.2],
             merge: Merge::Project,
             width_multiple: default_width_multiple(),
+            split_stem: true,
         }
     }
 }
@@ -182,15 +193,31 @@ fn one() -> f64 {
     1.0
 }
 
-/// Stem or head: run whole on one processor.
+/// Stem or head: run whole on one processor, or (the stem) split by
+/// output channels across processors.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Part {
     pub processor: String,
+    /// The whole part on `processor`, or with a split its slowest piece
+    /// (hand-offs included) plus the Concat on `processor`.
     pub predicted_ms: f64,
     /// MACs the part gains by reading a `concat` merge (see
     /// [`StagePlan::widened_macs`]); counted in `predicted_ms`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub widened_macs: i64,
+    /// The stem's split, in channel order; empty: whole on `processor`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<StemShare>,
+}
+
+/// One processor's slice of a split stem.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StemShare {
+    pub processor: String,
+    /// Output channels of the slice (contiguous, after the previous share's).
+    pub channels: usize,
+    /// The slice alone on `processor`.
+    pub predicted_ms: f64,
 }
 
 /// Predicted end-to-end figures.

@@ -8,6 +8,7 @@ use crate::branch::{BranchSpec, build_branch, channels, shares};
 use crate::error::BranchError;
 use crate::init::{batch_norm, kaiming};
 use crate::plan::{Merge, Plan};
+use crate::stem_split::Chain;
 use graph_ir::analysis::{Stage, analyze};
 use graph_ir::keys;
 use graph_ir::ops::{Concat, Op};
@@ -53,13 +54,49 @@ pub fn check_plan(g: &Graph, stages: &[Stage], plan: &Plan) -> Result<(), Branch
             }
         }
     }
+    for share in &plan.stem.split {
+        if !plan.processors.contains(&share.processor) {
+            return mismatch(format!(
+                "stem: split processor `{}` is not among the plan's processors ({})",
+                share.processor,
+                plan.processors.join(", ")
+            ));
+        }
+    }
     Ok(())
+}
+
+/// The stem's chain to split as `plan` says, checked against `g`; `None`
+/// when the plan keeps the stem whole.
+fn stem_chain(g: &Graph, stem: &graph_ir::analysis::Segment, plan: &Plan) -> Result<Option<Chain>, BranchError> {
+    if plan.stem.split.is_empty() {
+        return Ok(None);
+    }
+    let Some(chain) = crate::stem_split::chain(g, stem) else {
+        return Err(BranchError::Mismatch {
+            reason:
+                "the plan splits the stem, but the model's stem does not start with a convolution that can be split"
+                    .into(),
+        });
+    };
+    let total: usize = plan.stem.split.iter().map(|s| s.channels).sum();
+    if total != chain.channels || plan.stem.split.iter().any(|s| s.channels == 0) {
+        return Err(BranchError::Mismatch {
+            reason: format!(
+                "the plan splits the stem into {:?} channels; its first convolution has {}",
+                plan.stem.split.iter().map(|s| s.channels).collect::<Vec<_>>(),
+                chain.channels
+            ),
+        });
+    }
+    Ok(Some(chain))
 }
 
 /// The branched graph of `plan` over `g`; new layers' weights come from `seed`.
 pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchError> {
     let structure = analyze(g)?;
     check_plan(g, &structure.stages, plan)?;
+    let stem = stem_chain(g, &structure.stem, plan)?;
     let mut out = g.clone();
     let mut moved: HashMap<Outlet, Outlet> = HashMap::new();
     let mut whole_processor: HashMap<NodeId, String> = HashMap::new();
@@ -125,6 +162,9 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
                 reason: format!("stage {}: merge node was not created", sp.index),
             })?;
         moved.insert(old, merge_id.out(0));
+    }
+    if let Some(chain) = &stem {
+        crate::stem_split::apply(&mut out, chain, &plan.stem.split, &plan.primary)?;
     }
     for id in out.node_ids() {
         let node = out.node(id);
@@ -312,6 +352,7 @@ mod tests {
             processor: "p0".into(),
             predicted_ms: 0.0,
             widened_macs: 0,
+            split: Vec::new(),
         };
         Plan {
             schema: SCHEMA.into(),

@@ -140,7 +140,33 @@ pub fn search(
     let primary = fastest.clone();
     let mut report = SearchReport::default();
     let mut stages = Vec::new();
-    let mut ideal = stem_ms[&primary] + head_ms[&primary];
+    let split = match (settings.split_stem, crate::stem_split::chain(g, &s.stem)) {
+        (true, Some(chain)) if processors.len() > 1 => crate::stem_split::plan_split(
+            g,
+            &chain,
+            model,
+            processors,
+            &primary,
+            &stem_ms,
+            settings.width_multiple,
+        )?,
+        _ => None,
+    };
+    let stem = match split {
+        Some((split, ms)) => Part {
+            processor: primary.clone(),
+            predicted_ms: ms,
+            widened_macs: 0,
+            split,
+        },
+        None => Part {
+            processor: primary.clone(),
+            predicted_ms: stem_ms[&primary],
+            widened_macs: 0,
+            split: Vec::new(),
+        },
+    };
+    let mut ideal = stem.predicted_ms + head_ms[&primary];
     let mut in_width = None;
     for stage in &s.stages {
         let sp = plan_stage(
@@ -177,7 +203,7 @@ pub fn search(
             m + sp.planned_macs() - sp.macs as i64
         })
         .max(0) as u64;
-    let plan_ms = stem_ms[&primary] + head_total + stages.iter().map(|s| s.predicted_ms).sum::<f64>();
+    let plan_ms = stem.predicted_ms + head_total + stages.iter().map(|s| s.predicted_ms).sum::<f64>();
     let best_single = original[&fastest];
     let plan = Plan {
         schema: SCHEMA.into(),
@@ -187,16 +213,13 @@ pub fn search(
         processors: processors.to_vec(),
         primary: primary.clone(),
         settings: settings.clone(),
-        stem: Part {
-            processor: primary.clone(),
-            predicted_ms: stem_ms[&primary],
-            widened_macs: 0,
-        },
+        stem,
         stages,
         head: Part {
             processor: primary.clone(),
             predicted_ms: head_total,
             widened_macs: head_widening.macs,
+            split: Vec::new(),
         },
         totals: Totals {
             original_ms: original,

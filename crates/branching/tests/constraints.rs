@@ -74,6 +74,7 @@ fn loose() -> Settings {
         capacity: [0.01, 100.0],
         merge: Merge::Project,
         width_multiple: 8,
+        split_stem: true,
     }
 }
 

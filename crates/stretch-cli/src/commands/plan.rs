@@ -113,6 +113,15 @@ pub struct SearchArgs {
     #[arg(long, value_name = "RUNTIME.toml")]
     pub measure_on: Option<PathBuf>,
 
+    /// Keep the stem whole on the fastest processor. By default the stem's
+    /// leading convolution and the channel-wise layers after it are split
+    /// by output channels across the processors (the original's weights
+    /// sliced: the same function, nothing to retrain) where that is
+    /// predicted faster, so that the part before the first branched stage
+    /// does not leave processors idle.
+    #[arg(long)]
+    pub no_split_stem: bool,
+
     /// With --measure-on: the database of subgraph times (JSON, keyed by a
     /// subgraph's structure and its processor's engine, threads and cores);
     /// a subgraph timed once is never timed again.
@@ -142,6 +151,7 @@ impl SearchArgs {
                 MergeArg::Concat => Merge::Concat,
             },
             width_multiple: self.width_multiple,
+            split_stem: !self.no_split_stem,
         };
         s.validate()?;
         Ok(s)
@@ -296,9 +306,20 @@ pub fn describe(plan: &Plan) -> String {
         .map(String::from)
         .to_vec(),
     ];
+    let stem = if plan.stem.split.is_empty() {
+        plan.stem.processor.clone()
+    } else {
+        let cuts: Vec<String> = plan
+            .stem
+            .split
+            .iter()
+            .map(|s| format!("{}({} ch)", s.processor, s.channels))
+            .collect();
+        format!("{}, merged on {}", cuts.join(" + "), plan.stem.processor)
+    };
     rows.push(vec![
         "stem".into(),
-        plan.stem.processor.clone(),
+        stem,
         format!("{:.3}", plan.stem.predicted_ms),
         String::new(),
         String::new(),
