@@ -2,9 +2,12 @@
 //! meeting points at stage boundaries, duplicating a stage once per processor
 //! and scaling each branch in depth and width ([`branch`]), the constrained
 //! search over the (depth, width) grid (paper Eq. 4-6, [`search`]), versioned
-//! JSON plans ([`plan`]) and the branched, annotated graph ([`rewrite`]).
+//! JSON plans ([`plan`]), the stem split by output channels
+//! ([`stem_split`]) and the branched, annotated graph ([`rewrite`]).
 //!
-//! Every latency here is predicted by a [`predictor::LatencyModel`].
+//! Every latency here comes from a [`predictor::LatencyModel`]: predicted
+//! by a device profile, or measured on this machine where the model times
+//! subgraphs (the CLI's `plan --measure-on`).
 
 pub mod branch;
 mod error;

@@ -12,8 +12,11 @@
 //! than the whole stage stays whole. With the `concat` merge a candidate's
 //! latency includes what its merge width costs the layers after it, and the
 //! stage or head after a branched stage is priced reading the merge's
-//! width. End-to-end = stem + per stage the slowest branch (communication
-//! included) + head, everything predicted.
+//! width. The stem is split by output channels across the processors
+//! where that is predicted faster ([`crate::stem_split`]). End-to-end =
+//! stem + per stage the slowest branch (communication included) + head,
+//! every figure from the latency model (predicted, unless the model
+//! measures: [`LatencyModel::provenance`] says which).
 
 use crate::branch::{BranchSpec, build_branch_at, channels, project, scale, shares};
 use crate::error::BranchError;

@@ -20,9 +20,12 @@ use std::path::PathBuf;
 /// at most --beta x the original stage on its fastest processor (Eq. 5) and
 /// the branches' MACs are within --capacity of the original stage. The
 /// fastest kept candidate wins (ties: FLOPs proportional to processor speed,
-/// Eq. 6; depth-scaling on GPU/DSP, width-scaling on CPU). Stem, head and
-/// merges run on the fastest single processor. Every latency is predicted by
-/// the device profile's latency model, never measured, and says so.
+/// Eq. 6; depth-scaling on GPU/DSP, width-scaling on CPU). Head and merges
+/// run on the fastest single processor; the stem's leading convolution is
+/// split by output channels across the processors where that is predicted
+/// faster (--no-split-stem keeps it whole). Every latency is predicted by
+/// the device profile's latency model, or with --measure-on timed on this
+/// machine, and the plan says which.
 ///
 /// Writes a versioned JSON plan (stretch.plan/1) with -o; --explain lists
 /// every candidate and the constraint that removed it; --all-combinations
