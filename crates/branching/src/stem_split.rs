@@ -64,7 +64,10 @@ pub fn chain(g: &Graph, stem: &Segment) -> Option<Chain> {
         let next = readers[0].0;
         let node = g.node(next);
         let channel_wise = matches!(node.op, Op::BatchNorm(_) | Op::Unary(_) | Op::Pool(_));
-        if !computing.contains(&next) || !channel_wise || !node.inputs[1..].iter().all(|o| is_const(g, *o)) {
+        let operands = node.inputs[1..]
+            .iter()
+            .all(|o| is_const(g, *o) && per_channel(g, *o, channels));
+        if !computing.contains(&next) || !channel_wise || !operands {
             break;
         }
         nodes.push(next);
@@ -85,17 +88,41 @@ fn weight(g: &Graph, o: Outlet) -> Tensor {
         .unwrap_or_else(|| Tensor::without_data(g.fact(o).cloned().unwrap_or_else(|| Fact::f32(vec![0]))))
 }
 
-/// Rows `from..to` of `t` along its first axis (no data in, none out).
-fn rows(t: &Tensor, from: usize, to: usize) -> Tensor {
+/// Rows `from..to` of `t` along its first axis (no data in, none out);
+/// a tensor of one value (a scalar operand such as a clip bound) is kept
+/// whole.
+fn rows(t: &Tensor, from: usize, to: usize) -> Result<Tensor, BranchError> {
+    if t.volume() == 1 {
+        return Ok(t.clone());
+    }
     let mut shape = t.shape().to_vec();
     let per_row: usize = shape[1..].iter().product::<usize>() * t.dtype().size();
     shape[0] = to - from;
     let fact = Fact::new(t.dtype(), shape);
     match t.raw() {
-        Some(data) => Tensor::from_bytes(fact.clone(), data.slice(from * per_row..to * per_row))
-            .unwrap_or_else(|_| Tensor::without_data(fact)),
-        None => Tensor::without_data(fact),
+        Some(data) if data.len() >= to * per_row => Ok(Tensor::from_bytes(
+            fact,
+            data.slice(from * per_row..to * per_row),
+        )
+        .map_err(|e| BranchError::Mismatch {
+            reason: format!("slicing a stem weight: {e:?}"),
+        })?),
+        Some(data) => Err(BranchError::Mismatch {
+            reason: format!(
+                "a stem weight of shape {:?} holds {} bytes, fewer than its rows up to {to} need",
+                t.shape(),
+                data.len()
+            ),
+        }),
+        None => Ok(Tensor::without_data(fact)),
     }
+}
+
+/// Whether `rows` can cut the constant `o` of `g` per output channel: one
+/// value, or `channels` rows.
+fn per_channel(g: &Graph, o: Outlet, channels: usize) -> bool {
+    g.fact(o)
+        .is_some_and(|f| f.volume() == 1 || f.shape.first() == Some(&channels))
 }
 
 /// Adds to `patch` the piece of `chain` (of `g`) computing channels
@@ -109,7 +136,7 @@ fn add_piece(
     (from, to): (usize, usize),
     prefix: &str,
     tags: &[(&str, String)],
-) -> PatchOutlet {
+) -> Result<PatchOutlet, BranchError> {
     let mut x = input;
     for id in &chain.nodes {
         let node = g.node(*id);
@@ -117,7 +144,7 @@ fn add_piece(
         for (slot, o) in node.inputs.iter().enumerate().skip(1) {
             inputs.push(patch.add_const(
                 format!("{prefix}{}.in{slot}", node.name),
-                rows(&weight(g, *o), from, to),
+                rows(&weight(g, *o), from, to)?,
             ));
         }
         let new = patch.add_node(format!("{prefix}{}", node.name), node.op.clone(), inputs);
@@ -126,7 +153,7 @@ fn add_piece(
         }
         x = new.out(0);
     }
-    x
+    Ok(x)
 }
 
 /// A standalone graph of the piece of `chain` computing `channels` output
@@ -139,7 +166,7 @@ pub fn piece_graph(g: &Graph, chain: &Chain, channels: usize) -> Result<Graph, B
         let node = g.node(*id);
         let mut inputs = vec![x];
         for (slot, o) in node.inputs.iter().enumerate().skip(1) {
-            inputs.push(p.add_const(format!("{}.in{slot}", node.name), rows(&weight(g, *o), 0, channels))?);
+            inputs.push(p.add_const(format!("{}.in{slot}", node.name), rows(&weight(g, *o), 0, channels)?)?);
         }
         x = p.add_node(node.name.clone(), node.op.clone(), &inputs)?.out(0);
     }
@@ -167,7 +194,7 @@ pub fn apply(g: &mut Graph, chain: &Chain, split: &[StemShare], primary: &str) -
             range,
             &format!("stem.p{i}."),
             &tags,
-        ));
+        )?);
         from += s.channels;
     }
     let merge = patch.add_node("stem.merge", Op::Concat(Concat { axis: 1 }), outs);
@@ -297,6 +324,19 @@ mod tests {
             );
             assert_eq!(c.channels, 16);
         }
+    }
+
+    #[test]
+    fn rows_cut_per_channel_weights_and_keep_single_values() {
+        let w = Tensor::from_f32(vec![4, 2], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        let cut = rows(&w, 1, 3).unwrap();
+        assert_eq!(cut.shape(), [2, 2]);
+        assert_eq!(cut.to_f32_vec().unwrap(), [2.0, 3.0, 4.0, 5.0]);
+        let bound = Tensor::from_f32(vec![], &[6.0]);
+        assert_eq!(rows(&bound, 1, 3).unwrap(), bound);
+        let shape_only = rows(&Tensor::without_data(Fact::f32(vec![4, 2])), 0, 1).unwrap();
+        assert!(!shape_only.has_data());
+        assert_eq!(shape_only.shape(), [1, 2]);
     }
 
     #[test]
