@@ -22,9 +22,8 @@ use crate::branch::{BranchSpec, build_branch_at, channels, project, scale, share
 use crate::error::BranchError;
 use crate::merge_cost::{Widening, widening};
 use crate::plan::{BranchPlan, Counts, Merge, Part, Plan, SCHEMA, Settings, StagePlan, Totals};
+use graph_ir::Graph;
 use graph_ir::analysis::{Stage, analyze};
-use graph_ir::ops::Op;
-use graph_ir::{Graph, NodeId};
 use predictor::LatencyModel;
 use predictor::profile::ProcessorKind;
 use serde::Serialize;
@@ -84,13 +83,6 @@ struct Option_ {
     params: u64,
 }
 
-fn nodes_of(g: &Graph, ids: &[NodeId]) -> Vec<NodeId> {
-    ids.iter()
-        .copied()
-        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
-        .collect()
-}
-
 fn bytes(g: &Graph, o: graph_ir::Outlet) -> u64 {
     g.fact(o).map_or(0, |f| f.shape.iter().product::<usize>() as u64 * 4)
 }
@@ -132,8 +124,18 @@ pub fn search(
     let (mut stem_ms, mut head_ms) = (HashMap::new(), HashMap::new());
     for p in processors {
         original.insert(p.clone(), model.predict_graph(g, p)?.total_ms);
-        stem_ms.insert(p.clone(), model.predict(g, &nodes_of(g, &s.stem.nodes), p)?.total_ms);
-        head_ms.insert(p.clone(), model.predict(g, &nodes_of(g, &s.head.nodes), p)?.total_ms);
+        stem_ms.insert(
+            p.clone(),
+            model
+                .predict(g, &g.computing(s.stem.nodes.iter().copied()), p)?
+                .total_ms,
+        );
+        head_ms.insert(
+            p.clone(),
+            model
+                .predict(g, &g.computing(s.head.nodes.iter().copied()), p)?
+                .total_ms,
+        );
     }
     let fastest = original
         .iter()
@@ -155,19 +157,12 @@ pub fn search(
         )?,
         _ => None,
     };
-    let stem = match split {
-        Some((split, ms)) => Part {
-            processor: primary.clone(),
-            predicted_ms: ms,
-            widened_macs: 0,
-            split,
-        },
-        None => Part {
-            processor: primary.clone(),
-            predicted_ms: stem_ms[&primary],
-            widened_macs: 0,
-            split: Vec::new(),
-        },
+    let (split, stem_predicted_ms) = split.unwrap_or_else(|| (Vec::new(), stem_ms[&primary]));
+    let stem = Part {
+        processor: primary.clone(),
+        predicted_ms: stem_predicted_ms,
+        widened_macs: 0,
+        split,
     };
     let mut ideal = stem.predicted_ms + head_ms[&primary];
     let mut in_width = None;
@@ -288,7 +283,7 @@ fn plan_stage(
     explain: bool,
     report: &mut SearchReport,
 ) -> Result<StagePlan, BranchError> {
-    let nodes = nodes_of(g, &stage.nodes());
+    let nodes = g.computing(stage.nodes());
     let width = channels(g, stage.output());
     let shape = |o| g.fact(o).map(|f| f.shape.clone()).unwrap_or_default();
     let macs = g.cost_of(&nodes).macs;

@@ -40,12 +40,7 @@ fn is_const(g: &Graph, o: Outlet) -> bool {
 /// The stem's splittable chain, or `None` when it does not start with a
 /// convolution of constant weights and a single group.
 pub fn chain(g: &Graph, stem: &Segment) -> Option<Chain> {
-    let computing: Vec<NodeId> = stem
-        .nodes
-        .iter()
-        .copied()
-        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
-        .collect();
+    let computing = g.computing(stem.nodes.iter().copied());
     let first = *computing.first()?;
     let conv = g.node(first);
     match &conv.op {
@@ -125,6 +120,36 @@ fn per_channel(g: &Graph, o: Outlet, channels: usize) -> bool {
         .is_some_and(|f| f.volume() == 1 || f.shape.first() == Some(&channels))
 }
 
+/// One layer of a piece: its name, operator and constant operands (named),
+/// each cut to the piece's channels.
+struct Layer {
+    name: String,
+    op: Op,
+    operands: Vec<(String, Tensor)>,
+}
+
+/// The layers of the piece of `chain` (of `g`) computing channels
+/// `from..to`, in order.
+fn layers(g: &Graph, chain: &Chain, (from, to): (usize, usize)) -> Result<Vec<Layer>, BranchError> {
+    chain
+        .nodes
+        .iter()
+        .map(|id| {
+            let node = g.node(*id);
+            let operands = node.inputs[1..]
+                .iter()
+                .enumerate()
+                .map(|(k, o)| Ok((format!("{}.in{}", node.name, k + 1), rows(&weight(g, *o), from, to)?)))
+                .collect::<Result<_, BranchError>>()?;
+            Ok(Layer {
+                name: node.name.clone(),
+                op: node.op.clone(),
+                operands,
+            })
+        })
+        .collect()
+}
+
 /// Adds to `patch` the piece of `chain` (of `g`) computing channels
 /// `from..to` from `input`, its nodes named with `prefix` and tagged with
 /// `tags`; returns the piece's output.
@@ -133,21 +158,17 @@ fn add_piece(
     chain: &Chain,
     patch: &mut Patch,
     input: PatchOutlet,
-    (from, to): (usize, usize),
+    range: (usize, usize),
     prefix: &str,
     tags: &[(&str, String)],
 ) -> Result<PatchOutlet, BranchError> {
     let mut x = input;
-    for id in &chain.nodes {
-        let node = g.node(*id);
+    for layer in layers(g, chain, range)? {
         let mut inputs = vec![x];
-        for (slot, o) in node.inputs.iter().enumerate().skip(1) {
-            inputs.push(patch.add_const(
-                format!("{prefix}{}.in{slot}", node.name),
-                rows(&weight(g, *o), from, to)?,
-            ));
+        for (name, t) in layer.operands {
+            inputs.push(patch.add_const(format!("{prefix}{name}"), t));
         }
-        let new = patch.add_node(format!("{prefix}{}", node.name), node.op.clone(), inputs);
+        let new = patch.add_node(format!("{prefix}{}", layer.name), layer.op, inputs);
         for (k, v) in tags {
             patch.annotate_new(new, *k, v.clone());
         }
@@ -162,13 +183,12 @@ pub fn piece_graph(g: &Graph, chain: &Chain, channels: usize) -> Result<Graph, B
     let mut p = Graph::new("stem-piece");
     let fact = g.fact(chain.input).cloned().unwrap_or_else(|| Fact::f32(vec![0]));
     let mut x = p.add_input("x", Fact::new(fact.dtype, fact.shape))?;
-    for id in &chain.nodes {
-        let node = g.node(*id);
+    for layer in layers(g, chain, (0, channels))? {
         let mut inputs = vec![x];
-        for (slot, o) in node.inputs.iter().enumerate().skip(1) {
-            inputs.push(p.add_const(format!("{}.in{slot}", node.name), rows(&weight(g, *o), 0, channels)?)?);
+        for (name, t) in layer.operands {
+            inputs.push(p.add_const(name, t)?);
         }
-        x = p.add_node(node.name.clone(), node.op.clone(), &inputs)?.out(0);
+        x = p.add_node(layer.name, layer.op, &inputs)?.out(0);
     }
     p.set_outputs(vec![("y".into(), x)])?;
     Ok(p)

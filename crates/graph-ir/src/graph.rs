@@ -283,11 +283,14 @@ impl Graph {
     /// The nodes that compute (every node but inputs and constants), in
     /// [`Graph::topo_order`].
     pub fn compute_order(&self) -> Result<Vec<NodeId>, GraphError> {
-        Ok(self
-            .topo_order()?
-            .into_iter()
+        Ok(self.computing(self.topo_order()?))
+    }
+
+    /// Those of `ids` that compute (not inputs or constants), in the order given.
+    pub fn computing(&self, ids: impl IntoIterator<Item = NodeId>) -> Vec<NodeId> {
+        ids.into_iter()
             .filter(|id| !matches!(self.node(*id).op, Op::Input(_) | Op::Const(_)))
-            .collect())
+            .collect()
     }
 
     /// Re-infers every node in topological order and compares with the stored facts.

@@ -14,8 +14,8 @@
 
 use crate::puzzle_measure::{Db, fnv, median_run, signature, structure};
 use crate::puzzle_timer::{Job, onnx_of, timer};
-use anyhow::{Context, Result, bail};
-use graph_ir::{Graph, NodeId, Op};
+use anyhow::{Result, bail};
+use graph_ir::{Graph, NodeId};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use predictor::{LatencyModel, PredictError, Prediction};
 use scheduler_rt::ProcessorConfig;
@@ -50,15 +50,6 @@ pub struct MeasuredModel<'a> {
     bar: ProgressBar,
 }
 
-/// The nodes that compute (inputs and weights are the subgraph's boundary).
-fn computing(g: &Graph, nodes: &[NodeId]) -> Vec<NodeId> {
-    nodes
-        .iter()
-        .copied()
-        .filter(|id| !matches!(g.node(*id).op, Op::Input(_) | Op::Const(_)))
-        .collect()
-}
-
 impl<'a> MeasuredModel<'a> {
     /// Times on the processors of `runtime` (a runtime configuration file,
     /// read as `procs`), with hand-offs from `base`, which must know every
@@ -82,11 +73,7 @@ impl<'a> MeasuredModel<'a> {
                 );
             }
         }
-        let db_state = match db.map(|p| (p, std::fs::read_to_string(p))) {
-            Some((path, Ok(text))) => serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a cost database (delete it to start afresh)", path.display()))?,
-            _ => Db::default(),
-        };
+        let db_state = Db::open(db)?;
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
             ProgressStyle::with_template("{spinner} timing subgraphs {msg} [{elapsed}]")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -116,11 +103,10 @@ impl<'a> MeasuredModel<'a> {
     /// Writes the database back (when there is one) and clears the progress line.
     pub fn finish(&self) -> Result<()> {
         self.bar.finish_and_clear();
-        if let Some(path) = &self.path {
-            let text = serde_json::to_string_pretty(&self.state.borrow().db)?;
-            std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        match &self.path {
+            Some(path) => self.state.borrow().db.save(path),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn index(&self, processor: &str) -> Result<usize, PredictError> {
@@ -148,6 +134,14 @@ impl<'a> MeasuredModel<'a> {
             fnv(&structure(g, nodes)),
             signature(&self.procs[p])
         )
+    }
+
+    /// Keeps a subgraph's time, timed in this run.
+    fn record(&self, key: String, ms: f64) {
+        let mut s = self.state.borrow_mut();
+        s.db.pieces.insert(key.clone(), ms);
+        s.fresh.insert(key);
+        s.measured += 1;
     }
 
     fn tick(&self) {
@@ -192,7 +186,7 @@ impl LatencyModel for MeasuredModel<'_> {
 
     fn predict(&self, g: &Graph, nodes: &[NodeId], processor: &str) -> Result<Prediction, PredictError> {
         let p = self.index(processor)?;
-        let nodes = computing(g, nodes);
+        let nodes = g.computing(nodes.iter().copied());
         let total_ms = if nodes.is_empty() {
             0.0
         } else {
@@ -216,10 +210,7 @@ impl LatencyModel for MeasuredModel<'_> {
                         .map_err(|_| self.error(g, p, "the timing thread stopped".into()))?
                         .map_err(|e| self.error(g, p, e))?;
                     let ms = median_run(times);
-                    let mut s = self.state.borrow_mut();
-                    s.db.pieces.insert(key.clone(), ms);
-                    s.fresh.insert(key);
-                    s.measured += 1;
+                    self.record(key, ms);
                     ms
                 }
             }
@@ -256,7 +247,7 @@ impl LatencyModel for MeasuredModel<'_> {
             let mut keys = Vec::new();
             let mut pieces = Vec::new();
             for g in graphs {
-                let nodes = computing(g, &g.compute_order()?);
+                let nodes = g.compute_order()?;
                 if nodes.is_empty() {
                     continue;
                 }
@@ -280,13 +271,9 @@ impl LatencyModel for MeasuredModel<'_> {
                 .recv()
                 .map_err(|_| self.error(graphs[0], p, "the timing thread stopped".into()))?
                 .map_err(|e| self.error(graphs[0], p, e))?;
-            let mut s = self.state.borrow_mut();
             for (key, runs) in keys.into_iter().zip(times) {
-                s.db.pieces.insert(key.clone(), median_run(runs));
-                s.fresh.insert(key);
-                s.measured += 1;
+                self.record(key, median_run(runs));
             }
-            drop(s);
             self.tick();
         }
         Ok(())

@@ -31,6 +31,26 @@ pub(crate) struct Db {
     pub(crate) pieces: BTreeMap<String, f64>,
 }
 
+impl Db {
+    /// The database at `path`, empty when there is none yet (or no path).
+    pub(crate) fn open(path: Option<&Path>) -> Result<Db> {
+        match path.map(|p| (p, std::fs::read_to_string(p))) {
+            Some((path, Ok(text))) => serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a cost database (delete it to start afresh)", path.display())),
+            _ => Ok(Db::default()),
+        }
+    }
+
+    /// Writes the database to `path`, making its folder if needed.
+    pub(crate) fn save(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).ok();
+        }
+        std::fs::write(path, serde_json::to_string_pretty(self)?)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
 /// A named piece to time: ONNX bytes and input shapes.
 type Probe = (String, Vec<u8>, Vec<Vec<usize>>);
 
@@ -146,11 +166,7 @@ impl<'a> Measured<'a> {
         procs: &[ProcessorConfig],
         path: Option<&Path>,
     ) -> Result<Self> {
-        let db = match path.map(|p| (p, std::fs::read_to_string(p))) {
-            Some((path, Ok(text))) => serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a cost database (delete it to start afresh)", path.display()))?,
-            _ => Db::default(),
-        };
+        let db = Db::open(path)?;
         let first = |p: &ProcessorConfig| p.cores.as_ref().and_then(|c| c.ids().first().copied()).unwrap_or(0);
         let wait = if scheduler_rt::multi::serve::self_scheduling_on(procs) {
             link::Wait::Poll
@@ -416,12 +432,10 @@ impl<'a> Measured<'a> {
 
     /// Writes the database back (nothing without a file).
     pub fn save(&self) -> Result<()> {
-        let Some(path) = &self.path else { return Ok(()) };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).ok();
+        match &self.path {
+            Some(path) => self.db.save(path),
+            None => Ok(()),
         }
-        std::fs::write(path, serde_json::to_string_pretty(&self.db)?)
-            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Forgets every piece's time, so the next request for it times it again.

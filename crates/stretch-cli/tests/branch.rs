@@ -17,17 +17,13 @@ const MODELS: [&str; 6] = [
     "regnet_x_1_6gf",
 ];
 
-fn path(p: &std::path::Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
 #[test]
 fn every_fixture_branches_into_a_runnable_model_in_both_merge_modes() {
     let dir = scratch("branch-fixtures");
-    let device = path(&repo().join("configs/devices/host.toml"));
+    let device = arg(&repo().join("configs/devices/host.toml"));
     let mut outputs = Vec::new();
     for m in MODELS {
-        let model = path(&repo().join(format!("fixtures/models/{m}.onnx")));
+        let model = arg(&repo().join(format!("fixtures/models/{m}.onnx")));
         for merge in ["project", "concat"] {
             let out = dir.join(format!("{m}-{merge}.onnx"));
             let plan = dir.join(format!("{m}-{merge}.json"));
@@ -43,9 +39,9 @@ fn every_fixture_branches_into_a_runnable_model_in_both_merge_modes() {
                 "--random-weights",
                 "1",
                 "--plan-out",
-                &path(&plan),
+                &arg(&plan),
                 "-o",
-                &path(&out),
+                &arg(&out),
             ]);
             assert!(text.contains("predicted, not measured"), "{text}");
             let doc: Value = serde_json::from_str(&std::fs::read_to_string(&plan).expect("plan")).expect("JSON");
@@ -57,12 +53,12 @@ fn every_fixture_branches_into_a_runnable_model_in_both_merge_modes() {
                 .filter(|s| !s["branches"].as_array().expect("branches").is_empty())
                 .count();
             assert!(branched > 0, "{m} {merge}: nothing branched:\n{text}");
-            let inspect = stretch_ok(&["inspect", &path(&out)]);
+            let inspect = stretch_ok(&["inspect", &arg(&out)]);
             assert!(
                 inspect.contains("branched model:") && inspect.contains("cpu1"),
                 "{inspect}"
             );
-            outputs.push(path(&out));
+            outputs.push(arg(&out));
         }
     }
     let mut check = vec!["check"];
@@ -81,9 +77,9 @@ fn every_fixture_branches_into_a_runnable_model_in_both_merge_modes() {
 #[test]
 fn plan_then_branch_keeps_the_plan_and_marks_meeting_points() {
     let dir = scratch("branch-plan");
-    let model = path(&repo().join("fixtures/models/resnet50.onnx"));
-    let device = path(&repo().join("configs/devices/snapdragon855.toml"));
-    let plan = path(&dir.join("plan.json"));
+    let model = arg(&repo().join("fixtures/models/resnet50.onnx"));
+    let device = arg(&repo().join("configs/devices/snapdragon855.toml"));
+    let plan = arg(&dir.join("plan.json"));
     let text = stretch_ok(&[
         "plan",
         &model,
@@ -95,7 +91,7 @@ fn plan_then_branch_keeps_the_plan_and_marks_meeting_points() {
         &plan,
     ]);
     assert!(text.contains("candidates:") && text.contains("considered"), "{text}");
-    let out = path(&dir.join("b.onnx"));
+    let out = arg(&dir.join("b.onnx"));
     stretch_ok(&["branch", &model, "--plan", &plan, "--random-weights", "2", "-o", &out]);
     let g = graph_ir::onnx::import_file(&out, &Default::default()).expect("import branched");
     let mut merges = 0;
@@ -135,7 +131,7 @@ fn plan_then_branch_keeps_the_plan_and_marks_meeting_points() {
         explain.lines().filter(|l| l.starts_with("stage ")).count() > 10,
         "{explain}"
     );
-    let chart = path(&dir.join("combos.svg"));
+    let chart = arg(&dir.join("combos.svg"));
     let all = stretch_ok(&[
         "plan",
         &model,
@@ -155,9 +151,9 @@ fn plan_then_branch_keeps_the_plan_and_marks_meeting_points() {
 #[test]
 fn bad_plans_and_options_are_named() {
     let dir = scratch("branch-errors");
-    let r18 = path(&repo().join("fixtures/models/resnet18.onnx"));
-    let r50 = path(&repo().join("fixtures/models/resnet50.onnx"));
-    let device = path(&repo().join("configs/devices/host.toml"));
+    let r18 = arg(&repo().join("fixtures/models/resnet18.onnx"));
+    let r50 = arg(&repo().join("fixtures/models/resnet50.onnx"));
+    let device = arg(&repo().join("configs/devices/host.toml"));
     let err = |args: &[&str]| -> String {
         let o = stretch(args);
         assert!(!o.status.success(), "{args:?} succeeded");
@@ -169,18 +165,18 @@ fn bad_plans_and_options_are_named() {
     assert!(e.contains("min-width") && e.contains("(0, 1]"), "{e}");
     let e = err(&["plan", &r18, "--device", &device, "--min-depth", "0"]);
     assert!(e.contains("min-depth"), "{e}");
-    let plan = path(&dir.join("r50.json"));
+    let plan = arg(&dir.join("r50.json"));
     stretch_ok(&["plan", &r50, "--device", &device, "-o", &plan]);
-    let e = err(&["branch", &r18, "--plan", &plan, "-o", &path(&dir.join("x.onnx"))]);
+    let e = err(&["branch", &r18, "--plan", &plan, "-o", &arg(&dir.join("x.onnx"))]);
     assert!(e.contains("does not match the model") && e.contains("stage 0"), "{e}");
     std::fs::write(dir.join("bad.json"), r#"{"schema": "other/9"}"#).expect("write");
     let e = err(&[
         "branch",
         &r18,
         "--plan",
-        &path(&dir.join("bad.json")),
+        &arg(&dir.join("bad.json")),
         "-o",
-        &path(&dir.join("x.onnx")),
+        &arg(&dir.join("x.onnx")),
     ]);
     assert!(e.contains("bad.json") && e.contains("other/9"), "{e}");
     let one = stretch_ok(&["plan", &r18, "--device", &device, "--processors", "cpu0"]);
@@ -190,9 +186,9 @@ fn bad_plans_and_options_are_named() {
 #[test]
 fn a_processor_named_twice_is_refused() {
     let dir = scratch("branch-duplicates");
-    let r18 = path(&repo().join("fixtures/models/resnet18.onnx"));
-    let device = path(&repo().join("configs/devices/host.toml"));
-    let out = path(&dir.join("x.onnx"));
+    let r18 = arg(&repo().join("fixtures/models/resnet18.onnx"));
+    let device = arg(&repo().join("configs/devices/host.toml"));
+    let out = arg(&dir.join("x.onnx"));
     for args in [
         vec!["plan", &r18, "--device", &device, "--processors", "cpu0,cpu0"],
         vec![
@@ -228,7 +224,7 @@ fn a_processor_named_twice_is_refused() {
 #[test]
 fn plan_warns_once_when_the_profile_was_measured_on_another_cpu() {
     let dir = scratch("branch-measured-on");
-    let r18 = path(&repo().join("fixtures/models/resnet18.onnx"));
+    let r18 = arg(&repo().join("fixtures/models/resnet18.onnx"));
     let text = std::fs::read_to_string(repo().join("configs/devices/host.toml")).expect("host profile");
     let start =
         text.find("measured_on = { cpu = \"").expect("host.toml names its CPU") + "measured_on = { cpu = \"".len();
@@ -244,7 +240,7 @@ fn plan_warns_once_when_the_profile_was_measured_on_another_cpu() {
             .collect::<Vec<_>>()
             .join("\n");
         std::fs::write(&profile, body).expect("write profile");
-        let device = path(&profile);
+        let device = arg(&profile);
         let o = stretch(&["plan", &r18, "--device", &device, "--processors", "cpu0,cpu1"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let e = String::from_utf8_lossy(&o.stderr);
@@ -261,8 +257,8 @@ fn plan_warns_once_when_the_profile_was_measured_on_another_cpu() {
 
 #[test]
 fn all_combinations_draws_from_the_listed_processors() {
-    let model = path(&repo().join("fixtures/models/resnet18.onnx"));
-    let device = path(&repo().join("configs/devices/snapdragon855.toml"));
+    let model = arg(&repo().join("fixtures/models/resnet18.onnx"));
+    let device = arg(&repo().join("configs/devices/snapdragon855.toml"));
     let text = stretch_ok(&[
         "plan",
         &model,
@@ -320,13 +316,13 @@ fn vgg_style() -> graph_ir::Graph {
 #[test]
 fn concat_merges_flattened_into_a_fully_connected_layer_branch_correctly() {
     let dir = scratch("branch-concat-vgg");
-    let device = path(&repo().join("configs/devices/host.toml"));
+    let device = arg(&repo().join("configs/devices/host.toml"));
     let vgg = dir.join("vgg.onnx");
     graph_ir::onnx::export_file(&vgg_style(), &vgg).unwrap();
-    let mut models = vec![(path(&vgg), "1,3,64,64".to_string())];
+    let mut models = vec![(arg(&vgg), "1,3,64,64".to_string())];
     for m in MODELS {
         models.push((
-            path(&repo().join(format!("fixtures/models/{m}.onnx"))),
+            arg(&repo().join(format!("fixtures/models/{m}.onnx"))),
             "1,3,64,64".into(),
         ));
     }
@@ -347,7 +343,7 @@ fn concat_merges_flattened_into_a_fully_connected_layer_branch_correctly() {
             "--merge",
             "concat",
             "-o",
-            &path(&plan),
+            &arg(&plan),
         ]);
         let out = dir.join(format!("b{i}.onnx"));
         stretch_ok(&[
@@ -358,9 +354,9 @@ fn concat_merges_flattened_into_a_fully_connected_layer_branch_correctly() {
             "--random-weights",
             "1",
             "--plan",
-            &path(&plan),
+            &arg(&plan),
             "-o",
-            &path(&out),
+            &arg(&out),
         ]);
         let p: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
         if i == 0 {
@@ -370,7 +366,7 @@ fn concat_merges_flattened_into_a_fully_connected_layer_branch_correctly() {
                 "the VGG's last stage stayed whole: {last}"
             );
         }
-        written.push(path(&out));
+        written.push(arg(&out));
     }
     let mut args = vec!["check"];
     args.extend(written.iter().map(String::as_str));

@@ -6,6 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// `p` as a command-line argument.
+pub fn arg(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -10,10 +10,6 @@ use graph_ir::onnx::{ImportOptions, import_file};
 use scheduler_rt::npy::{Array, write};
 use training::{Backend, Inference};
 
-fn path(p: &std::path::Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
 /// Every element-wise activation, binary op and softmax the IR knows
 /// beyond ReLU, Add and Mul, InstanceNormalization and LRN (windows of 5
 /// and 3: onnxruntime takes odd sizes only), the upsampling ops, between a
@@ -134,29 +130,29 @@ fn upsampling(b: &mut graph_ir::builder::Builder, t: graph_ir::Outlet) -> graph_
 #[test]
 fn burn_inference_matches_onnxruntime() {
     let dir = scratch("lowering");
-    let host = path(&repo().join("configs/devices/host.toml"));
+    let host = arg(&repo().join("configs/devices/host.toml"));
     let mut models = Vec::new();
     for f in fixtures() {
         let out = dir.join(f.file_name().expect("name"));
         stretch_ok(&[
             "convert",
-            &path(&f),
+            &arg(&f),
             "--input-shape",
             "1,3,64,64",
             "--random-weights",
             "1",
             "-o",
-            &path(&out),
+            &arg(&out),
         ]);
         models.push((out, false));
     }
-    for f in fixtures().iter().filter(|f| path(f).ends_with("_bn.onnx")) {
+    for f in fixtures().iter().filter(|f| arg(f).ends_with("_bn.onnx")) {
         let stem = f.file_stem().expect("stem").to_string_lossy().into_owned();
         for merge in ["project", "concat"] {
             let out = dir.join(format!("{stem}-{merge}.onnx"));
             stretch_ok(&[
                 "stretch",
-                &path(f),
+                &arg(f),
                 "--input-shape",
                 "1,3,64,64",
                 "--random-weights",
@@ -168,7 +164,7 @@ fn burn_inference_matches_onnxruntime() {
                 "--merge",
                 merge,
                 "-o",
-                &path(&out),
+                &arg(&out),
             ]);
             models.push((out, true));
         }
@@ -178,23 +174,23 @@ fn burn_inference_matches_onnxruntime() {
     let filled = dir.join("activations.onnx");
     stretch_ok(&[
         "convert",
-        &path(&activations),
+        &arg(&activations),
         "--random-weights",
         "3",
         "-o",
-        &path(&filled),
+        &arg(&filled),
     ]);
     models.push((filled, false));
     models.push((repo().join("fixtures/vision/style_transfer_full.onnx"), false));
     for name in ["resnet-mini", "mbnet-mini"] {
         let m = dir.join(format!("{name}.onnx"));
-        stretch_ok(&["zoo", name, "--seed", "4", "-o", &path(&m)]);
+        stretch_ok(&["zoo", name, "--seed", "4", "-o", &arg(&m)]);
         models.push((m.clone(), false));
         for merge in ["project", "concat"] {
             let b = dir.join(format!("{name}-{merge}.onnx"));
             stretch_ok(&[
                 "stretch",
-                &path(&m),
+                &arg(&m),
                 "--device",
                 &host,
                 "--alpha",
@@ -202,7 +198,7 @@ fn burn_inference_matches_onnxruntime() {
                 "--merge",
                 merge,
                 "-o",
-                &path(&b),
+                &arg(&b),
             ]);
             models.push((b, true));
         }
@@ -239,11 +235,11 @@ fn burn_inference_matches_onnxruntime() {
         shape[0] = n;
         assert_eq!(shape.iter().product::<usize>(), n * inf.program.classes());
         write(&y, &Array { shape, data: scores }).expect("write output");
-        list.push_str(&format!("{} {} {}\n", path(model), path(&x), path(&y)));
+        list.push_str(&format!("{} {} {}\n", arg(model), arg(&x), arg(&y)));
     }
     let list_file = dir.join("list.txt");
     std::fs::write(&list_file, list).expect("write list");
-    let report = reference(&["expect-list", &path(&list_file), "--rtol", "1e-4"]);
+    let report = reference(&["expect-list", &arg(&list_file), "--rtol", "1e-4"]);
     assert_eq!(
         report.lines().filter(|l| l.contains("max abs diff")).count(),
         models.len(),

@@ -9,10 +9,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn arg(p: &std::path::Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
 #[test]
 fn a_measured_plan_says_so_and_times_each_subgraph_once() {
     let dir = scratch("plan-measured");

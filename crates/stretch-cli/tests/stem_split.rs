@@ -10,10 +10,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn arg(p: &std::path::Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
 #[test]
 fn a_split_stem_runs_on_two_workers_like_the_original() {
     use scheduler_rt::npy::{Array, write};

@@ -7,13 +7,9 @@ mod common;
 
 use common::*;
 
-fn path(p: &std::path::Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
 /// A zoo model for 16x16 inputs and `classes` classes.
 fn zoo(dir: &std::path::Path, name: &str, classes: &str) -> String {
-    let m = path(&dir.join(format!("{name}-{classes}.onnx")));
+    let m = arg(&dir.join(format!("{name}-{classes}.onnx")));
     stretch_ok(&[
         "zoo",
         name,
@@ -51,7 +47,7 @@ fn train(model: &str, out: &str, extra: &[&str]) -> std::process::Output {
 fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
     let dir = scratch("train-resume");
     let m = zoo(&dir, "resnet-mini", "10");
-    let full = path(&dir.join("full.onnx"));
+    let full = arg(&dir.join("full.onnx"));
     let out = train(&m, &full, &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -71,8 +67,8 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
         .and_then(|v| v.parse().ok())
         .expect("epoch 3 validation loss");
     assert!(last < first, "validation loss did not fall: {first} -> {last}\n{text}");
-    let part = path(&dir.join("part.onnx"));
-    let ckpt = path(&dir.join("part.ckpt"));
+    let part = arg(&dir.join("part.onnx"));
+    let ckpt = arg(&dir.join("part.ckpt"));
     let out = train(&m, &part, &["--stop-after", "2"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("epoch   3/3"));
@@ -94,15 +90,15 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
             .collect()
     };
     let (ca, cb) = (
-        csv(&path(&dir.join("full.metrics.csv"))),
-        csv(&path(&dir.join("part.metrics.csv"))),
+        csv(&arg(&dir.join("full.metrics.csv"))),
+        csv(&arg(&dir.join("part.metrics.csv"))),
     );
     assert_eq!(ca.len(), 4);
     assert_eq!(ca, cb, "metrics differ");
     let svg = std::fs::read_to_string(dir.join("full.curve.svg")).expect("curve");
     assert!(svg.contains("<polyline") && svg.contains("validation"));
     reference(&["check", &full]);
-    let other = train(&m, &path(&dir.join("x.onnx")), &["--resume", &ckpt, "--lr", "0.1"]);
+    let other = train(&m, &arg(&dir.join("x.onnx")), &["--resume", &ckpt, "--lr", "0.1"]);
     let e = String::from_utf8_lossy(&other.stderr);
     assert!(
         !other.status.success() && e.contains("another recipe") && e.contains("lr 0.05 in the checkpoint"),
@@ -115,7 +111,7 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
 fn bad_input_is_named() {
     let dir = scratch("train-errors");
     let m7 = zoo(&dir, "resnet-mini", "7");
-    let out = path(&dir.join("o.onnx"));
+    let out = arg(&dir.join("o.onnx"));
     let r = train(&m7, &out, &["--epochs", "1"]);
     let e = String::from_utf8_lossy(&r.stderr);
     assert!(
@@ -140,7 +136,7 @@ fn bad_input_is_named() {
         "train",
         &m7,
         "--dataset",
-        &format!("cifar10:{}", path(&bogus)),
+        &format!("cifar10:{}", arg(&bogus)),
         "-o",
         &out,
     ]);
@@ -150,7 +146,7 @@ fn bad_input_is_named() {
         "{e}"
     );
     let m10 = zoo(&dir, "resnet-mini", "10");
-    let good = path(&dir.join("good.ckpt"));
+    let good = arg(&dir.join("good.ckpt"));
     let r = train(&m10, &out, &["--epochs", "1", "--checkpoint", &good]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let before = std::fs::read(&good).expect("checkpoint");
@@ -185,10 +181,10 @@ fn bad_input_is_named() {
 fn distillation_and_compare_accuracy_run() {
     let dir = scratch("train-kd");
     let m = zoo(&dir, "resnet-mini", "10");
-    let host = path(&repo().join("configs/devices/host.toml"));
-    let b = path(&dir.join("branched.onnx"));
+    let host = arg(&repo().join("configs/devices/host.toml"));
+    let b = arg(&dir.join("branched.onnx"));
     stretch_ok(&["stretch", &m, "--device", &host, "--alpha", "1", "-o", &b]);
-    let out = path(&dir.join("kd.onnx"));
+    let out = arg(&dir.join("kd.onnx"));
     let r = train(
         &b,
         &out,
@@ -215,7 +211,7 @@ fn distillation_and_compare_accuracy_run() {
         "no distillation term logged: {}",
         String::from_utf8_lossy(&r.stdout)
     );
-    let plain = [path(&dir.join("plain1.onnx")), path(&dir.join("plain2.onnx"))];
+    let plain = [arg(&dir.join("plain1.onnx")), arg(&dir.join("plain2.onnx"))];
     for p in &plain {
         let r = train(&b, p, &["--epochs", "1"]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
@@ -233,7 +229,7 @@ fn distillation_and_compare_accuracy_run() {
         "the teacher did not change the trained weights"
     );
     let compare = |branched: &[&str], extra: &[&str], name: &str| -> (String, serde_json::Value) {
-        let (out_dir, json) = (path(&dir.join(name)), path(&dir.join(format!("{name}.json"))));
+        let (out_dir, json) = (arg(&dir.join(name)), arg(&dir.join(format!("{name}.json"))));
         let mut args = vec!["compare-accuracy", m.as_str()];
         args.extend_from_slice(branched);
         args.extend_from_slice(&[
@@ -308,7 +304,7 @@ fn distillation_and_compare_accuracy_run() {
         "--kd-alpha",
         "0.3",
         "--out-dir",
-        &path(&cmp_dir),
+        &arg(&cmp_dir),
     ]);
     assert!(!r.status.success());
     assert!(
@@ -323,7 +319,7 @@ fn distillation_and_compare_accuracy_run() {
 fn distillation_and_augmentation_values_are_checked() {
     let dir = scratch("train-options");
     let m = zoo(&dir, "resnet-mini", "10");
-    let out = path(&dir.join("o.onnx"));
+    let out = arg(&dir.join("o.onnx"));
     let cases: [(&[&str], &[&str]); 5] = [
         (&["--kd-alpha", "5"], &["--kd-alpha 5", "[0, 1]"]),
         (&["--kd-alpha", "0.3"], &["--kd-alpha 0.3", "needs --teacher"]),
@@ -384,7 +380,7 @@ fn compare_accuracy_checks_every_model_before_training() {
     let dir = scratch("compare-preflight");
     let m = zoo(&dir, "resnet-mini", "10");
     let three = zoo(&dir, "resnet-mini", "3");
-    let missing = path(&dir.join("missing.onnx"));
+    let missing = arg(&dir.join("missing.onnx"));
     for (bad, expected) in [(&missing, "missing.onnx"), (&three, "resnet-mini-3.onnx")] {
         let out = dir.join("cmp");
         let r = stretch(&[
@@ -397,7 +393,7 @@ fn compare_accuracy_checks_every_model_before_training() {
             "--epochs",
             "1",
             "--out-dir",
-            &path(&out),
+            &arg(&out),
         ]);
         let e = String::from_utf8_lossy(&r.stderr);
         assert!(!r.status.success(), "{bad} was accepted");
