@@ -79,7 +79,7 @@ echo "       onnxruntime's 2-thread original"
 "$STRETCH" convert fixtures/models/resnet18.onnx --random-weights 1 -o "$OUT/resnet18.onnx" > /dev/null
 "$STRETCH" bench "$OUT/resnet18-branched.onnx" --original "$OUT/resnet18.onnx" --runs 20 \
     --processor cpu0=inline:core0,alone_threads=2 --processor cpu1=pool:core1,alone_threads=2 --trace "$OUT/resnet18-trace.json" |
-    grep -E "^work|^engines|^configuration|^original|^branched,|^speedup|^ideal|^steal"
+    grep -E "^work|^engines|^configuration|^original|^branched,|^speedup|^ideal|^in-run|^steal"
 echo
 echo "wrote: $OUT/plan.json (plan), $OUT/branched-trained.onnx (trained model),"
 echo "       $OUT/branched-trained.metrics.csv and .curve.svg (training), $OUT/trace.json (Chrome trace), $OUT/gantt.png"

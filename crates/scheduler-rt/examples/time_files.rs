@@ -6,9 +6,10 @@
 //! cargo run --release -p scheduler-rt --features ort --example time_files -- ENGINE CORE ROUNDS FILE.onnx...
 //! (ENGINE: tract or ort; every input is random, its shape read from the file)
 
-use scheduler_rt::{EngineKind, ProcessorConfig, Value, WorkerKind, make_engine};
+mod common;
+
+use scheduler_rt::{EngineKind, ProcessorConfig, WorkerKind, make_engine};
 use std::time::Instant;
-use tract_onnx::prelude::*;
 
 const BLOCK: usize = 5;
 
@@ -25,39 +26,26 @@ fn main() -> Result<(), String> {
     cfg.cores = Some(predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?);
     scheduler_rt::affinity::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
     let e = make_engine(&cfg).map_err(|e| e.to_string())?;
-    let mut models = Vec::new();
-    for path in &args[4..] {
-        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-        let graph = graph_ir::onnx::import_file(path, &Default::default()).map_err(|e| format!("{path}: {e}"))?;
-        let mut inputs: TVec<Value> = tvec![];
-        for (i, node) in graph.inputs().iter().enumerate() {
-            let shape = graph
-                .fact(node.out(0))
-                .map(|f| f.shape.clone())
-                .ok_or(format!("{path}: input {i} without a shape"))?;
-            let n = shape.iter().product();
-            let t = Tensor::from_shape(&shape, &scheduler_rt::npy::random_values(3 + i as u64, n))
-                .map_err(|e| e.to_string())?;
-            inputs.push(t.into_tvalue());
-        }
-        models.push((path.clone(), e.compile(&bytes)?, inputs));
-    }
+    let models = args[4..]
+        .iter()
+        .map(|p| common::load(e.as_ref(), p))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); models.len()];
     for _ in 0..rounds {
-        for (k, (_, c, x)) in models.iter().enumerate() {
-            c.run(x.clone())?;
+        for (k, m) in models.iter().enumerate() {
+            m.run()?;
             for _ in 0..BLOCK {
                 let t = Instant::now();
-                c.run(x.clone())?;
+                m.run()?;
                 times[k].push(t.elapsed().as_secs_f64() * 1e3);
             }
         }
     }
     let mut sum = 0.0;
-    for ((path, _, _), ts) in models.iter().zip(&mut times) {
-        ts.sort_by(f64::total_cmp);
-        sum += ts[ts.len() / 2];
-        println!("{path}: min {:.3} ms, median {:.3} ms", ts[0], ts[ts.len() / 2]);
+    for (m, ts) in models.iter().zip(&mut times) {
+        let (median, min) = common::median_min(ts);
+        sum += median;
+        println!("{}: min {min:.3} ms, median {median:.3} ms", m.path);
     }
     println!(
         "sum of medians {sum:.3} ms ({} on core {core}, {rounds} rounds of {BLOCK})",

@@ -56,6 +56,7 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     }
     assert_eq!(out.matches("speedup of branched").count(), 6, "{out}");
     assert_eq!(out.matches("\nideal     branched, 2 processors").count(), 2, "{out}");
+    assert_eq!(out.matches("\nin-run    branched, 2 processors").count(), 2, "{out}");
     assert!(
         out.contains("\nsteal     CPU time stolen by the hypervisor: cpu0 "),
         "{out}"
@@ -204,6 +205,44 @@ fn bench_json_holds_every_figure() {
         assert!(ideal > 0.0 && ideal <= 2.0 * seq["p50_ms"].as_f64().unwrap(), "{i}");
         assert_eq!(i["p50_ms"], on["p50_ms"], "{i}");
         assert!((i["p50_over_ideal"].as_f64().unwrap() - on["p50_ms"].as_f64().unwrap() / ideal).abs() < 1e-9);
+        let in_run = i["in_run_ideal_ms"].as_f64().unwrap();
+        let (beside, between) = (
+            i["beside_over_alone"].as_f64().unwrap(),
+            i["p50_over_in_run_ideal"].as_f64().unwrap(),
+        );
+        assert!(
+            (beside - in_run / ideal).abs() < 1e-9
+                && (beside * between - i["p50_over_ideal"].as_f64().unwrap()).abs() < 1e-9,
+            "{i}"
+        );
+        let subgraphs = i["subgraphs"].as_array().unwrap();
+        assert!(subgraphs.len() > 2, "{i}");
+        assert!(
+            subgraphs.iter().any(|s| s["in_run_ms"] != s["sequential_ms"]),
+            "in-run times taken from the sequential runs: {i}"
+        );
+        let sum = |key: &str, processor: Option<&str>| -> f64 {
+            subgraphs
+                .iter()
+                .filter(|s| processor.is_none_or(|p| s["processor"] == p))
+                .map(|s| s[key].as_f64().unwrap())
+                .sum()
+        };
+        let seq_p50 = seq["p50_ms"].as_f64().unwrap();
+        assert!(
+            (0.5 * seq_p50..=1.05 * seq_p50).contains(&sum("sequential_ms", None)),
+            "{i}"
+        );
+        for p in ["cpu0", "cpu1"] {
+            assert!(
+                sum("sequential_ms", Some(p)) > 0.0 && sum("sequential_ms", Some(p)) <= ideal + 1e-9,
+                "{p}: {i}"
+            );
+            assert!(
+                sum("in_run_ms", Some(p)) > 0.0 && sum("in_run_ms", Some(p)) <= in_run + 1e-9,
+                "{p}: {i}"
+            );
+        }
     }
     assert!(r["engines"].as_array().unwrap().len() == 2, "{r}");
 }

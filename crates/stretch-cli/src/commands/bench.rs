@@ -1,6 +1,7 @@
 //! `stretch bench`: a branched model on its processors against its original.
 
-use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, Weights, Work};
+use super::bench_ideal;
+use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, SubgraphTimes, Weights, Work};
 use crate::chrome_trace;
 use crate::interference::Interference;
 use crate::model_args::ModelArgs;
@@ -415,7 +416,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         runtimes.push((c.name.as_str(), rt));
     }
-    let mut keep: Vec<usize> = ideal_pairs.iter().map(|p| p.0).collect();
+    let mut keep: Vec<usize> = ideal_pairs.iter().flat_map(|p| [p.0, p.1]).collect();
     keep.extend(adaptive_row);
     let meter = predictor::profiler::steal::Meter::start();
     let (times, mut traces) = time_interleaved(&runtimes, &x, &args, &cores, load.as_ref(), &keep)?;
@@ -515,7 +516,11 @@ pub fn run(args: Args) -> Result<()> {
     let ideals = ideal_pairs
         .iter()
         .filter_map(|&(seq, on)| {
-            let ideal = super::bench_ideal::ideal_ms(runtimes[on].1.partition(), traces[seq].iter().map(|(_, t)| t))?;
+            let partition = runtimes[on].1.partition();
+            let alone = bench_ideal::medians(traces[seq].iter().map(|(_, t)| t));
+            let beside = bench_ideal::medians(traces[on].iter().map(|(_, t)| t));
+            let ideal = bench_ideal::ideal_ms(partition, &alone)?;
+            let in_run = bench_ideal::ideal_ms(partition, &beside)?;
             let p50 = rows[on].quantile(0.5);
             Some(Ideal {
                 configuration: rows[on].name.clone(),
@@ -523,6 +528,19 @@ pub fn run(args: Args) -> Result<()> {
                 ideal_ms: ideal,
                 p50_ms: p50,
                 p50_over_ideal: p50 / ideal,
+                in_run_ideal_ms: in_run,
+                beside_over_alone: in_run / ideal,
+                p50_over_in_run_ideal: p50 / in_run,
+                subgraphs: partition
+                    .subgraphs
+                    .iter()
+                    .map(|s| SubgraphTimes {
+                        subgraph: s.name.clone(),
+                        processor: s.processor.clone(),
+                        sequential_ms: alone[&s.name],
+                        in_run_ms: beside[&s.name],
+                    })
+                    .collect(),
                 reference_over_p50: ort_row.map(|o| rows[o].quantile(0.5) / p50),
             })
         })

@@ -2,25 +2,39 @@
 //! how close the runtime comes to what its plan allows): each subgraph
 //! takes its own time from the sequential run on one core, and subgraphs
 //! start as soon as the values they read exist and their processor is
-//! free, with no cost between them. The measured run over this ideal is
-//! the runtime's overhead plus what running beside each other costs.
+//! free, with no cost between them. The same schedule laid with each
+//! subgraph's median time in the branched runs themselves (the in-run
+//! ideal) splits the measured run over the ideal in two: the in-run ideal
+//! over the ideal is what running beside each other (and with the idle
+//! cores' intra-op threads) does to the subgraphs themselves; the measured
+//! run over the in-run ideal is what the runtime costs between them
+//! (hand-offs, waiting, the critical path's idle gaps).
 
 use scheduler_rt::{Partition, Trace};
 use std::collections::HashMap;
 
-/// The ideal makespan in ms of `partition` (its subgraphs on their
-/// processors) when every subgraph takes its median duration over
-/// `sequential` (traces of runs of the same partition on one core);
-/// `None` when a subgraph never ran there.
-pub fn ideal_ms<'a>(partition: &Partition, sequential: impl IntoIterator<Item = &'a Trace>) -> Option<f64> {
-    let mut took: HashMap<&str, Vec<f64>> = HashMap::new();
-    for t in sequential {
+/// Each subgraph's median duration in ms over `traces`, by name.
+pub fn medians<'a>(traces: impl IntoIterator<Item = &'a Trace>) -> HashMap<String, f64> {
+    let mut took: HashMap<String, Vec<f64>> = HashMap::new();
+    for t in traces {
         for s in &t.spans {
-            took.entry(s.subgraph.as_str())
+            took.entry(s.subgraph.clone())
                 .or_default()
                 .push((s.end_s - s.start_s) * 1e3);
         }
     }
+    took.into_iter()
+        .map(|(name, mut d)| {
+            d.sort_by(f64::total_cmp);
+            (name, d[d.len() / 2])
+        })
+        .collect()
+}
+
+/// The ideal makespan in ms of `partition` (its subgraphs on their
+/// processors) when every subgraph takes its time in `took` (by name);
+/// `None` when a subgraph has none.
+pub fn ideal_ms(partition: &Partition, took: &HashMap<String, f64>) -> Option<f64> {
     let mut producer = HashMap::new();
     for (i, s) in partition.subgraphs.iter().enumerate() {
         for o in &s.outputs {
@@ -30,8 +44,7 @@ pub fn ideal_ms<'a>(partition: &Partition, sequential: impl IntoIterator<Item = 
     let mut end = vec![0.0f64; partition.subgraphs.len()];
     let mut free: HashMap<&str, f64> = HashMap::new();
     for (i, s) in partition.subgraphs.iter().enumerate() {
-        let mut d = took.get(s.name.as_str())?.clone();
-        d.sort_by(f64::total_cmp);
+        let d = *took.get(&s.name)?;
         let ready = s
             .inputs
             .iter()
@@ -39,7 +52,7 @@ pub fn ideal_ms<'a>(partition: &Partition, sequential: impl IntoIterator<Item = 
             .map(|j| end[*j])
             .fold(0.0, f64::max);
         let start = ready.max(free.get(s.processor.as_str()).copied().unwrap_or(0.0));
-        end[i] = start + d[d.len() / 2];
+        end[i] = start + d;
         free.insert(s.processor.as_str(), end[i]);
     }
     Some(end.iter().copied().fold(0.0, f64::max))
@@ -82,8 +95,8 @@ mod tests {
             trace(&[(names[0], 1.2), (names[1], 4.4), (names[2], 2.0), (names[3], 2.0)]),
             trace(&[(names[0], 0.8), (names[1], 3.6), (names[2], 9.0), (names[3], 2.0)]),
         ];
-        let ideal = ideal_ms(&p, &runs).unwrap();
+        let ideal = ideal_ms(&p, &medians(&runs)).unwrap();
         assert!((ideal - (1.0 + 4.0 + 2.0)).abs() < 1e-9, "{ideal}");
-        assert!(ideal_ms(&p, &runs[..0]).is_none());
+        assert!(ideal_ms(&p, &medians(&runs[..0])).is_none());
     }
 }

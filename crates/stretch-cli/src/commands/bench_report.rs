@@ -86,9 +86,30 @@ pub struct Ideal {
     pub ideal_ms: f64,
     pub p50_ms: f64,
     pub p50_over_ideal: f64,
+    /// The same schedule with each subgraph's median time in this
+    /// configuration's own runs.
+    pub in_run_ideal_ms: f64,
+    /// `in_run_ideal_ms / ideal_ms`: what running beside each other does
+    /// to the subgraphs themselves.
+    pub beside_over_alone: f64,
+    /// `p50_ms / in_run_ideal_ms`: what the runtime costs between them.
+    pub p50_over_in_run_ideal: f64,
+    /// Every subgraph's median time in the sequential runs and in these,
+    /// in the partition's order.
+    pub subgraphs: Vec<SubgraphTimes>,
     /// The onnxruntime reference's p50 over this configuration's (absent
     /// without the reference).
     pub reference_over_p50: Option<f64>,
+}
+
+/// One subgraph's median time alone (the sequential runs) and in the
+/// branched runs.
+#[derive(Serialize)]
+pub struct SubgraphTimes {
+    pub subgraph: String,
+    pub processor: String,
+    pub sequential_ms: f64,
+    pub in_run_ms: f64,
 }
 
 /// The adaptive runtime under outside load against fixed placement.
@@ -211,6 +232,25 @@ impl Report {
                 i.reference_over_p50.map_or(String::new(), |r| format!(
                     "; the onnxruntime reference over it {r:.2}x (p50)"
                 ))
+            )?;
+            let mut grown: Vec<&SubgraphTimes> = i.subgraphs.iter().collect();
+            grown.sort_by(|a, b| (b.in_run_ms - b.sequential_ms).total_cmp(&(a.in_run_ms - a.sequential_ms)));
+            writeln!(
+                out,
+                "in-run    {}: the ideal with each subgraph's p50 in these runs {:.3} ms; subgraphs beside each other over alone {:.2}x, the runtime between them {:.2}x; grew most: {}",
+                i.configuration,
+                i.in_run_ideal_ms,
+                i.beside_over_alone,
+                i.p50_over_in_run_ideal,
+                grown
+                    .iter()
+                    .take(3)
+                    .map(|s| format!(
+                        "{} on {} {:.2} → {:.2} ms",
+                        s.subgraph, s.processor, s.sequential_ms, s.in_run_ms
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )?;
         }
         if let Some(a) = &self.adaptive {
