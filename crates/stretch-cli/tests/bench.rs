@@ -206,13 +206,18 @@ fn bench_json_holds_every_figure() {
         assert_eq!(i["p50_ms"], on["p50_ms"], "{i}");
         assert!((i["p50_over_ideal"].as_f64().unwrap() - on["p50_ms"].as_f64().unwrap() / ideal).abs() < 1e-9);
         let in_run = i["in_run_ideal_ms"].as_f64().unwrap();
-        let (beside, between) = (
+        let (beside, spread, between) = (
             i["beside_over_alone"].as_f64().unwrap(),
-            i["p50_over_in_run_ideal"].as_f64().unwrap(),
+            i["spread_over_medians"].as_f64().unwrap(),
+            i["p50_over_runs_ideal"].as_f64().unwrap(),
+        );
+        assert!((beside - in_run / ideal).abs() < 1e-9, "{i}");
+        assert!(
+            (spread - i["runs_ideal_ms"].as_f64().unwrap() / in_run).abs() < 1e-9,
+            "{i}"
         );
         assert!(
-            (beside - in_run / ideal).abs() < 1e-9
-                && (beside * between - i["p50_over_ideal"].as_f64().unwrap()).abs() < 1e-9,
+            (beside * spread * between - i["p50_over_ideal"].as_f64().unwrap()).abs() < 1e-9,
             "{i}"
         );
         let subgraphs = i["subgraphs"].as_array().unwrap();

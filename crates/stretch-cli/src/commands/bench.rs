@@ -521,6 +521,7 @@ pub fn run(args: Args) -> Result<()> {
             let beside = bench_ideal::medians(traces[on].iter().map(|(_, t)| t));
             let ideal = bench_ideal::ideal_ms(partition, &alone)?;
             let in_run = bench_ideal::ideal_ms(partition, &beside)?;
+            let runs_ideal = bench_ideal::runs_ideal_ms(partition, traces[on].iter().map(|(_, t)| t))?;
             let p50 = rows[on].quantile(0.5);
             Some(Ideal {
                 configuration: rows[on].name.clone(),
@@ -530,7 +531,9 @@ pub fn run(args: Args) -> Result<()> {
                 p50_over_ideal: p50 / ideal,
                 in_run_ideal_ms: in_run,
                 beside_over_alone: in_run / ideal,
-                p50_over_in_run_ideal: p50 / in_run,
+                runs_ideal_ms: runs_ideal,
+                spread_over_medians: runs_ideal / in_run,
+                p50_over_runs_ideal: p50 / runs_ideal,
                 subgraphs: partition
                     .subgraphs
                     .iter()

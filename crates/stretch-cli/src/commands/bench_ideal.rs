@@ -4,11 +4,16 @@
 //! start as soon as the values they read exist and their processor is
 //! free, with no cost between them. The same schedule laid with each
 //! subgraph's median time in the branched runs themselves (the in-run
-//! ideal) splits the measured run over the ideal in two: the in-run ideal
-//! over the ideal is what running beside each other (and with the idle
-//! cores' intra-op threads) does to the subgraphs themselves; the measured
-//! run over the in-run ideal is what the runtime costs between them
-//! (hand-offs, waiting, the critical path's idle gaps).
+//! ideal) and each run's own ideal (the schedule laid with that run's own
+//! times, whose median over the runs is the runs' ideal) split the measured
+//! run over the ideal in three: the in-run ideal over the ideal is what
+//! running beside each other (and with the idle cores' intra-op threads)
+//! does to the subgraphs themselves; the runs' ideal over the in-run ideal
+//! is what their spread costs (a meeting point waits for the slowest of its
+//! branches in each run, which medians taken one by one do not see); the
+//! measured median over the runs' ideal is what the runtime costs between
+//! them (hand-offs, waiting, the critical path's idle gaps, the run's own
+//! set-up).
 
 use scheduler_rt::{Partition, Trace};
 use std::collections::HashMap;
@@ -24,11 +29,14 @@ pub fn medians<'a>(traces: impl IntoIterator<Item = &'a Trace>) -> HashMap<Strin
         }
     }
     took.into_iter()
-        .map(|(name, mut d)| {
-            d.sort_by(f64::total_cmp);
-            (name, d[d.len() / 2])
-        })
+        .filter_map(|(name, mut d)| Some((name, median(&mut d)?)))
         .collect()
+}
+
+/// The median of `values` (sorted in place); `None` when empty.
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
 }
 
 /// The ideal makespan in ms of `partition` (its subgraphs on their
@@ -56,6 +64,17 @@ pub fn ideal_ms(partition: &Partition, took: &HashMap<String, f64>) -> Option<f6
         free.insert(s.processor.as_str(), end[i]);
     }
     Some(end.iter().copied().fold(0.0, f64::max))
+}
+
+/// The median over `runs` of each run's ideal makespan of `partition`
+/// laid with that run's own subgraph times; `None` when no run has every
+/// subgraph.
+pub fn runs_ideal_ms<'a>(partition: &Partition, runs: impl IntoIterator<Item = &'a Trace>) -> Option<f64> {
+    let mut each: Vec<f64> = runs
+        .into_iter()
+        .filter_map(|t| ideal_ms(partition, &medians([t])))
+        .collect();
+    median(&mut each)
 }
 
 #[cfg(test)]
@@ -98,5 +117,24 @@ mod tests {
         let ideal = ideal_ms(&p, &medians(&runs)).unwrap();
         assert!((ideal - (1.0 + 4.0 + 2.0)).abs() < 1e-9, "{ideal}");
         assert!(ideal_ms(&p, &medians(&runs[..0])).is_none());
+        let each = runs_ideal_ms(&p, &runs).unwrap();
+        assert!((each - (1.2 + 4.4 + 2.0)).abs() < 1e-9, "{each}");
+    }
+
+    #[test]
+    fn each_run_waits_for_its_own_slowest_branch() {
+        let g = scheduler_rt::testing::two_branch(8, 1).unwrap();
+        let p = scheduler_rt::partition(&g, "cpu0").unwrap();
+        let names: Vec<&str> = p.subgraphs.iter().map(|s| s.name.as_str()).collect();
+        let runs = [
+            trace(&[(names[0], 1.0), (names[1], 1.0), (names[2], 3.0), (names[3], 1.0)]),
+            trace(&[(names[0], 1.0), (names[1], 3.0), (names[2], 1.0), (names[3], 1.0)]),
+            trace(&[(names[0], 1.0), (names[1], 2.0), (names[2], 2.0), (names[3], 1.0)]),
+        ];
+        let by_medians = ideal_ms(&p, &medians(&runs)).unwrap();
+        assert!((by_medians - 4.0).abs() < 1e-9, "{by_medians}");
+        let each = runs_ideal_ms(&p, &runs).unwrap();
+        assert!((each - 5.0).abs() < 1e-9, "{each}");
+        assert!(runs_ideal_ms(&p, &runs[..0]).is_none());
     }
 }
