@@ -249,18 +249,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_example_config_loads() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/runtime/host.toml");
-        let c = RuntimeConfig::load(&path).unwrap();
-        let specs: Vec<String> = c.processors.iter().map(ProcessorConfig::spec).collect();
-        assert_eq!(
-            specs,
-            [
-                "cpu0=inline:0,threads=1,alone_threads=2,engine=tract,wait=poll",
-                "cpu1=pool:1,threads=1,alone_threads=2,engine=tract,wait=poll"
-            ]
-        );
-        assert_eq!(c.adaptive, None);
+    fn the_example_configs_load() {
+        for (file, engine) in [("host.toml", "tract"), ("host-ort.toml", "ort")] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/runtime").join(file);
+            let c = RuntimeConfig::load(&path).unwrap();
+            let specs: Vec<String> = c.processors.iter().map(ProcessorConfig::spec).collect();
+            assert_eq!(
+                specs,
+                [
+                    format!("cpu0=inline:0,threads=1,alone_threads=2,engine={engine},wait=poll"),
+                    format!("cpu1=pool:1,threads=1,alone_threads=2,engine={engine},wait=poll")
+                ],
+                "{file}"
+            );
+            assert_eq!(c.adaptive, None);
+        }
     }
 
     #[test]
