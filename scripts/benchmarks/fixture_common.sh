@@ -10,9 +10,12 @@ mkdir -p "$out"
 
 # prepare_fixture MODEL: $out/MODEL.onnx (random weights, seed 1) and its
 # branched version planned on the host profile (cpu0, cpu1), with the plan's
-# summary on stdout.
+# summary on stdout. PLAN_ARGS (words) are added to `stretch stretch`, e.g.
+# PLAN_ARGS="--measure-on configs/runtime/host-ort.toml --cost-db DB.json"
+# to plan on times onnxruntime measures.
 prepare_fixture() {
   "$S" convert "fixtures/models/$1.onnx" --random-weights 1 -o "$out/$1.onnx" > /dev/null
+  read -r -a plan_args <<< "${PLAN_ARGS:-}"
   "$S" stretch "fixtures/models/$1.onnx" --device configs/devices/host.toml --processors cpu0,cpu1 \
-    --random-weights 1 --plan-out "$out/$1.plan.json" -o "$out/$1.branched.onnx" | tail -3
+    "${plan_args[@]}" --random-weights 1 --plan-out "$out/$1.plan.json" -o "$out/$1.branched.onnx" | tail -3
 }

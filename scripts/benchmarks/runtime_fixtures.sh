@@ -8,6 +8,8 @@
 # suffix of both processors, e.g. OPTS=",alone_threads=2,wait=poll" as
 # configs/runtime/host.toml has it). Run on an idle machine.
 #
+# PLAN_ARGS are added to the plan (see fixture_common.sh).
+#
 #   RUNS=60 OPTS=",alone_threads=2" scripts/benchmarks/runtime_fixtures.sh [MODEL...]   (default: resnet18 resnet50 mobilenet_v2)
 set -euo pipefail
 source "$(dirname "$0")/fixture_common.sh"
