@@ -251,7 +251,9 @@ mod tests {
     #[test]
     fn the_example_configs_load() {
         for (file, engine) in [("host.toml", "tract"), ("host-ort.toml", "ort")] {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/runtime").join(file);
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../configs/runtime")
+                .join(file);
             let c = RuntimeConfig::load(&path).unwrap();
             let specs: Vec<String> = c.processors.iter().map(ProcessorConfig::spec).collect();
             assert_eq!(

@@ -37,6 +37,14 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 /// Chrome trace (chrome://tracing, Perfetto) and a Gantt chart
 /// (PNG) of one run of (5).
 ///
+/// Per engine, (5) or (6) against its ideal (the `ideal` line): each
+/// subgraph's median in the sequential runs (4) laid on its processor as
+/// soon as its inputs exist. The `in-run` line splits the distance in
+/// three: the subgraphs beside each other (their medians in the parallel
+/// runs, laid the same way, over the ideal), their spread (the median of
+/// each parallel run laid with its own times, over that) and the runtime
+/// between them (the measured median over the last).
+///
 /// With --interference CORES (or --adaptive, or an [adaptive] table in the
 /// runtime configuration), (7) the branched model on its processors with
 /// the adaptive runtime is measured too: a subgraph slow on its processor
