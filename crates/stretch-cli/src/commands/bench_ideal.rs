@@ -15,6 +15,7 @@
 //! them (hand-offs, waiting, the critical path's idle gaps, the run's own
 //! set-up).
 
+use crate::puzzle_measure::median_run;
 use scheduler_rt::{Partition, Trace};
 use std::collections::HashMap;
 
@@ -28,15 +29,7 @@ pub fn medians<'a>(traces: impl IntoIterator<Item = &'a Trace>) -> HashMap<Strin
                 .push((s.end_s - s.start_s) * 1e3);
         }
     }
-    took.into_iter()
-        .filter_map(|(name, mut d)| Some((name, median(&mut d)?)))
-        .collect()
-}
-
-/// The median of `values` (sorted in place); `None` when empty.
-pub fn median(values: &mut [f64]) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied()
+    took.into_iter().map(|(name, d)| (name, median_run(d))).collect()
 }
 
 /// The ideal makespan in ms of `partition` (its subgraphs on their
@@ -70,11 +63,11 @@ pub fn ideal_ms(partition: &Partition, took: &HashMap<String, f64>) -> Option<f6
 /// laid with that run's own subgraph times; `None` when no run has every
 /// subgraph.
 pub fn runs_ideal_ms<'a>(partition: &Partition, runs: impl IntoIterator<Item = &'a Trace>) -> Option<f64> {
-    let mut each: Vec<f64> = runs
+    let each: Vec<f64> = runs
         .into_iter()
         .filter_map(|t| ideal_ms(partition, &medians([t])))
         .collect();
-    median(&mut each)
+    (!each.is_empty()).then(|| median_run(each))
 }
 
 #[cfg(test)]
