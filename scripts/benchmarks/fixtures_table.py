@@ -55,10 +55,11 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     for run, path in enumerate(sys.argv[1:], 1):
-        for block in open(path).read().split("\n== ")[0:]:
-            block = block.removeprefix("== ")
-            if block.strip() and "original, 1 core" in block:
-                print(row(run, block))
+        blocks = [b for b in re.split(r"^== ", open(path).read(), flags=re.M) if "original, 1 core" in b]
+        if not blocks:
+            sys.exit(f"{path}: no model's bench in it (not a runtime_fixtures.sh log?)")
+        for block in blocks:
+            print(row(run, block))
 
 
 if __name__ == "__main__":
