@@ -1,13 +1,15 @@
 //! Which worker backs which named processor, on which cores.
 //!
 //! Spec syntax (CLI `--processor`):
-//! `NAME=KIND[:CORES][,threads=N][,alone_threads=N][,engine=ENGINE]` where `KIND` is `inline`
+//! `NAME=KIND[:CORES][,threads=N][,alone_threads=N][,engine=ENGINE][,wait=WAIT][,spin=on|off]` where `KIND` is `inline`
 //! (runs on the calling thread, paper's CPU worker), `pool` (a thread created
 //! at start-up and pinned to `CORES`, paper's DSP-style worker) or `queue`
 //! (an asynchronous in-order queue served by its own thread, paper's
 //! GPU-style worker), `CORES` a Linux cpulist with optional `core` prefix
 //! (`core1`, `0-1`, `0,2`), `N` the engine's intra-op threads (default 1)
-//! and `ENGINE` `tract` (default) or `ort` (onnxruntime, feature `ort`).
+//! and `ENGINE` `tract` (default) or `ort` (onnxruntime, feature `ort`);
+//! `spin=on` lets onnxruntime's intra-op threads spin as onnxruntime does
+//! by default (off here: see [`ProcessorConfig::spin`]).
 //! Example: `cpu0=inline:core0 cpu1=pool:core1,engine=ort`.
 //! A cloud worker offloads to a `stretch worker` server instead:
 //! `cloud=pool,remote=127.0.0.1:7000[,mbps=249][,rtt_ms=4][,timeout_ms=2000]`
@@ -151,6 +153,13 @@ pub struct ProcessorConfig {
     pub engine: EngineKind,
     /// How its thread waits while a request is in flight.
     pub wait: Wait,
+    /// Whether the engine's intra-op threads spin while they wait for work
+    /// (onnxruntime's `session.intra_op.allow_spinning`, on in onnxruntime's
+    /// defaults; tract has no such threads). Off by default: threads still
+    /// spinning after a parallel section take their core's time slices
+    /// from the other processors' workers pinned there. On, it is
+    /// onnxruntime as its users run it out of the box.
+    pub spin: bool,
     /// A cloud worker's server and link; `None` for a local processor.
     pub remote: Option<Remote>,
 }
@@ -229,6 +238,7 @@ impl ProcessorConfig {
             alone_threads: None,
             engine: EngineKind::Tract,
             wait: Wait::Block,
+            spin: false,
             remote: None,
         }
     }
@@ -237,7 +247,7 @@ impl ProcessorConfig {
     pub fn spec(&self) -> String {
         let cores = self.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
         format!(
-            "{}={}{cores},threads={}{},engine={}{}{}",
+            "{}={}{cores},threads={}{},engine={}{}{}{}",
             self.name,
             self.kind.as_str(),
             self.threads,
@@ -249,6 +259,7 @@ impl ProcessorConfig {
             } else {
                 format!(",wait={}", self.wait.as_str())
             },
+            if self.spin { ",spin=on" } else { "" },
             self.remote.as_ref().map_or(String::new(), Remote::spec)
         )
     }
@@ -261,6 +272,15 @@ impl ProcessorConfig {
                 ProcessorConfig::new(&format!("cpu{i}"), kind)
             })
             .collect()
+    }
+}
+
+/// `on`/`off` (also `true`/`false`, `1`/`0`).
+pub fn parse_switch(v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        other => Err(format!("expected on or off, got '{other}'")),
     }
 }
 
@@ -290,6 +310,7 @@ impl FromStr for ProcessorConfig {
         let mut alone_threads = None;
         let mut engine = EngineKind::Tract;
         let mut wait = Wait::Block;
+        let mut spin = false;
         let mut remote: Option<Remote> = None;
         let mut link = Vec::new();
         for p in parts {
@@ -310,13 +331,15 @@ impl FromStr for ProcessorConfig {
                 engine = EngineKind::from_str(e).map_err(|e| bad(&e))?;
             } else if let Some(w) = p.strip_prefix("wait=") {
                 wait = Wait::from_str(w).map_err(|e| bad(&e))?;
+            } else if let Some(v) = p.strip_prefix("spin=") {
+                spin = parse_switch(v).map_err(|e| bad(&format!("spin: {e}")))?;
             } else if let Some(a) = p.strip_prefix("remote=") {
                 remote = Some(Remote::new(a));
             } else if Remote::OPTIONS.iter().any(|o| p.starts_with(o)) {
                 link.push(p);
             } else {
                 return Err(bad(&format!(
-                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, wait=block|poll, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
+                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, wait=block|poll, spin=on|off, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
                 )));
             }
         }
@@ -335,6 +358,7 @@ impl FromStr for ProcessorConfig {
             alone_threads,
             engine,
             wait,
+            spin,
             remote,
         })
     }
@@ -357,8 +381,10 @@ mod tests {
         let c: ProcessorConfig = "cpu0=inline:0,engine=ort,alone_threads=2".parse().unwrap();
         assert_eq!((c.threads, c.alone_threads, c.wait), (1, Some(2), Wait::Block));
         let c: ProcessorConfig = "cpu1=pool:1,wait=poll".parse().unwrap();
-        assert_eq!(c.wait, Wait::Poll);
+        assert_eq!((c.wait, c.spin), (Wait::Poll, false));
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
+        let c: ProcessorConfig = "ref=inline:0-1,threads=2,engine=ort,spin=on".parse().unwrap();
+        assert!(c.spin);
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
         let c: ProcessorConfig = "gpu=queue:0-1,engine=ort,threads=2".parse().unwrap();
         assert_eq!((c.kind, c.engine, c.threads), (WorkerKind::Queue, EngineKind::Ort, 2));
@@ -381,6 +407,7 @@ mod tests {
             ("cpu0=pool,threads=0", "'0'"),
             ("cpu0=pool,alone_threads=x", "alone_threads"),
             ("cpu0=pool,wait=spin", "unknown wait 'spin'"),
+            ("cpu0=pool,spin=yes", "spin: expected on or off, got 'yes'"),
             ("cpu0=pool,fast", "'fast'"),
             ("cpu0=pool,engine=trt", "'trt'"),
             ("cpu0=pool,mbps=10", "cloud worker only"),

@@ -63,7 +63,10 @@ pub fn make_engine(config: &ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeE
     match config.engine {
         EngineKind::Tract => Ok(Box::new(TractEngine::new(config.threads))),
         #[cfg(feature = "ort")]
-        EngineKind::Ort => Ok(Box::new(crate::ort_engine::OrtEngine::new(config.threads)?)),
+        EngineKind::Ort => Ok(Box::new(crate::ort_engine::OrtEngine::new(
+            config.threads,
+            config.spin,
+        )?)),
         #[cfg(not(feature = "ort"))]
         EngineKind::Ort => Err(RuntimeError::EngineUnavailable {
             engine: "ort",

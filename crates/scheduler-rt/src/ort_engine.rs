@@ -133,15 +133,19 @@ fn environment() -> Result<&'static Loaded, RuntimeError> {
 /// with one thread a run executes entirely on the calling thread.
 pub struct OrtEngine {
     threads: usize,
+    spin: bool,
     loaded: &'static Loaded,
 }
 
 impl OrtEngine {
-    /// An engine whose sessions use `threads` (≥ 1) intra-op threads; fails
-    /// with the places looked at when the library cannot be loaded.
-    pub fn new(threads: usize) -> Result<OrtEngine, RuntimeError> {
+    /// An engine whose sessions use `threads` (≥ 1) intra-op threads, which
+    /// spin while waiting for work when `spin` (onnxruntime's default) and
+    /// block otherwise; fails with the places looked at when the library
+    /// cannot be loaded.
+    pub fn new(threads: usize, spin: bool) -> Result<OrtEngine, RuntimeError> {
         Ok(OrtEngine {
             threads: threads.max(1),
+            spin,
             loaded: environment()?,
         })
     }
@@ -158,7 +162,7 @@ impl OrtEngine {
             .map_err(|e| e.to_string())?
             .with_inter_threads(1)
             .map_err(|e| e.to_string())?
-            .with_intra_op_spinning(false)
+            .with_intra_op_spinning(self.spin)
             .map_err(|e| e.to_string())?
             .commit_from_memory(onnx)
             .map_err(|e| e.to_string())
@@ -185,6 +189,7 @@ impl Engine for OrtEngine {
     fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
         let engine = OrtEngine {
             threads: threads.max(1),
+            spin: self.spin,
             loaded: self.loaded,
         };
         let first = engine.session(onnx)?;
@@ -280,7 +285,7 @@ mod tests {
         let x = Tensor::from_shape(&INPUT, &crate::npy::random_values(3, INPUT.iter().product()))
             .unwrap()
             .into_tvalue();
-        let engine = OrtEngine::new(2).unwrap();
+        let engine = OrtEngine::new(2, false).unwrap();
         assert!(engine.version().starts_with("1."), "{}", engine.version());
         let ort = engine.compile(&bytes).unwrap();
         let tract = TractEngine::new(1).compile(&bytes).unwrap();

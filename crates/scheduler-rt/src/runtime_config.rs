@@ -10,6 +10,7 @@
 //! alone_threads = 2      # for subgraphs nothing runs beside (stem, head); omit: threads
 //! engine = "tract"       # tract | ort
 //! wait = "block"         # block | poll: how its thread waits while a request is in flight
+//! spin = false           # onnxruntime's intra-op threads spin while waiting (its own default: true)
 //!
 //! supports = ["Conv"]    # multi-DNN serving: only these operators run here,
 //! unsupported = ["HardSwish", "DepthwiseConv"]  # or all but these (one of the two)
@@ -65,6 +66,7 @@ struct Processor {
     alone_threads: Option<usize>,
     engine: Option<String>,
     wait: Option<String>,
+    spin: Option<bool>,
     supports: Option<Vec<String>>,
     unsupported: Option<Vec<String>>,
     accelerator: Option<bool>,
@@ -188,6 +190,7 @@ impl RuntimeConfig {
                 alone_threads: p.alone_threads,
                 engine,
                 wait,
+                spin: p.spin.unwrap_or(false),
                 remote,
             });
         }

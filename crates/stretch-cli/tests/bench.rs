@@ -66,6 +66,10 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
         "{out}"
     );
     assert!(out.contains("engines   tract 0.") && out.contains("ort 1."), "{out}");
+    assert!(
+        out.contains("\nreference onnxruntime's session defaults, 2 threads (they spin"),
+        "{out}"
+    );
     let png = std::fs::read(dir.join("trace.png")).unwrap();
     assert_eq!(&png[..4], b"\x89PNG");
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();

@@ -14,16 +14,18 @@ use scheduler_rt::npy::random_values;
 use scheduler_rt::{AdaptiveParams, EngineKind, ProcessorConfig, Runtime, Trace, WorkerKind, affinity, make_engine};
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
 /// Measure a branched model on its processors against the original model.
 ///
 /// In one run, on the same random input: (1) the original on one core,
 /// (2) the original with one intra-op thread per available core, (3) the
-/// original in onnxruntime with 2 intra-op threads (the outside reference;
-/// needs the `ort` feature and libonnxruntime.so, else skipped with the
-/// reason), (4) the branched model with every processor inline on one core
+/// original in onnxruntime with 2 intra-op threads and its other session
+/// defaults, spinning threads included (the outside reference, as a user
+/// runs it; every block of it is followed by a 100 ms pause, for its
+/// threads to stop spinning; needs the `ort` feature and libonnxruntime.so,
+/// else skipped with the reason), (4) the branched model with every processor inline on one core
 /// (branches one after the other), (5) the branched model on its processors,
 /// (6) the same with every processor on each other engine this build has.
 /// (1), (2), (4) and (5) use tract unless the configuration names another
@@ -155,6 +157,13 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
     }
 }
 
+/// How long the benchmark pauses after every block of a configuration whose
+/// engine threads spin ([`ProcessorConfig::spin`]): onnxruntime's intra-op
+/// threads spin for 40-46 ms after a run ends on this project's VMs (their
+/// CPU time, read from `/proc/self/task/*/schedstat` after a run), and must
+/// stop before the next configuration is timed.
+const SETTLE_AFTER_SPINNING: Duration = Duration::from_millis(100);
+
 /// A timed run's trace with its start in seconds since the first timed run.
 type TimedTrace = (f64, Trace);
 
@@ -170,7 +179,7 @@ type Timings = (Vec<Vec<f64>>, Vec<Vec<TimedTrace>>);
 /// the runtimes in `keep`, every timed run's trace with its start in
 /// seconds since the first timed run (empty for the others).
 fn time_interleaved(
-    runtimes: &[(&str, Runtime)],
+    runtimes: &[(&str, Runtime, bool)],
     x: &Tensor,
     args: &Args,
     cores: &CoreSet,
@@ -183,13 +192,19 @@ fn time_interleaved(
     let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let run = |rt: &Runtime| -> Result<Trace> { Ok(rt.run_traced(vec![x.clone().into_tvalue()])?.1) };
     let unpin = || affinity::pin_current_thread(cores).map_err(anyhow::Error::msg);
-    for (name, rt) in runtimes {
+    let settle = |spins: bool| {
+        if spins {
+            std::thread::sleep(SETTLE_AFTER_SPINNING);
+        }
+    };
+    for (name, rt, spins) in runtimes {
         bar.set_message(format!("warm-up: {name}"));
         unpin()?;
         for _ in 0..args.warmup {
             run(rt)?;
             bar.inc(1);
         }
+        settle(*spins);
     }
     bar.set_message(format!("{rounds} rounds of {block} runs of each configuration"));
     if let Some(l) = load {
@@ -201,7 +216,7 @@ fn time_interleaved(
     for round in 0..rounds {
         for k in 0..runtimes.len() {
             let i = (round + k) % runtimes.len();
-            let rt = &runtimes[i].1;
+            let (_, rt, spins) = &runtimes[i];
             unpin()?;
             run(rt)?;
             bar.inc(1);
@@ -214,6 +229,7 @@ fn time_interleaved(
                 }
                 bar.inc(1);
             }
+            settle(*spins);
         }
     }
     if let Some(l) = load {
@@ -246,6 +262,7 @@ fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String
     }
     let mut p = pinned("cpu0", WorkerKind::Inline, 0, 2, cores);
     p.engine = EngineKind::Ort;
+    p.spin = true;
     make_engine(&p).map(|_| p).map_err(|e| e.to_string())
 }
 
@@ -422,7 +439,7 @@ pub fn run(args: Args) -> Result<()> {
                 engines.push(e);
             }
         }
-        runtimes.push((c.name.as_str(), rt));
+        runtimes.push((c.name.as_str(), rt, c.processors.iter().any(|p| p.spin)));
     }
     let mut keep: Vec<usize> = ideal_pairs.iter().flat_map(|p| [p.0, p.1]).collect();
     keep.extend(adaptive_row);

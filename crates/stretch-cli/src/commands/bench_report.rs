@@ -173,8 +173,12 @@ impl Report {
             self.block.min(self.runs)
         )?;
         writeln!(out, "processors {}", self.processors.join(" "))?;
-        if let Some(reason) = &self.reference_skipped {
-            writeln!(out, "onnxruntime reference: skipped: {reason}")?;
+        match &self.reference_skipped {
+            Some(reason) => writeln!(out, "onnxruntime reference: skipped: {reason}")?,
+            None => writeln!(
+                out,
+                "reference onnxruntime's session defaults, 2 threads (they spin while waiting for work, as out of the box); 100 ms pause after each of its blocks, for them to stop"
+            )?,
         }
         if let Some(c) = &self.interference {
             writeln!(

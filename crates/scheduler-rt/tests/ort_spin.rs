@@ -1,0 +1,57 @@
+//! `spin` reaches onnxruntime: with it, the session's intra-op threads keep
+//! burning CPU after a run ends (onnxruntime's default); without it they
+//! block. Its own test binary, so that no other test's threads count in the
+//! process's CPU time.
+#![cfg(feature = "ort")]
+
+use scheduler_rt::testing::{INPUT, two_branch};
+use scheduler_rt::{Engine, OrtEngine};
+use std::time::Duration;
+use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
+
+/// CPU time of every thread of this process but the calling one, in ms.
+fn other_threads_cpu_ms() -> f64 {
+    let me = std::fs::read_link("/proc/thread-self").unwrap();
+    let me = me.file_name().unwrap().to_owned();
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| t.file_name() != me)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .sum::<f64>()
+        / 1e6
+}
+
+/// CPU time the other threads spend during the 20 ms after a run.
+fn after_a_run(spin: bool) -> f64 {
+    let g = two_branch(64, 2).unwrap();
+    let bytes = graph_ir::onnx::export_bytes(&g).unwrap();
+    let x = Tensor::from_shape(&INPUT, &scheduler_rt::npy::random_values(1, INPUT.iter().product()))
+        .unwrap()
+        .into_tvalue();
+    let compiled = OrtEngine::new(2, spin).unwrap().compile(&bytes).unwrap();
+    for _ in 0..20 {
+        compiled.run(tvec![x.clone()]).unwrap();
+    }
+    let before = other_threads_cpu_ms();
+    std::thread::sleep(Duration::from_millis(20));
+    let spent = other_threads_cpu_ms() - before;
+    drop(compiled);
+    std::thread::sleep(Duration::from_millis(100));
+    spent
+}
+
+#[test]
+fn spinning_threads_keep_their_core_busy_after_a_run_and_blocking_ones_do_not() {
+    let off = after_a_run(false);
+    let on = after_a_run(true);
+    assert!(
+        off < 3.0,
+        "spin off: the other threads used {off:.1} ms of CPU in 20 ms"
+    );
+    assert!(
+        on > 8.0,
+        "spin on: the other threads used only {on:.1} ms of CPU in 20 ms"
+    );
+}
