@@ -1,15 +1,14 @@
 //! Which worker backs which named processor, on which cores.
 //!
 //! Spec syntax (CLI `--processor`):
-//! `NAME=KIND[:CORES][,threads=N][,alone_threads=N][,engine=ENGINE][,wait=WAIT][,spin=on|off]` where `KIND` is `inline`
+//! `NAME=KIND[:CORES][,threads=N][,alone_threads=N][,engine=ENGINE][,wait=WAIT][,spin=SPIN]` where `KIND` is `inline`
 //! (runs on the calling thread, paper's CPU worker), `pool` (a thread created
 //! at start-up and pinned to `CORES`, paper's DSP-style worker) or `queue`
 //! (an asynchronous in-order queue served by its own thread, paper's
 //! GPU-style worker), `CORES` a Linux cpulist with optional `core` prefix
 //! (`core1`, `0-1`, `0,2`), `N` the engine's intra-op threads (default 1)
 //! and `ENGINE` `tract` (default) or `ort` (onnxruntime, feature `ort`);
-//! `spin=on` lets onnxruntime's intra-op threads spin as onnxruntime does
-//! by default (off here: see [`ProcessorConfig::spin`]).
+//! `SPIN` `off` (default), `run` or `on`: see [`Spin`].
 //! Example: `cpu0=inline:core0 cpu1=pool:core1,engine=ort`.
 //! A cloud worker offloads to a `stretch worker` server instead:
 //! `cloud=pool,remote=127.0.0.1:7000[,mbps=249][,rtt_ms=4][,timeout_ms=2000]`
@@ -135,6 +134,46 @@ impl FromStr for Wait {
     }
 }
 
+/// Whether an engine's intra-op threads spin while they wait for work
+/// (onnxruntime's `session.intra_op.allow_spinning` and
+/// `session.force_spinning_stop`; tract starts no such threads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Spin {
+    /// They block between parallel sections: each section pays a wake-up.
+    #[default]
+    Off,
+    /// They spin while a run is in progress and stop when it returns, so
+    /// that they leave the cores to the other processors' workers between
+    /// runs of this session.
+    Run,
+    /// onnxruntime's default: they also spin for tens of ms after a run
+    /// returns, taking time slices from whatever else runs on their cores.
+    On,
+}
+
+impl Spin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Spin::Off => "off",
+            Spin::Run => "run",
+            Spin::On => "on",
+        }
+    }
+}
+
+impl FromStr for Spin {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "off" => Ok(Spin::Off),
+            "run" => Ok(Spin::Run),
+            "on" => Ok(Spin::On),
+            other => Err(format!("unknown spin '{other}' (off, run, on)")),
+        }
+    }
+}
+
 /// One named processor of the runtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessorConfig {
@@ -153,13 +192,8 @@ pub struct ProcessorConfig {
     pub engine: EngineKind,
     /// How its thread waits while a request is in flight.
     pub wait: Wait,
-    /// Whether the engine's intra-op threads spin while they wait for work
-    /// (onnxruntime's `session.intra_op.allow_spinning`, on in onnxruntime's
-    /// defaults; tract has no such threads). Off by default: threads still
-    /// spinning after a parallel section take their core's time slices
-    /// from the other processors' workers pinned there. On, it is
-    /// onnxruntime as its users run it out of the box.
-    pub spin: bool,
+    /// Whether the engine's intra-op threads spin while they wait for work.
+    pub spin: Spin,
     /// A cloud worker's server and link; `None` for a local processor.
     pub remote: Option<Remote>,
 }
@@ -238,7 +272,7 @@ impl ProcessorConfig {
             alone_threads: None,
             engine: EngineKind::Tract,
             wait: Wait::Block,
-            spin: false,
+            spin: Spin::Off,
             remote: None,
         }
     }
@@ -259,7 +293,11 @@ impl ProcessorConfig {
             } else {
                 format!(",wait={}", self.wait.as_str())
             },
-            if self.spin { ",spin=on" } else { "" },
+            if self.spin == Spin::Off {
+                String::new()
+            } else {
+                format!(",spin={}", self.spin.as_str())
+            },
             self.remote.as_ref().map_or(String::new(), Remote::spec)
         )
     }
@@ -272,15 +310,6 @@ impl ProcessorConfig {
                 ProcessorConfig::new(&format!("cpu{i}"), kind)
             })
             .collect()
-    }
-}
-
-/// `on`/`off` (also `true`/`false`, `1`/`0`).
-pub fn parse_switch(v: &str) -> Result<bool, String> {
-    match v {
-        "on" | "true" | "1" => Ok(true),
-        "off" | "false" | "0" => Ok(false),
-        other => Err(format!("expected on or off, got '{other}'")),
     }
 }
 
@@ -310,7 +339,7 @@ impl FromStr for ProcessorConfig {
         let mut alone_threads = None;
         let mut engine = EngineKind::Tract;
         let mut wait = Wait::Block;
-        let mut spin = false;
+        let mut spin = Spin::Off;
         let mut remote: Option<Remote> = None;
         let mut link = Vec::new();
         for p in parts {
@@ -332,14 +361,14 @@ impl FromStr for ProcessorConfig {
             } else if let Some(w) = p.strip_prefix("wait=") {
                 wait = Wait::from_str(w).map_err(|e| bad(&e))?;
             } else if let Some(v) = p.strip_prefix("spin=") {
-                spin = parse_switch(v).map_err(|e| bad(&format!("spin: {e}")))?;
+                spin = Spin::from_str(v).map_err(|e| bad(&e))?;
             } else if let Some(a) = p.strip_prefix("remote=") {
                 remote = Some(Remote::new(a));
             } else if Remote::OPTIONS.iter().any(|o| p.starts_with(o)) {
                 link.push(p);
             } else {
                 return Err(bad(&format!(
-                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, wait=block|poll, spin=on|off, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
+                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, wait=block|poll, spin=off|run|on, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
                 )));
             }
         }
@@ -381,11 +410,13 @@ mod tests {
         let c: ProcessorConfig = "cpu0=inline:0,engine=ort,alone_threads=2".parse().unwrap();
         assert_eq!((c.threads, c.alone_threads, c.wait), (1, Some(2), Wait::Block));
         let c: ProcessorConfig = "cpu1=pool:1,wait=poll".parse().unwrap();
-        assert_eq!((c.wait, c.spin), (Wait::Poll, false));
+        assert_eq!((c.wait, c.spin), (Wait::Poll, Spin::Off));
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
-        let c: ProcessorConfig = "ref=inline:0-1,threads=2,engine=ort,spin=on".parse().unwrap();
-        assert!(c.spin);
-        assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
+        for (v, spin) in [("on", Spin::On), ("run", Spin::Run)] {
+            let c: ProcessorConfig = format!("ref=inline:0-1,threads=2,engine=ort,spin={v}").parse().unwrap();
+            assert_eq!(c.spin, spin);
+            assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
+        }
         let c: ProcessorConfig = "gpu=queue:0-1,engine=ort,threads=2".parse().unwrap();
         assert_eq!((c.kind, c.engine, c.threads), (WorkerKind::Queue, EngineKind::Ort, 2));
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
@@ -407,7 +438,7 @@ mod tests {
             ("cpu0=pool,threads=0", "'0'"),
             ("cpu0=pool,alone_threads=x", "alone_threads"),
             ("cpu0=pool,wait=spin", "unknown wait 'spin'"),
-            ("cpu0=pool,spin=yes", "spin: expected on or off, got 'yes'"),
+            ("cpu0=pool,spin=yes", "unknown spin 'yes' (off, run, on)"),
             ("cpu0=pool,fast", "'fast'"),
             ("cpu0=pool,engine=trt", "'trt'"),
             ("cpu0=pool,mbps=10", "cloud worker only"),

@@ -36,7 +36,7 @@ mod trace;
 mod worker;
 
 pub use adaptive::{AdaptiveParams, AdaptivePolicy};
-pub use config::{EngineKind, ProcessorConfig, Remote, Wait, WorkerKind};
+pub use config::{EngineKind, ProcessorConfig, Remote, Spin, Wait, WorkerKind};
 pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
 pub use error::RuntimeError;
 pub use extract::{extract, extract_onnx};

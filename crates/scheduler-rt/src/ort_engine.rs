@@ -2,6 +2,7 @@
 //! time, on first use, from [`dylib_path`]; nothing is downloaded or linked
 //! at build time.
 
+use crate::config::Spin;
 use crate::engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
 use ort::environment::Environment;
@@ -133,16 +134,15 @@ fn environment() -> Result<&'static Loaded, RuntimeError> {
 /// with one thread a run executes entirely on the calling thread.
 pub struct OrtEngine {
     threads: usize,
-    spin: bool,
+    spin: Spin,
     loaded: &'static Loaded,
 }
 
 impl OrtEngine {
     /// An engine whose sessions use `threads` (≥ 1) intra-op threads, which
-    /// spin while waiting for work when `spin` (onnxruntime's default) and
-    /// block otherwise; fails with the places looked at when the library
-    /// cannot be loaded.
-    pub fn new(threads: usize, spin: bool) -> Result<OrtEngine, RuntimeError> {
+    /// wait for work as `spin` says; fails with the places looked at when
+    /// the library cannot be loaded.
+    pub fn new(threads: usize, spin: Spin) -> Result<OrtEngine, RuntimeError> {
         Ok(OrtEngine {
             threads: threads.max(1),
             spin,
@@ -162,7 +162,12 @@ impl OrtEngine {
             .map_err(|e| e.to_string())?
             .with_inter_threads(1)
             .map_err(|e| e.to_string())?
-            .with_intra_op_spinning(self.spin)
+            .with_intra_op_spinning(self.spin != Spin::Off)
+            .map_err(|e| e.to_string())?
+            .with_config_entry(
+                "session.force_spinning_stop",
+                if self.spin == Spin::Run { "1" } else { "0" },
+            )
             .map_err(|e| e.to_string())?
             .commit_from_memory(onnx)
             .map_err(|e| e.to_string())
@@ -285,7 +290,7 @@ mod tests {
         let x = Tensor::from_shape(&INPUT, &crate::npy::random_values(3, INPUT.iter().product()))
             .unwrap()
             .into_tvalue();
-        let engine = OrtEngine::new(2, false).unwrap();
+        let engine = OrtEngine::new(2, Spin::Off).unwrap();
         assert!(engine.version().starts_with("1."), "{}", engine.version());
         let ort = engine.compile(&bytes).unwrap();
         let tract = TractEngine::new(1).compile(&bytes).unwrap();

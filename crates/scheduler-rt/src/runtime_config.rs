@@ -10,7 +10,7 @@
 //! alone_threads = 2      # for subgraphs nothing runs beside (stem, head); omit: threads
 //! engine = "tract"       # tract | ort
 //! wait = "block"         # block | poll: how its thread waits while a request is in flight
-//! spin = false           # onnxruntime's intra-op threads spin while waiting (its own default: true)
+//! spin = "off"          # off | run | on: onnxruntime's intra-op threads spin while waiting (its own default: on)
 //!
 //! supports = ["Conv"]    # multi-DNN serving: only these operators run here,
 //! unsupported = ["HardSwish", "DepthwiseConv"]  # or all but these (one of the two)
@@ -66,7 +66,7 @@ struct Processor {
     alone_threads: Option<usize>,
     engine: Option<String>,
     wait: Option<String>,
-    spin: Option<bool>,
+    spin: Option<String>,
     supports: Option<Vec<String>>,
     unsupported: Option<Vec<String>>,
     accelerator: Option<bool>,
@@ -149,6 +149,11 @@ impl RuntimeConfig {
                 .map(|w| crate::config::Wait::from_str(&w).map_err(|e| bad(key("wait"), e)))
                 .transpose()?
                 .unwrap_or_default();
+            let spin = p
+                .spin
+                .map(|w| crate::config::Spin::from_str(&w).map_err(|e| bad(key("spin"), e)))
+                .transpose()?
+                .unwrap_or_default();
             if p.supports.is_some() && p.unsupported.is_some() {
                 return Err(bad(key("supports"), "give supports or unsupported, not both".into()));
             }
@@ -190,7 +195,7 @@ impl RuntimeConfig {
                 alone_threads: p.alone_threads,
                 engine,
                 wait,
-                spin: p.spin.unwrap_or(false),
+                spin,
                 remote,
             });
         }

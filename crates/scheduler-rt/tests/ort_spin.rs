@@ -1,11 +1,11 @@
-//! `spin` reaches onnxruntime: with it, the session's intra-op threads keep
-//! burning CPU after a run ends (onnxruntime's default); without it they
-//! block. Its own test binary, so that no other test's threads count in the
-//! process's CPU time.
+//! `spin` reaches onnxruntime: `on` keeps the session's intra-op threads
+//! burning CPU after a run ends (onnxruntime's default); `off` and `run`
+//! leave them blocked then. Its own test binary, so that no other test's
+//! threads count in the process's CPU time.
 #![cfg(feature = "ort")]
 
 use scheduler_rt::testing::{INPUT, two_branch};
-use scheduler_rt::{Engine, OrtEngine};
+use scheduler_rt::{Engine, OrtEngine, Spin};
 use std::time::Duration;
 use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
 
@@ -23,35 +23,42 @@ fn other_threads_cpu_ms() -> f64 {
         / 1e6
 }
 
-/// CPU time the other threads spend during the 20 ms after a run.
-fn after_a_run(spin: bool) -> f64 {
+/// CPU time the other threads spend in the 20 ms after 20 runs, in ms.
+fn after_a_run(spin: Spin) -> f64 {
     let g = two_branch(64, 2).unwrap();
     let bytes = graph_ir::onnx::export_bytes(&g).unwrap();
     let x = Tensor::from_shape(&INPUT, &scheduler_rt::npy::random_values(1, INPUT.iter().product()))
         .unwrap()
         .into_tvalue();
     let compiled = OrtEngine::new(2, spin).unwrap().compile(&bytes).unwrap();
+    compiled.run(tvec![x.clone()]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
     for _ in 0..20 {
         compiled.run(tvec![x.clone()]).unwrap();
     }
-    let before = other_threads_cpu_ms();
+    let ran = other_threads_cpu_ms();
     std::thread::sleep(Duration::from_millis(20));
-    let spent = other_threads_cpu_ms() - before;
+    let after = other_threads_cpu_ms() - ran;
     drop(compiled);
     std::thread::sleep(Duration::from_millis(100));
-    spent
+    after
 }
 
 #[test]
-fn spinning_threads_keep_their_core_busy_after_a_run_and_blocking_ones_do_not() {
-    let off = after_a_run(false);
-    let on = after_a_run(true);
+fn spinning_threads_keep_their_core_busy_after_a_run_unless_told_to_stop() {
+    let off = after_a_run(Spin::Off);
+    let run = after_a_run(Spin::Run);
+    let on = after_a_run(Spin::On);
     assert!(
         off < 3.0,
-        "spin off: the other threads used {off:.1} ms of CPU in 20 ms"
+        "spin off: the other threads used {off:.1} ms of CPU in 20 ms after"
+    );
+    assert!(
+        run < 3.0,
+        "spin run: the other threads used {run:.1} ms of CPU in 20 ms after"
     );
     assert!(
         on > 8.0,
-        "spin on: the other threads used only {on:.1} ms of CPU in 20 ms"
+        "spin on: the other threads used only {on:.1} ms of CPU in 20 ms after"
     );
 }

@@ -11,7 +11,9 @@ use graph_ir::Graph;
 use indicatif::{ProgressBar, ProgressStyle};
 use predictor::profiler::CoreSet;
 use scheduler_rt::npy::random_values;
-use scheduler_rt::{AdaptiveParams, EngineKind, ProcessorConfig, Runtime, Trace, WorkerKind, affinity, make_engine};
+use scheduler_rt::{
+    AdaptiveParams, EngineKind, ProcessorConfig, Runtime, Spin, Trace, WorkerKind, affinity, make_engine,
+};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -158,7 +160,7 @@ fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &Cor
 }
 
 /// How long the benchmark pauses after every block of a configuration whose
-/// engine threads spin ([`ProcessorConfig::spin`]): onnxruntime's intra-op
+/// engine threads spin after a run ([`Spin::On`]): onnxruntime's intra-op
 /// threads spin for 40-46 ms after a run ends on this project's VMs (their
 /// CPU time, read from `/proc/self/task/*/schedstat` after a run), and must
 /// stop before the next configuration is timed.
@@ -262,7 +264,7 @@ fn ort_reference(cores: &CoreSet) -> std::result::Result<ProcessorConfig, String
     }
     let mut p = pinned("cpu0", WorkerKind::Inline, 0, 2, cores);
     p.engine = EngineKind::Ort;
-    p.spin = true;
+    p.spin = Spin::On;
     make_engine(&p).map(|_| p).map_err(|e| e.to_string())
 }
 
@@ -439,7 +441,7 @@ pub fn run(args: Args) -> Result<()> {
                 engines.push(e);
             }
         }
-        runtimes.push((c.name.as_str(), rt, c.processors.iter().any(|p| p.spin)));
+        runtimes.push((c.name.as_str(), rt, c.processors.iter().any(|p| p.spin == Spin::On)));
     }
     let mut keep: Vec<usize> = ideal_pairs.iter().flat_map(|p| [p.0, p.1]).collect();
     keep.extend(adaptive_row);
