@@ -1,5 +1,4 @@
-//! Writes the subgraphs the runtime would compile for a model (meeting
-//! points copied to the processors that read them, as the runtime does), one ONNX file
+//! Writes the subgraphs the runtime would compile for a model, one ONNX file
 //! each (`DIR/<index>-<processor>.onnx`, in the partition's topological
 //! order), and prints their names, node counts and boundary values, so that
 //! an engine can be timed on them outside the runtime.
@@ -13,7 +12,6 @@ fn main() -> Result<(), String> {
     }
     let graph = graph_ir::onnx::import_file(&args[1], &Default::default()).map_err(|e| format!("{}: {e}", args[1]))?;
     let default = args.get(3).map(String::as_str).unwrap_or("cpu0");
-    let graph = scheduler_rt::replicate_meeting_points(&graph, default).map_err(|e| format!("{}: {e}", args[1]))?;
     let parts = scheduler_rt::partition(&graph, default).map_err(|e| format!("{}: {e}", args[1]))?;
     std::fs::create_dir_all(&args[2]).map_err(|e| format!("{}: {e}", args[2]))?;
     for (i, sub) in parts.subgraphs.iter().enumerate() {

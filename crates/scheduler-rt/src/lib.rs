@@ -28,7 +28,6 @@ pub mod policy;
 pub mod pool;
 pub mod priority;
 mod queue;
-mod replicate;
 mod runtime;
 mod runtime_config;
 mod spin;
@@ -44,7 +43,6 @@ pub use extract::{extract, extract_onnx};
 #[cfg(feature = "ort")]
 pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};
-pub use replicate::replicate_meeting_points;
 pub use runtime::{LATENCY_EMA_ALPHA, Runtime};
 pub use runtime_config::RuntimeConfig;
 pub use spin::POLL_BEFORE_BLOCKING;

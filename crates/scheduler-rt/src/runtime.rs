@@ -9,7 +9,6 @@ use crate::extract::extract_onnx;
 use crate::partition::{Partition, partition};
 use crate::policy::{Observation, PlacementPolicy, SubgraphInfo, SystemClock};
 use crate::queue::{Cell, Input};
-use crate::replicate::replicate_meeting_points;
 use crate::trace::{Moved, Span, Trace};
 use crate::worker::{self, Done, Job, Worker};
 use graph_ir::{Fact, Graph, Outlet};
@@ -73,10 +72,8 @@ impl Drop for InFlight<'_> {
 pub const LATENCY_EMA_ALPHA: f64 = 0.2;
 
 impl Runtime {
-    /// Partitions `g` (unannotated nodes go to the first processor) after
-    /// copying each meeting point to every processor that reads it
-    /// ([`replicate_meeting_points`]), starts one worker per processor and
-    /// compiles every subgraph on its worker's engine.
+    /// Partitions `g` (unannotated nodes go to the first processor), starts
+    /// one worker per processor and compiles every subgraph on its worker's engine.
     pub fn load(
         g: &Graph,
         processors: &[ProcessorConfig],
@@ -90,7 +87,6 @@ impl Runtime {
                 });
             }
         }
-        let g = &replicate_meeting_points(g, &first.name)?;
         let partition = partition(g, &first.name)?;
         let configured = || {
             processors

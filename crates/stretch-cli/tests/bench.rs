@@ -100,7 +100,6 @@ fn bench_reports_every_configuration_and_writes_a_trace() {
     };
     assert_eq!(copies("original, 1 core"), 1);
     let g = graph_ir::onnx::import_file(b, &Default::default()).unwrap();
-    let g = scheduler_rt::replicate_meeting_points(&g, "cpu0").unwrap();
     let subgraphs = scheduler_rt::partition(&g, "cpu0").unwrap().subgraphs.len();
     assert_eq!(
         copies("branched, 2 processors"),
