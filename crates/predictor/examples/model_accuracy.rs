@@ -35,7 +35,10 @@
 //! one factor for every kernel, the median of measured / predicted
 //! ([`Calibration::speed`]), and the held-out models are judged scaled by
 //! it as well (a VM's speed drifts by 5-15% over half an hour, which a
-//! profile measured once cannot know).
+//! profile measured once cannot know), and by two factors fitted to the same
+//! models, one for grouped and depthwise convolutions and one for the rest
+//! ([`Calibration::speed_by_kind`]: a slower phase has slowed the first
+//! more).
 //!
 //! `--calibrate-with N` also times N generated models (and N/3 VGG/Inception-
 //! style ones) from seeds 5000/6000 in the same interleaved rounds, fits an
@@ -252,7 +255,17 @@ fn run() -> Result<(), String> {
             "machine speed now: x{:.3} (median of measured / predicted over {k} of the models timed with them)",
             speed.factors.get("conv").copied().unwrap_or(1.0)
         );
-        Some((c, speed))
+        let by_kind = Calibration::speed_by_kind(
+            &probe,
+            &format!("{k} of the {fitted_on}: least squares, grouped and depthwise convolutions apart"),
+        )
+        .map_err(|e| e.to_string())?;
+        println!(
+            "machine speed now by kind: x{:.3} dense and the rest, x{:.3} grouped and depthwise convolutions (the same {k} models)",
+            by_kind.factors.get("conv").copied().unwrap_or(1.0),
+            by_kind.factors.get("dwconv").copied().unwrap_or(1.0)
+        );
+        Some((c, speed, by_kind))
     } else {
         None
     };
@@ -269,8 +282,9 @@ fn run() -> Result<(), String> {
             })
             .collect()
     };
-    let calibrated: Option<Vec<Prediction>> = fitted.as_ref().map(|(c, _)| applied(c));
-    let sped: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, s)| applied(s));
+    let calibrated: Option<Vec<Prediction>> = fitted.as_ref().map(|(c, _, _)| applied(c));
+    let sped: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, s, _)| applied(s));
+    let sped_by_kind: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, _, s)| applied(s));
     println!(
         "predictions estimate the {} of runs (the statistic the forests were fitted to); measurements below are that statistic of each measurement's runs",
         stat.name()
@@ -323,6 +337,9 @@ fn run() -> Result<(), String> {
     }
     if let Some(c) = &sped {
         summary("scaled by the machine's speed now", c, &timed, stat);
+    }
+    if let Some(c) = &sped_by_kind {
+        summary("scaled by the machine's speed now by kind", c, &timed, stat);
     }
     println!(
         "repeatability: {agree}/{} models ({:.1}%) have two independent measurements within ±10% of each other; by the 10th percentile of the runs instead of the median: {agree_p10}/{} ({:.1}%)",

@@ -65,6 +65,10 @@ pub struct Observation {
 pub const MIN_SHARE: f64 = 0.05;
 pub const MIN_MODELS: usize = 5;
 
+/// The groups [`Calibration::speed_by_kind`] gives their own factor:
+/// grouped and depthwise convolutions.
+pub const GROUPED_KINDS: [&str; 2] = ["conv-grouped", "dwconv"];
+
 /// The convolution groups [`group`] adds to the kernel classes.
 const CONV_GROUPS: [&str; 2] = ["conv-1x1", "conv-grouped"];
 
@@ -240,6 +244,53 @@ impl Calibration {
         Ok(Calibration::judged(factors, 0.0, fitted_on, models))
     }
 
+    /// Two speed factors instead of [`Calibration::speed`]'s one: one for
+    /// the groups in [`GROUPED_KINDS`] (grouped and depthwise convolutions,
+    /// which a slower phase of a VM has slowed more than dense ones), one
+    /// for every other group; no per-kernel cost. Fitted by least squares
+    /// on relative errors over `models`, with a ridge of weight 0.1
+    /// (relative to each unknown's sum of squares) towards the single
+    /// factor, so that a probe with little of one kind keeps about the
+    /// single factor for it.
+    pub fn speed_by_kind(models: &[Observation], fitted_on: &str) -> Result<Calibration, CalibrationError> {
+        let single = Calibration::speed(models, fitted_on)?;
+        let f = single.factors.get("conv").copied().unwrap_or(1.0);
+        let mut ata = [[0.0; 2]; 2];
+        let mut atb = [0.0; 2];
+        for m in models {
+            let y = m.measured_ms;
+            let mut row = [0.0; 2];
+            for k in &m.prediction.kernels {
+                row[usize::from(GROUPED_KINDS.contains(&group(k)))] += k.ms / y;
+            }
+            let b = 1.0 - m.prediction.subgraph_overhead_ms / y;
+            for i in 0..2 {
+                atb[i] += row[i] * b;
+                for j in 0..2 {
+                    ata[i][j] += row[i] * row[j];
+                }
+            }
+        }
+        let mut a: Vec<Vec<f64>> = ata.iter().map(|r| r.to_vec()).collect();
+        let mut b = atb.to_vec();
+        for i in 0..2 {
+            let scale = if ata[i][i] > 0.0 { 0.1 * ata[i][i] } else { 1.0 };
+            a[i][i] += scale;
+            b[i] += scale * f;
+        }
+        let theta = solve(a, b).ok_or_else(|| CalibrationError::Fit {
+            reason: "singular system".into(),
+        })?;
+        let [dense, grouped] = [theta[0], theta[1]].map(|x| x.clamp(FACTOR_RANGE.0, FACTOR_RANGE.1));
+        let factors = OpClass::ALL
+            .iter()
+            .map(|c| c.name())
+            .chain(CONV_GROUPS)
+            .map(|g| (g.to_string(), if GROUPED_KINDS.contains(&g) { grouped } else { dense }))
+            .collect();
+        Ok(Calibration::judged(factors, 0.0, fitted_on, models))
+    }
+
     /// A calibration of `factors` and `per_kernel_us`, with its relative
     /// errors on `models` before and after it.
     fn judged(
@@ -350,6 +401,37 @@ mod tests {
         }];
         assert!(Calibration::speed(&bad, "test").is_err());
         assert!(Calibration::speed(&[], "test").is_err());
+    }
+
+    #[test]
+    fn a_slowdown_of_depthwise_kernels_gets_its_own_speed_factor() {
+        let models: Vec<Observation> = (0..10)
+            .map(|i| {
+                let (conv, dw) = (1.0 + i as f64, [0.2, 3.0][i % 2]);
+                Observation {
+                    prediction: prediction(vec![kernel(OpClass::Conv, conv), kernel(OpClass::DwConv, dw)]),
+                    measured_ms: 1.05 * conv + 1.3 * dw,
+                }
+            })
+            .collect();
+        let two = Calibration::speed_by_kind(&models, "test").unwrap();
+        let one = Calibration::speed(&models, "test").unwrap();
+        assert!((two.factors["conv"] - 1.05).abs() < 0.03, "{:?}", two.factors);
+        assert!((two.factors["dwconv"] - 1.3).abs() < 0.05, "{:?}", two.factors);
+        assert_eq!(two.factors["conv-grouped"], two.factors["dwconv"]);
+        assert_eq!(two.factors["fc"], two.factors["conv"]);
+        assert!(two.fit_rmspe_after < 0.5 * one.fit_rmspe_after, "{two:?} {one:?}");
+        let dense_only: Vec<Observation> = (0..5)
+            .map(|i| Observation {
+                prediction: prediction(vec![kernel(OpClass::Conv, 1.0 + i as f64)]),
+                measured_ms: 1.1 * (1.0 + i as f64),
+            })
+            .collect();
+        let c = Calibration::speed_by_kind(&dense_only, "test").unwrap();
+        assert!(
+            (c.factors["conv"] - 1.1).abs() < 1e-9 && (c.factors["dwconv"] - 1.1).abs() < 1e-9,
+            "{c:?}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct RuntimeArgs {
     /// A processor of the runtime:
-    /// `NAME=KIND[:CORES][,threads=N][,alone_threads=M][,engine=E][,wait=W]`.
+    /// `NAME=KIND[:CORES][,threads=N][,alone_threads=M][,engine=E][,wait=W][,spin=S]`.
     /// KIND is `inline` (runs on the scheduling thread, the paper's CPU
     /// worker), `pool` (a thread started once, pinned to CORES, the paper's
     /// DSP-style worker) or `queue` (an asynchronous in-order queue served by
@@ -26,7 +26,11 @@ pub struct RuntimeArgs {
     /// while a request is in flight: `block` (default: polls 0.1 ms, then
     /// blocks, paying a wake-up at the next hand-off) or `poll` (polls,
     /// yielding its core between checks, until the request ends; idle
-    /// between requests either way). Repeat per processor, e.g.
+    /// between requests either way); S is how onnxruntime's intra-op threads
+    /// wait for work: `off` (default: they block), `run` (they spin while a
+    /// run is in progress and stop when it returns) or `on` (onnxruntime's
+    /// default: they go on spinning for tens of ms after a run, taking time
+    /// from whatever else runs on their cores). Repeat per processor, e.g.
     /// `--processor cpu0=inline:core0 --processor cpu1=pool:core1`. Without
     /// it, the processors the model's annotations name are used, the first
     /// inline and the others as pool workers, unpinned; nodes without a
