@@ -27,8 +27,8 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 /// defaults, spinning threads included (the outside reference, as a user
 /// runs it; every block of it is followed by a 100 ms pause, for its
 /// threads to stop spinning; needs the `ort` feature and libonnxruntime.so,
-/// else skipped with the reason), (4) the branched model with every processor inline on one core
-/// (branches one after the other), (5) the branched model on its processors,
+/// else skipped with the reason), (4) the branched model with every
+/// processor inline on one core (branches one after the other), (5) the branched model on its processors,
 /// (6) the same with every processor on each other engine this build has.
 /// (1), (2), (4) and (5) use tract unless the configuration names another
 /// engine (versions printed). After a warm-up of each, the configurations
@@ -177,9 +177,11 @@ type Timings = (Vec<Vec<f64>>, Vec<Vec<TimedTrace>>);
 /// `args.block` timed runs (after one untimed run), starting one runtime
 /// further along each round, so that a change in the machine's speed during
 /// the benchmark (other tenants, clock frequency) falls on every
-/// configuration alike. Returns one latency list per runtime and, for
-/// the runtimes in `keep`, every timed run's trace with its start in
-/// seconds since the first timed run (empty for the others).
+/// configuration alike. `runtimes` are (name, runtime, whether its engine
+/// threads spin after a run); [`SETTLE_AFTER_SPINNING`] follows the warm-up
+/// and every block of one that spins. Returns one latency list per runtime
+/// and, for the runtimes in `keep`, every timed run's trace with its start
+/// in seconds since the first timed run (empty for the others).
 fn time_interleaved(
     runtimes: &[(&str, Runtime, bool)],
     x: &Tensor,
