@@ -194,6 +194,14 @@ fn bench_json_holds_every_figure() {
         assert!((s["p50"].as_f64().unwrap() - p50).abs() < 1e-9, "{s}");
     }
     assert_eq!(speedups.iter().filter(|s| s["reference"] == true).count(), 1);
+    let reference = r["reference"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no reference spec: {r}"));
+    assert!(
+        reference.contains("threads=2") && reference.contains("engine=ort") && reference.contains("spin=on"),
+        "{reference}"
+    );
+    assert_eq!(r["settle_after_spinning_ms"].as_f64(), Some(100.0));
     assert!(r["work"]["ratio"].as_f64().unwrap() > 0.0);
     let steal = r["steal"]["per_cpu"].as_object().expect("steal read from /proc/stat");
     assert!(

@@ -23,6 +23,13 @@ pub struct Report {
     /// Why the onnxruntime reference was not measured (absent when it was).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reference_skipped: Option<String>,
+    /// The onnxruntime reference's processor, as a `--processor` spec
+    /// (absent when it was not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The pause after each block of a configuration whose threads spin
+    /// after a run (the reference), in milliseconds.
+    pub settle_after_spinning_ms: f64,
     /// Cores a CPU-burning thread loaded during the timed runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interference: Option<String>,
