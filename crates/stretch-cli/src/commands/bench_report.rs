@@ -180,12 +180,15 @@ impl Report {
             self.block.min(self.runs)
         )?;
         writeln!(out, "processors {}", self.processors.join(" "))?;
-        match &self.reference_skipped {
-            Some(reason) => writeln!(out, "onnxruntime reference: skipped: {reason}")?,
-            None => writeln!(
+        match (&self.reference_skipped, &self.reference) {
+            (Some(reason), _) => writeln!(out, "onnxruntime reference: skipped: {reason}")?,
+            (None, Some(spec)) if spec.contains(",spin=on") => writeln!(
                 out,
-                "reference onnxruntime's session defaults, 2 threads (they spin while waiting for work, as out of the box); 100 ms pause after each of its blocks, for them to stop"
+                "reference onnxruntime's session defaults, 2 threads (they spin while waiting for work, as out of the box); {:.0} ms pause after each of its blocks, for them to stop",
+                self.settle_after_spinning_ms
             )?,
+            (None, Some(spec)) => writeln!(out, "reference {spec} (its threads do not spin after a run)")?,
+            (None, None) => {}
         }
         if let Some(c) = &self.interference {
             writeln!(
