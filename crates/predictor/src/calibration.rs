@@ -190,12 +190,7 @@ impl Calibration {
             }
             row[n - 1] = m.prediction.kernels.len() as f64 / 1e3 / y;
             let b = 1.0 - fixed / y;
-            for i in 0..n {
-                atb[i] += row[i] * b;
-                for j in 0..n {
-                    ata[i][j] += row[i] * row[j];
-                }
-            }
+            add_row(&mut ata, &mut atb, &row, b);
         }
         for i in 0..n {
             let scale = ridge * ata[i][i];
@@ -255,30 +250,22 @@ impl Calibration {
     pub fn speed_by_kind(models: &[Observation], fitted_on: &str) -> Result<Calibration, CalibrationError> {
         let single = Calibration::speed(models, fitted_on)?;
         let f = single.factors.get("conv").copied().unwrap_or(1.0);
-        let mut ata = [[0.0; 2]; 2];
-        let mut atb = [0.0; 2];
+        let mut ata = vec![vec![0.0; 2]; 2];
+        let mut atb = vec![0.0; 2];
         for m in models {
             let y = m.measured_ms;
             let mut row = [0.0; 2];
             for k in &m.prediction.kernels {
                 row[usize::from(GROUPED_KINDS.contains(&group(k)))] += k.ms / y;
             }
-            let b = 1.0 - m.prediction.subgraph_overhead_ms / y;
-            for i in 0..2 {
-                atb[i] += row[i] * b;
-                for j in 0..2 {
-                    ata[i][j] += row[i] * row[j];
-                }
-            }
+            add_row(&mut ata, &mut atb, &row, 1.0 - m.prediction.subgraph_overhead_ms / y);
         }
-        let mut a: Vec<Vec<f64>> = ata.iter().map(|r| r.to_vec()).collect();
-        let mut b = atb.to_vec();
         for i in 0..2 {
             let scale = if ata[i][i] > 0.0 { 0.1 * ata[i][i] } else { 1.0 };
-            a[i][i] += scale;
-            b[i] += scale * f;
+            ata[i][i] += scale;
+            atb[i] += scale * f;
         }
-        let theta = solve(a, b).ok_or_else(|| CalibrationError::Fit {
+        let theta = solve(ata, atb).ok_or_else(|| CalibrationError::Fit {
             reason: "singular system".into(),
         })?;
         let [dense, grouped] = [theta[0], theta[1]].map(|x| x.clamp(FACTOR_RANGE.0, FACTOR_RANGE.1));
@@ -321,6 +308,16 @@ impl Calibration {
 fn rmspe(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
     let (sum, n) = pairs.fold((0.0, 0usize), |(s, n), (p, m)| (s + ((p - m) / m).powi(2), n + 1));
     if n == 0 { 0.0 } else { (sum / n as f64).sqrt() }
+}
+
+/// Adds one observation `row · x ≈ b` to the normal equations `ata x = atb`.
+fn add_row(ata: &mut [Vec<f64>], atb: &mut [f64], row: &[f64], b: f64) {
+    for (i, ri) in row.iter().enumerate() {
+        atb[i] += ri * b;
+        for (j, rj) in row.iter().enumerate() {
+            ata[i][j] += ri * rj;
+        }
+    }
 }
 
 /// Solves `a x = b` by Gaussian elimination with partial pivoting.

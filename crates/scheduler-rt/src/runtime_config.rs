@@ -151,7 +151,7 @@ impl RuntimeConfig {
                 .unwrap_or_default();
             let spin = p
                 .spin
-                .map(|w| crate::config::Spin::from_str(&w).map_err(|e| bad(key("spin"), e)))
+                .map(|s| crate::config::Spin::from_str(&s).map_err(|e| bad(key("spin"), e)))
                 .transpose()?
                 .unwrap_or_default();
             if p.supports.is_some() && p.unsupported.is_some() {

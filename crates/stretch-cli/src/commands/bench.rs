@@ -28,8 +28,9 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 /// runs it; every block of it is followed by a 100 ms pause, for its
 /// threads to stop spinning; needs the `ort` feature and libonnxruntime.so,
 /// else skipped with the reason), (4) the branched model with every
-/// processor inline on one core (branches one after the other), (5) the branched model on its processors,
-/// (6) the same with every processor on each other engine this build has.
+/// processor inline on one core (branches one after the other), (5) the
+/// branched model on its processors, (6) the same with every processor on
+/// each other engine this build has.
 /// (1), (2), (4) and (5) use tract unless the configuration names another
 /// engine (versions printed). After a warm-up of each, the configurations
 /// are timed interleaved: every round runs each of them for a short block

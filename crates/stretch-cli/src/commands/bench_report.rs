@@ -2,6 +2,7 @@
 //! (`stretch.bench/1`); both come from the same [`Report`].
 
 use predictor::profiler::steal::Steal;
+use scheduler_rt::{ProcessorConfig, Spin};
 use serde::Serialize;
 use std::io::Write;
 
@@ -182,7 +183,7 @@ impl Report {
         writeln!(out, "processors {}", self.processors.join(" "))?;
         match (&self.reference_skipped, &self.reference) {
             (Some(reason), _) => writeln!(out, "onnxruntime reference: skipped: {reason}")?,
-            (None, Some(spec)) if spec.contains(",spin=on") => writeln!(
+            (None, Some(spec)) if spec.parse::<ProcessorConfig>().is_ok_and(|p| p.spin == Spin::On) => writeln!(
                 out,
                 "reference onnxruntime's session defaults, 2 threads (they spin while waiting for work, as out of the box); {:.0} ms pause after each of its blocks, for them to stop",
                 self.settle_after_spinning_ms
