@@ -40,8 +40,9 @@ pub struct RuntimeArgs {
 
     /// Runtime configuration (TOML): a `[[processor]]` table per processor
     /// with `name`, `kind` (inline|pool|queue), `cores`, `threads`,
-    /// `alone_threads`, `engine` (tract|ort) and `wait` (block|poll), in order, and an optional `[adaptive]` table;
-    /// see configs/runtime/host.toml. --processor flags replace the
+    /// `alone_threads`, `engine` (tract|ort), `wait` (block|poll) and `spin`
+    /// (off|run|on), in order, and an optional `[adaptive]` table; see
+    /// configs/runtime/host.toml. --processor flags replace the
     /// processor of the same name or add one.
     #[arg(long = "runtime-config", value_name = "FILE.toml")]
     pub runtime_config: Option<PathBuf>,
