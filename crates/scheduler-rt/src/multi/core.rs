@@ -477,10 +477,9 @@ impl Scheduler {
         thermal: Option<&dyn super::thermal::ThermalOracle>,
     ) -> Result<Vec<Dispatch>, SchedError> {
         if !self.queue.is_empty() && self.workers.iter().any(|w| w.available) {
-            let queue: Vec<Task> = self.queue.iter().copied().collect();
             let view = View {
                 now_ms: now,
-                queue: &queue,
+                queue: self.queue.make_contiguous(),
                 jobs: &self.jobs,
                 models: &self.models,
                 workers: &self.workers,
