@@ -322,7 +322,6 @@ impl Measured {
             speed_window_ms: self.speed_window_ms,
             arrival_lag_quantiles: self.arrival_lag_quantiles.clone(),
             spread_correlation: Vec::new(),
-            stalls: Vec::new(),
         }
     }
 }

@@ -16,7 +16,6 @@ use scheduler_rt::ProcessorConfig;
 use scheduler_rt::multi::puzzle::PuzzleError;
 use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
 use scheduler_rt::multi::puzzle::costs::{Costs, Wanted};
-use scheduler_rt::multi::sim::Stalls;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,18 +92,7 @@ pub struct Measured<'a> {
     /// How `serve` hands work over on these processors: polled when the
     /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling_on`]).
     wait: link::Wait,
-    /// Per processor: timed runs seen, ms of running they stand for (each
-    /// piece's median per run) and the stalls among them ([`STALL_MIN_MS`]).
-    runs_seen: Vec<usize>,
-    running_ms: Vec<f64>,
-    stall_ms: Vec<Vec<f64>>,
 }
-
-/// A timed run is a stall when it takes at least twice its piece's median
-/// and this many ms more: the machine took the core away (on this VM, the
-/// hypervisor for 0.2-9 ms at a time), which the run-time spread's
-/// quantiles are too coarse to hold.
-pub const STALL_MIN_MS: f64 = 0.25;
 
 /// The middle run's ms (the upper one of an even count).
 pub(crate) fn median_run(mut times: Vec<f64>) -> f64 {
@@ -234,9 +222,6 @@ impl<'a> Measured<'a> {
             spread: vec![(Vec::new(), Vec::new()); procs.len()],
             correlation: vec![0.0; procs.len()],
             wait,
-            runs_seen: vec![0; procs.len()],
-            running_ms: vec![0.0; procs.len()],
-            stall_ms: vec![Vec::new(); procs.len()],
         };
         m.measure_contention()?;
         m.measure_lag();
@@ -263,6 +248,12 @@ impl<'a> Measured<'a> {
         let g = &self.graphs[m];
         let (bytes, shapes) = onnx_of(g, self.layers[m].layers[a..b].to_vec())?;
         Ok(Some((format!("{} ({} layers)", g.name, b - a), bytes, shapes)))
+    }
+
+    /// Sends a piece to processor `p`'s timing thread and waits for the
+    /// median ms of `runs` timed runs.
+    fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<f64, String> {
+        Ok(median_run(self.ask_times(p, bytes, shapes, runs)?))
     }
 
     /// The time already known for a piece: while re-timing, only one timed
@@ -345,11 +336,8 @@ impl<'a> Measured<'a> {
                 into.extend(times.iter().map(|t| t / median));
                 median
             };
-            let mut seen = Vec::with_capacity(2 * CONTENTION_ROUNDS);
             for _ in 0..CONTENTION_ROUNDS {
-                let at = time()?;
-                let a = relative(&at, &mut alone_runs);
-                seen.push(at);
+                let a = relative(&time()?, &mut alone_runs);
                 let stop = Arc::new(AtomicBool::new(false));
                 let mut stopped = Vec::new();
                 for &(q, (_, b, sh)) in &loaders {
@@ -366,16 +354,10 @@ impl<'a> Measured<'a> {
                 for rx in stopped {
                     let _ = rx.recv();
                 }
-                let s = s?;
-                let s_median = relative(&s, &mut shared_runs);
-                seen.push(s);
-                let s = s_median;
+                let s = relative(&s?, &mut shared_runs);
                 alone.push(a);
                 shared.push(s);
                 ratios.push(s / a);
-            }
-            for times in &seen {
-                self.observe(p, times);
             }
             let median = |v: Vec<f64>| Timing::of(v).map_or(f64::NAN, |t| t.median_ms);
             let (lo, hi) = ratios
@@ -465,24 +447,7 @@ impl<'a> Measured<'a> {
 
     fn time(&mut self, model: usize, nodes: Vec<NodeId>, p: usize) -> Result<f64, String> {
         let (bytes, shapes) = onnx_of(&self.graphs[model], nodes).map_err(|e| format!("{e:#}"))?;
-        let times = self.ask_times(p, bytes, shapes, RUNS)?;
-        self.observe(p, &times);
-        Ok(median_run(times))
-    }
-
-    /// Counts the runs of one piece on processor `p` and the stalls among them.
-    fn observe(&mut self, p: usize, times: &[f64]) {
-        if times.is_empty() {
-            return;
-        }
-        let median = median_run(times.to_vec());
-        self.runs_seen[p] += times.len();
-        self.running_ms[p] += median * times.len() as f64;
-        let stalls = times
-            .iter()
-            .filter(|t| **t >= 2.0 * median && **t - median >= STALL_MIN_MS)
-            .map(|t| t - median);
-        self.stall_ms[p].extend(stalls);
+        self.ask_time(p, bytes, shapes, RUNS)
     }
 }
 
@@ -565,7 +530,6 @@ impl Costs for Measured<'_> {
                 .ask_cadence(p, batch, RUNS, if round.is_finite() { round } else { 0.0 })
                 .map_err(cost_error)?;
             for (w, t) in ws.into_iter().zip(times) {
-                self.observe(p, &t);
                 let ms = median_run(t);
                 let key = (w.model, w.processor, w.layers.clone());
                 match &mut self.fresh {
@@ -604,19 +568,6 @@ impl Costs for Measured<'_> {
                 self.retimed
             ));
         }
-        for (p, proc_) in self.procs.iter().enumerate() {
-            let s = self.stalls(p);
-            let runs = self.runs_seen[p];
-            n.push(match (s.extra_ms.first(), s.extra_ms.last()) {
-                (Some(lo), Some(hi)) => format!(
-                    "stalls on {}: {} of {runs} timed runs took twice their piece's median and {STALL_MIN_MS} ms more ({lo:.2}-{hi:.2} ms more; one per {:.0} ms of running); the figures a plan is judged by draw them at that rate, the search and α* do not (measured)",
-                    proc_.name,
-                    s.extra_ms.len(),
-                    1.0 / s.per_ms
-                ),
-                _ => format!("stalls on {}: none in {runs} timed runs (measured)", proc_.name),
-            });
-        }
         n
     }
 
@@ -651,20 +602,6 @@ impl Costs for Measured<'_> {
 
     fn spread_correlation(&self, p: usize) -> f64 {
         self.correlation.get(p).copied().unwrap_or(0.0)
-    }
-
-    /// The stalls seen among every timed run on processor `p` so far, per
-    /// ms of running.
-    fn stalls(&self, p: usize) -> Stalls {
-        let (Some(ms), Some(extra)) = (self.running_ms.get(p), self.stall_ms.get(p)) else {
-            return Stalls::default();
-        };
-        let mut extra_ms = extra.clone();
-        extra_ms.sort_by(f64::total_cmp);
-        Stalls {
-            per_ms: if *ms > 0.0 { extra_ms.len() as f64 / ms } else { 0.0 },
-            extra_ms,
-        }
     }
 
     fn finish(&mut self) -> Result<(), String> {

@@ -7,8 +7,7 @@
 //! model-level mapping (also a point of the search space) are simulated on
 //! pieces timed afresh as served (pass 1) and the best is chosen; its
 //! figures, and the best mapping's, then come from a second fresh timing
-//! (pass 2) that played no part in any choice, with the stalls measured
-//! meanwhile drawn into them (the search itself never draws stalls).
+//! (pass 2) that played no part in any choice.
 
 use anyhow::Result;
 use scheduler_rt::multi::puzzle::chromosome::Chromosome;
@@ -111,12 +110,10 @@ pub fn choose(
     problem.costs.retime();
     let (source, c) = &candidates[k];
     let built = problem.build(c)?;
-    problem.stalls = true;
     let outcome = problem.simulate(&built, w)?;
     let saturation = problem.saturation(&built, max_multiplier)?;
     let best_built = problem.build_pieces(best_mapping.pieces.clone(), best_mapping.rank.clone())?;
     let best_outcome = problem.simulate(&best_built, w)?;
-    problem.stalls = false;
     Ok(Some(Retimed {
         source: *source,
         choice_score,

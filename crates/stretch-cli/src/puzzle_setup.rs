@@ -63,7 +63,6 @@ pub fn problem<'a>(sc: &'a Scenario, costs: &'a mut dyn Costs, periods: usize) -
         workload: sc.workload.clone(),
         periods,
         simulations: 0,
-        stalls: false,
     };
     let iso = isolated_ms(&mut problem)?;
     let fastest: Vec<f64> = iso

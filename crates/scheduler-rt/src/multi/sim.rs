@@ -65,35 +65,6 @@ pub struct Truth {
     /// draws (a Gaussian AR(1) mapped onto the measured shape, so each
     /// draw still follows the shape); missing or 0: independent draws.
     pub spread_correlation: Vec<f64>,
-    /// Per worker: its rare stalls of milliseconds ([`Stalls`]), drawn
-    /// where [`SimOptions::stalls`] is on; missing: none.
-    pub stalls: Vec<Stalls>,
-}
-
-/// A processor's rare stalls: runs that take milliseconds longer than the
-/// rest, as when the machine takes the core away (a hypervisor, an
-/// interrupt storm). A run of `ms` stalls with probability
-/// 1 − e^(−`per_ms` · `ms`) and then takes one of `extra_ms` (drawn
-/// uniformly) longer.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Stalls {
-    pub per_ms: f64,
-    pub extra_ms: Vec<f64>,
-}
-
-impl Stalls {
-    /// The stall a run of `ms` takes (0 for none), with `u` and `v`
-    /// uniform in [0, 1).
-    pub fn extra(&self, ms: f64, u: f64, v: f64) -> f64 {
-        if self.extra_ms.is_empty() || self.per_ms <= 0.0 || !ms.is_finite() {
-            return 0.0;
-        }
-        if u < 1.0 - (-self.per_ms * ms).exp() {
-            pick_at(v, &self.extra_ms)
-        } else {
-            0.0
-        }
-    }
 }
 
 /// Noise and contention of simulated workers, on top of [`Truth`].
@@ -113,8 +84,6 @@ pub struct SimOptions {
     /// End the run at the first job that finishes past its SLO (a search
     /// that only needs to know whether every job meets it).
     pub stop_at_first_miss: bool,
-    /// Draw the truth's [`Truth::stalls`].
-    pub stalls: bool,
 }
 
 impl Default for SimOptions {
@@ -125,7 +94,6 @@ impl Default for SimOptions {
             seed: 0,
             drift: false,
             stop_at_first_miss: false,
-            stalls: true,
         }
     }
 }
@@ -375,9 +343,6 @@ pub fn simulate_thermal(
                 }
                 ms *= speed.1;
             }
-            if let Some(s) = truth.stalls.get(d.worker).filter(|s| options.stalls && s.per_ms > 0.0) {
-                ms += s.extra(ms, rng.next_f64(), rng.next_f64());
-            }
             if let Some(t) = thermal.as_deref_mut() {
                 ms *= t.latency_factor(d.worker);
                 t.started(d.worker);
@@ -498,23 +463,6 @@ mod tests {
         let mut rng = SplitMix64::new(11);
         let mut z = None;
         (0..n).map(|_| correlated_uniform(&mut z, rho, &mut rng)).collect()
-    }
-
-    #[test]
-    fn stalls_come_at_their_rate_per_ms_of_running() {
-        let s = Stalls {
-            per_ms: 0.01,
-            extra_ms: vec![1.0, 3.0],
-        };
-        let mut rng = SplitMix64::new(7);
-        let draws: Vec<f64> = (0..20_000)
-            .map(|_| s.extra(10.0, rng.next_f64(), rng.next_f64()))
-            .collect();
-        let stalled = draws.iter().filter(|x| **x > 0.0).count() as f64 / draws.len() as f64;
-        let expected = 1.0 - (-0.1f64).exp();
-        assert!((stalled - expected).abs() < 0.01, "{stalled} against {expected}");
-        assert!(draws.iter().all(|x| [0.0, 1.0, 3.0].contains(x)));
-        assert_eq!(Stalls::default().extra(10.0, 0.0, 0.0), 0.0);
     }
 
     #[test]

@@ -187,7 +187,6 @@ fn from_device(
             speed_window_ms: 0.0,
             arrival_lag_quantiles: Vec::new(),
             spread_correlation: Vec::new(),
-            stalls: Vec::new(),
         },
         isolated: None,
         registration: None,
@@ -327,7 +326,6 @@ pub fn run(a: Args) -> Result<()> {
         seed: a.seed,
         drift: a.drift,
         stop_at_first_miss: false,
-        stalls: true,
     };
     let mut rows = Vec::new();
     let mut last = None;

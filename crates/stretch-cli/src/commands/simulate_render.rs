@@ -100,7 +100,6 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         seed: a.seed,
         drift: false,
         stop_at_first_miss: false,
-        stalls: true,
     };
     let mut modes: Vec<ChunkMode> = Vec::new();
     for p in policies {

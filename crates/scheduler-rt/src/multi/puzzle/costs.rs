@@ -3,7 +3,6 @@
 
 use super::PuzzleError;
 use super::chromosome::LayerGraph;
-use crate::multi::sim::Stalls;
 use graph_ir::{Graph, NodeId};
 use predictor::{DeviceModel, LatencyModel};
 use std::collections::HashMap;
@@ -60,11 +59,6 @@ pub trait Costs {
     /// ([`crate::multi::sim::Truth::spread_correlation`]).
     fn spread_correlation(&self, _p: usize) -> f64 {
         0.0
-    }
-    /// Processor `p`'s rare stalls of milliseconds
-    /// ([`crate::multi::sim::Stalls`]); none by default.
-    fn stalls(&self, _p: usize) -> Stalls {
-        Stalls::default()
     }
     /// How late the driver wakes for a tick, at evenly spaced quantiles
     /// ([`crate::multi::sim::Truth::arrival_lag_quantiles`]); empty: never.

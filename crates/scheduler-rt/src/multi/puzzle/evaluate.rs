@@ -158,12 +158,6 @@ pub struct Problem<'a> {
     pub periods: usize,
     /// Simulated runs so far.
     pub simulations: usize,
-    /// Whether [`Problem::simulate`] and [`Problem::simulate_log`] draw the
-    /// costs' [`Costs::stalls`]: off for the search (a plan would win on a
-    /// lucky draw of rare events) and never in [`Problem::saturates`] (on a
-    /// machine that stalls nothing saturates); on for the figures a plan
-    /// is judged by.
-    pub stalls: bool,
 }
 
 impl Problem<'_> {
@@ -244,7 +238,6 @@ impl Problem<'_> {
                 overhead_ms: self.costs.dispatch_ms(),
                 arrival_lag_quantiles: self.costs.arrival_lag_ms(),
                 spread_correlation: (0..n).map(|p| self.costs.spread_correlation(p)).collect(),
-                stalls: (0..n).map(|p| self.costs.stalls(p)).collect(),
                 ..Truth::default()
             },
             rank,
@@ -325,8 +318,6 @@ impl Problem<'_> {
         w
     }
 
-    /// One simulated run; the runs of [`Problem::saturates`] (stopping at
-    /// the first miss) never draw stalls.
     fn run_log(
         &mut self,
         units: Vec<ModelUnits>,
@@ -349,7 +340,6 @@ impl Problem<'_> {
         let mut sched = Scheduler::new(units, &self.names, policy, est);
         let options = SimOptions {
             stop_at_first_miss,
-            stalls: self.stalls && !stop_at_first_miss,
             ..SimOptions::default()
         };
         let log = simulate(&mut sched, w, slo, truth, options).map_err(|e| PuzzleError::Model {
@@ -404,7 +394,6 @@ impl Problem<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::multi::sim::Stalls;
     use crate::multi::support::OpSupport;
     use graph_ir::builder::Builder;
     use graph_ir::ops::UnaryOp;
@@ -468,7 +457,6 @@ mod tests {
             workload,
             periods: 1,
             simulations: 0,
-            stalls: false,
         }
     }
 
@@ -502,48 +490,6 @@ mod tests {
         let rows = candidate_rows(&mut Spread, 0, &layers[0], &built.units[0], 2).unwrap();
         assert_eq!(rows[0][0].alone_shape, [0.5, 1.5]);
         assert!(rows[1][1].alone_shape.is_empty());
-    }
-
-    /// Every piece 1 ms a layer; every run on processor 0 stalls 5 ms.
-    struct Stalling;
-
-    impl Costs for Stalling {
-        fn compute_ms(&mut self, _model: usize, layers: &[usize], _p: usize) -> Result<f64, PuzzleError> {
-            Ok(layers.len() as f64)
-        }
-        fn comm_ms(&mut self, _from: usize, _to: usize, _bytes: u64) -> Result<f64, PuzzleError> {
-            Ok(0.0)
-        }
-        fn stalls(&self, p: usize) -> Stalls {
-            match p {
-                0 => Stalls {
-                    per_ms: 1e9,
-                    extra_ms: vec![5.0],
-                },
-                _ => Stalls::default(),
-            }
-        }
-    }
-
-    #[test]
-    fn stalls_lengthen_runs_only_where_the_problem_draws_them() {
-        let (g, lg, names) = chain(&[UnaryOp::Relu, UnaryOp::Sigmoid]);
-        let (graphs, layers) = (vec![g], vec![lg]);
-        let mut costs = Stalling;
-        let mut problem = test_problem(&graphs, &layers, &names, &mut costs, workload("arrival = \"closed\""));
-        let pieces = vec![vec![Piece {
-            layers: vec![0, 1],
-            processor: 0,
-        }]];
-        let built = problem.build_pieces(pieces, vec![0]).unwrap();
-        let w = problem.workload.clone();
-        let run_ms = |problem: &mut Problem| {
-            let log = problem.simulate_log(&built, &w).unwrap();
-            log.spans.iter().map(|s| s.end_ms - s.start_ms).collect::<Vec<f64>>()
-        };
-        assert_eq!(run_ms(&mut problem), [2.0]);
-        problem.stalls = true;
-        assert_eq!(run_ms(&mut problem), [7.0]);
     }
 
     /// Records what it is asked to prefetch; every piece 1 ms.
