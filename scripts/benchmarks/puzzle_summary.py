@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarises logs of scripts/benchmarks/puzzle_host.sh: per log and plan,
 the served median makespan against the analyzer's and the re-timed
-simulation's figure, and per build each piece's served median engine time
+simulation's figure (their median where the log has it, else their mean), the
+served mean against the analyzer's mean, and per build each piece's served median engine time
 over its re-timed one (pieces of at least 0.1 ms re-timed).
 
     puzzle_summary.py A1.log A2.log ... [-- B1.log B2.log ...]   (.log.gz too)
@@ -11,8 +12,15 @@ import re
 import statistics
 import sys
 
-ANALYZE = re.compile(r"predicted by analyze ([\d.]+) ms; measured mean [\d.]+ ms \(([-+\d.]+)%\), p50 ([\d.]+) ms \(([-+\d.]+)%\)")
-RETIMED = re.compile(r"re-timed before each round ([\d.]+) ms at the served period; measured mean ([-+\d.]+)%, p50 ([-+\d.]+)%")
+# "predicted by analyze 2.29 ms; ..." (mean only) or "predicted by analyze mean 2.29 ms, p50 2.27 ms; ..."
+ANALYZE = re.compile(
+    r"predicted by analyze (?:mean )?([\d.]+) ms(?:, p50 ([\d.]+) ms)?; "
+    r"measured mean [\d.]+ ms \(([-+\d.]+)%\), p50 ([\d.]+) ms \(([-+\d.]+)%\)"
+)
+RETIMED = re.compile(
+    r"re-timed before each round (?:mean )?([\d.]+) ms(?:, p50 [\d.]+ ms)? at the served period; "
+    r"measured mean ([-+\d.]+)%, p50 ([-+\d.]+)%"
+)
 PIECES = re.compile(r"^\s+(\S+)\s+pieces, median ms served \(simulated with the pieces re-timed now\): (.*)$")
 PLAN = re.compile(r"^plan (\S+) \(static\)")
 
@@ -35,7 +43,12 @@ def parse(path):
         if cur is None:
             continue
         if m := ANALYZE.search(line):
-            cur.update(analyze=float(m.group(1)), p50=float(m.group(3)), vs_analyze=float(m.group(4)))
+            cur.update(
+                analyze=float(m.group(1)),
+                mean_vs_analyze=float(m.group(3)),
+                p50=float(m.group(4)),
+                vs_analyze=float(m.group(5)),
+            )
         elif m := RETIMED.search(line):
             cur.update(retimed=float(m.group(1)), vs_retimed=float(m.group(3)))
         elif m := PIECES.match(line):
@@ -57,19 +70,20 @@ def summarise(label, logs):
                 f"{path}: {name:24} analyze {p['analyze']:6.2f}  re-timed {p.get('retimed', float('nan')):6.2f}  "
                 f"p50 {p['p50']:6.2f}  vs analyze {p['vs_analyze']:+6.1f}%  vs re-timed {p.get('vs_retimed', float('nan')):+6.1f}%"
             )
-            w = within.setdefault(name, [0, 0, 0])
+            w = within.setdefault(name, [0, 0, 0, 0])
             w[0] += 1
             w[1] += abs(p["vs_analyze"]) <= 10
             w[2] += abs(p.get("vs_retimed", 1e9)) <= 10
+            w[3] += abs(p["mean_vs_analyze"]) <= 10
             ratios.setdefault(name, []).extend(s / r for _, s, r in p["pieces"] if r >= 0.1)
-    for name, (n, a, r) in within.items():
+    for name, (n, a, r, mean) in within.items():
         rs = ratios.get(name, [])
         spread = (
             f"pieces served / re-timed: median {statistics.median(rs):.3f}, range {min(rs):.2f}-{max(rs):.2f} over {len(rs)}"
             if rs
             else "no pieces of 0.1 ms or more"
         )
-        print(f"  {name}: p50 within 10% of analyze {a}/{n}, of re-timed {r}/{n}; {spread}")
+        print(f"  {name}: p50 within 10% of analyze {a}/{n}, of re-timed {r}/{n}; mean within 10% of analyze {mean}/{n}; {spread}")
 
 
 def main(argv):

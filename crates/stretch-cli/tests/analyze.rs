@@ -321,6 +321,13 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
     } else {
         assert!(again_figures["from_front_plan"].as_u64().is_some(), "{figures}");
     }
+    let group = &figures["figures"]["groups"][0];
+    let (mean, p50) = (
+        group["mean_makespan_ms"].as_f64().expect("mean makespan"),
+        group["p50_makespan_ms"].as_f64().expect("median makespan"),
+    );
+    let said = format!("predicted by analyze mean {mean:.2} ms, p50 {p50:.2} ms; measured mean");
+    assert!(out.contains(&said), "no '{said}' in:\n{out}");
     for needle in [
         "plan plan.json (static): score",
         "plan plan.best-mapping.json (static): score",

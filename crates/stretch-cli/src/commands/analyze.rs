@@ -537,6 +537,7 @@ fn group_figures(w: &scheduler_rt::multi::workload::Workload, o: &Outcome) -> Ve
                 "base_period_ms": grp.base_ms,
                 "period_ms": grp.period_ms,
                 "mean_makespan_ms": obj[2 * g],
+                "p50_makespan_ms": o.makespans.get(g).map(|m| score::quantile(m, 0.5)),
                 "p90_makespan_ms": obj[2 * g + 1],
             })
         })

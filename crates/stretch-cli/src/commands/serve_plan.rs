@@ -4,7 +4,7 @@
 //! measured, beside what the analyzer predicted.
 
 use super::serve::Args;
-use super::serve_plan_report::{Gathered, Report, RunReport};
+use super::serve_plan_report::{Gathered, Predicted, Report, RunReport};
 use crate::multi_common as mc;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
@@ -74,8 +74,11 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         server.register(&mut est).context("registration")?;
         let predicted = plan.figures["groups"].as_array().map(|g| {
             g.iter()
-                .map(|x| x["mean_makespan_ms"].as_f64().unwrap_or(f64::NAN))
-                .collect::<Vec<f64>>()
+                .map(|x| Predicted {
+                    mean_ms: x["mean_makespan_ms"].as_f64().unwrap_or(f64::NAN),
+                    p50_ms: x["p50_makespan_ms"].as_f64(),
+                })
+                .collect::<Vec<Predicted>>()
         });
         served.push(Served {
             path: path.clone(),
@@ -282,8 +285,8 @@ struct Served {
     est: Estimator,
     rank: Vec<usize>,
     pieces: Vec<Vec<Piece>>,
-    /// Per group, the analyzer's mean makespan (ms).
-    predicted: Option<Vec<f64>>,
+    /// Per group, the analyzer's makespans.
+    predicted: Option<Vec<Predicted>>,
     /// Per app, the analyzer's simulated figures.
     predicted_apps: Vec<Option<AppFigures>>,
 }
