@@ -5,7 +5,12 @@
 //! `spin_loop`, or busy with register-only arithmetic), in interleaved
 //! rounds; prints each mode's median and its ratio to back to back.
 //!
-//! cargo run --release -p scheduler-rt --features ort --example idle_gap -- ENGINE MODEL.onnx CORE [ROUNDS]
+//! With READER_CORE, two more modes hand each run's outputs to a thread
+//! pinned there that reads every value (as a consumer on another
+//! processor does) before the next run: dropping them at once, or keeping
+//! the last two alive.
+//!
+//! cargo run --release -p scheduler-rt --features ort --example idle_gap -- ENGINE MODEL.onnx CORE [ROUNDS [READER_CORE]]
 //! (ENGINE: tract or ort; the model's input is random, its shape read from the file)
 
 use scheduler_rt::{EngineKind, ProcessorConfig, Value, WorkerKind, make_engine};
@@ -21,6 +26,8 @@ enum Gap {
     Sleep(u64),
     Spin(u64),
     Busy(u64),
+    /// Read by the reader thread, which keeps the last `kept` outputs.
+    ReadBy(usize),
 }
 
 impl Gap {
@@ -31,12 +38,13 @@ impl Gap {
             Gap::Sleep(us) => format!("sleep {:.1} ms", us as f64 / 1e3),
             Gap::Spin(us) => format!("poll {:.1} ms", us as f64 / 1e3),
             Gap::Busy(us) => format!("busy {:.1} ms", us as f64 / 1e3),
+            Gap::ReadBy(kept) => format!("read on the reader's core, {kept} kept"),
         }
     }
 
     fn wait(self) {
         match self {
-            Gap::None | Gap::KeepTwo => {}
+            Gap::None | Gap::KeepTwo | Gap::ReadBy(_) => {}
             Gap::Sleep(us) => std::thread::sleep(Duration::from_micros(us)),
             Gap::Spin(us) | Gap::Busy(us) => {
                 let t = Instant::now();
@@ -82,7 +90,7 @@ fn main() -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .into_tvalue();
     let c = e.compile(&bytes)?;
-    let gaps = [
+    let mut gaps = vec![
         Gap::None,
         Gap::KeepTwo,
         Gap::Sleep(500),
@@ -91,6 +99,14 @@ fn main() -> Result<(), String> {
         Gap::Spin(2000),
         Gap::Busy(2000),
     ];
+    let reader = match args.get(5) {
+        Some(r) => {
+            let rc: usize = r.parse().map_err(|_| format!("bad reader core '{r}'"))?;
+            gaps.extend([Gap::ReadBy(0), Gap::ReadBy(2)]);
+            Some(reader_thread(rc)?)
+        }
+        None => None,
+    };
     println!(
         "{} on core {core}, {} ({RUNS} runs per mode and round, median ms)",
         args[2],
@@ -98,7 +114,7 @@ fn main() -> Result<(), String> {
     );
     for round in 0..rounds {
         let mut medians = Vec::new();
-        for g in gaps {
+        for &g in &gaps {
             let mut ts = Vec::with_capacity(RUNS);
             let mut kept = std::collections::VecDeque::new();
             for _ in 0..RUNS {
@@ -106,6 +122,11 @@ fn main() -> Result<(), String> {
                 let t = Instant::now();
                 let out = c.run(tvec![x.clone()])?;
                 ts.push(t.elapsed().as_secs_f64() * 1e3);
+                if let (Gap::ReadBy(k), Some((tx, done))) = (g, &reader) {
+                    tx.send((out, k)).map_err(|_| "the reader stopped")?;
+                    done.recv().map_err(|_| "the reader stopped")?;
+                    continue;
+                }
                 if matches!(g, Gap::KeepTwo) {
                     kept.push_back(out);
                     if kept.len() > 2 {
@@ -124,4 +145,40 @@ fn main() -> Result<(), String> {
         println!("round {round}: {}", line.join(", "));
     }
     Ok(())
+}
+
+type Reader = (
+    std::sync::mpsc::Sender<(TVec<Value>, usize)>,
+    std::sync::mpsc::Receiver<()>,
+);
+
+/// A thread pinned to `core` that reads every f32 of each outputs it is
+/// sent, keeps the last `kept` of them alive and answers when done.
+fn reader_thread(core: usize) -> Result<Reader, String> {
+    let cores = predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?;
+    let (tx, rx) = std::sync::mpsc::channel::<(TVec<Value>, usize)>();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if scheduler_rt::affinity::pin_current_thread(&cores).is_err() {
+            return;
+        }
+        let mut kept = std::collections::VecDeque::new();
+        for (outs, k) in rx {
+            let mut sum = 0.0f32;
+            for v in &outs {
+                if let Ok(xs) = v.try_as_plain_ram().and_then(|p| p.as_slice::<f32>()) {
+                    sum += xs.iter().sum::<f32>();
+                }
+            }
+            std::hint::black_box(sum);
+            kept.push_back(outs);
+            while kept.len() > k {
+                kept.pop_front();
+            }
+            if done_tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    Ok((tx, done))
 }
