@@ -75,6 +75,7 @@ fn concurrent_clients(rt: &Arc<Runtime>, g: &Graph, clients: u64, requests: u64)
 
 #[test]
 fn one_two_and_three_workers_match_the_whole_graph() {
+    let _workers = shared_workers();
     let one = unannotated(8, 1).unwrap();
     let rt = Runtime::load(&one, &ProcessorConfig::default_set(1), tract()).unwrap();
     assert_eq!(rt.partition().subgraphs.len(), 1);
@@ -85,6 +86,7 @@ fn one_two_and_three_workers_match_the_whole_graph() {
 
 #[test]
 fn eight_clients_get_their_own_results() {
+    let _workers = shared_workers();
     let g = two_branch(8, 1).unwrap();
     let rt = Arc::new(Runtime::load(&g, &ProcessorConfig::default_set(2), tract()).unwrap());
     concurrent_clients(&rt, &g, 8, 50);
@@ -140,6 +142,7 @@ impl Engine for FaultyEngine {
 
 #[test]
 fn a_failing_or_panicking_engine_fails_only_its_request() {
+    let _workers = shared_workers();
     let g = two_branch(8, 1).unwrap();
     let reference = whole(&g);
     for panic in [false, true] {
@@ -178,6 +181,7 @@ fn a_failing_or_panicking_engine_fails_only_its_request() {
 
 #[test]
 fn bad_inputs_and_configs_are_named() {
+    let _workers = shared_workers();
     let g = two_branch(8, 1).unwrap();
     let e = Runtime::load(&g, &ProcessorConfig::default_set(1), tract())
         .err()
@@ -202,11 +206,13 @@ fn bad_inputs_and_configs_are_named() {
 
 #[test]
 fn disabling_a_processor_mid_run_loses_no_request() {
+    let _workers = shared_workers();
     disabling_loses_no_request(scheduler_rt::WorkerKind::Pool);
 }
 
 #[test]
 fn disabling_a_queue_processor_mid_run_loses_no_request() {
+    let _workers = shared_workers();
     disabling_loses_no_request(scheduler_rt::WorkerKind::Queue);
 }
 
@@ -282,6 +288,7 @@ fn disabling_loses_no_request(kind: scheduler_rt::WorkerKind) {
 #[cfg(feature = "ort")]
 #[test]
 fn onnxruntime_processors_match_the_whole_graph() {
+    let _workers = shared_workers();
     let g = three_branch(8).unwrap();
     let procs: Vec<ProcessorConfig> = ["cpu0=inline,engine=ort", "cpu1=pool,engine=ort,threads=2", "cpu2=queue"]
         .iter()
@@ -300,6 +307,7 @@ fn onnxruntime_processors_match_the_whole_graph() {
 #[cfg(not(feature = "ort"))]
 #[test]
 fn onnxruntime_processors_need_the_feature() {
+    let _workers = shared_workers();
     let procs: Vec<ProcessorConfig> = vec!["cpu0=inline,engine=ort".parse().unwrap()];
     let e = Runtime::load(&unannotated(8, 1).unwrap(), &procs, tract())
         .err()
@@ -335,6 +343,7 @@ fn gpu_chain() -> Graph {
 
 #[test]
 fn a_queue_worker_runs_chained_subgraphs_without_waiting_for_the_scheduler() {
+    let _workers = shared_workers();
     use scheduler_rt::testing::slowed_factory;
     use std::sync::atomic::AtomicU64;
     let g = gpu_chain();
@@ -409,6 +418,7 @@ impl Engine for Recording {
 
 #[test]
 fn subgraphs_nothing_runs_beside_get_their_alone_threads_on_every_core() {
+    let _workers = shared_workers();
     let g = two_branch(8, 1).unwrap();
     let reference = whole(&g);
     let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -442,6 +452,15 @@ fn subgraphs_nothing_runs_beside_get_their_alone_threads_on_every_core() {
     );
 }
 
+/// Tests that start runtimes hold this lock shared; the test that counts
+/// what idle workers named `stretch-cpu1` do holds it alone, so that the
+/// busy workers of tests running beside it are not counted with its own.
+static WORKER_THREADS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared_workers() -> std::sync::RwLockReadGuard<'static, ()> {
+    WORKER_THREADS.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Activity of this process's threads named `name`: CPU clock ticks (user
 /// and system) plus context switches (voluntary and not), summed. A thread
 /// blocked on a channel adds nothing; one polling adds ticks on an idle
@@ -469,6 +488,7 @@ fn thread_activity(name: &str) -> Option<u64> {
 
 #[test]
 fn polling_processors_match_the_whole_graph_and_block_between_requests() {
+    let _alone = WORKER_THREADS.write().unwrap_or_else(|e| e.into_inner());
     let g = two_branch(8, 1).unwrap();
     let procs: Vec<ProcessorConfig> = ["cpu0=inline,wait=poll", "cpu1=pool,wait=poll"]
         .iter()
