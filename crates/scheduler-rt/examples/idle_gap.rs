@@ -152,7 +152,7 @@ type Reader = (
     std::sync::mpsc::Receiver<()>,
 );
 
-/// A thread pinned to `core` that reads every f32 of each outputs it is
+/// A thread pinned to `core` that reads every f32 of each run's outputs it is
 /// sent, keeps the last `kept` of them alive and answers when done.
 fn reader_thread(core: usize) -> Result<Reader, String> {
     let cores = predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?;

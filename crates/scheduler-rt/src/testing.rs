@@ -7,8 +7,9 @@
 
 use crate::config::ProcessorConfig;
 use crate::engine::{Compiled, Engine, EngineFactory, Value, make_engine};
+use crate::multi::OpSupport;
 use graph_ir::builder::{Builder, ConvSpec};
-use graph_ir::ops::Concat;
+use graph_ir::ops::{Concat, UnaryOp};
 use graph_ir::{Graph, GraphError, Op, keys};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,4 +141,21 @@ pub fn slowed_factory(delays: Vec<(String, Arc<AtomicU64>)>) -> Arc<EngineFactor
             None => inner,
         })
     })
+}
+
+/// A chain of unary operators named `op0`, `op1`, ... from a 1x2x2x2
+/// input `x` to output `y`: the smallest model the multi-DNN policies cut
+/// into units.
+pub fn unary_chain(ops: &[UnaryOp]) -> Result<Graph, GraphError> {
+    let mut b = Builder::new("chain");
+    let mut y = b.input("x", &[1, 2, 2, 2])?;
+    for (i, op) in ops.iter().enumerate() {
+        y = b.unary(&format!("op{i}"), y, *op)?;
+    }
+    b.finish("y", y)
+}
+
+/// A processor that runs only the ONNX operator types `ops`.
+pub fn support_only(ops: &[&str]) -> OpSupport {
+    OpSupport::Only(ops.iter().map(|s| s.to_string()).collect())
 }

@@ -1,8 +1,6 @@
 //! The multi-DNN policies: Band's dynamic program against brute force,
 //! Band's Fig. 12 for LST, and each baseline's distinctive decision.
 
-use graph_ir::Graph;
-use graph_ir::builder::Builder;
 use graph_ir::ops::UnaryOp;
 use graph_ir::rng::SplitMix64;
 use proptest::prelude::*;
@@ -13,30 +11,18 @@ use scheduler_rt::multi::{
     Assignment, Estimator, EstimatorParams, Job, JobSpec, ModelUnits, OpSupport, POLICY_NAMES, Policy, Scheduler, Task,
     View, WorkerState, analyze, policy_by_name,
 };
+use scheduler_rt::testing::{support_only, unary_chain};
 use std::collections::{HashMap, VecDeque};
 
 const CPU: usize = 0;
 const NPU: usize = 1;
-
-fn chain(ops: &[UnaryOp]) -> Graph {
-    let mut b = Builder::new("chain");
-    let mut y = b.input("x", &[1, 2, 2, 2]).unwrap();
-    for (i, op) in ops.iter().enumerate() {
-        y = b.unary(&format!("op{i}"), y, *op).unwrap();
-    }
-    b.finish("y", y).unwrap()
-}
-
-fn only(ops: &[&str]) -> OpSupport {
-    OpSupport::Only(ops.iter().map(|s| s.to_string()).collect())
-}
 
 fn names(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("w{i}")).collect()
 }
 
 fn model(ops: &[UnaryOp], support: &[OpSupport]) -> ModelUnits {
-    analyze(&chain(ops), &names(support.len()), support).unwrap()
+    analyze(&unary_chain(ops).unwrap(), &names(support.len()), support).unwrap()
 }
 
 /// Sets the estimate of units `first..=last` of `model` on `worker`.
@@ -215,7 +201,7 @@ fn region_plan_on_analyzed_models_equals_brute_force() {
                     .filter(|s| *s & (1 << k) != 0)
                     .map(|s| op_of(*s).onnx_name())
                     .collect();
-                only(&names)
+                support_only(&names)
             })
             .collect();
         let models = vec![model(&unit_ops, &support)];
@@ -260,7 +246,7 @@ fn region_plan_on_analyzed_models_equals_brute_force() {
 fn fig12() -> (Vec<ModelUnits>, Estimator) {
     let support = [
         OpSupport::AllBut(["Sigmoid".to_string(), "Clip".to_string()].into()),
-        only(&["Relu", "Sigmoid", "HardSwish", "Clip"]),
+        support_only(&["Relu", "Sigmoid", "HardSwish", "Clip"]),
     ];
     let job1 = model(&[UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Tanh], &support);
     let job2 = model(&[UnaryOp::HardSwish, UnaryOp::Clip { min: None, max: None }], &support);
@@ -358,7 +344,7 @@ fn lst_runs_late_jobs_after_feasible_ones_and_never_drops_them() {
 /// even where a split would be faster.
 #[test]
 fn lst_whole_model_only_never_splits_a_region() {
-    let support = [OpSupport::All, only(&["Relu"])];
+    let support = [OpSupport::All, support_only(&["Relu"])];
     let models = vec![model(&[UnaryOp::Relu, UnaryOp::Tanh], &support)];
     let mut e = Estimator::new(EstimatorParams::default(), &[false, true], &models);
     set(&mut e, &models, 0, (0, 0), NPU, 1.0);
@@ -428,7 +414,7 @@ fn job_latency_follows_the_critical_path_of_a_dag() {
 /// stays on the NPU, and an NPU outage sends everything left to the CPU.
 #[test]
 fn fixed_falls_back_to_the_cpu_for_unsupported_units() {
-    let support = [OpSupport::All, only(&["Relu"])];
+    let support = [OpSupport::All, support_only(&["Relu"])];
     let models = vec![model(
         &[UnaryOp::Relu, UnaryOp::Tanh, UnaryOp::Relu, UnaryOp::Tanh],
         &support,

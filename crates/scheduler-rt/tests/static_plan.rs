@@ -5,8 +5,6 @@
 //! and falls back to taking turns where two workers want the same task;
 //! checked here against the rule taken literally.
 
-use graph_ir::Graph;
-use graph_ir::builder::Builder;
 use graph_ir::ops::UnaryOp;
 use proptest::prelude::*;
 use scheduler_rt::multi::policy::static_plan::StaticPlan;
@@ -14,6 +12,7 @@ use scheduler_rt::multi::{
     Assignment, Estimator, EstimatorParams, Job, JobSpec, ModelUnits, OpSupport, Policy, Task, View, WorkerState,
     analyze,
 };
+use scheduler_rt::testing::{support_only, unary_chain};
 use std::collections::{HashMap, VecDeque};
 
 const WORKERS: usize = 3;
@@ -22,37 +21,29 @@ fn names() -> Vec<String> {
     (0..WORKERS).map(|i| format!("w{i}")).collect()
 }
 
-fn chain(ops: &[UnaryOp]) -> Graph {
-    let mut b = Builder::new("chain");
-    let mut y = b.input("x", &[1, 2, 2, 2]).unwrap();
-    for (i, op) in ops.iter().enumerate() {
-        y = b.unary(&format!("op{i}"), y, *op).unwrap();
-    }
-    b.finish("y", y).unwrap()
-}
-
-fn only(ops: &[&str]) -> OpSupport {
-    OpSupport::Only(ops.iter().map(|s| s.to_string()).collect())
-}
-
 /// Three models: one every worker runs whole, one whose Sigmoid only w1
 /// and w2 run, one only w0 runs.
 fn models() -> Vec<ModelUnits> {
     let ops = [UnaryOp::Relu, UnaryOp::Sigmoid];
     vec![
         analyze(
-            &chain(&ops),
+            &unary_chain(&ops).unwrap(),
             &names(),
             &[OpSupport::All, OpSupport::All, OpSupport::All],
         )
         .unwrap(),
         analyze(
-            &chain(&ops),
+            &unary_chain(&ops).unwrap(),
             &names(),
-            &[only(&["Relu"]), OpSupport::All, OpSupport::All],
+            &[support_only(&["Relu"]), OpSupport::All, OpSupport::All],
         )
         .unwrap(),
-        analyze(&chain(&ops), &names(), &[OpSupport::All, only(&[]), only(&[])]).unwrap(),
+        analyze(
+            &unary_chain(&ops).unwrap(),
+            &names(),
+            &[OpSupport::All, support_only(&[]), support_only(&[])],
+        )
+        .unwrap(),
     ]
 }
 

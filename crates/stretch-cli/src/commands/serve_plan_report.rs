@@ -115,20 +115,19 @@ impl RunReport {
         let groups = GroupFigures::of(g.outcome, groups)
             .into_iter()
             .enumerate()
-            .map(|(i, measured)| GroupReport {
-                measured,
-                predicted_by_analyze_ms: g.predicted.and_then(|p| p.get(i)).map(|p| p.mean_ms),
-                predicted_by_analyze_p50_ms: g.predicted.and_then(|p| p.get(i)).and_then(|p| p.p50_ms),
-                simulated_retimed_ms: g
+            .map(|(i, measured)| {
+                let predicted = g.predicted.and_then(|p| p.get(i));
+                let retimed = g
                     .retimed
                     .and_then(|(o, _)| o.makespans.get(i))
-                    .filter(|r| !r.is_empty())
-                    .map(|r| r.iter().sum::<f64>() / r.len() as f64),
-                simulated_retimed_p50_ms: g
-                    .retimed
-                    .and_then(|(o, _)| o.makespans.get(i))
-                    .filter(|r| !r.is_empty())
-                    .map(|r| score::quantile(r, 0.5)),
+                    .filter(|r| !r.is_empty());
+                GroupReport {
+                    measured,
+                    predicted_by_analyze_ms: predicted.map(|p| p.mean_ms),
+                    predicted_by_analyze_p50_ms: predicted.and_then(|p| p.p50_ms),
+                    simulated_retimed_ms: retimed.map(|r| r.iter().sum::<f64>() / r.len() as f64),
+                    simulated_retimed_p50_ms: retimed.map(|r| score::quantile(r, 0.5)),
+                }
             })
             .collect();
         let (lag, over) = g.breakdown.driver_ms();
