@@ -396,6 +396,7 @@ fn the_tensor_pool_cuts_engine_boundary_allocations() {
         per(&on, "bytes_copied_per_request") < per(&off, "bytes_copied_per_request"),
         "off {off}, on {on}"
     );
+    assert!(per(&on, "page_faults_per_request").is_finite(), "{on}");
 }
 
 #[test]

@@ -278,6 +278,9 @@ pub struct PoolReport {
     pub bytes_copied: u64,
     pub allocations_per_request: f64,
     pub bytes_copied_per_request: f64,
+    /// Minor page faults of the whole process during the run.
+    pub page_faults: u64,
+    pub page_faults_per_request: f64,
 }
 
 /// A cloud worker's fitted communication model and how well compute +
@@ -566,18 +569,21 @@ impl PoolReport {
             bytes_copied: c.bytes_copied,
             allocations_per_request: c.allocations as f64 / n,
             bytes_copied_per_request: c.bytes_copied as f64 / n,
+            page_faults: c.page_faults,
+            page_faults_per_request: c.page_faults as f64 / n,
         }
     }
 
     /// One line: per request, then in all.
     pub fn line(&self) -> String {
         format!(
-            "engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request ({} allocated, {} reused in all)",
+            "engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request ({} allocated, {} reused in all); {:.1} minor page faults per request (whole process)",
             if self.enabled { "on" } else { "off" },
             self.allocations_per_request,
             self.bytes_copied_per_request / 1e3,
             self.allocations,
-            self.reused
+            self.reused,
+            self.page_faults_per_request
         )
     }
 }
