@@ -3,7 +3,10 @@
 the served median makespan against the analyzer's and the re-timed
 simulation's figure (their median where the log has it, else their mean), the
 served mean against the analyzer's mean, and per build each piece's served median engine time
-over its re-timed one (pieces of at least 0.1 ms re-timed).
+over its re-timed one (pieces of at least 0.1 ms re-timed); where the log has
+each piece's fastest and slowest median of 100 runs in a row, the runs in
+which a piece of at least 0.1 ms ran a window 1.5x slower than another
+(a phase at another speed).
 
     puzzle_summary.py A1.log A2.log ... [-- B1.log B2.log ...]   (.log.gz too)
 """
@@ -22,6 +25,7 @@ RETIMED = re.compile(
     r"measured mean ([-+\d.]+)%, p50 ([-+\d.]+)%"
 )
 PIECES = re.compile(r"^\s+(\S+)\s+pieces, median ms served \(simulated with the pieces re-timed now\): (.*)$")
+WINDOWS = re.compile(r"^\s+(\S+)\s+pieces, fastest-slowest median of 100 runs in a row: (.*)$")
 PLAN = re.compile(r"^plan (\S+) \(static\)")
 
 
@@ -36,7 +40,7 @@ def parse(path):
     for line in lines:
         m = PLAN.match(line)
         if m:
-            cur = plans.setdefault(m.group(1).rsplit("/", 1)[-1], {"pieces": []})
+            cur = plans.setdefault(m.group(1).rsplit("/", 1)[-1], {"pieces": [], "phases": []})
             continue
         if line.startswith("Band lst"):
             cur = None
@@ -51,6 +55,10 @@ def parse(path):
             )
         elif m := RETIMED.search(line):
             cur.update(retimed=float(m.group(1)), vs_retimed=float(m.group(3)))
+        elif m := WINDOWS.match(line):
+            for i, (lo, ratio) in enumerate(re.findall(r"([\d.]+)-[\d.]+ \(x([\d.]+)\)", m.group(2))):
+                if float(lo) >= 0.1 and float(ratio) >= 1.5:
+                    cur["phases"].append(f"{m.group(1)}[{i}] x{ratio}")
         elif m := PIECES.match(line):
             for served, retimed in re.findall(r"([\d.]+) \(([\d.]+)\)", m.group(2)):
                 cur["pieces"].append((m.group(1), float(served), float(retimed)))
@@ -69,6 +77,7 @@ def summarise(label, logs):
             print(
                 f"{path}: {name:24} analyze {p['analyze']:6.2f}  re-timed {p.get('retimed', float('nan')):6.2f}  "
                 f"p50 {p['p50']:6.2f}  vs analyze {p['vs_analyze']:+6.1f}%  vs re-timed {p.get('vs_retimed', float('nan')):+6.1f}%"
+                + (f"  phases: {', '.join(p['phases'])}" if p["phases"] else "")
             )
             w = within.setdefault(name, [0, 0, 0, 0])
             w[0] += 1

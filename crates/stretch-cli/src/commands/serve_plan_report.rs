@@ -92,6 +92,9 @@ pub struct PieceReport {
     pub served_ms: f64,
     /// With `--retime`: its median in the re-timed simulation.
     pub simulated_retimed_ms: Option<f64>,
+    /// Median engine ms of each 100 runs in a row, in the order they
+    /// finished (`Breakdown::piece_windows`).
+    pub window_medians_ms: Vec<f64>,
 }
 
 /// What one served configuration gathered over the rounds.
@@ -137,6 +140,7 @@ impl RunReport {
             .filter_map(|(a, name)| {
                 let measured = g.breakdown.app(a)?;
                 let served = g.breakdown.piece_medians(a);
+                let windows: HashMap<usize, Vec<f64>> = g.breakdown.piece_windows(a).into_iter().collect();
                 let sim: HashMap<usize, f64> = g
                     .retimed
                     .map(|(_, b)| b.piece_medians(a).into_iter().collect())
@@ -150,6 +154,7 @@ impl RunReport {
                             piece: c,
                             served_ms: ms,
                             simulated_retimed_ms: sim.get(&c).copied(),
+                            window_medians_ms: windows.get(&c).cloned().unwrap_or_default(),
                         })
                         .collect()
                 };
@@ -229,6 +234,9 @@ impl RunReport {
                 "median ms served"
             };
             out.push(format!("    {:<12} pieces, {what}: {}", a.app, text.join(", ")));
+            if let Some(line) = window_line(a) {
+                out.push(line);
+            }
         }
         if let Some(s) = &self.steal {
             out.push(format!("  {}", s.line()));
@@ -259,4 +267,31 @@ impl RunReport {
         }
         out
     }
+}
+
+/// App `a`'s pieces' fastest and slowest median of 100 runs in a row, and
+/// their ratio; `None` unless some piece ran at least two such windows.
+fn window_line(a: &AppReport) -> Option<String> {
+    if a.pieces.iter().all(|p| p.window_medians_ms.len() < 2) {
+        return None;
+    }
+    let text: Vec<String> = a
+        .pieces
+        .iter()
+        .map(|p| {
+            let w = &p.window_medians_ms;
+            let lo = w.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if w.len() < 2 || lo <= 0.0 {
+                "-".to_string()
+            } else {
+                format!("{lo:.3}-{hi:.3} (x{:.2})", hi / lo)
+            }
+        })
+        .collect();
+    Some(format!(
+        "    {:<12} pieces, fastest-slowest median of 100 runs in a row: {}",
+        a.app,
+        text.join(", ")
+    ))
 }

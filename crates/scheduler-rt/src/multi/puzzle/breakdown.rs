@@ -8,6 +8,9 @@ use super::score::median;
 use crate::multi::report::RunLog;
 use std::collections::HashMap;
 
+/// Runs of a piece per window in [`Breakdown::piece_windows`].
+pub const WINDOW_RUNS: usize = 100;
+
 /// Per-request figures of one or more runs.
 #[derive(Clone, Debug, Default)]
 pub struct Breakdown {
@@ -85,6 +88,29 @@ impl Breakdown {
             .unwrap_or_default()
     }
 
+    /// App `a`'s pieces (by candidate index, in order) with the median
+    /// engine ms of each [`WINDOW_RUNS`] runs in a row, in the order the
+    /// runs finished (a last, shorter window counts when it holds at least
+    /// half as many): how a piece's speed moved during the run, such as
+    /// phases of seconds at another speed. Empty when none ran.
+    pub fn piece_windows(&self, a: usize) -> Vec<(usize, Vec<f64>)> {
+        self.pieces
+            .get(a)
+            .map(|m| {
+                m.iter()
+                    .map(|(c, v)| {
+                        let w = v
+                            .chunks(WINDOW_RUNS)
+                            .filter(|w| 2 * w.len() >= WINDOW_RUNS)
+                            .map(median)
+                            .collect();
+                        (*c, w)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Median driver figures: (arrival lag, overhead per subgraph), ms; 0 when none.
     pub fn driver_ms(&self) -> (f64, f64) {
         let m = |x: &[f64]| if x.is_empty() { 0.0 } else { median(x) };
@@ -148,7 +174,28 @@ mod tests {
         assert!(b.app(2).is_none());
         assert_eq!(b.piece_medians(0), vec![(0, 1.25)]);
         assert!(b.piece_medians(2).is_empty());
+        assert_eq!(b.piece_windows(0), vec![(0, vec![])], "two runs make no window");
         let (lag, over) = b.driver_ms();
         assert!((lag - 0.2).abs() < 1e-12 && (over - 0.03).abs() < 1e-12);
+    }
+
+    #[test]
+    fn windows_show_a_phase_at_another_speed() {
+        let ms = |i: usize| if (200..300).contains(&i) { 2.0 } else { 1.0 };
+        let log = RunLog {
+            spans: (0..360).map(|i| span(0, i as u64, 0.0, ms(i), true)).collect(),
+            ..RunLog::default()
+        };
+        let b = Breakdown::of(&log);
+        assert_eq!(b.piece_windows(0), vec![(0, vec![1.0, 1.0, 2.0, 1.0])]);
+        let short = RunLog {
+            spans: (0..340).map(|i| span(0, i as u64, 0.0, ms(i), true)).collect(),
+            ..RunLog::default()
+        };
+        assert_eq!(
+            Breakdown::of(&short).piece_windows(0),
+            vec![(0, vec![1.0, 1.0, 2.0])],
+            "40 runs are too few for a window"
+        );
     }
 }
