@@ -7,7 +7,8 @@
 //! the piecewise-linear fit of thread hand-offs measured between their
 //! cores (`stretch profile --link`).
 
-use crate::puzzle_timer::{Job, onnx_of, timer};
+pub(crate) use crate::puzzle_timer::median_run;
+use crate::puzzle_timer::{Job, combine_timings, onnx_of, timer};
 use anyhow::{Context, Result};
 use graph_ir::{Graph, NodeId, Op};
 use predictor::profiler::link;
@@ -24,6 +25,10 @@ use std::time::Instant;
 
 /// Timed runs per piece (after two warm-ups); the median is kept.
 pub const RUNS: usize = 10;
+
+/// Timings of a plan's pieces taken in turn when re-timing
+/// (`MeasuredCosts::prefetch`); each piece keeps the median of theirs.
+pub const RETIMINGS: usize = 3;
 
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Db {
@@ -92,12 +97,6 @@ pub struct Measured<'a> {
     /// How `serve` hands work over on these processors: polled when the
     /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling_on`]).
     wait: link::Wait,
-}
-
-/// The middle run's ms (the upper one of an even count).
-pub(crate) fn median_run(mut times: Vec<f64>) -> f64 {
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
 }
 
 /// Quantiles kept of a measured distribution (driver lag, run-time spread).
@@ -496,7 +495,11 @@ impl Costs for Measured<'_> {
     /// While re-timing ([`Costs::retime`]) or without a database (`serve
     /// --retime`), the plan's pieces not timed yet are timed per processor
     /// together, as served: each once per round, the round as long as the
-    /// shortest period among them (back to back where none is periodic).
+    /// shortest period among them (back to back where none is periodic);
+    /// [`RETIMINGS`] times in turn over the processors, each piece taking
+    /// the median of its timings' medians, so that a stall of the machine
+    /// during one timing (tens of ms at a camera's period) does not become
+    /// the plan's figure.
     /// During the search (a database, not re-timing) each piece is timed on
     /// its own, back to back, when first asked for.
     fn prefetch(&mut self, wanted: &[Wanted]) -> Result<(), PuzzleError> {
@@ -509,28 +512,47 @@ impl Costs for Measured<'_> {
                 by_processor.entry(w.processor).or_default().push(w);
             }
         }
+        let mut batches = Vec::with_capacity(by_processor.len());
         for (p, ws) in by_processor {
-            let models = || {
+            let models = {
                 let mut names: Vec<&str> = ws.iter().map(|w| self.graphs[w.model].name.as_str()).collect();
                 names.dedup();
                 names.join(", ")
             };
-            let cost_error = |reason: String| PuzzleError::Cost {
-                model: models(),
-                processor: self.procs[p].name.clone(),
-                reason,
-            };
             let mut batch = Vec::with_capacity(ws.len());
             for w in &ws {
                 let nodes = self.nodes(w.model, &w.layers);
-                batch.push(onnx_of(&self.graphs[w.model], nodes).map_err(|e| cost_error(format!("{e:#}")))?);
+                batch.push(onnx_of(&self.graphs[w.model], nodes).map_err(|e| PuzzleError::Cost {
+                    model: models.clone(),
+                    processor: self.procs[p].name.clone(),
+                    reason: format!("{e:#}"),
+                })?);
             }
             let round = ws.iter().filter_map(|w| w.period_ms).fold(f64::INFINITY, f64::min);
-            let times = self
-                .ask_cadence(p, batch, RUNS, if round.is_finite() { round } else { 0.0 })
-                .map_err(cost_error)?;
-            for (w, t) in ws.into_iter().zip(times) {
-                let ms = median_run(t);
+            let medians: Vec<Vec<Vec<f64>>> = Vec::with_capacity(RETIMINGS);
+            batches.push((
+                p,
+                ws,
+                models,
+                batch,
+                if round.is_finite() { round } else { 0.0 },
+                medians,
+            ));
+        }
+        for _ in 0..RETIMINGS {
+            for (p, _, models, batch, round, medians) in &mut batches {
+                let times = self
+                    .ask_cadence(*p, batch.clone(), RUNS, *round)
+                    .map_err(|reason| PuzzleError::Cost {
+                        model: models.clone(),
+                        processor: self.procs[*p].name.clone(),
+                        reason,
+                    })?;
+                medians.push(times);
+            }
+        }
+        for (_, ws, _, _, _, timings) in batches {
+            for (w, ms) in ws.into_iter().zip(combine_timings(timings)) {
                 let key = (w.model, w.processor, w.layers.clone());
                 match &mut self.fresh {
                     Some(fresh) => {
@@ -560,11 +582,14 @@ impl Costs for Measured<'_> {
                 self.reused,
                 path.display()
             ),
-            None => format!("pieces: {} measured now (median of {RUNS} runs each)", self.measured),
+            None => format!(
+                "pieces: {} measured now (each the median of {RETIMINGS} timings of {RUNS} runs)",
+                self.measured
+            ),
         });
         if self.retimed > 0 {
             n.push(format!(
-                "pieces timed again after the search: {} (kept out of the database; each plan's pieces together per processor, once per period of their group, as served)",
+                "pieces timed again after the search: {} (kept out of the database; each plan's pieces together per processor, once per period of their group, as served; the median of {RETIMINGS} such timings of {RUNS} runs each)",
                 self.retimed
             ));
         }

@@ -217,6 +217,26 @@ fn time_cadence(
     Ok(times)
 }
 
+/// The middle run's ms (the upper one of an even count).
+pub(crate) fn median_run(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// Per piece, the median over timings of each timing's median run:
+/// `timings[t][i]` holds piece `i`'s runs in timing `t` (every timing
+/// times the same pieces in the same order).
+pub(crate) fn combine_timings(timings: Vec<Vec<Vec<f64>>>) -> Vec<f64> {
+    let n = timings.first().map_or(0, Vec::len);
+    let mut per_piece: Vec<Vec<f64>> = vec![Vec::with_capacity(timings.len()); n];
+    for timing in timings {
+        for (acc, runs) in per_piece.iter_mut().zip(timing) {
+            acc.push(median_run(runs));
+        }
+    }
+    per_piece.into_iter().map(median_run).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +317,14 @@ mod tests {
             span >= 19.0,
             "piece 0's five runs spanned {span:.2} ms, not four rounds of at least 5 ms (1 ms allowed for the runs' own start)"
         );
+    }
+
+    #[test]
+    fn one_stalled_timing_does_not_become_the_figure() {
+        let timing = |scale: f64| vec![vec![1.0 * scale, 1.1 * scale, 0.9 * scale], vec![2.0 * scale; 3]];
+        let got = combine_timings(vec![timing(1.0), timing(3.0), timing(1.02)]);
+        assert_eq!(got.len(), 2);
+        assert!((got[0] - 1.02).abs() < 1e-9 && (got[1] - 2.04).abs() < 1e-9, "{got:?}");
+        assert!(combine_timings(Vec::new()).is_empty());
     }
 }
