@@ -529,18 +529,18 @@ impl Costs for Measured<'_> {
                 })?);
             }
             let round = ws.iter().filter_map(|w| w.period_ms).fold(f64::INFINITY, f64::min);
-            let medians: Vec<Vec<Vec<f64>>> = Vec::with_capacity(RETIMINGS);
+            let timings: Vec<Vec<Vec<f64>>> = Vec::with_capacity(RETIMINGS);
             batches.push((
                 p,
                 ws,
                 models,
                 batch,
                 if round.is_finite() { round } else { 0.0 },
-                medians,
+                timings,
             ));
         }
         for _ in 0..RETIMINGS {
-            for (p, _, models, batch, round, medians) in &mut batches {
+            for (p, _, models, batch, round, timings) in &mut batches {
                 let times = self
                     .ask_cadence(*p, batch.clone(), RUNS, *round)
                     .map_err(|reason| PuzzleError::Cost {
@@ -548,7 +548,7 @@ impl Costs for Measured<'_> {
                         processor: self.procs[*p].name.clone(),
                         reason,
                     })?;
-                medians.push(times);
+                timings.push(times);
             }
         }
         for (_, ws, _, _, _, timings) in batches {
