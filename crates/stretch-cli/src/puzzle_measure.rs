@@ -99,6 +99,19 @@ pub struct Measured<'a> {
     wait: link::Wait,
 }
 
+/// One processor's pieces re-timed together ([`Costs::prefetch`]).
+struct Batch<'w> {
+    processor: usize,
+    wanted: Vec<&'w Wanted>,
+    /// The models they come from, for errors.
+    models: String,
+    /// Each piece as ONNX bytes with its input shapes.
+    pieces: Vec<(Vec<u8>, Vec<Vec<usize>>)>,
+    round_ms: f64,
+    /// Per timing, per piece, its runs' ms.
+    timings: Vec<Vec<Vec<f64>>>,
+}
+
 /// Quantiles kept of a measured distribution (driver lag, run-time spread).
 const QUANTILES: usize = 20;
 
@@ -512,47 +525,41 @@ impl Costs for Measured<'_> {
                 by_processor.entry(w.processor).or_default().push(w);
             }
         }
+        let cost_error = |b: &Batch, reason: String| PuzzleError::Cost {
+            model: b.models.clone(),
+            processor: self.procs[b.processor].name.clone(),
+            reason,
+        };
         let mut batches = Vec::with_capacity(by_processor.len());
-        for (p, ws) in by_processor {
-            let models = {
-                let mut names: Vec<&str> = ws.iter().map(|w| self.graphs[w.model].name.as_str()).collect();
-                names.dedup();
-                names.join(", ")
+        for (processor, wanted) in by_processor {
+            let mut names: Vec<&str> = wanted.iter().map(|w| self.graphs[w.model].name.as_str()).collect();
+            names.dedup();
+            let round = wanted.iter().filter_map(|w| w.period_ms).fold(f64::INFINITY, f64::min);
+            let mut b = Batch {
+                processor,
+                models: names.join(", "),
+                pieces: Vec::with_capacity(wanted.len()),
+                round_ms: if round.is_finite() { round } else { 0.0 },
+                timings: Vec::with_capacity(RETIMINGS),
+                wanted,
             };
-            let mut batch = Vec::with_capacity(ws.len());
-            for w in &ws {
+            for w in &b.wanted {
                 let nodes = self.nodes(w.model, &w.layers);
-                batch.push(onnx_of(&self.graphs[w.model], nodes).map_err(|e| PuzzleError::Cost {
-                    model: models.clone(),
-                    processor: self.procs[p].name.clone(),
-                    reason: format!("{e:#}"),
-                })?);
+                let piece = onnx_of(&self.graphs[w.model], nodes).map_err(|e| cost_error(&b, format!("{e:#}")))?;
+                b.pieces.push(piece);
             }
-            let round = ws.iter().filter_map(|w| w.period_ms).fold(f64::INFINITY, f64::min);
-            let timings: Vec<Vec<Vec<f64>>> = Vec::with_capacity(RETIMINGS);
-            batches.push((
-                p,
-                ws,
-                models,
-                batch,
-                if round.is_finite() { round } else { 0.0 },
-                timings,
-            ));
+            batches.push(b);
         }
         for _ in 0..RETIMINGS {
-            for (p, _, models, batch, round, timings) in &mut batches {
+            for b in &mut batches {
                 let times = self
-                    .ask_cadence(*p, batch.clone(), RUNS, *round)
-                    .map_err(|reason| PuzzleError::Cost {
-                        model: models.clone(),
-                        processor: self.procs[*p].name.clone(),
-                        reason,
-                    })?;
-                timings.push(times);
+                    .ask_cadence(b.processor, b.pieces.clone(), RUNS, b.round_ms)
+                    .map_err(|reason| cost_error(b, reason))?;
+                b.timings.push(times);
             }
         }
-        for (_, ws, _, _, _, timings) in batches {
-            for (w, ms) in ws.into_iter().zip(combine_timings(timings)) {
+        for b in batches {
+            for (w, ms) in b.wanted.into_iter().zip(combine_timings(b.timings)) {
                 let key = (w.model, w.processor, w.layers.clone());
                 match &mut self.fresh {
                     Some(fresh) => {

@@ -6,7 +6,7 @@
 
 use crate::multi_common::GroupFigures;
 use predictor::profiler::steal::Steal;
-use scheduler_rt::multi::puzzle::breakdown::{AppFigures, Breakdown};
+use scheduler_rt::multi::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
 use scheduler_rt::multi::puzzle::evaluate::Outcome;
 use scheduler_rt::multi::puzzle::score;
 use scheduler_rt::multi::report::PoolReport;
@@ -92,8 +92,8 @@ pub struct PieceReport {
     pub served_ms: f64,
     /// With `--retime`: its median in the re-timed simulation.
     pub simulated_retimed_ms: Option<f64>,
-    /// Median engine ms of each 100 runs in a row, in the order they
-    /// finished (`Breakdown::piece_windows`).
+    /// Median engine ms of each [`WINDOW_RUNS`] runs in a row, in the order
+    /// they finished (`Breakdown::piece_windows`).
     pub window_medians_ms: Vec<f64>,
 }
 
@@ -269,7 +269,7 @@ impl RunReport {
     }
 }
 
-/// App `a`'s pieces' fastest and slowest median of 100 runs in a row, and
+/// App `a`'s pieces' fastest and slowest median of [`WINDOW_RUNS`] runs in a row, and
 /// their ratio; `None` unless some piece ran at least two such windows.
 fn window_line(a: &AppReport) -> Option<String> {
     if a.pieces.iter().all(|p| p.window_medians_ms.len() < 2) {
@@ -290,7 +290,7 @@ fn window_line(a: &AppReport) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "    {:<12} pieces, fastest-slowest median of 100 runs in a row: {}",
+        "    {:<12} pieces, fastest-slowest median of {WINDOW_RUNS} runs in a row: {}",
         a.app,
         text.join(", ")
     ))
