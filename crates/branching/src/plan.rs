@@ -42,6 +42,11 @@ pub struct Settings {
     /// otherwise. A branch as wide as its stage keeps the stage's channels.
     #[serde(default = "default_width_multiple")]
     pub width_multiple: usize,
+    /// Branch widths tried per stage: every 1/width_steps of the stage's
+    /// width within [`Settings::min_width`], then rounded to
+    /// `width_multiple`; plans written before this setting searched 16.
+    #[serde(default = "default_width_steps")]
+    pub width_steps: usize,
     /// Split the stem's leading convolution and its channel-wise layers
     /// across the processors by output channels where that is predicted
     /// faster ([`crate::stem_split`]); plans written before this setting
@@ -61,6 +66,13 @@ fn default_width_multiple() -> usize {
     DEFAULT_WIDTH_MULTIPLE
 }
 
+/// [`Settings::width_steps`] unless a plan or option says otherwise.
+pub const DEFAULT_WIDTH_STEPS: usize = 16;
+
+fn default_width_steps() -> usize {
+    DEFAULT_WIDTH_STEPS
+}
+
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
@@ -71,6 +83,7 @@ impl Default for Settings {
             capacity: [1.0, 1.2],
             merge: Merge::Project,
             width_multiple: default_width_multiple(),
+            width_steps: default_width_steps(),
             split_stem: true,
         }
     }
@@ -100,6 +113,12 @@ impl Settings {
             return Err(BranchError::Option {
                 name: "width-multiple",
                 reason: format!("{} must be between 1 and 256 channels", self.width_multiple),
+            });
+        }
+        if !(1..=256).contains(&self.width_steps) {
+            return Err(BranchError::Option {
+                name: "width-steps",
+                reason: format!("{} must be between 1 and 256", self.width_steps),
             });
         }
         let [lo, hi] = self.capacity;

@@ -251,14 +251,15 @@ fn stage_ideal(sp: &StagePlan) -> f64 {
         / total
 }
 
-/// Depths within the bound (at least 1) and widths at sixteenths of the
-/// stage width within the bound, rounded to multiples of the settings'
-/// `width_multiple`.
+/// Depths within the bound (at least 1) and widths at every
+/// 1/`width_steps` of the stage width within the bound, rounded to
+/// multiples of the settings' `width_multiple`.
 fn grid(blocks: usize, width: usize, s: &Settings) -> (Vec<usize>, Vec<usize>) {
     let d_lo = ((s.min_depth * blocks as f64).ceil() as usize).clamp(1, blocks);
     let depths = (d_lo..=blocks).collect();
-    let mut widths: Vec<usize> = (0..=16)
-        .map(|i| scale(width, i as f64 / 16.0, s.width_multiple))
+    let steps = s.width_steps.max(1);
+    let mut widths: Vec<usize> = (0..=steps)
+        .map(|i| scale(width, i as f64 / steps as f64, s.width_multiple))
         .filter(|w| *w as f64 >= s.min_width * width as f64 - 1e-9 && *w <= width)
         .collect();
     widths.dedup();

@@ -74,6 +74,7 @@ fn loose() -> Settings {
         capacity: [0.01, 100.0],
         merge: Merge::Project,
         width_multiple: 8,
+        width_steps: 16,
         split_stem: true,
     }
 }
@@ -338,4 +339,34 @@ fn a_stage_whose_best_candidate_is_not_faster_than_the_whole_stays_whole() {
     }
     let (cheap, _) = plan(&Rates { comm: 0.0, ..model }, &loose(), &HashMap::new());
     assert!(cheap.branched_stages() > 0);
+}
+
+#[test]
+fn width_steps_set_the_branch_widths_the_search_tries() {
+    let model = Rates {
+        rate: vec![("a", 1.0), ("b", 1.0)],
+        comm: 0.0,
+    };
+    // Stage 1 is 32 channels wide; with a width multiple of 1 and widths
+    // down to half the stage's, N steps try 16, 16 + 32/N, ..., 32.
+    for steps in [4usize, 8, 16, 32] {
+        let (_, candidates) = plan(
+            &model,
+            &Settings {
+                width_multiple: 1,
+                width_steps: steps,
+                ..loose()
+            },
+            &HashMap::new(),
+        );
+        let mut tried: Vec<usize> = candidates
+            .iter()
+            .filter(|c| c.stage == 1)
+            .flat_map(|c| c.branches.iter().map(|b| b.2))
+            .collect();
+        tried.sort_unstable();
+        tried.dedup();
+        let expected: Vec<usize> = (steps / 2..=steps).map(|i| 32 * i / steps).collect();
+        assert_eq!(tried, expected, "{steps} steps");
+    }
 }

@@ -131,6 +131,7 @@ fn branches_as_deep_and_wide_as_their_stage_are_never_faster_and_the_stages_stay
         beta: 10.0,
         merge: Merge::Project,
         width_multiple: 8,
+        width_steps: 16,
         split_stem: true,
     };
     let plan = plan_and_check(&resnet(&[2, 2], 16), false, &settings).unwrap();
@@ -160,7 +161,7 @@ proptest! {
     ) {
         let g = if mobile { mbnet(&depths, 1 + base / 16) } else { resnet(&depths, base) };
         let merge = if concat { Merge::Concat } else { Merge::Project };
-        let settings = Settings { min_depth, min_width, alpha: 10.0, capacity: [0.1, 3.5], beta: 10.0, merge, width_multiple, split_stem: true };
+        let settings = Settings { min_depth, min_width, alpha: 10.0, capacity: [0.1, 3.5], beta: 10.0, merge, width_multiple, width_steps: 16, split_stem: true };
         let plan = plan_and_check(&g, three, &settings)?;
         let b = apply_plan(&g, &plan, 7).unwrap();
         for id in b.node_ids() {
@@ -204,7 +205,7 @@ proptest! {
     ) {
         let g = if mobile { mbnet(&depths, 1 + base / 16) } else { resnet(&depths, base) };
         let merge = if concat { Merge::Concat } else { Merge::Project };
-        let settings = Settings { min_depth, min_width, alpha, capacity: [lo, hi], beta, merge, width_multiple: 8, split_stem: true };
+        let settings = Settings { min_depth, min_width, alpha, capacity: [lo, hi], beta, merge, width_multiple: 8, width_steps: 16, split_stem: true };
         let plan = plan_and_check(&g, three, &settings)?;
         for s in plan.stages.iter().filter(|s| !s.branches.is_empty() && merge == Merge::Project) {
             let ratio = s.branches.iter().map(|b| b.macs).sum::<u64>() as f64 / s.macs as f64;

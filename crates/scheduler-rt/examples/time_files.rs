@@ -1,10 +1,12 @@
-//! Times ONNX files on one engine and core, interleaved (rounds of a block
+//! Times ONNX files on one engine and set of cores (one intra-op thread
+//! per core), interleaved (rounds of a block
 //! of runs of each file after one untimed run), and prints each file's
 //! minimum and median and the sum of the medians: for comparing a model's
 //! pieces with the pieces of another (`write_subgraphs` writes a model's).
 //!
-//! cargo run --release -p scheduler-rt --features ort --example time_files -- ENGINE CORE ROUNDS FILE.onnx...
-//! (ENGINE: tract or ort; every input is random, its shape read from the file)
+//! cargo run --release -p scheduler-rt --features ort --example time_files -- ENGINE CORES ROUNDS FILE.onnx...
+//! (ENGINE: tract or ort; CORES: `0` or `0,1`; every input is random, its
+//! shape read from the file)
 
 mod common;
 
@@ -16,14 +18,21 @@ const BLOCK: usize = 5;
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 5 {
-        return Err("usage: time_files ENGINE(tract|ort) CORE ROUNDS FILE.onnx...".into());
+        return Err("usage: time_files ENGINE(tract|ort) CORES ROUNDS FILE.onnx...".into());
     }
     let engine: EngineKind = args[1].parse()?;
-    let core: usize = args[2].parse().map_err(|_| format!("bad core '{}'", args[2]))?;
+    let cores = args[2]
+        .split(',')
+        .map(|c| {
+            c.parse::<usize>()
+                .map_err(|_| format!("bad core '{c}' in '{}'", args[2]))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let rounds: usize = args[3].parse().map_err(|_| format!("bad rounds '{}'", args[3]))?;
     let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
     cfg.engine = engine;
-    cfg.cores = Some(predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?);
+    cfg.threads = cores.len();
+    cfg.cores = Some(predictor::profiler::CoreSet::new(cores).ok_or("empty core set")?);
     scheduler_rt::affinity::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
     let e = make_engine(&cfg).map_err(|e| e.to_string())?;
     let models = args[4..]
@@ -48,8 +57,9 @@ fn main() -> Result<(), String> {
         println!("{}: min {min:.3} ms, median {median:.3} ms", m.path);
     }
     println!(
-        "sum of medians {sum:.3} ms ({} on core {core}, {rounds} rounds of {BLOCK})",
-        e.name()
+        "sum of medians {sum:.3} ms ({} on cores {}, {rounds} rounds of {BLOCK})",
+        e.name(),
+        args[2]
     );
     Ok(())
 }

@@ -104,6 +104,13 @@ pub struct SearchArgs {
     #[arg(long, default_value_t = branching::plan::DEFAULT_WIDTH_MULTIPLE)]
     pub width_multiple: usize,
 
+    /// Branch widths tried per stage: every 1/N of the stage's width down
+    /// to --min-width, rounded to --width-multiple. More steps find plans
+    /// closer to the capacity band's lower bound, at the cost of a longer
+    /// search (the candidates grow with its square on two processors).
+    #[arg(long, value_name = "N", default_value_t = branching::plan::DEFAULT_WIDTH_STEPS)]
+    pub width_steps: usize,
+
     /// Time every subgraph the search weighs on this machine instead of
     /// predicting it: each is compiled on its processor's engine from this
     /// runtime configuration (e.g. configs/runtime/host.toml, whose
@@ -154,6 +161,7 @@ impl SearchArgs {
                 MergeArg::Concat => Merge::Concat,
             },
             width_multiple: self.width_multiple,
+            width_steps: self.width_steps,
             split_stem: !self.no_split_stem,
         };
         s.validate()?;
