@@ -3,7 +3,7 @@
 # 14x14 and 28x28) for c from 64 to 384 in steps of 8, on tract and on
 # onnxruntime, one thread on core 0 (scheduler-rt's time_files example,
 # interleaved rounds): shows which output-channel counts each engine's
-# kernels run slowly (the "Tiles" paragraph of the README). Then, at 14x14,
+# kernels run slowly (the "Tiles" paragraph of docs/prediction.md). Then, at 14x14,
 # cout from 160 to 184 with cin = 192, and cin from 160 to 184 with cout =
 # 192, on tract: which of the two counts. Prints GMAC/s per file and
 # engine. Never while something builds.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's acceptance table rows from runtime_fixtures.sh logs.
+"""The acceptance table rows of docs/runtime.md from runtime_fixtures.sh logs.
 
     python3 scripts/benchmarks/fixtures_table.py RUN1.log [RUN2.log ...]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Predicted speedup of every processor combination on the snapdragon855
-# profile (README "Branching" table): `stretch plan --all-combinations` on
+# profile (docs/branching.md table): `stretch plan --all-combinations` on
 # resnet34, resnet50, regnet_x_1_6gf and efficientnet_b0 at the default
 # capacity band, one line per model with C/G/D = CPU/GPU/DSP and the work
 # (MACs vs original) of the full C+G+D plan. Every figure is predicted.
