@@ -4,6 +4,7 @@
 mod chart;
 mod chrome_trace;
 mod commands;
+mod cost_db;
 mod curve;
 mod format;
 mod front_plot;

@@ -12,7 +12,8 @@
 //! --cost-db`); a subgraph timed once is not timed again. Hand-offs between
 //! processors come from the device profile's link figures.
 
-use crate::puzzle_measure::{Db, fnv, median_run, signature, structure};
+use crate::cost_db::{Db, fnv, signature, structure};
+use crate::puzzle_measure::median_run;
 use crate::puzzle_timer::{Job, onnx_of, timer};
 use anyhow::{Result, bail};
 use graph_ir::{Graph, NodeId};
