@@ -223,6 +223,25 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
     )
     .unwrap();
     let (w, rc) = (w.to_str().unwrap(), rc.to_str().unwrap());
+    let missing = dir.join("missing-plan.json");
+    let out = stretch(&[
+        "serve",
+        "--workload",
+        w,
+        "--runtime-config",
+        rc,
+        "--plan",
+        missing.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("missing-plan.json: cannot read"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("isolated p99"),
+        "the plan is read before any model runs: {err}"
+    );
     let db = dir.join("db.json");
     let plan = dir.join("plan.json");
     let args = [

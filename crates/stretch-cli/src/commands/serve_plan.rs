@@ -38,6 +38,15 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         "the plans run as written, beside Band's lst, at the workload's group periods",
     )?;
     let sc = ps::load_runtime(&a.workload, &a.runtime_config, &a.processors)?;
+    let loaded = plans
+        .iter()
+        .map(|path| {
+            let plan = PlanFile::load(path)?;
+            let (pieces, rank) =
+                plan.resolve(&path.display().to_string(), &sc.names, &sc.apps, &sc.graphs, &sc.layers)?;
+            Ok((path, plan, pieces, rank))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let factory = default_factory();
     let mut say = |_: &str| {};
     let band = Server::load(&sc.procs, &sc.support, sc.graphs.clone(), factory.clone(), &mut say)
@@ -54,9 +63,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     band.register(&mut band_est).context("registration")?;
 
     let mut served = Vec::new();
-    for path in plans {
-        let plan = PlanFile::load(path)?;
-        let (pieces, rank) = plan.resolve(&path.display().to_string(), &sc.names, &sc.apps, &sc.graphs, &sc.layers)?;
+    for (path, plan, pieces, rank) in loaded {
         let mut server = Server::start(&sc.procs, &factory)?;
         let mut units = Vec::new();
         for (m, g) in sc.graphs.iter().enumerate() {
