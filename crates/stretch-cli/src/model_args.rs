@@ -1,9 +1,9 @@
 //! Options shared by every command that reads a model.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
-use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, InputShape, import_file};
+use graph_ir::{Graph, Op};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -38,5 +38,26 @@ impl ModelArgs {
                 anyhow::Error::new(e).context(format!("cannot import {path}"))
             }
         })
+    }
+
+    /// [`ModelArgs::load`] for commands that compute with the weights: a
+    /// weight without data (a structure-only model) is an error naming the
+    /// first one, unless --random-weights filled them.
+    pub fn load_runnable(&self) -> Result<Graph> {
+        let graph = self.load()?;
+        let empty: Vec<&str> = graph
+            .node_ids()
+            .into_iter()
+            .filter(|id| matches!(&graph.node(*id).op, Op::Const(t) if !t.has_data()))
+            .map(|id| graph.node(id).name.as_str())
+            .collect();
+        if let Some(first) = empty.first() {
+            bail!(
+                "{}: {} weights have no data (a structure-only model; the first is `{first}`): pass --random-weights SEED to run it with seeded values",
+                self.model.display(),
+                empty.len()
+            );
+        }
+        Ok(graph)
     }
 }

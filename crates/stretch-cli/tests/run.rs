@@ -142,6 +142,8 @@ fn bad_inputs_and_processors_are_named() {
         },
     )
     .unwrap();
+    let structure_only = common::repo().join("fixtures/models/resnet18.onnx");
+    let structure_only = structure_only.to_str().unwrap();
     let f64_file = dir.join("f64.npy");
     let mut bytes = scheduler_rt::npy::to_bytes(&Array {
         shape: vec![2],
@@ -179,6 +181,14 @@ fn bad_inputs_and_processors_are_named() {
         (
             vec!["run", m_s, "--random", "1", "--processor", "cpu0=gpu"],
             vec!["unknown worker kind 'gpu'"],
+        ),
+        (
+            vec!["run", structure_only, "--random", "1"],
+            vec!["resnet18.onnx: 42 weights have no data", "--random-weights SEED"],
+        ),
+        (
+            vec!["bench", structure_only, "--original", structure_only, "--runs", "1"],
+            vec!["resnet18.onnx: 42 weights have no data", "--random-weights SEED"],
         ),
     ] {
         let out = stretch(&args);

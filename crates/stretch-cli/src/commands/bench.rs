@@ -308,14 +308,14 @@ pub fn run(args: Args) -> Result<()> {
         bail!("--block must be at least 1");
     }
     let label = args.model.model.display().to_string();
-    let branched = args.model.load()?;
+    let branched = args.model.load_runnable()?;
     let original_label = args.original.display().to_string();
     let original = ModelArgs {
         model: args.original.clone(),
         input_shape: args.model.input_shape.clone(),
         random_weights: args.model.random_weights,
     }
-    .load()?;
+    .load_runnable()?;
     let cores = affinity::allowed_cores().map_err(anyhow::Error::msg)?;
     let processors: Vec<ProcessorConfig> = if args.runtime.is_configured() {
         args.runtime.processors(&branched)?

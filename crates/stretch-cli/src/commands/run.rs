@@ -46,7 +46,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let label = args.model.model.display().to_string();
-    let graph = args.model.load()?;
+    let graph = args.model.load_runnable()?;
     if args.output.len() > graph.outputs().len() {
         bail!(
             "{} --output files given, but {label} has {} outputs",
