@@ -14,7 +14,8 @@ pub enum RuntimeError {
     NoProcessors,
     #[error("processor '{processor}' is configured twice")]
     DuplicateProcessor { processor: String },
-    #[error("{file}: {key}: {reason}")]
+    /// `key` empty: the file as a whole (it cannot be read).
+    #[error("{file}: {}{reason}", key_prefix(.key))]
     Config { file: String, key: String, reason: String },
     #[error("bad processor spec '{spec}': {reason}")]
     BadSpec { spec: String, reason: String },
@@ -56,4 +57,13 @@ pub enum RuntimeError {
     Policy { reason: String },
     #[error("worker of processor '{processor}' has stopped")]
     WorkerGone { processor: String },
+}
+
+/// `"KEY: "`, or nothing for an error about a whole file (empty key).
+pub(crate) fn key_prefix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    }
 }

@@ -91,7 +91,7 @@ impl RuntimeConfig {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| RuntimeError::Config {
             file: file.clone(),
-            key: "-".into(),
+            key: String::new(),
             reason: format!("cannot read: {e}"),
         })?;
         Self::parse(&text, &file)
@@ -274,6 +274,22 @@ mod tests {
             );
             assert_eq!(c.adaptive, None);
         }
+    }
+
+    #[test]
+    fn an_unreadable_file_is_named_without_a_key() {
+        let e = RuntimeConfig::load(Path::new("/nonexistent/rt.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("/nonexistent/rt.toml: cannot read: "), "{e}");
+        let e = crate::multi::workload::Workload::load(Path::new("/nonexistent/w.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("/nonexistent/w.toml: cannot read: "), "{e}");
+        let e = RuntimeConfig::parse("[[processor]]\nname = 3\n", "rt.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("rt.toml: "), "{e}");
     }
 
     #[test]

@@ -55,8 +55,9 @@
 use std::path::PathBuf;
 use thiserror::Error;
 
+/// `key` empty: the file as a whole (it cannot be read or parsed).
 #[derive(Debug, Error)]
-#[error("{file}: {key}: {reason}")]
+#[error("{file}: {}{reason}", crate::error::key_prefix(.key))]
 pub struct WorkloadError {
     pub file: String,
     pub key: String,

@@ -95,7 +95,7 @@ impl Workload {
             key: key.to_string(),
             reason,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err("-", format!("cannot read: {e}")))?;
+        let text = std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
         let parsed: File = toml::from_str(&text).map_err(|e| {
             let span = e.span().map(|s| text[..s.start].lines().count()).unwrap_or(0);
             err(&format!("line {span}"), e.message().to_string())
@@ -370,7 +370,7 @@ pub fn parse(text: &str, dir: &Path, name: &str) -> Result<Workload, WorkloadErr
         key: key.to_string(),
         reason,
     };
-    let parsed: File = toml::from_str(text).map_err(|e| err("-", e.message().to_string()))?;
+    let parsed: File = toml::from_str(text).map_err(|e| err("", e.message().to_string()))?;
     let mut w = Workload::build(parsed, dir, &err)?;
     w.file = name.to_string();
     Ok(w)
