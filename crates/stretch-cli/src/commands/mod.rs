@@ -2,6 +2,7 @@ pub mod analyze;
 pub mod bench;
 mod bench_ideal;
 mod bench_report;
+mod bench_timing;
 pub mod branch;
 pub mod compare;
 pub mod convert;
