@@ -53,6 +53,15 @@ impl Graph {
         Role::Small
     }
 
+    /// The constants that have no data (declared shape and type only, as in
+    /// a structure-only model), in node order.
+    pub fn weights_without_data(&self) -> Vec<NodeId> {
+        self.node_ids()
+            .into_iter()
+            .filter(|id| matches!(&self.node(*id).op, Op::Const(t) if !t.has_data()))
+            .collect()
+    }
+
     /// Fills every float constant that has no data with values drawn from a
     /// generator seeded by `seed` and the constant's name. Constants that
     /// already hold data are left alone. Returns how many were filled.

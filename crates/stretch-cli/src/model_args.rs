@@ -2,8 +2,8 @@
 
 use anyhow::{Result, bail};
 use clap::Args;
+use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, InputShape, import_file};
-use graph_ir::{Graph, Op};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -45,13 +45,8 @@ impl ModelArgs {
     /// first one, unless --random-weights filled them.
     pub fn load_runnable(&self) -> Result<Graph> {
         let graph = self.load()?;
-        let empty: Vec<&str> = graph
-            .node_ids()
-            .into_iter()
-            .filter(|id| matches!(&graph.node(*id).op, Op::Const(t) if !t.has_data()))
-            .map(|id| graph.node(id).name.as_str())
-            .collect();
-        if let Some(first) = empty.first() {
+        let empty = graph.weights_without_data();
+        if let Some(first) = empty.first().map(|id| &graph.node(*id).name) {
             bail!(
                 "{}: {} weights have no data (a structure-only model; the first is `{first}`): pass --random-weights SEED to run it with seeded values",
                 self.model.display(),

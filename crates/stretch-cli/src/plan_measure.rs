@@ -13,7 +13,7 @@
 //! processors come from the device profile's link figures.
 
 use crate::cost_db::{Db, fnv, signature, structure};
-use crate::puzzle_measure::median_run;
+use crate::puzzle_timer::median_run;
 use crate::puzzle_timer::{Job, onnx_of, timer};
 use anyhow::{Result, bail};
 use graph_ir::{Graph, NodeId};

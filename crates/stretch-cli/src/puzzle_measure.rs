@@ -8,8 +8,7 @@
 //! cores (`stretch profile --link`).
 
 use crate::cost_db::{Db, fnv, signature, structure};
-pub(crate) use crate::puzzle_timer::median_run;
-use crate::puzzle_timer::{Job, combine_timings, onnx_of, timer};
+use crate::puzzle_timer::{Job, combine_timings, median_run, onnx_of, timer};
 use anyhow::{Context, Result};
 use graph_ir::{Graph, NodeId};
 use predictor::profiler::link;

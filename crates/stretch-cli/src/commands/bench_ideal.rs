@@ -15,7 +15,7 @@
 //! them (hand-offs, waiting, the critical path's idle gaps, the run's own
 //! set-up).
 
-use crate::puzzle_measure::median_run;
+use crate::puzzle_timer::median_run;
 use scheduler_rt::{Partition, Trace};
 use std::collections::HashMap;
 

@@ -25,11 +25,7 @@ pub fn run(args: Args) -> Result<()> {
     graph_ir::onnx::export_file(&graph, &args.output)
         .with_context(|| format!("cannot export to {}", args.output.display()))?;
     let cost = graph.total_cost();
-    let missing = graph
-        .node_ids()
-        .into_iter()
-        .filter(|id| matches!(&graph.node(*id).op, graph_ir::Op::Const(t) if !t.has_data()))
-        .count();
+    let missing = graph.weights_without_data().len();
     let note = if args.model.random_weights.is_some() {
         ", missing weights filled from the seed".to_string()
     } else if missing > 0 {
