@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 cargo build --release --quiet -p stretch-cli
-cargo build --release --quiet -p scheduler-rt --example decision_time
+cargo build --release --quiet -p multi-dnn --example decision_time
 S="$CARGO_TARGET_DIR/release/stretch"
 OUT="${1:-multi-dnn-run}"
 D="${DURATION:-15}"

@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 cargo build --release --quiet -p stretch-cli
-cargo build --release --quiet -p scheduler-rt --example thermal_overhead
+cargo build --release --quiet -p multi-dnn --example thermal_overhead
 S="$CARGO_TARGET_DIR/release/stretch"
 OUT="${1:-splash-run}"
 mkdir -p "$OUT"

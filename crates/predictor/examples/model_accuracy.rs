@@ -34,11 +34,11 @@
 //! evenly spaced among them, also give the machine's speed at the time:
 //! one factor for every kernel, the median of measured / predicted
 //! ([`Calibration::speed`]), and the held-out models are judged scaled by
-//! it as well (a VM's speed drifts by 5-15% over half an hour, which a
-//! profile measured once cannot know), and by two factors fitted to the same
+//! it as well (a machine's speed drifts over minutes, which a profile
+//! measured once cannot know), and by two factors fitted to the same
 //! models, one for grouped and depthwise convolutions and one for the rest
-//! ([`Calibration::speed_by_kind`]: a slower phase has slowed the first
-//! more).
+//! ([`Calibration::speed_by_kind`]: a slower phase can slow the first
+//! unlike the rest).
 //!
 //! `--calibrate-with N` also times N generated models (and N/3 VGG/Inception-
 //! style ones) from seeds 5000/6000 in the same interleaved rounds, fits an

@@ -241,7 +241,7 @@ impl Calibration {
 
     /// Two speed factors instead of [`Calibration::speed`]'s one: one for
     /// the groups in [`GROUPED_KINDS`] (grouped and depthwise convolutions,
-    /// which a slower phase of a VM has slowed more than dense ones), one
+    /// which a slower phase of the machine can slow unlike dense ones), one
     /// for every other group; no per-kernel cost. Fitted by least squares
     /// on relative errors over `models`, with a ridge of weight 0.1
     /// (relative to each unknown's sum of squares) towards the single

@@ -36,8 +36,7 @@ pub fn model_feature_names(class: OpClass) -> Vec<&'static str> {
 /// gains `cout_tail`, its output channels modulo [`COUT_TILE`]: a matrix
 /// kernel that tiles output channels runs a partly filled last tile, or
 /// switches to a narrower, slower tile, so time per MAC is not smooth in
-/// `cout` (tract 0.23 on AVX-512 runs a 3x3 convolution whose `cout` is 8
-/// or 16 modulo 32 about 25% slower per MAC than its neighbours).
+/// `cout`.
 pub fn model_features(class: OpClass, features: &[f64]) -> Vec<f64> {
     let mut v = features.to_vec();
     if matches!(class, OpClass::Conv | OpClass::DwConv) {

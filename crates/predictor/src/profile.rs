@@ -154,11 +154,11 @@ pub struct DeviceProfile {
     #[serde(skip)]
     pub resolved_from: Option<String>,
     /// The thermal emulator's parameters per processor, read by
-    /// `scheduler_rt::multi::thermal::profile` (thermal runs only).
+    /// `multi_dnn::splash::thermal::profile` (thermal runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thermal: Option<toml::Table>,
     /// A remote server a `cloud` worker offloads to, read by
-    /// `scheduler_rt::multi::thermal::profile` (thermal runs only).
+    /// `multi_dnn::splash::thermal::profile` (thermal runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud: Option<toml::Table>,
 }

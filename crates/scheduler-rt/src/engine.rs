@@ -1,6 +1,7 @@
 //! Engines: compile a subgraph once, run it many times.
 
-use crate::config::{EngineKind, ProcessorConfig};
+use crate::config::ProcessorConfig;
+use crate::engine_registry::EngineRegistry;
 use crate::error::RuntimeError;
 use std::sync::{Arc, Mutex};
 use tract_onnx::prelude::*;
@@ -29,50 +30,22 @@ pub trait Engine: Send + Sync {
         let _ = threads;
         self.compile(onnx)
     }
-    /// A remote engine's latency model, learnt from its runs; `None` for local engines.
-    fn cloud_latency(&self) -> Option<Arc<Mutex<crate::cloud::CloudLatencyModel>>> {
-        None
-    }
-    /// For a remote engine, a check that its server accepts connections
-    /// (run off the scheduling thread: it may wait up to the engine's
-    /// timeout); `None` for local engines.
-    fn prober(&self) -> Option<Prober> {
+    /// The engine itself as [`Any`](std::any::Any), for the crate that
+    /// defines an engine kind to reach what only that kind has (a remote
+    /// engine's link model); `None` where there is nothing beyond this trait.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
 }
 
-/// Whether a remote engine's server answers now; the reason when not.
-pub type Prober = Box<dyn Fn() -> Result<(), String> + Send>;
-
 /// Makes the engine of one processor from its configuration.
 pub type EngineFactory = dyn Fn(&ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeError> + Send + Sync;
 
-/// The engine `config.engine` names, with `config.threads` intra-op threads;
-/// [`EngineKind::Ort`] fails unless built with the `ort` feature and the
-/// library loads. A processor with a `remote` is a cloud worker
-/// ([`crate::cloud::RemoteEngine`]).
+/// The engine `config.engine` names among this crate's own
+/// ([`EngineRegistry::builtin`]): tract, or onnxruntime when built with the
+/// `ort` feature and the library loads.
 pub fn make_engine(config: &ProcessorConfig) -> Result<Box<dyn Engine>, RuntimeError> {
-    if let Some(r) = &config.remote {
-        return crate::cloud::RemoteEngine::from_config(r)
-            .map(|e| Box::new(e) as Box<dyn Engine>)
-            .map_err(|reason| RuntimeError::EngineUnavailable {
-                engine: "cloud",
-                reason,
-            });
-    }
-    match config.engine {
-        EngineKind::Tract => Ok(Box::new(TractEngine::new(config.threads))),
-        #[cfg(feature = "ort")]
-        EngineKind::Ort => Ok(Box::new(crate::ort_engine::OrtEngine::new(
-            config.threads,
-            config.spin,
-        )?)),
-        #[cfg(not(feature = "ort"))]
-        EngineKind::Ort => Err(RuntimeError::EngineUnavailable {
-            engine: "ort",
-            reason: "this build has no onnxruntime engine (build with the `ort` feature)".into(),
-        }),
-    }
+    EngineRegistry::builtin().make(config)
 }
 
 /// A factory making each processor's engine with [`make_engine`].

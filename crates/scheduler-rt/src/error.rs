@@ -60,7 +60,7 @@ pub enum RuntimeError {
 }
 
 /// `"KEY: "`, or nothing for an error about a whole file (empty key).
-pub(crate) fn key_prefix(key: &str) -> String {
+pub fn key_prefix(key: &str) -> String {
     if key.is_empty() {
         String::new()
     } else {

@@ -14,30 +14,31 @@
 
 pub mod adaptive;
 pub mod affinity;
-pub mod cloud;
-mod config;
-mod engine;
-mod error;
-mod extract;
-pub mod multi;
+pub mod config;
+pub mod engine;
+pub mod engine_registry;
+pub mod error;
+pub mod extract;
 pub mod npy;
 #[cfg(feature = "ort")]
 mod ort_engine;
-mod partition;
+pub mod partition;
 pub mod policy;
 pub mod pool;
 pub mod priority;
-mod queue;
+pub mod queue;
 mod runtime;
 mod runtime_config;
-mod spin;
+pub mod spin;
+pub mod support;
 pub mod testing;
 mod trace;
-mod worker;
+pub mod worker;
 
 pub use adaptive::{AdaptiveParams, AdaptivePolicy};
 pub use config::{EngineKind, ProcessorConfig, Remote, Spin, Wait, WorkerKind};
 pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
+pub use engine_registry::{EngineEntry, EngineRegistry};
 pub use error::RuntimeError;
 pub use extract::{extract, extract_onnx};
 #[cfg(feature = "ort")]

@@ -13,7 +13,7 @@ use tract_onnx::prelude::TVec;
 
 /// A value a job will hold when it runs.
 #[derive(Clone)]
-pub(crate) enum Input {
+pub enum Input {
     /// Available at submission.
     Ready(Value),
     /// Filled by an earlier job of the same in-order queue.
@@ -21,11 +21,11 @@ pub(crate) enum Input {
 }
 
 /// A value produced on a queue, visible to the jobs queued after its producer.
-pub(crate) type Cell = Arc<OnceLock<Value>>;
+pub type Cell = Arc<OnceLock<Value>>;
 
 /// The job's input values; fails naming the input whose producer did not
 /// fill its cell (that producer failed or was handed back unrun).
-pub(crate) fn resolve(inputs: Vec<Input>) -> Result<TVec<Value>, String> {
+pub fn resolve(inputs: Vec<Input>) -> Result<TVec<Value>, String> {
     inputs
         .into_iter()
         .enumerate()
@@ -40,7 +40,7 @@ pub(crate) fn resolve(inputs: Vec<Input>) -> Result<TVec<Value>, String> {
 }
 
 /// Makes `outputs` visible to later jobs of the queue through `cells`.
-pub(crate) fn publish(cells: &[Cell], outputs: &TVec<Value>) {
+pub fn publish(cells: &[Cell], outputs: &TVec<Value>) {
     for (c, v) in cells.iter().zip(outputs) {
         let _ = c.set(v.clone());
     }

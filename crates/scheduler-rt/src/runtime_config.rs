@@ -25,7 +25,7 @@
 use crate::adaptive::AdaptiveParams;
 use crate::config::{EngineKind, ProcessorConfig, WorkerKind};
 use crate::error::RuntimeError;
-use crate::multi::support::{OpSupport, known_op, known_ops};
+use crate::support::{OpSupport, known_op, known_ops};
 use predictor::profiler::CoreSet;
 use serde::Deserialize;
 use std::path::Path;
@@ -43,7 +43,7 @@ pub struct RuntimeConfig {
     /// scaling (Band's β), by processor index.
     pub accelerator: Vec<bool>,
     /// The emulated heat of these processors (`[thermal]`, the format of
-    /// a device profile's; read by `multi::thermal::profile`).
+    /// a device profile's; read by multi-dnn's thermal profiles).
     pub thermal: Option<toml::Table>,
 }
 
@@ -282,10 +282,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("/nonexistent/rt.toml: cannot read: "), "{e}");
-        let e = crate::multi::workload::Workload::load(Path::new("/nonexistent/w.toml"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("/nonexistent/w.toml: cannot read: "), "{e}");
         let e = RuntimeConfig::parse("[[processor]]\nname = 3\n", "rt.toml")
             .unwrap_err()
             .to_string();

@@ -1,7 +1,6 @@
 //! Receiving with a short poll before blocking. On a virtual machine a
-//! blocked thread takes tens of microseconds to wake (measured here: a
-//! subgraph hand-off to a pool worker and back cost 43-51 µs when both
-//! sides blocked at once), more than a hand-off between processors should.
+//! blocked thread takes tens of microseconds to wake, more than a hand-off
+//! between processors should.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
@@ -13,7 +12,7 @@ use std::time::{Duration, Instant};
 pub const POLL_BEFORE_BLOCKING: Duration = Duration::from_micros(100);
 
 /// Like `rx.recv()`, polling for up to `poll` first.
-pub(crate) fn recv<T>(rx: &Receiver<T>, poll: Duration) -> Result<T, RecvError> {
+pub fn recv<T>(rx: &Receiver<T>, poll: Duration) -> Result<T, RecvError> {
     let start = Instant::now();
     loop {
         match rx.try_recv() {
@@ -27,7 +26,7 @@ pub(crate) fn recv<T>(rx: &Receiver<T>, poll: Duration) -> Result<T, RecvError> 
 
 /// Like `rx.recv()`, polling (yielding the core between checks) for as long
 /// as `busy` is above zero, then for up to `poll`, then blocking.
-pub(crate) fn recv_while<T>(rx: &Receiver<T>, busy: &AtomicUsize, poll: Duration) -> Result<T, RecvError> {
+pub fn recv_while<T>(rx: &Receiver<T>, busy: &AtomicUsize, poll: Duration) -> Result<T, RecvError> {
     loop {
         match rx.try_recv() {
             Ok(v) => return Ok(v),
@@ -41,7 +40,7 @@ pub(crate) fn recv_while<T>(rx: &Receiver<T>, busy: &AtomicUsize, poll: Duration
 /// Like `rx.recv_timeout(timeout)`, polling the whole time instead of
 /// blocking: for a thread alone on an otherwise idle core, whose wake-up
 /// from a blocked wait costs tens of microseconds on a VM.
-pub(crate) fn recv_polling<T>(rx: &Receiver<T>, timeout: Duration) -> Result<T, RecvTimeoutError> {
+pub fn recv_polling<T>(rx: &Receiver<T>, timeout: Duration) -> Result<T, RecvTimeoutError> {
     let until = Instant::now() + timeout;
     loop {
         match rx.try_recv() {

@@ -7,7 +7,7 @@
 
 use crate::config::ProcessorConfig;
 use crate::engine::{Compiled, Engine, EngineFactory, Value, make_engine};
-use crate::multi::OpSupport;
+use crate::support::OpSupport;
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::{Concat, UnaryOp};
 use graph_ir::{Graph, GraphError, Op, keys};

@@ -13,7 +13,7 @@ use tract_onnx::prelude::TVec;
 
 /// What a subgraph run produced: its index, the worker that ran it, outputs
 /// or error (`None`: the worker was disabled and did not run it), start and end.
-pub(crate) struct Done {
+pub struct Done {
     pub index: usize,
     pub worker: usize,
     pub result: Option<Result<TVec<Value>, String>>,
@@ -21,7 +21,7 @@ pub(crate) struct Done {
     pub end: Instant,
 }
 
-pub(crate) struct Job {
+pub struct Job {
     pub index: usize,
     pub worker: usize,
     pub compiled: Arc<dyn Compiled>,
@@ -69,7 +69,7 @@ impl Job {
 }
 
 /// Runs `compiled` once, turning a panic into an error.
-pub(crate) fn execute(index: usize, worker: usize, compiled: &dyn Compiled, inputs: TVec<Value>) -> Done {
+pub fn execute(index: usize, worker: usize, compiled: &dyn Compiled, inputs: TVec<Value>) -> Done {
     let start = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| compiled.run(inputs)))
         .unwrap_or_else(|p| Err(format!("engine panicked: {}", panic_text(&p))));
@@ -90,7 +90,7 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// A started worker and the engine subgraphs are compiled with.
-pub(crate) struct Worker {
+pub struct Worker {
     pub config: ProcessorConfig,
     pub engine: Box<dyn Engine>,
     /// `Some` for pool and queue workers: the job channel of their thread.
@@ -119,7 +119,7 @@ fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
 /// A pool or queue worker with [`Wait::Poll`] polls for its next job while
 /// `busy` (requests of its runtime in flight; `None` where nothing counts
 /// them) is above zero and blocks otherwise.
-pub(crate) fn start(
+pub fn start(
     config: &ProcessorConfig,
     factory: &Arc<EngineFactory>,
     busy: Option<&Arc<AtomicUsize>>,
@@ -182,6 +182,6 @@ pub(crate) fn start(
 }
 
 /// Pins the calling thread to an inline worker's cores, if it has any.
-pub(crate) fn pin_inline(config: &ProcessorConfig) -> Result<(), RuntimeError> {
+pub fn pin_inline(config: &ProcessorConfig) -> Result<(), RuntimeError> {
     pin(config)
 }

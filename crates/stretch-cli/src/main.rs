@@ -10,7 +10,6 @@ mod format;
 mod front_plot;
 mod gantt;
 mod interference;
-mod latencies;
 mod model_args;
 mod multi_common;
 mod panics;

@@ -5,10 +5,10 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
-use scheduler_rt::multi::policy::{HEIMDALL_POLICY_NAMES, PolicyOptions, THERMAL_POLICY_NAMES};
-use scheduler_rt::multi::report::{Report, RunLog};
-use scheduler_rt::multi::workload::{Arrival, Slo, Workload};
-use scheduler_rt::multi::{POLICY_NAMES, Policy, policy_by_name};
+use multi_dnn::core::report::{Report, RunLog};
+use multi_dnn::core::workload::{Arrival, Workload};
+use multi_dnn::policy::PolicyOptions;
+use multi_dnn::{Policy, Registry};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -116,15 +116,23 @@ pub fn emit(
     Ok(())
 }
 
-/// Policy names accepted on the command line: [`POLICY_NAMES`], `rr`, and
-/// `lst-whole` (LST over whole-model subgraphs only); for workloads with a
-/// render task, [`HEIMDALL_POLICY_NAMES`].
+/// Policy names accepted on the command line, from the registry: the
+/// plain ones with their aliases, the thermal ones, and those that need a
+/// render task.
 pub fn policy_help() -> String {
+    let r = Registry::builtin();
+    let plain: Vec<String> = r
+        .entries()
+        .iter()
+        .filter(|e| !e.needs.thermal && !e.needs.render)
+        .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()))
+        .map(String::from)
+        .collect();
     format!(
-        "{}, rr, lst-whole; in thermal runs also {}; with a render task: {}",
-        POLICY_NAMES.join(", "),
-        THERMAL_POLICY_NAMES.join(", "),
-        HEIMDALL_POLICY_NAMES.join(", ")
+        "{}; in thermal runs also {}; with a render task: {}",
+        plain.join(", "),
+        r.thermal_names().join(", "),
+        r.render_names().join(", ")
     )
 }
 
@@ -132,12 +140,7 @@ pub fn policy_help() -> String {
 pub fn policy_list(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let ok = POLICY_NAMES.contains(&p)
-            || p == "rr"
-            || p == "lst-whole"
-            || HEIMDALL_POLICY_NAMES.contains(&p)
-            || THERMAL_POLICY_NAMES.contains(&p);
-        if !ok {
+        if Registry::builtin().get(p).is_none() {
             bail!("unknown policy '{p}' (known: {})", policy_help());
         }
         out.push(p.to_string());
@@ -148,24 +151,20 @@ pub fn policy_list(list: &str) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Makes the policy called `name` for `workload` on processors `names`.
+/// Makes the policy called `name` from the registry, configured by
+/// `workload` on processors `names` ([`PolicyOptions::for_workload`]).
 pub fn make_policy(name: &str, workload: &Workload, names: &[String]) -> Result<Box<dyn Policy>> {
-    let fixed = workload
-        .apps
-        .iter()
-        .map(|a| a.processor.as_ref().and_then(|p| names.iter().position(|n| n == p)))
-        .collect();
-    let (base, whole) = match name {
-        "lst-whole" => ("lst", true),
-        "rr" => ("round-robin", false),
-        n => (n, false),
-    };
-    let options = PolicyOptions {
-        fixed,
-        whole_model_only: whole,
-        ..PolicyOptions::default()
-    };
-    policy_by_name(base, &options).with_context(|| format!("unknown policy '{name}' (known: {})", policy_help()))
+    make_policy_with(name, &PolicyOptions::for_workload(workload, names))
+}
+
+/// Makes the policy called `name` from the registry with `options`.
+pub fn make_policy_with(name: &str, options: &PolicyOptions) -> Result<Box<dyn Policy>> {
+    Registry::builtin().make(name, options).map_err(|e| match e {
+        multi_dnn::registry::PolicyError::Unknown { .. } => {
+            anyhow::anyhow!("unknown policy '{name}' (known: {})", policy_help())
+        }
+        e => e.into(),
+    })
 }
 
 /// Reads the workload and checks the processors it names.
@@ -199,30 +198,13 @@ pub fn load_graphs(w: &Workload) -> Result<Vec<Graph>> {
         .collect()
 }
 
-/// Each app's SLO in ms, multipliers applied to `isolated_ms[app]`.
-/// A model group's member has its group's period as its SLO.
-pub fn slos(w: &Workload, isolated_ms: &[f64]) -> Vec<Option<f64>> {
-    w.apps
-        .iter()
-        .zip(isolated_ms)
-        .enumerate()
-        .map(|(i, (a, iso))| match a.slo {
-            _ if w.group_deadline_ms(i).is_some() => w.group_deadline_ms(i),
-            _ if w.camera.is_some() && matches!(a.arrival, Arrival::Frame { .. }) => w.camera.map(|c| c.slo_ms),
-            Slo::Ms(ms) => Some(ms),
-            Slo::Multiplier(m) => Some(m * iso),
-            Slo::None => None,
-        })
-        .collect()
-}
-
 /// Each model group's makespans and score in a run of `w` (empty
 /// without groups).
 pub fn group_text(w: &Workload, log: &RunLog) -> String {
     if w.groups.is_empty() {
         return String::new();
     }
-    let o = scheduler_rt::multi::puzzle::evaluate::outcome_from_log(log, w);
+    let o = multi_dnn::puzzle::evaluate::outcome_from_log(log, w);
     let names: Vec<String> = w.groups.iter().map(|g| g.name.clone()).collect();
     let mut out = format!(
         "model groups (makespan from the group's tick to its last member): score {:.3}\n",
@@ -250,8 +232,8 @@ pub struct GroupFigures {
 
 impl GroupFigures {
     /// Per group of `o` (named by `names`, in order).
-    pub fn of(o: &scheduler_rt::multi::puzzle::evaluate::Outcome, names: &[String]) -> Vec<GroupFigures> {
-        use scheduler_rt::multi::puzzle::score::{group_score, qoe, quantile};
+    pub fn of(o: &multi_dnn::puzzle::evaluate::Outcome, names: &[String]) -> Vec<GroupFigures> {
+        use multi_dnn::puzzle::score::{group_score, qoe, quantile};
         o.makespans
             .iter()
             .zip(&o.periods_ms)
@@ -286,7 +268,7 @@ impl GroupFigures {
 }
 
 /// Per group: mean, p50 and p90 makespan, QoE and score, one line each.
-pub fn group_lines(o: &scheduler_rt::multi::puzzle::evaluate::Outcome, names: &[String]) -> Vec<String> {
+pub fn group_lines(o: &multi_dnn::puzzle::evaluate::Outcome, names: &[String]) -> Vec<String> {
     GroupFigures::of(o, names).iter().map(GroupFigures::line).collect()
 }
 

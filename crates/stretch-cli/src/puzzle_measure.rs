@@ -11,12 +11,12 @@ use crate::cost_db::{Db, fnv, signature, structure};
 use crate::puzzle_timer::{Job, combine_timings, median_run, onnx_of, timer};
 use anyhow::{Context, Result};
 use graph_ir::{Graph, NodeId};
+use multi_dnn::puzzle::PuzzleError;
+use multi_dnn::puzzle::chromosome::LayerGraph;
+use multi_dnn::puzzle::costs::{Costs, Wanted};
 use predictor::profiler::link;
 use predictor::profiler::timing::Timing;
 use scheduler_rt::ProcessorConfig;
-use scheduler_rt::multi::puzzle::PuzzleError;
-use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
-use scheduler_rt::multi::puzzle::costs::{Costs, Wanted};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,7 +69,7 @@ pub struct Measured<'a> {
     /// Per processor: the lag-1 correlation of consecutive runs' times.
     correlation: Vec<f64>,
     /// How `serve` hands work over on these processors: polled when the
-    /// workers schedule themselves ([`scheduler_rt::multi::serve::self_scheduling_on`]).
+    /// workers schedule themselves ([`multi_dnn::serve::self_scheduling_on`]).
     wait: link::Wait,
 }
 
@@ -112,7 +112,7 @@ impl<'a> Measured<'a> {
     ) -> Result<Self> {
         let db = Db::open(path)?;
         let first = |p: &ProcessorConfig| p.cores.as_ref().and_then(|c| c.ids().first().copied()).unwrap_or(0);
-        let wait = if scheduler_rt::multi::serve::self_scheduling_on(procs) {
+        let wait = if multi_dnn::serve::self_scheduling_on(procs) {
             link::Wait::Poll
         } else {
             link::Wait::Block
@@ -276,7 +276,7 @@ impl<'a> Measured<'a> {
                 let mut sorted = times.to_vec();
                 sorted.sort_by(f64::total_cmp);
                 let median = sorted[sorted.len() / 2];
-                correlations.extend(scheduler_rt::multi::sim::lag1_correlation(times));
+                correlations.extend(multi_dnn::sim::lag1_correlation(times));
                 into.extend(times.iter().map(|t| t / median));
                 median
             };

@@ -10,9 +10,9 @@
 //! (pass 2) that played no part in any choice.
 
 use anyhow::Result;
-use scheduler_rt::multi::puzzle::chromosome::Chromosome;
-use scheduler_rt::multi::puzzle::evaluate::{Built, Outcome, Problem};
-use scheduler_rt::multi::workload::Workload;
+use multi_dnn::core::workload::Workload;
+use multi_dnn::puzzle::chromosome::Chromosome;
+use multi_dnn::puzzle::evaluate::{Built, Outcome, Problem};
 
 /// Where the chosen plan came from.
 #[derive(Clone, Copy, Debug, PartialEq)]

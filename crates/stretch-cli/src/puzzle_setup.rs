@@ -4,12 +4,12 @@
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
+use multi_dnn::OpSupport;
+use multi_dnn::core::workload::{Arrival, Workload};
+use multi_dnn::puzzle::chromosome::{Chromosome, LayerGraph};
+use multi_dnn::puzzle::costs::Costs;
+use multi_dnn::puzzle::evaluate::Problem;
 use predictor::DeviceModel;
-use scheduler_rt::multi::OpSupport;
-use scheduler_rt::multi::puzzle::chromosome::{Chromosome, LayerGraph};
-use scheduler_rt::multi::puzzle::costs::Costs;
-use scheduler_rt::multi::puzzle::evaluate::Problem;
-use scheduler_rt::multi::workload::{Arrival, Workload};
 use std::path::Path;
 
 pub struct Scenario {
@@ -158,9 +158,9 @@ pub fn mapped(layers: &[LayerGraph], assign: &[usize], rank: Vec<usize>) -> Chro
 }
 
 /// The predictor's costs for a scenario loaded with a device profile.
-pub fn predicted(sc: &Scenario) -> Result<scheduler_rt::multi::puzzle::costs::Predicted<'_>> {
+pub fn predicted(sc: &Scenario) -> Result<multi_dnn::puzzle::costs::Predicted<'_>> {
     let device = sc.device.as_ref().context("costs need a device profile (--device)")?;
-    Ok(scheduler_rt::multi::puzzle::costs::Predicted::new(
+    Ok(multi_dnn::puzzle::costs::Predicted::new(
         device, &sc.graphs, &sc.layers,
     )?)
 }
@@ -199,10 +199,7 @@ pub fn shortest_first(fastest: &[f64]) -> Vec<usize> {
 
 /// Per app of `apps`, its figures in a plan file's `apps` list (`None`
 /// where the plan has none, as plans written before they were added).
-pub fn app_figures(
-    list: &serde_json::Value,
-    apps: &[String],
-) -> Vec<Option<scheduler_rt::multi::puzzle::breakdown::AppFigures>> {
+pub fn app_figures(list: &serde_json::Value, apps: &[String]) -> Vec<Option<multi_dnn::puzzle::breakdown::AppFigures>> {
     let list = list.as_array().map(Vec::as_slice).unwrap_or_default();
     apps.iter()
         .map(|name| {
@@ -213,7 +210,7 @@ pub fn app_figures(
 }
 
 /// A breakdown's per-app medians as a plan file's `apps` figures.
-pub fn app_values(b: &scheduler_rt::multi::puzzle::breakdown::Breakdown, apps: &[String]) -> Vec<serde_json::Value> {
+pub fn app_values(b: &multi_dnn::puzzle::breakdown::Breakdown, apps: &[String]) -> Vec<serde_json::Value> {
     apps.iter()
         .enumerate()
         .filter_map(|(a, name)| {

@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 use graph_ir::{Graph, NodeId};
-use scheduler_rt::multi::units::subgraph_of;
-use scheduler_rt::{ProcessorConfig, Value, make_engine};
+use multi_dnn::core::units::subgraph_of;
+use scheduler_rt::{ProcessorConfig, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
@@ -15,17 +15,16 @@ use tract_onnx::prelude::*;
 /// its weights and inputs out of the core's private caches, as in a
 /// served run, where other models' pieces (or other guests of the
 /// machine, while the core idles) run between two of its requests: twice
-/// this VM's 2.5 MiB L2 would do; the largest private cache of current
-/// server cores is about 2 MiB per core.
+/// the largest private cache per core of current server cores (about
+/// 2 MiB).
 pub const POLLUTE_BYTES: usize = 4 << 20;
 
 /// How many earlier runs' outputs a timed run of a piece keeps alive, so
 /// that it writes its outputs to memory other than what the run before it
 /// freed, as in a served run, where the consumer of a piece's output (a
 /// piece on another processor, or later in the request) still holds it when
-/// the next request runs the piece (`scheduler-rt`'s `idle_gap` example:
-/// mb64's first five layers on tract, 1.5 MiB of output, x0.97-1.12 back to
-/// back on this VM).
+/// the next request runs the piece (`scheduler-rt`'s `idle_gap` example
+/// times both).
 pub const KEPT_OUTPUTS: usize = 2;
 
 /// What a timing thread is asked to do.
@@ -60,7 +59,7 @@ pub fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
             if let Some(c) = &p.cores {
                 scheduler_rt::affinity::pin_current_thread(c)?;
             }
-            make_engine(&p).map_err(|e| e.to_string())
+            multi_dnn::splash::cloud::engines().make(&p).map_err(|e| e.to_string())
         };
         let engine = setup();
         while let Ok(job) = rx.recv() {
@@ -180,11 +179,9 @@ fn time_piece(
 /// self-scheduling workers do), with the outputs
 /// of the [`KEPT_OUTPUTS`] runs before each alive. This is how a processor
 /// serves a static plan's pieces: each once per period of its group, the
-/// others in between. On this VM a run that starts 5 ms after the previous
-/// one takes longer than back to back, whether the core slept, polled or
-/// computed in between (`scheduler-rt`'s `idle_gap` example, 6 rounds:
-/// mb64's first five layers on tract x1.29-2.14, mb64 on onnxruntime
-/// x1.07-1.79, resnet-mini 32² on tract x0.88-1.37).
+/// others in between. A run that starts some time after the previous one
+/// can take longer than back to back, whether the core slept, polled or
+/// computed in between (`scheduler-rt`'s `idle_gap` example times it).
 fn time_cadence(
     engine: &dyn scheduler_rt::Engine,
     pieces: &[(Vec<u8>, Vec<Vec<usize>>)],

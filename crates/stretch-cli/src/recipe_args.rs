@@ -98,11 +98,10 @@ pub struct RecipeArgs {
     /// Automatic differentiation of training steps: `burn` (burn's autodiff,
     /// every backend) or `libtorch` (LibTorch's autograd over a LibTorch
     /// port of the model, tch backends only: on a GPU the kernels PyTorch
-    /// runs, 1.5-2.9x burn's training rate on an H100). Same gradients up
-    /// to float rounding. Default: `libtorch` on tch backends when
-    /// `--conv-grad` is `autodiff` and every kernel of the model has a
-    /// LibTorch port (the log line names the autograd used), `burn`
-    /// otherwise.
+    /// runs). Same gradients up to float rounding. Default: `libtorch` on
+    /// tch backends when `--conv-grad` is `autodiff` and every kernel of the
+    /// model has a LibTorch port (the log line names the autograd used),
+    /// `burn` otherwise.
     #[arg(long, value_name = "burn|libtorch")]
     pub autograd: Option<Autograd>,
 

@@ -5,12 +5,12 @@
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
-use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::heimdall::{ChunkMode, ChunkReport, RenderSpec, chunk_estimates, chunk_model};
-use scheduler_rt::multi::policy::{HEIMDALL_POLICY_NAMES, HeimdallOptions, PolicyOptions, policy_by_name};
-use scheduler_rt::multi::report::{RenderReport, Report, RunLog, quantile};
-use scheduler_rt::multi::workload::{Render, Workload};
-use scheduler_rt::multi::{ModelUnits, Policy};
+use multi_dnn::ModelUnits;
+use multi_dnn::Registry;
+use multi_dnn::core::estimator::{Estimator, EstimatorParams};
+use multi_dnn::core::report::{RenderReport, Report, RunLog, quantile};
+use multi_dnn::core::workload::{Render, Workload};
+use multi_dnn::heimdall::{ChunkMode, ChunkReport, RenderSpec, chunk_estimates, chunk_model};
 use std::fmt::Write as _;
 
 /// The chunking a render-workload policy runs on.
@@ -22,15 +22,17 @@ pub fn mode(policy: &str) -> ChunkMode {
     }
 }
 
-/// Render workloads take only [`HEIMDALL_POLICY_NAMES`], other workloads none of them.
+/// Render workloads take only the policies that need a render task, other
+/// workloads none of them.
 pub fn check_policies(w: &Workload, policies: &[String]) -> Result<()> {
+    let render_names = Registry::builtin().render_names();
     for p in policies {
-        let heimdall = HEIMDALL_POLICY_NAMES.contains(&p.as_str());
+        let heimdall = render_names.contains(&p.as_str());
         if w.render.is_some() && !heimdall {
             bail!(
                 "{}: policy '{p}' does not know the workload's render task; use one of {}",
                 w.file,
-                HEIMDALL_POLICY_NAMES.join(", ")
+                render_names.join(", ")
             );
         }
         if w.render.is_none() && heimdall {
@@ -69,28 +71,6 @@ pub fn spec(r: &Render, names: &[String]) -> RenderSpec {
         render_ms: r.render_ms,
         margin_ms: r.margin_ms,
     }
-}
-
-/// Makes the render-workload policy `name`.
-pub fn make_policy(name: &str, w: &Workload, names: &[String]) -> Result<Box<dyn Policy>> {
-    let r = w.render.as_ref().context("no render task")?;
-    let options = PolicyOptions {
-        heimdall: Some(HeimdallOptions {
-            utility: w.apps.iter().map(|a| a.utility).collect(),
-            home: homes(w, r, names),
-            margin_ms: r.margin_ms,
-            offload: r.offload_to.as_ref().map(|cpu| {
-                (
-                    index(names, &r.processor),
-                    index(names, cpu),
-                    r.offload_margin,
-                    r.offload_cycle_s * 1e3,
-                )
-            }),
-        }),
-        ..PolicyOptions::default()
-    };
-    policy_by_name(name, &options).with_context(|| format!("unknown policy '{name}'"))
 }
 
 /// Models cut for one chunk mode, with estimates from per-operator figures.

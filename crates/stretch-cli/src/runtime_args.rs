@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use graph_ir::{Graph, keys};
-use scheduler_rt::{AdaptiveParams, ProcessorConfig, Runtime, RuntimeConfig, WorkerKind, default_factory};
+use scheduler_rt::{AdaptiveParams, ProcessorConfig, Runtime, RuntimeConfig, WorkerKind};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -124,7 +124,7 @@ pub fn load_adaptive(
     adaptive: Option<AdaptiveParams>,
     label: &str,
 ) -> Result<Runtime> {
-    let rt = Runtime::load(g, processors, default_factory())
+    let rt = Runtime::load(g, processors, multi_dnn::splash::cloud::engines().factory())
         .with_context(|| format!("cannot load {label} on the runtime"))?;
     Ok(match adaptive {
         Some(p) => rt

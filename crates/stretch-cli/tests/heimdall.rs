@@ -138,7 +138,7 @@ fn simulate_the_lg_v50_scenario_keeps_rendering_where_whole_models_cannot() {
 }
 
 /// (A model none of whose chunks fits between two frames is refused with
-/// its shortest operator named: `multi::heimdall`'s unit tests, where the
+/// its shortest operator named: `multi_dnn::heimdall`'s unit tests, where the
 /// operator times are set; here every operator of the tiny models fits.)
 #[test]
 fn bad_render_workloads_fail_with_one_line() {

@@ -5,9 +5,9 @@
 mod common;
 
 use common::{repo, scratch, stretch, stretch_ok};
+use multi_dnn::splash::thermal::ThermalEmulator;
+use multi_dnn::splash::thermal::profile::thermal_params;
 use predictor::DeviceProfile;
-use scheduler_rt::multi::thermal::ThermalEmulator;
-use scheduler_rt::multi::thermal::profile::thermal_params;
 
 /// Splash Table 2.2: temperature increase running RetinaFace (°C).
 const PAPER_RISE: [(&str, f64); 4] = [("cpu", 6.9), ("gpu", 1.9), ("dsp", 1.2), ("cloud", 0.4)];

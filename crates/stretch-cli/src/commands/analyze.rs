@@ -4,17 +4,17 @@ use crate::puzzle_setup::{self as ps, Scenario};
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
-use scheduler_rt::multi::ModelUnits;
-use scheduler_rt::multi::analyze as band_units;
-use scheduler_rt::multi::policy::Lst;
-use scheduler_rt::multi::puzzle::breakdown::Breakdown;
-use scheduler_rt::multi::puzzle::chromosome::{Chromosome, Piece};
-use scheduler_rt::multi::puzzle::costs::Costs;
-use scheduler_rt::multi::puzzle::evaluate::{Outcome, Problem, candidate_rows};
-use scheduler_rt::multi::puzzle::ga::{self, GaOptions};
-use scheduler_rt::multi::puzzle::plan_file::PlanFile;
-use scheduler_rt::multi::puzzle::{nsga, score};
-use scheduler_rt::multi::sim::Truth;
+use multi_dnn::ModelUnits;
+use multi_dnn::analyze as band_units;
+use multi_dnn::policy::Lst;
+use multi_dnn::puzzle::breakdown::Breakdown;
+use multi_dnn::puzzle::chromosome::{Chromosome, Piece};
+use multi_dnn::puzzle::costs::Costs;
+use multi_dnn::puzzle::evaluate::{Outcome, Problem, candidate_rows};
+use multi_dnn::puzzle::ga::{self, GaOptions};
+use multi_dnn::puzzle::plan_file::PlanFile;
+use multi_dnn::puzzle::{nsga, score};
+use multi_dnn::sim::Truth;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -526,7 +526,7 @@ pub fn baseline_path(p: &std::path::Path) -> PathBuf {
     p.with_file_name(format!("{stem}.best-mapping.json"))
 }
 
-fn group_figures(w: &scheduler_rt::multi::workload::Workload, o: &Outcome) -> Vec<serde_json::Value> {
+fn group_figures(w: &multi_dnn::core::workload::Workload, o: &Outcome) -> Vec<serde_json::Value> {
     let obj = o.objectives();
     w.groups
         .iter()

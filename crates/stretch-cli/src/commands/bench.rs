@@ -2,7 +2,7 @@
 
 use super::bench_ideal;
 use super::bench_report::{Adaptive, Configuration, Ideal, Report, Speedup, SubgraphTimes, Weights, Work};
-use super::bench_timing::{SETTLE_AFTER_SPINNING, recover, time_interleaved};
+use super::bench_timing::{Rounds, SETTLE_AFTER_SPINNING, recover, time_interleaved};
 use crate::chrome_trace;
 use crate::interference::Interference;
 use crate::model_args::ModelArgs;
@@ -346,7 +346,18 @@ pub fn run(args: Args) -> Result<()> {
     let mut keep: Vec<usize> = ideal_pairs.iter().flat_map(|p| [p.0, p.1]).collect();
     keep.extend(adaptive_row);
     let meter = predictor::profiler::steal::Meter::start();
-    let (times, mut traces) = time_interleaved(&runtimes, &x, &args, &cores, load.as_ref(), &keep)?;
+    let (times, mut traces) = time_interleaved(
+        &runtimes,
+        &x,
+        Rounds {
+            runs: args.runs,
+            warmup: args.warmup,
+            block: args.block,
+        },
+        &cores,
+        load.as_ref(),
+        &keep,
+    )?;
     let stolen = meter.and_then(|m| m.read());
     let mut adaptive_runs = adaptive_row.map_or(Vec::new(), |a| std::mem::take(&mut traces[a]));
     let rows: Vec<Row> = configs

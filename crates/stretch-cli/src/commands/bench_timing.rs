@@ -2,7 +2,6 @@
 //! timed interleaved in blocks, and the adaptive runtime run until its
 //! moved subgraphs are home again.
 
-use super::bench::Args;
 use crate::interference::Interference;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -13,9 +12,9 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 
 /// How long the benchmark pauses after every block of a configuration whose
 /// engine threads spin after a run ([`Spin::On`]): onnxruntime's intra-op
-/// threads spin for 40-46 ms after a run ends on this project's VMs (their
-/// CPU time, read from `/proc/self/task/*/schedstat` after a run), and must
-/// stop before the next configuration is timed.
+/// threads keep spinning for a while after a run ends (their CPU time in
+/// `/proc/self/task/*/schedstat` keeps growing), and must stop before the
+/// next configuration is timed: the pause outlasts that spin.
 pub(crate) const SETTLE_AFTER_SPINNING: Duration = Duration::from_millis(100);
 
 /// A timed run's trace with its start in seconds since the first timed run.
@@ -24,9 +23,20 @@ pub(crate) type TimedTrace = (f64, Trace);
 /// Per runtime: its latencies (ms) and its kept traces.
 pub(crate) type Timings = (Vec<Vec<f64>>, Vec<Vec<TimedTrace>>);
 
-/// Warms every runtime up (unloaded), then times `args.runs` runs of each
+/// How many runs each configuration gets, and in what blocks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rounds {
+    /// Timed runs per configuration.
+    pub runs: usize,
+    /// Untimed runs per configuration before the first round.
+    pub warmup: usize,
+    /// Timed runs per configuration and round.
+    pub block: usize,
+}
+
+/// Warms every runtime up (unloaded), then times `rounds.runs` runs of each
 /// under `load`, interleaved: each round runs every runtime for a block of
-/// `args.block` timed runs (after one untimed run), starting one runtime
+/// `rounds.block` timed runs (after one untimed run), starting one runtime
 /// further along each round, so that a change in the machine's speed during
 /// the benchmark (other tenants, clock frequency) falls on every
 /// configuration alike. `runtimes` are (name, runtime, whether its engine
@@ -37,7 +47,7 @@ pub(crate) type Timings = (Vec<Vec<f64>>, Vec<Vec<TimedTrace>>);
 pub(crate) fn time_interleaved(
     runtimes: &[(&str, Runtime, bool)],
     x: &Tensor,
-    args: &Args,
+    args: Rounds,
     cores: &CoreSet,
     load: Option<&Interference>,
     keep: &[usize],

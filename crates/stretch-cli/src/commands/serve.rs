@@ -1,15 +1,15 @@
 //! `stretch serve`: several models' requests on real workers (Band).
 
-use crate::latencies::Recorder;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
-use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::report::RunLog;
-use scheduler_rt::multi::serve::Server;
-use scheduler_rt::multi::thermal::driver::ThermalDriver;
-use scheduler_rt::multi::{OpSupport, Scheduler};
-use scheduler_rt::{ProcessorConfig, RuntimeConfig, default_factory};
+use multi_dnn::core::estimator::{Estimator, EstimatorParams};
+use multi_dnn::core::report::RunLog;
+use multi_dnn::serve::Server;
+use multi_dnn::sim::measured::Recorder;
+use multi_dnn::splash::thermal::driver::ThermalDriver;
+use multi_dnn::{OpSupport, Scheduler};
+use scheduler_rt::{ProcessorConfig, RuntimeConfig};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -152,7 +152,7 @@ pub fn processors(config: &Option<PathBuf>, flags: &[ProcessorConfig]) -> Result
     while i < c.processors.len() {
         let p = &c.processors[i];
         let unreachable = p.remote.as_ref().and_then(|r| {
-            scheduler_rt::cloud::RemoteEngine::from_config(r)
+            multi_dnn::splash::cloud::RemoteEngine::from_config(r)
                 .and_then(|e| e.reachable())
                 .err()
         });
@@ -226,7 +226,7 @@ fn heat_line(label: &str, d: &ThermalDriver) -> String {
 
 /// Says who hands work to `procs` in this process's runs.
 pub fn scheduling_line(procs: &[ProcessorConfig], thermal: bool) -> String {
-    if !thermal && scheduler_rt::multi::serve::self_scheduling_on(procs) {
+    if !thermal && multi_dnn::serve::self_scheduling_on(procs) {
         "scheduling: the workers schedule themselves (each processor pinned to cores of its own; idle ones poll)".into()
     } else {
         "scheduling: one scheduling thread hands work to the workers (--scheduling thread, --thermal, or processors without cores of their own)".into()
@@ -235,7 +235,7 @@ pub fn scheduling_line(procs: &[ProcessorConfig], thermal: bool) -> String {
 
 pub fn run(a: Args) -> Result<()> {
     scheduler_rt::pool::pool().set_enabled(a.tensor_pool == "on");
-    scheduler_rt::multi::serve::set_thread_scheduling(a.scheduling == "thread");
+    multi_dnn::serve::set_thread_scheduling(a.scheduling == "thread");
     if a.thermal && (a.rounds > 1 || !a.plan.is_empty()) {
         bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
     }
@@ -260,7 +260,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     for p in &policies {
         mc::make_policy(p, &workload, &names)?;
-        if !a.thermal && scheduler_rt::multi::policy::THERMAL_POLICY_NAMES.contains(&p.as_str()) {
+        if !a.thermal && multi_dnn::Registry::builtin().get(p).is_some_and(|e| e.needs.thermal) {
             bail!(
                 "policy '{p}' schedules by temperature: give --thermal (with a runtime configuration that has a [thermal] section)"
             );
@@ -270,10 +270,10 @@ pub fn run(a: Args) -> Result<()> {
         (true, Some(path)) => {
             let file = path.display().to_string();
             let table = thermal_table.as_ref();
-            let params = scheduler_rt::multi::thermal::profile::thermal_params(&file, table, &names)?;
-            let sensor = scheduler_rt::multi::thermal::profile::sensor_spec(&file, table, &names)?
+            let params = multi_dnn::splash::thermal::profile::thermal_params(&file, table, &names)?;
+            let sensor = multi_dnn::splash::thermal::profile::sensor_spec(&file, table, &names)?
                 .map(|spec| {
-                    scheduler_rt::multi::thermal::sensor::SysfsSensor::for_workers(&spec)
+                    multi_dnn::splash::thermal::sensor::SysfsSensor::for_workers(&spec)
                         .map_err(|e| anyhow::anyhow!("{file}: [thermal.sensor]: {e}"))
                 })
                 .transpose()?;
@@ -301,7 +301,7 @@ pub fn run(a: Args) -> Result<()> {
             eprint!("\r\x1b[2K{msg}");
         }
     };
-    let factory = default_factory();
+    let factory = multi_dnn::splash::cloud::engines().factory();
     let mut server = Server::load(&procs, &support, graphs, factory.clone(), &mut say)
         .with_context(|| format!("cannot load the models of {}", workload.file))?;
     if tty {
@@ -343,7 +343,7 @@ pub fn run(a: Args) -> Result<()> {
         for (i, (m, p)) in configs.iter().enumerate() {
             let mut w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
             w.duration_s = w.duration_s.map(|d| d / rounds as f64);
-            let slo = mc::slos(&w, &isolated);
+            let slo = w.slos(&isolated);
             let policy = mc::make_policy(p, &w, &names)?;
             let mut sched = Scheduler::new(units.clone(), &names, policy, base.clone());
             let label = format!(
@@ -407,7 +407,7 @@ pub fn run(a: Args) -> Result<()> {
     for ((m, p), log) in configs.iter().zip(&logs) {
         let Some(log) = log else { continue };
         let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let report = mc::report_for("measured", p, &w, &mc::slos(&w, &isolated), &names, log);
+        let report = mc::report_for("measured", p, &w, &w.slos(&isolated), &names, log);
         if !a.sweep.json && configs.len() == 1 {
             print!("{}", report.text());
             print!("{}", mc::group_text(&w, log));

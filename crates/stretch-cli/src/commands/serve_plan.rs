@@ -8,20 +8,19 @@ use super::serve_plan_report::{Gathered, Predicted, Report, RunReport};
 use crate::multi_common as mc;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
+use multi_dnn::ModelUnits;
+use multi_dnn::core::estimator::{Estimator, EstimatorParams};
+use multi_dnn::core::report::{PoolReport, RunLog};
+use multi_dnn::policy::Lst;
+use multi_dnn::puzzle::breakdown::{AppFigures, Breakdown};
+use multi_dnn::puzzle::chromosome::Piece;
+use multi_dnn::puzzle::costs::Costs;
+use multi_dnn::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
+use multi_dnn::puzzle::plan_file::PlanFile;
+use multi_dnn::puzzle::static_plan::StaticPlan;
+use multi_dnn::serve::Server;
+use multi_dnn::{Policy, Scheduler};
 use predictor::profiler::steal::Steal;
-use scheduler_rt::default_factory;
-use scheduler_rt::multi::ModelUnits;
-use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::policy::Lst;
-use scheduler_rt::multi::policy::static_plan::StaticPlan;
-use scheduler_rt::multi::puzzle::breakdown::{AppFigures, Breakdown};
-use scheduler_rt::multi::puzzle::chromosome::Piece;
-use scheduler_rt::multi::puzzle::costs::Costs;
-use scheduler_rt::multi::puzzle::evaluate::{Outcome, outcome_from_log, plan_units};
-use scheduler_rt::multi::puzzle::plan_file::PlanFile;
-use scheduler_rt::multi::report::{PoolReport, RunLog};
-use scheduler_rt::multi::serve::Server;
-use scheduler_rt::multi::{Policy, Scheduler};
 use scheduler_rt::pool::PoolCounters;
 use std::path::{Path, PathBuf};
 
@@ -47,7 +46,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             Ok((path, plan, pieces, rank))
         })
         .collect::<Result<Vec<_>>>()?;
-    let factory = default_factory();
+    let factory = multi_dnn::splash::cloud::engines().factory();
     let mut say = |_: &str| {};
     let band = Server::load(&sc.procs, &sc.support, sc.graphs.clone(), factory.clone(), &mut say)
         .with_context(|| format!("cannot load the models of {}", sc.workload.file))?;
@@ -101,7 +100,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     let rounds = a.rounds.max(1);
     let mut w = workload.clone();
     w.duration_s = w.duration_s.map(|d| d / rounds as f64);
-    let slo: Vec<Option<f64>> = (0..w.apps.len()).map(|i| w.group_deadline_ms(i)).collect();
+    let slo = w.slos(&[]);
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut boundary = vec![(PoolCounters::default(), 0usize); served.len() + 1];
     let mut mismatches = 0;

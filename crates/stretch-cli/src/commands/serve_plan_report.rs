@@ -5,11 +5,11 @@
 //! measured unless its field says predicted or simulated.
 
 use crate::multi_common::GroupFigures;
+use multi_dnn::core::report::PoolReport;
+use multi_dnn::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
+use multi_dnn::puzzle::evaluate::Outcome;
+use multi_dnn::puzzle::score;
 use predictor::profiler::steal::Steal;
-use scheduler_rt::multi::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
-use scheduler_rt::multi::puzzle::evaluate::Outcome;
-use scheduler_rt::multi::puzzle::score;
-use scheduler_rt::multi::report::PoolReport;
 use serde::Serialize;
 use std::collections::HashMap;
 

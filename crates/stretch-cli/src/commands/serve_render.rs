@@ -7,12 +7,12 @@ use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
-use scheduler_rt::multi::heimdall::{ChunkMode, chunks_on};
-use scheduler_rt::multi::report::quantile;
-use scheduler_rt::multi::serve::Server;
-use scheduler_rt::multi::workload::Workload;
-use scheduler_rt::multi::{OpSupport, Scheduler};
-use scheduler_rt::{ProcessorConfig, default_factory};
+use multi_dnn::core::report::quantile;
+use multi_dnn::core::workload::Workload;
+use multi_dnn::heimdall::{ChunkMode, chunks_on};
+use multi_dnn::serve::Server;
+use multi_dnn::{OpSupport, Scheduler};
+use scheduler_rt::ProcessorConfig;
 use std::io::{IsTerminal, Write};
 
 /// Timed runs per operator and processor.
@@ -21,7 +21,7 @@ const OPERATOR_RUNS: usize = 5;
 const OVERHEAD_RUNS: usize = 10;
 
 /// The chunk sequence of a model on `worker` as (candidate, worker) steps.
-fn steps_on(units: &scheduler_rt::multi::ModelUnits, worker: usize) -> Option<Vec<(usize, usize)>> {
+fn steps_on(units: &multi_dnn::ModelUnits, worker: usize) -> Option<Vec<(usize, usize)>> {
     let chunks = chunks_on(units, 0, worker)?;
     Some(chunks.into_iter().map(|c| (c, worker)).collect())
 }
@@ -55,10 +55,10 @@ pub fn run(
             let _ = std::io::stderr().flush();
         }
     };
-    let factory = default_factory();
+    let factory = multi_dnn::splash::cloud::engines().factory();
     let mut probe = Server::start(procs, &factory).context("cannot start the workers")?;
     spec.render_ms = probe.set_render(spec.worker, r.fps, r.render_ms)?;
-    let budget = scheduler_rt::multi::chunk::budget_ms(r.fps, spec.render_ms)?;
+    let budget = multi_dnn::heimdall::chunk::budget_ms(r.fps, spec.render_ms)?;
     eprintln!(
         "render kernel on {}: {:.2} ms per frame at {} fps (measured; asked for {:.2} ms): DNN budget {budget:.2} ms per frame",
         r.processor, spec.render_ms, r.fps, r.render_ms
@@ -137,16 +137,16 @@ pub fn run(
     let mut last = None;
     for mult in &multipliers {
         let w = mult.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let slo = mc::slos(&w, &isolated);
+        let slo = w.slos(&isolated);
         for p in policies {
             let (chunked, server) = setups
                 .iter()
                 .find(|(c, _)| c.mode == rr::mode(p))
                 .context("no setup for the policy's chunking")?;
-            let policy = rr::make_policy(p, &w, names)?;
+            let policy = mc::make_policy(p, &w, names)?;
             let mut sched = Scheduler::new(chunked.units.clone(), names, policy, chunked.estimator.clone());
             let total = w.duration_s.unwrap_or(0.0);
-            let mut progress = |t: f64, log: &scheduler_rt::multi::report::RunLog, in_system: usize| {
+            let mut progress = |t: f64, log: &multi_dnn::core::report::RunLog, in_system: usize| {
                 if tty {
                     eprint!(
                         "\r\x1b[2K[{p}] {t:.0}/{total:.0} s, {} completed, {} frames, {in_system} in system",

@@ -1,18 +1,18 @@
 //! `stretch simulate`: the multi-DNN scheduler on simulated processors.
 
 use super::serve::processors;
-use crate::latencies::Measured;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
+use multi_dnn::core::estimator::{Estimator, EstimatorParams};
+use multi_dnn::puzzle::chromosome::LayerGraph;
+use multi_dnn::puzzle::costs::Predicted;
+use multi_dnn::puzzle::evaluate::candidate_rows;
+use multi_dnn::sim::measured::Measured;
+use multi_dnn::sim::{Latency, SimOptions, Truth, simulate};
+use multi_dnn::{ModelUnits, ProcSet, Scheduler, analyze};
 use predictor::DeviceModel;
 use scheduler_rt::ProcessorConfig;
-use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::puzzle::chromosome::LayerGraph;
-use scheduler_rt::multi::puzzle::costs::Predicted;
-use scheduler_rt::multi::puzzle::evaluate::candidate_rows;
-use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate};
-use scheduler_rt::multi::{ModelUnits, ProcSet, Scheduler, analyze};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -97,8 +97,8 @@ pub struct Args {
 
     /// With --latencies: also scale every run by the machine speed of a
     /// randomly drawn 250 ms window of the measured run (off by default:
-    /// on this VM it widened the simulated latency tail beyond serve's,
-    /// over-predicting SLO satisfaction at tight SLOs).
+    /// drawn at random, the windows' speeds can widen the simulated latency
+    /// tail beyond serve's).
     #[arg(long)]
     pub drift: bool,
 }
@@ -110,7 +110,7 @@ struct Setup {
     truth: Truth,
     isolated: Option<Vec<f64>>,
     /// The estimator's registration state of the measured run.
-    registration: Option<scheduler_rt::multi::estimator::SavedEstimates>,
+    registration: Option<multi_dnn::core::estimator::SavedEstimates>,
     source: String,
 }
 
@@ -124,10 +124,10 @@ pub(super) type LatencyTable = Vec<Vec<Vec<Latency>>>;
 pub(super) fn predicted(
     model: &DeviceModel,
     graphs: &[graph_ir::Graph],
-    workload: &scheduler_rt::multi::workload::Workload,
+    workload: &multi_dnn::core::workload::Workload,
     names: &[String],
-    support: &[scheduler_rt::multi::OpSupport],
-    extra: &dyn Fn(&scheduler_rt::multi::Candidate) -> Vec<Latency>,
+    support: &[multi_dnn::OpSupport],
+    extra: &dyn Fn(&multi_dnn::Candidate) -> Vec<Latency>,
 ) -> Result<(Vec<ModelUnits>, LatencyTable)> {
     let n_dev = model.profile().processors.len();
     let mut layers = Vec::new();
@@ -159,11 +159,7 @@ pub(super) fn predicted(
     Ok((units, table))
 }
 
-fn from_device(
-    a: &Args,
-    graphs: &[graph_ir::Graph],
-    workload: &scheduler_rt::multi::workload::Workload,
-) -> Result<Setup> {
+fn from_device(a: &Args, graphs: &[graph_ir::Graph], workload: &multi_dnn::core::workload::Workload) -> Result<Setup> {
     let path = a.device.as_ref().context("give --device or --latencies")?;
     let model = DeviceModel::load(path).with_context(|| format!("cannot load {}", path.display()))?;
     let profile = model.profile().clone();
@@ -286,7 +282,7 @@ pub fn run(a: Args) -> Result<()> {
     if !(a.noise >= 0.0 && a.noise.is_finite() && a.contention >= 1.0 && a.contention.is_finite()) {
         bail!("--noise must be >= 0 and --contention >= 1");
     }
-    let probe = scheduler_rt::multi::workload::Workload::load(&a.workload)?;
+    let probe = multi_dnn::core::workload::Workload::load(&a.workload)?;
     let graphs = mc::load_graphs(&probe)?;
     if probe.render.is_some() {
         let mut w = probe;
@@ -331,7 +327,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut last = None;
     for m in &multipliers {
         let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let slo = mc::slos(&w, &isolated);
+        let slo = w.slos(&isolated);
         for p in &policies {
             let policy = mc::make_policy(p, &w, &setup.names)?;
             let mut sched = Scheduler::new(setup.units.clone(), &setup.names, policy, base.clone());

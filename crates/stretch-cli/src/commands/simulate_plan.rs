@@ -6,7 +6,7 @@ use super::simulate::Args;
 use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result, bail};
-use scheduler_rt::multi::puzzle::plan_file::PlanFile;
+use multi_dnn::puzzle::plan_file::PlanFile;
 
 pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
     let device = a.device.as_ref().context("--plan needs --device")?;

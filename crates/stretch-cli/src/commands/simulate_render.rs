@@ -8,12 +8,12 @@ use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result};
 use graph_ir::Graph;
+use multi_dnn::Scheduler;
+use multi_dnn::core::units::operators;
+use multi_dnn::core::workload::Workload;
+use multi_dnn::heimdall::ChunkMode;
+use multi_dnn::sim::{Latency, SimOptions, Truth, simulate};
 use predictor::{DeviceModel, LatencyModel};
-use scheduler_rt::multi::Scheduler;
-use scheduler_rt::multi::heimdall::ChunkMode;
-use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate};
-use scheduler_rt::multi::units::operators;
-use scheduler_rt::multi::workload::Workload;
 
 /// `op_ms[processor][op]` of `g`, and how the figures were made.
 fn operator_ms(model: &DeviceModel, g: &Graph, names: &[String]) -> Result<(Vec<Vec<f64>>, Vec<String>)> {
@@ -83,7 +83,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
         .collect();
     let spec = rr::spec(&r, &names);
-    let budget = scheduler_rt::multi::chunk::budget_ms(r.fps, r.render_ms)?;
+    let budget = multi_dnn::heimdall::chunk::budget_ms(r.fps, r.render_ms)?;
     let mut op_ms = Vec::new();
     for g in &graphs {
         let (ms, notes) = operator_ms(&model, g, &names)?;
@@ -138,13 +138,13 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
     let mut last = None;
     for mult in &multipliers {
         let w = mult.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let slo = mc::slos(&w, &isolated);
+        let slo = w.slos(&isolated);
         for p in policies {
             let (c, truth) = setups
                 .iter()
                 .find(|(c, _)| c.mode == rr::mode(p))
                 .context("no setup for the policy's chunking")?;
-            let policy = rr::make_policy(p, &w, &names)?;
+            let policy = mc::make_policy(p, &w, &names)?;
             let mut sched = Scheduler::new(c.units.clone(), &names, policy, c.estimator.clone());
             let log = simulate(&mut sched, &w, slo.clone(), truth, options)?;
             let report = rr::report("simulated", p, &w, &slo, &names, &log);

@@ -7,15 +7,15 @@
 use super::simulate::Args;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
+use multi_dnn::core::estimator::{Estimator, EstimatorParams};
+use multi_dnn::core::workload::Workload;
+use multi_dnn::policy::PolicyOptions;
+use multi_dnn::sim::{Latency, SimOptions, Truth, simulate_thermal};
+use multi_dnn::splash::thermal::ThermalParams;
+use multi_dnn::splash::thermal::driver::{ThermalDriver, WorkerHeat};
+use multi_dnn::splash::thermal::profile::{CLOUD, CloudSpec, cloud_spec, thermal_params};
+use multi_dnn::{ModelUnits, OpSupport, Registry, Scheduler};
 use predictor::DeviceModel;
-use scheduler_rt::multi::estimator::{Estimator, EstimatorParams};
-use scheduler_rt::multi::policy::{PolicyOptions, THERMAL_POLICY_NAMES};
-use scheduler_rt::multi::sim::{Latency, SimOptions, Truth, simulate_thermal};
-use scheduler_rt::multi::thermal::ThermalParams;
-use scheduler_rt::multi::thermal::driver::{ThermalDriver, WorkerHeat};
-use scheduler_rt::multi::thermal::profile::{CLOUD, CloudSpec, cloud_spec, thermal_params};
-use scheduler_rt::multi::workload::Workload;
-use scheduler_rt::multi::{ModelUnits, OpSupport, POLICY_NAMES, Scheduler, policy_by_name};
 use std::fmt::Write as _;
 
 /// The paper's Person Finder at 30 fps on a Pixel 4 (§6.2): seconds to
@@ -56,7 +56,7 @@ fn platform(
         support.push(OpSupport::All);
         accel.push(true);
     }
-    let cloud_column = |c: &scheduler_rt::multi::Candidate| match cloud {
+    let cloud_column = |c: &multi_dnn::Candidate| match cloud {
         Some((spec, mbps)) => vec![Latency::exact(spec.latency_ms(c.io_bytes, c.flops, mbps))],
         None => Vec::new(),
     };
@@ -107,29 +107,23 @@ fn split(spec: &str) -> Result<(String, bool)> {
         Some(n) => (n, true),
         None => (spec, false),
     };
-    let known = POLICY_NAMES.contains(&name) || THERMAL_POLICY_NAMES.contains(&name) || name == "rr";
-    if !known {
+    let registry = Registry::builtin();
+    if !registry.get(name).is_some_and(|e| !e.needs.render) {
         bail!(
-            "unknown policy '{spec}' for a thermal run (known: {}, {}; add +cloud to offer the cloud worker)",
-            POLICY_NAMES.join(", "),
-            THERMAL_POLICY_NAMES.join(", ")
+            "unknown policy '{spec}' for a thermal run (known: {}; add +cloud to offer the cloud worker)",
+            registry.names_where(|e| !e.needs.render).join(", ")
         );
     }
     Ok((name.to_string(), cloud))
 }
 
 fn run_one(a: &Args, p: &Platform, w: &Workload, name: &str, with_cloud: bool) -> Result<Row> {
-    let slo = mc::slos(w, &p.fastest);
+    let slo = w.slos(&p.fastest);
     let options = PolicyOptions {
         eta: a.eta,
-        ..PolicyOptions::default()
+        ..PolicyOptions::for_workload(w, &p.names)
     };
-    let base = if name == "rr" { "round-robin" } else { name };
-    let policy = if base == "fixed" {
-        mc::make_policy(base, w, &p.names)?
-    } else {
-        policy_by_name(base, &options).with_context(|| format!("unknown policy '{name}'"))?
-    };
+    let policy = mc::make_policy_with(name, &options)?;
     let mut sched = Scheduler::new(p.units.clone(), &p.names, policy, p.base.clone());
     let mut driver = ThermalDriver::new(p.params.clone())?;
     if let Some((w, mbps)) = p.cloud {
@@ -282,7 +276,7 @@ fn sweep(a: &Args, platforms: &Platforms, w: &Workload, policies: &[String], fps
         let mut best = None;
         for &f in fps {
             let mut wf = w.clone();
-            wf.camera = Some(scheduler_rt::multi::workload::Camera {
+            wf.camera = Some(multi_dnn::core::workload::Camera {
                 fps: f,
                 slo_ms: cam.slo_ms * cam.fps / f,
             });

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use scheduler_rt::cloud::CloudServer;
+use multi_dnn::splash::cloud::CloudServer;
 use scheduler_rt::{EngineKind, ProcessorConfig, WorkerKind, make_engine};
 use std::net::TcpListener;
 use std::sync::Arc;

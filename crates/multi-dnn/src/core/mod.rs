@@ -1,0 +1,19 @@
+//! What every multi-DNN system shares: jobs, Band's units and subgraph
+//! candidates ([`units`]), the one job queue and its [`Scheduler`], the
+//! latency [`estimator`], request [`arrivals`], workloads and their file
+//! format ([`workload`]), model groups ([`groups`]), input frames
+//! ([`content`]) and the run's [`report`].
+
+pub mod arrivals;
+pub mod content;
+pub mod estimator;
+pub mod groups;
+pub mod hooks;
+pub mod link;
+pub mod report;
+mod scheduler;
+pub mod units;
+pub mod workload;
+mod workload_file;
+
+pub use scheduler::*;

@@ -1,0 +1,619 @@
+//! What a serve or simulate run reports: per app, in total, per processor.
+
+use crate::core::link::{LinkFit, PredictionErrors};
+use crate::core::{Completed, Frame, JobId};
+use serde::Serialize;
+
+/// One subgraph run on a worker.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Span {
+    pub worker: usize,
+    pub app: usize,
+    pub job: JobId,
+    pub candidate: usize,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// False when the processor went away before it finished (the subgraph ran again elsewhere).
+    pub counted: bool,
+}
+
+/// Everything a run records; [`Report::new`] summarises it.
+#[derive(Clone, Debug, Default)]
+pub struct RunLog {
+    pub completed: Vec<Completed>,
+    /// Jobs submitted per app.
+    pub submitted: Vec<usize>,
+    pub spans: Vec<Span>,
+    pub frames_done: u64,
+    /// When the last job finished (ms).
+    pub end_ms: f64,
+    pub decision_us: Vec<f64>,
+    /// Outputs compared with the reference, and how many differed.
+    pub outputs_checked: usize,
+    pub mismatches: usize,
+    /// Processors taken away and brought back during the run.
+    pub outages: Vec<Outage>,
+    /// Per finished subgraph, the driver's ms around the engine's: from
+    /// the hand-off to the worker to its start, and from its end to the
+    /// scheduler hearing of it.
+    pub dispatch_overhead_ms: Vec<f64>,
+    /// Per submitted job, ms from its arrival time to the scheduler
+    /// submitting it (the driver waking up late); with self-scheduling
+    /// workers, from the later of its arrival and the first moment a worker
+    /// was idle to take it in.
+    pub arrival_lag_ms: Vec<f64>,
+    /// Why the scheduling thread ran at its normal priority, where raising
+    /// it failed ([`scheduler_rt::priority::raise_current_thread`]).
+    pub priority_error: Option<String>,
+    /// Frames of the rendering task that ran, and ticks of those dropped.
+    pub frames: Vec<Frame>,
+    pub dropped_frames: Vec<f64>,
+    /// Models the policy moved between processors: (ms, model, worker).
+    pub moves: Vec<(f64, usize, usize)>,
+    /// Cloud workers that failed during the run and were taken out of it:
+    /// (ms, worker, reason).
+    pub worker_failures: Vec<(f64, usize, String)>,
+    /// Per cloud worker, its fitted link and the latency model's one-step
+    /// errors: (worker, fit, errors).
+    pub cloud_links: Vec<(usize, Option<LinkFit>, PredictionErrors)>,
+    /// Whether the tensor pool was on, and the engine-boundary counters
+    /// of the run (real runs only).
+    pub pool: Option<(bool, scheduler_rt::pool::PoolCounters)>,
+    /// CPU time the hypervisor gave other guests during a real run
+    /// (/proc/stat; `None` when simulated or unreadable).
+    pub steal: Option<predictor::profiler::steal::Steal>,
+}
+
+impl RunLog {
+    /// Appends a later run of the same workload, its times shifted by
+    /// `offset_ms` (so the two read as one run of the summed duration).
+    pub fn append(&mut self, mut other: RunLog, offset_ms: f64) {
+        for c in &mut other.completed {
+            c.spec.arrival_ms += offset_ms;
+            c.finish_ms += offset_ms;
+        }
+        for s in &mut other.spans {
+            s.start_ms += offset_ms;
+            s.end_ms += offset_ms;
+        }
+        for o in &mut other.outages {
+            o.down_ms += offset_ms;
+            o.up_ms = o.up_ms.map(|u| u + offset_ms);
+        }
+        if self.submitted.len() < other.submitted.len() {
+            self.submitted.resize(other.submitted.len(), 0);
+        }
+        for (a, b) in self.submitted.iter_mut().zip(&other.submitted) {
+            *a += b;
+        }
+        self.completed.append(&mut other.completed);
+        self.spans.append(&mut other.spans);
+        self.outages.append(&mut other.outages);
+        for f in &mut other.worker_failures {
+            f.0 += offset_ms;
+        }
+        self.worker_failures.append(&mut other.worker_failures);
+        self.cloud_links.append(&mut other.cloud_links);
+        self.pool = match (self.pool, other.pool) {
+            (Some((on, mut a)), Some((_, b))) => {
+                a += b;
+                Some((on, a))
+            }
+            (a, b) => a.or(b),
+        };
+        match (&mut self.steal, other.steal.take()) {
+            (Some(a), Some(b)) => a.merge(&b),
+            (a, b) => *a = a.take().or(b),
+        }
+        self.frames_done += other.frames_done;
+        self.end_ms = self.end_ms.max(other.end_ms + offset_ms);
+        self.decision_us.append(&mut other.decision_us);
+        self.outputs_checked += other.outputs_checked;
+        self.mismatches += other.mismatches;
+        self.dispatch_overhead_ms.append(&mut other.dispatch_overhead_ms);
+        self.arrival_lag_ms.append(&mut other.arrival_lag_ms);
+        self.priority_error = self.priority_error.take().or(other.priority_error);
+        for f in &mut other.frames {
+            f.tick_ms += offset_ms;
+            f.start_ms += offset_ms;
+            f.end_ms += offset_ms;
+        }
+        self.frames.append(&mut other.frames);
+        self.dropped_frames
+            .extend(other.dropped_frames.iter().map(|t| t + offset_ms));
+        self.moves
+            .extend(other.moves.iter().map(|(t, m, w)| (t + offset_ms, *m, *w)));
+    }
+
+    /// Records that `worker` went away (`up` false) or came back at `now`.
+    pub fn outage(&mut self, worker: usize, up: bool, now: f64) {
+        if !up {
+            self.outages.push(Outage {
+                worker,
+                down_ms: now,
+                up_ms: None,
+            });
+        } else if let Some(o) = self
+            .outages
+            .iter_mut()
+            .rev()
+            .find(|o| o.worker == worker && o.up_ms.is_none())
+        {
+            o.up_ms = Some(now);
+        }
+    }
+}
+
+/// A processor that went away at `down_ms` and came back at `up_ms`
+/// (`None`: still away when the run ended).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Outage {
+    pub worker: usize,
+    pub down_ms: f64,
+    pub up_ms: Option<f64>,
+}
+
+/// How a run went through one outage.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutageReport {
+    pub processor: String,
+    pub down_s: f64,
+    pub up_s: Option<f64>,
+    /// From the processor's return to the start of its first subgraph.
+    pub resumed_after_ms: Option<f64>,
+    /// Completed requests per second in the 5 s before the outage (or since
+    /// the start), during it, and in the first second after it.
+    pub before_rps: f64,
+    pub during_rps: f64,
+    pub after_rps: Option<f64>,
+    /// Back in use within 1 s and the first second after it completed at
+    /// least 90% of the rate before the outage.
+    pub recovered_within_1s: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AppReport {
+    pub name: String,
+    pub slo_ms: Option<f64>,
+    pub requests: usize,
+    pub completed: usize,
+    /// Share of completed requests that met their SLO, percent.
+    pub slo_satisfaction: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+/// How the rendering task kept its rate (Heimdall §9: frames per 1/3 s).
+#[derive(Clone, Debug, Serialize)]
+pub struct RenderReport {
+    pub processor: String,
+    pub target_fps: f64,
+    pub frames: usize,
+    pub dropped: usize,
+    /// Frames that finished per second over the run.
+    pub fps_mean: f64,
+    /// The fewest frames finished in a 1/3 s window, per second.
+    pub fps_worst_window: f64,
+    /// From a frame's tick to its start.
+    pub late_p50_ms: f64,
+    pub late_max_ms: f64,
+}
+
+impl RenderReport {
+    /// Summarises the frames of `log` over `[0, duration_ms)`.
+    pub fn new(log: &RunLog, processor: &str, target_fps: f64, duration_ms: f64) -> RenderReport {
+        let window = 1e3 / 3.0;
+        let windows = ((duration_ms / window).floor() as usize).max(1);
+        let mut counts = vec![0usize; windows];
+        for f in &log.frames {
+            let w = (f.end_ms / window) as usize;
+            if let Some(c) = counts.get_mut(w) {
+                *c += 1;
+            }
+        }
+        let late: Vec<f64> = log.frames.iter().map(|f| f.start_ms - f.tick_ms).collect();
+        let in_run = log.frames.iter().filter(|f| f.end_ms < duration_ms).count();
+        RenderReport {
+            processor: processor.to_string(),
+            target_fps,
+            frames: log.frames.len(),
+            dropped: log.dropped_frames.len(),
+            fps_mean: in_run as f64 / (duration_ms.max(1e-9) / 1e3),
+            fps_worst_window: counts.iter().copied().min().unwrap_or(0) as f64 * 3.0,
+            late_p50_ms: quantile(&late, 0.5),
+            late_max_ms: late.iter().copied().fold(0.0, f64::max),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// `measured` (serve) or `simulated` (simulate).
+    pub kind: &'static str,
+    pub policy: String,
+    pub duration_s: f64,
+    pub apps: Vec<AppReport>,
+    pub requests: usize,
+    pub completed: usize,
+    /// Requests submitted and never completed (0 unless a run was cut short).
+    pub lost: usize,
+    /// Share of all completed requests that met their SLO, percent.
+    pub slo_satisfaction: f64,
+    pub throughput_rps: f64,
+    /// Frames per second of the frame-driven group, if there is one.
+    pub fps: Option<f64>,
+    /// Busy share of each processor, percent.
+    pub utilisation: Vec<(String, f64)>,
+    pub decision_p50_us: f64,
+    pub decision_p99_us: f64,
+    /// Requests completed in each second of the run.
+    pub per_second: Vec<usize>,
+    pub outputs_checked: usize,
+    pub mismatches: usize,
+    pub outages: Vec<OutageReport>,
+    /// The rendering task, in a render workload.
+    pub render: Option<RenderReport>,
+    /// Models moved between processors by offloading: (s, model, processor).
+    pub moves: Vec<(f64, usize, String)>,
+    /// Cloud workers taken out of the run when they failed: (s, processor, reason).
+    pub worker_failures: Vec<(f64, String, String)>,
+    /// What each cloud worker's latency model learnt.
+    pub cloud_links: Vec<CloudLinkReport>,
+    /// Engine-boundary buffers and copies (real runs only).
+    pub tensor_pool: Option<PoolReport>,
+    /// CPU time the hypervisor stole during the run, per CPU (real runs;
+    /// `None` when simulated or unreadable).
+    pub steal: Option<predictor::profiler::steal::Steal>,
+}
+
+/// Engine-boundary tensor buffers and copies of a run, in all and per
+/// completed request.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PoolReport {
+    pub enabled: bool,
+    pub allocations: u64,
+    pub reused: u64,
+    pub bytes_copied: u64,
+    pub allocations_per_request: f64,
+    pub bytes_copied_per_request: f64,
+    /// Minor page faults of the whole process during the run.
+    pub page_faults: u64,
+    pub page_faults_per_request: f64,
+}
+
+/// A cloud worker's fitted communication model and how well compute +
+/// communication predicted each call, beside an EMA of the total.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CloudLinkReport {
+    pub processor: String,
+    pub fit: Option<LinkFit>,
+    pub errors: PredictionErrors,
+}
+
+/// Completed requests per second of `log` finishing in `[from, to)` ms.
+fn rate(log: &RunLog, from: f64, to: f64) -> f64 {
+    if to <= from {
+        return 0.0;
+    }
+    let n = log
+        .completed
+        .iter()
+        .filter(|c| c.finish_ms >= from && c.finish_ms < to)
+        .count();
+    n as f64 / ((to - from) / 1e3)
+}
+
+fn outage_report(log: &RunLog, o: &Outage, workers: &[String]) -> OutageReport {
+    let before_rps = rate(log, (o.down_ms - 5e3).max(0.0), o.down_ms);
+    let during_rps = rate(log, o.down_ms, o.up_ms.unwrap_or(log.end_ms));
+    let resumed_after_ms = o.up_ms.and_then(|up| {
+        log.spans
+            .iter()
+            .filter(|s| s.worker == o.worker && s.start_ms >= up)
+            .map(|s| s.start_ms - up)
+            .min_by(f64::total_cmp)
+    });
+    let after_rps = o.up_ms.map(|up| rate(log, up, up + 1e3));
+    OutageReport {
+        processor: workers.get(o.worker).cloned().unwrap_or_else(|| o.worker.to_string()),
+        down_s: o.down_ms / 1e3,
+        up_s: o.up_ms.map(|u| u / 1e3),
+        resumed_after_ms,
+        before_rps,
+        during_rps,
+        after_rps,
+        recovered_within_1s: resumed_after_ms.is_some_and(|r| r <= 1e3)
+            && after_rps.is_some_and(|a| a >= 0.9 * before_rps),
+    }
+}
+
+/// The `q`-quantile (nearest rank) of `v`; 0 for an empty slice.
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
+    s[i]
+}
+
+impl Report {
+    /// Summarises `log` over `duration_ms` (the arrival window, or the run's length).
+    pub fn new(
+        kind: &'static str,
+        policy: &str,
+        apps: &[(String, Option<f64>)],
+        workers: &[String],
+        log: &RunLog,
+        duration_ms: f64,
+        has_frames: bool,
+    ) -> Report {
+        let duration_ms = duration_ms.max(1e-9);
+        let app_reports: Vec<AppReport> = apps
+            .iter()
+            .enumerate()
+            .map(|(i, (name, slo))| {
+                let done: Vec<&Completed> = log.completed.iter().filter(|c| c.spec.app == i).collect();
+                let lat: Vec<f64> = done.iter().map(|c| c.latency_ms()).collect();
+                let met = done.iter().filter(|c| c.met_slo()).count();
+                AppReport {
+                    name: name.clone(),
+                    slo_ms: *slo,
+                    requests: log.submitted.get(i).copied().unwrap_or(0),
+                    completed: done.len(),
+                    slo_satisfaction: if done.is_empty() {
+                        0.0
+                    } else {
+                        100.0 * met as f64 / done.len() as f64
+                    },
+                    p50_ms: quantile(&lat, 0.5),
+                    p99_ms: quantile(&lat, 0.99),
+                    mean_ms: if lat.is_empty() {
+                        0.0
+                    } else {
+                        lat.iter().sum::<f64>() / lat.len() as f64
+                    },
+                    max_ms: lat.iter().copied().fold(0.0, f64::max),
+                }
+            })
+            .collect();
+        let requests: usize = log.submitted.iter().sum();
+        let completed = log.completed.len();
+        let met = log.completed.iter().filter(|c| c.met_slo()).count();
+        let span_end = log.end_ms.max(duration_ms);
+        let utilisation = workers
+            .iter()
+            .enumerate()
+            .map(|(w, n)| {
+                let busy: f64 = log
+                    .spans
+                    .iter()
+                    .filter(|s| s.worker == w)
+                    .fold(0.0, |a, s| a + (s.end_ms - s.start_ms));
+                (n.clone(), 100.0 * busy / span_end)
+            })
+            .collect();
+        let mut per_second = vec![0usize; (span_end / 1e3).ceil() as usize];
+        for c in &log.completed {
+            let b = ((c.finish_ms / 1e3) as usize).min(per_second.len().saturating_sub(1));
+            if let Some(x) = per_second.get_mut(b) {
+                *x += 1;
+            }
+        }
+        Report {
+            kind,
+            policy: policy.to_string(),
+            duration_s: duration_ms / 1e3,
+            apps: app_reports,
+            requests,
+            completed,
+            lost: requests - completed.min(requests),
+            slo_satisfaction: if completed == 0 {
+                0.0
+            } else {
+                100.0 * met as f64 / completed as f64
+            },
+            throughput_rps: completed as f64 / (duration_ms / 1e3),
+            fps: has_frames.then(|| log.frames_done as f64 / (duration_ms / 1e3)),
+            utilisation,
+            decision_p50_us: quantile(&log.decision_us, 0.5),
+            decision_p99_us: quantile(&log.decision_us, 0.99),
+            per_second,
+            outputs_checked: log.outputs_checked,
+            mismatches: log.mismatches,
+            outages: log.outages.iter().map(|o| outage_report(log, o, workers)).collect(),
+            render: None,
+            worker_failures: log
+                .worker_failures
+                .iter()
+                .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
+                .collect(),
+            tensor_pool: log.pool.map(|(enabled, c)| PoolReport::new(enabled, c, completed)),
+            steal: log.steal.clone(),
+            cloud_links: log
+                .cloud_links
+                .iter()
+                .map(|(w, fit, errors)| CloudLinkReport {
+                    processor: workers.get(*w).cloned().unwrap_or_default(),
+                    fit: *fit,
+                    errors: *errors,
+                })
+                .collect(),
+            moves: log
+                .moves
+                .iter()
+                .map(|(t, m, w)| (t / 1e3, *m, workers.get(*w).cloned().unwrap_or_default()))
+                .collect(),
+        }
+    }
+
+    /// A human-readable table.
+    pub fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(s, "policy {} ({}, {:.1} s)", self.policy, self.kind, self.duration_s);
+        let _ = writeln!(
+            s,
+            "{:<14} {:>9} {:>8} {:>9} {:>8} {:>9} {:>9}",
+            "app", "SLO ms", "requests", "completed", "SLO met", "p50 ms", "p99 ms"
+        );
+        for a in &self.apps {
+            let slo = a.slo_ms.map_or("-".to_string(), |s| format!("{s:.1}"));
+            let _ = writeln!(
+                s,
+                "{:<14} {:>9} {:>8} {:>9} {:>7.1}% {:>9.2} {:>9.2}",
+                a.name, slo, a.requests, a.completed, a.slo_satisfaction, a.p50_ms, a.p99_ms
+            );
+        }
+        let _ = writeln!(
+            s,
+            "total: {} requests, {} completed, {} lost; SLO met {:.1}% (violations still ran and are counted); throughput {:.2} req/s{}",
+            self.requests,
+            self.completed,
+            self.lost,
+            self.slo_satisfaction,
+            self.throughput_rps,
+            self.fps.map_or(String::new(), |f| format!("; {f:.2} frames/s"))
+        );
+        if let Some(st) = &self.steal {
+            let _ = writeln!(s, "{}", st.line());
+        }
+        if self.render.is_some() {
+            let _ = writeln!(s, "{:<14} {:>9} {:>9}", "app", "mean ms", "max ms");
+            for a in &self.apps {
+                let _ = writeln!(s, "{:<14} {:>9.1} {:>9.1}", a.name, a.mean_ms, a.max_ms);
+            }
+        }
+        if let Some(r) = &self.render {
+            let _ = writeln!(
+                s,
+                "rendering on {}: {:.2} frames/s (target {:.0}), worst 1/3-s window {:.1} frames/s; {} frames, {} dropped; start after tick p50 {:.2} ms, max {:.2} ms",
+                r.processor,
+                r.fps_mean,
+                r.target_fps,
+                r.fps_worst_window,
+                r.frames,
+                r.dropped,
+                r.late_p50_ms,
+                r.late_max_ms
+            );
+        }
+        for (t, m, p) in &self.moves {
+            let name = self.apps.get(*m).map_or("?", |a| a.name.as_str());
+            let _ = writeln!(s, "offloading: at {t:.1} s {name} moved to {p}");
+        }
+        let util: Vec<String> = self.utilisation.iter().map(|(n, u)| format!("{n} {u:.0}%")).collect();
+        let _ = writeln!(s, "utilisation: {}", util.join(", "));
+        let _ = writeln!(
+            s,
+            "scheduler decision time: p50 {:.1} µs, p99 {:.1} µs",
+            self.decision_p50_us, self.decision_p99_us
+        );
+        if self.outputs_checked > 0 {
+            let _ = writeln!(
+                s,
+                "outputs checked against the whole-model reference: {}, mismatches: {}",
+                self.outputs_checked, self.mismatches
+            );
+        }
+        for (t, w, reason) in &self.worker_failures {
+            let _ = writeln!(
+                s,
+                "{w} failed at {t:.1} s and was taken out of the run (probed from 0.5 s on, back when it answers; see its outages); its subgraph ran again elsewhere: {reason}"
+            );
+        }
+        for c in &self.cloud_links {
+            let _ = writeln!(s, "{}", c.line());
+        }
+        if let Some(p) = &self.tensor_pool {
+            let _ = writeln!(s, "{}", p.line());
+        }
+        for o in &self.outages {
+            let back = match (o.up_s, o.resumed_after_ms) {
+                (Some(u), Some(r)) => format!("back at {u:.1} s, running again {r:.0} ms later"),
+                (Some(u), None) => format!("back at {u:.1} s, not used again"),
+                _ => "not back before the end".to_string(),
+            };
+            let after = o
+                .after_rps
+                .map_or(String::new(), |a| format!(", {a:.1} in the first second after"));
+            let _ = writeln!(
+                s,
+                "outage of {} at {:.1} s: {back}; completed/s {:.1} before, {:.1} during{after}{}",
+                o.processor,
+                o.down_s,
+                o.before_rps,
+                o.during_rps,
+                if o.recovered_within_1s {
+                    " (recovered within 1 s)"
+                } else {
+                    " (not recovered within 1 s)"
+                }
+            );
+        }
+        s
+    }
+}
+
+impl PoolReport {
+    /// The counters of a run that completed `completed` requests.
+    pub fn new(enabled: bool, c: scheduler_rt::pool::PoolCounters, completed: usize) -> PoolReport {
+        let n = completed.max(1) as f64;
+        PoolReport {
+            enabled,
+            allocations: c.allocations,
+            reused: c.reused,
+            bytes_copied: c.bytes_copied,
+            allocations_per_request: c.allocations as f64 / n,
+            bytes_copied_per_request: c.bytes_copied as f64 / n,
+            page_faults: c.page_faults,
+            page_faults_per_request: c.page_faults as f64 / n,
+        }
+    }
+
+    /// One line: per request, then in all.
+    pub fn line(&self) -> String {
+        format!(
+            "engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request ({} allocated, {} reused in all); {:.1} minor page faults per request (whole process)",
+            if self.enabled { "on" } else { "off" },
+            self.allocations_per_request,
+            self.bytes_copied_per_request / 1e3,
+            self.allocations,
+            self.reused,
+            self.page_faults_per_request
+        )
+    }
+}
+
+impl CloudLinkReport {
+    /// One line: the fitted link and the prediction errors.
+    pub fn line(&self) -> String {
+        let Some(f) = self.fit else {
+            return format!("cloud link ({}): too few calls to fit", self.processor);
+        };
+        let up = match f.uplink_mbps() {
+            Some(m) => format!(" (uplink about {m:.0} Mbit/s)"),
+            None if !f.sizes_vary => {
+                " (every call sent inputs of one size: the per-MB cost is not identifiable)".into()
+            }
+            None => String::new(),
+        };
+        let errors = if self.errors.calls > 0 {
+            format!(
+                "; one-step error over {} calls: compute + communication {:.1}%, EMA of the total {:.1}%",
+                self.errors.calls,
+                100.0 * self.errors.model_mape,
+                100.0 * self.errors.ema_mape
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "cloud link ({}): communication fitted as {:.2} ms + {:.2} ms/MB in + {:.2} ms/MB out{up} on {} calls{errors}",
+            self.processor, f.fixed_ms, f.ms_per_mb_in, f.ms_per_mb_out, f.calls
+        )
+    }
+}

@@ -1,0 +1,651 @@
+//! Jobs, the global queue and the workers' states: the part of the
+//! scheduler that is the same under real workers and in the simulator.
+//!
+//! A driver (the runtime or the simulator) calls [`Scheduler::submit`] when
+//! a request arrives, [`Scheduler::finish`] when a worker finishes a
+//! subgraph and [`Scheduler::set_available`] when a processor goes away or
+//! comes back; after each it calls [`Scheduler::schedule`], which asks the
+//! policy for assignments (Band's `GetNextJob`) and returns the subgraphs
+//! to start now. Times are ms on the driver's clock; the scheduler never
+//! reads a clock itself except to time its own policy calls.
+
+use crate::ProcSet;
+use crate::core::estimator::Estimator;
+use crate::core::units::ModelUnits;
+use crate::policy::Policy;
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+use thiserror::Error;
+
+pub type JobId = u64;
+
+/// A request: what to run, when it came, and its deadline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// Index of the app (workload entry) that sent it.
+    pub app: usize,
+    /// Index of the model in the scheduler's models.
+    pub model: usize,
+    pub arrival_ms: f64,
+    /// Service-level objective: the job should finish by `arrival + slo`.
+    pub slo_ms: Option<f64>,
+    /// The camera frame of a frame-driven workload.
+    pub frame: Option<u64>,
+    /// How much the app's input changed since its previous request (mean
+    /// absolute luminance difference, percent of the range; Heimdall Eq. 4),
+    /// 0 when the app declares no frame source.
+    pub content: f64,
+}
+
+/// A request in the system and the units it has done.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub id: JobId,
+    pub spec: JobSpec,
+    /// Units finished in each region.
+    pub done: Vec<usize>,
+    /// Regions with a subgraph running or waiting in a worker's queue.
+    pub running: Vec<bool>,
+}
+
+impl Job {
+    /// The first unit of region `r` not yet run.
+    pub fn next_unit(&self, m: &ModelUnits, r: usize) -> usize {
+        m.regions[r].units.start + self.done[r]
+    }
+
+    pub fn region_complete(&self, m: &ModelUnits, r: usize) -> bool {
+        self.done[r] == m.regions[r].units.len()
+    }
+
+    /// Not complete, not running, and every region it reads is complete.
+    pub fn region_ready(&self, m: &ModelUnits, r: usize) -> bool {
+        !self.running[r]
+            && !self.region_complete(m, r)
+            && m.regions[r].preds.iter().all(|p| self.region_complete(m, *p))
+    }
+
+    pub fn complete(&self, m: &ModelUnits) -> bool {
+        (0..m.regions.len()).all(|r| self.region_complete(m, r))
+    }
+
+    /// Absolute deadline, if the job has an SLO.
+    pub fn deadline_ms(&self) -> Option<f64> {
+        self.spec.slo_ms.map(|s| self.spec.arrival_ms + s)
+    }
+}
+
+/// A ready region of a job: what sits in the global queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Task {
+    pub job: JobId,
+    pub region: usize,
+}
+
+/// A subgraph given to a worker.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Running {
+    pub seq: u64,
+    pub task: Task,
+    pub model: usize,
+    pub candidate: usize,
+    /// When it started; `None` while it waits in the worker's own queue.
+    pub start_ms: Option<f64>,
+    pub expected_ms: f64,
+}
+
+/// What a policy sees of a worker.
+#[derive(Clone, Debug)]
+pub struct WorkerState {
+    pub name: String,
+    /// False during an outage.
+    pub available: bool,
+    pub running: Option<Running>,
+    /// Subgraphs assigned to this worker that wait for it (device-queue policies).
+    pub local: VecDeque<Running>,
+    /// The rendering task this worker runs first at every frame, if any.
+    pub render: Option<RenderSlot>,
+}
+
+/// A periodic rendering task pinned to one worker (Heimdall §6.1): at every
+/// tick (`period_ms` apart) a frame of `render_ms` must run before any DNN
+/// work waiting there; a running subgraph is never preempted. A frame that
+/// has not started when the next tick comes is dropped (the display shows
+/// the newer one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderSlot {
+    pub period_ms: f64,
+    /// Expected time of one frame.
+    pub render_ms: f64,
+    /// When the next frame is due.
+    pub next_tick_ms: f64,
+    /// The tick of a frame that is due and has not started.
+    pub pending: Option<f64>,
+    /// The frame running now: (dispatch seq, tick, start).
+    pub running: Option<(u64, f64, f64)>,
+    /// A frame finished and no subgraph has started here since: the
+    /// longest stretch until the next frame is now (Heimdall's scheduling
+    /// event after each render).
+    pub fresh: bool,
+}
+
+impl RenderSlot {
+    /// No frame due or running.
+    pub fn quiet(&self) -> bool {
+        self.pending.is_none() && self.running.is_none()
+    }
+
+    /// Expected ms from `now` until a DNN could hold the worker, counting a
+    /// due or running frame.
+    pub fn blocked_ms(&self, now: f64) -> f64 {
+        let running = self
+            .running
+            .map_or(0.0, |(_, _, start)| (start + self.render_ms - now).max(0.0));
+        running + if self.pending.is_some() { self.render_ms } else { 0.0 }
+    }
+
+    /// Ms from `now` to the next tick.
+    pub fn until_tick_ms(&self, now: f64) -> f64 {
+        (self.next_tick_ms - now).max(0.0)
+    }
+}
+
+/// A finished frame.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Frame {
+    pub worker: usize,
+    pub tick_ms: f64,
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+impl WorkerState {
+    /// Available, running nothing, with nothing waiting and no frame due.
+    pub fn idle(&self) -> bool {
+        self.available
+            && self.running.is_none()
+            && self.local.is_empty()
+            && self.render.as_ref().is_none_or(|r| r.quiet())
+    }
+
+    /// Expected ms from `now` until the worker could start new work
+    /// (Band's published waiting time); infinite while unavailable.
+    pub fn wait_ms(&self, now: f64) -> f64 {
+        if !self.available {
+            return f64::INFINITY;
+        }
+        let running = self
+            .running
+            .as_ref()
+            .map_or(0.0, |r| (r.start_ms.unwrap_or(now) + r.expected_ms - now).max(0.0));
+        running
+            + self.local.iter().map(|r| r.expected_ms).sum::<f64>()
+            + self.render.as_ref().map_or(0.0, |r| r.blocked_ms(now))
+    }
+}
+
+/// Everything a policy may look at; no clock, no threads.
+pub struct View<'a> {
+    pub now_ms: f64,
+    /// The global queue, head first.
+    pub queue: &'a [Task],
+    pub jobs: &'a HashMap<JobId, Job>,
+    pub models: &'a [ModelUnits],
+    pub workers: &'a [WorkerState],
+    pub estimator: &'a Estimator,
+    /// Predicted temperature rises, where the run models the device's heat.
+    pub thermal: Option<&'a dyn crate::core::hooks::ThermalOracle>,
+}
+
+impl View<'_> {
+    pub fn job(&self, id: JobId) -> &Job {
+        &self.jobs[&id]
+    }
+
+    pub fn model_of(&self, task: Task) -> &ModelUnits {
+        &self.models[self.jobs[&task.job].spec.model]
+    }
+
+    /// Expected ms of a candidate on a worker; infinite if the worker cannot run it now.
+    pub fn estimate(&self, model: usize, candidate: usize, worker: usize) -> f64 {
+        let c = &self.models[model].candidates[candidate];
+        if !c.support.contains(worker) || !self.workers[worker].available {
+            return f64::INFINITY;
+        }
+        self.estimator.estimate(model, candidate, worker)
+    }
+
+    /// Workers that are available.
+    pub fn available(&self) -> ProcSet {
+        ProcSet::from_iter((0..self.workers.len()).filter(|w| self.workers[*w].available))
+    }
+
+    /// Idle workers.
+    pub fn idle(&self) -> Vec<usize> {
+        (0..self.workers.len()).filter(|w| self.workers[*w].idle()).collect()
+    }
+}
+
+/// A policy's decision: run `candidate` (which must start at the task's
+/// next unit) of `task` on `worker`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub task: Task,
+    pub candidate: usize,
+    pub worker: usize,
+}
+
+/// Where the rest of a job goes back in the queue after a subgraph finishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requeue {
+    Head,
+    Tail,
+}
+
+/// A subgraph to start now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dispatch {
+    pub seq: u64,
+    pub worker: usize,
+    /// `Some(tick)`: a frame of the rendering task, not a subgraph (`job`,
+    /// `app`, `model` and `candidate` are then 0).
+    pub render: Option<f64>,
+    pub job: JobId,
+    pub app: usize,
+    pub model: usize,
+    pub candidate: usize,
+    pub expected_ms: f64,
+}
+
+/// A finished job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completed {
+    pub job: JobId,
+    pub spec: JobSpec,
+    pub finish_ms: f64,
+}
+
+impl Completed {
+    pub fn latency_ms(&self) -> f64 {
+        self.finish_ms - self.spec.arrival_ms
+    }
+
+    /// Finished by its deadline (true without an SLO).
+    pub fn met_slo(&self) -> bool {
+        self.spec.slo_ms.is_none_or(|s| self.latency_ms() <= s)
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum SchedError {
+    #[error("policy {policy} made an invalid assignment ({what}): {assignment:?}")]
+    BadAssignment {
+        policy: &'static str,
+        what: &'static str,
+        assignment: Assignment,
+    },
+    /// The extension that models the device's heat failed.
+    #[error("thermal emulator: {0}")]
+    Thermal(String),
+}
+
+/// The queue, the jobs, the workers' states, the estimator and the policy.
+pub struct Scheduler {
+    models: Vec<ModelUnits>,
+    workers: Vec<WorkerState>,
+    queue: VecDeque<Task>,
+    jobs: HashMap<JobId, Job>,
+    next_job: JobId,
+    next_seq: u64,
+    policy: Box<dyn Policy>,
+    pub estimator: Estimator,
+    /// Microseconds of each policy call that had work to decide on.
+    pub decision_us: Vec<f64>,
+}
+
+impl Scheduler {
+    pub fn new(
+        models: Vec<ModelUnits>,
+        workers: &[String],
+        policy: Box<dyn Policy>,
+        estimator: Estimator,
+    ) -> Scheduler {
+        Scheduler {
+            models,
+            workers: workers
+                .iter()
+                .map(|n| WorkerState {
+                    name: n.clone(),
+                    available: true,
+                    running: None,
+                    local: VecDeque::new(),
+                    render: None,
+                })
+                .collect(),
+            queue: VecDeque::new(),
+            jobs: HashMap::new(),
+            next_job: 0,
+            next_seq: 0,
+            policy,
+            estimator,
+            decision_us: Vec::new(),
+        }
+    }
+
+    pub fn models(&self) -> &[ModelUnits] {
+        &self.models
+    }
+
+    pub fn workers(&self) -> &[WorkerState] {
+        &self.workers
+    }
+
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Models the policy moved between processors: (ms, model, worker).
+    pub fn policy_moves(&self) -> Vec<(f64, usize, usize)> {
+        self.policy.moves().to_vec()
+    }
+
+    /// What the policy reports about its decisions ([`Policy::notes`]).
+    pub fn policy_notes(&self) -> Vec<String> {
+        self.policy.notes()
+    }
+
+    /// Gives the rendering task of `workload` (if any) to its processor,
+    /// first frame due at 0. Returns the worker, `None` without a render
+    /// task or when its processor is not one of the workers.
+    pub fn set_render_from(&mut self, workload: &crate::core::workload::Workload) -> Option<usize> {
+        let r = workload.render.as_ref()?;
+        let w = self.workers.iter().position(|x| x.name == r.processor)?;
+        self.set_render(w, 1e3 / r.fps, r.render_ms, 0.0);
+        Some(w)
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(&id)
+    }
+
+    /// Jobs submitted and not finished.
+    pub fn in_system(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn queue(&self) -> impl Iterator<Item = &Task> {
+        self.queue.iter()
+    }
+
+    /// Gives `worker` a rendering task: a frame of `render_ms` every
+    /// `period_ms`, the first due at `first_tick_ms`.
+    pub fn set_render(&mut self, worker: usize, period_ms: f64, render_ms: f64, first_tick_ms: f64) {
+        self.workers[worker].render = Some(RenderSlot {
+            period_ms,
+            render_ms,
+            next_tick_ms: first_tick_ms,
+            pending: None,
+            running: None,
+            fresh: false,
+        });
+    }
+
+    /// Ends the rendering tasks: no frame is due any more (a frame due or
+    /// running still runs).
+    pub fn stop_render(&mut self) {
+        for w in &mut self.workers {
+            if let Some(slot) = w.render.as_mut() {
+                slot.next_tick_ms = f64::INFINITY;
+            }
+        }
+    }
+
+    /// The earliest next frame tick of any worker.
+    pub fn next_tick_ms(&self) -> Option<f64> {
+        self.workers
+            .iter()
+            .filter_map(|w| w.render.as_ref().map(|r| r.next_tick_ms))
+            .min_by(f64::total_cmp)
+    }
+
+    /// Makes every frame due at or before `now` pending; returns the ticks
+    /// of frames dropped because a newer one became due before they started.
+    pub fn render_ticks(&mut self, now: f64) -> Vec<f64> {
+        let mut dropped = Vec::new();
+        for w in &mut self.workers {
+            let Some(slot) = w.render.as_mut() else { continue };
+            while slot.next_tick_ms <= now {
+                if let Some(old) = slot.pending.replace(slot.next_tick_ms) {
+                    dropped.push(old);
+                }
+                slot.next_tick_ms += slot.period_ms;
+            }
+        }
+        dropped
+    }
+
+    /// The frame of dispatch `seq` on `worker` finished at `now` after
+    /// `measured_ms`; the worker's expected frame time follows it (EMA with
+    /// the estimator's α). A stale `seq` is ignored.
+    pub fn finish_render(&mut self, now: f64, worker: usize, seq: u64, measured_ms: f64) -> Option<Frame> {
+        let alpha = self.estimator.params.alpha;
+        let slot = self.workers.get_mut(worker)?.render.as_mut()?;
+        let (s, tick, start) = slot.running?;
+        if s != seq {
+            return None;
+        }
+        slot.running = None;
+        slot.fresh = true;
+        slot.render_ms = (1.0 - alpha) * slot.render_ms + alpha * measured_ms;
+        Some(Frame {
+            worker,
+            tick_ms: tick,
+            start_ms: start,
+            end_ms: now,
+        })
+    }
+
+    /// Adds a job; its ready regions join the queue's tail.
+    pub fn submit(&mut self, spec: JobSpec) -> JobId {
+        let id = self.next_job;
+        self.next_job += 1;
+        let m = &self.models[spec.model];
+        let job = Job {
+            id,
+            done: vec![0; m.regions.len()],
+            running: vec![false; m.regions.len()],
+            spec,
+        };
+        for r in 0..m.regions.len() {
+            if job.region_ready(m, r) {
+                self.queue.push_back(Task { job: id, region: r });
+            }
+        }
+        self.jobs.insert(id, job);
+        id
+    }
+
+    /// Asks the policy for assignments and returns the subgraphs to start
+    /// now, on workers that are free.
+    pub fn schedule(&mut self, now: f64) -> Result<Vec<Dispatch>, SchedError> {
+        self.schedule_with(now, None)
+    }
+
+    /// [`Scheduler::schedule`] with the device's thermal state for the policy to see.
+    pub fn schedule_with(
+        &mut self,
+        now: f64,
+        thermal: Option<&dyn crate::core::hooks::ThermalOracle>,
+    ) -> Result<Vec<Dispatch>, SchedError> {
+        if !self.queue.is_empty() && self.workers.iter().any(|w| w.available) {
+            let view = View {
+                now_ms: now,
+                queue: self.queue.make_contiguous(),
+                jobs: &self.jobs,
+                models: &self.models,
+                workers: &self.workers,
+                estimator: &self.estimator,
+                thermal,
+            };
+            let t = Instant::now();
+            let assignments = self.policy.schedule(&view);
+            self.decision_us.push(t.elapsed().as_secs_f64() * 1e6);
+            for a in assignments {
+                self.assign(a)?;
+            }
+        }
+        let mut starts = Vec::new();
+        for w in 0..self.workers.len() {
+            let worker = &mut self.workers[w];
+            if !worker.available || worker.running.is_some() {
+                continue;
+            }
+            if let Some(slot) = worker.render.as_mut() {
+                if slot.running.is_some() {
+                    continue;
+                }
+                if let Some(tick) = slot.pending.take() {
+                    let seq = self.next_seq;
+                    self.next_seq += 1;
+                    slot.running = Some((seq, tick, now));
+                    starts.push(Dispatch {
+                        seq,
+                        worker: w,
+                        render: Some(tick),
+                        job: 0,
+                        app: 0,
+                        model: 0,
+                        candidate: 0,
+                        expected_ms: slot.render_ms,
+                    });
+                    continue;
+                }
+            }
+            if let Some(mut r) = worker.local.pop_front() {
+                if let Some(slot) = worker.render.as_mut() {
+                    slot.fresh = false;
+                }
+                r.start_ms = Some(now);
+                let job = &self.jobs[&r.task.job];
+                starts.push(Dispatch {
+                    seq: r.seq,
+                    worker: w,
+                    render: None,
+                    job: r.task.job,
+                    app: job.spec.app,
+                    model: r.model,
+                    candidate: r.candidate,
+                    expected_ms: r.expected_ms,
+                });
+                worker.running = Some(r);
+            }
+        }
+        Ok(starts)
+    }
+
+    fn assign(&mut self, a: Assignment) -> Result<(), SchedError> {
+        let bad = |what| SchedError::BadAssignment {
+            policy: self.policy.name(),
+            what,
+            assignment: a,
+        };
+        let pos = self
+            .queue
+            .iter()
+            .position(|t| *t == a.task)
+            .ok_or_else(|| bad("task not queued"))?;
+        let job = &self.jobs[&a.task.job];
+        let m = &self.models[job.spec.model];
+        let c = m.candidates.get(a.candidate).ok_or_else(|| bad("no such candidate"))?;
+        if c.region != a.task.region || c.first != job.next_unit(m, a.task.region) {
+            return Err(bad("candidate does not start at the job's next unit"));
+        }
+        if a.worker >= self.workers.len() || !c.support.contains(a.worker) || !self.workers[a.worker].available {
+            return Err(bad("worker cannot run the candidate"));
+        }
+        let expected_ms = self.estimator.estimate(job.spec.model, a.candidate, a.worker);
+        let model = job.spec.model;
+        self.queue.remove(pos);
+        if let Some(j) = self.jobs.get_mut(&a.task.job) {
+            j.running[a.task.region] = true;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.workers[a.worker].local.push_back(Running {
+            seq,
+            task: a.task,
+            model,
+            candidate: a.candidate,
+            start_ms: None,
+            expected_ms: if expected_ms.is_finite() { expected_ms } else { 0.0 },
+        });
+        Ok(())
+    }
+
+    /// The worker finished dispatch `seq` after `measured_ms` in the engine
+    /// (`None`: it failed and the subgraph goes back to the queue). Returns
+    /// the job if it is now complete. A stale `seq` (the worker's processor
+    /// went away meanwhile) is ignored.
+    pub fn finish(&mut self, now: f64, worker: usize, seq: u64, measured_ms: Option<f64>) -> Option<Completed> {
+        let w = &mut self.workers[worker];
+        if w.running.as_ref().is_none_or(|r| r.seq != seq) {
+            return None;
+        }
+        let r = w.running.take()?;
+        let job = self.jobs.get_mut(&r.task.job)?;
+        let m = &self.models[r.model];
+        job.running[r.task.region] = false;
+        let requeue = self.policy.requeue();
+        let push = |q: &mut VecDeque<Task>, t: Task| match requeue {
+            Requeue::Head => q.push_front(t),
+            Requeue::Tail => q.push_back(t),
+        };
+        let Some(ms) = measured_ms else {
+            push(&mut self.queue, r.task);
+            return None;
+        };
+        self.estimator.observe(r.model, r.candidate, worker, ms);
+        self.policy
+            .subgraph_done(now, r.task.job, r.model, r.candidate, worker, ms);
+        let c = &m.candidates[r.candidate];
+        job.done[r.task.region] += c.last - c.first + 1;
+        if job.complete(m) {
+            let job = self.jobs.remove(&r.task.job)?;
+            let done = Completed {
+                job: job.id,
+                spec: job.spec,
+                finish_ms: now,
+            };
+            self.policy.completed(&done, worker);
+            return Some(done);
+        }
+        for reg in (0..m.regions.len()).rev() {
+            let t = Task {
+                job: job.id,
+                region: reg,
+            };
+            if job.region_ready(m, reg) && !self.queue.contains(&t) {
+                push(&mut self.queue, t);
+            }
+        }
+        None
+    }
+
+    /// Takes a processor away (its running and waiting subgraphs go back to
+    /// the queue's head; a result it still delivers is ignored) or brings it back.
+    pub fn set_available(&mut self, worker: usize, available: bool) {
+        let w = &mut self.workers[worker];
+        w.available = available;
+        if available {
+            return;
+        }
+        let mut back: Vec<Running> = w.running.take().into_iter().collect();
+        back.extend(w.local.drain(..));
+        for r in back.into_iter().rev() {
+            if let Some(j) = self.jobs.get_mut(&r.task.job) {
+                j.running[r.task.region] = false;
+            }
+            self.queue.push_front(r.task);
+        }
+    }
+}

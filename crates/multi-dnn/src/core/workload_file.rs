@@ -1,0 +1,379 @@
+//! Reading a workload file: the TOML layout (`File` and its parts) and
+//! its conversion into a checked [`Workload`], every error naming the file
+//! and key at fault.
+
+use crate::core::workload::*;
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenderFile {
+    processor: String,
+    fps: f64,
+    render_ms: f64,
+    margin_ms: Option<f64>,
+    offload_to: Option<String>,
+    offload_margin: Option<f64>,
+    offload_cycle_s: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UtilityFile {
+    l0: Option<f64>,
+    beta: Option<f64>,
+    gamma: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FramesFile {
+    variation: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    seed: Option<u64>,
+    duration_s: Option<f64>,
+    requests: Option<usize>,
+    slo_multiplier: Option<f64>,
+    #[serde(default)]
+    app: Vec<AppFile>,
+    #[serde(default)]
+    outage: Vec<OutageFile>,
+    render: Option<RenderFile>,
+    #[serde(default)]
+    group: Vec<crate::core::groups::GroupFile>,
+    camera: Option<CameraFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CameraFile {
+    fps: f64,
+    slo_ms: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppFile {
+    name: Option<String>,
+    model: String,
+    random_weights: Option<u64>,
+    arrival: String,
+    fps: Option<f64>,
+    rate: Option<f64>,
+    per_frame: Option<usize>,
+    slo_ms: Option<f64>,
+    slo_multiplier: Option<f64>,
+    processor: Option<String>,
+    utility: Option<UtilityFile>,
+    frames: Option<FramesFile>,
+    frames_dir: Option<String>,
+    group: Option<String>,
+    after: Option<String>,
+    input_shape: Option<String>,
+    scale_like: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutageFile {
+    processor: String,
+    at_s: f64,
+    for_s: f64,
+}
+
+impl Workload {
+    /// Reads and validates `path`; model paths are resolved against its folder.
+    pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
+        let file = path.display().to_string();
+        let err = |key: &str, reason: String| WorkloadError {
+            file: file.clone(),
+            key: key.to_string(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
+        let parsed: File = toml::from_str(&text).map_err(|e| {
+            let span = e.span().map(|s| text[..s.start].lines().count()).unwrap_or(0);
+            err(&format!("line {span}"), e.message().to_string())
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut w = Self::build(parsed, dir, &err)?;
+        w.file = file;
+        Ok(w)
+    }
+
+    fn build(f: File, dir: &Path, err: &dyn Fn(&str, String) -> WorkloadError) -> Result<Workload, WorkloadError> {
+        let positive = |key: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(err(key, format!("must be a positive number, got {v}")))
+            }
+        };
+        if let Some(d) = f.duration_s {
+            positive("duration_s", d)?;
+        }
+        if f.duration_s.is_none() && f.requests.is_none() {
+            return Err(err("duration_s", "give duration_s or requests".into()));
+        }
+        if f.requests == Some(0) {
+            return Err(err("requests", "must be at least 1".into()));
+        }
+        if let Some(m) = f.slo_multiplier {
+            positive("slo_multiplier", m)?;
+        }
+        if f.app.is_empty() {
+            return Err(err("app", "the workload has no [[app]]".into()));
+        }
+        let groups = crate::core::groups::parse(f.group, err)?;
+        let mut apps = Vec::new();
+        for (i, a) in f.app.into_iter().enumerate() {
+            let key = |k: &str| format!("app[{i}].{k}");
+            let name = a.name.clone().unwrap_or_else(|| format!("app{i}"));
+            if apps.iter().any(|x: &App| x.name == name) {
+                return Err(err(&key("name"), format!("'{name}' is used twice")));
+            }
+            let model = dir.join(&a.model);
+            if !model.is_file() {
+                return Err(err(&key("model"), format!("no such file: {}", model.display())));
+            }
+            let need = |k: &str, v: Option<f64>| match v {
+                Some(v) => positive(&key(k), v),
+                None => Err(err(&key(k), format!("arrival '{}' needs {k}", a.arrival))),
+            };
+            let arrival = match a.arrival.as_str() {
+                "periodic" => Arrival::Periodic {
+                    fps: need("fps", a.fps)?,
+                },
+                "poisson" => Arrival::Poisson {
+                    rate: need("rate", a.rate)?,
+                },
+                "closed" => match a.fps {
+                    Some(fps) => Arrival::Paced {
+                        fps: positive(&key("fps"), fps)?,
+                    },
+                    None => Arrival::Closed,
+                },
+                "group" => {
+                    let name = a
+                        .group
+                        .as_deref()
+                        .ok_or_else(|| err(&key("group"), "arrival 'group' needs group = \"NAME\"".into()))?;
+                    Arrival::Group {
+                        group: crate::core::groups::index_of(&groups, name)
+                            .map_err(|reason| err(&key("group"), reason))?,
+                    }
+                }
+                "frame" => Arrival::Frame {
+                    per_frame: a
+                        .per_frame
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| err(&key("per_frame"), "arrival 'frame' needs per_frame >= 1".into()))?,
+                    after: match &a.after {
+                        None => None,
+                        Some(n) => Some(
+                            apps.iter()
+                                .position(|x: &App| x.name == *n && matches!(x.arrival, Arrival::Frame { .. }))
+                                .ok_or_else(|| {
+                                    err(
+                                        &key("after"),
+                                        format!("'{n}' is not a frame app defined before this one"),
+                                    )
+                                })?,
+                        ),
+                    },
+                },
+                other => {
+                    return Err(err(
+                        &key("arrival"),
+                        format!("unknown arrival '{other}' (periodic, poisson, closed, frame, group)"),
+                    ));
+                }
+            };
+            if a.after.is_some() && !matches!(arrival, Arrival::Frame { .. }) {
+                return Err(err(
+                    &key("after"),
+                    "only apps with arrival = \"frame\" follow another".into(),
+                ));
+            }
+            if f.camera.is_some()
+                && matches!(arrival, Arrival::Frame { .. })
+                && (a.slo_ms.is_some() || a.slo_multiplier.is_some())
+            {
+                return Err(err(
+                    &key("slo_ms"),
+                    "with [camera] the frame apps' SLO is camera.slo_ms".into(),
+                ));
+            }
+            if a.group.is_some() && !matches!(arrival, Arrival::Group { .. }) {
+                return Err(err(
+                    &key("group"),
+                    "only apps with arrival = \"group\" belong to a group".into(),
+                ));
+            }
+            let slo = match (a.slo_ms, a.slo_multiplier.or(f.slo_multiplier)) {
+                (Some(ms), _) => Slo::Ms(positive(&key("slo_ms"), ms)?),
+                (None, Some(m)) => Slo::Multiplier(positive(&key("slo_multiplier"), m)?),
+                (None, None) => Slo::None,
+            };
+            let mut utility = Utility::default();
+            if let Some(u) = &a.utility {
+                utility.l0 = u.l0.unwrap_or(utility.l0);
+                if !utility.l0.is_finite() {
+                    return Err(err(&key("utility.l0"), format!("must be finite, got {}", utility.l0)));
+                }
+                utility.beta = positive(&key("utility.beta"), u.beta.unwrap_or(utility.beta))?;
+                utility.gamma = u.gamma.unwrap_or(utility.gamma);
+                if !(utility.gamma.is_finite() && utility.gamma > 1.0) {
+                    return Err(err(
+                        &key("utility.gamma"),
+                        format!(
+                            "must be > 1 so that the latency utility falls ever faster (Heimdall Eq. 3), got {}",
+                            utility.gamma
+                        ),
+                    ));
+                }
+            }
+            let frames = match (&a.frames, &a.frames_dir) {
+                (Some(_), Some(_)) => return Err(err(&key("frames"), "give frames or frames_dir, not both".into())),
+                (Some(f), None) => {
+                    if !(f.variation.is_finite() && (0.0..=1.0).contains(&f.variation)) {
+                        return Err(err(
+                            &key("frames.variation"),
+                            format!("must be a share in [0, 1], got {}", f.variation),
+                        ));
+                    }
+                    Frames::Synthetic { variation: f.variation }
+                }
+                (None, Some(d)) => {
+                    let d = dir.join(d);
+                    if !d.is_dir() {
+                        return Err(err(&key("frames_dir"), format!("no such folder: {}", d.display())));
+                    }
+                    let frames = Frames::Dir(d);
+                    crate::core::content::FrameSource::open(&frames, 0)
+                        .map_err(|e| err(&key("frames_dir"), e.to_string()))?;
+                    frames
+                }
+                (None, None) => Frames::None,
+            };
+            let input_shape = match &a.input_shape {
+                None => None,
+                Some(text) => Some(
+                    text.parse::<graph_ir::onnx::InputShape>()
+                        .map_err(|reason| err(&key("input_shape"), reason))?,
+                ),
+            };
+            let scale_like = match &a.scale_like {
+                None => None,
+                Some(n) => Some(apps.iter().position(|x: &App| x.name == *n).ok_or_else(|| {
+                    err(
+                        &key("scale_like"),
+                        format!("'{n}' is not an app defined before this one"),
+                    )
+                })?),
+            };
+            apps.push(App {
+                scale_like,
+                input_shape,
+                name,
+                model,
+                random_weights: a.random_weights,
+                arrival,
+                slo,
+                processor: a.processor,
+                utility,
+                frames,
+            });
+        }
+        let mut outages = Vec::new();
+        for (i, o) in f.outage.into_iter().enumerate() {
+            if !(o.at_s.is_finite() && o.at_s >= 0.0) {
+                return Err(err(
+                    &format!("outage[{i}].at_s"),
+                    format!("must be >= 0, got {}", o.at_s),
+                ));
+            }
+            positive(&format!("outage[{i}].for_s"), o.for_s)?;
+            outages.push(Outage {
+                processor: o.processor,
+                at_s: o.at_s,
+                for_s: o.for_s,
+            });
+        }
+        let render = match f.render {
+            None => None,
+            Some(r) => {
+                let fps = positive("render.fps", r.fps)?;
+                let render_ms = positive("render.render_ms", r.render_ms)?;
+                let margin_ms = r.margin_ms.unwrap_or(5.0);
+                if !(margin_ms.is_finite() && margin_ms >= 0.0) {
+                    return Err(err("render.margin_ms", format!("must be >= 0, got {margin_ms}")));
+                }
+                let offload_margin = r.offload_margin.unwrap_or(0.1);
+                if !(offload_margin.is_finite() && offload_margin >= 0.0) {
+                    return Err(err(
+                        "render.offload_margin",
+                        format!("must be >= 0, got {offload_margin}"),
+                    ));
+                }
+                let offload_cycle_s = positive("render.offload_cycle_s", r.offload_cycle_s.unwrap_or(1.0))?;
+                crate::core::workload::render_budget_ms(fps, render_ms)
+                    .map_err(|e| err("render.render_ms", e.to_string()))?;
+                Some(Render {
+                    processor: r.processor,
+                    fps,
+                    render_ms,
+                    margin_ms,
+                    offload_to: r.offload_to,
+                    offload_margin,
+                    offload_cycle_s,
+                })
+            }
+        };
+        let camera = match f.camera {
+            None => None,
+            Some(c) => {
+                let fps = positive("camera.fps", c.fps)?;
+                if !apps.iter().any(|a| matches!(a.arrival, Arrival::Frame { .. })) {
+                    return Err(err(
+                        "camera",
+                        "a camera drives frame apps; the workload has none".into(),
+                    ));
+                }
+                Some(Camera {
+                    fps,
+                    slo_ms: positive("camera.slo_ms", c.slo_ms.unwrap_or(1e3 / fps))?,
+                })
+            }
+        };
+        Ok(Workload {
+            camera,
+            file: String::new(),
+            seed: f.seed.unwrap_or(0),
+            duration_s: f.duration_s,
+            requests: f.requests,
+            apps,
+            outages,
+            render,
+            groups,
+        })
+    }
+}
+
+/// Parses workload text as if read from `dir/name` (tests, embedded examples).
+pub fn parse(text: &str, dir: &Path, name: &str) -> Result<Workload, WorkloadError> {
+    let err = |key: &str, reason: String| WorkloadError {
+        file: name.to_string(),
+        key: key.to_string(),
+        reason,
+    };
+    let parsed: File = toml::from_str(text).map_err(|e| err("", e.message().to_string()))?;
+    let mut w = Workload::build(parsed, dir, &err)?;
+    w.file = name.to_string();
+    Ok(w)
+}

@@ -1,0 +1,38 @@
+//! Puzzle ('25): a static analyzer that searches, for a known set of
+//! model groups, how to cut each model into subgraphs, where each runs
+//! and which model goes first, with a genetic algorithm over a simulator
+//! (§4), and a runtime that executes the plan (§5).
+//!
+//! - [`breakdown`]: where a plan's request latencies go;
+//! - [`chromosome`]: the three chromosomes and their decoding;
+//! - [`costs`]: pieces' compute and hand-off times;
+//! - [`evaluate`]: a plan through the multi-DNN simulator, makespans;
+//! - [`score`]: XRBench score, saturation multiplier;
+//! - [`nsga`], [`ga`]: the search;
+//! - [`plan_file`]: plans as JSON for `serve --plan` and `simulate --plan`.
+
+pub mod breakdown;
+pub mod chromosome;
+pub mod costs;
+pub mod evaluate;
+pub mod ga;
+pub mod nsga;
+pub mod plan_file;
+pub mod score;
+pub mod static_plan;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum PuzzleError {
+    #[error("cannot cost model '{model}' on {processor}: {reason}")]
+    Cost {
+        model: String,
+        processor: String,
+        reason: String,
+    },
+    #[error("model '{model}': {reason}")]
+    Model { model: String, reason: String },
+    #[error("{file}: {reason}")]
+    Plan { file: String, reason: String },
+}

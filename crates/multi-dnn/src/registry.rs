@@ -1,0 +1,158 @@
+//! The one list of policies. Each policy's file declares its
+//! [`PolicyEntry`] (name, aliases, what it needs, constructor);
+//! [`Registry::builtin`] lists them, and everything that turns a name into
+//! a policy (the commands, their `--help` and errors, the experiments)
+//! asks a [`Registry`].
+
+use crate::heimdall::{fifo, utility};
+use crate::policy::{Policy, PolicyEntry, PolicyOptions, fixed, heft, lst, round_robin, sel};
+use crate::splash::{max_weighted_ppt, min_heat};
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum PolicyError {
+    #[error("unknown policy '{name}' (known: {known})")]
+    Unknown { name: String, known: String },
+    #[error("policy '{name}' {reason}")]
+    Options { name: String, reason: String },
+}
+
+/// Policies by name.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    entries: Vec<PolicyEntry>,
+}
+
+impl Registry {
+    /// Every policy this crate implements, Band's first.
+    pub fn builtin() -> Registry {
+        let mut entries = vec![
+            fixed::ENTRY,
+            round_robin::ENTRY,
+            sel::ENTRY,
+            heft::ENTRY,
+            lst::ENTRY,
+            lst::WHOLE,
+        ];
+        entries.extend([min_heat::ENTRY, max_weighted_ppt::ENTRY]);
+        entries.extend(fifo::ENTRIES);
+        entries.extend(utility::ENTRIES);
+        Registry { entries }
+    }
+
+    /// This registry with `entry` added (replacing one of the same name).
+    pub fn with(mut self, entry: PolicyEntry) -> Registry {
+        self.entries.retain(|e| e.name != entry.name);
+        self.entries.push(entry);
+        self
+    }
+
+    pub fn entries(&self) -> &[PolicyEntry] {
+        &self.entries
+    }
+
+    /// The entry answering to `name` (its name or an alias).
+    pub fn get(&self, name: &str) -> Option<&PolicyEntry> {
+        self.entries.iter().find(|e| e.answers_to(name))
+    }
+
+    /// Makes the policy called `name`.
+    pub fn make(&self, name: &str, options: &PolicyOptions) -> Result<Box<dyn Policy>, PolicyError> {
+        let entry = self.get(name).ok_or_else(|| PolicyError::Unknown {
+            name: name.into(),
+            known: self.names_where(|_| true).join(", "),
+        })?;
+        (entry.make)(options).map_err(|reason| PolicyError::Options {
+            name: entry.name.into(),
+            reason,
+        })
+    }
+
+    /// Names, in registry order, of the policies whose entry satisfies `keep`.
+    pub fn names_where(&self, keep: impl Fn(&PolicyEntry) -> bool) -> Vec<&'static str> {
+        self.entries.iter().filter(|e| keep(e)).map(|e| e.name).collect()
+    }
+
+    /// Policies that need neither a thermal model nor a rendering task.
+    pub fn plain_names(&self) -> Vec<&'static str> {
+        self.names_where(|e| !e.needs.thermal && !e.needs.render)
+    }
+
+    /// Policies that need a thermal model (Splash's).
+    pub fn thermal_names(&self) -> Vec<&'static str> {
+        self.names_where(|e| e.needs.thermal)
+    }
+
+    /// Policies that need a rendering task (Heimdall's and its baselines).
+    pub fn render_names(&self) -> Vec<&'static str> {
+        self.names_where(|e| e.needs.render)
+    }
+
+    /// One line per policy: name, aliases and summary, for `--help`.
+    pub fn help(&self) -> String {
+        self.entries
+            .iter()
+            .map(|e| {
+                let aliases = if e.aliases.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (or {})", e.aliases.join(", "))
+                };
+                format!("{}{aliases}: {}", e.name, e.summary)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// [`Registry::builtin`]'s policy called `name`, `None` for an unknown
+/// name or options that lack what it needs.
+pub fn policy_by_name(name: &str, options: &PolicyOptions) -> Option<Box<dyn Policy>> {
+    Registry::builtin().make(name, options).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_makes_the_policy_it_names() {
+        let r = Registry::builtin();
+        let options = PolicyOptions {
+            heimdall: Some(crate::policy::HeimdallOptions {
+                offload: Some((0, 1, 0.1, 100.0)),
+                ..Default::default()
+            }),
+            ..PolicyOptions::default()
+        };
+        for e in r.entries() {
+            let p = r.make(e.name, &options).unwrap();
+            let expect = match e.name {
+                "whole" | "ops5" => "fifo",
+                "lst-whole" => "lst",
+                n => n,
+            };
+            assert_eq!(p.name(), expect);
+        }
+        assert_eq!(r.make("rr", &options).unwrap().name(), "round-robin");
+        assert!(matches!(r.make("nope", &options), Err(PolicyError::Unknown { .. })));
+        assert!(matches!(
+            r.make("whole", &PolicyOptions::default()),
+            Err(PolicyError::Options { .. })
+        ));
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let r = Registry::builtin();
+        let mut all: Vec<&str> = r
+            .entries()
+            .iter()
+            .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()))
+            .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n);
+    }
+}

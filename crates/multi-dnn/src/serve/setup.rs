@@ -1,0 +1,134 @@
+//! What a render workload adds to a [`Server`]: every operator timed alone
+//! on every worker (for Heimdall's chunker) and the rendering kernel,
+//! calibrated on the worker that runs it.
+
+use crate::core::report::quantile;
+use crate::core::units::{operators, subgraph_of};
+use crate::heimdall::render_kernel::{ROWS, RenderKernel};
+use crate::serve::{Server, random_tensor};
+use graph_ir::Graph;
+use scheduler_rt::engine::{Compiled, Value};
+use scheduler_rt::error::RuntimeError;
+use scheduler_rt::extract::extract_onnx;
+use std::sync::Arc;
+use tract_onnx::prelude::TVec;
+
+impl Server {
+    /// Measures every operator of `graph` ([`crate::serve::units::operators`]
+    /// order) alone on each worker: compiled on its own, run once to warm
+    /// up, then the median of `runs` runs (ms), `result[worker][op]`.
+    pub fn measure_operators(
+        &self,
+        graph: &Graph,
+        runs: usize,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<Vec<f64>>, RuntimeError> {
+        let ops = operators(graph).map_err(|e| RuntimeError::Units {
+            model: graph.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut out = vec![Vec::with_capacity(ops.len()); self.workers.len()];
+        for (i, id) in ops.iter().enumerate() {
+            progress(&format!(
+                "model {}: timing operator {}/{}",
+                graph.name,
+                i + 1,
+                ops.len()
+            ));
+            let sub = subgraph_of(graph, graph.node(*id).name.clone(), vec![*id]);
+            let bytes = extract_onnx(graph, &sub)?;
+            let inputs: TVec<Value> = sub
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(k, o)| {
+                    let shape = graph.fact(*o).map(|f| f.shape.clone()).unwrap_or_default();
+                    random_tensor(&shape, 31 + k as u64)
+                })
+                .collect::<Result<_, _>>()?;
+            for (w, wk) in self.workers.iter().enumerate() {
+                let comp: Arc<dyn Compiled> =
+                    Arc::from(wk.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                        engine: wk.engine.name(),
+                        subgraph: format!("{}:{}", graph.name, sub.name),
+                        processor: self.names[w].clone(),
+                        reason,
+                    })?);
+                let mut times = Vec::with_capacity(runs);
+                for k in 0..=runs {
+                    let (_, ms) = self.run_compiled(w, &comp, &sub.name, inputs.clone())?;
+                    if k > 0 {
+                        times.push(ms);
+                    }
+                }
+                out[w].push(quantile(&times, 0.5));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Gives `worker` the rendering task's kernel, calibrated there to take
+    /// about `render_ms` when run once per frame at `fps` (frames spaced as
+    /// in a run, so that caches are as cold as they will be); returns the
+    /// median of the last calibration frames (ms), which the run then
+    /// expects a frame to take.
+    pub fn set_render(&mut self, worker: usize, fps: f64, render_ms: f64) -> Result<f64, RuntimeError> {
+        let period = std::time::Duration::from_secs_f64(1.0 / fps.max(1e-3));
+        let frames = |server: &Server, kernel: &Arc<dyn Compiled>, n: usize| -> Result<Vec<f64>, RuntimeError> {
+            let mut times = Vec::with_capacity(n);
+            for _ in 0..n {
+                let t = std::time::Instant::now();
+                times.push(server.run_compiled(worker, kernel, "render", TVec::new())?.1);
+                std::thread::sleep(period.saturating_sub(t.elapsed()));
+            }
+            Ok(times)
+        };
+        let probe: Arc<dyn Compiled> = Arc::new(RenderKernel::new(ROWS));
+        let full = quantile(&frames(self, &probe, 4)?[1..], 0.5).max(1e-3);
+        let mut rows = ((render_ms / full) * ROWS as f64).round().max(1.0);
+        let mut measured = full;
+        let mut kernel: Arc<dyn Compiled> = probe;
+        for _ in 0..3 {
+            kernel = Arc::new(RenderKernel::new(rows as usize));
+            measured = quantile(&frames(self, &kernel, 10)?[3..], 0.5).max(1e-3);
+            rows = (rows * render_ms / measured).round().max(1.0);
+        }
+        self.render = Some((worker, kernel, measured));
+        Ok(measured)
+    }
+
+    /// Gives this server the rendering task `other` calibrated (same
+    /// worker, kernel and expected frame time), for servers started on the
+    /// same processors; `None` when `other` has none.
+    pub fn share_render(&mut self, other: &Server) -> Option<f64> {
+        self.render = other.render.clone();
+        self.render.as_ref().map(|r| r.2)
+    }
+}
+
+/// Pins the calling thread to some cores until dropped, then gives it back
+/// the cores it had.
+pub(super) struct PinGuard(Option<predictor::profiler::CoreSet>);
+
+impl PinGuard {
+    /// Pins to `cores` (nothing when `None` or when pinning fails: the run
+    /// then goes on unpinned).
+    pub(super) fn new(cores: Option<&predictor::profiler::CoreSet>) -> PinGuard {
+        let Some(cores) = cores else { return PinGuard(None) };
+        let Ok(before) = predictor::profiler::affinity::available() else {
+            return PinGuard(None);
+        };
+        match scheduler_rt::affinity::pin_current_thread(cores) {
+            Ok(()) => PinGuard(Some(before)),
+            Err(_) => PinGuard(None),
+        }
+    }
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        if let Some(before) = &self.0 {
+            let _ = scheduler_rt::affinity::pin_current_thread(before);
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! A discrete-event simulator running the real [`Scheduler`] and policy
+//! objects: only the clock (simulated) and the workers (latencies from a
+//! table, optionally with noise and contention) differ from `serve`.
+
+pub mod measured;
+
+use crate::core::arrivals::Arrivals;
+use crate::core::hooks::ThermalOracle;
+use crate::core::report::{RunLog, Span};
+use crate::core::workload::Workload;
+use crate::core::{JobSpec, SchedError, Scheduler};
+use crate::splash::thermal::driver::{Change, ThermalDriver};
+use graph_ir::rng::SplitMix64;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// The true latency of one candidate on one processor (ms; infinite where
+/// the processor cannot run it), when it starts with every other processor
+/// idle (`alone`) or some other processor busy (`shared`), each with its
+/// spread: the measured distribution's shape (run / mean at evenly spaced
+/// quantiles, sampled as is) where known, else a log-normal of the given
+/// coefficient of variation (0 = exact).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Latency {
+    pub alone_ms: f64,
+    pub alone_cv: f64,
+    pub alone_shape: Vec<f64>,
+    pub shared_ms: f64,
+    pub shared_cv: f64,
+    pub shared_shape: Vec<f64>,
+}
+
+impl Latency {
+    /// The same figure alone and shared, no spread.
+    pub fn exact(ms: f64) -> Latency {
+        Latency {
+            alone_ms: ms,
+            alone_cv: 0.0,
+            alone_shape: Vec::new(),
+            shared_ms: ms,
+            shared_cv: 0.0,
+            shared_shape: Vec::new(),
+        }
+    }
+}
+
+/// What simulated processors take: `table[model][candidate][worker]`, and
+/// the driver's cost around each subgraph (hand-off to the worker and back).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Truth {
+    pub table: Vec<Vec<Vec<Latency>>>,
+    pub overhead_ms: f64,
+    /// When measured: that cost at evenly spaced quantiles, one drawn per
+    /// subgraph instead of `overhead_ms`.
+    pub overhead_quantiles: Vec<f64>,
+    /// The measured machine's speed per window of `speed_window_ms` (run
+    /// time / mean); each simulated window draws one of them at random and
+    /// every subgraph starting in it is scaled by it (slow periods slow all
+    /// processors at once). Empty: speed 1.
+    pub speed: Vec<f64>,
+    pub speed_window_ms: f64,
+    /// When measured: how late the driver submits a job after its arrival
+    /// time, at evenly spaced quantiles, one drawn per job (its latency
+    /// still counts from the arrival).
+    pub arrival_lag_quantiles: Vec<f64>,
+    /// Per worker: the lag-1 correlation of its consecutive runs' spread
+    /// draws (a Gaussian AR(1) mapped onto the measured shape, so each
+    /// draw still follows the shape); missing or 0: independent draws.
+    pub spread_correlation: Vec<f64>,
+}
+
+/// Noise and contention of simulated workers, on top of [`Truth`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimOptions {
+    /// Relative spread of each run's latency (log-normal, mean kept),
+    /// replacing the truth's own spread when > 0.
+    pub noise: f64,
+    /// Latency factor of a subgraph that starts while another processor is
+    /// busy (shared memory and caches; Band Table 1 reports 1.4-2x for two
+    /// models on one processor); 1 = none.
+    pub contention: f64,
+    pub seed: u64,
+    /// Scale runs by the measured machine speed of a random window
+    /// ([`Truth::speed`]); off: the truth's distributions alone.
+    pub drift: bool,
+    /// End the run at the first job that finishes past its SLO (a search
+    /// that only needs to know whether every job meets it).
+    pub stop_at_first_miss: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            noise: 0.0,
+            contention: 1.0,
+            seed: 0,
+            drift: false,
+            stop_at_first_miss: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Event {
+    Finish { worker: usize, seq: u64 },
+    RenderDone { worker: usize, seq: u64, ms: f64 },
+    Down(usize),
+    Up(usize),
+    Submit(Box<JobSpec>),
+}
+
+struct Timed(f64, u64, Event);
+
+/// Pending events, earliest first, ties in the order they were pushed.
+#[derive(Default)]
+struct Events {
+    heap: BinaryHeap<Timed>,
+    order: u64,
+}
+
+impl Events {
+    fn push(&mut self, at_ms: f64, event: Event) {
+        self.heap.push(Timed(at_ms, self.order, event));
+        self.order += 1;
+    }
+}
+
+/// Submits the jobs that arrived at `now`, each after a measured arrival
+/// lag when the truth has one (its latency still counts from `now`).
+fn admit(
+    due: Vec<JobSpec>,
+    now: f64,
+    truth: &Truth,
+    rng: &mut SplitMix64,
+    events: &mut Events,
+    sched: &mut Scheduler,
+    log: &mut RunLog,
+) {
+    for spec in due {
+        log.submitted[spec.app] += 1;
+        if truth.arrival_lag_quantiles.is_empty() {
+            sched.submit(spec);
+        } else {
+            let lag = pick(rng, &truth.arrival_lag_quantiles);
+            events.push(now + lag, Event::Submit(Box::new(spec)));
+        }
+    }
+}
+
+impl PartialEq for Timed {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Timed {}
+impl PartialOrd for Timed {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Timed {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+    }
+}
+
+/// Runs `workload` on `sched` with processors taking `truth` (a subgraph
+/// that starts while another processor is busy takes the shared figure,
+/// times `options.contention`). `slo_ms` per app; outages and the
+/// rendering task (a frame takes the workload's `render_ms`, with the
+/// noise of `options`) come from the workload; frames tick until the
+/// arrival window ends (or, for a request count, until the last job).
+pub fn simulate(
+    sched: &mut Scheduler,
+    workload: &Workload,
+    slo_ms: Vec<Option<f64>>,
+    truth: &Truth,
+    options: SimOptions,
+) -> Result<RunLog, SchedError> {
+    simulate_thermal(sched, workload, slo_ms, truth, options, None)
+}
+
+/// [`simulate`] on a device that heats up: `thermal` (one node per worker)
+/// is stepped with the workers' busy states; a processor that throttles
+/// runs the subgraphs it starts from then on slower by its frequency
+/// factor (one already running keeps its pace), and one that switches off
+/// is an outage until it cools. Policies see the driver's online thermal
+/// model and latency per temperature bin.
+pub fn simulate_thermal(
+    sched: &mut Scheduler,
+    workload: &Workload,
+    slo_ms: Vec<Option<f64>>,
+    truth: &Truth,
+    options: SimOptions,
+    mut thermal: Option<&mut ThermalDriver>,
+) -> Result<RunLog, SchedError> {
+    let names: Vec<String> = sched.workers().iter().map(|w| w.name.clone()).collect();
+    let mut arrivals = Arrivals::new(workload, slo_ms);
+    let mut events = Events::default();
+    for o in &workload.outages {
+        if let Some(w) = names.iter().position(|n| *n == o.processor) {
+            events.push(o.at_s * 1e3, Event::Down(w));
+            events.push((o.at_s + o.for_s) * 1e3, Event::Up(w));
+        }
+    }
+    let mut rng = SplitMix64::new(options.seed);
+    let mut log = RunLog {
+        submitted: vec![0; workload.apps.len()],
+        ..RunLog::default()
+    };
+    let mut busy: Vec<Option<Span>> = vec![None; names.len()];
+    let mut speed: (Option<u64>, f64) = (None, 1.0);
+    let mut spread_state: Vec<Option<f64>> = Vec::new();
+    let render_ms = sched
+        .set_render_from(workload)
+        .and(workload.render.as_ref().map(|r| r.render_ms));
+    let mut now = 0.0f64;
+    let mut missed = false;
+    while !missed {
+        let next_event = events.heap.peek().map(|t: &Timed| t.0);
+        let next_tick = sched
+            .next_tick_ms()
+            .filter(|t| arrivals.ticking_at(*t, sched.in_system()));
+        let next = [arrivals.next_ms(), next_event, next_tick]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp);
+        let next = match (next, thermal.as_deref()) {
+            (None, Some(t)) if t.any_off() && sched.in_system() > 0 => Some(now + POLL_MS),
+            (next, _) => next,
+        };
+        let Some(mut next) = next else { break };
+        if let Some(t) = thermal.as_deref_mut() {
+            let busy_now: Vec<bool> = busy.iter().map(Option::is_some).collect();
+            let (stop, changes) = t.advance_until(next, &busy_now)?;
+            next = next.min(stop);
+            for c in changes {
+                if let Change::Off { worker, off } = c {
+                    set_up(worker, !off, stop, &mut busy, sched, &mut log, Some(&mut *t));
+                }
+            }
+        }
+        now = now.max(next);
+        if next_tick.is_some_and(|t| t <= now) {
+            log.dropped_frames.extend(sched.render_ticks(now));
+        } else if next_tick.is_none() {
+            sched.stop_render();
+        }
+        admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
+        while events.heap.peek().is_some_and(|t| t.0 <= now) {
+            let Some(Timed(_, _, ev)) = events.heap.pop() else {
+                break;
+            };
+            match ev {
+                Event::Finish { worker, seq } => {
+                    let Some(mut span) = busy[worker].take() else { continue };
+                    let current = sched.workers()[worker].running.as_ref().is_some_and(|r| r.seq == seq);
+                    if !current {
+                        continue;
+                    }
+                    span.end_ms = now;
+                    let ms = span.end_ms - span.start_ms;
+                    if let (Some(t), Some(r)) = (thermal.as_deref_mut(), sched.workers()[worker].running.as_ref()) {
+                        let c = &sched.models()[r.model].candidates[r.candidate];
+                        t.finished(worker, (r.model, r.candidate), (c.in_bytes, c.out_bytes), ms);
+                    }
+                    log.spans.push(span);
+                    if let Some(c) = sched.finish(now, worker, seq, Some(ms)) {
+                        missed |= options.stop_at_first_miss && !c.met_slo();
+                        arrivals.completed(&c, now);
+                        log.end_ms = log.end_ms.max(now);
+                        log.completed.push(c);
+                    }
+                }
+                Event::Down(w) => set_up(w, false, now, &mut busy, sched, &mut log, thermal.as_deref_mut()),
+                Event::Up(w) => set_up(w, true, now, &mut busy, sched, &mut log, thermal.as_deref_mut()),
+                Event::Submit(spec) => {
+                    sched.submit(*spec);
+                }
+                Event::RenderDone { worker, seq, ms } => {
+                    if let Some(f) = sched.finish_render(now, worker, seq, ms) {
+                        log.frames.push(f);
+                    }
+                }
+            }
+        }
+        admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
+        let dispatches = {
+            let oracle = thermal.as_deref().map(|t| t.oracle());
+            sched.schedule_with(now, oracle.as_ref().map(|o| o as &dyn ThermalOracle))?
+        };
+        for d in dispatches {
+            if d.render.is_some() {
+                let mut ms = render_ms.unwrap_or(d.expected_ms);
+                if options.noise > 0.0 {
+                    let sigma = options.noise;
+                    ms *= (sigma * normal(&mut rng) - sigma * sigma / 2.0).exp();
+                }
+                events.push(
+                    now + ms,
+                    Event::RenderDone {
+                        worker: d.worker,
+                        seq: d.seq,
+                        ms,
+                    },
+                );
+                continue;
+            }
+            let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
+            let t = &truth.table[d.model][d.candidate][d.worker];
+            let (mut ms, cv, shape) = if others_busy {
+                (t.shared_ms * options.contention, t.shared_cv, &t.shared_shape)
+            } else {
+                (t.alone_ms, t.alone_cv, &t.alone_shape)
+            };
+            if options.noise == 0.0 && !shape.is_empty() {
+                let rho = truth.spread_correlation.get(d.worker).copied().unwrap_or(0.0);
+                if rho > 0.0 {
+                    if spread_state.len() <= d.worker {
+                        spread_state.resize(d.worker + 1, None);
+                    }
+                    ms *= pick_at(correlated_uniform(&mut spread_state[d.worker], rho, &mut rng), shape);
+                } else {
+                    ms *= pick(&mut rng, shape);
+                }
+            } else {
+                let sigma = if options.noise > 0.0 {
+                    options.noise
+                } else {
+                    (1.0 + cv * cv).ln().sqrt()
+                };
+                if sigma > 0.0 {
+                    let z = normal(&mut rng);
+                    ms *= (sigma * z - sigma * sigma / 2.0).exp();
+                }
+            }
+            if options.drift && !truth.speed.is_empty() {
+                let window = if truth.speed_window_ms > 0.0 {
+                    (now / truth.speed_window_ms) as u64
+                } else {
+                    0
+                };
+                if speed.0 != Some(window) {
+                    speed = (Some(window), pick(&mut rng, &truth.speed));
+                }
+                ms *= speed.1;
+            }
+            if let Some(t) = thermal.as_deref_mut() {
+                ms *= t.latency_factor(d.worker);
+                t.started(d.worker);
+            }
+            ms += if truth.overhead_quantiles.is_empty() {
+                truth.overhead_ms
+            } else {
+                pick(&mut rng, &truth.overhead_quantiles)
+            };
+            busy[d.worker] = Some(Span {
+                worker: d.worker,
+                app: d.app,
+                job: d.job,
+                candidate: d.candidate,
+                start_ms: now,
+                end_ms: now + ms,
+                counted: true,
+            });
+            events.push(
+                now + ms,
+                Event::Finish {
+                    worker: d.worker,
+                    seq: d.seq,
+                },
+            );
+        }
+    }
+    log.frames_done = arrivals.frames_done;
+    log.decision_us = std::mem::take(&mut sched.decision_us);
+    log.moves = sched.policy_moves();
+    Ok(log)
+}
+
+/// Takes worker `w` away at `at` (its running subgraph is abandoned and
+/// re-queued) or brings it back: a scheduled outage or a processor
+/// switched off by its heat.
+fn set_up(
+    w: usize,
+    up: bool,
+    at: f64,
+    busy: &mut [Option<Span>],
+    sched: &mut Scheduler,
+    log: &mut RunLog,
+    thermal: Option<&mut ThermalDriver>,
+) {
+    if !up && let Some(mut s) = busy[w].take() {
+        s.end_ms = at;
+        s.counted = false;
+        log.spans.push(s);
+        if let Some(t) = thermal {
+            t.abandoned(w);
+        }
+    }
+    sched.set_available(w, up);
+    log.outage(w, up, at);
+}
+
+/// How often a thermal run looks again while a switched-off processor
+/// holds the only work left (ms).
+const POLL_MS: f64 = 10.0;
+
+/// One of the non-empty `values`, uniformly at random.
+fn pick(rng: &mut SplitMix64, values: &[f64]) -> f64 {
+    pick_at(rng.next_f64(), values)
+}
+
+/// The value of non-empty `values` (evenly spaced quantiles) at uniform draw `u`.
+fn pick_at(u: f64, values: &[f64]) -> f64 {
+    values[((u * values.len() as f64) as usize).min(values.len() - 1)]
+}
+
+/// The lag-1 correlation of a series (`None` under 3 values or with no spread).
+pub fn lag1_correlation(v: &[f64]) -> Option<f64> {
+    if v.len() < 3 {
+        return None;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var: f64 = v.iter().map(|x| (x - m).powi(2)).sum();
+    let cov: f64 = v.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
+    (var > 0.0).then(|| cov / var)
+}
+
+/// The next uniform draw of a worker whose draws correlate: its state `z`
+/// (a standard normal; drawn afresh when `None`) steps as
+/// `z' = rho z + sqrt(1 - rho²) e` and the draw is `Φ(z')`, so every draw is
+/// uniform and consecutive ones correlate about as `rho`.
+pub fn correlated_uniform(z: &mut Option<f64>, rho: f64, rng: &mut SplitMix64) -> f64 {
+    let rho = rho.clamp(0.0, 0.999);
+    let next = match *z {
+        Some(prev) => rho * prev + (1.0 - rho * rho).sqrt() * normal(rng),
+        None => normal(rng),
+    };
+    *z = Some(next);
+    0.5 * (1.0 + erf(next / std::f64::consts::SQRT_2))
+}
+
+/// The error function (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7).
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly =
+        t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let y = 1.0 - poly * (-x * x).exp();
+    if x < 0.0 { -y } else { y }
+}
+
+/// A standard normal draw (Box-Muller).
+fn normal(rng: &mut SplitMix64) -> f64 {
+    let u = |r: &mut SplitMix64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let (a, b) = (u(rng), u(rng));
+    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draws(rho: f64, n: usize) -> Vec<f64> {
+        let mut rng = SplitMix64::new(11);
+        let mut z = None;
+        (0..n).map(|_| correlated_uniform(&mut z, rho, &mut rng)).collect()
+    }
+
+    #[test]
+    fn correlated_draws_stay_uniform_and_follow_their_correlation() {
+        for rho in [0.0, 0.5, 0.9] {
+            let u = draws(rho, 200_000);
+            let mean = u.iter().sum::<f64>() / u.len() as f64;
+            let low = u.iter().filter(|x| **x < 0.1).count() as f64 / u.len() as f64;
+            assert!((mean - 0.5).abs() < 0.02, "rho {rho}: mean {mean}");
+            assert!((low - 0.1).abs() < 0.02, "rho {rho}: share below 0.1 {low}");
+            let r = lag1_correlation(&u).unwrap();
+            assert!((r - rho).abs() < 0.06, "rho {rho}: lag-1 correlation {r}");
+        }
+        assert!((erf(0.5) - 0.520_499_877_8).abs() < 1e-6 && (erf(-1.0) + 0.842_700_792_9).abs() < 1e-6);
+    }
+}
