@@ -154,14 +154,9 @@ fn main() -> ExitCode {
         std::hint::black_box(&g);
         drop(g);
     }
-    let mut sorted = times.clone();
-    sorted.sort_unstable();
-    let min = sorted[0];
-    let median = if sorted.len() % 2 == 1 {
-        sorted[sorted.len() / 2]
-    } else {
-        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2
-    };
+    let secs_of: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();
+    let min = times.iter().min().copied().unwrap_or_default();
+    let median = Duration::from_secs_f64(graph_ir::stats::median(&secs_of).unwrap_or(0.0));
 
     println!("model:        {}", args.model.display());
     println!("file size:    {} bytes ({})", file_size, mib(file_size));

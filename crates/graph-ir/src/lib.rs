@@ -19,6 +19,7 @@ pub mod ops;
 mod patch;
 mod random;
 pub mod rng;
+pub mod stats;
 mod tensor;
 pub mod zoo;
 

@@ -29,7 +29,7 @@
 use graph_ir::onnx::{ImportOptions, import_file};
 use graph_ir::rng::SplitMix64;
 use multi_dnn::core::estimator::{Estimator, EstimatorParams};
-use multi_dnn::core::report::quantile;
+use multi_dnn::core::report::quantile_or_zero;
 use multi_dnn::core::{Job, Running, Task, View, WorkerState};
 use multi_dnn::policy::{Lst, Policy, Sel};
 use multi_dnn::{JobSpec, ModelUnits, OpSupport, analyze};
@@ -199,15 +199,15 @@ fn bench(here: &std::path::Path, support: &[OpSupport], samples: usize) -> Resul
         );
         println!(
             "  lst (slack order + DP per job): median {:.1} µs, p99 {:.1} µs, min {:.1} µs",
-            quantile(&lst_us, 0.5),
-            quantile(&lst_us, 0.99),
-            quantile(&lst_us, 0.0)
+            quantile_or_zero(&lst_us, 0.5),
+            quantile_or_zero(&lst_us, 0.99),
+            quantile_or_zero(&lst_us, 0.0)
         );
         println!(
             "  sel (baseline, same states):    median {:.1} µs, p99 {:.1} µs; lst / sel = {:.2}x",
-            quantile(&sel_us, 0.5),
-            quantile(&sel_us, 0.99),
-            quantile(&lst_us, 0.5) / quantile(&sel_us, 0.5)
+            quantile_or_zero(&sel_us, 0.5),
+            quantile_or_zero(&sel_us, 0.99),
+            quantile_or_zero(&lst_us, 0.5) / quantile_or_zero(&sel_us, 0.5)
         );
     }
     Ok(())

@@ -186,7 +186,7 @@ fn run() -> Result<(), String> {
     );
     for (label, mut s) in by_class {
         s.ratios.sort_by(f64::total_cmp);
-        let median = s.ratios.get(s.ratios.len() / 2).copied().unwrap_or(f64::NAN);
+        let median = graph_ir::stats::quantile(&s.ratios, 0.5).unwrap_or(f64::NAN);
         println!(
             "{label:<38} {:>10.3} {:>10.3} {:>8.2} {median:>10.2} {:>6}",
             s.predicted,

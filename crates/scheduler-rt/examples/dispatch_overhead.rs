@@ -51,11 +51,6 @@ fn chain(n: usize, heavy: bool) -> Result<graph_ir::Graph, graph_ir::GraphError>
     Ok(g)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn measure(g: &graph_ir::Graph, second: WorkerKind, runs: usize) -> Result<f64, Box<dyn std::error::Error>> {
     let procs = [
         ProcessorConfig::new("cpu0", WorkerKind::Inline),
@@ -87,11 +82,11 @@ fn measure(g: &graph_ir::Graph, second: WorkerKind, runs: usize) -> Result<f64, 
             WorkerKind::Pool => "cpu1 a pool worker (hop)",
             _ => "inline only (baseline)",
         },
-        median(per_dispatch.clone()),
-        median(per_run),
-        median(inside_per)
+        graph_ir::stats::median_nan(&per_dispatch.clone()),
+        graph_ir::stats::median_nan(&per_run),
+        graph_ir::stats::median_nan(&inside_per)
     );
-    Ok(median(per_dispatch))
+    Ok(graph_ir::stats::median_nan(&per_dispatch))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -233,7 +233,8 @@ pub struct GroupFigures {
 impl GroupFigures {
     /// Per group of `o` (named by `names`, in order).
     pub fn of(o: &multi_dnn::puzzle::evaluate::Outcome, names: &[String]) -> Vec<GroupFigures> {
-        use multi_dnn::puzzle::score::{group_score, qoe, quantile};
+        use graph_ir::stats::quantile_nan as quantile;
+        use multi_dnn::puzzle::score::{group_score, qoe};
         o.makespans
             .iter()
             .zip(&o.periods_ms)

@@ -13,7 +13,6 @@
 //! processors come from the device profile's link figures.
 
 use crate::cost_db::{Db, fnv, signature, structure};
-use crate::puzzle_timer::median_run;
 use crate::puzzle_timer::{Job, onnx_of, timer};
 use anyhow::{Result, bail};
 use graph_ir::{Graph, NodeId};
@@ -210,7 +209,7 @@ impl LatencyModel for MeasuredModel<'_> {
                         .recv()
                         .map_err(|_| self.error(g, p, "the timing thread stopped".into()))?
                         .map_err(|e| self.error(g, p, e))?;
-                    let ms = median_run(times);
+                    let ms = graph_ir::stats::median_nan(&times);
                     self.record(key, ms);
                     ms
                 }
@@ -273,7 +272,7 @@ impl LatencyModel for MeasuredModel<'_> {
                 .map_err(|_| self.error(graphs[0], p, "the timing thread stopped".into()))?
                 .map_err(|e| self.error(graphs[0], p, e))?;
             for (key, runs) in keys.into_iter().zip(times) {
-                self.record(key, median_run(runs));
+                self.record(key, graph_ir::stats::median_nan(&runs));
             }
             self.tick();
         }

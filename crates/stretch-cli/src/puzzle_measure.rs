@@ -8,7 +8,7 @@
 //! cores (`stretch profile --link`).
 
 use crate::cost_db::{Db, fnv, signature, structure};
-use crate::puzzle_timer::{Job, combine_timings, median_run, onnx_of, timer};
+use crate::puzzle_timer::{Job, combine_timings, onnx_of, timer};
 use anyhow::{Context, Result};
 use graph_ir::{Graph, NodeId};
 use multi_dnn::puzzle::PuzzleError;
@@ -88,17 +88,6 @@ struct Batch<'w> {
 
 /// Quantiles kept of a measured distribution (driver lag, run-time spread).
 const QUANTILES: usize = 20;
-
-/// `v` (sorted) at [`QUANTILES`] evenly spaced quantiles (the midpoints of
-/// equal shares).
-fn quantiles(v: &[f64]) -> Vec<f64> {
-    if v.is_empty() {
-        return Vec::new();
-    }
-    (0..QUANTILES)
-        .map(|k| v[(k * 2 + 1) * v.len() / (2 * QUANTILES)])
-        .collect()
-}
 
 impl<'a> Measured<'a> {
     /// Opens (or starts) the database at `path` (`None`: every piece is
@@ -197,7 +186,7 @@ impl<'a> Measured<'a> {
     /// Sends a piece to processor `p`'s timing thread and waits for the
     /// median ms of `runs` timed runs.
     fn ask_time(&self, p: usize, bytes: Vec<u8>, shapes: Vec<Vec<usize>>, runs: usize) -> Result<f64, String> {
-        Ok(median_run(self.ask_times(p, bytes, shapes, runs)?))
+        Ok(graph_ir::stats::median_nan(&self.ask_times(p, bytes, shapes, runs)?))
     }
 
     /// The time already known for a piece: while re-timing, only one timed
@@ -273,9 +262,7 @@ impl<'a> Measured<'a> {
             let (mut alone_runs, mut shared_runs) = (Vec::new(), Vec::new());
             let mut correlations = Vec::new();
             let mut relative = |times: &[f64], into: &mut Vec<f64>| {
-                let mut sorted = times.to_vec();
-                sorted.sort_by(f64::total_cmp);
-                let median = sorted[sorted.len() / 2];
+                let median = graph_ir::stats::median_nan(times);
                 correlations.extend(multi_dnn::sim::lag1_correlation(times));
                 into.extend(times.iter().map(|t| t / median));
                 median
@@ -311,7 +298,7 @@ impl<'a> Measured<'a> {
             let loaded: Vec<&str> = loaders.iter().map(|(q, _)| self.procs[*q].name.as_str()).collect();
             alone_runs.sort_by(f64::total_cmp);
             shared_runs.sort_by(f64::total_cmp);
-            let q = |v: &[f64], f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+            let q = graph_ir::stats::quantile_nan;
             self.notes.push(format!(
                 "run-time spread on {}: each run / its round's median p10 {:.2}, p90 {:.2}, p99 {:.2} alone; {:.2}, {:.2}, {:.2} while {} run(s) too ({} runs each; the simulator draws every piece from it) (measured)",
                 self.procs[p].name,
@@ -324,7 +311,10 @@ impl<'a> Measured<'a> {
                 loaded.join(", "),
                 alone_runs.len()
             ));
-            self.spread[p] = (quantiles(&alone_runs), quantiles(&shared_runs));
+            self.spread[p] = (
+                graph_ir::stats::quantile_grid(&alone_runs, QUANTILES),
+                graph_ir::stats::quantile_grid(&shared_runs, QUANTILES),
+            );
             let rounds = correlations.len();
             self.correlation[p] = (correlations.iter().sum::<f64>() / rounds.max(1) as f64).clamp(0.0, 0.95);
             self.notes.push(format!(
@@ -367,10 +357,10 @@ impl<'a> Measured<'a> {
             })
             .collect();
         late.sort_by(f64::total_cmp);
-        self.lag = quantiles(&late);
+        self.lag = graph_ir::stats::quantile_grid(&late, QUANTILES);
         self.notes.push(format!(
             "driver wake-up for a tick: {:.3} ms late at the median (measured)",
-            late[late.len() / 2]
+            graph_ir::stats::median_nan(&late)
         ));
     }
 

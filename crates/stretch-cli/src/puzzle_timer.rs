@@ -214,12 +214,6 @@ fn time_cadence(
     Ok(times)
 }
 
-/// The middle run's ms (the upper one of an even count).
-pub(crate) fn median_run(mut times: Vec<f64>) -> f64 {
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
 /// Per piece, the median over timings of each timing's median run:
 /// `timings[t][i]` holds piece `i`'s runs in timing `t` (every timing
 /// times the same pieces in the same order).
@@ -228,10 +222,13 @@ pub(crate) fn combine_timings(timings: Vec<Vec<Vec<f64>>>) -> Vec<f64> {
     let mut per_piece: Vec<Vec<f64>> = vec![Vec::with_capacity(timings.len()); n];
     for timing in timings {
         for (acc, runs) in per_piece.iter_mut().zip(timing) {
-            acc.push(median_run(runs));
+            acc.push(graph_ir::stats::median_nan(&runs));
         }
     }
-    per_piece.into_iter().map(median_run).collect()
+    per_piece
+        .into_iter()
+        .map(|runs| graph_ir::stats::median_nan(&runs))
+        .collect()
 }
 
 #[cfg(test)]

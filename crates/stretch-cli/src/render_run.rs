@@ -8,7 +8,7 @@ use graph_ir::Graph;
 use multi_dnn::ModelUnits;
 use multi_dnn::Registry;
 use multi_dnn::core::estimator::{Estimator, EstimatorParams};
-use multi_dnn::core::report::{RenderReport, Report, RunLog, quantile};
+use multi_dnn::core::report::{RenderReport, Report, RunLog, quantile_or_zero};
 use multi_dnn::core::workload::{Render, Workload};
 use multi_dnn::heimdall::{ChunkMode, ChunkReport, RenderSpec, chunk_estimates, chunk_model};
 use std::fmt::Write as _;
@@ -198,8 +198,8 @@ pub fn table(rows: &[(Option<f64>, Report)]) -> String {
 /// Median ms of the coordinator's work per chunk in `log`: its decision
 /// time plus the hand-off to the worker and back.
 pub fn overhead_line(log: &RunLog) -> String {
-    let d = quantile(&log.decision_us, 0.5);
-    let h = quantile(&log.dispatch_overhead_ms, 0.5) * 1e3;
+    let d = quantile_or_zero(&log.decision_us, 0.5);
+    let h = quantile_or_zero(&log.dispatch_overhead_ms, 0.5) * 1e3;
     format!(
         "coordinator overhead per chunk: decision p50 {d:.1} µs + hand-off p50 {h:.1} µs = {:.1} µs",
         d + h

@@ -222,7 +222,7 @@ impl RenderReport {
             dropped: log.dropped_frames.len(),
             fps_mean: in_run as f64 / (duration_ms.max(1e-9) / 1e3),
             fps_worst_window: counts.iter().copied().min().unwrap_or(0) as f64 * 3.0,
-            late_p50_ms: quantile(&late, 0.5),
+            late_p50_ms: quantile_or_zero(&late, 0.5),
             late_max_ms: late.iter().copied().fold(0.0, f64::max),
         }
     }
@@ -329,15 +329,10 @@ fn outage_report(log: &RunLog, o: &Outage, workers: &[String]) -> OutageReport {
     }
 }
 
-/// The `q`-quantile (nearest rank) of `v`; 0 for an empty slice.
-pub fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
-    s[i]
+/// The `q`-quantile of `v` by the one rule ([`graph_ir::stats::quantile`]);
+/// 0 for an empty slice, as reports print it.
+pub fn quantile_or_zero(v: &[f64], q: f64) -> f64 {
+    graph_ir::stats::quantile(v, q).unwrap_or(0.0)
 }
 
 impl Report {
@@ -369,8 +364,8 @@ impl Report {
                     } else {
                         100.0 * met as f64 / done.len() as f64
                     },
-                    p50_ms: quantile(&lat, 0.5),
-                    p99_ms: quantile(&lat, 0.99),
+                    p50_ms: quantile_or_zero(&lat, 0.5),
+                    p99_ms: quantile_or_zero(&lat, 0.99),
                     mean_ms: if lat.is_empty() {
                         0.0
                     } else {
@@ -419,8 +414,8 @@ impl Report {
             throughput_rps: completed as f64 / (duration_ms / 1e3),
             fps: has_frames.then(|| log.frames_done as f64 / (duration_ms / 1e3)),
             utilisation,
-            decision_p50_us: quantile(&log.decision_us, 0.5),
-            decision_p99_us: quantile(&log.decision_us, 0.99),
+            decision_p50_us: quantile_or_zero(&log.decision_us, 0.5),
+            decision_p99_us: quantile_or_zero(&log.decision_us, 0.99),
             per_second,
             outputs_checked: log.outputs_checked,
             mismatches: log.mismatches,

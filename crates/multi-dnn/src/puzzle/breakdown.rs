@@ -5,7 +5,6 @@
 //! prediction and its real run can be compared term by term.
 
 use crate::core::report::RunLog;
-use crate::puzzle::score::median;
 use std::collections::HashMap;
 
 /// Runs of a piece per window in [`Breakdown::piece_windows`].
@@ -73,9 +72,9 @@ impl Breakdown {
         let run: Vec<f64> = r.iter().map(|x| x.1).collect();
         let wait: Vec<f64> = r.iter().map(|x| x.0 - x.1).collect();
         Some(AppFigures {
-            latency_ms: median(&lat),
-            running_ms: median(&run),
-            waiting_ms: median(&wait),
+            latency_ms: median_or_nan(&lat),
+            running_ms: median_or_nan(&run),
+            waiting_ms: median_or_nan(&wait),
         })
     }
 
@@ -84,7 +83,7 @@ impl Breakdown {
     pub fn piece_medians(&self, a: usize) -> Vec<(usize, f64)> {
         self.pieces
             .get(a)
-            .map(|m| m.iter().map(|(c, v)| (*c, median(v))).collect())
+            .map(|m| m.iter().map(|(c, v)| (*c, median_or_nan(v))).collect())
             .unwrap_or_default()
     }
 
@@ -102,7 +101,7 @@ impl Breakdown {
                         let w = v
                             .chunks(WINDOW_RUNS)
                             .filter(|w| 2 * w.len() >= WINDOW_RUNS)
-                            .map(median)
+                            .map(median_or_nan)
                             .collect();
                         (*c, w)
                     })
@@ -113,9 +112,14 @@ impl Breakdown {
 
     /// Median driver figures: (arrival lag, overhead per subgraph), ms; 0 when none.
     pub fn driver_ms(&self) -> (f64, f64) {
-        let m = |x: &[f64]| if x.is_empty() { 0.0 } else { median(x) };
+        let m = |x: &[f64]| if x.is_empty() { 0.0 } else { median_or_nan(x) };
         (m(&self.lag_ms), m(&self.overhead_ms))
     }
+}
+
+/// The median by the one rule ([`graph_ir::stats::median`]); NaN when empty.
+fn median_or_nan(xs: &[f64]) -> f64 {
+    graph_ir::stats::median(xs).unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ impl Outcome {
                 } else {
                     m.iter().sum::<f64>() / m.len() as f64
                 };
-                [mean, score::quantile(m, 0.9)]
+                [mean, graph_ir::stats::quantile(m, 0.9).unwrap_or(f64::NAN)]
             })
             .collect()
     }

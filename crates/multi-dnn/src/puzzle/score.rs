@@ -66,23 +66,6 @@ pub fn sweep(max: f64) -> Vec<f64> {
     (5..=(max * 100.0).round() as usize).map(|i| i as f64 / 100.0).collect()
 }
 
-/// The `q`-quantile (0..=1) of `xs` by linear interpolation (NaN if empty).
-pub fn quantile(xs: &[f64], q: f64) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let pos = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-}
-
-/// The median of `xs` (NaN if empty).
-pub fn median(xs: &[f64]) -> f64 {
-    quantile(xs, 0.5)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,15 +106,5 @@ mod tests {
         assert_eq!(saturation_coarse_fine(3.0, at2), saturation(&sweep(3.0), at2));
         assert_eq!(saturation_coarse_fine(1.0, at), None);
         assert!((at(1.0) - 0.5).abs() < 1e-12);
-    }
-
-    #[test]
-    fn quantiles_interpolate() {
-        assert_eq!(quantile(&[4.0, 1.0, 3.0, 2.0], 0.5), 2.5);
-        assert_eq!(
-            quantile(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0], 0.9),
-            10.0
-        );
-        assert!(median(&[]).is_nan());
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::core::Scheduler;
 use crate::core::estimator::Estimator;
-use crate::core::report::{RunLog, quantile};
+use crate::core::report::{RunLog, quantile_or_zero};
 use crate::core::units::{ModelUnits, analyze};
 use crate::core::workload::Workload;
 use graph_ir::{Graph, Outlet};
@@ -322,7 +322,7 @@ impl Server {
             }
         }
         for (m, c, w, _, times) in pairs {
-            estimator.set_base(m, c, w, quantile(&times, 0.5));
+            estimator.set_base(m, c, w, quantile_or_zero(&times, 0.5));
         }
         Ok(())
     }
@@ -336,7 +336,7 @@ impl Server {
         let Some(steps) = self.models[m].units.isolated_plan(w, all) else {
             return Ok(None);
         };
-        Ok(Some(quantile(&self.time_steps(m, &steps, runs)?, 0.99)))
+        Ok(Some(quantile_or_zero(&self.time_steps(m, &steps, runs)?, 0.99)))
     }
 
     /// Runs model `m` on its input as the sequence `steps` of (candidate,

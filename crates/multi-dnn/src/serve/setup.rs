@@ -2,7 +2,7 @@
 //! on every worker (for Heimdall's chunker) and the rendering kernel,
 //! calibrated on the worker that runs it.
 
-use crate::core::report::quantile;
+use crate::core::report::quantile_or_zero;
 use crate::core::units::{operators, subgraph_of};
 use crate::heimdall::render_kernel::{ROWS, RenderKernel};
 use crate::serve::{Server, random_tensor};
@@ -61,7 +61,7 @@ impl Server {
                         times.push(ms);
                     }
                 }
-                out[w].push(quantile(&times, 0.5));
+                out[w].push(quantile_or_zero(&times, 0.5));
             }
         }
         Ok(out)
@@ -84,13 +84,13 @@ impl Server {
             Ok(times)
         };
         let probe: Arc<dyn Compiled> = Arc::new(RenderKernel::new(ROWS));
-        let full = quantile(&frames(self, &probe, 4)?[1..], 0.5).max(1e-3);
+        let full = quantile_or_zero(&frames(self, &probe, 4)?[1..], 0.5).max(1e-3);
         let mut rows = ((render_ms / full) * ROWS as f64).round().max(1.0);
         let mut measured = full;
         let mut kernel: Arc<dyn Compiled> = probe;
         for _ in 0..3 {
             kernel = Arc::new(RenderKernel::new(rows as usize));
-            measured = quantile(&frames(self, &kernel, 10)?[3..], 0.5).max(1e-3);
+            measured = quantile_or_zero(&frames(self, &kernel, 10)?[3..], 0.5).max(1e-3);
             rows = (rows * render_ms / measured).round().max(1.0);
         }
         self.render = Some((worker, kernel, measured));

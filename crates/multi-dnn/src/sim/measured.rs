@@ -4,7 +4,7 @@
 //! each class's spread, and the driver's hand-off cost per subgraph.
 
 use crate::core::estimator::{Estimator, SavedEstimates};
-use crate::core::report::{RunLog, Span, quantile};
+use crate::core::report::{RunLog, Span, quantile_or_zero};
 use crate::core::units::ModelUnits;
 use crate::sim::{Latency, Truth};
 use serde::{Deserialize, Serialize};
@@ -23,16 +23,11 @@ pub struct Stat {
 
 /// The values of `v` at the quantiles (k + 0.5) / n, n = min(len, 100);
 /// empty with fewer than 20 values.
-fn quantiles(v: &[f64]) -> Vec<f64> {
+fn spread_of(v: &[f64]) -> Vec<f64> {
     if v.len() < 20 {
         return Vec::new();
     }
-    let mut sorted = v.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let points = sorted.len().min(100);
-    (0..points)
-        .map(|k| sorted[((k as f64 + 0.5) / points as f64 * sorted.len() as f64) as usize])
-        .collect()
+    graph_ir::stats::quantile_grid(v, v.len().min(100))
 }
 
 /// Latencies measured by `serve`, replayed by `simulate --latencies`.
@@ -91,7 +86,7 @@ impl Acc {
         let mean = self.runs.iter().sum::<f64>() / n;
         let var = (self.runs.iter().map(|x| x * x).sum::<f64>() / n - mean * mean).max(0.0);
         let shape = if mean > 0.0 {
-            quantiles(&self.runs).iter().map(|x| x / mean).collect()
+            spread_of(&self.runs).iter().map(|x| x / mean).collect()
         } else {
             Vec::new()
         };
@@ -277,11 +272,11 @@ impl Recorder {
             runs: map3(&acc, |_, _, _, a| a[0].runs.len() as u32),
             alone: table(1),
             shared: table(2),
-            dispatch_overhead_ms: quantile(&self.overhead, 0.5),
-            dispatch_overhead_quantiles: quantiles(&self.overhead),
+            dispatch_overhead_ms: quantile_or_zero(&self.overhead, 0.5),
+            dispatch_overhead_quantiles: spread_of(&self.overhead),
             speed_window_ms: SPEED_WINDOW_MS,
             speed,
-            arrival_lag_quantiles: quantiles(&self.arrival_lag),
+            arrival_lag_quantiles: spread_of(&self.arrival_lag),
             registration: base.save(),
         }
     }

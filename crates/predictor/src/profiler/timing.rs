@@ -3,6 +3,7 @@
 
 use super::engine::Runnable;
 use super::error::EngineError;
+use graph_ir::stats::quantile_sorted;
 use std::time::Instant;
 
 /// Summary of repeated timings, in milliseconds (all zero for no runs).
@@ -31,9 +32,9 @@ impl Timing {
         }
         samples.sort_by(f64::total_cmp);
         Some(Timing {
-            median_ms: quantile(&samples, 0.5),
-            p10_ms: quantile(&samples, 0.1),
-            p90_ms: quantile(&samples, 0.9),
+            median_ms: quantile_sorted(&samples, 0.5),
+            p10_ms: quantile_sorted(&samples, 0.1),
+            p90_ms: quantile_sorted(&samples, 0.9),
             reps: samples.len(),
         })
     }
@@ -85,13 +86,6 @@ impl std::str::FromStr for Statistic {
             other => Err(format!("unknown statistic `{other}` (expected median or p10)")),
         }
     }
-}
-
-/// Linear interpolation between closest ranks of sorted, non-empty `v`.
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let pos = q * (v.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
 /// Runs `r` `warmup` times untimed, then `reps` (at least 1) times, each timed alone.

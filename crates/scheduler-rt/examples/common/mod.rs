@@ -39,8 +39,8 @@ pub fn load(engine: &dyn Engine, path: &str) -> Result<Loaded, String> {
     })
 }
 
-/// The median and minimum of `ms`, sorted in place.
+/// The median and minimum of `ms`.
 pub fn median_min(ms: &mut [f64]) -> (f64, f64) {
-    ms.sort_by(f64::total_cmp);
-    (ms[ms.len() / 2], ms[0])
+    let min = ms.iter().copied().fold(f64::INFINITY, f64::min);
+    (graph_ir::stats::median_nan(ms), min)
 }

@@ -12,8 +12,8 @@ use multi_dnn::puzzle::chromosome::{Chromosome, Piece};
 use multi_dnn::puzzle::costs::Costs;
 use multi_dnn::puzzle::evaluate::{Outcome, Problem, candidate_rows};
 use multi_dnn::puzzle::ga::{self, GaOptions};
+use multi_dnn::puzzle::nsga;
 use multi_dnn::puzzle::plan_file::PlanFile;
-use multi_dnn::puzzle::{nsga, score};
 use multi_dnn::sim::Truth;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -276,7 +276,7 @@ pub fn run(a: Args) -> Result<()> {
     let best_built = best_built.context("no model-level mapping could be built")?;
     let w = problem.workload.clone();
     let best_map = problem.simulate(&best_built, &w)?;
-    let med = score::median(&sats);
+    let med = graph_ir::stats::median_nan(&sats);
     baselines.push(Judged {
         name: format!("best mapping ({} on its front)", mappings.len()),
         outcome: best_map.clone(),
@@ -348,7 +348,7 @@ pub fn run(a: Args) -> Result<()> {
         .map(|j| j.0)
         .unwrap_or(0);
     let front_sats: Vec<f64> = judged.iter().map(|j| j.3.unwrap_or(f64::INFINITY)).collect();
-    let ga_median = score::median(&front_sats);
+    let ga_median = graph_ir::stats::median_nan(&front_sats);
     let elapsed = started.elapsed().as_secs_f64();
     let retimed = if models > 1 {
         crate::puzzle_retime::choose(
@@ -537,7 +537,7 @@ fn group_figures(w: &multi_dnn::core::workload::Workload, o: &Outcome) -> Vec<se
                 "base_period_ms": grp.base_ms,
                 "period_ms": grp.period_ms,
                 "mean_makespan_ms": obj[2 * g],
-                "p50_makespan_ms": o.makespans.get(g).map(|m| score::quantile(m, 0.5)),
+                "p50_makespan_ms": o.makespans.get(g).map(|m| graph_ir::stats::quantile_nan(m, 0.5)),
                 "p90_makespan_ms": obj[2 * g + 1],
             })
         })

@@ -137,10 +137,7 @@ struct Row {
 
 impl Row {
     fn quantile(&self, q: f64) -> f64 {
-        let mut v = self.ms.clone();
-        v.sort_by(f64::total_cmp);
-        let i = ((v.len() as f64 - 1.0) * q).round() as usize;
-        v.get(i).copied().unwrap_or(f64::NAN)
+        graph_ir::stats::quantile_nan(&self.ms, q)
     }
 }
 

@@ -15,7 +15,6 @@
 //! them (hand-offs, waiting, the critical path's idle gaps, the run's own
 //! set-up).
 
-use crate::puzzle_timer::median_run;
 use scheduler_rt::{Partition, Trace};
 use std::collections::HashMap;
 
@@ -29,7 +28,9 @@ pub fn medians<'a>(traces: impl IntoIterator<Item = &'a Trace>) -> HashMap<Strin
                 .push((s.end_s - s.start_s) * 1e3);
         }
     }
-    took.into_iter().map(|(name, d)| (name, median_run(d))).collect()
+    took.into_iter()
+        .map(|(name, d)| (name, graph_ir::stats::median_nan(&d)))
+        .collect()
 }
 
 /// The ideal makespan in ms of `partition` (its subgraphs on their
@@ -67,7 +68,7 @@ pub fn runs_ideal_ms<'a>(partition: &Partition, runs: impl IntoIterator<Item = &
         .into_iter()
         .filter_map(|t| ideal_ms(partition, &medians([t])))
         .collect();
-    (!each.is_empty()).then(|| median_run(each))
+    (!each.is_empty()).then(|| graph_ir::stats::median_nan(&each))
 }
 
 #[cfg(test)]

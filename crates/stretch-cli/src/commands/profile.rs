@@ -293,19 +293,6 @@ impl RunInfo<'_> {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn print_summary(summary: &Summary, rows: &[Row], csv: &Path, seconds: f64) {
     let mut table = vec![
         [
@@ -335,9 +322,9 @@ fn print_summary(summary: &Summary, rows: &[Row], csv: &Path, seconds: f64) {
             counts.measured.to_string(),
             counts.resumed.to_string(),
             format!("{:.4}", ms.iter().copied().fold(f64::INFINITY, f64::min)),
-            format!("{:.4}", median(ms.clone())),
+            format!("{:.4}", graph_ir::stats::median_nan(&ms.clone())),
             format!("{:.4}", ms.iter().copied().fold(0.0, f64::max)),
-            format!("{:.1}%", 100.0 * median(spread)),
+            format!("{:.1}%", 100.0 * graph_ir::stats::median_nan(&spread)),
         ]);
     }
     print!("{}", crate::format::table(&table, 1));

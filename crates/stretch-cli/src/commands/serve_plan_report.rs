@@ -8,7 +8,6 @@ use crate::multi_common::GroupFigures;
 use multi_dnn::core::report::PoolReport;
 use multi_dnn::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
 use multi_dnn::puzzle::evaluate::Outcome;
-use multi_dnn::puzzle::score;
 use predictor::profiler::steal::Steal;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -129,7 +128,7 @@ impl RunReport {
                     predicted_by_analyze_ms: predicted.map(|p| p.mean_ms),
                     predicted_by_analyze_p50_ms: predicted.and_then(|p| p.p50_ms),
                     simulated_retimed_ms: retimed.map(|r| r.iter().sum::<f64>() / r.len() as f64),
-                    simulated_retimed_p50_ms: retimed.map(|r| score::quantile(r, 0.5)),
+                    simulated_retimed_p50_ms: retimed.map(|r| graph_ir::stats::quantile_nan(r, 0.5)),
                 }
             })
             .collect();

@@ -7,7 +7,7 @@ use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
-use multi_dnn::core::report::quantile;
+use multi_dnn::core::report::quantile_or_zero;
 use multi_dnn::core::workload::Workload;
 use multi_dnn::heimdall::{ChunkMode, chunks_on};
 use multi_dnn::serve::Server;
@@ -107,7 +107,7 @@ pub fn run(
         let (whole_c, whole_s) = &setups[0];
         let steps = steps_on(&whole_c.units[m], homes[m]).context("no whole-model candidate")?;
         let t = whole_s.time_steps(m, &steps, OVERHEAD_RUNS)?;
-        isolated.push(quantile(&t, 0.99));
+        isolated.push(quantile_or_zero(&t, 0.99));
         if let Some((c, s)) = setups.iter().find(|(c, _)| c.mode == ChunkMode::Budget) {
             let chunk_steps = steps_on(&c.units[m], spec.worker).context("no chunk sequence")?;
             let whole_steps = steps_on(&whole_c.units[m], spec.worker).context("no whole-model candidate")?;
@@ -116,7 +116,7 @@ pub fn run(
                 whole.extend(whole_s.time_steps(m, &whole_steps, 1)?);
                 chunks.extend(s.time_steps(m, &chunk_steps, 1)?);
             }
-            let (w50, c50) = (quantile(&whole, 0.5), quantile(&chunks, 0.5));
+            let (w50, c50) = (quantile_or_zero(&whole, 0.5), quantile_or_zero(&chunks, 0.5));
             eprintln!(
                 "{}: chunking overhead on {}: {} chunks back to back p50 {c50:.2} ms (min {:.2}) vs whole model p50 {w50:.2} ms (min {:.2}): {:+.1}% at p50 (measured, {OVERHEAD_RUNS} interleaved runs)",
                 app.name,
