@@ -7,6 +7,7 @@
 //! clock and the workers differ.
 
 pub mod core;
+pub mod experiment;
 pub mod heimdall;
 pub mod policy;
 pub mod puzzle;

@@ -7,8 +7,8 @@ use multi_dnn::core::Running;
 use multi_dnn::policy::plan::{job_plan, region_plan, shortest};
 use multi_dnn::policy::{Fixed, Heft, Lst, PolicyOptions, RoundRobin, Sel};
 use multi_dnn::{
-    Assignment, Estimator, EstimatorParams, Job, JobSpec, ModelUnits, OpSupport, POLICY_NAMES, Policy, Scheduler, Task,
-    View, WorkerState, analyze, policy_by_name,
+    Assignment, Estimator, EstimatorParams, Job, JobSpec, ModelUnits, OpSupport, Policy, Scheduler, Task, View,
+    WorkerState, analyze, policy_by_name,
 };
 use proptest::prelude::*;
 use scheduler_rt::testing::{support_only, unary_chain};
@@ -522,8 +522,9 @@ fn sel_runs_the_shortest_job_first() {
 #[test]
 fn every_policy_name_makes_that_policy() {
     let options = PolicyOptions::default();
-    for name in POLICY_NAMES {
-        assert_eq!(policy_by_name(name, &options).map(|p| p.name()), Some(*name));
+    for name in multi_dnn::Registry::builtin().plain_names() {
+        let expect = if name == "lst-whole" { "lst" } else { name };
+        assert_eq!(policy_by_name(name, &options).map(|p| p.name()), Some(expect));
     }
     assert_eq!(policy_by_name("rr", &options).map(|p| p.name()), Some("round-robin"));
     assert!(policy_by_name("fifo", &options).is_none());
@@ -570,7 +571,7 @@ proptest! {
         let queue = [Task { job: 0, region: 0 }];
         let oracle = Rises(rises.to_vec());
         let view = View { now_ms: 0.0, queue: &queue, jobs: &jobs, models: &models, workers: &workers, estimator: &e, thermal: Some(&oracle) };
-        let a = multi_dnn::policy::MinHeat::default().schedule(&view);
+        let a = multi_dnn::splash::min_heat::MinHeat::default().schedule(&view);
         prop_assert_eq!(a.len(), 1);
         let finish = |k: usize| busy[k] + e.estimate(1, multi_dnn::policy::plan::longest_from(&models[1], 0, k).unwrap(), k);
         let chosen = a[0].worker;
@@ -595,9 +596,9 @@ proptest! {
         let oracle = Rises(rises.to_vec());
         let view = View { now_ms: 0.0, queue: &queue, jobs: &jobs, models: &models, workers: &workers, estimator: &e, thermal: Some(&oracle) };
         let fastest = Heft.schedule(&view);
-        let latency = multi_dnn::policy::MaxWeightedPpt::new(1.0).schedule(&view);
+        let latency = multi_dnn::splash::max_weighted_ppt::MaxWeightedPpt::new(1.0).schedule(&view);
         prop_assert_eq!(&latency, &fastest);
-        let heat = multi_dnn::policy::MaxWeightedPpt::new(0.0).schedule(&view);
+        let heat = multi_dnn::splash::max_weighted_ppt::MaxWeightedPpt::new(0.0).schedule(&view);
         let coolest = if rises[0] <= rises[1] { 0 } else { 1 };
         prop_assume!((rises[0] - rises[1]).abs() > 1e-9);
         prop_assert_eq!(heat[0].worker, coolest);

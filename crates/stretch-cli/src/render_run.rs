@@ -13,15 +13,6 @@ use multi_dnn::core::workload::{Render, Workload};
 use multi_dnn::heimdall::{ChunkMode, ChunkReport, RenderSpec, chunk_estimates, chunk_model};
 use std::fmt::Write as _;
 
-/// The chunking a render-workload policy runs on.
-pub fn mode(policy: &str) -> ChunkMode {
-    match policy {
-        "whole" => ChunkMode::Whole,
-        "ops5" => ChunkMode::Ops(5),
-        _ => ChunkMode::Budget,
-    }
-}
-
 /// Render workloads take only the policies that need a render task, other
 /// workloads none of them.
 pub fn check_policies(w: &Workload, policies: &[String]) -> Result<()> {

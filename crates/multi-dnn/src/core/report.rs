@@ -612,3 +612,53 @@ impl CloudLinkReport {
         )
     }
 }
+
+#[cfg(test)]
+mod percentile_tests {
+    use super::*;
+    use crate::core::JobSpec;
+
+    /// The report's p50/p99 are the one rule's ([`graph_ir::stats`]), pinned
+    /// on latencies {15, 20, 35, 40, 50} ms: p50 35, p99 40 + 0.96 · 10 =
+    /// 49.6 (a nearest-rank p99 would read 50), and the decision time's on
+    /// {1, 2, 3, 4} µs: p50 2.5, p99 3 + 0.97 = 3.97.
+    #[test]
+    fn reports_use_the_one_percentile_rule() {
+        let completed = [15.0, 50.0, 20.0, 40.0, 35.0]
+            .iter()
+            .enumerate()
+            .map(|(i, ms)| Completed {
+                job: i as u64,
+                spec: JobSpec {
+                    app: 0,
+                    model: 0,
+                    arrival_ms: 100.0 * i as f64,
+                    slo_ms: None,
+                    frame: None,
+                    content: 0.0,
+                },
+                finish_ms: 100.0 * i as f64 + ms,
+            })
+            .collect();
+        let log = RunLog {
+            completed,
+            submitted: vec![5],
+            decision_us: vec![4.0, 1.0, 3.0, 2.0],
+            ..RunLog::default()
+        };
+        let r = Report::new(
+            "simulated",
+            "lst",
+            &[("a".into(), None)],
+            &["cpu".into()],
+            &log,
+            1e3,
+            false,
+        );
+        let a = &r.apps[0];
+        assert!((a.p50_ms - 35.0).abs() < 1e-9, "p50 {}", a.p50_ms);
+        assert!((a.p99_ms - 49.6).abs() < 1e-9, "p99 {}", a.p99_ms);
+        assert!((r.decision_p50_us - 2.5).abs() < 1e-9, "{}", r.decision_p50_us);
+        assert!((r.decision_p99_us - 3.97).abs() < 1e-9, "{}", r.decision_p99_us);
+    }
+}

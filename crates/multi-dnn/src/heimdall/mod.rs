@@ -45,6 +45,18 @@ pub enum ChunkMode {
     Budget,
 }
 
+impl ChunkMode {
+    /// The chunking a render-workload policy runs on: `whole` whole
+    /// models, `ops5` 5-operator chunks, the utility policies Heimdall's.
+    pub fn for_policy(policy: &str) -> ChunkMode {
+        match policy {
+            "whole" => ChunkMode::Whole,
+            "ops5" => ChunkMode::Ops(5),
+            _ => ChunkMode::Budget,
+        }
+    }
+}
+
 /// The render task as the chunker needs it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RenderSpec {

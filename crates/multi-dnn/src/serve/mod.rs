@@ -28,6 +28,7 @@ mod heat;
 mod setup;
 mod spread;
 mod state;
+pub mod world;
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 
 /// Set: every run has one scheduling thread ([`set_thread_scheduling`]).

@@ -521,3 +521,23 @@ pub fn run(args: Args) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Row;
+
+    /// `stretch bench`'s min/p50/p90/p99 are the one rule's, pinned on
+    /// {15, 20, 35, 40, 50} ms: p50 35, p90 46, p99 49.6 (a rounded-index
+    /// rule would read 50 for both).
+    #[test]
+    fn bench_rows_use_the_one_percentile_rule() {
+        let r = Row {
+            name: "x".into(),
+            ms: vec![50.0, 15.0, 40.0, 20.0, 35.0],
+        };
+        assert_eq!(r.quantile(0.0), 15.0);
+        assert!((r.quantile(0.5) - 35.0).abs() < 1e-9);
+        assert!((r.quantile(0.9) - 46.0).abs() < 1e-9);
+        assert!((r.quantile(0.99) - 49.6).abs() < 1e-9);
+    }
+}

@@ -3,12 +3,15 @@
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
+use multi_dnn::OpSupport;
+use multi_dnn::Registry;
 use multi_dnn::core::estimator::{Estimator, EstimatorParams};
 use multi_dnn::core::report::RunLog;
+use multi_dnn::experiment::{self, Sweep};
 use multi_dnn::serve::Server;
+use multi_dnn::serve::world::{ServeSetup, ServeWorld, ThermalSetup};
 use multi_dnn::sim::measured::Recorder;
 use multi_dnn::splash::thermal::driver::ThermalDriver;
-use multi_dnn::{OpSupport, Scheduler};
 use scheduler_rt::{ProcessorConfig, RuntimeConfig};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -331,90 +334,74 @@ pub fn run(a: Args) -> Result<()> {
     let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
     let isolated = fastest_isolated_p99(&server, &apps, a.isolated_runs)?;
     workload.resolve_groups(&isolated)?;
-    let configs: Vec<(Option<f64>, &String)> = multipliers
-        .iter()
-        .flat_map(|m| policies.iter().map(move |p| (*m, p)))
-        .collect();
-    let mut logs: Vec<Option<RunLog>> = vec![None; configs.len()];
+    let total_s = workload.duration_s.map_or(0.0, |d| d / rounds as f64);
+    let thermal = thermal.map(|params| ThermalSetup {
+        params,
+        sensor,
+        cloud: procs
+            .iter()
+            .enumerate()
+            .filter_map(|(w, p)| p.remote.as_ref().map(|r| (w, r.kbps.map_or(0.0, |k| k as f64 / 1e3))))
+            .collect(),
+    });
+    let mut world = ServeWorld {
+        setups: vec![ServeSetup {
+            server: &server,
+            units: units.clone(),
+            estimator: base.clone(),
+        }],
+        choose: None,
+        thermal,
+        progress: Box::new(|label: &str, t: f64, log: &RunLog, in_system: usize| {
+            if tty {
+                eprint!(
+                    "\r\x1b[2K[{label}] {t:.0}/{:.0} s, {} completed, {in_system} in system",
+                    total_s,
+                    log.completed.len()
+                );
+                let _ = std::io::stderr().flush();
+            }
+        }),
+        heat: Vec::new(),
+    };
+    let sweep = Sweep {
+        multipliers: multipliers.clone(),
+        policies: policies.clone(),
+        rounds,
+        eta: None,
+    };
     let mut recorder = Recorder::new(&units, names.len());
     let mut warned_priority = false;
-    let mut heat_lines = Vec::new();
-    for round in 0..rounds {
-        for (i, (m, p)) in configs.iter().enumerate() {
-            let mut w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
-            w.duration_s = w.duration_s.map(|d| d / rounds as f64);
-            let slo = w.slos(&isolated);
-            let policy = mc::make_policy(p, &w, &names)?;
-            let mut sched = Scheduler::new(units.clone(), &names, policy, base.clone());
-            let label = format!(
-                "{p}{}{}",
-                m.map_or(String::new(), |m| format!(" x{m}")),
-                if rounds > 1 {
-                    format!(", round {}/{rounds}", round + 1)
-                } else {
-                    String::new()
-                }
-            );
-            let total = w.duration_s.unwrap_or(0.0);
-            let mut progress = |t: f64, log: &RunLog, in_system: usize| {
-                if tty {
-                    eprint!(
-                        "\r\x1b[2K[{label}] {t:.0}/{total:.0} s, {} completed, {in_system} in system",
-                        log.completed.len()
-                    );
-                    let _ = std::io::stderr().flush();
-                }
-            };
-            let mut driver = thermal
-                .as_ref()
-                .map(|params| ThermalDriver::new(params.clone()))
-                .transpose()?;
-            if let (Some((s, index)), Some(d)) = (&sensor, driver.as_mut()) {
-                d.set_sensor(Box::new(s.clone()), index.clone())
-                    .map_err(|e| anyhow::anyhow!("temperature sensor: {e}"))?;
-            }
-            if let Some(d) = driver.as_mut() {
-                for (w, p) in procs.iter().enumerate() {
-                    if let Some(r) = &p.remote {
-                        d.set_cloud(w, r.kbps.map_or(0.0, |k| k as f64 / 1e3));
-                    }
-                }
-            }
-            let log = server.run_thermal(&mut sched, &w, slo, &mut progress, driver.as_mut())?;
-            if let Some(d) = &driver {
-                heat_lines.push(heat_line(&label, d));
-            }
+    let outcomes = experiment::run(
+        &mut world,
+        &Registry::builtin(),
+        &workload,
+        &isolated,
+        &sweep,
+        &mut |r| {
             if tty {
                 eprint!("\r\x1b[2K");
             }
-            if let Some(e) = log.priority_error.as_ref().filter(|_| !warned_priority) {
+            if let Some(e) = r.log.priority_error.as_ref().filter(|_| !warned_priority) {
                 warned_priority = true;
                 eprintln!(
                     "warning: {e}; the scheduler runs at normal priority, so its wake-ups may wait behind engine threads"
                 );
             }
-            recorder.add(&log);
-            match &mut logs[i] {
-                Some(all) => {
-                    let offset = all.end_ms.max(round as f64 * total * 1e3);
-                    all.append(log, offset);
-                }
-                None => logs[i] = Some(log),
-            }
-        }
-    }
+            recorder.add(r.log);
+        },
+    )?;
+    let heat_lines: Vec<String> = world.heat.iter().map(|(label, d)| heat_line(label, d)).collect();
     let mut rows = Vec::new();
-    for ((m, p), log) in configs.iter().zip(&logs) {
-        let Some(log) = log else { continue };
-        let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let report = mc::report_for("measured", p, &w, &w.slos(&isolated), &names, log);
-        if !a.sweep.json && configs.len() == 1 {
+    for o in &outcomes {
+        let report = mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, &names, &o.log);
+        if !a.sweep.json && outcomes.len() == 1 {
             print!("{}", report.text());
-            print!("{}", mc::group_text(&w, log));
+            print!("{}", mc::group_text(&o.workload, &o.log));
         }
-        rows.push((*m, report));
+        rows.push((o.multiplier, report));
     }
-    let last_log = logs.last().cloned().flatten();
+    let last_log = outcomes.last().map(|o| o.log.clone());
     let footer =
         "(measured on this machine; SLO met = share of completed requests within their SLO; late requests still ran)";
     mc::emit(

@@ -7,11 +7,15 @@ use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
+use multi_dnn::OpSupport;
+use multi_dnn::Registry;
+use multi_dnn::core::report::RunLog;
 use multi_dnn::core::report::quantile_or_zero;
 use multi_dnn::core::workload::Workload;
+use multi_dnn::experiment::{self, Sweep};
 use multi_dnn::heimdall::{ChunkMode, chunks_on};
 use multi_dnn::serve::Server;
-use multi_dnn::{OpSupport, Scheduler};
+use multi_dnn::serve::world::{ServeSetup, ServeWorld};
 use scheduler_rt::ProcessorConfig;
 use std::io::{IsTerminal, Write};
 
@@ -79,12 +83,13 @@ pub fn run(
     );
     let mut modes: Vec<ChunkMode> = vec![ChunkMode::Whole];
     for p in policies {
-        if !modes.contains(&rr::mode(p)) {
-            modes.push(rr::mode(p));
+        if !modes.contains(&ChunkMode::for_policy(p)) {
+            modes.push(ChunkMode::for_policy(p));
         }
     }
     let mut setups = Vec::new();
-    for mode in modes {
+    for mode in &modes {
+        let mode = *mode;
         let chunked = rr::chunk_all(&graphs, names, accel, &op_ms, &spec, mode)?;
         eprint!("{}", rr::chunk_lines(&chunked, budget, r.margin_ms));
         let mut server = Server::start(procs, &factory)?;
@@ -133,42 +138,71 @@ pub fn run(
         );
     }
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
-    let mut rows = Vec::new();
-    let mut last = None;
-    for mult in &multipliers {
-        let w = mult.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let slo = w.slos(&isolated);
-        for p in policies {
-            let (chunked, server) = setups
+    let total_s = workload.duration_s.unwrap_or(0.0);
+    let mut world = ServeWorld {
+        setups: setups
+            .iter()
+            .map(|(c, server)| ServeSetup {
+                server,
+                units: c.units.clone(),
+                estimator: c.estimator.clone(),
+            })
+            .collect(),
+        choose: Some(Box::new(move |p: &str| {
+            modes
                 .iter()
-                .find(|(c, _)| c.mode == rr::mode(p))
-                .context("no setup for the policy's chunking")?;
-            let policy = mc::make_policy(p, &w, names)?;
-            let mut sched = Scheduler::new(chunked.units.clone(), names, policy, chunked.estimator.clone());
-            let total = w.duration_s.unwrap_or(0.0);
-            let mut progress = |t: f64, log: &multi_dnn::core::report::RunLog, in_system: usize| {
-                if tty {
-                    eprint!(
-                        "\r\x1b[2K[{p}] {t:.0}/{total:.0} s, {} completed, {} frames, {in_system} in system",
-                        log.completed.len(),
-                        log.frames.len()
-                    );
-                    let _ = std::io::stderr().flush();
-                }
-            };
-            let log = server.run(&mut sched, &w, slo.clone(), &mut progress)?;
+                .position(|m| *m == ChunkMode::for_policy(p))
+                .unwrap_or(usize::MAX)
+        })),
+        thermal: None,
+        progress: Box::new(|label: &str, t: f64, log: &RunLog, in_system: usize| {
+            if tty {
+                eprint!(
+                    "\r\x1b[2K[{label}] {t:.0}/{total_s:.0} s, {} completed, {} frames, {in_system} in system",
+                    log.completed.len(),
+                    log.frames.len()
+                );
+                let _ = std::io::stderr().flush();
+            }
+        }),
+        heat: Vec::new(),
+    };
+    let sweep = Sweep {
+        multipliers: multipliers.clone(),
+        policies: policies.to_vec(),
+        rounds: 1,
+        eta: None,
+    };
+    let single = !a.sweep.json && multipliers.len() * policies.len() == 1;
+    let outcomes = experiment::run(
+        &mut world,
+        &Registry::builtin(),
+        &workload,
+        &isolated,
+        &sweep,
+        &mut |r| {
             if tty {
                 eprint!("\r\x1b[2K");
             }
-            let report = rr::report("measured", p, &w, &slo, names, &log);
-            eprintln!("[{p}] {}", rr::overhead_line(&log));
-            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
-                print!("{}", report.text());
+            eprintln!("[{}] {}", r.config.policy, rr::overhead_line(r.log));
+            if single {
+                print!(
+                    "{}",
+                    rr::report("measured", r.config.policy, r.workload, r.slo_ms, names, r.log).text()
+                );
             }
-            rows.push((*mult, report));
-            last = Some(log);
-        }
-    }
+        },
+    )?;
+    let rows: Vec<_> = outcomes
+        .iter()
+        .map(|o| {
+            (
+                o.multiplier,
+                rr::report("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log),
+            )
+        })
+        .collect();
+    let last = outcomes.last().map(|o| o.log.clone());
     mc::emit(
         &a.sweep,
         "measured",

@@ -5,16 +5,16 @@ use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use multi_dnn::core::estimator::{Estimator, EstimatorParams};
+use multi_dnn::experiment::{self, SimSetup, SimWorld, Sweep};
 use multi_dnn::puzzle::chromosome::LayerGraph;
 use multi_dnn::puzzle::costs::Predicted;
 use multi_dnn::puzzle::evaluate::candidate_rows;
 use multi_dnn::sim::measured::Measured;
-use multi_dnn::sim::{Latency, SimOptions, Truth, simulate};
-use multi_dnn::{ModelUnits, ProcSet, Scheduler, analyze};
+use multi_dnn::sim::{Latency, SimOptions, Truth};
+use multi_dnn::{ModelUnits, ProcSet, Registry, analyze};
 use predictor::DeviceModel;
 use scheduler_rt::ProcessorConfig;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Simulate a multi-DNN workload: the same scheduler and policy objects as
 /// `stretch serve`, on a simulated clock with processors whose latencies
@@ -323,32 +323,51 @@ pub fn run(a: Args) -> Result<()> {
         drift: a.drift,
         stop_at_first_miss: false,
     };
-    let mut rows = Vec::new();
-    let mut last = None;
-    for m in &multipliers {
-        let w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let slo = w.slos(&isolated);
-        for p in &policies {
-            let policy = mc::make_policy(p, &w, &setup.names)?;
-            let mut sched = Scheduler::new(setup.units.clone(), &setup.names, policy, base.clone());
-            let t = Instant::now();
-            let log = simulate(&mut sched, &w, slo.clone(), &setup.truth, options)?;
-            let wall = t.elapsed().as_secs_f64();
-            let report = mc::report_for("simulated", p, &w, &slo, &setup.names, &log);
-            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
+    let mut world = SimWorld {
+        names: setup.names.clone(),
+        setups: vec![SimSetup {
+            units: setup.units.clone(),
+            estimator: base,
+            truth: setup.truth.clone(),
+        }],
+        choose: None,
+        options,
+    };
+    let sweep = Sweep {
+        multipliers: multipliers.clone(),
+        policies: policies.clone(),
+        rounds: 1,
+        eta: None,
+    };
+    let single = !a.sweep.json && multipliers.len() * policies.len() == 1;
+    let outcomes = experiment::run(
+        &mut world,
+        &Registry::builtin(),
+        &workload,
+        &isolated,
+        &sweep,
+        &mut |r| {
+            let report = mc::report_for("simulated", r.config.policy, r.workload, r.slo_ms, &setup.names, r.log);
+            if single {
                 print!("{}", report.text());
-                print!("{}", mc::group_text(&w, &log));
+                print!("{}", mc::group_text(r.workload, r.log));
             }
             eprintln!(
-                "[{p}{}] simulated {:.1} s in {:.3} s",
-                m.map_or(String::new(), |m| format!(" x{m}")),
+                "[{}] simulated {:.1} s in {:.3} s",
+                r.config.label(),
                 report.duration_s,
-                wall
+                r.wall_s
             );
-            rows.push((*m, report));
-            last = Some(log);
-        }
-    }
+        },
+    )?;
+    let rows: Vec<_> = outcomes
+        .iter()
+        .map(|o| {
+            let report = mc::report_for("simulated", &o.policy, &o.workload, &o.slo_ms, &setup.names, &o.log);
+            (o.multiplier, report)
+        })
+        .collect();
+    let last = outcomes.last().map(|o| o.log.clone());
     let footer = format!(
         "(simulated: {}; SLO met = share of completed requests within their SLO)",
         setup.source

@@ -8,11 +8,12 @@ use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result};
 use graph_ir::Graph;
-use multi_dnn::Scheduler;
+use multi_dnn::Registry;
 use multi_dnn::core::units::operators;
 use multi_dnn::core::workload::Workload;
+use multi_dnn::experiment::{self, SimSetup, SimWorld, Sweep};
 use multi_dnn::heimdall::ChunkMode;
-use multi_dnn::sim::{Latency, SimOptions, Truth, simulate};
+use multi_dnn::sim::{Latency, SimOptions, Truth};
 use predictor::{DeviceModel, LatencyModel};
 
 /// `op_ms[processor][op]` of `g`, and how the figures were made.
@@ -103,12 +104,13 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
     };
     let mut modes: Vec<ChunkMode> = Vec::new();
     for p in policies {
-        if !modes.contains(&rr::mode(p)) {
-            modes.push(rr::mode(p));
+        if !modes.contains(&ChunkMode::for_policy(p)) {
+            modes.push(ChunkMode::for_policy(p));
         }
     }
     let mut setups = Vec::new();
-    for mode in modes {
+    for mode in &modes {
+        let mode = *mode;
         let c = rr::chunk_all(&graphs, &names, &accel, &op_ms, &spec, mode)?;
         eprint!("{}", rr::chunk_lines(&c, budget, r.margin_ms));
         let truth = Truth {
@@ -134,27 +136,56 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         r.processor
     );
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
-    let mut rows = Vec::new();
-    let mut last = None;
-    for mult in &multipliers {
-        let w = mult.map_or(workload.clone(), |m| workload.with_multiplier(m));
-        let slo = w.slos(&isolated);
-        for p in policies {
-            let (c, truth) = setups
+    let mut world = SimWorld {
+        names: names.clone(),
+        setups: setups
+            .into_iter()
+            .map(|(c, truth)| SimSetup {
+                units: c.units,
+                estimator: c.estimator,
+                truth,
+            })
+            .collect(),
+        choose: Some(Box::new(move |p: &str| {
+            modes
                 .iter()
-                .find(|(c, _)| c.mode == rr::mode(p))
-                .context("no setup for the policy's chunking")?;
-            let policy = mc::make_policy(p, &w, &names)?;
-            let mut sched = Scheduler::new(c.units.clone(), &names, policy, c.estimator.clone());
-            let log = simulate(&mut sched, &w, slo.clone(), truth, options)?;
-            let report = rr::report("simulated", p, &w, &slo, &names, &log);
-            if !a.sweep.json && multipliers.len() * policies.len() == 1 {
-                print!("{}", report.text());
+                .position(|m| *m == ChunkMode::for_policy(p))
+                .unwrap_or(usize::MAX)
+        })),
+        options,
+    };
+    let sweep = Sweep {
+        multipliers: multipliers.clone(),
+        policies: policies.to_vec(),
+        rounds: 1,
+        eta: None,
+    };
+    let single = !a.sweep.json && multipliers.len() * policies.len() == 1;
+    let outcomes = experiment::run(
+        &mut world,
+        &Registry::builtin(),
+        &workload,
+        &isolated,
+        &sweep,
+        &mut |r| {
+            if single {
+                print!(
+                    "{}",
+                    rr::report("simulated", r.config.policy, r.workload, r.slo_ms, &names, r.log).text()
+                );
             }
-            rows.push((*mult, report));
-            last = Some(log);
-        }
-    }
+        },
+    )?;
+    let rows: Vec<_> = outcomes
+        .iter()
+        .map(|o| {
+            (
+                o.multiplier,
+                rr::report("simulated", &o.policy, &o.workload, &o.slo_ms, &names, &o.log),
+            )
+        })
+        .collect();
+    let last = outcomes.last().map(|o| o.log.clone());
     let footer = format!(
         "(simulated on the {} profile: operator latencies predicted, scaled to its [models] figures where given)",
         profile.name
