@@ -2,18 +2,20 @@
 //! newcomer through it: the policy and its [`PolicyEntry`] in one file
 //! (here, this test), one line that registers it, and it runs under both
 //! worlds, the simulator and real workers, reached by name through the
-//! registry like every shipped policy.
+//! registry like every shipped policy, in the sweep every `serve` and
+//! `simulate` command runs ([`experiment::run`]).
 
 use graph_ir::builder::Builder;
 use graph_ir::ops::UnaryOp;
 use multi_dnn::core::report::RunLog;
 use multi_dnn::core::workload::{Workload, parse};
-use multi_dnn::policy::{Needs, PolicyEntry, PolicyOptions};
+use multi_dnn::experiment::{self, Outcome, SimSetup, SimWorld, Sweep};
+use multi_dnn::policy::{Needs, PolicyEntry};
 use multi_dnn::serve::Server;
-use multi_dnn::sim::{Latency, SimOptions, Truth, simulate};
-use multi_dnn::{Assignment, Estimator, EstimatorParams, OpSupport, Policy, Registry, Requeue, Scheduler, View};
+use multi_dnn::serve::world::{ServeSetup, ServeWorld};
+use multi_dnn::sim::{Latency, SimOptions, Truth};
+use multi_dnn::{Assignment, Estimator, EstimatorParams, OpSupport, Policy, Registry, Requeue, View};
 use scheduler_rt::ProcessorConfig;
-use std::path::Path;
 
 /// Every task on the last idle worker that can run its whole remaining
 /// region, head of the queue first.
@@ -73,10 +75,14 @@ fn chain() -> graph_ir::Graph {
     b.finish("y", y).unwrap()
 }
 
-fn workload() -> Workload {
+/// One app sending `g` (written next to the workload) at 50 fps for 0.3 s.
+fn workload(g: &graph_ir::Graph) -> Workload {
+    let dir = std::env::temp_dir().join(format!("stretch-registry-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("chain.onnx"), graph_ir::onnx::export_bytes(g).unwrap()).unwrap();
     let text =
         "seed = 1\nduration_s = 0.3\n[[app]]\nname = \"a\"\nmodel = \"chain.onnx\"\narrival = \"periodic\"\nfps = 50\n";
-    parse(text, Path::new("."), "w.toml").unwrap()
+    parse(text, &dir, "w.toml").unwrap()
 }
 
 #[test]
@@ -85,10 +91,20 @@ fn a_policy_defined_here_runs_under_simulate_and_serve_through_the_registry() {
     assert!(registry.get("li").is_some());
     assert!(registry.plain_names().contains(&"last-idle"));
     assert!(registry.help().contains("last-idle (or li): "));
+    assert!(
+        Registry::builtin().get("last-idle").is_none(),
+        "with() changed the builtin list"
+    );
     let names = vec!["cpu0".to_string(), "cpu1".to_string()];
     let g = chain();
     let support = vec![OpSupport::All, OpSupport::All];
-    let w = workload();
+    let w = workload(&g);
+    let sweep = Sweep {
+        multipliers: vec![None],
+        policies: vec!["last-idle".into()],
+        rounds: 1,
+        eta: None,
+    };
 
     let units = vec![multi_dnn::analyze(&g, &names, &support).unwrap()];
     let n_candidates = units[0].candidates.len();
@@ -98,30 +114,49 @@ fn a_policy_defined_here_runs_under_simulate_and_serve_through_the_registry() {
             est.set_base(0, c, wk, 1.0);
         }
     }
-    let policy = registry.make("last-idle", &PolicyOptions::default()).unwrap();
-    let mut sched = Scheduler::new(units.clone(), &names, policy, est.clone());
-    let truth = Truth {
-        table: vec![
-            (0..n_candidates)
-                .map(|_| vec![Latency::exact(1.0), Latency::exact(1.0)])
-                .collect(),
-        ],
-        ..Truth::default()
+    let mut sim = SimWorld {
+        names: names.clone(),
+        setups: vec![SimSetup {
+            units: units.clone(),
+            estimator: est.clone(),
+            truth: Truth {
+                table: vec![
+                    (0..n_candidates)
+                        .map(|_| vec![Latency::exact(1.0), Latency::exact(1.0)])
+                        .collect(),
+                ],
+                ..Truth::default()
+            },
+        }],
+        choose: None,
+        options: SimOptions::default(),
     };
-    let log = simulate(&mut sched, &w, vec![None], &truth, SimOptions::default()).unwrap();
-    check(&log, "simulated");
+    let out = experiment::run(&mut sim, &registry, &w, &[1.0], &sweep, &mut |_| {}).unwrap();
+    check(&out, "simulated");
 
     let procs: Vec<ProcessorConfig> = ["cpu0=pool", "cpu1=pool"].iter().map(|s| s.parse().unwrap()).collect();
     let server = Server::load(&procs, &support, vec![g], scheduler_rt::default_factory(), &mut |_| {}).unwrap();
-    let policy = registry.make("li", &PolicyOptions::default()).unwrap();
-    let mut sched = Scheduler::new(units, &names, policy, est);
-    let log = server.run(&mut sched, &w, vec![None], &mut |_, _, _| {}).unwrap();
-    check(&log, "served");
+    let mut served = ServeWorld {
+        setups: vec![ServeSetup {
+            server: &server,
+            units,
+            estimator: est,
+        }],
+        choose: None,
+        thermal: None,
+        progress: Box::new(|_: &str, _: f64, _: &RunLog, _: usize| {}),
+        heat: Vec::new(),
+    };
+    let out = experiment::run(&mut served, &registry, &w, &[1.0], &sweep, &mut |_| {}).unwrap();
+    check(&out, "served");
 }
 
-/// Every request of the 0.3-s run at 50 fps completed, each on worker 1
-/// (the last idle one when requests arrive one at a time).
-fn check(log: &RunLog, world: &str) {
+/// Every request of the 0.3-s run at 50 fps completed under the policy,
+/// each on worker 1 (the last idle one when requests arrive one at a time).
+fn check(out: &[Outcome], world: &str) {
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].policy, "last-idle");
+    let log = &out[0].log;
     assert_eq!(log.completed.len(), 15, "{world}: {} completed", log.completed.len());
     assert!(!log.spans.is_empty(), "{world}: no spans");
     assert!(

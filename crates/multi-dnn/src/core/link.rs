@@ -34,6 +34,6 @@ pub struct PredictionErrors {
     pub calls: usize,
     /// Mean |predicted − measured| / measured of compute + fitted communication.
     pub model_mape: f64,
-    /// The same for an EMA (weight [`CloudLatencyModel::ALPHA`](crate::splash::cloud::CloudLatencyModel::ALPHA)) of each model's total.
+    /// The same for an EMA (weight `ALPHA` of the cloud client's latency model) of each model's total.
     pub ema_mape: f64,
 }

@@ -10,6 +10,7 @@ pub mod estimator;
 pub mod groups;
 pub mod hooks;
 pub mod link;
+pub mod policy;
 pub mod report;
 mod scheduler;
 pub mod units;

@@ -11,8 +11,8 @@
 
 use crate::ProcSet;
 use crate::core::estimator::Estimator;
+use crate::core::policy::Policy;
 use crate::core::units::ModelUnits;
-use crate::policy::Policy;
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 use thiserror::Error;
