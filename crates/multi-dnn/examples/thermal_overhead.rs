@@ -15,7 +15,7 @@ use std::time::Instant;
 
 /// (min, median) µs per operation of `batches` batches of `per_batch` calls.
 fn time(batches: usize, per_batch: usize, mut op: impl FnMut(usize)) -> (f64, f64) {
-    let mut v: Vec<f64> = (0..batches)
+    let v: Vec<f64> = (0..batches)
         .map(|b| {
             let t = Instant::now();
             for i in 0..per_batch {
