@@ -108,7 +108,7 @@ fn split(spec: &str) -> Result<(String, bool)> {
         None => (spec, false),
     };
     let registry = Registry::builtin();
-    if !registry.get(name).is_some_and(|e| !e.needs.render) {
+    if registry.get(name).is_none_or(|e| e.needs.render) {
         bail!(
             "unknown policy '{spec}' for a thermal run (known: {}; add +cloud to offer the cloud worker)",
             registry.names_where(|e| !e.needs.render).join(", ")
