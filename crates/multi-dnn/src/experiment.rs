@@ -206,11 +206,22 @@ pub struct SimWorld {
 
 impl SimWorld {
     fn setup(&self, policy: &str) -> Result<&SimSetup, ExperimentError> {
-        let i = self.choose.as_ref().map_or(0, |c| c(policy));
-        self.setups
-            .get(i)
-            .ok_or_else(|| ExperimentError::World(format!("no simulated setup for policy '{policy}'")))
+        chosen(&self.setups, self.choose.as_ref(), policy, "simulated setup")
     }
+}
+
+/// The set-up `choose` picks for `policy` (the first without a choice);
+/// fails naming the policy and `what` is missing.
+pub fn chosen<'s, S>(
+    setups: &'s [S],
+    choose: Option<&Choose>,
+    policy: &str,
+    what: &str,
+) -> Result<&'s S, ExperimentError> {
+    let i = choose.map_or(0, |c| c(policy));
+    setups
+        .get(i)
+        .ok_or_else(|| ExperimentError::World(format!("no {what} for policy '{policy}'")))
 }
 
 impl World for SimWorld {

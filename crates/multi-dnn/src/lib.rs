@@ -10,11 +10,13 @@ pub mod core;
 pub mod experiment;
 pub mod heimdall;
 pub mod policy;
+pub mod predicted;
 pub mod puzzle;
 pub mod registry;
 pub mod serve;
 pub mod sim;
 pub mod splash;
+pub mod thermal_run;
 
 pub use self::core::estimator::{Estimator, EstimatorParams};
 pub use self::core::units::{Candidate, ModelUnits, Region, Unit, UnitsError, analyze};

@@ -15,6 +15,10 @@ pub enum PolicyError {
     Unknown { name: String, known: String },
     #[error("policy '{name}' {reason}")]
     Options { name: String, reason: String },
+    #[error(
+        "policy '{name}' schedules by temperature: give --thermal (with a runtime configuration that has a [thermal] section)"
+    )]
+    NeedsThermal { name: String },
 }
 
 /// Policies by name.
@@ -56,11 +60,23 @@ impl Registry {
         self.entries.iter().find(|e| e.answers_to(name))
     }
 
+    /// Checks that every policy of `names` can be made with `options`, and
+    /// that none needs a thermal model unless `thermal`.
+    pub fn check(&self, names: &[String], options: &PolicyOptions, thermal: bool) -> Result<(), PolicyError> {
+        for name in names {
+            self.make(name, options)?;
+            if !thermal && self.get(name).is_some_and(|e| e.needs.thermal) {
+                return Err(PolicyError::NeedsThermal { name: name.clone() });
+            }
+        }
+        Ok(())
+    }
+
     /// Makes the policy called `name`.
     pub fn make(&self, name: &str, options: &PolicyOptions) -> Result<Box<dyn Policy>, PolicyError> {
         let entry = self.get(name).ok_or_else(|| PolicyError::Unknown {
             name: name.into(),
-            known: self.names_where(|_| true).join(", "),
+            known: self.known(),
         })?;
         (entry.make)(options).map_err(|reason| PolicyError::Options {
             name: entry.name.into(),
@@ -89,6 +105,23 @@ impl Registry {
     }
 
     /// One line per policy: name, aliases and summary, for `--help`.
+    /// The names in a line: plain ones with their aliases, the thermal
+    /// ones, and those that need a render task.
+    pub fn known(&self) -> String {
+        let plain: Vec<&str> = self
+            .entries
+            .iter()
+            .filter(|e| !e.needs.thermal && !e.needs.render)
+            .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()))
+            .collect();
+        format!(
+            "{}; in thermal runs also {}; with a render task: {}",
+            plain.join(", "),
+            self.thermal_names().join(", "),
+            self.render_names().join(", ")
+        )
+    }
+
     pub fn help(&self) -> String {
         self.entries
             .iter()

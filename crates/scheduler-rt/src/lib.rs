@@ -14,6 +14,7 @@
 
 pub mod adaptive;
 pub mod affinity;
+pub mod bench;
 pub mod config;
 pub mod engine;
 pub mod engine_registry;
@@ -32,6 +33,7 @@ mod runtime_config;
 pub mod spin;
 pub mod support;
 pub mod testing;
+pub mod timing;
 mod trace;
 pub mod worker;
 

@@ -175,6 +175,36 @@ pub fn partition(g: &Graph, default: &str) -> Result<Partition, graph_ir::GraphE
     Ok(Partition { subgraphs })
 }
 
+/// The subgraph computing `nodes` (topological order): inputs are the
+/// non-constant values they read from outside, outputs the values read
+/// outside them or by the graph's outputs.
+pub fn subgraph_of(g: &Graph, name: String, nodes: Vec<NodeId>) -> Subgraph {
+    let inside: HashSet<NodeId> = nodes.iter().copied().collect();
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    for &id in &nodes {
+        for o in &g.node(id).inputs {
+            if !inside.contains(&o.node) && !matches!(g.node(o.node).op, Op::Const(_)) && !inputs.contains(o) {
+                inputs.push(*o);
+            }
+        }
+        for slot in 0..g.node(id).outputs.len() {
+            let o = id.out(slot);
+            if g.is_output(o) || g.consumers(o).iter().any(|(c, _)| !inside.contains(c)) {
+                outputs.push(o);
+            }
+        }
+    }
+    Subgraph {
+        name,
+        processor: String::new(),
+        nodes,
+        inputs,
+        outputs,
+        meeting_point: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,10 +5,9 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
+use multi_dnn::Registry;
 use multi_dnn::core::report::{Report, RunLog};
 use multi_dnn::core::workload::{Arrival, Workload};
-use multi_dnn::policy::PolicyOptions;
-use multi_dnn::{Policy, Registry};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -103,7 +102,10 @@ pub fn emit(
     }
     if let (Some(path), Some(log)) = (&args.trace, last) {
         let apps: Vec<String> = w.apps.iter().map(|x| x.name.clone()).collect();
-        write(path, &serde_json::to_string(&chrome_trace(log, names, &apps, kind))?)?;
+        write(
+            path,
+            &serde_json::to_string(&multi_dnn::core::trace::chrome_trace(log, names, &apps, kind))?,
+        )?;
     }
     if let Some(path) = &args.plot {
         let tool = if kind == "measured" {
@@ -116,24 +118,9 @@ pub fn emit(
     Ok(())
 }
 
-/// Policy names accepted on the command line, from the registry: the
-/// plain ones with their aliases, the thermal ones, and those that need a
-/// render task.
+/// The policy names in a line, from the registry.
 pub fn policy_help() -> String {
-    let r = Registry::builtin();
-    let plain: Vec<String> = r
-        .entries()
-        .iter()
-        .filter(|e| !e.needs.thermal && !e.needs.render)
-        .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()))
-        .map(String::from)
-        .collect();
-    format!(
-        "{}; in thermal runs also {}; with a render task: {}",
-        plain.join(", "),
-        r.thermal_names().join(", "),
-        r.render_names().join(", ")
-    )
+    Registry::builtin().known()
 }
 
 /// Splits and checks a comma-separated policy list.
@@ -149,22 +136,6 @@ pub fn policy_list(list: &str) -> Result<Vec<String>> {
         bail!("no policy given (known: {})", policy_help());
     }
     Ok(out)
-}
-
-/// Makes the policy called `name` from the registry, configured by
-/// `workload` on processors `names` ([`PolicyOptions::for_workload`]).
-pub fn make_policy(name: &str, workload: &Workload, names: &[String]) -> Result<Box<dyn Policy>> {
-    make_policy_with(name, &PolicyOptions::for_workload(workload, names))
-}
-
-/// Makes the policy called `name` from the registry with `options`.
-pub fn make_policy_with(name: &str, options: &PolicyOptions) -> Result<Box<dyn Policy>> {
-    Registry::builtin().make(name, options).map_err(|e| match e {
-        multi_dnn::registry::PolicyError::Unknown { .. } => {
-            anyhow::anyhow!("unknown policy '{name}' (known: {})", policy_help())
-        }
-        e => e.into(),
-    })
 }
 
 /// Reads the workload and checks the processors it names.
@@ -395,69 +366,6 @@ pub fn plot_svg(title: &str, rows: &[(Option<f64>, Report)]) -> String {
     }
     s.push_str("</svg>\n");
     s
-}
-
-/// A Chrome trace (chrome://tracing, Perfetto) of a run: one track per processor.
-pub fn chrome_trace(log: &RunLog, names: &[String], apps: &[String], kind: &str) -> serde_json::Value {
-    let events = trace_events(log, names, apps, 1);
-    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
-}
-
-/// The trace events of one run as Chrome-trace process `pid`.
-fn trace_events(log: &RunLog, names: &[String], apps: &[String], pid: usize) -> Vec<serde_json::Value> {
-    let mut events = Vec::new();
-    for (i, n) in names.iter().enumerate() {
-        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": i, "args": {"name": n}}));
-    }
-    for s in &log.spans {
-        events.push(serde_json::json!({
-            "name": format!("{}#{} c{}", apps.get(s.app).map_or("?", |a| a.as_str()), s.job, s.candidate),
-            "cat": if s.counted { "subgraph" } else { "aborted by outage" },
-            "ph": "X", "pid": pid, "tid": s.worker,
-            "ts": s.start_ms * 1e3, "dur": (s.end_ms - s.start_ms) * 1e3,
-            "args": {"app": s.app, "job": s.job, "candidate": s.candidate, "counted": s.counted},
-        }));
-    }
-    for f in &log.frames {
-        events.push(serde_json::json!({
-            "name": "render", "cat": "render", "ph": "X", "pid": pid, "tid": f.worker,
-            "ts": f.start_ms * 1e3, "dur": (f.end_ms - f.start_ms) * 1e3,
-            "args": {"tick_ms": f.tick_ms, "late_ms": f.start_ms - f.tick_ms},
-        }));
-    }
-    let render_worker = log.frames.first().map_or(0, |f| f.worker);
-    for t in &log.dropped_frames {
-        events.push(serde_json::json!({
-            "name": "frame dropped", "cat": "render", "ph": "i", "s": "t", "pid": pid, "tid": render_worker, "ts": t * 1e3,
-        }));
-    }
-    for o in &log.outages {
-        let marks = std::iter::once(("went away", o.down_ms)).chain(o.up_ms.map(|u| ("came back", u)));
-        for (what, at) in marks {
-            events.push(serde_json::json!({
-                "name": format!("{} {what}", names.get(o.worker).map_or("?", |n| n.as_str())),
-                "cat": "outage", "ph": "i", "s": "g", "pid": pid, "tid": o.worker, "ts": at * 1e3,
-            }));
-        }
-    }
-    events
-}
-
-/// A Chrome trace of several runs, one process per run (named by its
-/// label) with one track per processor.
-pub fn chrome_trace_runs(
-    runs: &[(String, &RunLog)],
-    names: &[String],
-    apps: &[String],
-    kind: &str,
-) -> serde_json::Value {
-    let mut events = Vec::new();
-    for (k, (label, log)) in runs.iter().enumerate() {
-        let pid = k + 1;
-        events.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}));
-        events.extend(trace_events(log, names, apps, pid));
-    }
-    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"kind": kind}})
 }
 
 /// Writes `text` to `path`, naming it in errors.

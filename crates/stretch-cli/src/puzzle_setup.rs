@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use multi_dnn::OpSupport;
 use multi_dnn::core::workload::{Arrival, Workload};
-use multi_dnn::puzzle::chromosome::{Chromosome, LayerGraph};
+use multi_dnn::puzzle::chromosome::LayerGraph;
 use multi_dnn::puzzle::costs::Costs;
 use multi_dnn::puzzle::evaluate::Problem;
 use predictor::DeviceModel;
@@ -31,25 +31,8 @@ pub struct Scenario {
 /// models and the device profile.
 pub fn load(workload: &Path, device: &Path) -> Result<Scenario> {
     let device = DeviceModel::load(device).with_context(|| format!("cannot load {}", device.display()))?;
-    let (names, support) = profile_processors(device.profile());
-    let accel = device
-        .profile()
-        .processors
-        .values()
-        .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
-        .collect();
+    let (names, support, accel) = multi_dnn::predicted::processors(&device);
     load_with(workload, Some(device), Vec::new(), names, &support, accel)
-}
-
-/// A device profile's processor names and operator support, in its order.
-pub fn profile_processors(profile: &predictor::DeviceProfile) -> (Vec<String>, Vec<OpSupport>) {
-    let names = profile.processors.keys().cloned().collect();
-    let support = profile
-        .processors
-        .values()
-        .map(|p| OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()))
-        .collect();
-    (names, support)
 }
 
 /// The search problem of `sc` with `costs`, its groups' periods resolved
@@ -64,7 +47,7 @@ pub fn problem<'a>(sc: &'a Scenario, costs: &'a mut dyn Costs, periods: usize) -
         periods,
         simulations: 0,
     };
-    let iso = isolated_ms(&mut problem)?;
+    let iso = multi_dnn::puzzle::mapping::isolated_ms(&mut problem)?;
     let fastest: Vec<f64> = iso
         .iter()
         .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
@@ -137,64 +120,12 @@ fn load_with(
     })
 }
 
-/// Every model whole on processor `p`, its layers that `p` cannot run on
-/// the lowest-index processor that can.
-pub fn whole_on(layers: &[LayerGraph], p: usize, rank: Vec<usize>) -> Chromosome {
-    mapped(layers, &vec![p; layers.len()], rank)
-}
-
-/// Model `m` whole on processor `assign[m]`, its layers that processor
-/// cannot run on the lowest-index processor that can.
-pub fn mapped(layers: &[LayerGraph], assign: &[usize], rank: Vec<usize>) -> Chromosome {
-    let mut c = Chromosome::whole(layers, assign, rank);
-    for (m, lg) in layers.iter().enumerate() {
-        for (l, s) in lg.support.iter().enumerate() {
-            if !s.contains(assign[m]) {
-                c.mapping[m][l] = s.iter().next().unwrap_or(0) as u8;
-            }
-        }
-    }
-    c
-}
-
 /// The predictor's costs for a scenario loaded with a device profile.
 pub fn predicted(sc: &Scenario) -> Result<multi_dnn::puzzle::costs::Predicted<'_>> {
     let device = sc.device.as_ref().context("costs need a device profile (--device)")?;
     Ok(multi_dnn::puzzle::costs::Predicted::new(
         device, &sc.graphs, &sc.layers,
     )?)
-}
-
-/// Per model, per processor: the model alone on that processor (with
-/// fallbacks), its pieces' times summed (ms).
-pub fn isolated_ms(problem: &mut Problem) -> Result<Vec<Vec<f64>>> {
-    let n = problem.names.len();
-    let models = problem.layers.len();
-    let mut out = vec![Vec::with_capacity(n); models];
-    for p in 0..n {
-        let b = problem.build(&whole_on(problem.layers, p, (0..models).collect()))?;
-        for (m, rows) in b.truth.table.iter().enumerate() {
-            out[m].push(
-                b.pieces[m]
-                    .iter()
-                    .zip(rows)
-                    .map(|(piece, row)| row[piece.processor].alone_ms)
-                    .sum(),
-            );
-        }
-    }
-    Ok(out)
-}
-
-/// Ranks that run the model with the shorter fastest latency first.
-pub fn shortest_first(fastest: &[f64]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..fastest.len()).collect();
-    order.sort_by(|a, b| fastest[*a].total_cmp(&fastest[*b]).then(a.cmp(b)));
-    let mut rank = vec![0; fastest.len()];
-    for (r, m) in order.into_iter().enumerate() {
-        rank[m] = r;
-    }
-    rank
 }
 
 /// Per app of `apps`, its figures in a plan file's `apps` list (`None`

@@ -1,10 +1,12 @@
 //! Training options shared by `stretch train` and `stretch compare-accuracy`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use training::data::{Augment, DatasetSpec};
+use graph_ir::Graph;
+use graph_ir::onnx::{ImportOptions, import_file};
+use training::data::{self, Augment, Dataset, DatasetSpec, ImageSet};
 use training::{Autograd, Backend, ConvGrad, Distill, Optimizer, Recipe, Schedule};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -177,6 +179,36 @@ pub fn beside(path: &std::path::Path, suffix: &str) -> PathBuf {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     path.with_file_name(format!("{stem}{suffix}"))
+}
+
+/// Loads the dataset for a model whose input is `[C, H, W]`.
+pub fn load_dataset(args: &RecipeArgs, graph: &Graph) -> Result<ImageSet> {
+    let input = graph
+        .inputs()
+        .first()
+        .map(|&id| graph.node(id).outputs[0].shape.clone())
+        .unwrap_or_default();
+    let size = if input.len() == 4 {
+        [input[2], input[3]]
+    } else {
+        [32, 32]
+    };
+    let set = data::load(&args.dataset, size).with_context(|| format!("cannot load dataset {}", args.dataset))?;
+    println!(
+        "dataset {}: {} images {}x{}x{}, {} classes",
+        set.describe(),
+        set.len(),
+        set.image_shape()[0],
+        set.image_shape()[1],
+        set.image_shape()[2],
+        set.classes()
+    );
+    Ok(set)
+}
+
+/// Imports a model for training (weights must be present or --random-weights given).
+pub fn import_for_training(path: &Path) -> Result<Graph> {
+    import_file(path, &ImportOptions::default()).with_context(|| format!("cannot import {}", path.display()))
 }
 
 #[cfg(test)]

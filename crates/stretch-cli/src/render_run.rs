@@ -3,14 +3,12 @@
 //! processor, and the rendering and per-app latency tables.
 
 use crate::multi_common as mc;
-use anyhow::{Context, Result, bail};
-use graph_ir::Graph;
-use multi_dnn::ModelUnits;
+use anyhow::{Result, bail};
 use multi_dnn::Registry;
-use multi_dnn::core::estimator::{Estimator, EstimatorParams};
 use multi_dnn::core::report::{RenderReport, Report, RunLog, quantile_or_zero};
-use multi_dnn::core::workload::{Render, Workload};
-use multi_dnn::heimdall::{ChunkMode, ChunkReport, RenderSpec, chunk_estimates, chunk_model};
+use multi_dnn::core::workload::Workload;
+use multi_dnn::heimdall::ChunkMode;
+use multi_dnn::serve::render::{Chunked, Isolated};
 use std::fmt::Write as _;
 
 /// Render workloads take only the policies that need a render task, other
@@ -42,74 +40,27 @@ pub fn check_policies(w: &Workload, policies: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn index(names: &[String], p: &str) -> usize {
-    names.iter().position(|n| n == p).unwrap_or(0)
-}
-
-/// Each app's starting processor: its `processor`, else the render processor.
-pub fn homes(w: &Workload, r: &Render, names: &[String]) -> Vec<usize> {
-    w.apps
-        .iter()
-        .map(|a| index(names, a.processor.as_deref().unwrap_or(&r.processor)))
-        .collect()
-}
-
-/// The render task as the chunker sees it.
-pub fn spec(r: &Render, names: &[String]) -> RenderSpec {
-    RenderSpec {
-        worker: index(names, &r.processor),
-        fps: r.fps,
-        render_ms: r.render_ms,
-        margin_ms: r.margin_ms,
+/// An app's chunking overhead and isolated p99, as lines.
+pub fn isolated_lines(app: &str, render_processor: &str, home: &str, i: &Isolated, runs: usize) -> String {
+    let mut s = String::new();
+    if let Some(o) = &i.overhead {
+        let _ = writeln!(
+            s,
+            "{app}: chunking overhead on {render_processor}: {} chunks back to back p50 {:.2} ms (min {:.2}) vs whole model p50 {:.2} ms (min {:.2}): {:+.1}% at p50 (measured, {runs} interleaved runs)",
+            o.chunks,
+            o.chunks_p50_ms,
+            o.chunks_min_ms,
+            o.whole_p50_ms,
+            o.whole_min_ms,
+            100.0 * (o.chunks_p50_ms / o.whole_p50_ms - 1.0)
+        );
     }
-}
-
-/// Models cut for one chunk mode, with estimates from per-operator figures.
-pub struct Chunked {
-    pub mode: ChunkMode,
-    pub units: Vec<ModelUnits>,
-    pub estimator: Estimator,
-    /// `estimates[model][candidate][processor]` (ms).
-    pub estimates: Vec<Vec<Vec<f64>>>,
-    pub reports: Vec<ChunkReport>,
-}
-
-/// Cuts every model for `mode`; `op_ms[model][processor][op]`.
-pub fn chunk_all(
-    graphs: &[Graph],
-    names: &[String],
-    accel: &[bool],
-    op_ms: &[Vec<Vec<f64>>],
-    render: &RenderSpec,
-    mode: ChunkMode,
-) -> Result<Chunked> {
-    let mut units = Vec::new();
-    let mut reports = Vec::new();
-    let mut estimates = Vec::new();
-    for (g, ops) in graphs.iter().zip(op_ms) {
-        let (u, rep) =
-            chunk_model(g, names, ops, render, mode).with_context(|| format!("cannot chunk '{}'", g.name))?;
-        estimates.push(chunk_estimates(&u, ops));
-        units.push(u);
-        reports.extend(rep);
-    }
-    let mut estimator = Estimator::new(EstimatorParams::default(), accel, &units);
-    for (m, per) in estimates.iter().enumerate() {
-        for (c, row) in per.iter().enumerate() {
-            for (p, ms) in row.iter().enumerate() {
-                if ms.is_finite() {
-                    estimator.set(m, c, p, *ms);
-                }
-            }
-        }
-    }
-    Ok(Chunked {
-        mode,
-        units,
-        estimator,
-        estimates,
-        reports,
-    })
+    let _ = writeln!(
+        s,
+        "{app}: isolated p99 on {home} {:.2} ms (whole model, measured)",
+        i.p99_ms
+    );
+    s
 }
 
 /// One line per (model, processor) of a chunking.

@@ -6,7 +6,8 @@
 //!   (`heimdall/`, `splash/`, `puzzle/`);
 //! - no import circle crosses `multi-dnn`'s folders;
 //! - one percentile rule: no quantile, percentile or median function is
-//!   defined outside `graph-ir/src/stats.rs` (tests aside).
+//!   defined outside `graph-ir/src/stats.rs` (tests aside);
+//! - `stretch-cli` only parses, calls the libraries and prints.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -221,4 +222,72 @@ fn the_quantile_finder_sees_an_own_rule() {
     let own = "fn p99(v: &[f64]) -> f64 { 0.0 }\nfn quantile(v: &mut [f64]) -> f64 {\n    v.sort_by(f64::total_cmp);\n    v[0]\n}\nfn mid(v: &[f64]) -> f64 { v[v.len() / 2] }\nfn piece_medians() -> f64 {\n    stats::median(&[])\n}\n";
     let found = own_quantiles(Path::new("x.rs"), own);
     assert_eq!(found.len(), 2, "{found:?}");
+}
+
+/// The functions of `code` longer than `max` lines, as `file:line: fn name
+/// (n lines)`: from a `fn` line to the `}` at its indentation.
+fn long_functions(f: &Path, code: &str, max: usize) -> Vec<String> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let l = line.trim_start();
+        let decl = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|p| l.strip_prefix(p))
+            .unwrap_or(l);
+        let Some(rest) = decl.strip_prefix("fn ") else { continue };
+        let indent = line.len() - l.len();
+        let close = format!("{}}}", " ".repeat(indent));
+        let Some(end) = lines[n..].iter().position(|b| *b == close) else {
+            continue;
+        };
+        if lines[n..n + end]
+            .iter()
+            .any(|b| b.trim_end().ends_with(';') && b.trim_start().starts_with("fn "))
+        {
+            continue;
+        }
+        if end + 1 > max {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            found.push(format!("{}:{}: fn {name} ({} lines)", f.display(), n + 1, end + 1));
+        }
+    }
+    found
+}
+
+/// `stretch-cli` parses, calls the libraries and prints: no command
+/// function over 100 lines, no file over 400, and neither timing code nor
+/// policy construction (the libraries' `timing`, `bench`, `experiment` and
+/// registry do both).
+#[test]
+fn the_cli_only_parses_calls_and_prints() {
+    let mut files = Vec::new();
+    rust_files(&crates().join("stretch-cli/src"), &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines = text.lines().count();
+        if lines > 400 {
+            found.push(format!("{}: {lines} lines", f.display()));
+        }
+        let code = code_of(f);
+        found.extend(long_functions(f, &code, 100));
+        for banned in ["Lst::new", "StaticPlan::new", ".make(", "time_steps(", "mpsc::channel"] {
+            if code.contains(banned) {
+                found.push(format!("{}: {banned}", f.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "the CLI does library work:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_function_measure_sees_a_long_function() {
+    let body = "    x += 1;\n".repeat(101);
+    let code = format!("fn short() {{\n}}\npub fn long() {{\n{body}}}\n");
+    let found = long_functions(Path::new("x.rs"), &code, 100);
+    assert_eq!(found, ["x.rs:3: fn long (103 lines)"]);
 }

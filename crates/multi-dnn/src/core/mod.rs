@@ -13,6 +13,7 @@ pub mod link;
 pub mod policy;
 pub mod report;
 mod scheduler;
+pub mod trace;
 pub mod units;
 pub mod workload;
 mod workload_file;

@@ -46,6 +46,13 @@ pub struct PolicyOptions {
 }
 
 impl PolicyOptions {
+    /// The render-task options, or why a render policy cannot be made.
+    pub fn render(&self) -> Result<&HeimdallOptions, String> {
+        self.heimdall
+            .as_ref()
+            .ok_or_else(|| "needs a workload with a [render] task".to_string())
+    }
+
     /// What `workload` configures on processors `names` (in worker order):
     /// each app's `processor` for `fixed`, and with a `[render]` task the
     /// render-task options (each app starts on its `processor`, else the
@@ -104,6 +111,24 @@ pub struct Needs {
     pub thermal: bool,
     /// A workload with a rendering task, and [`PolicyOptions::render`].
     pub render: bool,
+}
+
+impl Needs {
+    /// Nothing beyond the queue and the estimates.
+    pub const NOTHING: Needs = Needs {
+        thermal: false,
+        render: false,
+    };
+    /// A thermal oracle.
+    pub const THERMAL: Needs = Needs {
+        thermal: true,
+        render: false,
+    };
+    /// A rendering task.
+    pub const RENDER: Needs = Needs {
+        thermal: false,
+        render: true,
+    };
 }
 
 /// One policy as the registry knows it: declared by the file that

@@ -11,10 +11,10 @@
 //! between regions.
 
 use crate::ProcSet;
-use graph_ir::{Graph, NodeId, Op, Outlet};
-use scheduler_rt::partition::{Subgraph, partition};
+use graph_ir::{Graph, NodeId, Outlet};
+use scheduler_rt::partition::{Subgraph, partition, subgraph_of};
 use scheduler_rt::support::{OpSupport, op_key};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Range;
 use thiserror::Error;
 
@@ -373,36 +373,6 @@ pub fn chunked(g: &Graph, chunks: &[Vec<Range<usize>>]) -> Result<ModelUnits, Un
         candidates,
         index: vec![dense],
     })
-}
-
-/// The subgraph computing `nodes` (topological order): inputs are the
-/// non-constant values they read from outside, outputs the values read
-/// outside them or by the graph's outputs.
-pub fn subgraph_of(g: &Graph, name: String, nodes: Vec<NodeId>) -> Subgraph {
-    let inside: HashSet<NodeId> = nodes.iter().copied().collect();
-    let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
-    for &id in &nodes {
-        for o in &g.node(id).inputs {
-            if !inside.contains(&o.node) && !matches!(g.node(o.node).op, Op::Const(_)) && !inputs.contains(o) {
-                inputs.push(*o);
-            }
-        }
-        for slot in 0..g.node(id).outputs.len() {
-            let o = id.out(slot);
-            if g.is_output(o) || g.consumers(o).iter().any(|(c, _)| !inside.contains(c)) {
-                outputs.push(o);
-            }
-        }
-    }
-    Subgraph {
-        name,
-        processor: String::new(),
-        nodes,
-        inputs,
-        outputs,
-        meeting_point: false,
-    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,8 @@ use crate::core::{Assignment, JobId, Requeue, View};
 use crate::heimdall::{Placement, chunk_from};
 use crate::policy::{Needs, Policy, PolicyEntry, PolicyOptions};
 
-const RENDER: Needs = Needs {
-    thermal: false,
-    render: true,
-};
-
 fn make(o: &PolicyOptions) -> Result<Box<dyn Policy>, String> {
-    let h = o.heimdall.as_ref().ok_or("needs a workload with a [render] task")?;
+    let h = o.render()?;
     Ok(Box::new(Fifo::new(h.home.clone())))
 }
 
@@ -24,14 +19,14 @@ pub const ENTRIES: [PolicyEntry; 2] = [
         name: "whole",
         aliases: &[],
         summary: "Heimdall's baseline: whole models in arrival order",
-        needs: RENDER,
+        needs: Needs::RENDER,
         make,
     },
     PolicyEntry {
         name: "ops5",
         aliases: &[],
         summary: "Heimdall's baseline: 5-operator chunks in arrival order",
-        needs: RENDER,
+        needs: Needs::RENDER,
         make,
     },
 ];

@@ -130,13 +130,8 @@ fn whole_ms(view: &View, model: usize, worker: usize) -> Option<f64> {
     Some(chunks.iter().map(|c| view.estimator.estimate(model, *c, worker)).sum())
 }
 
-const RENDER: Needs = Needs {
-    thermal: false,
-    render: true,
-};
-
 fn make(o: &PolicyOptions, objective: Objective, offload: bool) -> Result<Box<dyn Policy>, String> {
-    let h = o.heimdall.as_ref().ok_or("needs a workload with a [render] task")?;
+    let h = o.render()?;
     let offloader = if offload {
         let (acc, cpu, m, cycle) = h
             .offload
@@ -160,28 +155,28 @@ pub const ENTRIES: [PolicyEntry; 4] = [
         name: "maxmin-utility",
         aliases: &[],
         summary: "Heimdall: chunks that maximise the lowest app utility",
-        needs: RENDER,
+        needs: Needs::RENDER,
         make: |o| make(o, Objective::MaxMin, false),
     },
     PolicyEntry {
         name: "maxtotal-utility",
         aliases: &[],
         summary: "Heimdall: chunks that maximise the total utility",
-        needs: RENDER,
+        needs: Needs::RENDER,
         make: |o| make(o, Objective::MaxTotal, false),
     },
     PolicyEntry {
         name: "maxmin-utility-offload",
         aliases: &[],
         summary: "maxmin-utility with opportunistic CPU offloading",
-        needs: RENDER,
+        needs: Needs::RENDER,
         make: |o| make(o, Objective::MaxMin, true),
     },
     PolicyEntry {
         name: "maxtotal-utility-offload",
         aliases: &[],
         summary: "maxtotal-utility with opportunistic CPU offloading",
-        needs: RENDER,
+        needs: Needs::RENDER,
         make: |o| make(o, Objective::MaxTotal, true),
     },
 ];

@@ -110,10 +110,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "fixed",
     aliases: &[],
     summary: "TFLite-style: each model on its own processor, operators it lacks falling back",
-    needs: Needs {
-        thermal: false,
-        render: false,
-    },
+    needs: Needs::NOTHING,
     make: |o| Ok(Box::new(Fixed::new(o.fixed.clone()))),
 };
 

@@ -21,10 +21,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "heft",
     aliases: &[],
     summary: "model-level HEFT: each task where it would finish earliest (Splash's baseline)",
-    needs: Needs {
-        thermal: false,
-        render: false,
-    },
+    needs: Needs::NOTHING,
     make: |_| Ok(Box::new(Heft)),
 };
 

@@ -73,10 +73,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "lst",
     aliases: &[],
     summary: "Least Slack Time, Band's default",
-    needs: Needs {
-        thermal: false,
-        render: false,
-    },
+    needs: Needs::NOTHING,
     make: |_| Ok(Box::new(Lst::new(false))),
 };
 
@@ -86,10 +83,7 @@ pub const WHOLE: PolicyEntry = PolicyEntry {
     name: "lst-whole",
     aliases: &[],
     summary: "LST over whole-model subgraphs only",
-    needs: Needs {
-        thermal: false,
-        render: false,
-    },
+    needs: Needs::NOTHING,
     make: |_| Ok(Box::new(Lst::new(true))),
 };
 

@@ -19,10 +19,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "round-robin",
     aliases: &["rr"],
     summary: "Band's round-robin baseline",
-    needs: Needs {
-        thermal: false,
-        render: false,
-    },
+    needs: Needs::NOTHING,
     make: |_| Ok(Box::new(RoundRobin::default())),
 };
 

@@ -22,10 +22,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "sel",
     aliases: &[],
     summary: "Band's Shortest Expected Latency baseline",
-    needs: Needs {
-        thermal: false,
-        render: false,
-    },
+    needs: Needs::NOTHING,
     make: |_| Ok(Box::new(Sel)),
 };
 

@@ -9,16 +9,25 @@
 //! - [`evaluate`]: a plan through the multi-DNN simulator, makespans;
 //! - [`score`]: XRBench score, saturation multiplier;
 //! - [`nsga`], [`ga`]: the search;
-//! - [`plan_file`]: plans as JSON for `serve --plan` and `simulate --plan`.
+//! - [`plan_file`]: plans as JSON for `serve --plan` and `simulate --plan`;
+//! - [`mapping`]: model-level mappings, the baselines;
+//! - [`analysis`]: the whole static analysis as one call;
+//! - [`measured`]: device-in-the-loop costs (§4.3), [`retime`]: choosing
+//!   among the front on fresh timings.
 
+pub mod analysis;
 pub mod breakdown;
 pub mod chromosome;
 pub mod costs;
 pub mod evaluate;
 pub mod ga;
+pub mod mapping;
+pub mod measured;
 pub mod nsga;
 pub mod plan_file;
+pub mod retime;
 pub mod score;
+pub mod served;
 pub mod static_plan;
 
 use thiserror::Error;
@@ -35,4 +44,10 @@ pub enum PuzzleError {
     Model { model: String, reason: String },
     #[error("{file}: {reason}")]
     Plan { file: String, reason: String },
+    #[error("{step}: {reason}")]
+    Measure { step: String, reason: String },
+    #[error(transparent)]
+    Timing(#[from] scheduler_rt::timing::TimingError),
+    #[error(transparent)]
+    Workload(#[from] crate::core::workload::WorkloadError),
 }

@@ -25,6 +25,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 mod heat;
+pub mod render;
 mod setup;
 mod spread;
 mod state;
@@ -69,6 +70,16 @@ pub struct ServedModel {
     input: Vec<(Outlet, Value)>,
     /// Whole-model outputs for `input` and the engine that computed them.
     reference: Option<(Vec<Value>, &'static str)>,
+}
+
+/// Says who hands work to `procs` in this process's runs (`thermal`: a
+/// run on a device that heats).
+pub fn scheduling_line(procs: &[ProcessorConfig], thermal: bool) -> String {
+    if !thermal && self_scheduling_on(procs) {
+        "scheduling: the workers schedule themselves (each processor pinned to cores of its own; idle ones poll)".into()
+    } else {
+        "scheduling: one scheduling thread hands work to the workers (--scheduling thread, --thermal, or processors without cores of their own)".into()
+    }
 }
 
 /// Workers and models, loaded once; [`Server::run`] may be called many times.
@@ -338,6 +349,30 @@ impl Server {
             return Ok(None);
         };
         Ok(Some(quantile_or_zero(&self.time_steps(m, &steps, runs)?, 0.99)))
+    }
+
+    /// Per model (app names `apps`): its isolated p99 on its fastest
+    /// processor in ms, `runs` runs each (at least 1); `note` hears each.
+    pub fn fastest_isolated_p99(
+        &self,
+        apps: &[String],
+        runs: usize,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<Vec<f64>, RuntimeError> {
+        let mut out = Vec::with_capacity(self.models.len());
+        for (m, app) in apps.iter().enumerate().take(self.models.len()) {
+            let mut best = f64::INFINITY;
+            for w in 0..self.names.len() {
+                if let Some(p99) = self.isolated_p99(m, w, runs.max(1))? {
+                    best = best.min(p99);
+                }
+            }
+            note(&format!(
+                "{app}: isolated p99 on its fastest processor {best:.2} ms (measured)"
+            ));
+            out.push(best);
+        }
+        Ok(out)
     }
 
     /// Runs model `m` on its input as the sequence `steps` of (candidate,

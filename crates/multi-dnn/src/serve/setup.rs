@@ -3,13 +3,14 @@
 //! calibrated on the worker that runs it.
 
 use crate::core::report::quantile_or_zero;
-use crate::core::units::{operators, subgraph_of};
+use crate::core::units::operators;
 use crate::heimdall::render_kernel::{ROWS, RenderKernel};
 use crate::serve::{Server, random_tensor};
 use graph_ir::Graph;
 use scheduler_rt::engine::{Compiled, Value};
 use scheduler_rt::error::RuntimeError;
 use scheduler_rt::extract::extract_onnx;
+use scheduler_rt::partition::subgraph_of;
 use std::sync::Arc;
 use tract_onnx::prelude::TVec;
 

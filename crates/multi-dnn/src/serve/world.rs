@@ -49,10 +49,7 @@ pub struct ServeWorld<'a> {
 
 impl<'a> ServeWorld<'a> {
     fn setup(&self, policy: &str) -> Result<&ServeSetup<'a>, ExperimentError> {
-        let i = self.choose.as_ref().map_or(0, |c| c(policy));
-        self.setups
-            .get(i)
-            .ok_or_else(|| ExperimentError::World(format!("no server for policy '{policy}'")))
+        crate::experiment::chosen(&self.setups, self.choose.as_ref(), policy, "server")
     }
 }
 

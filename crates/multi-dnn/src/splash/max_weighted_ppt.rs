@@ -49,10 +49,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "max-weighted-ppt",
     aliases: &[],
     summary: "Splash: the lowest eta x latency + (1 - eta) x temperature rise",
-    needs: Needs {
-        thermal: true,
-        render: false,
-    },
+    needs: Needs::THERMAL,
     make: |o| {
         Ok(Box::new(MaxWeightedPpt::new(
             o.eta.unwrap_or(MaxWeightedPpt::DEFAULT_ETA),

@@ -120,10 +120,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "min-heat",
     aliases: &[],
     summary: "Splash: the least predicted heating among workers that meet the SLO",
-    needs: Needs {
-        thermal: true,
-        render: false,
-    },
+    needs: Needs::THERMAL,
     make: |_| Ok(Box::new(MinHeat::default())),
 };
 

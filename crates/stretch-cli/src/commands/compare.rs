@@ -12,9 +12,10 @@ use serde::Serialize;
 use training::data::{Dataset, ImageSet};
 use training::{Distill, Recipe};
 
-use crate::commands::train::{Outputs, distill, import_for_training, load_dataset, train_graph};
+use crate::commands::train::{Outputs, distill, train_graph};
 use crate::format::{si, table};
 use crate::recipe_args::RecipeArgs;
+use crate::recipe_args::{import_for_training, load_dataset};
 
 /// Train ORIGINAL and each BRANCHED model from scratch with the same recipe, seed and
 /// data split, and print params, MACs, validation top-1/top-5 and training
@@ -116,19 +117,9 @@ struct Job<'a> {
     distilled: bool,
 }
 
-pub fn run(args: Args) -> Result<()> {
-    let kd = distill(args.distill, "--distill", args.kd_alpha, args.kd_temperature)?;
-    std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
-    let original = import_for_training(&args.original)?;
-    let set = load_dataset(&args.recipe, &original)?;
-    let mut graphs = vec![original];
-    for b in &args.branched {
-        graphs.push(import_for_training(b)?);
-    }
-    let paths: Vec<&Path> = std::iter::once(args.original.as_path())
-        .chain(args.branched.iter().map(|b| b.as_path()))
-        .collect();
-    check_models(&paths, &graphs, &set, kd.is_some())?;
+/// The original, each branched model, and each branched model distilled
+/// when `distill`.
+fn jobs<'a>(args: &'a Args, graphs: &'a [Graph], distill: bool) -> Vec<Job<'a>> {
     let mut jobs = vec![Job {
         label: "original".to_string(),
         path: &args.original,
@@ -152,7 +143,7 @@ pub fn run(args: Args) -> Result<()> {
             distilled: false,
         });
     }
-    if kd.is_some() {
+    if distill {
         for (i, (b, stem)) in args.branched.iter().zip(&stems).enumerate() {
             jobs.push(Job {
                 label: format!("branched{}-{stem}-kd", i + 1),
@@ -162,16 +153,11 @@ pub fn run(args: Args) -> Result<()> {
             });
         }
     }
-    let (first_wave, second_wave): (Vec<&Job>, Vec<&Job>) = jobs.iter().partition(|j| !j.distilled);
-    let mut trained = run_wave(&args, &set, &first_wave, None, kd)?;
-    let teacher = trained.first().map(|(graph, _)| graph).context("nothing was trained")?;
-    let distilled = run_wave(&args, &set, &second_wave, Some(teacher), kd)?;
-    trained.extend(distilled);
-    let mut rows: Vec<Row> = trained.into_iter().map(|(_, row)| row).collect();
-    let base = rows[0].top1;
-    for row in &mut rows[1..] {
-        row.gap_top1 = row.top1 - base;
-    }
+    jobs
+}
+
+/// The comparison table's cells, a header first.
+fn lines(rows: &[Row]) -> Vec<Vec<String>> {
     let mut lines = vec![vec![
         "model".to_string(),
         "params".into(),
@@ -181,7 +167,7 @@ pub fn run(args: Args) -> Result<()> {
         "gap top-1".into(),
         "train time".into(),
     ]];
-    for r in &rows {
+    for r in rows {
         lines.push(vec![
             format!("{} ({})", r.label, r.file),
             si(r.params),
@@ -196,6 +182,34 @@ pub fn run(args: Args) -> Result<()> {
             format!("{:.1} s", r.train_seconds),
         ]);
     }
+    lines
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let kd = distill(args.distill, "--distill", args.kd_alpha, args.kd_temperature)?;
+    std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
+    let original = import_for_training(&args.original)?;
+    let set = load_dataset(&args.recipe, &original)?;
+    let mut graphs = vec![original];
+    for b in &args.branched {
+        graphs.push(import_for_training(b)?);
+    }
+    let paths: Vec<&Path> = std::iter::once(args.original.as_path())
+        .chain(args.branched.iter().map(|b| b.as_path()))
+        .collect();
+    check_models(&paths, &graphs, &set, kd.is_some())?;
+    let jobs = jobs(&args, &graphs, kd.is_some());
+    let (first_wave, second_wave): (Vec<&Job>, Vec<&Job>) = jobs.iter().partition(|j| !j.distilled);
+    let mut trained = run_wave(&args, &set, &first_wave, None, kd)?;
+    let teacher = trained.first().map(|(graph, _)| graph).context("nothing was trained")?;
+    let distilled = run_wave(&args, &set, &second_wave, Some(teacher), kd)?;
+    trained.extend(distilled);
+    let mut rows: Vec<Row> = trained.into_iter().map(|(_, row)| row).collect();
+    let base = rows[0].top1;
+    for row in &mut rows[1..] {
+        row.gap_top1 = row.top1 - base;
+    }
+    let lines = lines(&rows);
     println!();
     print!("{}", table(&lines, 1));
     let split = training::data::split_of(&set, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit);

@@ -10,7 +10,7 @@ use predictor::forest::SplitMix64;
 use predictor::profiler::csv::{self, Row};
 use predictor::profiler::space::KernelKind;
 use predictor::profiler::timing::Statistic;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Fit latency predictors to the kernels a `stretch profile` run measured.
@@ -156,9 +156,15 @@ pub fn run(args: Args) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(|| args.dir.join("regressors.json"));
     regressors.save(&out)?;
 
+    print_forests(&label, forest_rows.len(), statistic, &regressors, &out);
+    fit_analytic(&args, &rows, &label, &csv_path, &out)
+}
+
+/// The forests' out-of-fold accuracy per kernel class.
+fn print_forests(label: &str, rows: usize, statistic: Statistic, regressors: &KernelRegressors, out: &Path) {
     println!(
         "{label}: {} rows for the forests ({} of each row's runs), {} {} thread(s) on cores {}",
-        forest_rows.len(),
+        rows,
         statistic.name(),
         regressors.engine,
         regressors.threads,
@@ -181,7 +187,12 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     println!("wrote {}", out.display());
+}
 
+/// Fits the analytic model on 80% of the rows, judges it on the rest and
+/// prints the profile's processor section with its figures.
+fn fit_analytic(args: &Args, rows: &[(usize, Row)], label: &str, csv_path: &Path, out: &Path) -> Result<()> {
+    let statistic = args.statistic;
     let samples: Vec<Sample> = rows
         .iter()
         .filter(|(_, r)| r.ms(statistic) > 0.0)

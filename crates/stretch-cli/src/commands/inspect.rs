@@ -174,6 +174,11 @@ pub fn run(args: Args) -> Result<()> {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
+    write_text(&mut out, &report)
+}
+
+/// The report as text: the stage table, then the branches of a branched model.
+fn write_text(out: &mut impl Write, report: &Report) -> Result<()> {
     let s = &report.summary;
     let mut rows = vec![
         [

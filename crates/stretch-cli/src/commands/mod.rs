@@ -1,8 +1,5 @@
 pub mod analyze;
 pub mod bench;
-mod bench_ideal;
-mod bench_report;
-mod bench_timing;
 pub mod branch;
 pub mod compare;
 pub mod convert;

@@ -1,11 +1,11 @@
 //! `stretch plan`: search a branching plan for a model on a device.
 
 use crate::model_args::ModelArgs;
-use crate::plan_measure::MeasuredModel;
 use anyhow::{Context, Result, bail};
 use branching::plan::{Merge, Plan, Settings};
 use branching::search;
 use predictor::{DeviceModel, LatencyModel};
+use scheduler_rt::timing::plan_model::MeasuredModel;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -203,16 +203,18 @@ impl SearchArgs {
         };
         let config =
             scheduler_rt::RuntimeConfig::load(runtime).with_context(|| format!("cannot load {}", runtime.display()))?;
-        let measured = MeasuredModel::new(&model, runtime, config.processors, self.cost_db.as_deref())?;
+        let (bar, ticks) = crate::progress::timing_spinner();
+        let engines = multi_dnn::splash::cloud::engines().factory();
+        let db = self.cost_db.as_deref();
+        let measured = MeasuredModel::new(&model, runtime, config.processors, engines, db, ticks)?;
         let found = search(graph, label, &measured, processors, &kinds, &settings, explain);
+        bar.finish_and_clear();
         measured.finish()?;
         let (timed, reused) = measured.counts();
+        let db = db.map_or("the database (none given)".to_string(), |p| p.display().to_string());
         eprintln!(
-            "measured: {timed} subgraphs timed on {}, {reused} taken from {}",
-            runtime.display(),
-            self.cost_db
-                .as_ref()
-                .map_or("the database (none given)".to_string(), |p| p.display().to_string())
+            "measured: {timed} subgraphs timed on {}, {reused} taken from {db}",
+            runtime.display()
         );
         Ok(found?)
     }

@@ -3,15 +3,14 @@
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
-use multi_dnn::OpSupport;
-use multi_dnn::Registry;
 use multi_dnn::core::estimator::{Estimator, EstimatorParams};
 use multi_dnn::core::report::RunLog;
-use multi_dnn::experiment::{self, Sweep};
-use multi_dnn::serve::Server;
+use multi_dnn::core::workload::Workload;
+use multi_dnn::experiment::{self, Outcome, Sweep};
 use multi_dnn::serve::world::{ServeSetup, ServeWorld, ThermalSetup};
+use multi_dnn::serve::{Server, scheduling_line};
 use multi_dnn::sim::measured::Recorder;
-use multi_dnn::splash::thermal::driver::ThermalDriver;
+use multi_dnn::{OpSupport, PolicyOptions, Registry};
 use scheduler_rt::{ProcessorConfig, RuntimeConfig};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -177,114 +176,33 @@ pub fn processors(config: &Option<PathBuf>, flags: &[ProcessorConfig]) -> Result
     Ok(c)
 }
 
-/// Per model of `server` (app names `apps`): its isolated p99 on its
-/// fastest processor, `runs` runs each (at least 1), printed as measured.
-pub fn fastest_isolated_p99(server: &Server, apps: &[String], runs: usize) -> Result<Vec<f64>> {
-    let mut out = Vec::with_capacity(server.models.len());
-    for (m, app) in apps.iter().enumerate().take(server.models.len()) {
-        let mut best = f64::INFINITY;
-        for w in 0..server.names.len() {
-            if let Some(p99) = server.isolated_p99(m, w, runs.max(1))? {
-                best = best.min(p99);
-            }
-        }
-        eprintln!("{app}: isolated p99 on its fastest processor {best:.2} ms (measured)");
-        out.push(best);
-    }
-    Ok(out)
-}
-
-/// One thermal run in a line: when it first throttled and each
-/// processor's busy time, peak temperature and PPT.
-fn heat_line(label: &str, d: &ThermalDriver) -> String {
-    let run_ms = d.now_ms();
-    let workers: Vec<String> = d
-        .heat
-        .iter()
-        .map(|h| {
-            format!(
-                "{} {:.0}% busy, peak {:.1} °C, PPT {}",
-                h.name,
-                100.0 * h.busy_ms / run_ms.max(1.0),
-                h.peak_c,
-                h.ppt(run_ms, d.ambient_c()).map_or("-".into(), |p| format!("{p:.1}"))
-            )
-        })
-        .collect();
-    let sensed = d.sensed_workers();
-    let source = if sensed.is_empty() {
-        "emulated".to_string()
-    } else {
-        format!("sensed: {}; others emulated", sensed.join(", "))
+/// The thermal set-up of `--thermal`: the configuration's `[thermal]`
+/// table for its processors, its sensor if it names one, and the cloud
+/// workers' link rates.
+fn thermal_setup(a: &Args, config: &RuntimeConfig) -> Result<Option<ThermalSetup>> {
+    let (true, Some(path)) = (a.thermal, &a.runtime_config) else {
+        return Ok(None);
     };
-    format!(
-        "thermal ({source}) [{label}]: {}; {}",
-        d.first_throttle_ms().map_or("never throttled".to_string(), |t| format!(
-            "first throttled at {:.1} s",
-            t / 1e3
-        )),
-        workers.join("; ")
-    )
-}
-
-/// Says who hands work to `procs` in this process's runs.
-pub fn scheduling_line(procs: &[ProcessorConfig], thermal: bool) -> String {
-    if !thermal && multi_dnn::serve::self_scheduling_on(procs) {
-        "scheduling: the workers schedule themselves (each processor pinned to cores of its own; idle ones poll)".into()
-    } else {
-        "scheduling: one scheduling thread hands work to the workers (--scheduling thread, --thermal, or processors without cores of their own)".into()
-    }
-}
-
-pub fn run(a: Args) -> Result<()> {
-    scheduler_rt::pool::pool().set_enabled(a.tensor_pool == "on");
-    multi_dnn::serve::set_thread_scheduling(a.scheduling == "thread");
-    if a.thermal && (a.rounds > 1 || !a.plan.is_empty()) {
-        bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
-    }
-    if !a.plan.is_empty() {
-        return super::serve_plan::run(&a, &a.plan);
-    }
-    let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
-    let RuntimeConfig {
-        processors: procs,
-        support,
-        accelerator: accel,
-        thermal: thermal_table,
-        ..
-    } = processors(&a.runtime_config, &a.processors)?;
+    let (table, procs) = (config.thermal.as_ref(), &config.processors);
     let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
-    let mut workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
-    let policies = a.sweep.policies_for(workload.render.is_some())?;
-    crate::render_run::check_policies(&workload, &policies)?;
-    if workload.render.is_some() {
-        let graphs = mc::load_graphs(&workload)?;
-        return super::serve_render::run(&a, &policies, &procs, &support, &accel, &names, workload, graphs);
-    }
-    for p in &policies {
-        mc::make_policy(p, &workload, &names)?;
-        if !a.thermal && multi_dnn::Registry::builtin().get(p).is_some_and(|e| e.needs.thermal) {
-            bail!(
-                "policy '{p}' schedules by temperature: give --thermal (with a runtime configuration that has a [thermal] section)"
-            );
-        }
-    }
-    let (thermal, sensor) = match (a.thermal, &a.runtime_config) {
-        (true, Some(path)) => {
-            let file = path.display().to_string();
-            let table = thermal_table.as_ref();
-            let params = multi_dnn::splash::thermal::profile::thermal_params(&file, table, &names)?;
-            let sensor = multi_dnn::splash::thermal::profile::sensor_spec(&file, table, &names)?
-                .map(|spec| {
-                    multi_dnn::splash::thermal::sensor::SysfsSensor::for_workers(&spec)
-                        .map_err(|e| anyhow::anyhow!("{file}: [thermal.sensor]: {e}"))
-                })
-                .transpose()?;
-            (Some(params), sensor)
-        }
-        _ => (None, None),
-    };
-    let rounds = a.rounds.max(1);
+    let file = path.display().to_string();
+    let params = multi_dnn::splash::thermal::profile::thermal_params(&file, table, &names)?;
+    let sensor = multi_dnn::splash::thermal::profile::sensor_spec(&file, table, &names)?
+        .map(|spec| {
+            multi_dnn::splash::thermal::sensor::SysfsSensor::for_workers(&spec)
+                .map_err(|e| anyhow::anyhow!("{file}: [thermal.sensor]: {e}"))
+        })
+        .transpose()?;
+    let cloud = procs
+        .iter()
+        .enumerate()
+        .filter_map(|(w, p)| p.remote.as_ref().map(|r| (w, r.kbps.map_or(0.0, |k| k as f64 / 1e3))))
+        .collect();
+    Ok(Some(ThermalSetup { params, sensor, cloud }))
+}
+
+/// Refuses `--rounds` that would repeat outages or have no duration to split.
+fn check_rounds(rounds: usize, workload: &Workload) -> Result<()> {
     if rounds > 1 && !workload.outages.is_empty() {
         bail!(
             "{}: --rounds {rounds} would repeat the workload's outages; use --rounds 1",
@@ -297,7 +215,20 @@ pub fn run(a: Args) -> Result<()> {
             workload.file
         );
     }
-    let graphs = mc::load_graphs(&workload)?;
+    Ok(())
+}
+
+/// Loads the workload's models on the processors, checks their outputs'
+/// references unless `--no-check`, and registers them (timing each model's
+/// largest subgraph per processor).
+fn load_server(
+    a: &Args,
+    workload: &Workload,
+    procs: &[ProcessorConfig],
+    support: &[OpSupport],
+    accel: &[bool],
+) -> Result<(Server, Estimator)> {
+    let graphs = mc::load_graphs(workload)?;
     let tty = std::io::stderr().is_terminal();
     let mut say = |msg: &str| {
         if tty {
@@ -305,21 +236,18 @@ pub fn run(a: Args) -> Result<()> {
         }
     };
     let factory = multi_dnn::splash::cloud::engines().factory();
-    let mut server = Server::load(&procs, &support, graphs, factory.clone(), &mut say)
+    let mut server = Server::load(procs, support, graphs, factory.clone(), &mut say)
         .with_context(|| format!("cannot load the models of {}", workload.file))?;
     if tty {
         eprintln!();
     }
     for (m, model) in server.models.iter().enumerate() {
-        eprintln!(
-            "{}: {} units, {} candidate subgraphs, {} regions",
-            workload.apps[m].name,
-            model.units.units.len(),
-            model.units.candidates.len(),
-            model.units.regions.len()
-        );
+        let u = &model.units;
+        let (units, candidates, regions) = (u.units.len(), u.candidates.len(), u.regions.len());
+        let app = &workload.apps[m].name;
+        eprintln!("{app}: {units} units, {candidates} candidate subgraphs, {regions} regions");
     }
-    eprintln!("{}", scheduling_line(&procs, a.thermal));
+    eprintln!("{}", scheduling_line(procs, a.thermal));
     if !a.no_check {
         let engine = server
             .compute_references(&factory)
@@ -327,23 +255,51 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("every output is compared with the whole model run by {engine} (max |diff| <= 1e-4 x output scale)");
     }
     let units: Vec<_> = server.models.iter().map(|m| m.units.clone()).collect();
-    let mut base = Estimator::new(EstimatorParams::default(), &accel, &units);
+    let mut base = Estimator::new(EstimatorParams::default(), accel, &units);
     server
         .register(&mut base)
         .context("registration (timing each model's largest subgraph per processor)")?;
+    Ok((server, base))
+}
+
+pub fn run(a: Args) -> Result<()> {
+    scheduler_rt::pool::pool().set_enabled(a.tensor_pool == "on");
+    multi_dnn::serve::set_thread_scheduling(a.scheduling == "thread");
+    if a.thermal && (a.rounds > 1 || !a.plan.is_empty()) {
+        bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
+    }
+    if !a.plan.is_empty() {
+        return super::serve_plan::run(&a, &a.plan);
+    }
+    let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
+    let config = processors(&a.runtime_config, &a.processors)?;
+    let (procs, support, accel) = (&config.processors, &config.support, &config.accelerator);
+    let names: Vec<String> = procs.iter().map(|p| p.name.clone()).collect();
+    let mut workload = mc::load_workload(&a.workload, &names, a.sweep.duration_s)?;
+    let policies = a.sweep.policies_for(workload.render.is_some())?;
+    crate::render_run::check_policies(&workload, &policies)?;
+    if workload.render.is_some() {
+        let graphs = mc::load_graphs(&workload)?;
+        let on = super::serve_render::Processors {
+            procs,
+            support,
+            accel,
+            names: &names,
+        };
+        return super::serve_render::run(&a, &policies, &on, workload, graphs);
+    }
+    let options = PolicyOptions::for_workload(&workload, &names);
+    Registry::builtin().check(&policies, &options, a.thermal)?;
+    let thermal = thermal_setup(&a, &config)?;
+    let rounds = a.rounds.max(1);
+    check_rounds(rounds, &workload)?;
+    let (server, base) = load_server(&a, &workload, procs, support, accel)?;
+    let units: Vec<_> = server.models.iter().map(|m| m.units.clone()).collect();
     let apps: Vec<String> = workload.apps.iter().map(|x| x.name.clone()).collect();
-    let isolated = fastest_isolated_p99(&server, &apps, a.isolated_runs)?;
+    let isolated = server.fastest_isolated_p99(&apps, a.isolated_runs, &mut |note| eprintln!("{note}"))?;
     workload.resolve_groups(&isolated)?;
     let total_s = workload.duration_s.map_or(0.0, |d| d / rounds as f64);
-    let thermal = thermal.map(|params| ThermalSetup {
-        params,
-        sensor,
-        cloud: procs
-            .iter()
-            .enumerate()
-            .filter_map(|(w, p)| p.remote.as_ref().map(|r| (w, r.kbps.map_or(0.0, |k| k as f64 / 1e3))))
-            .collect(),
-    });
+    let tty = std::io::stderr().is_terminal();
     let mut world = ServeWorld {
         setups: vec![ServeSetup {
             server: &server,
@@ -354,19 +310,16 @@ pub fn run(a: Args) -> Result<()> {
         thermal,
         progress: Box::new(|label: &str, t: f64, log: &RunLog, in_system: usize| {
             if tty {
-                eprint!(
-                    "\r\x1b[2K[{label}] {t:.0}/{:.0} s, {} completed, {in_system} in system",
-                    total_s,
-                    log.completed.len()
-                );
+                let done = log.completed.len();
+                eprint!("\r\x1b[2K[{label}] {t:.0}/{total_s:.0} s, {done} completed, {in_system} in system");
                 let _ = std::io::stderr().flush();
             }
         }),
         heat: Vec::new(),
     };
     let sweep = Sweep {
-        multipliers: multipliers.clone(),
-        policies: policies.clone(),
+        multipliers,
+        policies,
         rounds,
         eta: None,
     };
@@ -391,10 +344,24 @@ pub fn run(a: Args) -> Result<()> {
             recorder.add(r.log);
         },
     )?;
-    let heat_lines: Vec<String> = world.heat.iter().map(|(label, d)| heat_line(label, d)).collect();
+    let heat: Vec<String> = world.heat.iter().map(|(label, d)| d.summary(label)).collect();
+    let mismatched = emit(&a, &outcomes, &names, &workload, &heat)?;
+    if let Some(path) = &a.save_latencies {
+        let saved = recorder.measured(&units, &base, names.clone(), apps, isolated.clone());
+        mc::write(path, &serde_json::to_string(&saved)?)?;
+    }
+    if mismatched {
+        bail!("outputs differed from the whole-model reference (see the reports)");
+    }
+    Ok(())
+}
+
+/// Prints the reports (one, or a comparison) and the thermal lines; says
+/// whether an output differed from the reference.
+fn emit(a: &Args, outcomes: &[Outcome], names: &[String], workload: &Workload, heat: &[String]) -> Result<bool> {
     let mut rows = Vec::new();
-    for o in &outcomes {
-        let report = mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, &names, &o.log);
+    for o in outcomes {
+        let report = mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log);
         if !a.sweep.json && outcomes.len() == 1 {
             print!("{}", report.text());
             print!("{}", mc::group_text(&o.workload, &o.log));
@@ -411,28 +378,15 @@ pub fn run(a: Args) -> Result<()> {
         footer,
         &rows,
         last_log.as_ref(),
-        &names,
-        &workload,
+        names,
+        workload,
     )?;
-    for line in &heat_lines {
+    for line in heat {
         if a.sweep.json {
             eprintln!("{line}");
         } else {
             println!("{line}");
         }
     }
-    if let Some(path) = &a.save_latencies {
-        let saved = recorder.measured(
-            &units,
-            &base,
-            names.clone(),
-            workload.apps.iter().map(|x| x.name.clone()).collect(),
-            isolated.clone(),
-        );
-        mc::write(path, &serde_json::to_string(&saved)?)?;
-    }
-    if rows.iter().any(|r| r.1.mismatches > 0) {
-        bail!("outputs differed from the whole-model reference (see the reports)");
-    }
-    Ok(())
+    Ok(rows.iter().any(|r| r.1.mismatches > 0))
 }

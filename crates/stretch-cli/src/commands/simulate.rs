@@ -5,13 +5,12 @@ use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use multi_dnn::core::estimator::{Estimator, EstimatorParams};
+use multi_dnn::core::workload::Workload;
 use multi_dnn::experiment::{self, SimSetup, SimWorld, Sweep};
-use multi_dnn::puzzle::chromosome::LayerGraph;
-use multi_dnn::puzzle::costs::Predicted;
-use multi_dnn::puzzle::evaluate::candidate_rows;
+use multi_dnn::predicted;
 use multi_dnn::sim::measured::Measured;
-use multi_dnn::sim::{Latency, SimOptions, Truth};
-use multi_dnn::{ModelUnits, ProcSet, Registry, analyze};
+use multi_dnn::sim::{SimOptions, Truth};
+use multi_dnn::{ModelUnits, Registry, analyze};
 use predictor::DeviceModel;
 use scheduler_rt::ProcessorConfig;
 use std::path::PathBuf;
@@ -114,62 +113,12 @@ struct Setup {
     source: String,
 }
 
-/// Latencies per model, candidate and processor ([`Truth::table`]).
-pub(super) type LatencyTable = Vec<Vec<Vec<Latency>>>;
-
-/// Every app's units on processors `names` (the profile's own first, in
-/// its order, then any others) and each candidate's latency per processor:
-/// predicted by the profile (apps with `scale_like` take that app's
-/// factors), then `extra(candidate)` for the processors beyond the profile's.
-pub(super) fn predicted(
-    model: &DeviceModel,
-    graphs: &[graph_ir::Graph],
-    workload: &multi_dnn::core::workload::Workload,
-    names: &[String],
-    support: &[multi_dnn::OpSupport],
-    extra: &dyn Fn(&multi_dnn::Candidate) -> Vec<Latency>,
-) -> Result<(Vec<ModelUnits>, LatencyTable)> {
-    let n_dev = model.profile().processors.len();
-    let mut layers = Vec::new();
-    for g in graphs {
-        layers.push(
-            LayerGraph::new(g, &names[..n_dev], &support[..n_dev]).with_context(|| format!("model '{}'", g.name))?,
-        );
-    }
-    let mut costs = Predicted::new(model, graphs, &layers)?;
-    for (m, like) in workload
-        .apps
-        .iter()
-        .enumerate()
-        .filter_map(|(m, a)| Some((m, a.scale_like?)))
-    {
-        costs.scale_like(m, like);
-    }
-    let mut units = Vec::new();
-    let mut table = Vec::new();
-    for (m, g) in graphs.iter().enumerate() {
-        let u = analyze(g, names, support).with_context(|| format!("model '{}'", g.name))?;
-        let mut rows = candidate_rows(&mut costs, m, &layers[m], &u, n_dev)?;
-        for (row, c) in rows.iter_mut().zip(&u.candidates) {
-            row.extend(extra(c));
-        }
-        table.push(rows);
-        units.push(u);
-    }
-    Ok((units, table))
-}
-
-fn from_device(a: &Args, graphs: &[graph_ir::Graph], workload: &multi_dnn::core::workload::Workload) -> Result<Setup> {
+fn from_device(a: &Args, graphs: &[graph_ir::Graph], workload: &Workload) -> Result<Setup> {
     let path = a.device.as_ref().context("give --device or --latencies")?;
     let model = DeviceModel::load(path).with_context(|| format!("cannot load {}", path.display()))?;
     let profile = model.profile().clone();
-    let (names, support) = crate::puzzle_setup::profile_processors(&profile);
-    let accel = profile
-        .processors
-        .values()
-        .map(|p| p.kind != predictor::profile::ProcessorKind::Cpu)
-        .collect();
-    let (units, truth) = predicted(&model, graphs, workload, &names, &support, &|_| Vec::new())?;
+    let (names, support, accel) = predicted::processors(&model);
+    let (units, truth) = predicted::table(&model, graphs, workload, &names, &support, &|_| Vec::new())?;
     let scaled = graphs.iter().filter(|g| profile.models.contains_key(&g.name)).count();
     Ok(Setup {
         names,
@@ -241,34 +190,35 @@ fn from_measured(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
     })
 }
 
-/// Simulated isolated latency: the model alone on `w`, missing operators on
-/// the first processor that has them.
-/// Registers each model's largest subgraph on each of the `n` processors
-/// with its simulated latency alone (what `serve` measures at start-up).
-pub(super) fn register(base: &mut Estimator, units: &[ModelUnits], truth: &Truth, n: usize) {
-    for (m, u) in units.iter().enumerate() {
-        for w in 0..n {
-            if let Some(c) = u.largest_on(w) {
-                base.set_base(m, c, w, truth.table[m][c][w].alone_ms);
-            }
+/// A render-task workload, simulated (Heimdall).
+fn run_render(a: &Args, mut w: Workload, graphs: Vec<graph_ir::Graph>) -> Result<()> {
+    if let Some(d) = a.sweep.duration_s {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("--duration-s must be positive, got {d}");
         }
+        w.duration_s = Some(d);
     }
+    let policies = a.sweep.policies_for(true)?;
+    crate::render_run::check_policies(&w, &policies)?;
+    super::simulate_render::run(a, &policies, w, graphs)
 }
 
-/// Per model, its simulated isolated latency on its fastest of `n` processors.
-pub(super) fn fastest_isolated_ms(units: &[ModelUnits], truth: &Truth, n: usize) -> Vec<f64> {
-    units
-        .iter()
-        .zip(&truth.table)
-        .map(|(u, t)| (0..n).map(|w| isolated_ms(u, t, w, n)).fold(f64::INFINITY, f64::min))
-        .collect()
-}
-
-fn isolated_ms(u: &ModelUnits, truth: &[Vec<Latency>], w: usize, n: usize) -> f64 {
-    let all = ProcSet::from_iter(0..n);
-    u.isolated_plan(w, all).map_or(f64::INFINITY, |steps| {
-        steps.iter().map(|(c, p)| truth[*c][*p].alone_ms).sum()
-    })
+/// The workload on `setup`'s processors with its groups resolved, each
+/// app's isolated latency, and the estimator registered as `serve` would.
+fn prepare(a: &Args, setup: &Setup) -> Result<(Workload, Vec<f64>, Estimator)> {
+    let mut workload = mc::load_workload(&a.workload, &setup.names, a.sweep.duration_s)?;
+    let n = setup.names.len();
+    let isolated: Vec<f64> = match &setup.isolated {
+        Some(v) => v.clone(),
+        None => predicted::fastest_isolated_ms(&setup.units, &setup.truth, n),
+    };
+    workload.resolve_groups(&isolated)?;
+    let mut base = Estimator::new(EstimatorParams::default(), &setup.accel, &setup.units);
+    let registered = setup.registration.as_ref().is_some_and(|r| base.load(r));
+    if !registered {
+        predicted::register(&mut base, &setup.units, &setup.truth, n);
+    }
+    Ok((workload, isolated, base))
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -282,19 +232,10 @@ pub fn run(a: Args) -> Result<()> {
     if !(a.noise >= 0.0 && a.noise.is_finite() && a.contention >= 1.0 && a.contention.is_finite()) {
         bail!("--noise must be >= 0 and --contention >= 1");
     }
-    let probe = multi_dnn::core::workload::Workload::load(&a.workload)?;
+    let probe = Workload::load(&a.workload)?;
     let graphs = mc::load_graphs(&probe)?;
     if probe.render.is_some() {
-        let mut w = probe;
-        if let Some(d) = a.sweep.duration_s {
-            if !(d.is_finite() && d > 0.0) {
-                bail!("--duration-s must be positive, got {d}");
-            }
-            w.duration_s = Some(d);
-        }
-        let policies = a.sweep.policies_for(true)?;
-        crate::render_run::check_policies(&w, &policies)?;
-        return super::simulate_render::run(&a, &policies, w, graphs);
+        return run_render(&a, probe, graphs);
     }
     let policies = a.sweep.policies_for(false)?;
     crate::render_run::check_policies(&probe, &policies)?;
@@ -303,18 +244,7 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         from_device(&a, &graphs, &probe)?
     };
-    let mut workload = mc::load_workload(&a.workload, &setup.names, a.sweep.duration_s)?;
-    let n = setup.names.len();
-    let isolated: Vec<f64> = match &setup.isolated {
-        Some(v) => v.clone(),
-        None => fastest_isolated_ms(&setup.units, &setup.truth, n),
-    };
-    workload.resolve_groups(&isolated)?;
-    let mut base = Estimator::new(EstimatorParams::default(), &setup.accel, &setup.units);
-    let registered = setup.registration.as_ref().is_some_and(|r| base.load(r));
-    if !registered {
-        register(&mut base, &setup.units, &setup.truth, n);
-    }
+    let (workload, isolated, base) = prepare(&a, &setup)?;
     eprintln!("simulated processors: {} ({})", setup.names.join(", "), setup.source);
     let options = SimOptions {
         noise: a.noise,
@@ -333,13 +263,13 @@ pub fn run(a: Args) -> Result<()> {
         choose: None,
         options,
     };
+    let single = !a.sweep.json && multipliers.len() * policies.len() == 1;
     let sweep = Sweep {
-        multipliers: multipliers.clone(),
-        policies: policies.clone(),
+        multipliers,
+        policies,
         rounds: 1,
         eta: None,
     };
-    let single = !a.sweep.json && multipliers.len() * policies.len() == 1;
     let outcomes = experiment::run(
         &mut world,
         &Registry::builtin(),
@@ -352,12 +282,8 @@ pub fn run(a: Args) -> Result<()> {
                 print!("{}", report.text());
                 print!("{}", mc::group_text(r.workload, r.log));
             }
-            eprintln!(
-                "[{}] simulated {:.1} s in {:.3} s",
-                r.config.label(),
-                report.duration_s,
-                r.wall_s
-            );
+            let label = r.config.label();
+            eprintln!("[{label}] simulated {:.1} s in {:.3} s", report.duration_s, r.wall_s);
         },
     )?;
     let rows: Vec<_> = outcomes
@@ -381,6 +307,5 @@ pub fn run(a: Args) -> Result<()> {
         last.as_ref(),
         &setup.names,
         &workload,
-    )?;
-    Ok(())
+    )
 }

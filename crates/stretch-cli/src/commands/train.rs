@@ -6,14 +6,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
-use graph_ir::onnx::{ImportOptions, import_file};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use training::data::{self, Dataset, ImageSet};
+use training::data::Dataset;
 use training::{Distill, EpochMetrics, Progress, Recipe, Session, TrainError};
 
 use crate::curve::{learning_curve_svg, metrics_csv};
 use crate::model_args::ModelArgs;
-use crate::recipe_args::{RecipeArgs, beside};
+use crate::recipe_args::{RecipeArgs, beside, import_for_training, load_dataset};
 
 /// Train a model on an image classification dataset with burn (CPU by
 /// default) and write the trained weights, BatchNorm running statistics
@@ -100,31 +99,6 @@ impl Outputs {
     }
 }
 
-/// Loads the dataset for a model whose input is `[C, H, W]`.
-pub fn load_dataset(args: &RecipeArgs, graph: &Graph) -> Result<ImageSet> {
-    let input = graph
-        .inputs()
-        .first()
-        .map(|&id| graph.node(id).outputs[0].shape.clone())
-        .unwrap_or_default();
-    let size = if input.len() == 4 {
-        [input[2], input[3]]
-    } else {
-        [32, 32]
-    };
-    let set = data::load(&args.dataset, size).with_context(|| format!("cannot load dataset {}", args.dataset))?;
-    println!(
-        "dataset {}: {} images {}x{}x{}, {} classes",
-        set.describe(),
-        set.len(),
-        set.image_shape()[0],
-        set.image_shape()[1],
-        set.image_shape()[2],
-        set.classes()
-    );
-    Ok(set)
-}
-
 /// Every training's progress bars draw through this one display, so models
 /// trained side by side (`compare-accuracy --jobs`) keep a line each.
 fn bars() -> &'static MultiProgress {
@@ -205,27 +179,7 @@ pub fn train_graph(
                 session.epochs_done()
             ));
         }
-        let t = session.transform();
-        say(format!(
-            "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s), {} autograd, {} convolution weight gradients",
-            session.split().train.len(),
-            session.split().val.len(),
-            if set.test_start().is_some() {
-                "the dataset's test split"
-            } else {
-                "a seeded random split"
-            },
-            t.mean.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
-            t.std.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
-            args.backend,
-            if args.threads == 0 {
-                "all".to_string()
-            } else {
-                args.threads.to_string()
-            },
-            session.autograd(),
-            session.conv_grad(),
-        ));
+        say(setup_line(label, &session, set, args));
         let mut bar = Bar { label, bar: None };
         while session.epochs_done() < epochs && stop_after.is_none_or(|s| session.epochs_done() < s) {
             let m = match session.run_epoch(&mut bar) {
@@ -253,21 +207,7 @@ pub fn train_graph(
                 }
                 Err(e) => return Err(e.into()),
             };
-            let kd = m
-                .kd_loss
-                .map_or(String::new(), |k| format!(" (distillation term {k:.4})"));
-            say(format!(
-                "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4}{kd} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
-                m.epoch,
-                m.lr,
-                m.train_loss,
-                m.train_top1,
-                m.val_loss,
-                m.val_top1,
-                m.val_top5,
-                m.seconds,
-                m.images_per_second
-            ));
+            say(epoch_line(label, &m, epochs));
             if let Some(p) = session.phase_times() {
                 say(format!("{label} epoch {:>3}/{epochs}  {}", m.epoch, p.line()));
             }
@@ -279,6 +219,42 @@ pub fn train_graph(
         Ok(session.history().to_vec())
     })?;
     Ok((history, start.elapsed().as_secs_f64()))
+}
+
+/// What a training session works on, in a line.
+fn setup_line(label: &str, session: &Session, set: &dyn Dataset, args: &RecipeArgs) -> String {
+    let t = session.transform();
+    format!(
+        "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s), {} autograd, {} convolution weight gradients",
+        session.split().train.len(),
+        session.split().val.len(),
+        if set.test_start().is_some() {
+            "the dataset's test split"
+        } else {
+            "a seeded random split"
+        },
+        t.mean.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+        t.std.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+        args.backend,
+        if args.threads == 0 {
+            "all".to_string()
+        } else {
+            args.threads.to_string()
+        },
+        session.autograd(),
+        session.conv_grad(),
+    )
+}
+
+/// One epoch's figures, in a line.
+fn epoch_line(label: &str, m: &EpochMetrics, epochs: usize) -> String {
+    let kd = m
+        .kd_loss
+        .map_or(String::new(), |k| format!(" (distillation term {k:.4})"));
+    format!(
+        "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4}{kd} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
+        m.epoch, m.lr, m.train_loss, m.train_top1, m.val_loss, m.val_top1, m.val_top5, m.seconds, m.images_per_second
+    )
 }
 
 fn empty(epoch: usize) -> EpochMetrics {
@@ -298,11 +274,6 @@ fn empty(epoch: usize) -> EpochMetrics {
 
 fn write(path: &Path, text: String) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Imports a model for training (weights must be present or --random-weights given).
-pub fn import_for_training(path: &Path) -> Result<Graph> {
-    import_file(path, &ImportOptions::default()).with_context(|| format!("cannot import {}", path.display()))
 }
 
 /// The distillation settings of `--kd-alpha` and `--kd-temperature`: `None`

@@ -300,6 +300,36 @@ impl ThermalDriver {
             .filter_map(|h| h.first_throttle_ms)
             .min_by(f64::total_cmp)
     }
+
+    /// The run in a line, labelled `label`: when it first throttled and
+    /// each processor's busy time, peak temperature and PPT.
+    pub fn summary(&self, label: &str) -> String {
+        let run_ms = self.now_ms();
+        let workers: Vec<String> = self
+            .heat
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} {:.0}% busy, peak {:.1} °C, PPT {}",
+                    h.name,
+                    100.0 * h.busy_ms / run_ms.max(1.0),
+                    h.peak_c,
+                    h.ppt(run_ms, self.ambient_c())
+                        .map_or("-".into(), |p| format!("{p:.1}"))
+                )
+            })
+            .collect();
+        let sensed = self.sensed_workers();
+        let source = if sensed.is_empty() {
+            "emulated".to_string()
+        } else {
+            format!("sensed: {}; others emulated", sensed.join(", "))
+        };
+        let throttled = self.first_throttle_ms().map_or("never throttled".to_string(), |t| {
+            format!("first throttled at {:.1} s", t / 1e3)
+        });
+        format!("thermal ({source}) [{label}]: {throttled}; {}", workers.join("; "))
+    }
 }
 
 #[cfg(test)]

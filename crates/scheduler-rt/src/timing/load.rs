@@ -1,9 +1,9 @@
 //! Outside load for benchmarks: a thread burning CPU on chosen cores while
 //! switched on.
 
-use anyhow::{Context, Result, anyhow};
+use super::TimingError;
+use crate::affinity;
 use predictor::profiler::CoreSet;
-use scheduler_rt::affinity;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,10 +20,13 @@ pub struct Interference {
 
 impl Interference {
     /// Starts the thread on the cores `spec` names (`core0`, `0-1`).
-    pub fn start(spec: &str) -> Result<Interference> {
-        let cores = CoreSet::from_str(spec.strip_prefix("core").unwrap_or(spec))
-            .with_context(|| format!("bad --interference '{spec}'"))?;
-        affinity::check(&cores).map_err(|e| anyhow!("--interference: {e}"))?;
+    pub fn start(spec: &str) -> Result<Interference, TimingError> {
+        let cores =
+            CoreSet::from_str(spec.strip_prefix("core").unwrap_or(spec)).map_err(|e| TimingError::LoadSpec {
+                spec: spec.to_string(),
+                reason: e.to_string(),
+            })?;
+        affinity::check(&cores).map_err(|reason| TimingError::Load { reason })?;
         let on = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let (on2, stop2) = (on.clone(), stop.clone());
@@ -54,13 +57,15 @@ impl Interference {
     }
 
     /// Stops the thread, reporting why it could not pin itself, if so.
-    pub fn finish(mut self) -> Result<()> {
+    pub fn finish(mut self) -> Result<(), TimingError> {
         self.stop.store(true, Ordering::Relaxed);
         match self.thread.take() {
             Some(t) => t
                 .join()
-                .map_err(|_| anyhow!("the interference thread panicked"))?
-                .map_err(|e| anyhow!("--interference: {e}")),
+                .map_err(|_| TimingError::Load {
+                    reason: "the interference thread panicked".into(),
+                })?
+                .map_err(|reason| TimingError::Load { reason }),
             None => Ok(()),
         }
     }

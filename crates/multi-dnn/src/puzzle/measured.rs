@@ -7,16 +7,15 @@
 //! the piecewise-linear fit of thread hand-offs measured between their
 //! cores (`stretch profile --link`).
 
-use crate::cost_db::{Db, fnv, signature, structure};
-use crate::puzzle_timer::{Job, combine_timings, onnx_of, timer};
-use anyhow::{Context, Result};
+use super::PuzzleError;
+use super::chromosome::LayerGraph;
+use super::costs::{Costs, Wanted};
 use graph_ir::{Graph, NodeId};
-use multi_dnn::puzzle::PuzzleError;
-use multi_dnn::puzzle::chromosome::LayerGraph;
-use multi_dnn::puzzle::costs::{Costs, Wanted};
 use predictor::profiler::link;
 use predictor::profiler::timing::Timing;
-use scheduler_rt::ProcessorConfig;
+use scheduler_rt::timing::cost_db::{Db, key};
+use scheduler_rt::timing::piece::{Job, combine_timings, onnx_of, timer};
+use scheduler_rt::{EngineFactory, ProcessorConfig};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +36,16 @@ type Probe = (String, Vec<u8>, Vec<Vec<usize>>);
 /// each side of a round.
 pub const CONTENTION_ROUNDS: usize = 7;
 pub const CONTENTION_RUNS: usize = 30;
+
+type Result<T, E = PuzzleError> = std::result::Result<T, E>;
+
+/// A step of the measurement that failed, and why.
+fn failed(step: impl Into<String>, reason: impl ToString) -> PuzzleError {
+    PuzzleError::Measure {
+        step: step.into(),
+        reason: reason.to_string(),
+    }
+}
 
 /// Piece times by (model, processor, layers).
 type PieceTimes = HashMap<(usize, usize, Vec<usize>), f64>;
@@ -69,7 +78,7 @@ pub struct Measured<'a> {
     /// Per processor: the lag-1 correlation of consecutive runs' times.
     correlation: Vec<f64>,
     /// How `serve` hands work over on these processors: polled when the
-    /// workers schedule themselves ([`multi_dnn::serve::self_scheduling_on`]).
+    /// workers schedule themselves ([`crate::serve::self_scheduling_on`]).
     wait: link::Wait,
 }
 
@@ -91,17 +100,19 @@ const QUANTILES: usize = 20;
 
 impl<'a> Measured<'a> {
     /// Opens (or starts) the database at `path` (`None`: every piece is
-    /// timed now and nothing is kept) and measures the hand-offs between
-    /// every pair of processors' first cores.
+    /// timed now and nothing is kept), starts each processor's timing
+    /// thread with its engine from `engines`, and measures the hand-offs
+    /// between every pair of processors' first cores.
     pub fn new(
         graphs: &'a [Graph],
         layers: &'a [LayerGraph],
         procs: &[ProcessorConfig],
+        engines: std::sync::Arc<EngineFactory>,
         path: Option<&Path>,
     ) -> Result<Self> {
         let db = Db::open(path)?;
         let first = |p: &ProcessorConfig| p.cores.as_ref().and_then(|c| c.ids().first().copied()).unwrap_or(0);
-        let wait = if multi_dnn::serve::self_scheduling_on(procs) {
+        let wait = if crate::serve::self_scheduling_on(procs) {
             link::Wait::Poll
         } else {
             link::Wait::Block
@@ -117,11 +128,12 @@ impl<'a> Measured<'a> {
                     continue;
                 }
                 let (from, to) = (first(pa), first(pb));
+                let step = || format!("measuring the hand-off {} -> {}", pa.name, pb.name);
                 let samples =
                     std::thread::spawn(move || link::measure_with(from, to, &link::default_sizes(), 3, 30, wait))
                         .join()
-                        .map_err(|_| anyhow::anyhow!("the hand-off measurement panicked"))?
-                        .with_context(|| format!("measuring the hand-off {} -> {}", pa.name, pb.name))?;
+                        .map_err(|_| failed(step(), "the measurement panicked"))?
+                        .map_err(|e| failed(step(), e))?;
                 let fit = link::fit_piecewise(&samples);
                 notes.push(format!(
                     "hand-off {} -> {}: {:.1} us + bytes / {:.1} GB/s up to 1 MiB, {:.1} us + bytes / {:.1} GB/s above (measured, R² {:.3})",
@@ -140,7 +152,7 @@ impl<'a> Measured<'a> {
             graphs,
             layers,
             procs: procs.to_vec(),
-            timers: procs.iter().map(timer).collect(),
+            timers: procs.iter().map(|p| timer(p, engines.clone())).collect(),
             links,
             db,
             path: path.map(Path::to_path_buf),
@@ -179,7 +191,7 @@ impl<'a> Measured<'a> {
         }
         let Some((m, a, b)) = best else { return Ok(None) };
         let g = &self.graphs[m];
-        let (bytes, shapes) = onnx_of(g, self.layers[m].layers[a..b].to_vec())?;
+        let (bytes, shapes) = onnx_of(g, self.layers[m].layers[a..b].to_vec()).map_err(|e| failed(&g.name, e))?;
         Ok(Some((format!("{} ({} layers)", g.name, b - a), bytes, shapes)))
     }
 
@@ -215,7 +227,7 @@ impl<'a> Measured<'a> {
 
     /// Per piece, every run's ms of `runs` rounds at least `round_ms` long
     /// that run each of `pieces` once on processor `p` (see
-    /// [`crate::puzzle_timer`]'s cadence).
+    /// [`scheduler_rt::timing::piece`]'s cadence).
     fn ask_cadence(
         &self,
         p: usize,
@@ -256,14 +268,14 @@ impl<'a> Measured<'a> {
             }
             let time = || {
                 self.ask_times(p, bytes.clone(), shapes.clone(), CONTENTION_RUNS)
-                    .map_err(|e| anyhow::anyhow!("timing '{name}' on {}: {e}", self.procs[p].name))
+                    .map_err(|e| failed(format!("timing '{name}' on {}", self.procs[p].name), e))
             };
             let (mut alone, mut shared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
             let (mut alone_runs, mut shared_runs) = (Vec::new(), Vec::new());
             let mut correlations = Vec::new();
             let mut relative = |times: &[f64], into: &mut Vec<f64>| {
                 let median = graph_ir::stats::median_nan(times);
-                correlations.extend(multi_dnn::sim::lag1_correlation(times));
+                correlations.extend(crate::sim::lag1_correlation(times));
                 into.extend(times.iter().map(|t| t / median));
                 median
             };
@@ -275,9 +287,10 @@ impl<'a> Measured<'a> {
                     let (tx, rx) = mpsc::channel();
                     self.timers[q]
                         .send(Job::Load(b.clone(), sh.clone(), stop.clone(), tx))
-                        .map_err(|_| anyhow::anyhow!("a timing thread stopped"))?;
-                    rx.recv()?
-                        .map_err(|e| anyhow::anyhow!("loading {}: {e}", self.procs[q].name))?;
+                        .map_err(|_| failed(format!("loading {}", self.procs[q].name), "its timing thread stopped"))?;
+                    rx.recv()
+                        .map_err(|_| failed(format!("loading {}", self.procs[q].name), "its timing thread stopped"))?
+                        .map_err(|e| failed(format!("loading {}", self.procs[q].name), e))?;
                     stopped.push(rx);
                 }
                 let s = time();
@@ -367,7 +380,7 @@ impl<'a> Measured<'a> {
     /// Writes the database back (nothing without a file).
     pub fn save(&self) -> Result<()> {
         match &self.path {
-            Some(path) => self.db.save(path),
+            Some(path) => Ok(self.db.save(path)?),
             None => Ok(()),
         }
     }
@@ -380,7 +393,7 @@ impl<'a> Measured<'a> {
     }
 
     fn time(&mut self, model: usize, nodes: Vec<NodeId>, p: usize) -> Result<f64, String> {
-        let (bytes, shapes) = onnx_of(&self.graphs[model], nodes).map_err(|e| format!("{e:#}"))?;
+        let (bytes, shapes) = onnx_of(&self.graphs[model], nodes).map_err(|e| e.to_string())?;
         self.ask_time(p, bytes, shapes, RUNS)
     }
 }
@@ -406,11 +419,7 @@ impl Costs for Measured<'_> {
             fresh.insert(memo_key, ms);
             return Ok(ms);
         }
-        let key = format!(
-            "{:016x}@{}",
-            fnv(&structure(&self.graphs[model], &nodes)),
-            signature(&self.procs[p])
-        );
+        let key = key(&self.graphs[model], &nodes, &self.procs[p], "");
         let ms = match self.db.pieces.get(&key) {
             Some(ms) => {
                 self.reused += 1;
@@ -467,7 +476,7 @@ impl Costs for Measured<'_> {
             };
             for w in &b.wanted {
                 let nodes = self.nodes(w.model, &w.layers);
-                let piece = onnx_of(&self.graphs[w.model], nodes).map_err(|e| cost_error(&b, format!("{e:#}")))?;
+                let piece = onnx_of(&self.graphs[w.model], nodes).map_err(|e| cost_error(&b, e.to_string()))?;
                 b.pieces.push(piece);
             }
             batches.push(b);
@@ -559,6 +568,6 @@ impl Costs for Measured<'_> {
     }
 
     fn finish(&mut self) -> Result<(), String> {
-        self.save().map_err(|e| format!("{e:#}"))
+        self.save().map_err(|e| e.to_string())
     }
 }

@@ -1,4 +1,4 @@
-//! The ideal of a branched model on its processors (issue 16's measure of
+//! The ideal of a branched model on its processors (a measure of
 //! how close the runtime comes to what its plan allows): each subgraph
 //! takes its own time from the sequential run on one core, and subgraphs
 //! start as soon as the values they read exist and their processor is
@@ -15,7 +15,7 @@
 //! them (hand-offs, waiting, the critical path's idle gaps, the run's own
 //! set-up).
 
-use scheduler_rt::{Partition, Trace};
+use crate::{Partition, Trace};
 use std::collections::HashMap;
 
 /// Each subgraph's median duration in ms over `traces`, by name.
@@ -74,7 +74,7 @@ pub fn runs_ideal_ms<'a>(partition: &Partition, runs: impl IntoIterator<Item = &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scheduler_rt::Span;
+    use crate::Span;
 
     fn trace(times: &[(&str, f64)]) -> Trace {
         let mut t = 0.0;
@@ -99,8 +99,8 @@ mod tests {
 
     #[test]
     fn branches_overlap_and_a_processor_runs_one_subgraph_at_a_time() {
-        let g = scheduler_rt::testing::two_branch(8, 1).unwrap();
-        let p = scheduler_rt::partition(&g, "cpu0").unwrap();
+        let g = crate::testing::two_branch(8, 1).unwrap();
+        let p = crate::partition(&g, "cpu0").unwrap();
         let names: Vec<&str> = p.subgraphs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names.len(), 4, "{names:?}");
         let runs = [
@@ -117,8 +117,8 @@ mod tests {
 
     #[test]
     fn each_run_waits_for_its_own_slowest_branch() {
-        let g = scheduler_rt::testing::two_branch(8, 1).unwrap();
-        let p = scheduler_rt::partition(&g, "cpu0").unwrap();
+        let g = crate::testing::two_branch(8, 1).unwrap();
+        let p = crate::partition(&g, "cpu0").unwrap();
         let names: Vec<&str> = p.subgraphs.iter().map(|s| s.name.as_str()).collect();
         let runs = [
             trace(&[(names[0], 1.0), (names[1], 1.0), (names[2], 3.0), (names[3], 1.0)]),

@@ -9,10 +9,10 @@
 //! figures, and the best mapping's, then come from a second fresh timing
 //! (pass 2) that played no part in any choice.
 
-use anyhow::Result;
-use multi_dnn::core::workload::Workload;
-use multi_dnn::puzzle::chromosome::Chromosome;
-use multi_dnn::puzzle::evaluate::{Built, Outcome, Problem};
+use super::PuzzleError;
+use super::chromosome::Chromosome;
+use super::evaluate::{Built, Outcome, Problem};
+use crate::core::workload::Workload;
 
 /// Where the chosen plan came from.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,20 +65,22 @@ fn better(a: (Option<f64>, f64), b: (Option<f64>, f64)) -> bool {
     inf(a.0) < inf(b.0) || (inf(a.0) == inf(b.0) && a.1 < b.1)
 }
 
-/// Re-times and chooses (see the module docs); `None` where the costs are
-/// not measured (nothing to re-time: the search's own choice stands).
+/// Re-times and chooses (see the module docs), telling `starting` before
+/// the first timing; `None` where the costs are not measured (nothing to
+/// re-time: the search's own choice stands).
 pub fn choose(
     problem: &mut Problem,
     front: &[Chromosome],
-    best_chromosome: &Chromosome,
-    best_mapping: &Built,
+    best: (&Chromosome, &Built),
     w: &Workload,
     max_multiplier: f64,
-) -> Result<Option<Retimed>> {
+    starting: &mut dyn FnMut(),
+) -> Result<Option<Retimed>, PuzzleError> {
+    let (best_chromosome, best_mapping) = best;
     if front.is_empty() || !problem.costs.retime() {
         return Ok(None);
     }
-    eprintln!("timing the front's pieces afresh to choose among them, then once more for the chosen plan's figures...");
+    starting();
     let layers = problem.layers;
     let mut candidates: Vec<(Source, Chromosome)> = Vec::new();
     let mut seen = Vec::new();

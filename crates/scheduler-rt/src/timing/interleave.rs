@@ -2,11 +2,10 @@
 //! timed interleaved in blocks, and the adaptive runtime run until its
 //! moved subgraphs are home again.
 
-use crate::interference::Interference;
-use anyhow::Result;
-use indicatif::{ProgressBar, ProgressStyle};
+use super::TimingError;
+use super::load::Interference;
+use crate::{Runtime, Trace, affinity};
 use predictor::profiler::CoreSet;
-use scheduler_rt::{Runtime, Trace, affinity};
 use std::time::{Duration, Instant};
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
@@ -15,17 +14,34 @@ use tract_onnx::prelude::{IntoTValue, Tensor};
 /// threads keep spinning for a while after a run ends (their CPU time in
 /// `/proc/self/task/*/schedstat` keeps growing), and must stop before the
 /// next configuration is timed: the pause outlasts that spin.
-pub(crate) const SETTLE_AFTER_SPINNING: Duration = Duration::from_millis(100);
+pub const SETTLE_AFTER_SPINNING: Duration = Duration::from_millis(100);
 
 /// A timed run's trace with its start in seconds since the first timed run.
-pub(crate) type TimedTrace = (f64, Trace);
+pub type TimedTrace = (f64, Trace);
 
 /// Per runtime: its latencies (ms) and its kept traces.
-pub(crate) type Timings = (Vec<Vec<f64>>, Vec<Vec<TimedTrace>>);
+pub type Timings = (Vec<Vec<f64>>, Vec<Vec<TimedTrace>>);
+
+/// What the timing loop reports as it goes.
+pub trait Progress {
+    /// The number of runs (timed or not) the loop will make.
+    fn begin(&self, runs: u64);
+    /// What the loop is doing now.
+    fn phase(&self, what: String);
+    /// One more run made.
+    fn advance(&self);
+}
+
+/// Reports nothing.
+impl Progress for () {
+    fn begin(&self, _: u64) {}
+    fn phase(&self, _: String) {}
+    fn advance(&self) {}
+}
 
 /// How many runs each configuration gets, and in what blocks.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Rounds {
+pub struct Rounds {
     /// Timed runs per configuration.
     pub runs: usize,
     /// Untimed runs per configuration before the first round.
@@ -44,35 +60,36 @@ pub(crate) struct Rounds {
 /// and every block of one that spins. Returns one latency list per runtime
 /// and, for the runtimes in `keep`, every timed run's trace with its start
 /// in seconds since the first timed run (empty for the others).
-pub(crate) fn time_interleaved(
+pub fn time_interleaved(
     runtimes: &[(&str, Runtime, bool)],
     x: &Tensor,
     args: Rounds,
     cores: &CoreSet,
     load: Option<&Interference>,
     keep: &[usize],
-) -> Result<Timings> {
+    progress: &dyn Progress,
+) -> Result<Timings, TimingError> {
     let block = args.block.clamp(1, args.runs);
     let rounds = args.runs.div_ceil(block);
     let total = (runtimes.len() * (args.runs + args.warmup + rounds)) as u64;
-    let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
-    let run = |rt: &Runtime| -> Result<Trace> { Ok(rt.run_traced(vec![x.clone().into_tvalue()])?.1) };
-    let unpin = || affinity::pin_current_thread(cores).map_err(anyhow::Error::msg);
+    progress.begin(total);
+    let run = |rt: &Runtime| -> Result<Trace, TimingError> { Ok(rt.run_traced(vec![x.clone().into_tvalue()])?.1) };
+    let unpin = || affinity::pin_current_thread(cores).map_err(|reason| TimingError::Pin { reason });
     let settle = |spins: bool| {
         if spins {
             std::thread::sleep(SETTLE_AFTER_SPINNING);
         }
     };
     for (name, rt, spins) in runtimes {
-        bar.set_message(format!("warm-up: {name}"));
+        progress.phase(format!("warm-up: {name}"));
         unpin()?;
         for _ in 0..args.warmup {
             run(rt)?;
-            bar.inc(1);
+            progress.advance();
         }
         settle(*spins);
     }
-    bar.set_message(format!("{rounds} rounds of {block} runs of each configuration"));
+    progress.phase(format!("{rounds} rounds of {block} runs of each configuration"));
     if let Some(l) = load {
         l.set(true);
     }
@@ -85,7 +102,7 @@ pub(crate) fn time_interleaved(
             let (_, rt, spins) = &runtimes[i];
             unpin()?;
             run(rt)?;
-            bar.inc(1);
+            progress.advance();
             for _ in 0..block.min(args.runs - ms[i].len()) {
                 let t = Instant::now();
                 let trace = run(rt)?;
@@ -93,7 +110,7 @@ pub(crate) fn time_interleaved(
                 if keep.contains(&i) {
                     traces[i].push((t.duration_since(start).as_secs_f64(), trace));
                 }
-                bar.inc(1);
+                progress.advance();
             }
             settle(*spins);
         }
@@ -101,13 +118,12 @@ pub(crate) fn time_interleaved(
     if let Some(l) = load {
         l.set(false);
     }
-    bar.finish_and_clear();
     Ok((ms, traces))
 }
 
 /// Runs `rt` unloaded, after `offset_s`, until every subgraph is back on
 /// its home processor or `limit_s` passed; returns the traces.
-pub(crate) fn recover(rt: &Runtime, x: &Tensor, offset_s: f64, limit_s: f64) -> Result<Vec<TimedTrace>> {
+pub fn recover(rt: &Runtime, x: &Tensor, offset_s: f64, limit_s: f64) -> Result<Vec<TimedTrace>, TimingError> {
     let start = Instant::now();
     let home = |rt: &Runtime| {
         (0..rt.partition().subgraphs.len())

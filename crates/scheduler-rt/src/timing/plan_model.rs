@@ -12,16 +12,15 @@
 //! --cost-db`); a subgraph timed once is not timed again. Hand-offs between
 //! processors come from the device profile's link figures.
 
-use crate::cost_db::{Db, fnv, signature, structure};
-use crate::puzzle_timer::{Job, onnx_of, timer};
-use anyhow::{Result, bail};
+use super::TimingError;
+use super::cost_db::{Db, key};
+use super::piece::{Job, onnx_of, timer};
+use crate::{EngineFactory, ProcessorConfig};
 use graph_ir::{Graph, NodeId};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use predictor::{LatencyModel, PredictError, Prediction};
-use scheduler_rt::ProcessorConfig;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 /// Timed runs per subgraph (after two warm-ups); the median is kept.
 pub const RUNS: usize = 10;
@@ -47,40 +46,36 @@ pub struct MeasuredModel<'a> {
     runtime: String,
     path: Option<PathBuf>,
     state: RefCell<State>,
-    bar: ProgressBar,
+    progress: Box<dyn Fn(usize, usize)>,
 }
 
 impl<'a> MeasuredModel<'a> {
     /// Times on the processors of `runtime` (a runtime configuration file,
-    /// read as `procs`), with hand-offs from `base`, which must know every
-    /// one of them by name. `db`: the database to read and extend (`None`:
-    /// nothing kept).
+    /// read as `procs`), each with its engine from `engines`, with hand-offs
+    /// from `base`, which must know every one of them by name. `db`: the
+    /// database to read and extend (`None`: nothing kept). `progress` hears
+    /// (subgraphs timed now, subgraphs read from the database) as they grow.
     pub fn new(
         base: &'a dyn LatencyModel,
         runtime: &Path,
         procs: Vec<ProcessorConfig>,
+        engines: Arc<EngineFactory>,
         db: Option<&Path>,
-    ) -> Result<Self> {
+        progress: Box<dyn Fn(usize, usize)>,
+    ) -> Result<Self, TimingError> {
         let known = base.processors();
-        for p in &procs {
-            if !known.contains(&p.name) {
-                bail!(
-                    "{}: processor `{}` is not in device `{}`'s profile (it has {}), which gives the hand-offs between processors",
-                    runtime.display(),
-                    p.name,
-                    base.device(),
-                    known.join(", ")
-                );
-            }
+        if let Some(p) = procs.iter().find(|p| !known.contains(&p.name)) {
+            return Err(TimingError::UnknownProcessor {
+                runtime: runtime.display().to_string(),
+                processor: p.name.clone(),
+                device: base.device().to_string(),
+                known: known.join(", "),
+            });
         }
         let db_state = Db::open(db)?;
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-            ProgressStyle::with_template("{spinner} timing subgraphs {msg} [{elapsed}]")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
         Ok(MeasuredModel {
             base,
-            timers: procs.iter().map(timer).collect(),
+            timers: procs.iter().map(|p| timer(p, engines.clone())).collect(),
             procs,
             runtime: runtime.display().to_string(),
             path: db.map(Path::to_path_buf),
@@ -90,7 +85,7 @@ impl<'a> MeasuredModel<'a> {
                 measured: 0,
                 reused: 0,
             }),
-            bar,
+            progress,
         })
     }
 
@@ -100,9 +95,8 @@ impl<'a> MeasuredModel<'a> {
         (s.measured, s.reused)
     }
 
-    /// Writes the database back (when there is one) and clears the progress line.
-    pub fn finish(&self) -> Result<()> {
-        self.bar.finish_and_clear();
+    /// Writes the database back (when there is one).
+    pub fn finish(&self) -> Result<(), TimingError> {
         match &self.path {
             Some(path) => self.state.borrow().db.save(path),
             None => Ok(()),
@@ -129,11 +123,7 @@ impl<'a> MeasuredModel<'a> {
     }
 
     fn key(&self, g: &Graph, nodes: &[NodeId], p: usize) -> String {
-        format!(
-            "{:016x}@{}{METHOD}",
-            fnv(&structure(g, nodes)),
-            signature(&self.procs[p])
-        )
+        key(g, nodes, &self.procs[p], METHOD)
     }
 
     /// Keeps a subgraph's time, timed in this run.
@@ -146,9 +136,7 @@ impl<'a> MeasuredModel<'a> {
 
     fn tick(&self) {
         let (measured, reused) = self.counts();
-        self.bar
-            .set_message(format!("({measured} timed, {reused} from the database)"));
-        self.bar.tick();
+        (self.progress)(measured, reused);
     }
 
     fn error(&self, g: &Graph, p: usize, reason: String) -> PredictError {
@@ -164,7 +152,7 @@ impl<'a> MeasuredModel<'a> {
     fn onnx(&self, g: &Graph, nodes: Vec<NodeId>, p: usize) -> Result<(Vec<u8>, Vec<Vec<usize>>), PredictError> {
         let mut filled = g.clone();
         filled.fill_missing_weights(1);
-        onnx_of(&filled, nodes).map_err(|e| self.error(g, p, format!("{e:#}")))
+        onnx_of(&filled, nodes).map_err(|e| self.error(g, p, e.to_string()))
     }
 
     /// Sends `job` to processor `p`'s timing thread.
@@ -296,6 +284,16 @@ mod tests {
         b.finish("y", y).unwrap()
     }
 
+    fn measured<'a>(
+        base: &'a DeviceModel,
+        runtime: &str,
+        procs: Vec<ProcessorConfig>,
+        db: Option<&Path>,
+    ) -> Result<MeasuredModel<'a>, TimingError> {
+        let engines = crate::default_factory();
+        MeasuredModel::new(base, Path::new(runtime), procs, engines, db, Box::new(|_, _| {}))
+    }
+
     fn host() -> DeviceModel {
         DeviceModel::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/devices/host.toml")).unwrap()
     }
@@ -307,7 +305,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("stretch-plan-measure-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let db = dir.join("db.json");
-        let m = MeasuredModel::new(&base, Path::new("test.toml"), procs.clone(), Some(&db)).unwrap();
+        let m = measured(&base, "test.toml", procs.clone(), Some(&db)).unwrap();
         let (small, large) = (convs(1), convs(4));
         m.prepare(&[&small, &large], &["cpu0".into()]).unwrap();
         assert_eq!(m.counts(), (2, 0), "both timed together");
@@ -319,7 +317,7 @@ mod tests {
         assert_eq!(m.counts(), (2, 0));
         assert!(m.provenance().starts_with("measured on this machine"));
         m.finish().unwrap();
-        let reopened = MeasuredModel::new(&base, Path::new("test.toml"), procs, Some(&db)).unwrap();
+        let reopened = measured(&base, "test.toml", procs, Some(&db)).unwrap();
         assert_eq!(reopened.predict_graph(&large, "cpu0").unwrap().total_ms, l);
         assert_eq!(reopened.counts(), (0, 1), "read from the database");
         let e = reopened.predict_graph(&large, "npu").unwrap_err().to_string();
@@ -331,10 +329,7 @@ mod tests {
     fn a_processor_the_device_lacks_is_named() {
         let base = host();
         let procs = vec!["npu0=inline:core0".parse::<ProcessorConfig>().unwrap()];
-        let e = MeasuredModel::new(&base, Path::new("rt.toml"), procs, None)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = measured(&base, "rt.toml", procs, None).err().unwrap().to_string();
         assert!(
             e.contains("rt.toml: processor `npu0` is not in device `host`'s profile"),
             "{e}"

@@ -1,42 +1,55 @@
-//! The database of measured piece times shared by `analyze
-//! --runtime-config` and `plan --measure-on`: a piece's median, keyed by
+//! The database of measured subgraph times shared by `analyze
+//! --runtime-config` and `plan --measure-on`: a subgraph's median, keyed by
 //! what it computes (its structure, not its names or weights) and by the
 //! engine, threads and cores of the processor that timed it.
 
-use anyhow::{Context, Result};
+use super::TimingError;
+use crate::ProcessorConfig;
 use graph_ir::{Graph, NodeId, Op};
-use scheduler_rt::ProcessorConfig;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+/// Measured medians by key (see [`key`]).
 #[derive(Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Db {
+pub struct Db {
     /// Piece key -> median ms.
-    pub(crate) pieces: BTreeMap<String, f64>,
+    pub pieces: BTreeMap<String, f64>,
 }
 
 impl Db {
     /// The database at `path`, empty when there is none yet (or no path).
-    pub(crate) fn open(path: Option<&Path>) -> Result<Db> {
+    pub fn open(path: Option<&Path>) -> Result<Db, TimingError> {
         match path.map(|p| (p, std::fs::read_to_string(p))) {
-            Some((path, Ok(text))) => serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a cost database (delete it to start afresh)", path.display())),
+            Some((path, Ok(text))) => serde_json::from_str(&text).map_err(|e| TimingError::CostDb {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }),
             _ => Ok(Db::default()),
         }
     }
 
     /// Writes the database to `path`, making its folder if needed.
-    pub(crate) fn save(&self, path: &Path) -> Result<()> {
+    pub fn save(&self, path: &Path) -> Result<(), TimingError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).ok();
         }
-        std::fs::write(path, serde_json::to_string_pretty(self)?)
-            .with_context(|| format!("cannot write {}", path.display()))
+        let write = |reason: String| TimingError::Write {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let text = serde_json::to_string_pretty(self).map_err(|e| write(e.to_string()))?;
+        std::fs::write(path, text).map_err(|e| write(e.to_string()))
     }
 }
 
+/// The key of `nodes` of `g` timed on `p`, with `method` naming how they
+/// were timed (empty for a piece timed cold, between other models').
+pub fn key(g: &Graph, nodes: &[NodeId], p: &ProcessorConfig, method: &str) -> String {
+    format!("{:016x}@{}{method}", fnv(&structure(g, nodes)), signature(p))
+}
+
 /// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
-pub(crate) fn fnv(text: &str) -> u64 {
+fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
@@ -45,7 +58,7 @@ pub(crate) fn fnv(text: &str) -> u64 {
 /// What a piece computes, without names or weight values: each node's
 /// operator and attributes, where each input comes from (a node of the
 /// piece, or an outside value or weight of a given shape) and its output shapes.
-pub(crate) fn structure(g: &Graph, nodes: &[NodeId]) -> String {
+fn structure(g: &Graph, nodes: &[NodeId]) -> String {
     let at: HashMap<NodeId, usize> = nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     let mut s = String::new();
     for id in nodes {
@@ -68,7 +81,7 @@ pub(crate) fn structure(g: &Graph, nodes: &[NodeId]) -> String {
     s
 }
 
-pub(crate) fn signature(p: &ProcessorConfig) -> String {
+fn signature(p: &ProcessorConfig) -> String {
     format!(
         "{:?}/{}/{}/cold",
         p.engine,

@@ -1,11 +1,10 @@
-//! The timing threads behind `puzzle_measure`: one per processor, pinned to
-//! its cores, that compile pieces on the processor's engine and time them
-//! (or run them as load for the contention measurement).
+//! Timing threads: one per processor, pinned to its cores, that compile
+//! pieces on the processor's engine and time them (or run them as load for
+//! a contention measurement).
 
-use anyhow::Result;
+use crate::partition::subgraph_of;
+use crate::{Compiled, Engine, EngineFactory, ProcessorConfig, RuntimeError, Value};
 use graph_ir::{Graph, NodeId};
-use multi_dnn::core::units::subgraph_of;
-use scheduler_rt::{ProcessorConfig, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
@@ -50,16 +49,16 @@ pub enum Job {
 pub type CadenceTimes = Result<Vec<Vec<f64>>, String>;
 
 /// Starts the timing thread of processor `p`: pinned to its cores, it makes
-/// the processor's engine and times the pieces it is sent.
-pub fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
+/// the processor's engine with `engines` and times the pieces it is sent.
+pub fn timer(p: &ProcessorConfig, engines: Arc<EngineFactory>) -> mpsc::Sender<Job> {
     let (tx, rx) = mpsc::channel::<Job>();
     let p = p.clone();
     std::thread::spawn(move || {
-        let setup = || -> Result<Box<dyn scheduler_rt::Engine>, String> {
+        let setup = || -> Result<Box<dyn Engine>, String> {
             if let Some(c) = &p.cores {
-                scheduler_rt::affinity::pin_current_thread(c)?;
+                crate::affinity::pin_current_thread(c)?;
             }
-            multi_dnn::splash::cloud::engines().make(&p).map_err(|e| e.to_string())
+            engines(&p).map_err(|e| e.to_string())
         };
         let engine = setup();
         while let Ok(job) = rx.recv() {
@@ -98,9 +97,9 @@ pub fn timer(p: &ProcessorConfig) -> mpsc::Sender<Job> {
 }
 
 /// The subgraph of `nodes` as ONNX bytes, with its inputs' shapes.
-pub fn onnx_of(g: &Graph, nodes: Vec<NodeId>) -> Result<(Vec<u8>, Vec<Vec<usize>>)> {
+pub fn onnx_of(g: &Graph, nodes: Vec<NodeId>) -> Result<(Vec<u8>, Vec<Vec<usize>>), RuntimeError> {
     let sub = subgraph_of(g, "piece".into(), nodes);
-    let bytes = scheduler_rt::extract_onnx(g, &sub)?;
+    let bytes = crate::extract_onnx(g, &sub)?;
     let shapes = sub
         .inputs
         .iter()
@@ -113,8 +112,7 @@ fn random_inputs(shapes: &[Vec<usize>]) -> Result<TVec<Value>, String> {
     let mut inputs: TVec<Value> = TVec::new();
     for (k, shape) in shapes.iter().enumerate() {
         let n = shape.iter().product();
-        let t =
-            Tensor::from_shape(shape, &scheduler_rt::npy::random_values(7 + k as u64, n)).map_err(|e| e.to_string())?;
+        let t = Tensor::from_shape(shape, &crate::npy::random_values(7 + k as u64, n)).map_err(|e| e.to_string())?;
         inputs.push(t.into_tvalue());
     }
     Ok(inputs)
@@ -126,7 +124,7 @@ const WARM_UPS: usize = 2;
 /// Runs `compiled` once on `inputs` and returns its ms; its outputs stay in
 /// `kept` until [`KEPT_OUTPUTS`] later runs have been made.
 fn run_keeping(
-    compiled: &dyn scheduler_rt::Compiled,
+    compiled: &dyn Compiled,
     inputs: &TVec<Value>,
     kept: &mut std::collections::VecDeque<TVec<Value>>,
 ) -> Result<f64, String> {
@@ -143,12 +141,7 @@ fn run_keeping(
 /// Every run's ms, in the order run, of `runs` runs (after two warm-ups) of the
 /// piece on random inputs, each timed run after [`POLLUTE_BYTES`] were written
 /// and with the outputs of the [`KEPT_OUTPUTS`] runs before it alive.
-fn time_piece(
-    engine: &dyn scheduler_rt::Engine,
-    bytes: &[u8],
-    shapes: &[Vec<usize>],
-    runs: usize,
-) -> Result<Vec<f64>, String> {
+fn time_piece(engine: &dyn Engine, bytes: &[u8], shapes: &[Vec<usize>], runs: usize) -> Result<Vec<f64>, String> {
     thread_local! {
         static JUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; POLLUTE_BYTES]);
     }
@@ -183,7 +176,7 @@ fn time_piece(
 /// can take longer than back to back, whether the core slept, polled or
 /// computed in between (`scheduler-rt`'s `idle_gap` example times it).
 fn time_cadence(
-    engine: &dyn scheduler_rt::Engine,
+    engine: &dyn Engine,
     pieces: &[(Vec<u8>, Vec<Vec<usize>>)],
     runs: usize,
     round_ms: f64,
@@ -217,7 +210,7 @@ fn time_cadence(
 /// Per piece, the median over timings of each timing's median run:
 /// `timings[t][i]` holds piece `i`'s runs in timing `t` (every timing
 /// times the same pieces in the same order).
-pub(crate) fn combine_timings(timings: Vec<Vec<Vec<f64>>>) -> Vec<f64> {
+pub fn combine_timings(timings: Vec<Vec<Vec<f64>>>) -> Vec<f64> {
     let n = timings.first().map_or(0, Vec::len);
     let mut per_piece: Vec<Vec<f64>> = vec![Vec::with_capacity(timings.len()); n];
     for timing in timings {
@@ -258,7 +251,7 @@ mod tests {
 
     struct Piece(u8, Arc<Log>);
 
-    impl scheduler_rt::Compiled for Piece {
+    impl Compiled for Piece {
         fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, String> {
             let alive = self.1.alive();
             self.1.runs.lock().unwrap().push((self.0, Instant::now(), alive));
@@ -270,7 +263,7 @@ mod tests {
 
     struct Fake(Arc<Log>);
 
-    impl scheduler_rt::Engine for Fake {
+    impl Engine for Fake {
         fn name(&self) -> &'static str {
             "fake"
         }
@@ -280,7 +273,7 @@ mod tests {
         fn threads(&self) -> usize {
             1
         }
-        fn compile(&self, onnx: &[u8]) -> Result<Box<dyn scheduler_rt::Compiled>, String> {
+        fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
             Ok(Box::new(Piece(onnx[0], self.0.clone())))
         }
     }

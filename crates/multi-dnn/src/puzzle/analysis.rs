@@ -1,0 +1,303 @@
+//! Puzzle's static analysis (§4) as one call: the baselines (the single
+//! best processor, the best model-level mapping, Band's `lst`), the
+//! genetic search, each front plan's saturation multiplier α*, the choice
+//! among them and, on measured costs, the re-timed choice ([`retime`]).
+//! Every figure is simulated.
+
+use super::PuzzleError;
+use super::chromosome::{Chromosome, LayerGraph};
+use super::costs::Costs;
+use super::evaluate::{Built, Outcome, Problem, candidate_rows};
+use super::ga::{self, GaOptions, Generation};
+use super::mapping::{best_mappings, whole_on};
+use super::retime::{self, Retimed};
+use crate::core::units::{ModelUnits, analyze as band_units};
+use crate::policy::Lst;
+use crate::sim::Truth;
+use graph_ir::Graph;
+use scheduler_rt::support::OpSupport;
+
+/// A named plan and its figures.
+pub struct Judged {
+    pub name: String,
+    pub outcome: Outcome,
+    pub saturation: Option<f64>,
+}
+
+/// A plan of the search's front, built, with its figures.
+pub struct FrontPlan {
+    pub built: Built,
+    pub outcome: Outcome,
+    pub saturation: Option<f64>,
+}
+
+/// What the analysis reports as it goes.
+pub enum Event<'a> {
+    /// Something the user should know before a long step.
+    Note(&'a str),
+    /// A generation of the search ended.
+    Generation(&'a Generation),
+    /// The search ended and its front was judged (re-timing follows).
+    Searched,
+}
+
+/// How to analyse.
+pub struct Options {
+    pub ga: GaOptions,
+    /// Largest period multiplier tried when looking for α*.
+    pub max_multiplier: f64,
+}
+
+/// The analysis: baselines, front, choice.
+pub struct Analysis {
+    /// The single best processor, the best mapping, Band's `lst`.
+    pub baselines: Vec<Judged>,
+    /// The best model-level mapping (first of its front), built, and its outcome.
+    pub best_built: Built,
+    pub best_outcome: Outcome,
+    /// The search's front (the best mapping alone when there is one model).
+    pub front: Vec<FrontPlan>,
+    /// The front plan with the smallest α* (then the smallest first objective).
+    pub chosen: usize,
+    /// The median α* over the front, where finite.
+    pub front_median_saturation: Option<f64>,
+    /// On measured costs: the choice made again on fresh timings.
+    pub retimed: Option<Retimed>,
+    pub history: Vec<Generation>,
+    /// Objectives of the final population and of its front, for plots.
+    pub population_objectives: Vec<Vec<f64>>,
+    pub front_objectives: Vec<Vec<f64>>,
+}
+
+impl Analysis {
+    /// The plan whose figures stand: the re-timed choice, else the search's.
+    pub fn final_plan(&self) -> (&Built, &Outcome, Option<f64>) {
+        match &self.retimed {
+            Some(r) => (&r.built, &r.outcome, r.saturation),
+            None => {
+                let f = &self.front[self.chosen];
+                (&f.built, &f.outcome, f.saturation)
+            }
+        }
+    }
+
+    /// The best mapping's figures on the same costs as [`Self::final_plan`].
+    pub fn final_best_mapping(&self) -> (&Built, &Outcome) {
+        match &self.retimed {
+            Some(r) => (&r.best_built, &r.best_outcome),
+            None => (&self.best_built, &self.best_outcome),
+        }
+    }
+
+    /// The front plan marked as chosen: the re-timed choice's source, else [`Self::chosen`].
+    pub fn marked(&self) -> Option<usize> {
+        self.retimed
+            .as_ref()
+            .map_or(Some(self.chosen), |r| r.source.front_plan())
+    }
+}
+
+/// Band's units of every model, each candidate's time per processor from
+/// `costs` (scaled like the plan's pieces; no hand-off costs).
+pub fn band_setup(
+    graphs: &[Graph],
+    layers: &[LayerGraph],
+    support: &[OpSupport],
+    names: &[String],
+    costs: &mut dyn Costs,
+) -> Result<(Vec<ModelUnits>, Truth), PuzzleError> {
+    let mut units = Vec::new();
+    let mut table = Vec::new();
+    for (m, g) in graphs.iter().enumerate() {
+        let u = band_units(g, names, support).map_err(|e| PuzzleError::Model {
+            model: g.name.clone(),
+            reason: e.to_string(),
+        })?;
+        table.push(candidate_rows(costs, m, &layers[m], &u, names.len())?);
+        units.push(u);
+    }
+    let truth = Truth {
+        table,
+        overhead_ms: costs.dispatch_ms(),
+        arrival_lag_quantiles: costs.arrival_lag_ms(),
+        spread_correlation: (0..names.len()).map(|p| costs.spread_correlation(p)).collect(),
+        ..Truth::default()
+    };
+    Ok((units, truth))
+}
+
+fn inf(a: Option<f64>) -> f64 {
+    a.unwrap_or(f64::INFINITY)
+}
+
+/// The baselines, the best mappings with their objectives, and the first
+/// mapping built with its outcome.
+type Baselines = (Vec<Judged>, Vec<(Chromosome, Vec<f64>)>, Built, Outcome);
+
+/// Baselines and the best mappings (see [`Analysis::baselines`]).
+fn baselines(
+    problem: &mut Problem,
+    band: (&[ModelUnits], &Truth),
+    rank: &[usize],
+    max: f64,
+) -> Result<Baselines, PuzzleError> {
+    let w = problem.workload.clone();
+    let mut single: Option<Judged> = None;
+    for (p, name) in problem.names.clone().iter().enumerate() {
+        let b = problem.build(&whole_on(problem.layers, p, rank.to_vec()))?;
+        let outcome = problem.simulate(&b, &w)?;
+        let sat = problem.saturation(&b, max)?;
+        let better = single.as_ref().is_none_or(|s| {
+            inf(sat) < inf(s.saturation) || (sat == s.saturation && outcome.objectives()[0] < s.outcome.objectives()[0])
+        });
+        if better {
+            single = Some(Judged {
+                name: format!("single processor ({name})"),
+                outcome,
+                saturation: sat,
+            });
+        }
+    }
+    let mut baselines: Vec<Judged> = single.into_iter().collect();
+    let mappings = best_mappings(problem, rank)?;
+    let mut sats = Vec::new();
+    let mut best_built = None;
+    for (c, _) in &mappings {
+        let b = problem.build(c)?;
+        sats.push(inf(problem.saturation(&b, max)?));
+        best_built.get_or_insert(b);
+    }
+    let best_built = best_built.ok_or_else(|| PuzzleError::Model {
+        model: problem.names.join(", "),
+        reason: "no model-level mapping could be built".into(),
+    })?;
+    let best_outcome = problem.simulate(&best_built, &w)?;
+    let med = graph_ir::stats::median_nan(&sats);
+    baselines.push(Judged {
+        name: format!("best mapping ({} on its front)", mappings.len()),
+        outcome: best_outcome.clone(),
+        saturation: med.is_finite().then_some(med),
+    });
+    let (units, truth) = band;
+    let lst_outcome = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w)?;
+    let lst_sat = problem.saturation_with(units, truth, || Box::new(Lst::new(false)), max)?;
+    baselines.push(Judged {
+        name: "Band lst (online, no hand-off costs)".into(),
+        outcome: lst_outcome,
+        saturation: lst_sat,
+    });
+    Ok((baselines, mappings, best_built, best_outcome))
+}
+
+/// The search's front with its population's and front's objectives.
+type Searched = (
+    Vec<(Chromosome, Outcome)>,
+    Vec<Generation>,
+    Vec<Vec<f64>>,
+    Vec<Vec<f64>>,
+);
+
+fn search(
+    problem: &mut Problem,
+    options: &GaOptions,
+    best: (&Chromosome, &Vec<f64>, &Outcome),
+    events: &mut dyn FnMut(Event),
+) -> Result<Searched, PuzzleError> {
+    if problem.layers.len() == 1 {
+        events(Event::Note(
+            "one model in the workload: nothing to search (no priorities to order, and cutting a lone model only adds hand-offs); the plan is the best mapping",
+        ));
+        let (c, o, outcome) = best;
+        return Ok((
+            vec![(c.clone(), outcome.clone())],
+            Vec::new(),
+            vec![o.clone()],
+            vec![o.clone()],
+        ));
+    }
+    let result = ga::search(problem, options, |g| events(Event::Generation(g)))?;
+    let pop_objs: Vec<Vec<f64>> = result.population.iter().map(|i| i.objectives.clone()).collect();
+    let front = result
+        .front
+        .iter()
+        .map(|i| {
+            (
+                result.population[*i].chromosome.clone(),
+                result.population[*i].outcome.clone(),
+            )
+        })
+        .collect();
+    let front_objs = result.front.iter().map(|i| pop_objs[*i].clone()).collect();
+    Ok((front, result.history, pop_objs, front_objs))
+}
+
+/// Analyses `problem` (its workload's groups resolved) with Band's units
+/// and truth `band` for the `lst` baseline and models ranked by `rank`.
+pub fn analyze(
+    problem: &mut Problem,
+    band: (&[ModelUnits], &Truth),
+    rank: &[usize],
+    options: &Options,
+    events: &mut dyn FnMut(Event),
+) -> Result<Analysis, PuzzleError> {
+    let max = options.max_multiplier;
+    let (baselines, mappings, best_built, best_outcome) = baselines(problem, band, rank, max)?;
+    let best = (&mappings[0].0, &mappings[0].1, &best_outcome);
+    let (found, history, population_objectives, front_objectives) = search(problem, &options.ga, best, events)?;
+    let chromosomes: Vec<Chromosome> = found.iter().map(|f| f.0.clone()).collect();
+    let mut front = Vec::with_capacity(found.len());
+    for (c, outcome) in found {
+        let built = problem.build(&c)?;
+        let saturation = problem.saturation(&built, max)?;
+        front.push(FrontPlan {
+            built,
+            outcome,
+            saturation,
+        });
+    }
+    let chosen = (0..front.len())
+        .min_by(|&x, &y| {
+            let (x, y) = (&front[x], &front[y]);
+            inf(x.saturation)
+                .total_cmp(&inf(y.saturation))
+                .then(x.outcome.objectives()[0].total_cmp(&y.outcome.objectives()[0]))
+        })
+        .unwrap_or(0);
+    let sats: Vec<f64> = front.iter().map(|f| inf(f.saturation)).collect();
+    let median = graph_ir::stats::median_nan(&sats);
+    events(Event::Searched);
+    let retimed = if problem.layers.len() > 1 {
+        let w = problem.workload.clone();
+        let mut starting = || {
+            events(Event::Note(
+                "timing the front's pieces afresh to choose among them, then once more for the chosen plan's figures...",
+            ))
+        };
+        retime::choose(
+            problem,
+            &chromosomes,
+            (&mappings[0].0, &best_built),
+            &w,
+            max,
+            &mut starting,
+        )?
+    } else {
+        None
+    };
+    problem.costs.finish().map_err(|reason| PuzzleError::Measure {
+        step: "keeping the measured costs".into(),
+        reason,
+    })?;
+    Ok(Analysis {
+        baselines,
+        best_built,
+        best_outcome,
+        front,
+        chosen,
+        front_median_saturation: median.is_finite().then_some(median),
+        retimed,
+        history,
+        population_objectives,
+        front_objectives,
+    })
+}

@@ -1,0 +1,190 @@
+//! `stretch bench`: a branched model on its processors against the
+//! original it was made from, every configuration timed interleaved on one
+//! random input ([`crate::timing::interleave`]), and the figures of one
+//! [`Report`]: latencies, speedups, the ideal each engine's branched run
+//! could reach ([`ideal`]), the adaptive runtime under outside load, and
+//! the memory each configuration's loading added.
+
+pub mod ideal;
+pub mod measure;
+pub mod report;
+mod text;
+
+pub use measure::{Measured, measure};
+pub use report::Report;
+
+use crate::{AdaptiveParams, EngineKind, ProcessorConfig, Spin, WorkerKind, make_engine};
+use graph_ir::Graph;
+use predictor::profiler::CoreSet;
+
+/// One configuration to time.
+pub struct Config<'g> {
+    pub name: String,
+    pub graph: &'g Graph,
+    pub processors: Vec<ProcessorConfig>,
+    /// How errors name the model.
+    pub label: &'g str,
+    pub adaptive: Option<AdaptiveParams>,
+}
+
+/// The two models compared, with how errors and reports name them.
+pub struct Models<'g> {
+    pub branched: &'g Graph,
+    pub branched_label: &'g str,
+    pub original: &'g Graph,
+    pub original_label: &'g str,
+}
+
+/// The configurations of one benchmark and the roles some of them play.
+pub struct Configs<'g> {
+    pub list: Vec<Config<'g>>,
+    /// The branched model on its processors.
+    pub main: usize,
+    /// The onnxruntime reference, if measured.
+    pub ort_row: Option<usize>,
+    /// The adaptive runtime, if measured.
+    pub adaptive_row: Option<usize>,
+    /// Per engine: (sequential on one core, on its processors).
+    pub ideal_pairs: Vec<(usize, usize)>,
+    /// The reference's processor, or why there is none.
+    pub reference: Result<ProcessorConfig, String>,
+    /// The branched model's processors.
+    pub processors: Vec<ProcessorConfig>,
+}
+
+/// Processor `name` pinned to the `core`-th of `cores` (modulo their
+/// number), or to all of them when it has more than one thread.
+pub fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: &CoreSet) -> ProcessorConfig {
+    let ids = if threads > 1 {
+        cores.ids().to_vec()
+    } else {
+        vec![cores.ids()[core % cores.len()]]
+    };
+    ProcessorConfig {
+        cores: CoreSet::new(ids),
+        threads,
+        ..ProcessorConfig::new(name, kind)
+    }
+}
+
+/// The onnxruntime reference configuration, or why there is none.
+fn ort_reference(cores: &CoreSet) -> Result<ProcessorConfig, String> {
+    if !EngineKind::available().contains(&EngineKind::Ort) {
+        return Err("not built (stretch-cli feature `ort`)".into());
+    }
+    let mut p = pinned("cpu0", WorkerKind::Inline, 0, 2, cores);
+    p.engine = EngineKind::Ort;
+    p.spin = Spin::On;
+    make_engine(&p).map(|_| p).map_err(|e| e.to_string())
+}
+
+/// What `bench` times: (1) the original on one core, (2) with one intra-op
+/// thread per core of `cores`, (3) in onnxruntime with 2 threads where
+/// available, (4) the branched model with every processor inline on one
+/// core, (5) on `processors`, (6) the same pair on each other engine, and
+/// (7) with adaptive placement when `adaptive` is given.
+pub fn configurations<'g>(
+    models: &Models<'g>,
+    processors: Vec<ProcessorConfig>,
+    adaptive: Option<AdaptiveParams>,
+    cores: &CoreSet,
+) -> Configs<'g> {
+    let config = |name: String, graph, processors, label| Config {
+        name,
+        graph,
+        processors,
+        label,
+        adaptive: None,
+    };
+    let (original, branched) = (models.original, models.branched);
+    let (olabel, blabel) = (models.original_label, models.branched_label);
+    let one_core: Vec<ProcessorConfig> = processors
+        .iter()
+        .map(|p| ProcessorConfig {
+            engine: p.engine,
+            ..pinned(&p.name, WorkerKind::Inline, 0, 1, cores)
+        })
+        .collect();
+    let n = processors.len();
+    let mut list = vec![
+        config(
+            "original, 1 core".into(),
+            original,
+            vec![pinned("cpu0", WorkerKind::Inline, 0, 1, cores)],
+            olabel,
+        ),
+        config(
+            format!("original, {} intra-op threads", cores.len()),
+            original,
+            vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), cores)],
+            olabel,
+        ),
+    ];
+    let reference = ort_reference(cores);
+    let ort_row = reference.as_ref().ok().map(|p| {
+        list.push(config(
+            "original, onnxruntime 2 threads".into(),
+            original,
+            vec![p.clone()],
+            olabel,
+        ));
+        list.len() - 1
+    });
+    list.push(config(
+        "branched, 1 core (sequential)".into(),
+        branched,
+        one_core.clone(),
+        blabel,
+    ));
+    let main = list.len();
+    list.push(config(
+        format!("branched, {n} processors"),
+        branched,
+        processors.clone(),
+        blabel,
+    ));
+    let mut ideal_pairs = vec![(main - 1, main)];
+    for engine in EngineKind::available() {
+        if processors.iter().all(|p| p.engine == engine) || (engine == EngineKind::Ort && reference.is_err()) {
+            continue;
+        }
+        let with = |ps: &[ProcessorConfig]| -> Vec<ProcessorConfig> {
+            ps.iter().map(|p| ProcessorConfig { engine, ..p.clone() }).collect()
+        };
+        let name = engine.as_str();
+        list.push(config(
+            format!("branched, 1 core (sequential), {name}"),
+            branched,
+            with(&one_core),
+            blabel,
+        ));
+        list.push(config(
+            format!("branched, {n} processors, {name}"),
+            branched,
+            with(&processors),
+            blabel,
+        ));
+        ideal_pairs.push((list.len() - 2, list.len() - 1));
+    }
+    let adaptive_row = adaptive.map(|params| {
+        list.push(Config {
+            adaptive: Some(params),
+            ..config(
+                format!("branched, {n} processors, adaptive"),
+                branched,
+                processors.clone(),
+                blabel,
+            )
+        });
+        list.len() - 1
+    });
+    Configs {
+        list,
+        main,
+        ort_row,
+        adaptive_row,
+        ideal_pairs,
+        reference,
+        processors,
+    }
+}
