@@ -25,7 +25,13 @@ pub fn check_plan(g: &Graph, stages: &[Stage], plan: &Plan) -> Result<(), Branch
             stages.len()
         ));
     }
-    for (p, s) in plan.stages.iter().zip(stages) {
+    for (i, (p, s)) in plan.stages.iter().zip(stages).enumerate() {
+        if p.index != s.index {
+            return mismatch(format!(
+                "stages[{i}]: index {} where the model's stage {} was expected",
+                p.index, s.index
+            ));
+        }
         let c = channels(g, s.output());
         if p.blocks != s.blocks.len() || p.channels != c {
             return mismatch(format!(
@@ -42,6 +48,16 @@ pub fn check_plan(g: &Graph, stages: &[Stage], plan: &Plan) -> Result<(), Branch
                 return mismatch(format!(
                     "stage {}: branch on {} has depth {} and width {} (the stage has {} blocks)",
                     p.index, b.processor, b.depth, b.width, p.blocks
+                ));
+            }
+            if b.width > p.channels || b.project_to.is_some_and(|w| w == 0 || w > p.channels) {
+                return mismatch(format!(
+                    "stage {}: branch on {} has width {}{}, beyond the stage's {} channels",
+                    p.index,
+                    b.processor,
+                    b.width,
+                    b.project_to.map_or(String::new(), |w| format!(" (project_to {w})")),
+                    p.channels
                 ));
             }
             if !plan.processors.contains(&b.processor) {
@@ -380,6 +396,31 @@ mod tests {
                 work_ratio: 1.0,
             },
         }
+    }
+
+    #[test]
+    fn absurd_widths_and_wrong_indices_are_refused_before_building() {
+        let g = resnet();
+        for wide in [2 * channels(&g, analyze(&g).unwrap().stages[1].output()), 100_000] {
+            let mut p = plan(&g, Merge::Project, &[(3, 3), (2, 2)]);
+            p.stages[1].branches[0].width = wide;
+            let e = apply_plan(&g, &p, 1).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("stage 1: branch on p0 has width {wide}, beyond the stage's")),
+                "{e}"
+            );
+        }
+        let mut p = plan(&g, Merge::Concat, &[(3, 3), (2, 2)]);
+        p.stages[0].branches[1].project_to = Some(4096);
+        let e = apply_plan(&g, &p, 1).unwrap_err().to_string();
+        assert!(e.contains("(project_to 4096)"), "{e}");
+        let mut p = plan(&g, Merge::Project, &[(3, 3), (2, 2)]);
+        p.stages[2].index = 7;
+        let e = apply_plan(&g, &p, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("stages[2]: index 7 where the model's stage 2 was expected"),
+            "{e}"
+        );
     }
 
     #[test]

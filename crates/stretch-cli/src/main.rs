@@ -10,6 +10,7 @@ mod front_plot;
 mod gantt;
 mod model_args;
 mod multi_common;
+mod output;
 mod panics;
 mod profile_engine;
 mod progress;
@@ -58,14 +59,24 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     panics::quiet_engine_panics();
+    let forwarder = output::start();
+    let finish = move || {
+        if let Some(f) = forwarder {
+            f.finish();
+        }
+    };
     let result = match std::panic::catch_unwind(AssertUnwindSafe(|| dispatch(cli.command))) {
         Ok(r) => r,
-        Err(payload) if panics::stdout_closed(&panics::payload_text(payload.as_ref())) => return,
+        Err(payload) if panics::stdout_closed(&panics::payload_text(payload.as_ref())) => return finish(),
         Err(payload) => match panics::escaped(payload.as_ref()) {
             Some(text) => Err(anyhow::anyhow!("the inference engine failed: {text}")),
-            None => std::panic::resume_unwind(payload),
+            None => {
+                finish();
+                std::panic::resume_unwind(payload)
+            }
         },
     };
+    finish();
     if let Err(e) = result {
         if e.chain().any(|c| {
             c.downcast_ref::<std::io::Error>()

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{reference, scratch, stretch, stretch_ok};
+use common::{arg, reference, repo, scratch, stretch, stretch_ok};
 use scheduler_rt::npy::{Array, write};
 use scheduler_rt::testing::{INPUT, three_branch, two_branch};
 use std::path::PathBuf;
@@ -222,4 +222,36 @@ fn an_engine_panic_is_one_error_line() {
             assert!(!e.contains(noise), "{worker}: {e}");
         }
     }
+}
+
+/// Runs `stretch` with its standard output closed by the reader at once
+/// (`stretch ... | head -0`): it must still do its work and write its files.
+fn with_closed_stdout(args: &[&str]) -> std::process::ExitStatus {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stretch"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run stretch");
+    drop(child.stdout.take());
+    child.wait().expect("wait for stretch")
+}
+
+#[test]
+fn a_closed_stdout_never_loses_an_output_file() {
+    let dir = scratch("closed-stdout");
+    let g = scheduler_rt::testing::two_branch(8, 1).unwrap();
+    let model = dir.join("m.onnx");
+    graph_ir::onnx::export_file(&g, &model).unwrap();
+    let out = dir.join("o.npy");
+    let status = with_closed_stdout(&["run", &arg(&model), "--random", "1", "--output", &arg(&out)]);
+    assert!(status.success(), "{status}");
+    assert!(out.exists(), "run wrote no {}", out.display());
+    let zoo = dir.join("zoo.onnx");
+    stretch_ok(&["zoo", "resnet-mini", "--input-size", "32", "-o", &arg(&zoo)]);
+    let plan = dir.join("p.json");
+    let device = arg(&repo().join("configs/devices/snapdragon855.toml"));
+    let status = with_closed_stdout(&["plan", &arg(&zoo), "--device", &device, "--explain", "-o", &arg(&plan)]);
+    assert!(status.success(), "{status}");
+    assert!(plan.exists(), "plan wrote no {}", plan.display());
 }
