@@ -114,12 +114,12 @@ fn sweep(platforms: &Platforms, w: &Workload, policies: &[String], fps: &[f64]) 
         fps.iter().map(|f| format!("{f}")).collect::<Vec<_>>().join(", ")
     );
     let first = bests.first().copied().flatten();
-    for (p, best) in policies.iter().zip(&bests) {
+    for (k, (p, best)) in policies.iter().zip(&bests).enumerate() {
         let at = best.map_or("throttles at every rate".into(), |(f, met)| {
             format!("{f} fps (SLO met {:.1}% there)", 100.0 * met)
         });
         let ratio = match (first, best) {
-            (Some((b, _)), Some((f, _))) => format!(", {:.2}x the first", f / b),
+            (Some((b, _)), Some((f, _))) if k > 0 => format!(", {:.2}x the first", f / b),
             _ => String::new(),
         };
         let _ = writeln!(out, "  {p:<24} {at}{ratio}");
