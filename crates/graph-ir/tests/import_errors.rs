@@ -377,3 +377,79 @@ fn a_vgg_sized_weight_folds_and_a_larger_one_is_refused() {
     let e = one_line(&import_err(model(250880)));
     assert!(e.contains("ConstantOfShape") && e.contains("too large to fold"), "{e}");
 }
+
+#[test]
+fn two_writers_of_one_tensor_are_refused() {
+    let e = import_err(edited(|m| {
+        let y = node(m, "Relu").output[0].clone();
+        m.graph
+            .as_mut()
+            .unwrap()
+            .node
+            .push(onnx_node("Identity", &["x"], &y, vec![]));
+    }));
+    let msg = one_line(&e);
+    assert!(
+        msg.contains("node `identity` (Identity): writes tensor `y`, and node `relu` writes it too"),
+        "{msg}"
+    );
+    let e = import_err(edited(|m| {
+        m.graph
+            .as_mut()
+            .unwrap()
+            .node
+            .push(onnx_node("Identity", &["x"], "w", vec![]));
+    }));
+    assert!(
+        one_line(&e).contains("writes tensor `w`, and it is a graph input or initializer"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_opset_newer_than_the_importer_is_refused() {
+    let e = import_err(edited(|m| {
+        for o in m
+            .opset_import
+            .iter_mut()
+            .filter(|o| o.domain.is_empty() || o.domain == "ai.onnx")
+        {
+            o.version = 30;
+        }
+    }));
+    assert!(
+        one_line(&e).contains("opset 30 is newer than this importer knows"),
+        "{e}"
+    );
+}
+
+#[test]
+fn training_mode_dropout_is_refused_and_inference_dropout_is_its_input() {
+    let with_dropout = |training: Option<i32>| {
+        edited(|m| {
+            let g = m.graph.as_mut().unwrap();
+            let mut inputs = vec!["x", ""];
+            if let Some(t) = training {
+                let mut flag = TensorProto::new();
+                flag.name = "train".into();
+                flag.data_type = 9;
+                flag.int32_data = vec![t];
+                g.initializer.push(flag);
+                inputs.push("train");
+            }
+            g.node.insert(0, onnx_node("Dropout", &inputs, "d", vec![]));
+            for n in g.node.iter_mut().filter(|n| n.op_type == "Conv") {
+                n.input[0] = "d".into();
+            }
+        })
+    };
+    let e = import_err(with_dropout(Some(1)));
+    assert!(
+        one_line(&e).contains("node `dropout` (Dropout): training-mode Dropout"),
+        "{e}"
+    );
+    for training in [None, Some(0)] {
+        let g = import_bytes(with_dropout(training), "model.onnx", &ImportOptions::default()).unwrap();
+        assert!(g.find("conv").is_some(), "{training:?}");
+    }
+}

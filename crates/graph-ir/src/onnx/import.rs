@@ -60,6 +60,10 @@ pub fn import_file(path: impl AsRef<Path>, options: &ImportOptions) -> Result<Gr
     import_bytes(Bytes::from(bytes), &path.display().to_string(), options)
 }
 
+/// The newest default-domain opset the importer reads: that of the ONNX
+/// release its per-operator tests are built from (onnx 1.23).
+pub const NEWEST_OPSET: i64 = 28;
+
 /// Imports an ONNX model from its serialized bytes; `label` names the source in errors.
 pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Result<Graph, ImportError> {
     let not_onnx = |reason: String| ImportError::NotOnnx {
@@ -80,6 +84,13 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
         .map(|o| o.version)
         .ok_or_else(|| not_onnx("no opset for the default ONNX domain".into()))?;
+    if opset > NEWEST_OPSET {
+        return Err(ImportError::Model {
+            reason: format!(
+                "opset {opset} is newer than this importer knows (up to {NEWEST_OPSET}); operators may have changed meaning since: export the model at opset {NEWEST_OPSET} or older"
+            ),
+        });
+    }
     let proto = model.graph.as_ref().expect("checked above");
     let mut imp = Importer {
         graph: Graph::new(if proto.name.is_empty() {
@@ -214,12 +225,6 @@ fn input_fact(vi: &ValueInfoProto, index: usize, options: &ImportOptions) -> Res
 /// Node indices in a dependency order (stable with respect to the file's
 /// order); reports dangling inputs and cycles by node name.
 fn topo_order(nodes: &[NodeProto], known: &HashSet<&str>) -> Result<Vec<usize>, ImportError> {
-    let mut producer: HashMap<&str, usize> = HashMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        for o in n.output.iter().filter(|o| !o.is_empty()) {
-            producer.insert(o.as_str(), i);
-        }
-    }
     let display = |i: usize| {
         if nodes[i].name.is_empty() {
             format!("{}_{i}", nodes[i].op_type)
@@ -227,6 +232,21 @@ fn topo_order(nodes: &[NodeProto], known: &HashSet<&str>) -> Result<Vec<usize>, 
             nodes[i].name.clone()
         }
     };
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            let other = match producer.insert(o.as_str(), i) {
+                Some(p) => format!("node `{}` writes it too", display(p)),
+                None if known.contains(o.as_str()) => "it is a graph input or initializer".to_string(),
+                None => continue,
+            };
+            return Err(ImportError::Node {
+                node: display(i),
+                op_type: n.op_type.clone(),
+                reason: format!("writes tensor `{o}`, and {other} (ONNX allows one writer per tensor)"),
+            });
+        }
+    }
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (i, n) in nodes.iter().enumerate() {

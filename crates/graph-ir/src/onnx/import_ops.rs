@@ -272,6 +272,25 @@ fn reduce(ctx: &NodeCtx, g: &Graph, kind: ReduceKind) -> Result<Lowered, ImportE
     ))
 }
 
+/// Dropout in inference: its input. Training-mode Dropout (the
+/// `training_mode` input true, or not a constant) scales and masks, and is
+/// refused, as training-mode BatchNormalization is.
+fn dropout(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
+    let training = match ctx.inputs.get(2).copied().flatten() {
+        None => false,
+        Some(o) => match g.const_tensor(o).and_then(|t| t.to_f64_vec()) {
+            Some(v) => v.iter().any(|x| *x != 0.0),
+            None => true,
+        },
+    };
+    if training {
+        return Err(ctx.err(
+            "training-mode Dropout (training_mode true or computed) is not supported: it would lose its scaling; export the model in eval mode",
+        ));
+    }
+    Ok(Lowered::Alias(vec![ctx.input(0)?]))
+}
+
 fn batch_norm(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
     if a.int("training_mode", 0)? != 0 {
@@ -479,7 +498,8 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
         return Ok(Some(Lowered::Consts(consts)));
     }
     let lowered = match ctx.proto.op_type.as_str() {
-        "Identity" | "Dropout" => Lowered::Alias(vec![ctx.input(0)?]),
+        "Identity" => Lowered::Alias(vec![ctx.input(0)?]),
+        "Dropout" => dropout(ctx, g)?,
         "Conv" => import_window::conv(ctx, g)?,
         "ConvTranspose" => import_window::conv_transpose(ctx, g)?,
         "Resize" => import_resize::resize(ctx, g)?,
