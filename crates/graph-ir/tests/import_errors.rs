@@ -453,3 +453,23 @@ fn training_mode_dropout_is_refused_and_inference_dropout_is_its_input() {
         assert!(g.find("conv").is_some(), "{training:?}");
     }
 }
+
+#[test]
+fn a_graph_output_from_an_unsupported_second_output_names_its_node() {
+    let e = import_err(edited(|m| {
+        let g = m.graph.as_mut().unwrap();
+        let mut dropout = onnx_node("Dropout", &["x"], "d", vec![]);
+        dropout.output.push("mask".into());
+        g.node.push(dropout);
+        let mut out = g.output[0].clone();
+        out.name = "mask".into();
+        g.output.push(out);
+    }));
+    let msg = one_line(&e);
+    assert!(
+        msg.contains(
+            "node `dropout` (Dropout): graph output `mask` is its output 1, which the importer does not produce"
+        ),
+        "{msg}"
+    );
+}

@@ -144,10 +144,23 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
     }
     let mut outputs = Vec::new();
     for o in &proto.output {
-        let outlet = *imp
-            .values
-            .get(&o.name)
-            .ok_or_else(|| ImportError::Output { name: o.name.clone() })?;
+        let Some(outlet) = imp.values.get(&o.name).copied() else {
+            let writer = proto.node.iter().find_map(|n| {
+                let k = n.output.iter().position(|x| *x == o.name)?;
+                Some((k, n))
+            });
+            return Err(match writer {
+                Some((k, n)) => ImportError::Node {
+                    node: n.name.clone(),
+                    op_type: n.op_type.clone(),
+                    reason: format!(
+                        "graph output `{}` is its output {k}, which the importer does not produce (only its first output is supported)",
+                        o.name
+                    ),
+                },
+                None => ImportError::Output { name: o.name.clone() },
+            });
+        };
         outputs.push((o.name.clone(), outlet));
     }
     let mut graph = imp.graph;
