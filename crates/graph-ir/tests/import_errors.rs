@@ -473,3 +473,19 @@ fn a_graph_output_from_an_unsupported_second_output_names_its_node() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_declared_dimension_that_is_not_a_size_is_named_as_such() {
+    for (dim, value) in [(2, 0), (0, -5)] {
+        let e = import_err(edited(|m| {
+            let input = &mut m.graph.as_mut().unwrap().input[0];
+            let shape = input.type_.as_mut().unwrap().mut_tensor_type().shape.as_mut().unwrap();
+            shape.dim[dim].set_dim_value(value);
+        }));
+        let msg = one_line(&e);
+        assert!(
+            msg.contains(&format!("dimension {dim} is declared {value}, which is not a size")),
+            "{msg}"
+        );
+    }
+}

@@ -188,15 +188,10 @@ fn input_fact(vi: &ValueInfoProto, index: usize, options: &ImportOptions) -> Res
         .ok_or_else(|| err("is not a tensor".into()))?;
     let dtype =
         DType::from_onnx(tt.elem_type).ok_or_else(|| err(format!("element type {} is not supported", tt.elem_type)))?;
-    let declared: Vec<Option<usize>> = tt
+    let declared: Vec<Option<i64>> = tt
         .shape
         .as_ref()
-        .map(|s| {
-            s.dim
-                .iter()
-                .map(|d| (d.has_dim_value() && d.dim_value() > 0).then(|| d.dim_value() as usize))
-                .collect()
-        })
+        .map(|s| s.dim.iter().map(|d| d.has_dim_value().then(|| d.dim_value())).collect())
         .ok_or_else(|| err("has no declared shape; give one with --input-shape".into()))?;
     let given = options
         .input_shapes
@@ -224,7 +219,11 @@ fn input_fact(vi: &ValueInfoProto, index: usize, options: &ImportOptions) -> Res
         .iter()
         .enumerate()
         .map(|(i, d)| match (i, d) {
-            (_, Some(v)) => Ok(*v),
+            (_, Some(v)) if *v > 0 => Ok(*v as usize),
+            (i, Some(v)) => Err(err(format!(
+                "dimension {i} is declared {v}, which is not a size; fix it with --input-shape {}:...",
+                vi.name
+            ))),
             (0, None) => Ok(1),
             (i, None) => Err(err(format!(
                 "dimension {i} is dynamic; fix it with --input-shape {}:...",
