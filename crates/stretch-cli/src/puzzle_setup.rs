@@ -47,12 +47,7 @@ pub fn problem<'a>(sc: &'a Scenario, costs: &'a mut dyn Costs, periods: usize) -
         periods,
         simulations: 0,
     };
-    let iso = multi_dnn::puzzle::mapping::isolated_ms(&mut problem)?;
-    let fastest: Vec<f64> = iso
-        .iter()
-        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
-        .collect();
-    problem.workload.resolve_groups(&fastest)?;
+    let fastest = multi_dnn::puzzle::mapping::resolve_groups(&mut problem)?;
     Ok((problem, fastest))
 }
 

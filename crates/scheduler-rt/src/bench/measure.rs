@@ -164,11 +164,16 @@ pub fn measure(
     }
     let compiled: Vec<usize> = runtimes.iter().map(|r| r.1.compiled_copies()).collect();
     let partitions: Vec<&crate::Partition> = runtimes.iter().map(|r| r.1.partition()).collect();
+    let weights = Weights {
+        original_bytes: weight_bytes(models.original),
+        branched_bytes: weight_bytes(models.branched),
+    };
     let figures = Figures {
         models,
         configs,
         rows: &rows,
         traces: &traces,
+        weights: &weights,
     };
     let report = Report {
         schema: "stretch.bench/1",
@@ -189,10 +194,7 @@ pub fn measure(
         ideals: figures.ideals(&partitions),
         steal,
         adaptive: figures.adaptive(&adaptive_runs),
-        weights: Weights {
-            original_bytes: weight_bytes(models.original),
-            branched_bytes: weight_bytes(models.branched),
-        },
+        weights,
         trace: String::new(),
         gantt: String::new(),
     };
@@ -209,6 +211,7 @@ struct Figures<'a> {
     configs: &'a Configs<'a>,
     rows: &'a [Row],
     traces: &'a [Vec<TimedTrace>],
+    weights: &'a Weights,
 }
 
 impl Figures<'_> {
@@ -225,7 +228,7 @@ impl Figures<'_> {
     }
 
     fn configurations(&self, loaded: &[Option<u64>], compiled: &[usize]) -> Vec<Configuration> {
-        let (w_orig, w_branched) = (weight_bytes(self.models.original), weight_bytes(self.models.branched));
+        let (w_orig, w_branched) = (self.weights.original_bytes, self.weights.branched_bytes);
         self.configs
             .list
             .iter()

@@ -113,7 +113,6 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
     let isolated: Vec<f64> = measured.iter().map(|i| i.p99_ms).collect();
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     let total_s = workload.duration_s.unwrap_or(0.0);
-    let tty = std::io::stderr().is_terminal();
     let mut world = ServeWorld {
         setups: setups
             .iter()
@@ -130,11 +129,9 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
         thermal: None,
         progress: Box::new(|label: &str, t: f64, log: &RunLog, in_system: usize| {
             let (done, frames) = (log.completed.len(), log.frames.len());
-            if tty {
-                say(&format!(
-                    "[{label}] {t:.0}/{total_s:.0} s, {done} completed, {frames} frames, {in_system} in system"
-                ));
-            }
+            say(&format!(
+                "[{label}] {t:.0}/{total_s:.0} s, {done} completed, {frames} frames, {in_system} in system"
+            ));
         }),
         heat: Vec::new(),
     };
