@@ -102,7 +102,7 @@ fn readers(g: &Graph, value: Outlet, width: usize, stage: usize) -> Result<(Vec<
                     }
                     true
                 }
-                Op::Unary(_) | Op::Pool(_) | Op::GlobalAveragePool(_) | Op::Flatten(_) => true,
+                Op::Unary(_) | Op::Pool(_) | Op::GlobalAveragePool(_) | Op::GlobalMaxPool(_) | Op::Flatten(_) => true,
                 _ => return Err(unsupported(id, "this op cannot take a wider input")),
             };
             let new = m.add_node(name, node.op.clone(), &inputs)?;

@@ -309,7 +309,9 @@ fn widen(g: &Graph, patch: &mut Patch, old: Outlet, width: usize, seed: u64, sta
                     }
                     frontier.push(id.out(0));
                 }
-                Op::Unary(_) | Op::Pool(_) | Op::GlobalAveragePool(_) | Op::Flatten(_) => frontier.push(id.out(0)),
+                Op::Unary(_) | Op::Pool(_) | Op::GlobalAveragePool(_) | Op::GlobalMaxPool(_) | Op::Flatten(_) => {
+                    frontier.push(id.out(0))
+                }
                 _ => return Err(unsupported(id, "this op cannot take a wider input")),
             }
         }

@@ -84,7 +84,7 @@ impl OpClass {
                 }
             }
             Op::ConvTranspose(_) => OpClass::Conv,
-            Op::BatchNorm(_) | Op::InstanceNorm(_) | Op::Lrn(_) => OpClass::Bn,
+            Op::BatchNorm(_) | Op::InstanceNorm(_) | Op::LayerNorm(_) | Op::Lrn(_) => OpClass::Bn,
             Op::Unary(_) | Op::Softmax(_) => OpClass::Act,
             Op::Binary(b) => {
                 let consts = node.inputs.iter().filter(|o| g.const_tensor(**o).is_some()).count();
@@ -95,7 +95,7 @@ impl OpClass {
                 }
             }
             Op::Pool(_) => OpClass::Pool,
-            Op::GlobalAveragePool(_) | Op::Reduce(_) => OpClass::Gap,
+            Op::GlobalAveragePool(_) | Op::GlobalMaxPool(_) | Op::Reduce(_) => OpClass::Gap,
             Op::Gemm(_) | Op::MatMul(_) => OpClass::Fc,
             Op::Concat(_) => OpClass::Concat,
             Op::Split(_) => OpClass::Split,
@@ -106,7 +106,9 @@ impl OpClass {
             | Op::Pad(_)
             | Op::Resize(_)
             | Op::Tile(_)
-            | Op::Gather(_) => OpClass::Layout,
+            | Op::Gather(_)
+            | Op::DepthToSpace(_)
+            | Op::SpaceToDepth(_) => OpClass::Layout,
         })
     }
 }

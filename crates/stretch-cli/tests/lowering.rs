@@ -127,6 +127,87 @@ fn upsampling(b: &mut graph_ir::builder::Builder, t: graph_ir::Outlet) -> graph_
     y
 }
 
+/// The operators of ConvNeXt-style blocks and pixel-shuffle heads: a
+/// depthwise 7x7 convolution, LayerNorm over channels-last values, matrix
+/// products with a matrix and with a vector, both Gelus, Mish, Erf, Log,
+/// DepthToSpace and SpaceToDepth in both orders, bicubic resizing (edge
+/// values and excluded outside taps) and GlobalMaxPool.
+fn blocks_model() -> graph_ir::Graph {
+    use graph_ir::Op;
+    use graph_ir::builder::{Builder, ConvSpec};
+    use graph_ir::ops::*;
+    let mut b = Builder::new("blocks");
+    let x = b.input("x", &[1, 3, 8, 8]).unwrap();
+    let y = b.conv("stem", x, ConvSpec::new(8, 1, 1).bias()).unwrap();
+    let y = b.conv("dw", y, ConvSpec::new(8, 7, 1).group(8).bias()).unwrap();
+    let t = |perm: Vec<usize>| Op::Transpose(Transpose { perm });
+    let nhwc = b.node("nhwc", t(vec![0, 2, 3, 1]), &[y]).unwrap();
+    let (scale, shift) = (b.param("ln.scale", &[8]).unwrap(), b.param("ln.bias", &[8]).unwrap());
+    let ln = Op::LayerNorm(LayerNorm {
+        axis: -1,
+        epsilon: 1e-5,
+    });
+    let ln = b.node("ln", ln, &[nhwc, scale, shift]).unwrap();
+    let w1 = b.param("pw1.w", &[8, 16]).unwrap();
+    let h = b.node("pw1", Op::MatMul(MatMul), &[ln, w1]).unwrap();
+    let h = b.unary("gelu", h, UnaryOp::Gelu { tanh: false }).unwrap();
+    let w2 = b.param("pw2.w", &[16, 8]).unwrap();
+    let h = b.node("pw2", Op::MatMul(MatMul), &[h, w2]).unwrap();
+    let v = b.param("vec.w", &[8]).unwrap();
+    let dot = b.node("dot", Op::MatMul(MatMul), &[h, v]).unwrap();
+    let dot = b
+        .node(
+            "dot.c",
+            Op::Reshape(Reshape {
+                shape: vec![1, 1, 8, 8],
+                allowzero: false,
+            }),
+            &[dot],
+        )
+        .unwrap();
+    let h = b.node("nchw", t(vec![0, 3, 1, 2]), &[h]).unwrap();
+    let y = b.add("residual", y, h).unwrap();
+    let y = b.add("plus_dot", y, dot).unwrap();
+    let y = b.unary("gelu_tanh", y, UnaryOp::Gelu { tanh: true }).unwrap();
+    let y = b.unary("mish", y, UnaryOp::Mish).unwrap();
+    let e = b.unary("erf", y, UnaryOp::Erf).unwrap();
+    let positive = b.unary("sigmoid", y, UnaryOp::Sigmoid).unwrap();
+    let l = b.unary("log", positive, UnaryOp::Log).unwrap();
+    let y = b.add("erf_log", e, l).unwrap();
+    let d2s = |order| Op::DepthToSpace(DepthToSpace { block: 2, order });
+    let dcr = b.node("d2s_dcr", d2s(DepthOrder::Dcr), &[y]).unwrap();
+    let crd = b.node("d2s_crd", d2s(DepthOrder::Crd), &[y]).unwrap();
+    let both = b.add("d2s", dcr, crd).unwrap();
+    let s2d = |order| Op::SpaceToDepth(SpaceToDepth { block: 2, order });
+    let dcr = b.node("s2d_dcr", s2d(DepthOrder::Dcr), &[both]).unwrap();
+    let crd = b.node("s2d_crd", s2d(DepthOrder::Crd), &[both]).unwrap();
+    let y = b.add("s2d_res", y, dcr).unwrap();
+    let y = b.add("s2d_res2", y, crd).unwrap();
+    let cubic = |exclude_outside, coord, target| {
+        Op::Resize(Resize {
+            mode: ResizeMode::Cubic {
+                a: -0.75,
+                exclude_outside,
+            },
+            coord,
+            target,
+        })
+    };
+    let up = b
+        .node(
+            "cubic_up",
+            cubic(false, CoordMode::HalfPixel, ResizeTarget::Scales([2.0, 2.0])),
+            &[y],
+        )
+        .unwrap();
+    let down = cubic(true, CoordMode::Asymmetric, ResizeTarget::Sizes([8, 8]));
+    let down = b.node("cubic_down", down, &[up]).unwrap();
+    let y = b.add("resized", y, down).unwrap();
+    let gmp = b.node("gmp", Op::GlobalMaxPool(GlobalMaxPool), &[y]).unwrap();
+    let out = b.classifier("head", gmp, 10).unwrap();
+    b.finish("y", out).unwrap()
+}
+
 #[test]
 fn burn_inference_matches_onnxruntime() {
     let dir = scratch("lowering");
@@ -180,6 +261,11 @@ fn burn_inference_matches_onnxruntime() {
         "-o",
         &arg(&filled),
     ]);
+    models.push((filled, false));
+    let blocks = dir.join("blocks-structure.onnx");
+    graph_ir::onnx::export_file(&blocks_model(), &blocks).expect("export");
+    let filled = dir.join("blocks.onnx");
+    stretch_ok(&["convert", &arg(&blocks), "--random-weights", "5", "-o", &arg(&filled)]);
     models.push((filled, false));
     models.push((repo().join("fixtures/vision/style_transfer_full.onnx"), false));
     for name in ["resnet-mini", "mbnet-mini"] {

@@ -228,9 +228,74 @@ impl Program {
                 }
                 Kernel::MatMul => {
                     let (sa, sb) = (shape_of(0), shape_of(1));
-                    let a: Tensor<2> = read(0, &slots).reshape([sa[0], sa[1]]);
-                    let b: Tensor<2> = read(1, &slots).reshape([sb[0], sb[1]]);
+                    let k = sa[sa.len() - 1];
+                    let rows = sa.iter().product::<usize>() / k.max(1);
+                    let a: Tensor<2> = read(0, &slots).reshape([rows, k]);
+                    let b: Tensor<2> = read(1, &slots).reshape([sb[0], sb.get(1).copied().unwrap_or(1)]);
                     vec![a.matmul(b).reshape(pad4(&out_shape))]
+                }
+                Kernel::LayerNorm {
+                    first,
+                    epsilon,
+                    scale,
+                    shift,
+                } => {
+                    let x = read(0, &slots);
+                    let r = shape_of(0).len();
+                    let stat = |t: Tensor<4>| (*first..4).fold(t, |t, d| t.mean_dim(d));
+                    let mean = stat(x.clone());
+                    let centered = x - mean.clone();
+                    let var = stat(centered.clone() * centered.clone());
+                    let inv = var.add_scalar(*epsilon).sqrt().recip();
+                    let param = |p: usize| {
+                        let shape = &self.params[p].shape;
+                        let s = aligned4(shape, r).unwrap_or_else(|| pad4(shape));
+                        params[p].clone().reshape(s)
+                    };
+                    let mut y = centered * inv.clone() * param(*scale);
+                    if let Some(b) = shift {
+                        y = y + param(*b);
+                    }
+                    vec![y, mean, inv]
+                }
+                Kernel::GlobalMaxPool => vec![read(0, &slots).max_dim(2).max_dim(3)],
+                Kernel::DepthToSpace { block: b, crd } => {
+                    let x = read(0, &slots);
+                    let [n, c, h, w] = x.dims();
+                    let c = c / (b * b);
+                    let y: Tensor<6> = if *crd {
+                        x.reshape([n, c, *b, *b, h, w]).permute([0, 1, 4, 2, 5, 3])
+                    } else {
+                        x.reshape([n, *b, *b, c, h, w]).permute([0, 3, 4, 1, 5, 2])
+                    };
+                    vec![y.reshape([n, c, h * b, w * b])]
+                }
+                Kernel::SpaceToDepth { block: b, crd } => {
+                    let x = read(0, &slots);
+                    let [n, c, h, w] = x.dims();
+                    let blocks: Tensor<6> = x.reshape([n, c, h / b, *b, w / b, *b]);
+                    let y = if *crd {
+                        blocks.permute([0, 1, 3, 5, 2, 4])
+                    } else {
+                        blocks.permute([0, 3, 5, 1, 2, 4])
+                    };
+                    vec![y.reshape([n, c * b * b, h / b, w / b])]
+                }
+                Kernel::Resample {
+                    rows,
+                    cols,
+                    input,
+                    output,
+                } => {
+                    let x = read(0, &slots);
+                    let [n, c, _, _] = x.dims();
+                    let matrix = |m: &[f32], o: usize, i: usize| {
+                        Tensor::<1>::from_floats(m, &device)
+                            .reshape([1, 1, o, i])
+                            .expand([n, c, o, i])
+                    };
+                    let across = x.matmul(matrix(cols, output[1], input[1]).swap_dims(2, 3));
+                    vec![matrix(rows, output[0], input[0]).matmul(across)]
                 }
                 Kernel::Pad(pads, value) => {
                     let mut x = read(0, &slots);
@@ -295,5 +360,10 @@ fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
         UnaryOp::Sqrt => x.sqrt(),
         UnaryOp::Neg => x.neg(),
         UnaryOp::Abs => x.abs(),
+        UnaryOp::Gelu { tanh: false } => activation::gelu(x),
+        UnaryOp::Gelu { tanh: true } => activation::gelu_approximate(x),
+        UnaryOp::Erf => x.erf(),
+        UnaryOp::Mish => activation::mish(x),
+        UnaryOp::Log => x.log(),
     }
 }

@@ -100,7 +100,34 @@ pub(crate) enum Kernel {
         beta: f64,
         trans_b: bool,
     },
+    /// `[.., K] x [K, M]` or `[.., K] x [K]`: the right operand a matrix
+    /// or a vector, the left one any rank.
     MatMul,
+    /// Normalisation over the axes from `first` on; outputs Y, Mean and
+    /// InvStdDev.
+    LayerNorm {
+        first: usize,
+        epsilon: f64,
+        scale: usize,
+        shift: Option<usize>,
+    },
+    GlobalMaxPool,
+    DepthToSpace {
+        block: usize,
+        crd: bool,
+    },
+    SpaceToDepth {
+        block: usize,
+        crd: bool,
+    },
+    /// Separable resampling by weight matrices: `rows` is `[out_h, in_h]`
+    /// and `cols` `[out_w, in_w]`, row-major.
+    Resample {
+        rows: Vec<f32>,
+        cols: Vec<f32>,
+        input: [usize; 2],
+        output: [usize; 2],
+    },
     /// Constant padding: `(axis, before, after)` per padded axis.
     Pad(Vec<(usize, usize, usize)>, f32),
 }
@@ -280,7 +307,7 @@ fn param_roles(graph: &Graph) -> HashMap<NodeId, Role> {
                 }
                 (Op::Binary(_), _) if elementwise_parameter(graph, id, slot) => Role::Learnable,
                 (Op::Binary(b), 1) if b.op == BinaryOp::PRelu => Role::Learnable,
-                (Op::BatchNorm(_) | Op::InstanceNorm(_), 1 | 2) => Role::Learnable,
+                (Op::BatchNorm(_) | Op::InstanceNorm(_) | Op::LayerNorm(_), 1 | 2) => Role::Learnable,
                 (Op::BatchNorm(_), 3) => Role::RunningMean,
                 (Op::BatchNorm(_), 4) => Role::RunningVar,
                 _ => Role::Fixed,
@@ -431,6 +458,11 @@ impl Lowering<'_> {
                     },
                 }
             }
+            Op::Resize(r) if matches!(r.mode, graph_ir::ops::ResizeMode::Cubic { .. }) => {
+                let x = &self.graph.fact(node.inputs[0]).expect("wired").shape;
+                let out = &node.outputs[0].shape;
+                crate::resample::cubic(r, [x[2], x[3]], [out[2], out[3]])
+            }
             Op::Resize(r) => {
                 let x = &self.graph.fact(node.inputs[0]).expect("wired").shape;
                 let out = &node.outputs[0].shape;
@@ -552,11 +584,41 @@ impl Lowering<'_> {
                 }
             }
             Op::MatMul(_) => {
-                if node.inputs.iter().any(|&o| self.rank(o) != 2) {
-                    return Err(self.unsupported(id, "only [N, K] x [K, M] products can be trained"));
+                if !(1..=2).contains(&self.rank(node.inputs[1])) || self.rank(node.inputs[0]) < 2 {
+                    return Err(self.unsupported(
+                        id,
+                        "only products of a value of rank 2 or more with a matrix or vector can be trained",
+                    ));
                 }
                 Kernel::MatMul
             }
+            Op::LayerNorm(n) => {
+                let first = n
+                    .first_axis(self.rank(node.inputs[0]))
+                    .map_err(|e| self.unsupported(id, e))?;
+                if first == 0 && batched {
+                    return Err(self.unsupported(id, "normalises over the batch dimension"));
+                }
+                inputs.push(self.operand(id, node.inputs[0])?);
+                Kernel::LayerNorm {
+                    first,
+                    epsilon: n.epsilon as f64,
+                    scale: self.param(id, node.inputs[1], "the scale")?,
+                    shift: match node.inputs.get(2) {
+                        Some(&b) => Some(self.param(id, b, "the bias")?),
+                        None => None,
+                    },
+                }
+            }
+            Op::GlobalMaxPool(_) => Kernel::GlobalMaxPool,
+            Op::DepthToSpace(d) => Kernel::DepthToSpace {
+                block: d.block,
+                crd: d.order == graph_ir::ops::DepthOrder::Crd,
+            },
+            Op::SpaceToDepth(d) => Kernel::SpaceToDepth {
+                block: d.block,
+                crd: d.order == graph_ir::ops::DepthOrder::Crd,
+            },
             Op::Pad(p) => {
                 if p.mode != graph_ir::ops::PadMode::Constant {
                     return Err(self.unsupported(id, "only constant padding can be trained"));

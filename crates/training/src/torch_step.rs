@@ -30,6 +30,11 @@ pub fn supported(program: &Program) -> Result<(), TrainError> {
             Kernel::ConvTranspose { .. } => "ConvTranspose",
             Kernel::Interpolate(_) => "Resize",
             Kernel::Tile(_) => "Tile",
+            Kernel::LayerNorm { .. } => "LayerNormalization",
+            Kernel::GlobalMaxPool => "GlobalMaxPool",
+            Kernel::DepthToSpace { .. } => "DepthToSpace",
+            Kernel::SpaceToDepth { .. } => "SpaceToDepth",
+            Kernel::Resample { .. } => "cubic Resize",
             Kernel::MaxPool(o) if o.padding.iter().any(|(a, b)| a != b) => "MaxPool with asymmetric pads",
             Kernel::AvgPool(o) if o.padding.iter().any(|(a, b)| a != b) => "AvgPool with asymmetric pads",
             _ => continue,
@@ -312,8 +317,9 @@ fn forward(program: &Program, params: &[T], x: T, n: usize) -> (T, Vec<TchStats>
             }
             Kernel::MatMul => {
                 let (sa, sb) = (shape_of(0), shape_of(1));
-                let a = read(0, &slots).reshape(dims(&[sa[0], sa[1]]));
-                let b = read(1, &slots).reshape(dims(&[sb[0], sb[1]]));
+                let k = sa[sa.len() - 1];
+                let a = read(0, &slots).reshape(dims(&[sa.iter().product::<usize>() / k.max(1), k]));
+                let b = read(1, &slots).reshape(dims(&[sb[0], sb.get(1).copied().unwrap_or(1)]));
                 vec![a.matmul(&b).reshape(dims(&pad4(&out_shape)))]
             }
             Kernel::Pad(pads, value) => {
@@ -331,7 +337,12 @@ fn forward(program: &Program, params: &[T], x: T, n: usize) -> (T, Vec<TchStats>
             | Kernel::Lrn(_)
             | Kernel::ConvTranspose { .. }
             | Kernel::Interpolate(_)
-            | Kernel::Tile(_) => unreachable!("refused by supported()"),
+            | Kernel::Tile(_)
+            | Kernel::LayerNorm { .. }
+            | Kernel::GlobalMaxPool
+            | Kernel::DepthToSpace { .. }
+            | Kernel::SpaceToDepth { .. }
+            | Kernel::Resample { .. } => unreachable!("refused by supported()"),
         };
         for (slot, t) in step.outputs.iter().zip(outputs) {
             slots[*slot] = Some(t);
@@ -371,6 +382,10 @@ fn unary(op: UnaryOp, x: T) -> T {
         UnaryOp::Sqrt => x.sqrt(),
         UnaryOp::Neg => -x,
         UnaryOp::Abs => x.abs(),
+        UnaryOp::Gelu { tanh } => x.gelu(if tanh { "tanh" } else { "none" }),
+        UnaryOp::Erf => x.erf(),
+        UnaryOp::Mish => x.mish(),
+        UnaryOp::Log => x.log(),
     }
 }
 

@@ -91,7 +91,11 @@ pub(super) fn stem_end(g: &Graph, mp: &MainPath) -> Option<usize> {
 fn is_reduced(g: &Graph, mp: &MainPath, k: usize) -> bool {
     let c = mp.cuts[k];
     let rank = g.fact(c).map_or(0, |f| f.rank());
-    rank != 4 || matches!(g.node(c.node).op, Op::GlobalAveragePool(_) | Op::Reduce(_))
+    rank != 4
+        || matches!(
+            g.node(c.node).op,
+            Op::GlobalAveragePool(_) | Op::GlobalMaxPool(_) | Op::Reduce(_)
+        )
 }
 
 /// Unit boundaries between the stem's end and the head's start (both included).

@@ -68,7 +68,7 @@ pub fn export_bytes(graph: &Graph) -> Result<Vec<u8>, ExportError> {
 
 /// Key/value pairs as ONNX `metadata_props` entries, carried in a scratch
 /// `NodeProto` (the entry type itself is not exported by `onnx-ir`).
-fn props(map: &BTreeMap<String, String>) -> NodeProto {
+pub(super) fn props(map: &BTreeMap<String, String>) -> NodeProto {
     let mut carrier = NodeProto::new();
     for (k, v) in map {
         carrier.metadata_props.push(Default::default());
@@ -110,7 +110,7 @@ fn int(name: &str, v: i64) -> AttributeProto {
     a
 }
 
-fn ints(name: &str, v: impl IntoIterator<Item = i64>) -> AttributeProto {
+pub(super) fn ints(name: &str, v: impl IntoIterator<Item = i64>) -> AttributeProto {
     let mut a = attr(name);
     a.type_ = AttributeType::INTS.into();
     a.ints = v.into_iter().collect();
@@ -131,13 +131,36 @@ fn string(name: &str, v: &str) -> AttributeProto {
     a
 }
 
+/// Whether `pool` must be written with `ceil_mode`: only where rounding
+/// down would give fewer windows than it has. Where a ceiling's last
+/// window would start in the end padding, ONNX drops it (and opset-17 shape
+/// inference does not), leaving the floor's count: written without
+/// `ceil_mode`, the windows and their divisors are the same.
+fn ceil_needed(pool: &Pool, x: Option<&Fact>, out: &Fact) -> bool {
+    let Some(x) = x.filter(|x| x.rank() == 4 && pool.ceil_mode) else {
+        return pool.ceil_mode;
+    };
+    (0..2).any(|i| {
+        let pads = (pool.pads[i], pool.pads[i + 2]);
+        let floor = crate::ops::window_out(
+            x.shape[2 + i],
+            pool.kernel[i],
+            pool.strides[i],
+            pool.dilations[i],
+            pads,
+            false,
+        );
+        floor.map_or(true, |f| f != out.shape[2 + i])
+    })
+}
+
 fn usizes(v: &[usize]) -> Vec<i64> {
     v.iter().map(|&x| x as i64).collect()
 }
 
-struct Writer<'g> {
-    graph: &'g Graph,
-    names: HashMap<Outlet, String>,
+pub(super) struct Writer<'g> {
+    pub(super) graph: &'g Graph,
+    pub(super) names: HashMap<Outlet, String>,
     used: HashSet<String>,
     extra_initializers: Vec<onnx_ir::TensorProto>,
 }
@@ -152,7 +175,7 @@ impl<'g> Writer<'g> {
         }
     }
 
-    fn fresh(&mut self, base: &str) -> String {
+    pub(super) fn fresh(&mut self, base: &str) -> String {
         let name = if self.used.contains(base) {
             (1..)
                 .map(|i| format!("{base}_{i}"))
@@ -199,7 +222,7 @@ impl<'g> Writer<'g> {
     }
 
     /// Adds an initializer for an operand that the IR keeps as an attribute.
-    fn operand(&mut self, node: &str, what: &str, t: Tensor) -> String {
+    pub(super) fn operand(&mut self, node: &str, what: &str, t: Tensor) -> String {
         let name = self.fresh(&format!("{node}_{what}"));
         self.extra_initializers.push(tensor_to_proto(&name, &t));
         name
@@ -223,6 +246,9 @@ impl<'g> Writer<'g> {
                 return Ok(());
             }
             _ => {}
+        }
+        if self.composed(id, g) {
+            return Ok(());
         }
         let mut p = NodeProto::new();
         p.name = node.name.clone();
@@ -275,7 +301,16 @@ impl<'g> Writer<'g> {
                 }
                 _ => {}
             },
-            Op::Binary(_) | Op::GlobalAveragePool(_) | Op::MatMul(_) => {}
+            Op::Binary(_) | Op::GlobalAveragePool(_) | Op::GlobalMaxPool(_) | Op::MatMul(_) => {}
+            Op::LayerNorm(n) => {
+                a.push(int("axis", n.axis));
+                a.push(float("epsilon", n.epsilon));
+            }
+            Op::DepthToSpace(d) => {
+                a.push(int("blocksize", d.block as i64));
+                a.push(string("mode", d.order.onnx_name()));
+            }
+            Op::SpaceToDepth(s) => a.push(int("blocksize", s.block as i64)),
             Op::Concat(c) => a.push(int("axis", c.axis)),
             Op::Softmax(sm) => a.push(int("axis", sm.axis)),
             Op::InstanceNorm(n) => a.push(float("epsilon", n.epsilon)),
@@ -315,7 +350,10 @@ impl<'g> Writer<'g> {
                 a.push(ints("kernel_shape", usizes(&pool.kernel)));
                 a.push(ints("strides", usizes(&pool.strides)));
                 a.push(ints("pads", usizes(&pool.pads)));
-                a.push(int("ceil_mode", pool.ceil_mode as i64));
+                a.push(int(
+                    "ceil_mode",
+                    ceil_needed(pool, graph.fact(node.inputs[0]), &node.outputs[0]) as i64,
+                ));
                 match pool.kind {
                     PoolKind::Max => a.push(ints("dilations", usizes(&pool.dilations))),
                     PoolKind::Average { count_include_pad } => {
@@ -364,6 +402,14 @@ impl<'g> Writer<'g> {
                         a.push(string("nearest_mode", m.onnx_name()));
                     }
                     ResizeMode::Linear => a.push(string("mode", "linear")),
+                    ResizeMode::Cubic {
+                        a: coeff,
+                        exclude_outside,
+                    } => {
+                        a.push(string("mode", "cubic"));
+                        a.push(float("cubic_coeff_a", coeff));
+                        a.push(int("exclude_outside", exclude_outside as i64));
+                    }
                 }
                 p.input.push(String::new());
                 match r.target {

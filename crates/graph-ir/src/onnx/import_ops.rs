@@ -3,7 +3,7 @@
 use super::ImportError;
 use super::attrs::Attrs;
 use super::fold;
-use super::{import_resize, import_window};
+use super::{import_blocks, import_resize, import_window};
 use crate::graph::{Graph, Outlet};
 use crate::ops::*;
 use crate::tensor::Tensor;
@@ -549,6 +549,13 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
         "Sqrt" => unary(ctx, UnaryOp::Sqrt)?,
         "Neg" => unary(ctx, UnaryOp::Neg)?,
         "Abs" => unary(ctx, UnaryOp::Abs)?,
+        "Erf" => unary(ctx, UnaryOp::Erf)?,
+        "Mish" => unary(ctx, UnaryOp::Mish)?,
+        "Log" => unary(ctx, UnaryOp::Log)?,
+        "Gelu" => import_blocks::gelu(ctx)?,
+        "LayerNormalization" => import_blocks::layer_norm(ctx)?,
+        "DepthToSpace" => import_blocks::depth_to_space(ctx)?,
+        "SpaceToDepth" => import_blocks::space_to_depth(ctx)?,
         "Add" => binary(ctx, BinaryOp::Add)?,
         "Sub" => binary(ctx, BinaryOp::Sub)?,
         "Mul" => binary(ctx, BinaryOp::Mul)?,
@@ -605,6 +612,7 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             },
         )?,
         "GlobalAveragePool" => Lowered::Op(Op::GlobalAveragePool(GlobalAveragePool), ctx.data_inputs(1)?),
+        "GlobalMaxPool" => Lowered::Op(Op::GlobalMaxPool(GlobalMaxPool), ctx.data_inputs(1)?),
         "ReduceMean" => reduce(ctx, g, ReduceKind::Mean)?,
         "ReduceSum" => reduce(ctx, g, ReduceKind::Sum)?,
         "Gemm" => gemm(ctx)?,

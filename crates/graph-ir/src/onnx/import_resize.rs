@@ -85,8 +85,11 @@ fn mode_name(ctx: &NodeCtx) -> Result<String, ImportError> {
     let a = ctx.attrs();
     let mode = a.string("mode", "nearest")?;
     match mode.as_str() {
-        "nearest" | "linear" | "bilinear" => Ok(mode),
-        other => Err(a.err("mode", format!("`{other}` is not supported (nearest and linear are)"))),
+        "nearest" | "linear" | "bilinear" | "cubic" => Ok(mode),
+        other => Err(a.err(
+            "mode",
+            format!("`{other}` is not supported (nearest, linear and cubic are)"),
+        )),
     }
 }
 
@@ -105,6 +108,7 @@ fn asymmetric(ctx: &NodeCtx, g: &Graph, scales: Option<Vec<f32>>) -> Result<Lowe
     let target = target(ctx, g, scales, None)?;
     let mode = match mode_name(ctx)?.as_str() {
         "nearest" => ResizeMode::Nearest(simple_nearest(ctx, target)?),
+        "cubic" => return Err(ctx.err(format!("opset {} has no cubic resizing", ctx.opset))),
         _ => ResizeMode::Linear,
     };
     let op = Resize {
@@ -123,9 +127,7 @@ pub(super) fn resize(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     if a.int("antialias", 0)? != 0 {
         return Err(a.err("antialias", "antialiased resizing is not supported"));
     }
-    if a.int("exclude_outside", 0)? != 0 {
-        return Err(a.err("exclude_outside", "is not supported"));
-    }
+    let exclude_outside = a.int("exclude_outside", 0)? != 0;
     let policy = a.string("keep_aspect_ratio_policy", "stretch")?;
     if policy != "stretch" {
         return Err(a.err(
@@ -149,8 +151,15 @@ pub(super) fn resize(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
                 NearestMode::from_onnx(&n).ok_or_else(|| a.err("nearest_mode", format!("unknown value `{n}`")))?,
             )
         }
+        "cubic" => ResizeMode::Cubic {
+            a: a.float("cubic_coeff_a", -0.75)?,
+            exclude_outside,
+        },
         _ => ResizeMode::Linear,
     };
+    if exclude_outside && !matches!(mode, ResizeMode::Cubic { .. }) {
+        return Err(a.err("exclude_outside", "is supported with cubic resizing only"));
+    }
     let target = target(ctx, g, const_floats(ctx, g, 2)?, ctx.const_ints(g, 3)?)?;
     let op = Resize { mode, coord, target };
     Ok(Lowered::Op(Op::Resize(op), ctx.data_inputs(1)?))

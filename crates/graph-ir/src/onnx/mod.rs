@@ -8,9 +8,11 @@
 
 mod attrs;
 mod export;
+mod export_compose;
 
 mod fold;
 mod import;
+mod import_blocks;
 mod import_ops;
 mod import_resize;
 mod import_window;
@@ -31,25 +33,32 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Concat",
     "Conv",
     "ConvTranspose",
+    "DepthToSpace",
     "Div",
     "Dropout",
     "Elu",
+    "Erf",
     "Exp",
     "Flatten",
     "Gather",
+    "Gelu",
     "Gemm",
     "GlobalAveragePool",
+    "GlobalMaxPool",
     "HardSigmoid",
     "HardSwish",
     "Identity",
     "InstanceNormalization",
     "LRN",
+    "LayerNormalization",
     "LeakyRelu",
+    "Log",
     "LogSoftmax",
     "MatMul",
     "Max",
     "MaxPool",
     "Min",
+    "Mish",
     "Mul",
     "Neg",
     "PRelu",
@@ -66,6 +75,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Softmax",
     "Softplus",
     "Softsign",
+    "SpaceToDepth",
     "Split",
     "Sqrt",
     "Squeeze",

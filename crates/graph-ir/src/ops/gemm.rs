@@ -58,7 +58,9 @@ impl OpSpec for Gemm {
     }
 }
 
-/// Numpy-style matrix product with batch broadcasting.
+/// Numpy-style matrix product with batch broadcasting. A 1-D `A` is a row
+/// (`[K]` read as `[1, K]`) and a 1-D `B` a column (`[K]` as `[K, 1]`); the
+/// axis added for it is removed from the result.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct MatMul;
 
@@ -66,18 +68,33 @@ impl OpSpec for MatMul {
     fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
         expect_inputs(inputs, 2, 2)?;
         let (a, b) = (inputs[0], inputs[1]);
-        if a.rank() < 2 || b.rank() < 2 {
+        if a.rank() == 0 || b.rank() == 0 {
             return Err(format!(
-                "inputs must have rank >= 2 (vectors are not supported), got {a} and {b}"
+                "inputs must have rank >= 1 (scalars are not matrices), got {a} and {b}"
             ));
         }
-        let (m, ka) = (a.shape[a.rank() - 2], a.shape[a.rank() - 1]);
-        let (kb, n) = (b.shape[b.rank() - 2], b.shape[b.rank() - 1]);
+        let row = if a.rank() == 1 {
+            vec![1, a.shape[0]]
+        } else {
+            a.shape.clone()
+        };
+        let col = if b.rank() == 1 {
+            vec![b.shape[0], 1]
+        } else {
+            b.shape.clone()
+        };
+        let (m, ka) = (row[row.len() - 2], row[row.len() - 1]);
+        let (kb, n) = (col[col.len() - 2], col[col.len() - 1]);
         if ka != kb {
             return Err(format!("inner dimensions differ: {a} and {b}"));
         }
-        let mut shape = broadcast(&a.shape[..a.rank() - 2], &b.shape[..b.rank() - 2])?;
-        shape.extend([m, n]);
+        let mut shape = broadcast(&row[..row.len() - 2], &col[..col.len() - 2])?;
+        if a.rank() > 1 {
+            shape.push(m);
+        }
+        if b.rank() > 1 {
+            shape.push(n);
+        }
         Ok(vec![Fact::new(a.dtype, shape)])
     }
 
@@ -85,5 +102,28 @@ impl OpSpec for MatMul {
         let a = &inputs[0].shape;
         let k = a[a.len() - 1] as u64;
         Cost::multiply_accumulate((outputs[0].volume() as u64).saturating_mul(k), inputs, &outputs[0])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matmul(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
+        let (a, b) = (Fact::f32(a.to_vec()), Fact::f32(b.to_vec()));
+        MatMul.infer(&[&a, &b]).map(|f| f[0].shape.clone())
+    }
+
+    #[test]
+    fn vectors_lose_the_axis_numpy_adds_for_them() {
+        assert_eq!(matmul(&[3], &[3]).unwrap(), Vec::<usize>::new());
+        assert_eq!(matmul(&[3], &[3, 4]).unwrap(), [4]);
+        assert_eq!(matmul(&[2, 5, 3], &[3]).unwrap(), [2, 5]);
+        assert_eq!(matmul(&[3], &[2, 3, 4]).unwrap(), [2, 4]);
+        assert_eq!(matmul(&[2, 3], &[3, 4]).unwrap(), [2, 4]);
+        assert!(matmul(&[3], &[4]).unwrap_err().contains("inner dimensions"));
+        assert!(matmul(&[], &[4]).is_err());
+        let cost = MatMul.cost(&[&Fact::f32([2, 3]), &Fact::f32([3])], &[Fact::f32([2])]);
+        assert_eq!(cost.macs, 6);
     }
 }

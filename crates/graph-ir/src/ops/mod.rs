@@ -11,9 +11,11 @@ pub(crate) mod binary;
 mod concat;
 mod conv;
 mod conv_transpose;
+mod depth_space;
 mod gather;
 mod gemm;
 mod instance_norm;
+mod layer_norm;
 pub(crate) mod layout;
 mod lrn;
 mod pad;
@@ -31,13 +33,15 @@ pub use binary::{Binary, BinaryOp};
 pub use concat::Concat;
 pub use conv::Conv;
 pub use conv_transpose::ConvTranspose;
+pub use depth_space::{DepthOrder, DepthToSpace, SpaceToDepth};
 pub use gather::Gather;
 pub use gemm::{Gemm, MatMul};
 pub use instance_norm::InstanceNorm;
+pub use layer_norm::LayerNorm;
 pub use layout::{Flatten, Reshape, Transpose};
 pub use lrn::Lrn;
 pub use pad::{Pad, PadMode};
-pub use pool::{GlobalAveragePool, Pool, PoolKind};
+pub use pool::{GlobalAveragePool, GlobalMaxPool, Pool, PoolKind};
 pub use reduce::{Reduce, ReduceKind};
 pub use resize::{CoordMode, NearestMode, Resize, ResizeMode, ResizeTarget};
 pub use slice::Slice;
@@ -89,6 +93,10 @@ pub enum Op {
     Resize(Resize),
     Tile(Tile),
     Gather(Gather),
+    GlobalMaxPool(GlobalMaxPool),
+    LayerNorm(LayerNorm),
+    DepthToSpace(DepthToSpace),
+    SpaceToDepth(SpaceToDepth),
 }
 
 /// Shape inference and cost of one operator kind.
@@ -131,6 +139,10 @@ impl Op {
             Op::Resize(_) => "Resize",
             Op::Tile(_) => "Tile",
             Op::Gather(_) => "Gather",
+            Op::GlobalMaxPool(_) => "GlobalMaxPool",
+            Op::LayerNorm(_) => "LayerNormalization",
+            Op::DepthToSpace(_) => "DepthToSpace",
+            Op::SpaceToDepth(_) => "SpaceToDepth",
         }
     }
 
@@ -160,6 +172,10 @@ impl Op {
             Op::Resize(o) => o,
             Op::Tile(o) => o,
             Op::Gather(o) => o,
+            Op::GlobalMaxPool(o) => o,
+            Op::LayerNorm(o) => o,
+            Op::DepthToSpace(o) => o,
+            Op::SpaceToDepth(o) => o,
         })
     }
 
@@ -181,7 +197,14 @@ impl Op {
     pub fn is_layout(&self) -> bool {
         matches!(
             self,
-            Op::Reshape(_) | Op::Flatten(_) | Op::Transpose(_) | Op::Concat(_) | Op::Split(_) | Op::Slice(_)
+            Op::Reshape(_)
+                | Op::Flatten(_)
+                | Op::Transpose(_)
+                | Op::Concat(_)
+                | Op::Split(_)
+                | Op::Slice(_)
+                | Op::DepthToSpace(_)
+                | Op::SpaceToDepth(_)
         )
     }
 }

@@ -1,4 +1,5 @@
-//! Windowed pooling (`MaxPool`, `AveragePool`) and `GlobalAveragePool`.
+//! Windowed pooling (`MaxPool`, `AveragePool`), `GlobalAveragePool` and
+//! `GlobalMaxPool`.
 
 use super::{Cost, OpSpec, expect_inputs, expect_rank, window_out};
 use crate::tensor::Fact;
@@ -75,5 +76,19 @@ impl OpSpec for GlobalAveragePool {
             macs: 0,
             flops: inputs[0].volume() as u64,
         }
+    }
+}
+
+/// Maximum over all spatial positions: `[N,C,H,W] -> [N,C,1,1]`.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct GlobalMaxPool;
+
+impl OpSpec for GlobalMaxPool {
+    fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
+        GlobalAveragePool.infer(inputs)
+    }
+
+    fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
+        GlobalAveragePool.cost(inputs, outputs)
     }
 }

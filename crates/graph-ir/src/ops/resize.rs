@@ -74,11 +74,19 @@ impl NearestMode {
 }
 
 /// Interpolation between input values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ResizeMode {
     Nearest(NearestMode),
     /// Bilinear over H and W.
     Linear,
+    /// Bicubic over H and W with Keys' kernel of coefficient `a` (ONNX
+    /// `cubic_coeff_a`, −0.75 by default); with `exclude_outside`, taps
+    /// outside the input get weight 0 and the rest are renormalised,
+    /// else they read the nearest edge value.
+    Cubic {
+        a: f32,
+        exclude_outside: bool,
+    },
 }
 
 /// The output size, as ONNX gives it: per-axis scales (output length
@@ -134,11 +142,13 @@ impl OpSpec for Resize {
         Ok(vec![Fact::new(x.dtype, [x.shape[0], x.shape[1], h, w])])
     }
 
-    /// A copy per element for nearest; four weighted reads for bilinear.
+    /// A copy per element for nearest; four weighted reads for bilinear,
+    /// sixteen for bicubic.
     fn cost(&self, _inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         let per = match self.mode {
             ResizeMode::Nearest(_) => 1,
             ResizeMode::Linear => 8,
+            ResizeMode::Cubic { .. } => 32,
         };
         Cost::elementwise(per, &outputs[0])
     }

@@ -42,6 +42,17 @@ pub enum UnaryOp {
     Sqrt,
     Neg,
     Abs,
+    /// `x · Φ(x)` (ONNX `Gelu`, opset 20); with `tanh`, the tanh
+    /// approximation `0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))`.
+    Gelu {
+        tanh: bool,
+    },
+    /// The Gauss error function.
+    Erf,
+    /// `x · tanh(softplus(x))`.
+    Mish,
+    /// The natural logarithm.
+    Log,
 }
 
 impl UnaryOp {
@@ -62,6 +73,10 @@ impl UnaryOp {
             UnaryOp::Sqrt => "Sqrt",
             UnaryOp::Neg => "Neg",
             UnaryOp::Abs => "Abs",
+            UnaryOp::Gelu { .. } => "Gelu",
+            UnaryOp::Erf => "Erf",
+            UnaryOp::Mish => "Mish",
+            UnaryOp::Log => "Log",
         }
     }
 
@@ -78,6 +93,9 @@ impl UnaryOp {
             UnaryOp::Sigmoid | UnaryOp::Tanh => 4,
             UnaryOp::HardSigmoid { .. } => 4,
             UnaryOp::HardSwish => 5,
+            UnaryOp::Log => 4,
+            UnaryOp::Erf => 8,
+            UnaryOp::Gelu { .. } | UnaryOp::Mish => 10,
         }
     }
 }
