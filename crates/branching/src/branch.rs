@@ -17,7 +17,7 @@
 use crate::error::BranchError;
 use crate::init::{batch_norm, filled, kaiming};
 use graph_ir::analysis::Stage;
-use graph_ir::ops::{BatchNorm, Conv, Op};
+use graph_ir::ops::{BatchNorm, BinaryOp, Conv, Op};
 use graph_ir::{Graph, NodeId, Outlet};
 use std::collections::HashMap;
 
@@ -200,12 +200,57 @@ pub fn build_branch_at(
                     let x = data(0)?;
                     fresh_batch_norm(&mut b, x, &name, bn.clone())?
                 }
+                Op::MatMul(_) if g.const_tensor(node.inputs[1]).is_some_and(|t| t.shape().len() == 2) => {
+                    let x = data(0)?;
+                    let cin = last_dim(&b, x);
+                    let cout_old = g.const_tensor(node.inputs[1]).map_or(0, |t| t.shape()[1]);
+                    let cout = scale(cout_old, ratio, spec.multiple);
+                    let wname = format!("{name}.weight");
+                    let fanned = weight(spec.weights, vec![cout, cin], seed, &wname);
+                    let w = fanned.reshaped(vec![cin, cout]).expect("the same number of values");
+                    let w = b.add_const(wname, w)?;
+                    b.add_node(name, node.op.clone(), &[x, w])?
+                }
                 Op::Gemm(_) | Op::MatMul(_) => {
                     return Err(unsupported(
                         &node.name,
                         node.op.name(),
-                        "fully connected layers inside a stage are not scaled".into(),
+                        "only matrix products of a value with a constant matrix are scaled inside a stage".into(),
                     ));
+                }
+                Op::LayerNorm(ln) => {
+                    let x = data(0)?;
+                    let rank = b.fact(x).map_or(0, |f| f.rank());
+                    if ln.first_axis(rank).ok() != Some(rank.saturating_sub(1)) {
+                        return Err(unsupported(
+                            &node.name,
+                            node.op.name(),
+                            "only a LayerNorm over the last axis is scaled inside a stage".into(),
+                        ));
+                    }
+                    let c = last_dim(&b, x);
+                    let mut inputs = vec![x, b.add_const(format!("{name}.weight"), filled(c, 1.0))?];
+                    if node.inputs.len() > 2 {
+                        inputs.push(b.add_const(format!("{name}.bias"), filled(c, 0.0))?);
+                    }
+                    b.add_node(name, node.op.clone(), &inputs)?
+                }
+                Op::Binary(bin)
+                    if node.inputs.len() == 2
+                        && g.const_tensor(node.inputs[1]).is_some_and(|t| t.shape().len() == 1)
+                        && g.const_tensor(node.inputs[0]).is_none() =>
+                {
+                    let x = data(0)?;
+                    let c = last_dim(&b, x);
+                    let old = g.const_tensor(node.inputs[1]).expect("checked");
+                    let t = if old.shape()[0] == c || old.shape()[0] == 1 {
+                        old.clone()
+                    } else {
+                        let neutral = matches!(bin.op, BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow);
+                        filled(c, if neutral { 1.0 } else { 0.0 })
+                    };
+                    let k = b.add_const(format!("{name}.const1"), t)?;
+                    b.add_node(name, node.op.clone(), &[x, k])?
                 }
                 Op::InstanceNorm(_) => {
                     return Err(unsupported(
@@ -263,6 +308,11 @@ pub fn build_branch_at(
     b.set_outputs(vec![(format!("{prefix}output"), y)])?;
     b.check()?;
     Ok(b)
+}
+
+/// The length of the last axis of `x` (the channels of a channels-last value).
+fn last_dim(b: &Graph, x: Outlet) -> usize {
+    b.fact(x).and_then(|f| f.shape.last().copied()).unwrap_or(0)
 }
 
 /// A 1x1 convolution to `c` channels followed by BatchNorm, named `{name}` and `{name}.bn`.
