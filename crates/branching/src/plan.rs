@@ -271,7 +271,14 @@ pub struct Plan {
     pub schema: String,
     /// Every latency in the plan is predicted by this model, not measured.
     pub predicted_by: String,
+    /// The model file the plan was made for (a label; the fingerprint is
+    /// what is checked).
     pub model: String,
+    /// [`Graph::fingerprint`](graph_ir::Graph::fingerprint) of that model:
+    /// `branch` refuses a model with another. Plans written before it was
+    /// recorded have none and are checked by their stages only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_fingerprint: Option<String>,
     pub device: String,
     pub processors: Vec<String>,
     /// Runs the stem, the head, unbranched stages and every merge.
@@ -295,8 +302,9 @@ impl Plan {
         })
     }
 
-    /// Reads a plan, checking its schema, its settings and that no stage puts
-    /// two branches on one processor.
+    /// Reads a plan, checking its schema, its settings, that every processor
+    /// it names is one of its `processors`, and that no stage puts two
+    /// branches on one processor.
     pub fn load(path: &Path) -> Result<Plan, BranchError> {
         let err = |reason: String| BranchError::PlanFile {
             path: path.display().to_string(),
@@ -310,6 +318,24 @@ impl Plan {
         }
         let plan: Plan = serde_json::from_value(value).map_err(|e| err(e.to_string()))?;
         plan.settings.validate()?;
+        let known = |key: String, p: &str| -> Result<(), BranchError> {
+            if plan.processors.iter().any(|q| q == p) {
+                return Ok(());
+            }
+            Err(err(format!(
+                "{key}: processor `{p}` is not one of the plan's processors ({})",
+                plan.processors.join(", ")
+            )))
+        };
+        known("primary".into(), &plan.primary)?;
+        known("stem.processor".into(), &plan.stem.processor)?;
+        known("head.processor".into(), &plan.head.processor)?;
+        for (i, s) in plan.stages.iter().enumerate() {
+            known(format!("stages[{i}].processor"), &s.processor)?;
+            for (j, b) in s.branches.iter().enumerate() {
+                known(format!("stages[{i}].branches[{j}].processor"), &b.processor)?;
+            }
+        }
         for s in &plan.stages {
             for (i, b) in s.branches.iter().enumerate() {
                 if s.branches[..i].iter().any(|o| o.processor == b.processor) {

@@ -18,6 +18,15 @@ use std::collections::HashMap;
 /// Checks that `plan` fits `g` (stage count, blocks, channels, depth and width bounds).
 pub fn check_plan(g: &Graph, stages: &[Stage], plan: &Plan) -> Result<(), BranchError> {
     let mismatch = |reason: String| Err(BranchError::Mismatch { reason });
+    if let Some(want) = &plan.model_fingerprint
+        && g.fingerprint().as_ref() != Some(want)
+    {
+        return mismatch(format!(
+            "the plan was made for {} (structure fingerprint {want}), and this model's structure differs (fingerprint {})",
+            plan.model,
+            g.fingerprint().unwrap_or_else(|| "none".into())
+        ));
+    }
     if plan.stages.len() != stages.len() {
         return mismatch(format!(
             "the plan has {} stages, the model {}",
@@ -197,6 +206,9 @@ pub fn apply_plan(g: &Graph, plan: &Plan, seed: u64) -> Result<Graph, BranchErro
     out.metadata.insert("stretch.plan".into(), plan_summary(plan));
     out.metadata
         .insert(keys::ORIGINAL_MACS.into(), g.total_cost().macs.to_string());
+    if let Some(f) = g.fingerprint() {
+        out.metadata.insert(keys::ORIGINAL_FINGERPRINT.into(), f);
+    }
     out.check()?;
     Ok(out)
 }
@@ -373,6 +385,7 @@ mod tests {
             split: Vec::new(),
         };
         Plan {
+            model_fingerprint: None,
             schema: SCHEMA.into(),
             predicted_by: "test".into(),
             model: "r".into(),

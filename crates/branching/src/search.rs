@@ -207,6 +207,7 @@ pub fn search(
         schema: SCHEMA.into(),
         predicted_by: model.provenance(),
         model: model_label.to_string(),
+        model_fingerprint: g.fingerprint(),
         device: model.device().to_string(),
         processors: processors.to_vec(),
         primary: primary.clone(),

@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod builder;
 mod cost;
 mod error;
+mod fingerprint;
 mod graph;
 pub mod onnx;
 pub mod ops;
@@ -43,4 +44,8 @@ pub mod keys {
     /// Model metadata of a branched model: the MACs of the model it was
     /// branched from.
     pub const ORIGINAL_MACS: &str = "stretch.original_macs";
+    /// Model metadata of a branched model: the
+    /// [`fingerprint`](crate::Graph::fingerprint) of the model it was
+    /// branched from.
+    pub const ORIGINAL_FINGERPRINT: &str = "stretch.original_fingerprint";
 }

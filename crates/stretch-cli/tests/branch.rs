@@ -168,7 +168,57 @@ fn bad_plans_and_options_are_named() {
     let plan = arg(&dir.join("r50.json"));
     stretch_ok(&["plan", &r50, "--device", &device, "-o", &plan]);
     let e = err(&["branch", &r18, "--plan", &plan, "-o", &arg(&dir.join("x.onnx"))]);
-    assert!(e.contains("does not match the model") && e.contains("stage 0"), "{e}");
+    assert!(
+        e.contains("does not match the model") && e.contains("resnet50.onnx") && e.contains("fingerprint"),
+        "{e}"
+    );
+    let r18_plan = dir.join("r18.json");
+    stretch_ok(&["plan", &r18, "--device", &device, "-o", &arg(&r18_plan)]);
+    let copy = dir.join("r18-converted.onnx");
+    stretch_ok(&["convert", &r18, "-o", &arg(&copy)]);
+    let branched = arg(&dir.join("r18-branched.onnx"));
+    stretch_ok(&[
+        "branch",
+        &arg(&copy),
+        "--plan",
+        &arg(&r18_plan),
+        "--random-weights",
+        "1",
+        "-o",
+        &branched,
+    ]);
+    let e = err(&[
+        "bench",
+        &branched,
+        "--original",
+        &r50,
+        "--random-weights",
+        "1",
+        "--runs",
+        "1",
+    ]);
+    assert!(e.contains("is not the model") && e.contains("resnet50.onnx"), "{e}");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&r18_plan).expect("plan")).expect("json");
+    let branch = doc["stages"]
+        .as_array_mut()
+        .expect("stages")
+        .iter_mut()
+        .find_map(|s| s["branches"].as_array_mut().and_then(|b| b.first_mut()))
+        .expect("a branched stage");
+    branch["processor"] = "npu".into();
+    std::fs::write(&r18_plan, doc.to_string()).expect("write");
+    let e = err(&[
+        "branch",
+        &r18,
+        "--plan",
+        &arg(&r18_plan),
+        "-o",
+        &arg(&dir.join("x.onnx")),
+    ]);
+    assert!(
+        e.contains("processor `npu` is not one of the plan's processors") && e.contains("stages["),
+        "{e}"
+    );
     std::fs::write(dir.join("bad.json"), r#"{"schema": "other/9"}"#).expect("write");
     let e = err(&[
         "branch",

@@ -132,6 +132,16 @@ pub fn run(args: Args) -> Result<()> {
         random_weights: args.model.random_weights,
     }
     .load_runnable()?;
+    if let (Some(want), Some(have)) = (
+        branched.metadata.get(graph_ir::keys::ORIGINAL_FINGERPRINT),
+        original.fingerprint(),
+    ) && *want != have
+    {
+        bail!(
+            "--original {original_label} is not the model {label} was branched from \
+             (its structure fingerprint is {have}; {label} records {want})"
+        );
+    }
     let cores = affinity::allowed_cores().map_err(anyhow::Error::msg)?;
     let processors: Vec<ProcessorConfig> = if args.runtime.is_configured() {
         args.runtime.processors(&branched)?
