@@ -489,3 +489,21 @@ fn a_declared_dimension_that_is_not_a_size_is_named_as_such() {
         );
     }
 }
+
+#[test]
+fn a_name_holding_a_newline_is_refused_and_shown_escaped() {
+    let err = import_err(edited(|m| node(m, "Relu").name = "re\nlu".into()));
+    let msg = one_line(&err);
+    assert!(msg.contains(r#"node name "re\nlu" holds a control character"#), "{msg}");
+    let err = import_err(edited(|m| {
+        let g = m.graph.as_mut().unwrap();
+        g.node.iter_mut().for_each(|n| {
+            for v in n.input.iter_mut().chain(n.output.iter_mut()) {
+                if v == "conv" {
+                    *v = "co\tnv".into();
+                }
+            }
+        });
+    }));
+    assert!(one_line(&err).contains(r#""co\tnv""#), "{err}");
+}

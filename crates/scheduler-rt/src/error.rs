@@ -57,6 +57,15 @@ pub enum RuntimeError {
     Policy { reason: String },
     #[error("worker of processor '{processor}' has stopped")]
     WorkerGone { processor: String },
+    #[error(
+        "value `{value}` is {fact}, {need_gb:.3} GB, more than the {available_gb:.3} GB of memory available: the model cannot run here"
+    )]
+    TooLarge {
+        value: String,
+        fact: String,
+        need_gb: f64,
+        available_gb: f64,
+    },
 }
 
 /// `"KEY: "`, or nothing for an error about a whole file (empty key).

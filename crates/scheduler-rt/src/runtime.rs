@@ -87,6 +87,9 @@ impl Runtime {
                 });
             }
         }
+        if let Some(available) = crate::memory::available_bytes() {
+            crate::memory::check_fits(g, available)?;
+        }
         let partition = partition(g, &first.name)?;
         let configured = || {
             processors

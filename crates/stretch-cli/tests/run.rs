@@ -255,3 +255,27 @@ fn a_closed_stdout_never_loses_an_output_file() {
     assert!(status.success(), "{status}");
     assert!(plan.exists(), "plan wrote no {}", plan.display());
 }
+
+/// A model whose input alone needs more memory than any machine has is
+/// refused before anything is allocated, naming the value and its size
+/// (it was a failed 43 GB allocation and a backtrace).
+#[test]
+fn a_value_larger_than_memory_is_refused_by_name() {
+    use graph_ir::ops::{Unary, UnaryOp};
+    let dir = scratch("run-huge");
+    let mut g = graph_ir::Graph::new("huge");
+    let x = g.add_input("x", graph_ir::Fact::f32([1, 64, 60000, 60000])).unwrap();
+    let y = g
+        .add_node("relu", graph_ir::Op::Unary(Unary { op: UnaryOp::Relu }), &[x])
+        .unwrap();
+    g.set_outputs(vec![("y".into(), y.out(0))]).unwrap();
+    let model = dir.join("huge.onnx");
+    graph_ir::onnx::export_file(&g, &model).unwrap();
+    let out = stretch(&["run", &arg(&model), "--random", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines().count() == 1 && err.contains("value `x` is f32[1x64x60000x60000], 921.600 GB"),
+        "{err}"
+    );
+}

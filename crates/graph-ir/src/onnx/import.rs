@@ -64,6 +64,34 @@ pub fn import_file(path: impl AsRef<Path>, options: &ImportOptions) -> Result<Gr
 /// release its per-operator tests are built from (onnx 1.23).
 pub const NEWEST_OPSET: i64 = 28;
 
+/// Fails on the first name of the graph (node, value, input, output,
+/// initializer) holding a control character such as a newline: every
+/// message that names it would break across lines. The name is shown
+/// escaped.
+fn printable_names(g: &onnx_ir::GraphProto) -> Result<(), ImportError> {
+    let bad = |what: &str, name: &str| -> Result<(), ImportError> {
+        if name.chars().any(char::is_control) {
+            return Err(ImportError::Model {
+                reason: format!("{what} name {name:?} holds a control character; names must be printable"),
+            });
+        }
+        Ok(())
+    };
+    for vi in g.input.iter().chain(&g.output) {
+        bad("graph value", &vi.name)?;
+    }
+    for t in &g.initializer {
+        bad("initializer", &t.name)?;
+    }
+    for n in &g.node {
+        bad("node", &n.name)?;
+        for v in n.input.iter().chain(&n.output) {
+            bad("tensor", v)?;
+        }
+    }
+    Ok(())
+}
+
 /// Imports an ONNX model from its serialized bytes; `label` names the source in errors.
 pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Result<Graph, ImportError> {
     let not_onnx = |reason: String| ImportError::NotOnnx {
@@ -92,6 +120,7 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
         });
     }
     let proto = model.graph.as_ref().expect("checked above");
+    printable_names(proto)?;
     let mut imp = Importer {
         graph: Graph::new(if proto.name.is_empty() {
             "model"
