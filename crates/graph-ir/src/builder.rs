@@ -50,6 +50,11 @@ impl Builder {
         }
     }
 
+    /// The graph built so far.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
     fn channels(&self, x: Outlet) -> Result<usize, GraphError> {
         self.graph
             .fact(x)

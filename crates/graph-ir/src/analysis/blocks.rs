@@ -87,19 +87,44 @@ pub(super) fn stem_end(g: &Graph, mp: &MainPath) -> Option<usize> {
     Some(k)
 }
 
-/// Whether cut `k` has had its spatial dimensions reduced away.
+/// Whether cut `k` has had its spatial dimensions reduced away (a value of
+/// rank above 4, such as a channel shuffle's, has not).
 fn is_reduced(g: &Graph, mp: &MainPath, k: usize) -> bool {
     let c = mp.cuts[k];
     let rank = g.fact(c).map_or(0, |f| f.rank());
-    rank != 4
+    rank < 4
         || matches!(
             g.node(c.node).op,
             Op::GlobalAveragePool(_) | Op::GlobalMaxPool(_) | Op::Reduce(_)
         )
 }
 
-/// Unit boundaries between the stem's end and the head's start (both included).
-pub(super) fn boundaries(g: &Graph, mp: &MainPath, stem: usize, residuals: &[Residual]) -> (BTreeSet<usize>, usize) {
+/// Whether cut `k` is a Concat joining parallel paths (a fire, Inception or
+/// ShuffleNet module's output), not one that appends new features to an
+/// earlier cut (a DenseNet layer, whose block continues).
+fn module_output(g: &Graph, mp: &MainPath, k: usize) -> bool {
+    let node = g.node(mp.cuts[k].node);
+    matches!(node.op, Op::Concat(_)) && node.inputs.iter().all(|i| !mp.cuts[..k].contains(i))
+}
+
+/// Whether the nodes hold a convolution or matrix product.
+fn computes(g: &Graph, nodes: &[NodeId]) -> bool {
+    nodes.iter().any(|id| {
+        matches!(
+            g.node(*id).op,
+            Op::Conv(_) | Op::ConvTranspose(_) | Op::Gemm(_) | Op::MatMul(_)
+        )
+    })
+}
+
+/// Unit boundaries between the stem's end and the head's start (both
+/// included), the head's start, and why the head starts there.
+pub(super) fn boundaries(
+    g: &Graph,
+    mp: &MainPath,
+    stem: usize,
+    residuals: &[Residual],
+) -> (BTreeSet<usize>, usize, String) {
     let mut b = BTreeSet::new();
     b.insert(stem);
     for r in residuals {
@@ -115,6 +140,9 @@ pub(super) fn boundaries(g: &Graph, mp: &MainPath, stem: usize, residuals: &[Res
         if linear || matches!(producer, Op::Pool(_)) {
             b.insert(k);
         }
+        if module_output(g, mp, k) {
+            b.insert(skip_pointwise(g, mp, k));
+        }
     }
     let last = mp.cuts.len() - 1;
     let reduced = (stem + 1..mp.cuts.len()).find(|&k| is_reduced(g, mp, k));
@@ -128,9 +156,37 @@ pub(super) fn boundaries(g: &Graph, mp: &MainPath, stem: usize, residuals: &[Res
         Some(l) => b.range(..=l).next_back().copied().unwrap_or(stem),
         None => last,
     };
+    let name = |k: usize| g.node(mp.cuts[k].node).name.clone();
+    let reason = match (reduced, upsampled) {
+        (Some(r), u) if u.is_none_or(|u| r - 1 <= u) => {
+            format!("`{}` reduces the spatial dimensions away", name(r))
+        }
+        (_, Some(u)) => format!("the segment after `{}` enlarges the map (a decoder)", name(u)),
+        _ => "the graph ends".into(),
+    };
     let mut b: BTreeSet<usize> = b.into_iter().filter(|&k| k >= stem && k <= head).collect();
     b.insert(head);
-    (b, head)
+    let (b, head) = without_empty_units(g, mp, b, head);
+    (b, head, reason)
+}
+
+/// Removes boundaries so that every unit holds a convolution or matrix
+/// product: a unit without one (a lone pooling) joins the unit after it,
+/// or the head when it is the last. Returns the boundaries and the head.
+fn without_empty_units(g: &Graph, mp: &MainPath, mut b: BTreeSet<usize>, mut head: usize) -> (BTreeSet<usize>, usize) {
+    loop {
+        let v: Vec<usize> = b.iter().copied().collect();
+        let Some(w) = v
+            .windows(2)
+            .find(|w| !computes(g, &mp.between(mp.cuts[w[0]], mp.cuts[w[1]])))
+        else {
+            return (b, head);
+        };
+        b.remove(&w[1]);
+        if w[1] == head {
+            head = w[0];
+        }
+    }
 }
 
 /// Whether the segment after cut `k` enlarges a spatial map (a decoder or

@@ -7,15 +7,19 @@
 //! - *Boundaries* are cuts where one unit of the network ends: the stem's end
 //!   (first convolution with its activation and pooling), residual block entries
 //!   and exits, linear bottleneck outputs (a Conv/BatchNorm value read by a
-//!   Conv, as in MobileNetV2 and EfficientNet), pooling outputs, and the head's start.
-//! - A *stage* is a transition unit plus the following run of same-shape
-//!   residual blocks; a residual block whose shape differs from the stage's
-//!   starts a new stage.
+//!   Conv, as in MobileNetV2 and EfficientNet), pooling outputs, module
+//!   outputs that a Concat joins (SqueezeNet's fire, Inception, ShuffleNet
+//!   units), and the head's start. A unit without a convolution or matrix
+//!   product (a lone pooling) joins the unit before it, so no stage is empty.
+//! - A *stage* is a transition unit plus the following run of blocks of its
+//!   output's shape (identity-residual ones, or modules that keep the
+//!   shape); a block whose shape differs from the stage's starts a new stage.
 //! - The *head* starts at the last boundary before the first value whose spatial
-//!   dimensions are reduced away (global pooling, flatten, fully connected),
-//!   or before the first segment that enlarges a map (Resize, ConvTranspose:
-//!   a decoder), whichever comes first; it holds the rest of the graph, every
-//!   output of a multi-output model included.
+//!   dimensions are reduced away (global pooling, flatten to rank below 4,
+//!   fully connected), or before the first segment that enlarges a map
+//!   (Resize, ConvTranspose: a decoder), whichever comes first; it holds the
+//!   rest of the graph, every output of a multi-output model included.
+//!   [`Structure::head_reason`] says which.
 
 mod blocks;
 mod cuts;
@@ -102,4 +106,6 @@ pub struct Structure {
     pub stem: Segment,
     pub stages: Vec<Stage>,
     pub head: Segment,
+    /// Why the head starts where it does (names the node that decides it).
+    pub head_reason: String,
 }

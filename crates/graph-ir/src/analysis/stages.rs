@@ -19,7 +19,7 @@ pub fn analyze(g: &Graph) -> Result<Structure, AnalysisError> {
     let mp = MainPath::new(g)?;
     let stem = stem_end(g, &mp).ok_or(AnalysisError::NoConvolution)?;
     let residuals = residual_blocks(g, &mp);
-    let (bounds, head) = boundaries(g, &mp, stem, &residuals);
+    let (bounds, head, head_reason) = boundaries(g, &mp, stem, &residuals);
     let segment = |a: usize, b: usize| Segment {
         input: mp.cuts[a],
         output: mp.cuts[b],
@@ -38,7 +38,8 @@ pub fn analyze(g: &Graph) -> Result<Structure, AnalysisError> {
             kind,
             segment: segment(a, b),
         };
-        let joins = kind == BlockKind::Residual
+        let keeps_shape = g.fact(block.segment.input) == g.fact(block.segment.output);
+        let joins = (kind == BlockKind::Residual || keeps_shape)
             && stages
                 .last()
                 .is_some_and(|s| g.fact(s.output()) == g.fact(block.segment.output));
@@ -74,6 +75,7 @@ pub fn analyze(g: &Graph) -> Result<Structure, AnalysisError> {
         stem: stem_seg,
         stages,
         head: head_seg,
+        head_reason,
     })
 }
 

@@ -10,7 +10,8 @@ use serde::Serialize;
 pub struct PartSummary {
     /// `stem`, `stage` or `head`.
     pub kind: &'static str,
-    /// 1-based stage number (0 for stem and head).
+    /// The stage's index, counted from 0 as plans and errors count it (0
+    /// for stem and head too: `kind` tells them apart).
     pub index: usize,
     /// Blocks in the stage (transition included); 0 for stem and head.
     pub blocks: usize,
@@ -37,6 +38,8 @@ pub struct Summary {
     pub stages: Vec<PartSummary>,
     pub head: PartSummary,
     pub total: NodeCost,
+    /// Why the head starts where it does.
+    pub head_reason: String,
 }
 
 fn shape_of(g: &Graph, o: Outlet) -> Vec<usize> {
@@ -86,15 +89,7 @@ impl Structure {
             .map(|st| PartSummary {
                 blocks: st.blocks.len(),
                 residual_blocks: st.residual_blocks(),
-                ..part(
-                    g,
-                    "stage",
-                    st.index + 1,
-                    st.input(),
-                    st.output(),
-                    &st.nodes(),
-                    total.macs,
-                )
+                ..part(g, "stage", st.index, st.input(), st.output(), &st.nodes(), total.macs)
             })
             .collect();
         Summary {
@@ -102,6 +97,7 @@ impl Structure {
             stages,
             head: seg("head", &self.head),
             total,
+            head_reason: self.head_reason.clone(),
         }
     }
 }

@@ -219,6 +219,7 @@ fn write_text(out: &mut impl Write, report: &Report) -> Result<()> {
         s.stages.iter().map(|p| p.blocks).collect::<Vec<_>>()
     )?;
     write!(out, "{}", table(&rows, 2))?;
+    writeln!(out, "head: starts where {}", s.head_reason)?;
     if let Some(r) = report.work_ratio {
         writeln!(out, "work: {r:.2}x the MACs of the model it was branched from")?;
     }
