@@ -169,6 +169,25 @@ pub fn load_graphs(w: &Workload) -> Result<Vec<Graph>> {
         .collect()
 }
 
+/// [`load_graphs`] for serving: every weight must have data, else the
+/// error names the app, its file and the `random_weights` key to add.
+pub fn load_runnable_graphs(w: &Workload) -> Result<Vec<Graph>> {
+    let graphs = load_graphs(w)?;
+    for (i, (g, a)) in graphs.iter().zip(&w.apps).enumerate() {
+        let empty = g.weights_without_data();
+        if let Some(first) = empty.first().map(|id| &g.node(*id).name) {
+            bail!(
+                "{}: app[{i}] ({}): {} has {} weights without data (a structure-only model; the first is `{first}`): add random_weights = SEED to the app to serve it with seeded values",
+                w.file,
+                a.name,
+                a.model.display(),
+                empty.len()
+            );
+        }
+    }
+    Ok(graphs)
+}
+
 /// Each model group's makespans and score in a run of `w` (empty
 /// without groups).
 pub fn group_text(w: &Workload, log: &RunLog) -> String {
@@ -275,14 +294,14 @@ pub fn compare_table(rows: &[(Option<f64>, Report)]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<12} {:>10} {:>9} {:>11} {:>9} {:>10} {:>8} {:>12}",
-        "policy", "multiplier", "SLO met", "throughput", "p99 max", "frames/s", "lost", "decision p50"
+        "{:<12} {:>10} {:>9} {:>11} {:>9} {:>10} {:>8} {:>12} {:>16}",
+        "policy", "multiplier", "SLO met", "throughput", "p99 max", "frames/s", "lost", "decision p50", "outputs ≠ ref"
     );
     for (m, r) in rows {
         let p99 = r.apps.iter().map(|a| a.p99_ms).fold(0.0, f64::max);
         let _ = writeln!(
             s,
-            "{:<12} {:>10} {:>8.1}% {:>7.2} r/s {:>6.1} ms {:>10} {:>8} {:>9.1} µs",
+            "{:<12} {:>10} {:>8.1}% {:>7.2} r/s {:>6.1} ms {:>10} {:>8} {:>9.1} µs {:>16}",
             r.policy,
             m.map_or("-".into(), |m| format!("{m}")),
             r.slo_satisfaction,
@@ -290,7 +309,12 @@ pub fn compare_table(rows: &[(Option<f64>, Report)]) -> String {
             p99,
             r.fps.map_or("-".into(), |f| format!("{f:.2}")),
             r.lost,
-            r.decision_p50_us
+            r.decision_p50_us,
+            if r.outputs_checked > 0 {
+                format!("{} of {}", r.mismatches, r.outputs_checked)
+            } else {
+                "not checked".into()
+            }
         );
     }
     s

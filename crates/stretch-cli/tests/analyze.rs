@@ -46,6 +46,29 @@ fn figure(json: &serde_json::Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {key} in {json}"))
 }
 
+/// The chosen plan's α* is at most the best single processor's and the
+/// best mapping's in `analyze`'s report `out` (a search too small to find
+/// them still returns them).
+fn never_behind_the_baselines(out: &str) {
+    let alpha_of = |line: &str| -> f64 {
+        let a = line.split("α* ").nth(1).unwrap_or_else(|| panic!("no α* in {line}"));
+        a.split([' ', ';']).next().unwrap().parse().unwrap_or(f64::INFINITY)
+    };
+    let chosen = alpha_of(
+        out.lines()
+            .find(|l| l.starts_with("chosen: plan"))
+            .expect("a chosen line"),
+    );
+    for baseline in ["single processor (", "best mapping ("] {
+        let row = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(baseline))
+            .expect("a baseline row");
+        let a: f64 = row.split_whitespace().last().unwrap().parse().unwrap_or(f64::INFINITY);
+        assert!(chosen <= a, "the chosen plan's α* {chosen} is worse than {row}:\n{out}");
+    }
+}
+
 #[test]
 fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     let dir = scratch("analyze");
@@ -83,6 +106,23 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
         assert!(out.contains(needle), "no '{needle}' in:\n{out}");
     }
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    never_behind_the_baselines(&out);
+    for seed in ["0", "1"] {
+        let small = stretch_ok(&[
+            "analyze",
+            "--workload",
+            &w,
+            "--device",
+            &dev,
+            "--generations",
+            "1",
+            "--population",
+            "2",
+            "--seed",
+            seed,
+        ]);
+        never_behind_the_baselines(&small);
+    }
     search(&p2, &[]);
     let (a, b) = (
         std::fs::read_to_string(&p1).unwrap(),

@@ -394,9 +394,11 @@ fn a_server_that_stops_answering_times_out_and_nothing_is_lost() {
     let failures = r["worker_failures"].as_array().unwrap();
     assert!(!failures.is_empty(), "the silent server timed out: {r}");
     assert!(
-        failures
-            .iter()
-            .all(|f| f[1] == "cloud" && f[2].as_str().unwrap().contains("no valid reply")),
+        failures.iter().all(|f| f[1] == "cloud"
+            && f[2]
+                .as_str()
+                .unwrap()
+                .contains("no valid reply (timed out: nothing came back within")),
         "{failures:?}"
     );
     assert_eq!(

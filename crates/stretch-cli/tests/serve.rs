@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{scratch, stretch, stretch_ok};
+use common::{repo, scratch, stretch, stretch_ok};
 use std::path::Path;
 
 fn zoo(dir: &Path) {
@@ -93,6 +93,26 @@ for_s = 1
     let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
     let reports = reports.as_array().unwrap();
     assert_eq!(reports.len(), 5);
+    let text = stretch_ok(&[
+        "serve",
+        "--workload",
+        &w,
+        "--runtime-config",
+        &rc,
+        "--compare",
+        "lst,fixed",
+    ]);
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("policy"))
+        .expect("a comparison table");
+    assert!(header.contains("outputs ≠ ref"), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("lst ") || l.starts_with("fixed "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows.iter().all(|r| r.contains(" 0 of ")), "{text}");
     for r in reports {
         assert_eq!(r["kind"], "measured");
         assert!(r["requests"].as_u64().unwrap() > 50, "{r}");
@@ -214,6 +234,20 @@ fn bad_inputs_fail_with_one_line() {
         (
             vec![write(&dir, "bad.toml", "duration_s = [\n"), rc.clone()],
             "bad.toml",
+        ),
+        (
+            vec![
+                write(
+                    &dir,
+                    "structure.toml",
+                    &format!(
+                        "duration_s = 1\n[[app]]\nmodel = \"{}\"\narrival = \"closed\"\n",
+                        repo().join("fixtures/models/resnet18.onnx").display()
+                    ),
+                ),
+                rc.clone(),
+            ],
+            "weights without data (a structure-only model; the first is",
         ),
     ];
     for (args, want) in cases {

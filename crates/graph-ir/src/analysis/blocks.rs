@@ -162,6 +162,11 @@ pub(super) fn boundaries(
             format!("`{}` reduces the spatial dimensions away", name(r))
         }
         (_, Some(u)) => format!("the segment after `{}` enlarges the map (a decoder)", name(u)),
+        _ if g.outputs().len() > 1 => format!(
+            "the {} outputs part ways after `{}` (the head holds every node after it)",
+            g.outputs().len(),
+            name(last)
+        ),
         _ => "the graph ends".into(),
     };
     let mut b: BTreeSet<usize> = b.into_iter().filter(|&k| k >= stem && k <= head).collect();

@@ -321,6 +321,37 @@ mod tests {
         assert!(e.starts_with("/nonexistent/w.toml: cannot read: "), "{e}");
     }
 
+    #[test]
+    fn an_unknown_key_names_its_own_line() {
+        let dir = std::env::temp_dir().join(format!("stretch-workload-line-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w.toml");
+        let text =
+            "seed = 1\nduration_s = 1\n[[app]]\nmodel = \"m.onnx\"\narrival = \"periodic\"\nfps = 10\nslo_msec = 5\n";
+        std::fs::write(&path, text).unwrap();
+        let e = Workload::load(&path).unwrap_err().to_string();
+        assert!(e.contains("line 7") && e.contains("slo_msec"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn absurd_rates_and_request_counts_are_refused_before_anything_runs() {
+        let dir = std::env::temp_dir().join(format!("stretch-workload-rate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("m.onnx"), b"").unwrap();
+        let load = |duration: &str, arrival: &str| {
+            let path = dir.join("w.toml");
+            let text = format!("duration_s = {duration}\n[[app]]\nmodel = \"m.onnx\"\n{arrival}\n");
+            std::fs::write(&path, text).unwrap();
+            Workload::load(&path).map(|_| ()).unwrap_err().to_string()
+        };
+        let e = load("1", "arrival = \"periodic\"\nfps = 1e12");
+        assert!(e.contains("app[0].fps") && e.contains("above the 10000"), "{e}");
+        let e = load("1e6", "arrival = \"poisson\"\nrate = 100");
+        assert!(e.contains("duration_s") && e.contains("100000000 requests"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     fn dir() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
     }

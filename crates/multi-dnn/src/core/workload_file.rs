@@ -86,6 +86,12 @@ struct OutageFile {
     for_s: f64,
 }
 
+/// The highest arrival rate an app may ask (requests per second).
+pub const MAX_RATE_HZ: f64 = 10_000.0;
+
+/// The most requests a workload's rates may ask over its duration.
+pub const MAX_REQUESTS: f64 = 5_000_000.0;
+
 impl Workload {
     /// Reads and validates `path`; model paths are resolved against its folder.
     pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
@@ -97,8 +103,8 @@ impl Workload {
         };
         let text = std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
         let parsed: File = toml::from_str(&text).map_err(|e| {
-            let span = e.span().map(|s| text[..s.start].lines().count()).unwrap_or(0);
-            err(&format!("line {span}"), e.message().to_string())
+            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            err(&format!("line {line}"), e.message().to_string())
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut w = Self::build(parsed, dir, &err)?;
@@ -141,8 +147,18 @@ impl Workload {
             if !model.is_file() {
                 return Err(err(&key("model"), format!("no such file: {}", model.display())));
             }
+            let rate = |k: &str, v: f64| {
+                let v = positive(&key(k), v)?;
+                if v > MAX_RATE_HZ {
+                    return Err(err(
+                        &key(k),
+                        format!("{v} requests/s is above the {MAX_RATE_HZ} a workload may ask (one per 0.1 ms)"),
+                    ));
+                }
+                Ok(v)
+            };
             let need = |k: &str, v: Option<f64>| match v {
-                Some(v) => positive(&key(k), v),
+                Some(v) => rate(k, v),
                 None => Err(err(&key(k), format!("arrival '{}' needs {k}", a.arrival))),
             };
             let arrival = match a.arrival.as_str() {
@@ -153,9 +169,7 @@ impl Workload {
                     rate: need("rate", a.rate)?,
                 },
                 "closed" => match a.fps {
-                    Some(fps) => Arrival::Paced {
-                        fps: positive(&key("fps"), fps)?,
-                    },
+                    Some(fps) => Arrival::Paced { fps: rate("fps", fps)? },
                     None => Arrival::Closed,
                 },
                 "group" => {
@@ -289,6 +303,25 @@ impl Workload {
                 utility,
                 frames,
             });
+        }
+        if let Some(d) = f.duration_s {
+            let per_s: f64 = apps
+                .iter()
+                .map(|a| match a.arrival {
+                    Arrival::Periodic { fps } | Arrival::Paced { fps } => fps,
+                    Arrival::Poisson { rate } => rate,
+                    _ => 0.0,
+                })
+                .sum();
+            if per_s * d > MAX_REQUESTS {
+                return Err(err(
+                    "duration_s",
+                    format!(
+                        "the apps' rates ask about {:.0} requests in {d} s, more than the {MAX_REQUESTS} a run may hold",
+                        per_s * d
+                    ),
+                ));
+            }
         }
         let mut outages = Vec::new();
         for (i, o) in f.outage.into_iter().enumerate() {

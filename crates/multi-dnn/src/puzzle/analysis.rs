@@ -24,11 +24,15 @@ pub struct Judged {
     pub saturation: Option<f64>,
 }
 
-/// A plan of the search's front, built, with its figures.
+/// A plan of the search's front, built, with its figures; or a baseline's
+/// plan added after the front because the search found nothing better.
 pub struct FrontPlan {
     pub built: Built,
     pub outcome: Outcome,
     pub saturation: Option<f64>,
+    /// The baseline this plan is (`best mapping`, `single processor`), for
+    /// a plan that is not the search's.
+    pub baseline: Option<&'static str>,
 }
 
 /// What the analysis reports as it goes.
@@ -57,9 +61,11 @@ pub struct Analysis {
     pub best_outcome: Outcome,
     /// The search's front (the best mapping alone when there is one model).
     pub front: Vec<FrontPlan>,
-    /// The front plan with the smallest α* (then the smallest first objective).
+    /// The plan with the smallest α* (then the smallest first objective)
+    /// among the front and the baselines' static plans: never worse than
+    /// the best mapping or the best single processor.
     pub chosen: usize,
-    /// The median α* over the front, where finite.
+    /// The median α* over the search's front (baselines' plans left out), where finite.
     pub front_median_saturation: Option<f64>,
     /// On measured costs: the choice made again on fresh timings.
     pub retimed: Option<Retimed>,
@@ -130,9 +136,17 @@ fn inf(a: Option<f64>) -> f64 {
     a.unwrap_or(f64::INFINITY)
 }
 
-/// The baselines, the best mappings with their objectives, and the first
-/// mapping built with its outcome.
-type Baselines = (Vec<Judged>, Vec<(Chromosome, Vec<f64>)>, Built, Outcome);
+/// What the baselines leave for the search and the choice.
+struct Baselines {
+    judged: Vec<Judged>,
+    /// The best model-level mappings (their front) with their objectives.
+    mappings: Vec<(Chromosome, Vec<f64>)>,
+    /// The best mapping by α* (then first objective), built, its outcome
+    /// and α*: the plan the "best mapping" row describes.
+    best: (Chromosome, Built, Outcome, Option<f64>),
+    /// The best single processor's plan and its α*.
+    single: (Chromosome, Option<f64>),
+}
 
 /// Baselines and the best mappings (see [`Analysis::baselines`]).
 fn baselines(
@@ -142,51 +156,66 @@ fn baselines(
     max: f64,
 ) -> Result<Baselines, PuzzleError> {
     let w = problem.workload.clone();
-    let mut single: Option<Judged> = None;
+    let mut single: Option<(Judged, Chromosome)> = None;
     for (p, name) in problem.names.clone().iter().enumerate() {
-        let b = problem.build(&whole_on(problem.layers, p, rank.to_vec()))?;
+        let c = whole_on(problem.layers, p, rank.to_vec());
+        let b = problem.build(&c)?;
         let outcome = problem.simulate(&b, &w)?;
         let sat = problem.saturation(&b, max)?;
-        let better = single.as_ref().is_none_or(|s| {
+        let better = single.as_ref().is_none_or(|(s, _)| {
             inf(sat) < inf(s.saturation) || (sat == s.saturation && outcome.objectives()[0] < s.outcome.objectives()[0])
         });
         if better {
-            single = Some(Judged {
+            let judged = Judged {
                 name: format!("single processor ({name})"),
                 outcome,
                 saturation: sat,
-            });
+            };
+            single = Some((judged, c));
         }
     }
-    let mut baselines: Vec<Judged> = single.into_iter().collect();
+    let (single_judged, single_c) = single.ok_or_else(|| PuzzleError::Model {
+        model: problem.names.join(", "),
+        reason: "no processor to map the models on".into(),
+    })?;
+    let single = (single_c, single_judged.saturation);
+    let mut judged = vec![single_judged];
     let mappings = best_mappings(problem, rank)?;
-    let mut sats = Vec::new();
-    let mut best_built = None;
+    let mut best: Option<(Chromosome, Built, Outcome, Option<f64>)> = None;
     for (c, _) in &mappings {
         let b = problem.build(c)?;
-        sats.push(inf(problem.saturation(&b, max)?));
-        best_built.get_or_insert(b);
+        let sat = problem.saturation(&b, max)?;
+        let outcome = problem.simulate(&b, &w)?;
+        let better = best.as_ref().is_none_or(|(_, _, o, s)| {
+            inf(sat) < inf(*s) || (sat == *s && outcome.objectives()[0] < o.objectives()[0])
+        });
+        if better {
+            best = Some((c.clone(), b, outcome, sat));
+        }
     }
-    let best_built = best_built.ok_or_else(|| PuzzleError::Model {
+    let best = best.ok_or_else(|| PuzzleError::Model {
         model: problem.names.join(", "),
         reason: "no model-level mapping could be built".into(),
     })?;
-    let best_outcome = problem.simulate(&best_built, &w)?;
-    let med = graph_ir::stats::median_nan(&sats);
-    baselines.push(Judged {
-        name: format!("best mapping ({} on its front)", mappings.len()),
-        outcome: best_outcome.clone(),
-        saturation: med.is_finite().then_some(med),
+    judged.push(Judged {
+        name: format!("best mapping (best α* of {} on its front)", mappings.len()),
+        outcome: best.2.clone(),
+        saturation: best.3,
     });
     let (units, truth) = band;
     let lst_outcome = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w)?;
     let lst_sat = problem.saturation_with(units, truth, || Box::new(Lst::new(false)), max)?;
-    baselines.push(Judged {
+    judged.push(Judged {
         name: "Band lst (online, no hand-off costs)".into(),
         outcome: lst_outcome,
         saturation: lst_sat,
     });
-    Ok((baselines, mappings, best_built, best_outcome))
+    Ok(Baselines {
+        judged,
+        mappings,
+        best,
+        single,
+    })
 }
 
 /// The search's front with its population's and front's objectives.
@@ -201,6 +230,7 @@ fn search(
     problem: &mut Problem,
     options: &GaOptions,
     best: (&Chromosome, &Vec<f64>, &Outcome),
+    seeds: &[Chromosome],
     events: &mut dyn FnMut(Event),
 ) -> Result<Searched, PuzzleError> {
     if problem.layers.len() == 1 {
@@ -215,7 +245,7 @@ fn search(
             vec![o.clone()],
         ));
     }
-    let result = ga::search(problem, options, |g| events(Event::Generation(g)))?;
+    let result = ga::search(problem, options, seeds, |g| events(Event::Generation(g)))?;
     let pop_objs: Vec<Vec<f64>> = result.population.iter().map(|i| i.objectives.clone()).collect();
     let front = result
         .front
@@ -241,9 +271,14 @@ pub fn analyze(
     events: &mut dyn FnMut(Event),
 ) -> Result<Analysis, PuzzleError> {
     let max = options.max_multiplier;
-    let (baselines, mappings, best_built, best_outcome) = baselines(problem, band, rank, max)?;
-    let best = (&mappings[0].0, &mappings[0].1, &best_outcome);
-    let (found, history, population_objectives, front_objectives) = search(problem, &options.ga, best, events)?;
+    let base = baselines(problem, band, rank, max)?;
+    let (best_c, best_built, best_outcome, best_sat) = base.best;
+    let best_objectives = best_outcome.objectives();
+    let best = (&best_c, &best_objectives, &best_outcome);
+    let mut seeds: Vec<Chromosome> = vec![best_c.clone(), base.single.0.clone()];
+    seeds.extend(base.mappings.iter().map(|(c, _)| c.clone()));
+    let (found, history, population_objectives, mut front_objectives) =
+        search(problem, &options.ga, best, &seeds, events)?;
     let chromosomes: Vec<Chromosome> = found.iter().map(|f| f.0.clone()).collect();
     let mut front = Vec::with_capacity(found.len());
     for (c, outcome) in found {
@@ -253,18 +288,38 @@ pub fn analyze(
             built,
             outcome,
             saturation,
+            baseline: None,
         });
     }
-    let chosen = (0..front.len())
-        .min_by(|&x, &y| {
-            let (x, y) = (&front[x], &front[y]);
-            inf(x.saturation)
-                .total_cmp(&inf(y.saturation))
-                .then(x.outcome.objectives()[0].total_cmp(&y.outcome.objectives()[0]))
-        })
+    let order = |x: &FrontPlan, y: &FrontPlan| {
+        inf(x.saturation)
+            .total_cmp(&inf(y.saturation))
+            .then(x.outcome.objectives()[0].total_cmp(&y.outcome.objectives()[0]))
+    };
+    let mut chosen = (0..front.len())
+        .min_by(|&x, &y| order(&front[x], &front[y]))
         .unwrap_or(0);
     let sats: Vec<f64> = front.iter().map(|f| inf(f.saturation)).collect();
     let median = graph_ir::stats::median_nan(&sats);
+    let kept = [
+        ("best mapping", best_c.clone(), best_sat),
+        ("single processor", base.single.0.clone(), base.single.1),
+    ];
+    for (name, c, saturation) in kept {
+        let built = problem.build(&c)?;
+        let outcome = problem.evaluate(&c)?;
+        let plan = FrontPlan {
+            built,
+            outcome,
+            saturation,
+            baseline: Some(name),
+        };
+        if front.get(chosen).is_none_or(|f| order(&plan, f).is_lt()) {
+            front_objectives.push(plan.outcome.objectives());
+            front.push(plan);
+            chosen = front.len() - 1;
+        }
+    }
     events(Event::Searched);
     let retimed = if problem.layers.len() > 1 {
         let w = problem.workload.clone();
@@ -273,14 +328,7 @@ pub fn analyze(
                 "timing the front's pieces afresh to choose among them, then once more for the chosen plan's figures...",
             ))
         };
-        retime::choose(
-            problem,
-            &chromosomes,
-            (&mappings[0].0, &best_built),
-            &w,
-            max,
-            &mut starting,
-        )?
+        retime::choose(problem, &chromosomes, (&best_c, &best_built), &w, max, &mut starting)?
     } else {
         None
     };
@@ -289,7 +337,7 @@ pub fn analyze(
         reason,
     })?;
     Ok(Analysis {
-        baselines,
+        baselines: base.judged,
         best_built,
         best_outcome,
         front,

@@ -1,4 +1,6 @@
-//! Puzzle's genetic search (§4.3): a random initial population; every
+//! Puzzle's genetic search (§4.3): an initial population of the given
+//! seeds (whole-model mappings, so that survivor selection keeps the
+//! baselines' objectives reachable) and random members; every
 //! individual is a parent; one-point crossover on each model's partition
 //! and mapping arrays, UPMX on the priority; mutation; local search
 //! (merge two neighbouring pieces, or move a layer across a cut, kept
@@ -296,11 +298,13 @@ fn summary(index: usize, pop: &[Individual], simulations: usize) -> Generation {
     }
 }
 
-/// Runs the search on `problem`; `progress` hears of every generation
-/// (generation 0 is the initial population).
+/// Runs the search on `problem` from `seeds` (at most half the population)
+/// and random members; `progress` hears of every generation (generation 0
+/// is the initial population).
 pub fn search(
     problem: &mut Problem,
     options: &GaOptions,
+    seeds: &[Chromosome],
     mut progress: impl FnMut(&Generation),
 ) -> Result<SearchResult, PuzzleError> {
     let n = options.population.max(2);
@@ -310,7 +314,10 @@ pub fn search(
         rng: SplitMix64::new(options.seed),
     };
     let mut pop = Vec::with_capacity(n);
-    for i in 0..n {
+    for c in seeds.iter().take(n / 2) {
+        pop.push(ga.eval(c.clone())?);
+    }
+    for i in pop.len()..n {
         let p_cut = [0.0, 0.02, 0.1][i % 3];
         let c = Chromosome::random(ga.problem.layers, p_cut, &mut ga.rng);
         pop.push(ga.eval(c)?);

@@ -290,12 +290,14 @@ fn print_text(sc: &Scenario, problem: &Problem, r: &Analysis, elapsed: f64, out:
     );
     for (i, f) in r.front.iter().enumerate() {
         println!(
-            "  {}{i:>2}  {}  score {:.3}  α* {}  {}",
+            "  {}{i:>2}  {}  score {:.3}  α* {}  {}{}",
             if Some(i) == r.marked() { "*" } else { " " },
             makespans_text(&f.outcome),
             f.outcome.score(),
             alpha(f.saturation),
-            pieces_text(&f.built.pieces, names)
+            pieces_text(&f.built.pieces, names),
+            f.baseline
+                .map_or(String::new(), |b| format!("  ({b}: the search found nothing better)"))
         );
     }
     let searched = &r.front[r.chosen];

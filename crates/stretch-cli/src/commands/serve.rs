@@ -228,7 +228,7 @@ fn load_server(
     support: &[OpSupport],
     accel: &[bool],
 ) -> Result<(Server, Estimator)> {
-    let graphs = mc::load_graphs(workload)?;
+    let graphs = mc::load_runnable_graphs(workload)?;
     let tty = std::io::stderr().is_terminal();
     let mut say = |msg: &str| {
         if tty {
@@ -279,7 +279,7 @@ pub fn run(a: Args) -> Result<()> {
     let policies = a.sweep.policies_for(workload.render.is_some())?;
     crate::render_run::check_policies(&workload, &policies)?;
     if workload.render.is_some() {
-        let graphs = mc::load_graphs(&workload)?;
+        let graphs = mc::load_runnable_graphs(&workload)?;
         let on = super::serve_render::Processors {
             procs,
             support,

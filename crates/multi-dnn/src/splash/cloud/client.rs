@@ -116,7 +116,18 @@ fn exchange(address: SocketAddr, timeout: Duration, start: &str, body: &[u8]) ->
         .and_then(|_| s.set_write_timeout(Some(timeout)))
         .map_err(|e| send(e.to_string()))?;
     write_message(&mut s, start, &[("Host", address.to_string())], body).map_err(send)?;
-    read_message(&mut s).map_err(Exchange::Reply)
+    let sent = std::time::Instant::now();
+    read_message(&mut s).map_err(|e| {
+        let waited = sent.elapsed();
+        if waited >= timeout.mul_f64(0.9) {
+            Exchange::Reply(format!(
+                "timed out: nothing came back within {:.0} ms",
+                waited.as_secs_f64() * 1e3
+            ))
+        } else {
+            Exchange::Reply(e)
+        }
+    })
 }
 
 /// One request and its reply, with the link's delays around it.
