@@ -100,7 +100,7 @@ fn rows(t: &Tensor, from: usize, to: usize) -> Result<Tensor, BranchError> {
             data.slice(from * per_row..to * per_row),
         )
         .map_err(|e| BranchError::Mismatch {
-            reason: format!("slicing a stem weight: {e:?}"),
+            reason: format!("slicing a stem weight: {e}"),
         })?),
         Some(data) => Err(BranchError::Mismatch {
             reason: format!(

@@ -142,7 +142,7 @@ impl Graph {
         let outputs = op.infer(&facts).map_err(err)?;
         for f in &outputs {
             if f.checked_bytes().is_none_or(|b| b > MAX_VALUE_BYTES) {
-                return Err(err(format!("output {f:?} would exceed {} GiB", MAX_VALUE_BYTES >> 30)));
+                return Err(err(format!("output {f} would exceed {} GiB", MAX_VALUE_BYTES >> 30)));
             }
         }
         Ok(outputs)
@@ -433,6 +433,24 @@ impl Graph {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_value_past_the_size_limit_is_named_by_its_fact() {
+        use crate::ops::{CoordMode, NearestMode, Resize, ResizeMode, ResizeTarget};
+        let mut g = Graph::new("g");
+        let x = g.add_input("x", Fact::f32([1, 1, 1024, 1024])).unwrap();
+        let up = Op::Resize(Resize {
+            mode: ResizeMode::Nearest(NearestMode::Floor),
+            coord: CoordMode::Asymmetric,
+            target: ResizeTarget::Scales([1048576.0, 1048576.0]),
+        });
+        let e = g.add_node("up", up, &[x]).unwrap_err().to_string();
+        assert!(
+            e.contains("output f32[1x1x1073741824x1073741824] would exceed 1024 GiB") && !e.contains("Fact"),
+            "{e}"
+        );
+    }
+
     use super::*;
     use crate::builder::{Builder, ConvSpec};
     use crate::ops::{Conv, Unary, UnaryOp};

@@ -163,6 +163,12 @@ pub struct DataLengthMismatch {
     pub actual: usize,
 }
 
+impl fmt::Display for DataLengthMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} bytes of data where {} are needed", self.actual, self.expected)
+    }
+}
+
 impl Tensor {
     /// A tensor from little-endian bytes; fails if the length disagrees with the fact.
     pub fn from_bytes(fact: Fact, data: Bytes) -> Result<Tensor, DataLengthMismatch> {

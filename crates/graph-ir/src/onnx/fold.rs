@@ -215,7 +215,7 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
             let n = folded_len(ctx, &shape)?;
             let bytes = Bytes::from(one.repeat(n));
             let t = Tensor::from_bytes(Fact::new(fill.dtype(), shape), bytes)
-                .map_err(|e| ctx.err(format!("cannot build the constant: {e:?}")))?;
+                .map_err(|e| ctx.err(format!("cannot build the constant: {e}")))?;
             return Ok(Some(vec![t]));
         }
         "Concat" => {
