@@ -23,7 +23,8 @@ fn other_threads_cpu_ms() -> f64 {
         / 1e6
 }
 
-/// CPU time the other threads spend in the 20 ms after 20 runs, in ms.
+/// CPU time the other threads spend in the 20 ms after 20 runs, in ms
+/// (the test takes the least of three windows per mode, interleaved).
 fn after_a_run(spin: Spin) -> f64 {
     let g = two_branch(64, 2).unwrap();
     let bytes = graph_ir::onnx::export_bytes(&g).unwrap();
@@ -44,11 +45,27 @@ fn after_a_run(spin: Spin) -> f64 {
     after
 }
 
+/// The least of the windows measured for `spin`: a thread the VM
+/// schedules late shows in one window, a spinning one in every window.
+fn least(spin: Spin, rounds: &[(Spin, f64)]) -> f64 {
+    rounds
+        .iter()
+        .filter(|(s, _)| *s == spin)
+        .map(|(_, ms)| *ms)
+        .fold(f64::INFINITY, f64::min)
+}
+
 #[test]
 fn spinning_threads_keep_their_core_busy_after_a_run_unless_told_to_stop() {
-    let off = after_a_run(Spin::Off);
-    let run = after_a_run(Spin::Run);
-    let on = after_a_run(Spin::On);
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        for spin in [Spin::Off, Spin::Run, Spin::On] {
+            rounds.push((spin, after_a_run(spin)));
+        }
+    }
+    let off = least(Spin::Off, &rounds);
+    let run = least(Spin::Run, &rounds);
+    let on = least(Spin::On, &rounds);
     assert!(
         off < 3.0,
         "spin off: the other threads used {off:.1} ms of CPU in 20 ms after"
