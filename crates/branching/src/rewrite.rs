@@ -18,14 +18,15 @@ use std::collections::HashMap;
 /// Checks that `plan` fits `g` (stage count, blocks, channels, depth and width bounds).
 pub fn check_plan(g: &Graph, stages: &[Stage], plan: &Plan) -> Result<(), BranchError> {
     let mismatch = |reason: String| Err(BranchError::Mismatch { reason });
-    if let Some(want) = &plan.model_fingerprint
-        && g.fingerprint().as_ref() != Some(want)
-    {
-        return mismatch(format!(
-            "the plan was made for {} (structure fingerprint {want}), and this model's structure differs (fingerprint {})",
-            plan.model,
-            g.fingerprint().unwrap_or_else(|| "none".into())
-        ));
+    if let Some(want) = &plan.model_fingerprint {
+        let have = g.fingerprint();
+        if have.as_ref() != Some(want) {
+            return mismatch(format!(
+                "the plan was made for {} (structure fingerprint {want}), and this model's structure differs (fingerprint {})",
+                plan.model,
+                have.unwrap_or_else(|| "none".into())
+            ));
+        }
     }
     if plan.stages.len() != stages.len() {
         return mismatch(format!(

@@ -48,6 +48,6 @@ pub use extract::{extract, extract_onnx};
 pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};
 pub use runtime::{LATENCY_EMA_ALPHA, Runtime};
-pub use runtime_config::RuntimeConfig;
+pub use runtime_config::{RuntimeConfig, toml_line};
 pub use spin::POLL_BEFORE_BLOCKING;
 pub use trace::{Moved, Span, Trace};

@@ -1,5 +1,5 @@
-//! Refusing a model whose values cannot fit in this machine's memory
-//! before anything is allocated for it.
+//! Refusing a model one of whose values needs more memory than the
+//! process may have, before anything is allocated for it.
 
 use crate::error::RuntimeError;
 use graph_ir::Graph;

@@ -85,6 +85,12 @@ struct Adaptive {
     probe_ms: Option<f64>,
 }
 
+/// The 1-based line of `text` where a TOML parse error `e` points, if it
+/// points anywhere.
+pub fn toml_line(text: &str, e: &toml::de::Error) -> Option<usize> {
+    e.span().map(|s| text[..s.start].matches('\n').count() + 1)
+}
+
 impl RuntimeConfig {
     /// Reads and validates `path`; errors name the file and the key.
     pub fn load(path: &Path) -> Result<RuntimeConfig, RuntimeError> {
@@ -105,8 +111,7 @@ impl RuntimeConfig {
             reason,
         };
         let raw: File = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
-            let key = line.map_or_else(|| "-".to_string(), |l| format!("line {l}"));
+            let key = toml_line(text, &e).map_or_else(|| "-".to_string(), |l| format!("line {l}"));
             bad(key, e.message().to_string())
         })?;
         if raw.processor.is_empty() {

@@ -45,14 +45,23 @@ impl ModelArgs {
     /// first one, unless --random-weights filled them.
     pub fn load_runnable(&self) -> Result<Graph> {
         let graph = self.load()?;
-        let empty = graph.weights_without_data();
-        if let Some(first) = empty.first().map(|id| &graph.node(*id).name) {
+        if let Some(what) = structure_only(&graph) {
             bail!(
-                "{}: {} weights have no data (a structure-only model; the first is `{first}`): pass --random-weights SEED to run it with seeded values",
-                self.model.display(),
-                empty.len()
+                "{}: {what}: pass --random-weights SEED to run it with seeded values",
+                self.model.display()
             );
         }
         Ok(graph)
     }
+}
+
+/// `None` when every weight of `graph` has data; else how many lack it
+/// and the first, as a message that the caller completes with its remedy.
+pub fn structure_only(graph: &Graph) -> Option<String> {
+    let empty = graph.weights_without_data();
+    let first = &graph.node(*empty.first()?).name;
+    Some(format!(
+        "{} weights have no data (a structure-only model; the first is `{first}`)",
+        empty.len()
+    ))
 }

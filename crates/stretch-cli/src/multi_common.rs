@@ -174,14 +174,12 @@ pub fn load_graphs(w: &Workload) -> Result<Vec<Graph>> {
 pub fn load_runnable_graphs(w: &Workload) -> Result<Vec<Graph>> {
     let graphs = load_graphs(w)?;
     for (i, (g, a)) in graphs.iter().zip(&w.apps).enumerate() {
-        let empty = g.weights_without_data();
-        if let Some(first) = empty.first().map(|id| &g.node(*id).name) {
+        if let Some(what) = crate::model_args::structure_only(g) {
             bail!(
-                "{}: app[{i}] ({}): {} has {} weights without data (a structure-only model; the first is `{first}`): add random_weights = SEED to the app to serve it with seeded values",
+                "{}: app[{i}] ({}): {}: {what}: add random_weights = SEED to the app to serve it with seeded values",
                 w.file,
                 a.name,
-                a.model.display(),
-                empty.len()
+                a.model.display()
             );
         }
     }

@@ -76,23 +76,16 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     let (p1, p2) = (dir.join("p1.json"), dir.join("p2.json"));
     let png = dir.join("front.png");
     let dev = device();
-    let search = |plan: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "analyze",
-            "--workload",
-            &w,
-            "--device",
-            &dev,
-            "--generations",
-            "4",
-            "--population",
-            "8",
-            "-o",
-        ];
-        let plan = plan.to_str().unwrap().to_string();
-        args.push(&plan);
+    let analyze = |extra: &[&str]| {
+        let mut args = vec!["analyze", "--workload", &w, "--device", &dev];
         args.extend(extra);
         stretch_ok(&args)
+    };
+    let search = |plan: &Path, extra: &[&str]| {
+        let plan = plan.to_str().unwrap().to_string();
+        let mut args = vec!["--generations", "4", "--population", "8", "-o", &plan];
+        args.extend(extra);
+        analyze(&args)
     };
     let out = search(&p1, &["--front", png.to_str().unwrap()]);
     for needle in [
@@ -108,19 +101,7 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);
     never_behind_the_baselines(&out);
     for seed in ["0", "1"] {
-        let small = stretch_ok(&[
-            "analyze",
-            "--workload",
-            &w,
-            "--device",
-            &dev,
-            "--generations",
-            "1",
-            "--population",
-            "2",
-            "--seed",
-            seed,
-        ]);
+        let small = analyze(&["--generations", "1", "--population", "2", "--seed", seed]);
         never_behind_the_baselines(&small);
     }
     search(&p2, &[]);

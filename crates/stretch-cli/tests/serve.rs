@@ -78,30 +78,16 @@ at_s = 0.5
 for_s = 1
 "#,
     );
-    let out = stretch_ok(&[
-        "serve",
-        "--workload",
-        &w,
-        "--runtime-config",
-        &rc,
-        "--compare",
-        "lst,fixed,rr,sel,heft",
-        "--json",
-        "--isolated-runs",
-        "3",
-    ]);
+    let serve = |extra: &[&str]| {
+        let mut args = vec!["serve", "--workload", &w, "--runtime-config", &rc];
+        args.extend(extra);
+        stretch_ok(&args)
+    };
+    let out = serve(&["--compare", "lst,fixed,rr,sel,heft", "--json", "--isolated-runs", "3"]);
     let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
     let reports = reports.as_array().unwrap();
     assert_eq!(reports.len(), 5);
-    let text = stretch_ok(&[
-        "serve",
-        "--workload",
-        &w,
-        "--runtime-config",
-        &rc,
-        "--compare",
-        "lst,fixed",
-    ]);
+    let text = serve(&["--compare", "lst,fixed"]);
     let header = text
         .lines()
         .find(|l| l.starts_with("policy"))
@@ -247,7 +233,7 @@ fn bad_inputs_fail_with_one_line() {
                 ),
                 rc.clone(),
             ],
-            "weights without data (a structure-only model; the first is",
+            "weights have no data (a structure-only model; the first is",
         ),
     ];
     for (args, want) in cases {

@@ -40,22 +40,23 @@ pub struct SpaceToDepth {
     pub order: DepthOrder,
 }
 
-fn block_ok(block: usize) -> Result<usize, String> {
+/// The one rank-4 input, the block size and its square, checked.
+fn block_input<'f>(inputs: &[&'f Fact], block: usize) -> Result<(&'f Fact, usize, usize), String> {
+    expect_inputs(inputs, 1, 1)?;
+    let x = inputs[0];
+    expect_rank(x, 4, "input")?;
     if block == 0 {
         return Err("blocksize must be positive".into());
     }
-    block
+    let bb = block
         .checked_mul(block)
-        .ok_or_else(|| format!("blocksize {block} is too large"))
+        .ok_or_else(|| format!("blocksize {block} is too large"))?;
+    Ok((x, block, bb))
 }
 
 impl OpSpec for DepthToSpace {
     fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
-        expect_inputs(inputs, 1, 1)?;
-        let x = inputs[0];
-        expect_rank(x, 4, "input")?;
-        let b = self.block;
-        let bb = block_ok(b)?;
+        let (x, b, bb) = block_input(inputs, self.block)?;
         if !x.shape[1].is_multiple_of(bb) {
             return Err(format!(
                 "{} channels of {x} are not a multiple of blocksize² {bb}",
@@ -76,11 +77,7 @@ impl OpSpec for DepthToSpace {
 
 impl OpSpec for SpaceToDepth {
     fn infer(&self, inputs: &[&Fact]) -> Result<Vec<Fact>, String> {
-        expect_inputs(inputs, 1, 1)?;
-        let x = inputs[0];
-        expect_rank(x, 4, "input")?;
-        let b = self.block;
-        let bb = block_ok(b)?;
+        let (x, b, bb) = block_input(inputs, self.block)?;
         if !x.shape[2].is_multiple_of(b) || !x.shape[3].is_multiple_of(b) {
             return Err(format!("the spatial size of {x} is not a multiple of blocksize {b}"));
         }

@@ -103,7 +103,7 @@ impl Workload {
         };
         let text = std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
         let parsed: File = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            let line = scheduler_rt::toml_line(&text, &e).unwrap_or(0);
             err(&format!("line {line}"), e.message().to_string())
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));

@@ -136,16 +136,58 @@ fn inf(a: Option<f64>) -> f64 {
     a.unwrap_or(f64::INFINITY)
 }
 
+/// A static plan judged by what the choice compares.
+struct Candidate {
+    chromosome: Chromosome,
+    built: Built,
+    outcome: Outcome,
+    saturation: Option<f64>,
+}
+
+/// The order the choice uses: smaller α* first, then the smaller first
+/// objective.
+fn by_alpha(a: (Option<f64>, &Outcome), b: (Option<f64>, &Outcome)) -> std::cmp::Ordering {
+    inf(a.0)
+        .total_cmp(&inf(b.0))
+        .then(a.1.objectives()[0].total_cmp(&b.1.objectives()[0]))
+}
+
+/// The best of `plans` by [`by_alpha`] (the first of equals), with its index.
+fn best_of(problem: &mut Problem, plans: Vec<Chromosome>, max: f64) -> Result<Option<(usize, Candidate)>, PuzzleError> {
+    let w = problem.workload.clone();
+    let mut best: Option<(usize, Candidate)> = None;
+    for (i, chromosome) in plans.into_iter().enumerate() {
+        let built = problem.build(&chromosome)?;
+        let outcome = problem.simulate(&built, &w)?;
+        let saturation = problem.saturation(&built, max)?;
+        if best
+            .as_ref()
+            .is_none_or(|(_, b)| by_alpha((saturation, &outcome), (b.saturation, &b.outcome)).is_lt())
+        {
+            best = Some((
+                i,
+                Candidate {
+                    chromosome,
+                    built,
+                    outcome,
+                    saturation,
+                },
+            ));
+        }
+    }
+    Ok(best)
+}
+
 /// What the baselines leave for the search and the choice.
 struct Baselines {
     judged: Vec<Judged>,
     /// The best model-level mappings (their front) with their objectives.
     mappings: Vec<(Chromosome, Vec<f64>)>,
-    /// The best mapping by α* (then first objective), built, its outcome
-    /// and α*: the plan the "best mapping" row describes.
-    best: (Chromosome, Built, Outcome, Option<f64>),
-    /// The best single processor's plan and its α*.
-    single: (Chromosome, Option<f64>),
+    /// The best of `mappings` by α*: the plan the "best mapping" row
+    /// describes and the one written beside the chosen plan.
+    best: Candidate,
+    /// The best single processor's plan.
+    single: Candidate,
 }
 
 /// Baselines and the best mappings (see [`Analysis::baselines`]).
@@ -156,51 +198,28 @@ fn baselines(
     max: f64,
 ) -> Result<Baselines, PuzzleError> {
     let w = problem.workload.clone();
-    let mut single: Option<(Judged, Chromosome)> = None;
-    for (p, name) in problem.names.clone().iter().enumerate() {
-        let c = whole_on(problem.layers, p, rank.to_vec());
-        let b = problem.build(&c)?;
-        let outcome = problem.simulate(&b, &w)?;
-        let sat = problem.saturation(&b, max)?;
-        let better = single.as_ref().is_none_or(|(s, _)| {
-            inf(sat) < inf(s.saturation) || (sat == s.saturation && outcome.objectives()[0] < s.outcome.objectives()[0])
-        });
-        if better {
-            let judged = Judged {
-                name: format!("single processor ({name})"),
-                outcome,
-                saturation: sat,
-            };
-            single = Some((judged, c));
-        }
-    }
-    let (single_judged, single_c) = single.ok_or_else(|| PuzzleError::Model {
+    let singles = (0..problem.names.len())
+        .map(|p| whole_on(problem.layers, p, rank.to_vec()))
+        .collect();
+    let (p, single) = best_of(problem, singles, max)?.ok_or_else(|| PuzzleError::Model {
         model: problem.names.join(", "),
         reason: "no processor to map the models on".into(),
     })?;
-    let single = (single_c, single_judged.saturation);
-    let mut judged = vec![single_judged];
+    let mut judged = vec![Judged {
+        name: format!("single processor ({})", problem.names[p]),
+        outcome: single.outcome.clone(),
+        saturation: single.saturation,
+    }];
     let mappings = best_mappings(problem, rank)?;
-    let mut best: Option<(Chromosome, Built, Outcome, Option<f64>)> = None;
-    for (c, _) in &mappings {
-        let b = problem.build(c)?;
-        let sat = problem.saturation(&b, max)?;
-        let outcome = problem.simulate(&b, &w)?;
-        let better = best.as_ref().is_none_or(|(_, _, o, s)| {
-            inf(sat) < inf(*s) || (sat == *s && outcome.objectives()[0] < o.objectives()[0])
-        });
-        if better {
-            best = Some((c.clone(), b, outcome, sat));
-        }
-    }
-    let best = best.ok_or_else(|| PuzzleError::Model {
+    let plans = mappings.iter().map(|(c, _)| c.clone()).collect();
+    let (_, best) = best_of(problem, plans, max)?.ok_or_else(|| PuzzleError::Model {
         model: problem.names.join(", "),
         reason: "no model-level mapping could be built".into(),
     })?;
     judged.push(Judged {
         name: format!("best mapping (best α* of {} on its front)", mappings.len()),
-        outcome: best.2.clone(),
-        saturation: best.3,
+        outcome: best.outcome.clone(),
+        saturation: best.saturation,
     });
     let (units, truth) = band;
     let lst_outcome = problem.run_policy(units.to_vec(), truth, Box::new(Lst::new(false)), &w)?;
@@ -272,10 +291,9 @@ pub fn analyze(
 ) -> Result<Analysis, PuzzleError> {
     let max = options.max_multiplier;
     let base = baselines(problem, band, rank, max)?;
-    let (best_c, best_built, best_outcome, best_sat) = base.best;
-    let best_objectives = best_outcome.objectives();
-    let best = (&best_c, &best_objectives, &best_outcome);
-    let mut seeds: Vec<Chromosome> = vec![best_c.clone(), base.single.0.clone()];
+    let best_objectives = base.best.outcome.objectives();
+    let best = (&base.best.chromosome, &best_objectives, &base.best.outcome);
+    let mut seeds: Vec<Chromosome> = vec![base.single.chromosome.clone()];
     seeds.extend(base.mappings.iter().map(|(c, _)| c.clone()));
     let (found, history, population_objectives, mut front_objectives) =
         search(problem, &options.ga, best, &seeds, events)?;
@@ -291,27 +309,17 @@ pub fn analyze(
             baseline: None,
         });
     }
-    let order = |x: &FrontPlan, y: &FrontPlan| {
-        inf(x.saturation)
-            .total_cmp(&inf(y.saturation))
-            .then(x.outcome.objectives()[0].total_cmp(&y.outcome.objectives()[0]))
-    };
+    let order = |x: &FrontPlan, y: &FrontPlan| by_alpha((x.saturation, &x.outcome), (y.saturation, &y.outcome));
     let mut chosen = (0..front.len())
         .min_by(|&x, &y| order(&front[x], &front[y]))
         .unwrap_or(0);
     let sats: Vec<f64> = front.iter().map(|f| inf(f.saturation)).collect();
     let median = graph_ir::stats::median_nan(&sats);
-    let kept = [
-        ("best mapping", best_c.clone(), best_sat),
-        ("single processor", base.single.0.clone(), base.single.1),
-    ];
-    for (name, c, saturation) in kept {
-        let built = problem.build(&c)?;
-        let outcome = problem.evaluate(&c)?;
+    for (name, c) in [("best mapping", &base.best), ("single processor", &base.single)] {
         let plan = FrontPlan {
-            built,
-            outcome,
-            saturation,
+            built: c.built.clone(),
+            outcome: c.outcome.clone(),
+            saturation: c.saturation,
             baseline: Some(name),
         };
         if front.get(chosen).is_none_or(|f| order(&plan, f).is_lt()) {
@@ -328,7 +336,14 @@ pub fn analyze(
                 "timing the front's pieces afresh to choose among them, then once more for the chosen plan's figures...",
             ))
         };
-        retime::choose(problem, &chromosomes, (&best_c, &best_built), &w, max, &mut starting)?
+        retime::choose(
+            problem,
+            &chromosomes,
+            (&base.best.chromosome, &base.best.built),
+            &w,
+            max,
+            &mut starting,
+        )?
     } else {
         None
     };
@@ -338,8 +353,8 @@ pub fn analyze(
     })?;
     Ok(Analysis {
         baselines: base.judged,
-        best_built,
-        best_outcome,
+        best_built: base.best.built,
+        best_outcome: base.best.outcome,
         front,
         chosen,
         front_median_saturation: median.is_finite().then_some(median),
