@@ -425,11 +425,58 @@ fn measured_plans_are_served_for_real_and_pieces_are_measured_once() {
         "{report}"
     );
     assert_eq!(runs[0]["apps"].as_array().unwrap().len(), 2, "{report}");
-    for flag in [
-        &["--policy", "heft"][..],
-        &["--plot", "x.svg"],
-        &["--slo-multipliers", "1,2"],
-    ] {
+    let analysed = figures["figures"]["groups"][0]["period_ms"]
+        .as_f64()
+        .expect("the analysed period");
+    assert_eq!(
+        group["period_ms"].as_f64(),
+        Some(analysed),
+        "served at the period the plan was analysed for: {report}"
+    );
+    assert!(
+        report["periods_from"]
+            .as_str()
+            .is_some_and(|s| s.contains("as analysed")),
+        "{report}"
+    );
+    let out = serve(&["--json", "--slo-multipliers", "1,2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sweep: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints only JSON");
+    let periods: Vec<f64> = sweep
+        .as_array()
+        .expect("one report per multiplier")
+        .iter()
+        .map(|r| r["runs"][0]["groups"][0]["period_ms"].as_f64().unwrap())
+        .collect();
+    let base = analysed / 1.5;
+    assert!(
+        periods.len() == 2 && (periods[0] - base).abs() < 1e-9 && (periods[1] - 2.0 * base).abs() < 1e-9,
+        "periods {periods:?} for base {base}"
+    );
+    let small = dir.join("w-small.toml");
+    std::fs::write(
+        &small,
+        std::fs::read_to_string(w).unwrap().replace(
+            "model = \"mb.onnx\"",
+            "model = \"mb.onnx\"\ninput_shape = \"1,3,40,40\"",
+        ),
+    )
+    .unwrap();
+    let out = stretch(&[
+        "serve",
+        "--workload",
+        small.to_str().unwrap(),
+        "--runtime-config",
+        rc,
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("app 'mb': analysed with inputs") && err.contains("1x3x40x40"),
+        "{err}"
+    );
+    for flag in [&["--policy", "heft"][..], &["--plot", "x.svg"]] {
         let out = serve(flag);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(

@@ -141,6 +141,18 @@ impl Workload {
         Ok(())
     }
 
+    /// Sets each group's base period to `bases_ms` (in group order, as a
+    /// plan recorded them) and a multiplier group's period from it, as
+    /// [`Workload::resolve_groups`] does from latencies.
+    pub fn set_group_bases(&mut self, bases_ms: &[f64]) {
+        for (group, base) in self.groups.iter_mut().zip(bases_ms) {
+            group.base_ms = Some(*base);
+            if let Period::Multiplier(m) = group.period {
+                group.period_ms = Some(m * base);
+            }
+        }
+    }
+
     /// The same workload with every group's period set to `m` × its base
     /// period (groups must be resolved).
     pub fn with_period_multiplier(&self, m: f64) -> Workload {

@@ -4,9 +4,11 @@
 //! against a workload and a set of processors and refuse, naming what
 //! differs, a plan made for others.
 
+use crate::core::workload::Workload;
 use crate::puzzle::PuzzleError;
 use crate::puzzle::chromosome::{LayerGraph, Piece, topological};
 use graph_ir::Graph;
+use graph_ir::ops::Op;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -18,6 +20,12 @@ pub struct PlanFile {
     pub format: String,
     pub processors: Vec<String>,
     pub apps: Vec<AppPlan>,
+    /// Each model group's base period (ms) as analysed, in the workload's
+    /// group order; `serve --plan` and `simulate --plan` run at these
+    /// periods (times the period multiplier) instead of measuring them
+    /// again. Empty in plans written before periods were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupPlan>,
     /// Free-form figures of the search (objectives, score, α*), not read back.
     #[serde(default)]
     pub figures: serde_json::Value,
@@ -31,7 +39,18 @@ pub struct AppPlan {
     pub model: String,
     /// 0 runs first.
     pub rank: usize,
+    /// The model's inputs as analysed (`name: dtype[dims]`); another input
+    /// shape is refused. Empty in plans written before inputs were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
     pub pieces: Vec<PiecePlan>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupPlan {
+    pub group: String,
+    pub base_period_ms: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,6 +78,7 @@ impl PlanFile {
                     app: apps[i].clone(),
                     model: graphs[i].name.clone(),
                     rank: rank[i],
+                    inputs: input_facts(&graphs[i]),
                     pieces: pieces[i]
                         .iter()
                         .map(|p| PiecePlan {
@@ -72,8 +92,55 @@ impl PlanFile {
                         .collect(),
                 })
                 .collect(),
+            groups: Vec::new(),
             figures: serde_json::Value::Null,
         }
+    }
+
+    /// Records the resolved groups' base periods of `workload`.
+    pub fn with_groups(mut self, workload: &Workload) -> PlanFile {
+        self.groups = workload
+            .groups
+            .iter()
+            .filter_map(|g| {
+                Some(GroupPlan {
+                    group: g.name.clone(),
+                    base_period_ms: g.base_ms?,
+                })
+            })
+            .collect();
+        self
+    }
+
+    /// The base periods of `workload`'s groups as analysed, in its group
+    /// order; `None` for a plan that records none. A plan whose groups are
+    /// not the workload's is refused.
+    pub fn base_periods(&self, file: &str, workload: &Workload) -> Result<Option<Vec<f64>>, PuzzleError> {
+        if self.groups.is_empty() {
+            return Ok(None);
+        }
+        let planned: Vec<&str> = self.groups.iter().map(|g| g.group.as_str()).collect();
+        let have: Vec<&str> = workload.groups.iter().map(|g| g.name.as_str()).collect();
+        if planned != have {
+            return Err(PuzzleError::Plan {
+                file: file.to_string(),
+                reason: format!("analysed for groups {planned:?}, the workload has {have:?}"),
+            });
+        }
+        if let Some(g) = self
+            .groups
+            .iter()
+            .find(|g| !(g.base_period_ms.is_finite() && g.base_period_ms > 0.0))
+        {
+            return Err(PuzzleError::Plan {
+                file: file.to_string(),
+                reason: format!(
+                    "group '{}': base_period_ms {} is not positive",
+                    g.group, g.base_period_ms
+                ),
+            });
+        }
+        Ok(Some(self.groups.iter().map(|g| g.base_period_ms).collect()))
     }
 
     pub fn load(path: &std::path::Path) -> Result<PlanFile, PuzzleError> {
@@ -136,6 +203,13 @@ impl PlanFile {
                     a.model, g.name
                 )));
             }
+            let inputs = input_facts(g);
+            if !a.inputs.is_empty() && a.inputs != inputs {
+                return Err(at(format!(
+                    "analysed with inputs {:?}, the workload's model has {inputs:?} (another input shape has other costs: analyze again)",
+                    a.inputs
+                )));
+            }
             let index: HashMap<&str, usize> = lg
                 .layers
                 .iter()
@@ -183,4 +257,18 @@ impl PlanFile {
         }
         Ok((out, rank))
     }
+}
+
+/// `name: fact` of each graph input, in declaration order.
+fn input_facts(g: &Graph) -> Vec<String> {
+    g.inputs()
+        .iter()
+        .map(|id| {
+            let n = g.node(*id);
+            match &n.op {
+                Op::Input(f) => format!("{}: {f}", n.name),
+                _ => n.name.clone(),
+            }
+        })
+        .collect()
 }

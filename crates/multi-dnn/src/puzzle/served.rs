@@ -56,6 +56,9 @@ pub struct Options {
     pub check: bool,
     /// Simulate each round's plans on pieces timed afresh just before it.
     pub retime: bool,
+    /// The groups' base periods the plans were analysed for (ms, in group
+    /// order); `None` measures them from each model's fastest isolated p99.
+    pub base_periods: Option<Vec<f64>>,
 }
 
 /// What one served configuration gathered over the rounds.
@@ -120,8 +123,8 @@ pub struct Served {
 }
 
 /// Serves `plans` and `lst` on `setup`, `options.rounds` rounds each in
-/// turn, on `workload` (its groups' periods resolved from each model's
-/// fastest isolated p99, measured now). `note` hears measurements and
+/// turn, on `workload` (its groups' periods from `options.base_periods`,
+/// else from each model's fastest isolated p99, measured now). `note` hears measurements and
 /// steps as they happen.
 pub fn serve(
     setup: &Setup,
@@ -148,11 +151,16 @@ pub fn serve(
     )
     .map_err(failed(&load))?;
     let band_units: Vec<ModelUnits> = band.models.iter().map(|m| m.units.clone()).collect();
-    let fastest = band
-        .fastest_isolated_p99(setup.apps, options.isolated_runs, note)
-        .map_err(failed(&load))?;
     let mut round = workload.clone();
-    round.resolve_groups(&fastest)?;
+    match &options.base_periods {
+        Some(bases) => round.set_group_bases(bases),
+        None => {
+            let fastest = band
+                .fastest_isolated_p99(setup.apps, options.isolated_runs, note)
+                .map_err(failed(&load))?;
+            round.resolve_groups(&fastest)?;
+        }
+    }
     let mut band_est = Estimator::new(EstimatorParams::default(), setup.accel, &band_units);
     band.register(&mut band_est).map_err(failed("registration"))?;
     let mut servers = Vec::with_capacity(plans.len());

@@ -206,8 +206,9 @@ pub fn run(a: Args) -> Result<()> {
 /// The chosen plan with its figures.
 fn plan_file(sc: &Scenario, problem: &mut Problem, r: &Analysis) -> Result<PlanFile> {
     let (built, outcome, saturation) = r.final_plan();
-    let mut plan = PlanFile::new(&sc.names, &sc.apps, &sc.graphs, &sc.layers, &built.pieces, &built.rank);
     let w = problem.workload.clone();
+    let mut plan =
+        PlanFile::new(&sc.names, &sc.apps, &sc.graphs, &sc.layers, &built.pieces, &built.rank).with_groups(&w);
     let apps = ps::app_values(&Breakdown::of(&problem.simulate_log(built, &w)?), &sc.apps);
     let searched = &r.front[r.chosen];
     plan.figures = serde_json::json!({
@@ -242,8 +243,8 @@ fn write_plans(path: &Path, plan: &PlanFile, sc: &Scenario, problem: &mut Proble
     std::fs::write(path, serde_json::to_string_pretty(plan)?)
         .with_context(|| format!("cannot write {}", path.display()))?;
     let (b, best_outcome): (&Built, &Outcome) = r.final_best_mapping();
-    let mut best = PlanFile::new(&sc.names, &sc.apps, &sc.graphs, &sc.layers, &b.pieces, &b.rank);
     let w = problem.workload.clone();
+    let mut best = PlanFile::new(&sc.names, &sc.apps, &sc.graphs, &sc.layers, &b.pieces, &b.rank).with_groups(&w);
     let best_apps = ps::app_values(&Breakdown::of(&problem.simulate_log(b, &w)?), &sc.apps);
     best.figures = serde_json::json!({
         "simulated": true,

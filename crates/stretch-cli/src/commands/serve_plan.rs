@@ -14,29 +14,37 @@ use multi_dnn::puzzle::plan_file::PlanFile;
 use multi_dnn::puzzle::served::{self, Options, Plan, Served, Setup};
 use std::path::{Path, PathBuf};
 
-/// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn.
+/// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn,
+/// once per period multiplier of `--slo-multipliers` (else as written).
 pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
     mc::refuse_with_plan(
         &[
             ("--policy", a.sweep.policy.is_some()),
             ("--compare", a.sweep.compare.is_some()),
-            ("--slo-multipliers", a.sweep.slo_multipliers.is_some()),
             ("--plot", a.sweep.plot.is_some()),
             ("--save-latencies", a.save_latencies.is_some()),
         ],
-        "the plans run as written, beside Band's lst, at the workload's group periods",
+        "the plans run as written, beside Band's lst, at the periods they were analysed for",
     )?;
+    let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     let sc = ps::load_runtime(&a.workload, &a.runtime_config, &a.processors)?;
     let mut loaded = Vec::with_capacity(plans.len());
     let mut files = Vec::with_capacity(plans.len());
+    let mut bases: Option<(String, Vec<f64>)> = None;
     for path in plans {
+        let name = path.display().to_string();
         let file = PlanFile::load(path)?;
-        let (pieces, rank) = file.resolve(&path.display().to_string(), &sc.names, &sc.apps, &sc.graphs, &sc.layers)?;
-        loaded.push(Plan {
-            name: path.display().to_string(),
-            pieces,
-            rank,
-        });
+        let (pieces, rank) = file.resolve(&name, &sc.names, &sc.apps, &sc.graphs, &sc.layers)?;
+        if let Some(b) = file.base_periods(&name, &sc.workload)? {
+            match &bases {
+                Some((first, was)) if !same_periods(was, &b) => bail!(
+                    "{name} was analysed at group base periods {b:?} ms, {first} at {was:?} ms: serve plans analysed together"
+                ),
+                Some(_) => {}
+                None => bases = Some((name.clone(), b)),
+            }
+        }
+        loaded.push(Plan { name, pieces, rank });
         files.push((short(path), file));
     }
     let setup = Setup {
@@ -49,26 +57,50 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         layers: &sc.layers,
         engines: multi_dnn::splash::cloud::engines().factory(),
     };
+    let periods_from = match &bases {
+        Some((file, _)) => format!("group periods as analysed ({file})"),
+        None => "group periods from each model's fastest isolated p99, measured now (the plans record none)".into(),
+    };
     let options = Options {
         rounds: a.rounds.max(1),
         isolated_runs: a.isolated_runs,
         check: !a.no_check,
         retime: a.retime,
+        base_periods: bases.map(|b| b.1),
     };
-    let mut workload = sc.workload.clone();
-    if let Some(d) = a.sweep.duration_s {
-        workload.duration_s = Some(d);
+    let mut reports = Vec::with_capacity(multipliers.len());
+    let mut mismatches = 0;
+    for m in multipliers {
+        let mut workload = match m {
+            Some(m) => sc.workload.with_period_multiplier(m),
+            None => sc.workload.clone(),
+        };
+        if let Some(d) = a.sweep.duration_s {
+            workload.duration_s = Some(d);
+        }
+        let served = served::serve(&setup, &loaded, &workload, &options, &mut |note| eprintln!("{note}"))?;
+        let mut report = report(a, &sc, &files, &served, options.rounds);
+        report.period_multiplier = m;
+        report.periods_from = periods_from.clone();
+        if let Some(path) = &a.sweep.trace {
+            let logs = served.runs.iter().filter_map(|t| t.last_log.as_ref());
+            let runs: Vec<(String, &RunLog)> = report.runs.iter().map(|r| r.name.clone()).zip(logs).collect();
+            let trace = multi_dnn::core::trace::chrome_trace_runs(&runs, &sc.names, &sc.apps, "measured");
+            mc::write(&traced(path, m), &serde_json::to_string(&trace)?)?;
+        }
+        if !a.sweep.json {
+            print(&sc, &report, served.round.groups.len());
+        }
+        mismatches += served.runs.iter().map(|t| t.mismatches).sum::<usize>();
+        reports.push(report);
     }
-    let served = served::serve(&setup, &loaded, &workload, &options, &mut |note| eprintln!("{note}"))?;
-    let report = report(a, &sc, &files, &served, options.rounds);
-    if let Some(path) = &a.sweep.trace {
-        let logs = served.runs.iter().filter_map(|t| t.last_log.as_ref());
-        let runs: Vec<(String, &RunLog)> = report.runs.iter().map(|r| r.name.clone()).zip(logs).collect();
-        let trace = multi_dnn::core::trace::chrome_trace_runs(&runs, &sc.names, &sc.apps, "measured");
-        mc::write(path, &serde_json::to_string(&trace)?)?;
+    if a.sweep.json {
+        let text = match a.sweep.slo_multipliers {
+            None => serde_json::to_string_pretty(&reports[0])?,
+            Some(_) => serde_json::to_string_pretty(&reports)?,
+        };
+        println!("{text}");
     }
-    print(a, &sc, &report, served.round.groups.len());
-    let mismatches: usize = served.runs.iter().map(|t| t.mismatches).sum();
     if mismatches > 0 {
         bail!("{mismatches} outputs differed from the whole-model reference");
     }
@@ -76,6 +108,27 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         println!("every output of the plans equalled the whole-model reference (max |diff| <= 1e-4 x output scale)");
     }
     Ok(())
+}
+
+/// Base periods equal within rounding of their JSON text.
+fn same_periods(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))
+}
+
+/// The trace file of multiplier `m`: `T.json` as given for the workload as
+/// written, `T.x2.json` for multiplier 2.
+fn traced(path: &Path, m: Option<f64>) -> PathBuf {
+    let Some(m) = m else { return path.to_path_buf() };
+    let stem = path
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+    let ext = path
+        .extension()
+        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+    path.with_file_name(format!("{stem}.x{m}{ext}"))
 }
 
 /// The report of every served run: each plan (named by `files`, with what
@@ -121,6 +174,8 @@ fn report(a: &Args, sc: &Scenario, files: &[(String, PlanFile)], served: &Served
         runs,
         outputs_checked: !a.no_check,
         retime_notes: served.retime_notes.clone(),
+        period_multiplier: None,
+        periods_from: String::new(),
     }
 }
 
@@ -134,17 +189,9 @@ fn predicted_groups(plan: &PlanFile) -> Option<Vec<Predicted>> {
     Some(groups.iter().map(one).collect())
 }
 
-fn print(a: &Args, sc: &Scenario, report: &Report, groups: usize) {
+fn print(sc: &Scenario, report: &Report, groups: usize) {
     for note in &report.retime_notes {
-        if a.sweep.json {
-            eprintln!("--retime: {note}");
-        } else {
-            println!("--retime: {note}");
-        }
-    }
-    if a.sweep.json {
-        println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
-        return;
+        println!("--retime: {note}");
     }
     println!("{}", report.scheduling);
     println!(
@@ -155,6 +202,10 @@ fn print(a: &Args, sc: &Scenario, report: &Report, groups: usize) {
         report.rounds,
         report.round_s
     );
+    match report.period_multiplier {
+        Some(m) => println!("period multiplier {m}: {}", report.periods_from),
+        None => println!("{}", report.periods_from),
+    }
     for r in &report.runs {
         for line in r.lines() {
             println!("{line}");

@@ -27,6 +27,10 @@ pub struct Report {
     /// With `--retime`: how the hand-offs, contention and run-time spread
     /// the re-timed simulations use were measured, one line each.
     pub retime_notes: Vec<String>,
+    /// The period multiplier of `--slo-multipliers` (`None`: as written).
+    pub period_multiplier: Option<f64>,
+    /// Where the groups' base periods came from.
+    pub periods_from: String,
 }
 
 /// One served configuration, pooled over the rounds.

@@ -34,6 +34,10 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
     )?;
     let mut costs = ps::predicted(&sc)?;
     let (mut problem, _) = ps::problem(&sc, &mut costs, 30)?;
+    let bases = plan.base_periods(&plan_path.display().to_string(), &problem.workload)?;
+    if let Some(b) = &bases {
+        problem.workload.set_group_bases(b);
+    }
     if let Some(d) = a.sweep.duration_s {
         if !(d.is_finite() && d > 0.0) {
             bail!("--duration-s must be positive, got {d}");
@@ -63,6 +67,10 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
         sc.names.join(", "),
         sc.device.as_ref().map_or("-", |d| d.profile().name.as_str())
     ));
+    say(match bases {
+        Some(_) => "group periods as analysed (from the plan)".into(),
+        None => "group periods from the profile's fastest isolated latencies (the plan records none)".into(),
+    });
     let mut rows = Vec::new();
     for m in multipliers {
         let w = match m {
