@@ -162,7 +162,13 @@ fn run_cv(policy: &str, w: &Workload, cpu_factor: f64, cv: f64) -> (RunLog, Rend
     });
     let log = simulate(&mut sched, w, slo.collect(), &truth, SimOptions::default()).unwrap();
     let duration = w.duration_s.unwrap() * 1e3;
-    let r = RenderReport::new(&log, "gpu", 30.0, duration);
+    let r = RenderReport::new(
+        &log,
+        "gpu",
+        30.0,
+        w.render.as_ref().map_or(0.0, |r| r.render_ms),
+        duration,
+    );
     (log, r)
 }
 

@@ -104,7 +104,7 @@ pub fn report(
     let mut rep = mc::report_for(kind, policy, w, slo, names, log);
     if let Some(r) = &w.render {
         let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
-        rep.render = Some(RenderReport::new(log, &r.processor, r.fps, duration));
+        rep.render = Some(RenderReport::new(log, &r.processor, r.fps, r.render_ms, duration));
     }
     rep
 }

@@ -11,6 +11,7 @@ pub mod groups;
 pub mod hooks;
 pub mod link;
 pub mod policy;
+pub mod render_report;
 pub mod report;
 mod scheduler;
 pub mod trace;

@@ -1,6 +1,7 @@
 //! What a serve or simulate run reports: per app, in total, per processor.
 
 use crate::core::link::{LinkFit, PredictionErrors};
+pub use crate::core::render_report::{RENDER_DRIFT, RenderReport};
 use crate::core::{Completed, Frame, JobId};
 use serde::Serialize;
 
@@ -183,49 +184,6 @@ pub struct AppReport {
     pub p99_ms: f64,
     pub mean_ms: f64,
     pub max_ms: f64,
-}
-
-/// How the rendering task kept its rate (Heimdall §9: frames per 1/3 s).
-#[derive(Clone, Debug, Serialize)]
-pub struct RenderReport {
-    pub processor: String,
-    pub target_fps: f64,
-    pub frames: usize,
-    pub dropped: usize,
-    /// Frames that finished per second over the run.
-    pub fps_mean: f64,
-    /// The fewest frames finished in a 1/3 s window, per second.
-    pub fps_worst_window: f64,
-    /// From a frame's tick to its start.
-    pub late_p50_ms: f64,
-    pub late_max_ms: f64,
-}
-
-impl RenderReport {
-    /// Summarises the frames of `log` over `[0, duration_ms)`.
-    pub fn new(log: &RunLog, processor: &str, target_fps: f64, duration_ms: f64) -> RenderReport {
-        let window = 1e3 / 3.0;
-        let windows = ((duration_ms / window).floor() as usize).max(1);
-        let mut counts = vec![0usize; windows];
-        for f in &log.frames {
-            let w = (f.end_ms / window) as usize;
-            if let Some(c) = counts.get_mut(w) {
-                *c += 1;
-            }
-        }
-        let late: Vec<f64> = log.frames.iter().map(|f| f.start_ms - f.tick_ms).collect();
-        let in_run = log.frames.iter().filter(|f| f.end_ms < duration_ms).count();
-        RenderReport {
-            processor: processor.to_string(),
-            target_fps,
-            frames: log.frames.len(),
-            dropped: log.dropped_frames.len(),
-            fps_mean: in_run as f64 / (duration_ms.max(1e-9) / 1e3),
-            fps_worst_window: counts.iter().copied().min().unwrap_or(0) as f64 * 3.0,
-            late_p50_ms: quantile_or_zero(&late, 0.5),
-            late_max_ms: late.iter().copied().fold(0.0, f64::max),
-        }
-    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -486,18 +444,7 @@ impl Report {
             }
         }
         if let Some(r) = &self.render {
-            let _ = writeln!(
-                s,
-                "rendering on {}: {:.2} frames/s (target {:.0}), worst 1/3-s window {:.1} frames/s; {} frames, {} dropped; start after tick p50 {:.2} ms, max {:.2} ms",
-                r.processor,
-                r.fps_mean,
-                r.target_fps,
-                r.fps_worst_window,
-                r.frames,
-                r.dropped,
-                r.late_p50_ms,
-                r.late_max_ms
-            );
+            let _ = writeln!(s, "{}", r.line());
         }
         for (t, m, p) in &self.moves {
             let name = self.apps.get(*m).map_or("?", |a| a.name.as_str());

@@ -15,7 +15,15 @@ pub struct Offloader {
     next_cycle_ms: f64,
     /// Moves made: (time, model, to).
     pub moves: Vec<(f64, usize, usize)>,
+    /// Per model: how often a move of it undid its previous one.
+    reversals: Vec<u32>,
+    /// Per model: no move of it before this time (ms).
+    held_until_ms: Vec<f64>,
 }
+
+/// Most cycles a model is held after a reversal (the hold doubles with
+/// each reversal up to this).
+pub const MAX_HOLD_CYCLES: f64 = 64.0;
 
 /// A model's latency where it runs now and where it would run after a move (ms).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -37,6 +45,8 @@ impl Offloader {
             cycle_ms,
             next_cycle_ms: cycle_ms,
             moves: Vec::new(),
+            reversals: Vec::new(),
+            held_until_ms: Vec::new(),
         }
     }
 
@@ -46,6 +56,12 @@ impl Offloader {
     /// (1 + m) × its accelerator latency by the largest ratio comes back.
     /// `home[model]` is updated; returns the move (model, to). `lat[model]`
     /// is `None` for a model with nothing known yet.
+    ///
+    /// A move that undoes the model's previous move is a reversal; after
+    /// its k-th reversal a model stays where it is for 2^k cycles (at most
+    /// [`MAX_HOLD_CYCLES`]) before the rule may move it again, so noise
+    /// around the (1 + m) threshold settles instead of moving it every
+    /// cycle.
     pub fn step(&mut self, now_ms: f64, home: &mut [usize], lat: &[Option<Latencies>]) -> Option<(usize, usize)> {
         if now_ms < self.next_cycle_ms {
             return None;
@@ -54,7 +70,10 @@ impl Offloader {
             self.next_cycle_ms += self.cycle_ms;
         }
         let k = 1.0 + self.margin;
-        let known = |m: usize| lat.get(m).copied().flatten();
+        self.reversals.resize(home.len(), 0);
+        self.held_until_ms.resize(home.len(), 0.0);
+        let held = &self.held_until_ms;
+        let known = |m: usize| lat.get(m).copied().flatten().filter(|_| held[m] <= now_ms);
         let out = (0..home.len())
             .filter(|m| home[*m] == self.accelerator)
             .filter_map(|m| known(m).map(|l| (m, l)))
@@ -71,6 +90,17 @@ impl Offloader {
         };
         let mv = out.or_else(back)?;
         home[mv.0] = mv.1;
+        if self
+            .moves
+            .iter()
+            .rev()
+            .find(|m| m.1 == mv.0)
+            .is_some_and(|last| last.2 != mv.1)
+        {
+            self.reversals[mv.0] += 1;
+            let cycles = 2f64.powi(self.reversals[mv.0].min(30) as i32).min(MAX_HOLD_CYCLES);
+            self.held_until_ms[mv.0] = now_ms + cycles * self.cycle_ms;
+        }
         self.moves.push((now_ms, mv.0, mv.1));
         Some(mv)
     }
@@ -131,5 +161,23 @@ mod tests {
         assert_eq!(o.step(1000.0, &mut home, &lat), Some((1, 1)));
         assert_eq!(o.step(1500.0, &mut home, &lat), None);
         assert_eq!(o.step(2000.0, &mut home, &lat), Some((2, 1)));
+    }
+
+    #[test]
+    fn noise_around_the_threshold_settles() {
+        let mut o = Offloader::new(0, 1, 0.1, 1000.0);
+        let mut home = vec![0];
+        // Latencies that flip across (1 + m) every cycle, as noise does.
+        for t in 1..=30 {
+            let lat = match home[0] {
+                0 => [l(130.0, 100.0)],
+                _ => [l(80.0, 100.0)],
+            };
+            o.step(t as f64 * 1e3, &mut home, &lat);
+        }
+        let times: Vec<f64> = o.moves.iter().map(|m| m.0 / 1e3).collect();
+        // Out at 1 s, back at 2 s (hold 2 cycles), out at 4 s (hold 4),
+        // back at 8 s (hold 8), out at 16 s (hold 16): then held past 30 s.
+        assert_eq!(times, [1.0, 2.0, 4.0, 8.0, 16.0]);
     }
 }

@@ -98,6 +98,11 @@ pub struct Predicted<'a> {
 impl<'a> Predicted<'a> {
     pub fn new(model: &'a DeviceModel, graphs: &'a [Graph], layers: &'a [LayerGraph]) -> Result<Self, PuzzleError> {
         let names: Vec<String> = model.profile().processors.keys().cloned().collect();
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                model.comm_ms(a, b, 0).map_err(|e| link_error(a, b, e))?;
+            }
+        }
         let mut scale = Vec::with_capacity(graphs.len());
         let mut notes = Vec::new();
         for (g, lg) in graphs.iter().zip(layers) {
@@ -162,6 +167,14 @@ impl<'a> Predicted<'a> {
     }
 }
 
+fn link_error(from: &str, to: &str, e: impl std::fmt::Display) -> PuzzleError {
+    PuzzleError::Link {
+        from: from.to_string(),
+        to: to.to_string(),
+        reason: e.to_string(),
+    }
+}
+
 fn predict(model: &DeviceModel, g: &Graph, nodes: &[NodeId], p: &str) -> Result<f64, PuzzleError> {
     model
         .predict(g, nodes, p)
@@ -189,11 +202,7 @@ impl Costs for Predicted<'_> {
     fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError> {
         self.model
             .comm_ms(&self.names[from], &self.names[to], bytes)
-            .map_err(|e| PuzzleError::Cost {
-                model: "-".into(),
-                processor: format!("{} -> {}", self.names[from], self.names[to]),
-                reason: e.to_string(),
-            })
+            .map_err(|e| link_error(&self.names[from], &self.names[to], e))
     }
 
     fn notes(&self) -> Vec<String> {

@@ -14,6 +14,12 @@ use scheduler_rt::partition::subgraph_of;
 use std::sync::Arc;
 use tract_onnx::prelude::TVec;
 
+/// Largest relative gap between the calibrated and asked frame time at
+/// which [`Server::set_render`] stops early.
+pub const CALIBRATION_TOLERANCE: f64 = 0.03;
+/// Most calibration rounds of [`Server::set_render`].
+pub const CALIBRATION_ROUNDS: usize = 6;
+
 impl Server {
     /// Measures every operator of `graph` ([`crate::serve::units::operators`]
     /// order) alone on each worker: compiled on its own, run once to warm
@@ -72,7 +78,9 @@ impl Server {
     /// about `render_ms` when run once per frame at `fps` (frames spaced as
     /// in a run, so that caches are as cold as they will be); returns the
     /// median of the last calibration frames (ms), which the run then
-    /// expects a frame to take.
+    /// expects a frame to take. Calibration stops once that median is
+    /// within [`CALIBRATION_TOLERANCE`] of `render_ms`, or after
+    /// [`CALIBRATION_ROUNDS`] rounds (the caller reports how far it is).
     pub fn set_render(&mut self, worker: usize, fps: f64, render_ms: f64) -> Result<f64, RuntimeError> {
         let period = std::time::Duration::from_secs_f64(1.0 / fps.max(1e-3));
         let frames = |server: &Server, kernel: &Arc<dyn Compiled>, n: usize| -> Result<Vec<f64>, RuntimeError> {
@@ -89,9 +97,12 @@ impl Server {
         let mut rows = ((render_ms / full) * ROWS as f64).round().max(1.0);
         let mut measured = full;
         let mut kernel: Arc<dyn Compiled> = probe;
-        for _ in 0..3 {
+        for _ in 0..CALIBRATION_ROUNDS {
             kernel = Arc::new(RenderKernel::new(rows as usize));
             measured = quantile_or_zero(&frames(self, &kernel, 10)?[3..], 0.5).max(1e-3);
+            if (measured / render_ms - 1.0).abs() <= CALIBRATION_TOLERANCE {
+                break;
+            }
             rows = (rows * render_ms / measured).round().max(1.0);
         }
         self.render = Some((worker, kernel, measured));
