@@ -180,8 +180,9 @@ def new_scenarios(rng, devices, per_device, out, pools, lats):
                 apps, camera = mix_apps(rng, pools, lat, nprocs)
                 for a in apps:
                     a["model"] = paths[a["model"]]
-                write_workload(path, head, apps, camera=camera)
-                made.append({"device": d, "kind": kind, "file": path,
+                drops = rng.random() < 0.5
+                write_workload(path, head + ("drop_late = true\n" if drops else ""), apps, camera=camera)
+                made.append({"device": d, "kind": kind, "file": path, "drops": drops,
                              "noise": rng.choice([0.0, 0.0, 0.1]), "contention": rng.choice([1.0, 1.0, 1.4])})
             elif kind == "groups":
                 groups = ["g0"] if rng.random() < 0.5 else ["g0", "g1"]
@@ -269,7 +270,7 @@ def run_heimdall(binary, sc):
     base = sc["file"][:-5]
     reports = stretch(binary, ["simulate", "--workload", sc["file"], "--device", sc["device"], "--compare",
                                ",".join(HEIMDALL), "--json"], out=base + ".heimdall.json")
-    return {r["policy"]: (r["render"] or {}).get("fps", 0.0) for r in reports}
+    return {r["policy"]: (r["render"] or {}).get("fps_mean", 0.0) for r in reports}
 
 
 def fmt(x):
@@ -305,11 +306,11 @@ def simulated(binary, args, out):
           (len(scenarios), len(devices), time.time() - started, args.seed))
 
     print("Band policies: SLO satisfaction (%%) at multipliers %s; lst − best of (fixed, rr) per multiplier" % MULTIPLIERS)
-    print("%-28s %-22s  %s" % ("scenario", "noise/contention", "  ".join("%-6s" % p for p in BAND)) + "   lst−best(fixed,rr)")
+    print("%-28s %-22s  %s" % ("scenario", "noise/cont./drop_late", "  ".join("%-6s" % p for p in BAND)) + "   lst−best(fixed,rr)")
     ok = 0
     for name, sc, sat, mults, worst, gaps in band:
         cells = "  ".join("%6.1f" % statistics.mean(sat[(p, m)] for m in mults) for p in BAND)
-        nc = "%.1f/%.1f" % (sc.get("noise", 0.0), sc.get("contention", 1.0))
+        nc = "%.1f/%.1f%s" % (sc.get("noise", 0.0), sc.get("contention", 1.0), " drops" if sc.get("drops") else "")
         print("%-28s %-22s  %s   %s" % (name, nc, cells, " ".join("%+.1f" % g for g in gaps)))
         ok += worst >= -1.0
     print("  (policy columns: mean over the multipliers)")

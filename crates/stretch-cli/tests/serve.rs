@@ -170,6 +170,73 @@ fn simulate_runs_every_policy_on_a_device_profile() {
     assert_eq!(strip(&out), strip(&again), "simulation is not deterministic");
 }
 
+/// An overloaded workload: with `drop_late`, lst and sel drop the jobs
+/// that can no longer meet their SLO, which count as violations (SLO met
+/// is over completed + dropped requests), and they stay ahead of fixed.
+#[test]
+fn late_jobs_are_dropped_and_counted_when_the_workload_allows() {
+    let dir = scratch("drop-late");
+    zoo(&dir);
+    let text = "seed = 3\nduration_s = 1\nslo_multiplier = 1\n[[app]]\nmodel = \"mini.onnx\"\narrival = \"poisson\"\nrate = 1000\n\
+                [[app]]\nmodel = \"mb.onnx\"\narrival = \"periodic\"\nfps = 500\n";
+    let keep = write(&dir, "keep.toml", text);
+    let drop = write(
+        &dir,
+        "drop.toml",
+        &text.replace("slo_multiplier = 1\n", "slo_multiplier = 1\ndrop_late = true\n"),
+    );
+    let device = common::repo().join("configs/devices/host.toml");
+    let run = |w: &str| -> serde_json::Value {
+        let out = stretch_ok(&[
+            "simulate",
+            "--workload",
+            w,
+            "--device",
+            device.to_str().unwrap(),
+            "--compare",
+            "lst,sel,fixed",
+            "--json",
+        ]);
+        serde_json::from_str(&out).unwrap()
+    };
+    let (kept, dropped) = (run(&keep), run(&drop));
+    let sat = |v: &serde_json::Value, k: usize| v[k]["slo_satisfaction"].as_f64().unwrap();
+    for k in 0..3 {
+        assert_eq!(kept[k]["dropped"], 0, "{}", kept[k]);
+    }
+    for k in 0..2 {
+        let r = &dropped[k];
+        let (completed, n) = (r["completed"].as_u64().unwrap(), r["dropped"].as_u64().unwrap());
+        assert!(n > 0, "{} dropped nothing: {r}", r["policy"]);
+        assert_eq!(r["lost"], 0, "{r}");
+        let met: f64 = r["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                a["slo_satisfaction"].as_f64().unwrap() / 100.0
+                    * (a["completed"].as_f64().unwrap() + a["dropped"].as_f64().unwrap())
+            })
+            .sum();
+        let want = 100.0 * met / (completed + n) as f64;
+        assert!(
+            (sat(&dropped, k) - want).abs() < 1e-6,
+            "{} vs {want}: {r}",
+            sat(&dropped, k)
+        );
+        assert!(
+            sat(&dropped, k) >= sat(&dropped, 2) - 1.0,
+            "{} behind fixed: {dropped}",
+            r["policy"]
+        );
+        assert!(
+            sat(&dropped, k) > sat(&kept, k),
+            "dropping must help {} under overload",
+            r["policy"]
+        );
+    }
+}
+
 #[test]
 fn bad_inputs_fail_with_one_line() {
     let dir = scratch("serve-errors");

@@ -15,6 +15,13 @@ pub trait Policy: Send {
     fn schedule(&mut self, view: &View) -> Vec<Assignment>;
     /// Where the rest of a job goes after one of its subgraphs finishes.
     fn requeue(&self) -> Requeue;
+    /// With a workload that allows drops (`drop_late`), called before
+    /// [`Policy::schedule`]: queued jobs with nothing running to drop now
+    /// because they can no longer meet their SLO. By default those whose
+    /// deadline has passed; policies that predict latency drop earlier.
+    fn drops(&mut self, view: &View) -> Vec<JobId> {
+        expired(view)
+    }
     /// A subgraph of `job` (`model`, `candidate`) finished on `worker` at
     /// `now_ms` after `ms` in the engine.
     fn subgraph_done(&mut self, _now_ms: f64, _job: JobId, _model: usize, _candidate: usize, _worker: usize, _ms: f64) {
@@ -152,4 +159,19 @@ impl PolicyEntry {
     pub fn answers_to(&self, name: &str) -> bool {
         self.name == name || self.aliases.contains(&name)
     }
+}
+
+/// Queued jobs with nothing running whose deadline has passed, in queue order.
+pub fn expired(view: &View) -> Vec<JobId> {
+    let mut out: Vec<JobId> = Vec::new();
+    for t in view.queue {
+        let Some(job) = view.jobs.get(&t.job) else { continue };
+        if job.running.iter().any(|r| *r) || out.contains(&job.id) {
+            continue;
+        }
+        if job.deadline_ms().is_some_and(|d| view.now_ms > d) {
+            out.push(job.id);
+        }
+    }
+    out
 }

@@ -2,7 +2,7 @@
 
 use crate::core::link::{LinkFit, PredictionErrors};
 pub use crate::core::render_report::{RENDER_DRIFT, RenderReport};
-use crate::core::{Completed, Frame, JobId};
+use crate::core::{Completed, Dropped, Frame, JobId};
 use serde::Serialize;
 
 /// One subgraph run on a worker.
@@ -22,6 +22,8 @@ pub struct Span {
 #[derive(Clone, Debug, Default)]
 pub struct RunLog {
     pub completed: Vec<Completed>,
+    /// Jobs the policy dropped as too late (workloads with `drop_late`).
+    pub dropped: Vec<Dropped>,
     /// Jobs submitted per app.
     pub submitted: Vec<usize>,
     pub spans: Vec<Span>,
@@ -178,6 +180,8 @@ pub struct AppReport {
     pub slo_ms: Option<f64>,
     pub requests: usize,
     pub completed: usize,
+    /// Dropped as too late (`drop_late`), counted as violations.
+    pub dropped: usize,
     /// Share of completed requests that met their SLO, percent.
     pub slo_satisfaction: f64,
     pub p50_ms: f64,
@@ -195,8 +199,11 @@ pub struct Report {
     pub apps: Vec<AppReport>,
     pub requests: usize,
     pub completed: usize,
-    /// Requests submitted and never completed (0 unless a run was cut short).
+    /// Requests submitted and neither completed nor dropped (0 unless a
+    /// run was cut short).
     pub lost: usize,
+    /// Requests dropped as too late (`drop_late`), counted as violations.
+    pub dropped: usize,
     /// Share of all completed requests that met their SLO, percent.
     pub slo_satisfaction: f64,
     /// Requests completed within the run's duration per second of it: a
@@ -314,15 +321,17 @@ impl Report {
                 let done: Vec<&Completed> = log.completed.iter().filter(|c| c.spec.app == i).collect();
                 let lat: Vec<f64> = done.iter().map(|c| c.latency_ms()).collect();
                 let met = done.iter().filter(|c| c.met_slo()).count();
+                let dropped = log.dropped.iter().filter(|d| d.spec.app == i).count();
                 AppReport {
                     name: name.clone(),
                     slo_ms: *slo,
                     requests: log.submitted.get(i).copied().unwrap_or(0),
                     completed: done.len(),
-                    slo_satisfaction: if done.is_empty() {
+                    dropped,
+                    slo_satisfaction: if done.len() + dropped == 0 {
                         0.0
                     } else {
-                        100.0 * met as f64 / done.len() as f64
+                        100.0 * met as f64 / (done.len() + dropped) as f64
                     },
                     p50_ms: quantile_or_zero(&lat, 0.5),
                     p99_ms: quantile_or_zero(&lat, 0.99),
@@ -338,6 +347,7 @@ impl Report {
         let requests: usize = log.submitted.iter().sum();
         let completed = log.completed.len();
         let met = log.completed.iter().filter(|c| c.met_slo()).count();
+        let dropped = log.dropped.len();
         let span_end = log.end_ms.max(duration_ms);
         let utilisation = workers
             .iter()
@@ -365,11 +375,12 @@ impl Report {
             apps: app_reports,
             requests,
             completed,
-            lost: requests - completed.min(requests),
-            slo_satisfaction: if completed == 0 {
+            lost: requests - (completed + dropped).min(requests),
+            dropped,
+            slo_satisfaction: if completed + dropped == 0 {
                 0.0
             } else {
-                100.0 * met as f64 / completed as f64
+                100.0 * met as f64 / (completed + dropped) as f64
             },
             throughput_rps: log.completed.iter().filter(|c| c.finish_ms <= duration_ms).count() as f64
                 / (duration_ms / 1e3),
@@ -426,11 +437,15 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "total: {} requests, {} completed, {} lost; SLO met {:.1}% (violations still ran and are counted); throughput {:.2} req/s{}",
+            "total: {} requests, {} completed, {} lost; SLO met {:.1}% ({}); throughput {:.2} req/s{}",
             self.requests,
             self.completed,
             self.lost,
             self.slo_satisfaction,
+            match self.dropped {
+                0 => "violations still ran and are counted".to_string(),
+                n => format!("{n} dropped as too late, counted as violations"),
+            },
             self.throughput_rps,
             self.fps.map_or(String::new(), |f| format!("; {f:.2} frames/s"))
         );

@@ -301,6 +301,28 @@ pub struct Scheduler {
     pub estimator: Estimator,
     /// Microseconds of each policy call that had work to decide on.
     pub decision_us: Vec<f64>,
+    drop_late: bool,
+    dropped: Vec<Dropped>,
+}
+
+/// A job dropped before it finished because it could no longer meet its SLO.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dropped {
+    pub job: JobId,
+    pub spec: JobSpec,
+    pub at_ms: f64,
+}
+
+impl Dropped {
+    /// The job as finished when dropped, for arrivals that wait on it
+    /// (closed loops, frames); never counted as completed.
+    pub fn as_finished(&self) -> Completed {
+        Completed {
+            job: self.job,
+            spec: self.spec.clone(),
+            finish_ms: self.at_ms,
+        }
+    }
 }
 
 impl Scheduler {
@@ -329,7 +351,20 @@ impl Scheduler {
             policy,
             estimator,
             decision_us: Vec::new(),
+            drop_late: false,
+            dropped: Vec::new(),
         }
+    }
+
+    /// Lets the policy drop jobs that can no longer meet their SLO
+    /// ([`crate::core::Policy::drops`]), as the workload's `drop_late` says.
+    pub fn set_drop_late(&mut self, on: bool) {
+        self.drop_late = on;
+    }
+
+    /// The jobs dropped since the last call.
+    pub fn take_dropped(&mut self) -> Vec<Dropped> {
+        std::mem::take(&mut self.dropped)
     }
 
     pub fn models(&self) -> &[ModelUnits] {
@@ -477,6 +512,9 @@ impl Scheduler {
         now: f64,
         thermal: Option<&dyn crate::core::hooks::ThermalOracle>,
     ) -> Result<Vec<Dispatch>, SchedError> {
+        if self.drop_late && !self.queue.is_empty() {
+            self.drop(now, thermal);
+        }
         if !self.queue.is_empty() && self.workers.iter().any(|w| w.available) {
             let view = View {
                 now_ms: now,
@@ -541,6 +579,33 @@ impl Scheduler {
             }
         }
         Ok(starts)
+    }
+
+    /// Drops the queued jobs the policy names that have nothing running.
+    fn drop(&mut self, now: f64, thermal: Option<&dyn crate::core::hooks::ThermalOracle>) {
+        let view = View {
+            now_ms: now,
+            queue: self.queue.make_contiguous(),
+            jobs: &self.jobs,
+            models: &self.models,
+            workers: &self.workers,
+            estimator: &self.estimator,
+            thermal,
+        };
+        let ids = self.policy.drops(&view);
+        for id in ids {
+            if self.jobs.get(&id).is_none_or(|j| j.running.iter().any(|r| *r)) {
+                continue;
+            }
+            if let Some(job) = self.jobs.remove(&id) {
+                self.queue.retain(|t| t.job != id);
+                self.dropped.push(Dropped {
+                    job: id,
+                    spec: job.spec,
+                    at_ms: now,
+                });
+            }
+        }
     }
 
     fn assign(&mut self, a: Assignment) -> Result<(), SchedError> {

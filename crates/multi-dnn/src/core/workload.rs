@@ -192,6 +192,10 @@ pub struct Workload {
     /// Frames of the frame apps come from a camera at a fixed rate instead
     /// of one after another.
     pub camera: Option<Camera>,
+    /// The scheduler drops a queued job the policy finds can no longer
+    /// meet its SLO ([`crate::core::Policy::drops`]), as Band does; a
+    /// dropped job counts as a violation. Off: every job runs to the end.
+    pub drop_late: bool,
 }
 
 /// A camera driving the frame apps (Splash's workloads, whose SLO is the

@@ -47,6 +47,7 @@ struct File {
     #[serde(default)]
     group: Vec<crate::core::groups::GroupFile>,
     camera: Option<CameraFile>,
+    drop_late: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -386,6 +387,7 @@ impl Workload {
         };
         Ok(Workload {
             camera,
+            drop_late: f.drop_late.unwrap_or(false),
             file: String::new(),
             seed: f.seed.unwrap_or(0),
             duration_s: f.duration_s,

@@ -442,6 +442,7 @@ impl Server {
                 reason: "the workload has a render task but no render kernel was set (Server::set_render)".into(),
             });
         }
+        sched.set_drop_late(workload.drop_late);
         let render_worker = sched.set_render_from(workload);
         if let (Some(w), Some((_, _, ms)), Some(r)) = (render_worker, &self.render, &workload.render) {
             sched.set_render(w, 1e3 / r.fps, *ms, 0.0);

@@ -200,6 +200,11 @@ impl<'a> RunState<'a> {
                 )
                 .map_err(|e| RuntimeError::Policy { reason: e.to_string() })?
         };
+        for d in self.sched.take_dropped() {
+            self.values.remove(&d.job);
+            self.arrivals.completed(&d.as_finished(), now);
+            self.log.dropped.push(d);
+        }
         for d in dispatches {
             if d.render.is_some() {
                 if let Some((_, kernel, _)) = &self.server.render {

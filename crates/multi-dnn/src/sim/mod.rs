@@ -211,6 +211,7 @@ pub fn simulate_thermal(
     let mut busy: Vec<Option<Span>> = vec![None; names.len()];
     let mut speed: (Option<u64>, f64) = (None, 1.0);
     let mut spread_state: Vec<Option<f64>> = Vec::new();
+    sched.set_drop_late(workload.drop_late);
     let render_ms = sched
         .set_render_from(workload)
         .and(workload.render.as_ref().map(|r| r.render_ms));
@@ -289,6 +290,10 @@ pub fn simulate_thermal(
             let oracle = thermal.as_deref().map(|t| t.oracle());
             sched.schedule_with(now, oracle.as_ref().map(|o| o as &dyn ThermalOracle))?
         };
+        for d in sched.take_dropped() {
+            arrivals.completed(&d.as_finished(), now);
+            log.dropped.push(d);
+        }
         for d in dispatches {
             if d.render.is_some() {
                 let mut ms = render_ms.unwrap_or(d.expected_ms);

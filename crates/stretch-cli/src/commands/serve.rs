@@ -369,8 +369,7 @@ fn emit(a: &Args, outcomes: &[Outcome], names: &[String], workload: &Workload, h
         rows.push((o.multiplier, report));
     }
     let last_log = outcomes.last().map(|o| o.log.clone());
-    let footer =
-        "(measured on this machine; SLO met = share of completed requests within their SLO; late requests still ran)";
+    let footer = "(measured on this machine; SLO met = share of completed and dropped requests that finished within their SLO; late requests still ran unless the workload sets drop_late)";
     mc::emit(
         &a.sweep,
         "measured",

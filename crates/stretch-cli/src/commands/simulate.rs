@@ -295,7 +295,7 @@ pub fn run(a: Args) -> Result<()> {
         .collect();
     let last = outcomes.last().map(|o| o.log.clone());
     let footer = format!(
-        "(simulated: {}; SLO met = share of completed requests within their SLO)",
+        "(simulated: {}; SLO met = share of completed and dropped requests that finished within their SLO)",
         setup.source
     );
     mc::emit(
