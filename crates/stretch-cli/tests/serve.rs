@@ -170,9 +170,9 @@ fn simulate_runs_every_policy_on_a_device_profile() {
     assert_eq!(strip(&out), strip(&again), "simulation is not deterministic");
 }
 
-/// An overloaded workload: with `drop_late`, lst and sel drop the jobs
-/// that can no longer meet their SLO, which count as violations (SLO met
-/// is over completed + dropped requests), and they stay ahead of fixed.
+/// An overloaded workload: with `drop_late`, lst and sel drop the queued
+/// jobs whose deadline has passed, which count as violations (SLO met is
+/// over completed + dropped requests), and they stay ahead of fixed.
 #[test]
 fn late_jobs_are_dropped_and_counted_when_the_workload_allows() {
     let dir = scratch("drop-late");

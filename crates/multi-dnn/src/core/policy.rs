@@ -17,8 +17,8 @@ pub trait Policy: Send {
     fn requeue(&self) -> Requeue;
     /// With a workload that allows drops (`drop_late`), called before
     /// [`Policy::schedule`]: queued jobs with nothing running to drop now
-    /// because they can no longer meet their SLO. By default those whose
-    /// deadline has passed; policies that predict latency drop earlier.
+    /// because they can no longer meet their SLO; by default those whose
+    /// deadline has passed ([`expired`]).
     fn drops(&mut self, view: &View) -> Vec<JobId> {
         expired(view)
     }

@@ -1,7 +1,7 @@
 //! Least Slack Time, Band's default policy (§4.3.1, Fig. 12).
 
 use crate::core::{Assignment, Job, Requeue, View};
-use crate::policy::plan::{JobPlan, job_plan, late_jobs, waits};
+use crate::policy::plan::{JobPlan, job_plan, waits};
 use crate::policy::{Needs, Policy, PolicyEntry};
 use std::collections::HashMap;
 
@@ -16,8 +16,9 @@ use std::collections::HashMap;
 /// whatever its order; the shortest frees its worker soonest for jobs that
 /// can still make it): Band drops such jobs at once, here they still run,
 /// on a worker no feasible job wants now, and count as violations; with a
-/// workload that allows drops (`drop_late`) they are dropped instead
-/// ([`late_jobs`]). The rest of a job goes back to the queue's head.
+/// workload that allows drops (`drop_late`) those whose deadline has
+/// passed are dropped ([`crate::core::Policy::drops`]). The rest of a job
+/// goes back to the queue's head.
 #[derive(Clone, Debug, Default)]
 pub struct Lst {
     /// Only whole-region candidates (see [`crate::policy::plan::region_plan`]).
@@ -154,9 +155,5 @@ impl Policy for Lst {
 
     fn requeue(&self) -> Requeue {
         Requeue::Head
-    }
-
-    fn drops(&mut self, view: &View) -> Vec<crate::core::JobId> {
-        late_jobs(view, self.whole_model_only)
     }
 }

@@ -287,27 +287,3 @@ pub fn longest_from(m: &ModelUnits, first: usize, worker: usize) -> Option<usize
         .filter_map(|last| m.candidate(first, last))
         .find(|c| m.candidates[*c].support.contains(worker))
 }
-
-/// Queued jobs with nothing running that can no longer meet their
-/// deadline: now + the latency of their best plan under the workers'
-/// current waits exceeds it (negative slack), in queue order. Jobs of one
-/// model at the same progress share one plan.
-pub fn late_jobs(view: &View, whole_only: bool) -> Vec<crate::core::JobId> {
-    let waits = waits(view);
-    let mut plans: std::collections::HashMap<(usize, Vec<usize>), f64> = std::collections::HashMap::new();
-    let mut out: Vec<crate::core::JobId> = Vec::new();
-    for t in view.queue {
-        let Some(job) = view.jobs.get(&t.job) else { continue };
-        let Some(deadline) = job.deadline_ms() else { continue };
-        if job.running.iter().any(|r| *r) || out.contains(&job.id) {
-            continue;
-        }
-        let latency = *plans
-            .entry((job.spec.model, job.done.clone()))
-            .or_insert_with(|| job_plan(view, job, &waits, whole_only).latency);
-        if view.now_ms + latency > deadline {
-            out.push(job.id);
-        }
-    }
-    out
-}

@@ -1,7 +1,7 @@
 //! Shortest Expected Latency (Band's SEL baseline).
 
 use crate::core::{Assignment, Requeue, View};
-use crate::policy::plan::{job_plan, late_jobs, waits};
+use crate::policy::plan::{job_plan, waits};
 use crate::policy::{Needs, Policy, PolicyEntry};
 
 /// Repeatedly takes, among the queued tasks whose best first step
@@ -9,9 +9,8 @@ use crate::policy::{Needs, Policy, PolicyEntry};
 /// assignments) lands on an idle worker that has had no work in this call,
 /// the one whose job has the shortest expected latency (ties: earlier
 /// arrival, lower job id, queue position), and assigns that first step;
-/// stops when no such task is left. With a workload that allows drops
-/// (`drop_late`), jobs that can no longer meet their deadline are dropped
-/// ([`late_jobs`]). The rest of a job goes back to the queue's head.
+/// stops when no such task is left. The rest of a job goes back to the
+/// queue's head.
 #[derive(Clone, Debug, Default)]
 pub struct Sel;
 
@@ -85,9 +84,5 @@ impl Policy for Sel {
 
     fn requeue(&self) -> Requeue {
         Requeue::Head
-    }
-
-    fn drops(&mut self, view: &View) -> Vec<crate::core::JobId> {
-        late_jobs(view, false)
     }
 }
