@@ -178,6 +178,21 @@ fn bad_inputs_are_named() {
     assert!(err.contains("nothing to search"), "{err}");
     assert!(p.exists(), "a one-model workload still gets the best mapping written");
 
+    let profile = std::fs::read_to_string(device()).unwrap();
+    let at = profile
+        .find("[[links]]\nbetween = [\"gpu\", \"npu\"]")
+        .expect("the gpu-npu link");
+    let end = profile[at..].find("\n\n").map_or(profile.len(), |e| at + e);
+    let unlinked = dir.join("unlinked.toml");
+    std::fs::write(&unlinked, format!("{}{}", &profile[..at], &profile[end..])).unwrap();
+    let two = workload(&dir, &APPS[..2], &["camera"]);
+    let out = stretch(&["analyze", "--workload", &two, "--device", unlinked.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cannot price a hand-off from gpu to npu") && err.contains("[[links]]"),
+        "{err}"
+    );
+
     let three = workload(&dir, APPS, &["camera"]);
     let out = stretch(&[
         "simulate",
