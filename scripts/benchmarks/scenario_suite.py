@@ -394,8 +394,10 @@ def served(binary, args, out):
         sim = stretch(binary, ["simulate", "--workload", path, "--runtime-config", rc, "--latencies",
                                base + ".latencies.json", "--compare", pols, "--slo-multipliers", MULTIPLIERS,
                                "--json"], out=base + ".sim.json")
-        for r, q in zip(real, sim):
-            rows.append((name, r["policy"], r.get("slo_multiplier"), r["slo_satisfaction"], q["slo_satisfaction"]))
+        npol = len(pols.split(","))
+        mults = MULTIPLIERS.split(",")
+        for k, (r, q) in enumerate(zip(real, sim)):
+            rows.append((name, r["policy"], mults[k // npol], r["slo_satisfaction"], q["slo_satisfaction"]))
     print("\nServed on this machine (configs/runtime/host.toml; measured) vs simulated on serve's latencies")
     print("%-12s %-6s %5s %8s %8s %7s" % ("scenario", "policy", "mult", "served", "sim", "diff"))
     close = 0
