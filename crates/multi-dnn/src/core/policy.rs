@@ -164,9 +164,10 @@ impl PolicyEntry {
 /// Queued jobs with nothing running whose deadline has passed, in queue order.
 pub fn expired(view: &View) -> Vec<JobId> {
     let mut out: Vec<JobId> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for t in view.queue {
         let Some(job) = view.jobs.get(&t.job) else { continue };
-        if job.running.iter().any(|r| *r) || out.contains(&job.id) {
+        if job.running.iter().any(|r| *r) || !seen.insert(job.id) {
             continue;
         }
         if job.deadline_ms().is_some_and(|d| view.now_ms > d) {

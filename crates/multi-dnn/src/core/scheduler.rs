@@ -593,18 +593,22 @@ impl Scheduler {
             thermal,
         };
         let ids = self.policy.drops(&view);
+        let mut gone = std::collections::HashSet::new();
         for id in ids {
             if self.jobs.get(&id).is_none_or(|j| j.running.iter().any(|r| *r)) {
                 continue;
             }
             if let Some(job) = self.jobs.remove(&id) {
-                self.queue.retain(|t| t.job != id);
+                gone.insert(id);
                 self.dropped.push(Dropped {
                     job: id,
                     spec: job.spec,
                     at_ms: now,
                 });
             }
+        }
+        if !gone.is_empty() {
+            self.queue.retain(|t| !gone.contains(&t.job));
         }
     }
 
