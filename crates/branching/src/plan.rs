@@ -281,6 +281,10 @@ pub struct Plan {
     pub model_fingerprint: Option<String>,
     pub device: String,
     pub processors: Vec<String>,
+    /// The precision each processor ran at in the search's latencies
+    /// (absent in plans written before precisions were recorded: fp32).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub precisions: BTreeMap<String, predictor::Precision>,
     /// Runs the stem, the head, unbranched stages and every merge.
     pub primary: String,
     pub settings: Settings,

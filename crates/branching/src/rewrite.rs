@@ -392,6 +392,7 @@ mod tests {
             model: "r".into(),
             device: "d".into(),
             processors: vec!["p0".into(), "p1".into()],
+            precisions: Default::default(),
             primary: "p0".into(),
             settings: Settings {
                 merge,

@@ -210,6 +210,7 @@ pub fn search(
         model_fingerprint: g.fingerprint(),
         device: model.device().to_string(),
         processors: processors.to_vec(),
+        precisions: Default::default(),
         primary: primary.clone(),
         settings: settings.clone(),
         stem,

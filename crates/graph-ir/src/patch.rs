@@ -44,6 +44,11 @@ enum Step {
         to: PatchOutlet,
     },
     Remove(NodeId),
+    Rewire {
+        node: NodeId,
+        slot: usize,
+        to: PatchOutlet,
+    },
     Annotate {
         node: NodeId,
         key: String,
@@ -111,6 +116,16 @@ impl Patch {
         self.steps.push(Step::Shunt { from, to: to.into() });
     }
 
+    /// Makes input `slot` of the existing node `node` read `to` (other
+    /// consumers of what it read are left alone).
+    pub fn rewire(&mut self, node: NodeId, slot: usize, to: impl Into<PatchOutlet>) {
+        self.steps.push(Step::Rewire {
+            node,
+            slot,
+            to: to.into(),
+        });
+    }
+
     /// Removes a node (after all shunts). Nodes left without a path to a graph
     /// output are removed as well when the patch is applied.
     pub fn remove(&mut self, node: NodeId) {
@@ -166,6 +181,16 @@ impl Graph {
                     g.shunt(from, to, &created);
                 }
                 Step::Remove(id) => removals.push(id),
+                Step::Rewire { node, slot, to } => {
+                    let to = resolve(&created, to)?;
+                    let ok = g.get(node).is_some_and(|n| slot < n.inputs.len()) && g.fact(to).is_some();
+                    if !ok {
+                        return Err(GraphError::Patch {
+                            reason: format!("rewire names input {slot} of a node, or an outlet, that does not exist"),
+                        });
+                    }
+                    g.set_input(node, slot, to);
+                }
                 Step::Annotate { node, key, value } => {
                     if g.get(node).is_none() {
                         return Err(GraphError::Patch {
@@ -257,6 +282,23 @@ mod tests {
         let err = g.apply(p).unwrap_err();
         assert!(err.to_string().contains("`bad`"), "{err}");
         assert_eq!((g.len(), g.outputs().to_vec()), before);
+    }
+
+    #[test]
+    fn rewire_moves_one_consumer_only() {
+        let mut b = Builder::new("t");
+        let x = b.input("x", &[1, 4, 8, 8]).unwrap();
+        let a = b.unary("a", x, UnaryOp::Relu).unwrap();
+        let c = b.unary("c", x, UnaryOp::Sigmoid).unwrap();
+        let y = b.add("y", a, c).unwrap();
+        let mut g = b.finish("y", y).unwrap();
+        let (xo, cn) = (g.inputs()[0].out(0), g.find("c").unwrap());
+        let mut p = Patch::new();
+        let t = p.add_node("t", Op::Unary(Unary { op: UnaryOp::Tanh }), vec![xo.into()]);
+        p.rewire(cn, 0, t.out(0));
+        let created = g.apply(p).unwrap();
+        assert_eq!(g.node(cn).inputs, vec![created[0].out(0)]);
+        assert_eq!(g.node(g.find("a").unwrap()).inputs, vec![xo]);
     }
 
     #[test]

@@ -87,17 +87,16 @@ fn graphs() -> Vec<Graph> {
 }
 
 /// `cv`: the spread of every true latency around its table figure.
-fn setup(mode: ChunkMode, cpu_factor: f64, cv: f64) -> (Vec<ModelUnits>, Estimator, Truth) {
+fn setup(mode: ChunkMode, ops: &[Vec<Vec<f64>>], cv: f64) -> (Vec<ModelUnits>, Estimator, Truth) {
     let render = RenderSpec {
         worker: GPU,
         fps: 30.0,
         render_ms: 2.7,
         margin_ms: 5.0,
     };
-    let ops = op_ms(cpu_factor);
     let mut units = Vec::new();
     let mut table = Vec::new();
-    for (g, ms) in graphs().iter().zip(&ops) {
+    for (g, ms) in graphs().iter().zip(ops) {
         let (u, _) = chunk_model(g, &names(), ms, &render, mode).unwrap();
         table.push(chunk_estimates(&u, ms));
         units.push(u);
@@ -139,18 +138,24 @@ fn run(policy: &str, w: &Workload, cpu_factor: f64) -> (RunLog, RenderReport) {
 }
 
 fn run_cv(policy: &str, w: &Workload, cpu_factor: f64, cv: f64) -> (RunLog, RenderReport) {
+    run_ops(policy, w, &op_ms(cpu_factor), cv, true)
+}
+
+/// `ops` per model as [`op_ms`]; `offload`: whether the policies have a
+/// CPU to offload (and spill) to.
+fn run_ops(policy: &str, w: &Workload, ops: &[Vec<Vec<f64>>], cv: f64, offload: bool) -> (RunLog, RenderReport) {
     let mode = match policy {
         "whole" => ChunkMode::Whole,
         "ops5" => ChunkMode::Ops(5),
         _ => ChunkMode::Budget,
     };
-    let (units, est, truth) = setup(mode, cpu_factor, cv);
+    let (units, est, truth) = setup(mode, ops, cv);
     let options = PolicyOptions {
         heimdall: Some(HeimdallOptions {
             utility: w.apps.iter().map(|a| a.utility).collect(),
             home: vec![GPU; 3],
             margin_ms: 5.0,
-            offload: Some((GPU, CPU, 0.1, 1000.0)),
+            offload: offload.then_some((GPU, CPU, 0.1, 1000.0)),
         }),
         ..PolicyOptions::default()
     };
@@ -199,6 +204,29 @@ fn chunked_coordination_keeps_rendering_at_30_fps_and_whole_models_do_not() {
                 "{p}: high-priority worst case {ours:.0} ms vs whole-model {theirs:.0} ms"
             );
         }
+    }
+}
+
+#[test]
+fn a_model_with_an_operator_longer_than_a_frame_starts_on_the_offload_processor() {
+    // One of seg's operators takes 60 ms on the GPU, over the 30.6 ms
+    // between two frames plus the 5 ms margin: every run of it on the GPU
+    // holds a frame back by up to 30 ms.
+    let w = workload(20.0, false);
+    let mut ops = op_ms(1.5);
+    ops[1][GPU][12] = 60.0;
+    for p in ["maxmin-utility", "maxtotal-utility"] {
+        let (log, r) = run_ops(p, &w, &ops, 0.0, true);
+        assert!(
+            r.fps_mean >= 29.5 && r.dropped == 0 && r.late_max_ms <= 5.0 + 1e-9,
+            "{p}: {r:?}"
+        );
+        assert!(log.completed.iter().any(|c| c.spec.app == 1), "{p}: seg never ran");
+        let (_, kept) = run_ops(p, &w, &ops, 0.0, false);
+        assert!(
+            kept.late_max_ms > 20.0,
+            "{p} with nowhere to start seg but the GPU: {kept:?}"
+        );
     }
 }
 

@@ -302,7 +302,9 @@ fn run() -> Result<(), String> {
             .filter(|k| {
                 matches!(
                     k.source,
-                    predictor::Source::Regressor { .. } | predictor::Source::Extrapolated { .. }
+                    predictor::Source::Regressor { .. }
+                        | predictor::Source::Extrapolated { .. }
+                        | predictor::Source::Scaled { .. }
                 )
             })
             .count();

@@ -1,7 +1,8 @@
 //! Roofline latency of a kernel on one processor: a fixed launch overhead plus
 //! the larger of compute time (FLOPs at peak throughput times an efficiency
 //! that rises with channel count on GPUs and DSPs, NN-Stretch Fig. 7) and
-//! memory time (bytes at sustained bandwidth).
+//! memory time (bytes at sustained bandwidth), both at the precision the
+//! processor runs ([`crate::precision`]).
 
 use crate::features::Work;
 use crate::kernels::OpClass;
@@ -24,7 +25,8 @@ pub fn kernel_ms(p: &ProcessorProfile, class: OpClass, w: &Work) -> f64 {
         (OpClass::DwConv, Some(f)) => f.value,
         _ => 1.0,
     };
-    let compute = w.flops as f64 / (p.peak_gflops.value * 1e9 * (dw * efficiency(p, w.out_channels)).max(1e-6));
+    let compute = w.flops as f64
+        / (p.peak_gflops.value * p.compute_rate() * 1e9 * (dw * efficiency(p, w.out_channels)).max(1e-6));
     (p.kernel_overhead_us.value / 1e3 + 1e3 * compute).max(memory_ms(p, w))
 }
 
@@ -33,7 +35,7 @@ pub fn kernel_ms(p: &ProcessorProfile, class: OpClass, w: &Work) -> f64 {
 /// side it does not rest on `peak_gflops`, which a fit folds into an
 /// average effective throughput that large convolutions far exceed.
 pub fn memory_ms(p: &ProcessorProfile, w: &Work) -> f64 {
-    p.kernel_overhead_us.value / 1e3 + 1e3 * w.bytes as f64 / (p.bandwidth_gbs.value * 1e9)
+    p.kernel_overhead_us.value / 1e3 + 1e3 * w.bytes as f64 * p.bytes_ratio() / (p.bandwidth_gbs.value * 1e9)
 }
 
 #[cfg(test)]
@@ -64,6 +66,9 @@ mod tests {
             supports: None,
             unsupported: None,
             ops_source: None,
+            precision: None,
+            rated_precision: None,
+            speedup: Default::default(),
         }
     }
 
@@ -84,6 +89,34 @@ mod tests {
             ..compute
         };
         assert!((kernel_ms(&p, OpClass::Conv, &memory) - (0.01 + 10.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn precision_scales_compute_by_its_speedup_and_memory_by_element_size() {
+        use crate::precision::Precision;
+        let mut p = gpu(0.0);
+        let compute = Work {
+            flops: 1_000_000_000,
+            params: 0,
+            bytes: 1000,
+            out_channels: 64,
+        };
+        let memory = Work {
+            flops: 10,
+            bytes: 100_000_000,
+            ..compute
+        };
+        p.speedup.insert(Precision::Int8, fig(4.0));
+        let fp32 = (
+            kernel_ms(&p, OpClass::Conv, &compute),
+            kernel_ms(&p, OpClass::Conv, &memory),
+        );
+        p.precision = Some(Precision::Int8);
+        assert!((kernel_ms(&p, OpClass::Conv, &compute) - (0.01 + 5.0)).abs() < 1e-9);
+        assert!((kernel_ms(&p, OpClass::Conv, &memory) - (0.01 + 2.5)).abs() < 1e-9);
+        assert!((fp32.0 - 20.01).abs() < 1e-9 && (fp32.1 - 10.01).abs() < 1e-9);
+        p.precision = Some(Precision::Fp16);
+        assert!(p.precision_problem("gpu").unwrap().contains("no rate at fp16"));
     }
 
     #[test]

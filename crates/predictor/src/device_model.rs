@@ -21,6 +21,10 @@ struct Attached {
 /// Each kernel's [`Source`] says which made its figure.
 pub struct DeviceModel {
     analytic: AnalyticModel,
+    /// The analytic model with every processor at its rated precision:
+    /// regressors describe kernels at that precision, and a processor
+    /// running another is priced at the analytic ratio between the two.
+    rated: AnalyticModel,
     attached: BTreeMap<String, Attached>,
     /// Per processor: its in-model calibration and the file it came from.
     calibrated: BTreeMap<String, (Calibration, String)>,
@@ -29,8 +33,11 @@ pub struct DeviceModel {
 impl DeviceModel {
     /// The analytic model alone.
     pub fn analytic(profile: DeviceProfile) -> DeviceModel {
+        let mut rated = profile.clone();
+        rated.processors.values_mut().for_each(|p| p.precision = None);
         DeviceModel {
             analytic: AnalyticModel::new(profile),
+            rated: AnalyticModel::new(rated),
             attached: BTreeMap::new(),
             calibrated: BTreeMap::new(),
         }
@@ -84,6 +91,11 @@ impl DeviceModel {
         self.calibrated
             .insert(processor.to_string(), (c, file.display().to_string()));
         Ok(())
+    }
+
+    /// Runs `processor` at `precision` ([`DeviceProfile::set_precision`]).
+    pub fn set_precision(&mut self, processor: &str, precision: crate::Precision) -> Result<(), PredictError> {
+        Ok(self.analytic.profile.set_precision(processor, precision)?)
     }
 
     /// Drops every regressor and calibration: predictions come from the
@@ -151,7 +163,22 @@ impl DeviceModel {
         let Some(a) = self.attached.get(processor) else {
             return Ok(prediction);
         };
-        for k in &mut prediction.kernels {
+        let p = self.analytic.profile.processor(processor)?;
+        let precision = p.precision();
+        let factors: Option<Vec<f64>> = if precision != p.rated() {
+            let base = self.rated.predict(g, nodes, processor)?;
+            Some(
+                prediction
+                    .kernels
+                    .iter()
+                    .zip(&base.kernels)
+                    .map(|(k, b)| k.ms / b.ms.max(1e-12))
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        for (i, k) in prediction.kernels.iter_mut().enumerate() {
             if let Some(ms) = a.regressors.predict(k.class, &k.features) {
                 let ms = ms.map_err(|e| {
                     PredictError::Regressors(Box::new(RegressorError::Forest {
@@ -160,12 +187,20 @@ impl DeviceModel {
                         source: e,
                     }))
                 })?;
+                let factor = factors.as_ref().map_or(1.0, |f| f[i]);
                 match a.regressors.beyond_range(k.class, &k.features) {
                     Some(feature) => {
-                        k.ms = ms.max(k.floor_ms);
+                        k.ms = (ms * factor).max(k.floor_ms);
                         k.source = Source::Extrapolated {
                             file: a.file.clone(),
                             feature: feature.into(),
+                        };
+                    }
+                    None if factors.is_some() => {
+                        k.ms = ms * factor;
+                        k.source = Source::Scaled {
+                            file: a.file.clone(),
+                            precision,
                         };
                     }
                     None => {

@@ -108,7 +108,10 @@ impl OpClass {
             | Op::Tile(_)
             | Op::Gather(_)
             | Op::DepthToSpace(_)
-            | Op::SpaceToDepth(_) => OpClass::Layout,
+            | Op::SpaceToDepth(_)
+            | Op::QuantizeLinear(_)
+            | Op::DequantizeLinear(_)
+            | Op::Cast(_) => OpClass::Layout,
         })
     }
 }

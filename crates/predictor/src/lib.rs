@@ -17,9 +17,11 @@ pub mod forest;
 pub mod kernels;
 mod model;
 pub mod phone;
+pub mod precision;
 pub mod profile;
 pub mod profiler;
 
 pub use device_model::DeviceModel;
 pub use model::{AnalyticModel, KernelPrediction, LatencyModel, PredictError, Prediction, Source};
+pub use precision::Precision;
 pub use profile::{DeviceProfile, ProfileError};

@@ -44,6 +44,13 @@ pub enum Source {
     /// ([`crate::analytic::memory_ms`]: weights too large for any profiled
     /// kernel cost at least their bytes at the sustained bandwidth).
     Extrapolated { file: String, feature: String },
+    /// A regressor in `file` fitted at the processor's rated precision,
+    /// times the analytic model's ratio between `precision` (what the
+    /// processor runs) and the rated one ([`crate::precision`]).
+    Scaled {
+        file: String,
+        precision: crate::precision::Precision,
+    },
 }
 
 /// The predicted latency of one kernel.

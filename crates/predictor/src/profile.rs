@@ -13,6 +13,9 @@
 //! kernel_overhead_us = { value = 5.0, source = "..." }
 //! efficiency = { value = 0.6, source = "..." }
 //! half_efficiency_channels = { value = 0.0, source = "..." }   # optional
+//! precision = "int8"                 # optional, see crate::precision
+//! rated_precision = "fp32"
+//! speedup.int8 = { value = 3.0, source = "..." }
 //!
 //! [[links]]
 //! between = ["cpu0", "cpu1"]
@@ -26,6 +29,7 @@
 //! names the CPU, files relative to this one). [`DeviceProfile::load`] reads
 //! the file named for the CPU it runs on, else this one.
 
+use crate::precision::Precision;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -115,6 +119,17 @@ pub struct ProcessorProfile {
     /// Where the operator lists come from.
     #[serde(default)]
     pub ops_source: Option<String>,
+    /// The precision this processor runs at ([`crate::precision`]);
+    /// absent means `rated_precision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+    /// The precision `peak_gflops`, `bandwidth_gbs` and any regressors
+    /// describe; absent means fp32.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rated_precision: Option<Precision>,
+    /// Compute throughput at other precisions, relative to the rated one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub speedup: BTreeMap<Precision, Figure>,
 }
 
 /// Communication cost between two processors: `latency + bytes / bandwidth`.
@@ -324,6 +339,9 @@ impl DeviceProfile {
                 return Err(invalid(format!(
                     "processors.{name}.kernel_overhead_us must not be negative"
                 )));
+            }
+            if let Some(reason) = p.precision_problem(name) {
+                return Err(invalid(reason));
             }
         }
         for (i, l) in self.links.iter().enumerate() {

@@ -4,7 +4,10 @@
 //! first node reads values from another subgraph; it ends after a node whose
 //! output another processor reads, so that processor never waits for more
 //! than the value it needs. Constants are not placed: each subgraph carries
-//! copies of the ones it reads. Nodes without a [`keys::PROCESSOR`]
+//! copies of the ones it reads. A node computed from constants alone (the
+//! DequantizeLinear of an int8 weight) joins the subgraph of its first
+//! reader, just before it, so a quantized file is cut like its float
+//! original. Nodes without a [`keys::PROCESSOR`]
 //! annotation run on the default processor, so an unannotated model is one
 //! subgraph.
 
@@ -96,17 +99,54 @@ fn is_meeting_point(g: &Graph, node: NodeId) -> bool {
         .is_some_and(|v| !v.is_empty() && v != "false")
 }
 
+/// Nodes whose every input is a constant or another such node.
+fn constant_fed(g: &Graph, order: &[NodeId]) -> HashSet<NodeId> {
+    let mut out = HashSet::new();
+    for &id in order {
+        let node = g.node(id);
+        if is_placed(&node.op)
+            && node
+                .inputs
+                .iter()
+                .all(|o| matches!(g.node(o.node).op, Op::Const(_)) || out.contains(&o.node))
+        {
+            out.insert(id);
+        }
+    }
+    out
+}
+
+/// Puts the constant-fed nodes `id` reads (and those they read) into
+/// subgraph `s`, each before its reader.
+fn pull(
+    g: &Graph,
+    id: NodeId,
+    s: usize,
+    fed: &HashSet<NodeId>,
+    owner: &mut HashMap<NodeId, usize>,
+    nodes: &mut Vec<NodeId>,
+) {
+    for o in &g.node(id).inputs {
+        if fed.contains(&o.node) && !owner.contains_key(&o.node) {
+            pull(g, o.node, s, fed, owner, nodes);
+            owner.insert(o.node, s);
+            nodes.push(o.node);
+        }
+    }
+}
+
 /// Partitions `g`; unannotated nodes go to `default`.
 pub fn partition(g: &Graph, default: &str) -> Result<Partition, graph_ir::GraphError> {
     let order = g.topo_order()?;
+    let fed = constant_fed(g, &order);
     let mut owner: HashMap<NodeId, usize> = HashMap::new();
     let mut open: HashMap<String, usize> = HashMap::new();
     let mut closed: HashSet<usize> = HashSet::new();
     let mut subgraphs: Vec<Subgraph> = Vec::new();
     let mut deps: Vec<HashSet<usize>> = Vec::new();
-    for id in order {
+    for &id in &order {
         let node = g.node(id);
-        if !is_placed(&node.op) {
+        if !is_placed(&node.op) || (fed.contains(&id) && !(0..node.outputs.len()).any(|k| g.is_output(id.out(k)))) {
             continue;
         }
         let p = processor_of(g, id, default);
@@ -131,6 +171,9 @@ pub fn partition(g: &Graph, default: &str) -> Result<Partition, graph_ir::GraphE
                 subgraphs.len() - 1
             }
         };
+        let mut pulled = Vec::new();
+        pull(g, id, s, &fed, &mut owner, &mut pulled);
+        subgraphs[s].nodes.extend(pulled);
         subgraphs[s].nodes.push(id);
         owner.insert(id, s);
         let read_elsewhere = (0..node.outputs.len()).any(|slot| {

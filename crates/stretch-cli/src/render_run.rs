@@ -63,8 +63,9 @@ pub fn isolated_lines(app: &str, render_processor: &str, home: &str, i: &Isolate
     s
 }
 
-/// One line per (model, processor) of a chunking.
-pub fn chunk_lines(c: &Chunked, budget_ms: f64, margin_ms: f64) -> String {
+/// One line per (model, processor) of a chunking; `spill` is where the
+/// utility policies start a model with an operator over the budget.
+pub fn chunk_lines(c: &Chunked, budget_ms: f64, margin_ms: f64, spill: Option<&str>) -> String {
     let mut s = String::new();
     let what = match c.mode {
         ChunkMode::Whole => "whole models".to_string(),
@@ -82,10 +83,15 @@ pub fn chunk_lines(c: &Chunked, budget_ms: f64, margin_ms: f64) -> String {
             let _ = write!(s, " (greedy cut: {} chunks)", r.greedy_chunks);
         }
         for (op, ms) in &r.oversized {
-            let _ = write!(
-                s,
-                "; operator '{op}' alone takes {ms:.2} ms, over the budget: a chunk by itself"
-            );
+            let _ = write!(s, "; operator '{op}' alone takes {ms:.2} ms, over the budget");
+        }
+        if !r.oversized.is_empty() {
+            match spill {
+                Some(p) => {
+                    let _ = write!(s, ": the utility policies start {} on {p}", r.model);
+                }
+                None => s.push_str(": a chunk by itself, frames drop while it runs (set render.offload_to)"),
+            }
         }
         s.push('\n');
     }

@@ -88,14 +88,20 @@ pub fn python() -> PathBuf {
 
 /// Runs `scripts/check_onnx.py` and fails the test unless it succeeds.
 pub fn reference(args: &[&str]) -> String {
+    reference_script("check_onnx.py", args)
+}
+
+/// Runs `scripts/SCRIPT` (a reference checker) and fails the test unless
+/// it succeeds.
+pub fn reference_script(script: &str, args: &[&str]) -> String {
     let out = Command::new(python())
-        .arg(repo().join("scripts/check_onnx.py"))
+        .arg(repo().join("scripts").join(script))
         .args(args)
         .output()
         .expect("run python (install the reference tools with scripts/setup.sh)");
     assert!(
         out.status.success(),
-        "check_onnx.py {args:?} failed (reference tools come from scripts/setup.sh):\n{}{}",
+        "{script} {args:?} failed (reference tools come from scripts/setup.sh):\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );

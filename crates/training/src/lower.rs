@@ -639,6 +639,12 @@ impl Lowering<'_> {
                 }
                 Kernel::Pad(pads, p.value)
             }
+            Op::QuantizeLinear(_) | Op::DequantizeLinear(_) | Op::Cast(_) => {
+                return Err(self.unsupported(
+                    id,
+                    "is part of a quantized graph: train the fp32 model (quantization-aware training starts from it)",
+                ));
+            }
             Op::Input(_) | Op::Const(_) => unreachable!("handled by the caller"),
         };
         if inputs.is_empty() {

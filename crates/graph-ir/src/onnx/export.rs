@@ -311,6 +311,9 @@ impl<'g> Writer<'g> {
                 a.push(string("mode", d.order.onnx_name()));
             }
             Op::SpaceToDepth(s) => a.push(int("blocksize", s.block as i64)),
+            Op::QuantizeLinear(q) => a.push(int("axis", q.axis)),
+            Op::DequantizeLinear(d) => a.push(int("axis", d.axis)),
+            Op::Cast(c) => a.push(int("to", c.to.onnx_code() as i64)),
             Op::Concat(c) => a.push(int("axis", c.axis)),
             Op::Softmax(sm) => a.push(int("axis", sm.axis)),
             Op::InstanceNorm(n) => a.push(float("epsilon", n.epsilon)),

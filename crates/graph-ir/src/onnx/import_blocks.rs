@@ -1,5 +1,6 @@
 //! Lowering of the operators of ConvNeXt-style blocks and pixel-shuffle
-//! heads: `LayerNormalization`, `Gelu`, `DepthToSpace` and `SpaceToDepth`.
+//! heads (`LayerNormalization`, `Gelu`, `DepthToSpace`, `SpaceToDepth`) and
+//! of quantized graphs (`QuantizeLinear`, `DequantizeLinear`, `Cast`).
 
 use super::ImportError;
 use super::import_ops::{Lowered, NodeCtx};
@@ -72,4 +73,32 @@ pub(super) fn space_to_depth(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
         order: order(ctx)?,
     };
     Ok(Lowered::Op(Op::SpaceToDepth(op), ctx.data_inputs(1)?))
+}
+
+/// `QuantizeLinear` with its zero point (which fixes the quantized type).
+pub(super) fn quantize_linear(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
+    if ctx.inputs.get(2).copied().flatten().is_none() {
+        return Err(ctx.err("has no zero point: give one (uint8 or int8) so the quantized type is explicit"));
+    }
+    let op = QuantizeLinear {
+        axis: ctx.attrs().int("axis", 1)?,
+    };
+    Ok(Lowered::Op(Op::QuantizeLinear(op), ctx.data_inputs(3)?))
+}
+
+/// `DequantizeLinear`, with or without its zero point.
+pub(super) fn dequantize_linear(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
+    let op = DequantizeLinear {
+        axis: ctx.attrs().int("axis", 1)?,
+    };
+    Ok(Lowered::Op(Op::DequantizeLinear(op), ctx.inputs_with_bias()?))
+}
+
+/// `Cast` of a computed value (constant casts are folded at import).
+pub(super) fn cast(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    let to = a.int("to", 0)?;
+    let dtype = crate::tensor::DType::from_onnx(to as i32)
+        .ok_or_else(|| a.err("to", format!("type {to} is not one the IR carries")))?;
+    Ok(Lowered::Op(Op::Cast(Cast { to: dtype }), ctx.data_inputs(1)?))
 }

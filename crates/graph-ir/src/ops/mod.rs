@@ -20,6 +20,7 @@ pub(crate) mod layout;
 mod lrn;
 mod pad;
 mod pool;
+mod quantize;
 mod reduce;
 mod resize;
 pub(crate) mod slice;
@@ -42,6 +43,7 @@ pub use layout::{Flatten, Reshape, Transpose};
 pub use lrn::Lrn;
 pub use pad::{Pad, PadMode};
 pub use pool::{GlobalAveragePool, GlobalMaxPool, Pool, PoolKind};
+pub use quantize::{Cast, DequantizeLinear, QuantizeLinear};
 pub use reduce::{Reduce, ReduceKind};
 pub use resize::{CoordMode, NearestMode, Resize, ResizeMode, ResizeTarget};
 pub use slice::Slice;
@@ -97,6 +99,9 @@ pub enum Op {
     LayerNorm(LayerNorm),
     DepthToSpace(DepthToSpace),
     SpaceToDepth(SpaceToDepth),
+    QuantizeLinear(QuantizeLinear),
+    DequantizeLinear(DequantizeLinear),
+    Cast(Cast),
 }
 
 /// Shape inference and cost of one operator kind.
@@ -143,6 +148,9 @@ impl Op {
             Op::LayerNorm(_) => "LayerNormalization",
             Op::DepthToSpace(_) => "DepthToSpace",
             Op::SpaceToDepth(_) => "SpaceToDepth",
+            Op::QuantizeLinear(_) => "QuantizeLinear",
+            Op::DequantizeLinear(_) => "DequantizeLinear",
+            Op::Cast(_) => "Cast",
         }
     }
 
@@ -176,6 +184,9 @@ impl Op {
             Op::LayerNorm(o) => o,
             Op::DepthToSpace(o) => o,
             Op::SpaceToDepth(o) => o,
+            Op::QuantizeLinear(o) => o,
+            Op::DequantizeLinear(o) => o,
+            Op::Cast(o) => o,
         })
     }
 

@@ -37,6 +37,13 @@ pub enum Objective {
 /// [`Utility`], C its content variation in percent. With an
 /// [`Offloader`], once per cycle one model may move between the render
 /// worker and the CPU (Eq. 7). The rest of a job goes to the queue's tail.
+///
+/// A model with a chunk that cannot fit between two frames on the render
+/// worker (one operator longer than `period − render_ms + margin_ms`, so
+/// every run of it costs frames) starts on the `spill` worker instead,
+/// when one is given (the workload's `offload_to`): Heimdall's partitioning
+/// assumes every operator fits a rendering interval (§5.3), and its
+/// frame rate comes first. [`UtilityPolicy::spilled`] lists those models.
 pub struct UtilityPolicy {
     objective: Objective,
     utility: Vec<Utility>,
@@ -50,6 +57,10 @@ pub struct UtilityPolicy {
     last_accelerator: Vec<Option<f64>>,
     /// Per model: inferences completed since the last move of any model.
     since_move: Vec<u32>,
+    /// Where a model that cannot fit between two frames starts.
+    spill: Option<usize>,
+    /// Models started on `spill` (decided at the first scheduling event).
+    spilled: Option<Vec<usize>>,
 }
 
 /// Inferences every model completes after any move before the offloading
@@ -63,13 +74,15 @@ pub const DWELL_INFERENCES: u32 = 3;
 
 impl UtilityPolicy {
     /// `utility[app]`, `home[model]` (initial workers), `margin_ms` the
-    /// chunk overrun allowed before a frame tick.
+    /// chunk overrun allowed before a frame tick, `spill` where a model
+    /// that cannot fit between two frames starts.
     pub fn new(
         objective: Objective,
         utility: Vec<Utility>,
         home: Vec<usize>,
         margin_ms: f64,
         offload: Option<Offloader>,
+        spill: Option<usize>,
     ) -> UtilityPolicy {
         let n = home.len();
         UtilityPolicy {
@@ -81,7 +94,38 @@ impl UtilityPolicy {
             measured: vec![None; n],
             last_accelerator: vec![None; n],
             since_move: vec![DWELL_INFERENCES; n],
+            spill,
+            spilled: None,
         }
+    }
+
+    /// Models started on the spill worker because a chunk of theirs is
+    /// longer than the time between two frames (empty before the first
+    /// scheduling event).
+    pub fn spilled(&self) -> &[usize] {
+        self.spilled.as_deref().unwrap_or(&[])
+    }
+
+    fn spill_oversized(&mut self, view: &View) {
+        let mut out = Vec::new();
+        let render = view.workers.iter().position(|w| w.render.is_some());
+        if let (Some(spill), Some(r)) = (self.spill, render)
+            && let Some(slot) = view.workers[r].render.as_ref()
+        {
+            let limit = slot.period_ms - slot.render_ms + self.margin_ms;
+            for (model, home) in self.placement.home.iter_mut().enumerate() {
+                if *home != r || model >= view.models.len() {
+                    continue;
+                }
+                let too_long = chunks_on(&view.models[model], 0, r)
+                    .is_some_and(|cs| cs.iter().any(|c| view.estimator.estimate(model, *c, r) > limit));
+                if too_long && chunks_on(&view.models[model], 0, spill).is_some() {
+                    *home = spill;
+                    out.push(model);
+                }
+            }
+        }
+        self.spilled = Some(out);
     }
 
     fn value(&self, job: &Job, at_ms: f64) -> f64 {
@@ -146,6 +190,7 @@ fn make(o: &PolicyOptions, objective: Objective, offload: bool) -> Result<Box<dy
         h.home.clone(),
         h.margin_ms,
         offloader,
+        h.offload.map(|(_, cpu, _, _)| cpu),
     )))
 }
 
@@ -193,6 +238,9 @@ impl Policy for UtilityPolicy {
 
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
         let now = view.now_ms;
+        if self.spilled.is_none() {
+            self.spill_oversized(view);
+        }
         if let Some(mut o) = self.offload.take() {
             let lat = self.latencies(view, &o);
             if let Some((model, to)) = o.step(now, &mut self.placement.home, &lat) {

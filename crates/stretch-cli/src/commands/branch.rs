@@ -50,7 +50,11 @@ pub struct StretchArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Output ONNX file.
+    #[command(flatten)]
+    pub calibration: crate::commands::quantize::CalibrationArgs,
+
+    /// Output ONNX file (with --calibration, the quantized model; the fp32
+    /// branched model is written beside it as `NAME.fp32.onnx`).
     #[arg(short, long, value_name = "OUT.onnx")]
     pub out: PathBuf,
 }
@@ -90,5 +94,19 @@ pub fn run_stretch(args: StretchArgs) -> Result<()> {
         plan.save(p)?;
         println!("wrote {}", p.display());
     }
-    write(&graph, &plan, args.seed, &args.out)
+    if args.calibration.calibration.is_none() {
+        return write(&graph, &plan, args.seed, &args.out);
+    }
+    let fp32 = args.out.with_extension("fp32.onnx");
+    write(&graph, &plan, args.seed, &fp32)?;
+    let branched = graph_ir::onnx::import_file(&fp32, &Default::default())
+        .with_context(|| format!("cannot read back {}", fp32.display()))?;
+    crate::commands::quantize::quantize_to(
+        &branched,
+        &fp32.display().to_string(),
+        &args.search.device,
+        None,
+        &args.calibration,
+        &args.out,
+    )
 }

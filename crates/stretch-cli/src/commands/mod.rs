@@ -10,6 +10,7 @@ mod link;
 pub mod plan;
 pub mod predict;
 pub mod profile;
+pub mod quantize;
 pub mod run;
 pub mod serve;
 mod serve_plan;

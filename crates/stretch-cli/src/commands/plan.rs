@@ -137,6 +137,13 @@ pub struct SearchArgs {
     /// a subgraph timed once is never timed again.
     #[arg(long, value_name = "DB.json", requires = "measure_on")]
     pub cost_db: Option<PathBuf>,
+
+    /// Price processors at other precisions than the device profile says
+    /// they run, e.g. cpu=fp32 or cpu=int8,gpu=fp16. A processor runs its
+    /// profile's `rated_precision` and every precision it has a `speedup`
+    /// for; the plan records the precision of each processor.
+    #[arg(long, value_name = "PROC=PRECISION,...")]
+    pub precisions: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -169,7 +176,18 @@ impl SearchArgs {
     }
 
     pub fn model(&self) -> Result<DeviceModel> {
-        DeviceModel::load(&self.device).with_context(|| format!("cannot load {}", self.device.display()))
+        let mut model =
+            DeviceModel::load(&self.device).with_context(|| format!("cannot load {}", self.device.display()))?;
+        if let Some(text) = &self.precisions {
+            let pairs =
+                predictor::DeviceProfile::parse_precisions(text).map_err(|e| anyhow::anyhow!("--precisions: {e}"))?;
+            for (processor, precision) in pairs {
+                model
+                    .set_precision(&processor, precision)
+                    .with_context(|| format!("--precisions {processor}={precision}"))?;
+            }
+        }
+        Ok(model)
     }
 
     pub fn processors(&self, model: &DeviceModel) -> Vec<String> {
@@ -196,10 +214,15 @@ impl SearchArgs {
             .map(|(n, p)| (n.clone(), p.kind))
             .collect();
         let settings = self.settings()?;
+        let precisions: std::collections::BTreeMap<String, predictor::Precision> = processors
+            .iter()
+            .filter_map(|p| model.profile().processors.get(p).map(|x| (p.clone(), x.precision())))
+            .collect();
         let Some(runtime) = &self.measure_on else {
-            let found = search(graph, label, &model, processors, &kinds, &settings, explain)?;
+            let (mut plan, report) = search(graph, label, &model, processors, &kinds, &settings, explain)?;
+            plan.precisions = precisions;
             crate::warn_if_measured_elsewhere(model.profile());
-            return Ok(found);
+            return Ok((plan, report));
         };
         let config =
             scheduler_rt::RuntimeConfig::load(runtime).with_context(|| format!("cannot load {}", runtime.display()))?;
@@ -207,8 +230,27 @@ impl SearchArgs {
         let engines = multi_dnn::splash::cloud::engines().factory();
         let db = self.cost_db.as_deref();
         let measured = MeasuredModel::new(&model, runtime, config.processors, engines, db, ticks)?;
-        let found = search(graph, label, &measured, processors, &kinds, &settings, explain);
+        let found =
+            search(graph, label, &measured, processors, &kinds, &settings, explain).map(|(mut plan, report)| {
+                plan.precisions = processors
+                    .iter()
+                    .map(|p| (p.clone(), predictor::Precision::Fp32))
+                    .collect();
+                (plan, report)
+            });
         bar.finish_and_clear();
+        let lower: Vec<String> = precisions
+            .iter()
+            .filter(|(_, p)| **p != predictor::Precision::Fp32)
+            .map(|(n, p)| format!("{n} ({p})"))
+            .collect();
+        if !lower.is_empty() {
+            eprintln!(
+                "warning: --measure-on times the fp32 model: {} priced at fp32, not at the precision {} gives",
+                lower.join(", "),
+                self.device.display()
+            );
+        }
         measured.finish()?;
         let (timed, reused) = measured.counts();
         let db = db.map_or("the database (none given)".to_string(), |p| p.display().to_string());
@@ -284,6 +326,7 @@ pub fn run(args: Args) -> Result<()> {
     let processors = args.search.processors(&model);
     let (plan, report) = args.search.plan(&graph, &label, &processors, args.explain)?;
     if args.explain {
+        write!(out, "{}", precision_lines(&model, &processors))?;
         for c in &report.candidates {
             let b: Vec<String> = c.branches.iter().map(|(p, d, w)| format!("{p}(d{d} w{w})")).collect();
             writeln!(
@@ -305,6 +348,37 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// Each processor's precision and the figures that price it.
+fn precision_lines(model: &DeviceModel, processors: &[String]) -> String {
+    let mut text = String::new();
+    for name in processors {
+        let Ok(p) = model.profile().processor(name) else {
+            continue;
+        };
+        let (at, rated) = (p.precision(), p.rated());
+        let how = if at == rated {
+            format!("the profile's figures are rated at {rated}")
+        } else {
+            let source = p.speedup.get(&at).map_or("", |f| f.source.as_str());
+            format!(
+                "compute {:.2}x and memory traffic {:.2}x the figures rated at {rated} (speedup.{at}: {source})",
+                p.compute_rate(),
+                p.bytes_ratio()
+            )
+        };
+        text += &format!("precision: {name} runs {at}; {how}\n");
+    }
+    text
+}
+
+/// `processor` with its precision where the plan records one.
+fn at(plan: &Plan, processor: &str) -> String {
+    match plan.precisions.get(processor) {
+        Some(p) => format!("{processor}[{p}]"),
+        None => processor.to_string(),
+    }
+}
+
 /// A readable table of a plan.
 pub fn describe(plan: &Plan) -> String {
     let mut rows = vec![
@@ -320,15 +394,15 @@ pub fn describe(plan: &Plan) -> String {
         .to_vec(),
     ];
     let stem = if plan.stem.split.is_empty() {
-        plan.stem.processor.clone()
+        at(plan, &plan.stem.processor)
     } else {
         let cuts: Vec<String> = plan
             .stem
             .split
             .iter()
-            .map(|s| format!("{}({} ch)", s.processor, s.channels))
+            .map(|s| format!("{}({} ch)", at(plan, &s.processor), s.channels))
             .collect();
-        format!("{}, merged on {}", cuts.join(" + "), plan.stem.processor)
+        format!("{}, merged on {}", cuts.join(" + "), at(plan, &plan.stem.processor))
     };
     rows.push(vec![
         "stem".into(),
@@ -340,11 +414,16 @@ pub fn describe(plan: &Plan) -> String {
     ]);
     for s in &plan.stages {
         let what = if s.branches.is_empty() {
-            format!("{} (whole: {} blocks, {} ch)", s.processor, s.blocks, s.channels)
+            format!(
+                "{} (whole: {} blocks, {} ch)",
+                at(plan, &s.processor),
+                s.blocks,
+                s.channels
+            )
         } else {
             s.branches
                 .iter()
-                .map(|b| format!("{}(d{} w{})", b.processor, b.depth, b.width))
+                .map(|b| format!("{}(d{} w{})", at(plan, &b.processor), b.depth, b.width))
                 .collect::<Vec<_>>()
                 .join(" + ")
         };
@@ -359,7 +438,7 @@ pub fn describe(plan: &Plan) -> String {
     }
     rows.push(vec![
         "head".into(),
-        plan.head.processor.clone(),
+        at(plan, &plan.head.processor),
         format!("{:.3}", plan.head.predicted_ms),
         String::new(),
         String::new(),

@@ -26,9 +26,14 @@ use std::path::PathBuf;
 /// bytes at the profile's bandwidth (source `regressor ..., beyond its
 /// range`).
 ///
+/// Each processor is priced at the precision its profile runs it at
+/// (`precision`, e.g. int8 on a phone CPU: compute at `speedup.int8` times
+/// the rated throughput, a quarter of the fp32 bytes); --precision prices
+/// it at another one the profile rates.
+///
 /// --json prints {schema: "stretch.predict/1", model, device, profile_file
 /// (the file read: a `per_cpu` entry's on a CPU the profile lists), processor,
-/// total_ms, subgraph_overhead_ms, calibration (file or null), kernels:
+/// precision, total_ms, subgraph_overhead_ms, calibration (file or null), kernels:
 /// [{name, class, ops, feature_names, features, ms, source}]}.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -52,6 +57,11 @@ pub struct Args {
     #[arg(long)]
     pub analytic: bool,
 
+    /// Price --processor at this precision (fp32, fp16 or int8) instead of
+    /// the one its profile gives; it must be one the profile rates.
+    #[arg(long)]
+    pub precision: Option<predictor::Precision>,
+
     /// Print the JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -64,6 +74,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some(file) = &args.regressors {
         model.attach(&args.processor, file)?;
+    }
+    if let Some(p) = args.precision {
+        model
+            .set_precision(&args.processor, p)
+            .with_context(|| format!("--precision {p}"))?;
     }
     let graph = args.model.load()?;
     let prediction = model
@@ -79,6 +94,7 @@ pub fn run(args: Args) -> Result<()> {
             "device": model.device(),
             "profile_file": profile_file,
             "processor": prediction.processor,
+            "precision": model.profile().processor(&args.processor)?.precision(),
             "total_ms": prediction.total_ms,
             "subgraph_overhead_ms": prediction.subgraph_overhead_ms,
             "calibration": prediction.calibration,
@@ -105,6 +121,9 @@ pub fn run(args: Args) -> Result<()> {
             Source::Extrapolated { file, feature } => {
                 format!("regressor {file}, `{feature}` beyond its range: at least its bytes at the bandwidth")
             }
+            Source::Scaled { file, precision } => {
+                format!("regressor {file} at the rated precision x analytic {precision} ratio")
+            }
         };
         rows.push(vec![
             k.name.clone(),
@@ -115,9 +134,10 @@ pub fn run(args: Args) -> Result<()> {
         ]);
     }
     write!(out, "{}", crate::format::table(&rows, 3))?;
+    let precision = model.profile().processor(&args.processor)?.precision();
     writeln!(
         out,
-        "predicted total on {}/{}: {:.3} ms ({} kernels + {:.3} ms subgraph overhead)",
+        "predicted total on {}/{} at {precision}: {:.3} ms ({} kernels + {:.3} ms subgraph overhead)",
         model.device(),
         prediction.processor,
         prediction.total_ms,

@@ -75,7 +75,10 @@ fn servers(a: &Args, p: &Processors, r: &Render, policies: &[String], graphs: &[
     let mut setups = Vec::new();
     for mode in &modes {
         let chunked = sr::chunk_all(graphs, p.names, p.accel, &op_ms, &spec, *mode)?;
-        eprint!("{}", rr::chunk_lines(&chunked, budget, r.margin_ms));
+        eprint!(
+            "{}",
+            rr::chunk_lines(&chunked, budget, r.margin_ms, r.offload_to.as_deref())
+        );
         let mut server = Server::start(p.procs, &factory)?;
         for (g, u) in graphs.iter().zip(&chunked.units) {
             server.add_model(g.clone(), u.clone(), &mut say)?;

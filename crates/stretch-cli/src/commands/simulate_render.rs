@@ -37,7 +37,7 @@ fn setups(
     let mut setups = Vec::new();
     for mode in &modes {
         let c = sr::chunk_all(graphs, names, accel, op_ms, &spec, *mode)?;
-        eprint!("{}", rr::chunk_lines(&c, budget, r.margin_ms));
+        eprint!("{}", rr::chunk_lines(&c, budget, r.margin_ms, r.offload_to.as_deref()));
         let exact = |row: &Vec<f64>| row.iter().map(|ms| Latency::exact(*ms)).collect();
         let table = c.estimates.iter().map(|m| m.iter().map(exact).collect()).collect();
         setups.push(SimSetup {

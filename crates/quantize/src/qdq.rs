@@ -1,0 +1,443 @@
+//! Static int8 quantization written as QuantizeLinear/DequantizeLinear
+//! pairs (the QDQ form onnxruntime and TFLite delegates accept) for the
+//! nodes of int8 processors.
+//!
+//! A node is *int8* when its processor runs int8 and its operator has a
+//! quantized form ([`has_int8_form`]); an int8-processor node without one
+//! stays float and is reported. Every float activation an int8 node
+//! produces gets one Q→DQ pair right after it, read by all its consumers
+//! (so a value leaving an int8 processor is dequantized explicitly, in that
+//! processor's subgraph); an activation produced elsewhere and read by an
+//! int8 node gets a pair read by the int8 consumers only, placed in the
+//! first one's subgraph. Weights of int8 Conv, Gemm and MatMul become int8
+//! per output channel (symmetric) behind a DequantizeLinear, their biases
+//! int32 at the input scale times each channel's weight scale. Graph inputs
+//! and outputs stay f32. Every inserted node carries the `processor`,
+//! `stage` and `branch` annotations of the node it serves.
+
+use crate::error::QuantizeError;
+use crate::params::{self, QParams};
+use crate::precision_map::PrecisionMap;
+use bytes::Bytes;
+use graph_ir::ops::{DequantizeLinear, QuantizeLinear};
+use graph_ir::{DType, Fact, Graph, Node, NodeId, Op, Outlet, Patch, PatchOutlet, Tensor, keys};
+use predictor::Precision;
+use std::collections::HashMap;
+
+/// Whether `op` has an int8 (QDQ) form here.
+pub fn has_int8_form(op: &Op) -> bool {
+    use graph_ir::ops::UnaryOp as U;
+    match op {
+        Op::Conv(_)
+        | Op::Gemm(_)
+        | Op::MatMul(_)
+        | Op::Pool(_)
+        | Op::GlobalAveragePool(_)
+        | Op::Concat(_)
+        | Op::Reshape(_)
+        | Op::Flatten(_)
+        | Op::Transpose(_)
+        | Op::Split(_)
+        | Op::Slice(_)
+        | Op::Resize(_)
+        | Op::Softmax(_) => true,
+        Op::Binary(b) => matches!(b.op, graph_ir::ops::BinaryOp::Add | graph_ir::ops::BinaryOp::Mul),
+        Op::Unary(u) => matches!(
+            u.op,
+            U::Relu
+                | U::Clip { .. }
+                | U::LeakyRelu { .. }
+                | U::Sigmoid
+                | U::HardSigmoid { .. }
+                | U::HardSwish
+                | U::Tanh
+        ),
+        _ => false,
+    }
+}
+
+/// What the pass did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QdqReport {
+    /// Nodes computing in int8.
+    pub int8_nodes: usize,
+    /// Activations given a Q→DQ pair.
+    pub activations: usize,
+    /// Weights stored as int8.
+    pub weights: usize,
+    /// Nodes of int8 processors without an int8 form, left in float.
+    pub kept_float: Vec<String>,
+}
+
+/// The activations the pass quantizes, in the order their ranges are
+/// given to [`insert_qdq`].
+pub fn activations_to_calibrate(g: &Graph, map: &PrecisionMap) -> Result<Vec<Outlet>, QuantizeError> {
+    let int8 = int8_nodes(g, map)?;
+    let mut out = Vec::new();
+    for id in g.topo_order()? {
+        let node = g.node(id);
+        if matches!(node.op, Op::Const(_)) {
+            continue;
+        }
+        for slot in 0..node.outputs.len() {
+            let o = id.out(slot);
+            if node.outputs[slot].dtype != DType::F32 {
+                continue;
+            }
+            let read_by_int8 = g.consumers(o).iter().any(|(c, _)| int8.contains_key(c));
+            if int8.contains_key(&id) || read_by_int8 {
+                out.push(o);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn int8_nodes(g: &Graph, map: &PrecisionMap) -> Result<HashMap<NodeId, ()>, QuantizeError> {
+    let mut out = HashMap::new();
+    for id in g.node_ids() {
+        let n = g.node(id);
+        if matches!(n.op, Op::Const(_) | Op::Input(_)) {
+            continue;
+        }
+        if map.of(n)? == Precision::Int8 && has_int8_form(&n.op) {
+            out.insert(id, ());
+        }
+    }
+    Ok(out)
+}
+
+fn served_annotations(n: &Node) -> Vec<(String, String)> {
+    [keys::PROCESSOR, keys::STAGE, keys::BRANCH]
+        .iter()
+        .filter_map(|k| n.annotations.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect()
+}
+
+struct Writer<'g> {
+    g: &'g Graph,
+    patch: Patch,
+    used: std::collections::HashSet<String>,
+}
+
+impl Writer<'_> {
+    fn name(&mut self, base: String) -> String {
+        let mut name = base.clone();
+        let mut k = 1;
+        while self.g.find(&name).is_some() || !self.used.insert(name.clone()) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        name
+    }
+
+    fn constant(&mut self, base: String, t: Tensor, ann: &[(String, String)]) -> PatchOutlet {
+        let name = self.name(base);
+        let node = self.patch.add_node(name, Op::Const(t), vec![]);
+        for (k, v) in ann {
+            self.patch.annotate_new(node, k.clone(), v.clone());
+        }
+        node.out(0)
+    }
+
+    fn node(&mut self, base: String, op: Op, inputs: Vec<PatchOutlet>, ann: &[(String, String)]) -> PatchOutlet {
+        let name = self.name(base);
+        let node = self.patch.add_node(name, op, inputs);
+        for (k, v) in ann {
+            self.patch.annotate_new(node, k.clone(), v.clone());
+        }
+        node.out(0)
+    }
+}
+
+fn bytes_of<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Bytes {
+    Bytes::from(v.iter().flat_map(|x| f(*x)).collect::<Vec<u8>>())
+}
+
+fn tensor(dtype: DType, shape: Vec<usize>, data: Bytes) -> Tensor {
+    Tensor::from_bytes(Fact::new(dtype, shape), data).expect("sizes computed from the shape")
+}
+
+/// Inserts the Q/DQ pairs and int8 weights. `ranges[i]` is the calibrated
+/// range of `activations_to_calibrate(g, map)[i]`.
+pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Result<(Graph, QdqReport), QuantizeError> {
+    let acts = activations_to_calibrate(g, map)?;
+    if acts.len() != ranges.len() {
+        return Err(QuantizeError::Ranges {
+            want: acts.len(),
+            got: ranges.len(),
+        });
+    }
+    let int8 = int8_nodes(g, map)?;
+    let mut report = QdqReport {
+        int8_nodes: int8.len(),
+        ..QdqReport::default()
+    };
+    for id in g.node_ids() {
+        let n = g.node(id);
+        if !matches!(n.op, Op::Const(_) | Op::Input(_)) && !int8.contains_key(&id) && map.of(n)? == Precision::Int8 {
+            report.kept_float.push(n.name.clone());
+        }
+    }
+    report.kept_float.sort();
+    let mut w = Writer {
+        g,
+        patch: Patch::new(),
+        used: Default::default(),
+    };
+    let mut qparams: HashMap<Outlet, QParams> = HashMap::new();
+    for (o, &(lo, hi)) in acts.iter().zip(ranges) {
+        let p = params::activation(lo, hi);
+        qparams.insert(*o, p);
+        let producer = g.node(o.node);
+        let int8_readers: Vec<(NodeId, usize)> = g
+            .consumers(*o)
+            .into_iter()
+            .filter(|(c, _)| int8.contains_key(c))
+            .collect();
+        let from_int8 = int8.contains_key(&o.node);
+        let ann = if from_int8 || int8_readers.is_empty() {
+            served_annotations(producer)
+        } else {
+            served_annotations(g.node(int8_readers[0].0))
+        };
+        let base = if o.slot == 0 {
+            producer.name.clone()
+        } else {
+            format!("{}.{}", producer.name, o.slot)
+        };
+        let scale = w.constant(format!("{base}_scale"), Tensor::from_f32([], &[p.scale]), &ann);
+        let zero = w.constant(
+            format!("{base}_zero_point"),
+            tensor(DType::U8, vec![], Bytes::from(vec![p.zero as u8])),
+            &ann,
+        );
+        let q = w.node(
+            format!("{base}_quantized"),
+            Op::QuantizeLinear(QuantizeLinear { axis: 1 }),
+            vec![(*o).into(), scale, zero],
+            &ann,
+        );
+        let dq = w.node(
+            format!("{base}_dequantized"),
+            Op::DequantizeLinear(DequantizeLinear { axis: 1 }),
+            vec![q, scale, zero],
+            &ann,
+        );
+        if from_int8 {
+            w.patch.shunt(*o, dq);
+        } else {
+            for (c, slot) in int8_readers {
+                w.patch.rewire(c, slot, dq);
+            }
+        }
+        report.activations += 1;
+    }
+    for &id in int8.keys() {
+        let n = g.node(id);
+        let axis = match &n.op {
+            Op::Conv(_) => 0,
+            Op::Gemm(gm) => usize::from(!gm.trans_b),
+            Op::MatMul(_) => 1,
+            _ => continue,
+        };
+        let Some(wt) = n.inputs.get(1).and_then(|o| g.const_tensor(*o)) else {
+            continue;
+        };
+        let Some(values) = wt.to_f32_vec() else {
+            continue;
+        };
+        if matches!(n.op, Op::MatMul(_)) && wt.shape().len() != 2 {
+            continue;
+        }
+        let ann = served_annotations(n);
+        let shape = wt.shape().to_vec();
+        let channels = shape[axis];
+        let scales = channel_scales(&values, &shape, axis);
+        let q: Vec<i8> = values
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let c = channel_of(i, &shape, axis);
+                params::quantize(
+                    *x,
+                    QParams {
+                        scale: scales[c],
+                        zero: 0,
+                    },
+                    -127,
+                    127,
+                ) as i8
+            })
+            .collect();
+        let wq = w.constant(
+            format!("{}_weight_quantized", n.name),
+            tensor(DType::I8, shape.clone(), bytes_of(&q, |x| vec![x as u8])),
+            &ann,
+        );
+        let ws = w.constant(
+            format!("{}_weight_scale", n.name),
+            Tensor::from_f32([channels], &scales),
+            &ann,
+        );
+        let wz = w.constant(
+            format!("{}_weight_zero_point", n.name),
+            tensor(DType::I8, vec![channels], Bytes::from(vec![0u8; channels])),
+            &ann,
+        );
+        let wdq = w.node(
+            format!("{}_weight_dequantized", n.name),
+            Op::DequantizeLinear(DequantizeLinear { axis: axis as i64 }),
+            vec![wq, ws, wz],
+            &ann,
+        );
+        w.patch.rewire(id, 1, wdq);
+        report.weights += 1;
+        let bias = n
+            .inputs
+            .get(2)
+            .and_then(|o| g.const_tensor(*o))
+            .and_then(|t| t.to_f32_vec());
+        let x_scale = qparams.get(&n.inputs[0]).map(|p| p.scale);
+        if let (Some(b), Some(sx)) = (bias, x_scale)
+            && b.len() == channels
+            && !matches!(n.op, Op::MatMul(_))
+        {
+            let bs: Vec<f32> = scales.iter().map(|s| s * sx).collect();
+            let bq: Vec<i32> = b
+                .iter()
+                .zip(&bs)
+                .map(|(x, s)| params::quantize(*x, QParams { scale: *s, zero: 0 }, i32::MIN + 1, i32::MAX))
+                .collect();
+            let bqc = w.constant(
+                format!("{}_bias_quantized", n.name),
+                tensor(DType::I32, vec![channels], bytes_of(&bq, |x| x.to_le_bytes().to_vec())),
+                &ann,
+            );
+            let bsc = w.constant(
+                format!("{}_bias_scale", n.name),
+                Tensor::from_f32([channels], &bs),
+                &ann,
+            );
+            let bzc = w.constant(
+                format!("{}_bias_zero_point", n.name),
+                tensor(DType::I32, vec![channels], Bytes::from(vec![0u8; 4 * channels])),
+                &ann,
+            );
+            let bdq = w.node(
+                format!("{}_bias_dequantized", n.name),
+                Op::DequantizeLinear(DequantizeLinear { axis: 0 }),
+                vec![bqc, bsc, bzc],
+                &ann,
+            );
+            w.patch.rewire(id, 2, bdq);
+        }
+    }
+    let mut out = g.clone();
+    out.apply(w.patch)?;
+    out.metadata.insert(QUANTIZED_KEY.to_string(), map.describe());
+    Ok((out, report))
+}
+
+/// Model metadata of a quantized file: `processor=precision,...`.
+pub const QUANTIZED_KEY: &str = "stretch.precisions";
+
+fn channel_of(i: usize, shape: &[usize], axis: usize) -> usize {
+    let inner: usize = shape[axis + 1..].iter().product();
+    (i / inner.max(1)) % shape[axis]
+}
+
+/// Symmetric int8 scale of each channel along `axis`.
+fn channel_scales(values: &[f32], shape: &[usize], axis: usize) -> Vec<f32> {
+    let mut amax = vec![0f32; shape[axis]];
+    for (i, x) in values.iter().enumerate() {
+        let c = channel_of(i, shape, axis);
+        amax[c] = amax[c].max(x.abs());
+    }
+    amax.into_iter().map(params::weight_scale).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graph_ir::builder::{Builder, ConvSpec};
+
+    /// conv0 and relu on an int8 `cpu`, conv1 on an fp32 `gpu`.
+    fn two_processors() -> (Graph, PrecisionMap) {
+        let mut b = Builder::new("t");
+        let x = b.input("x", &[1, 3, 8, 8]).unwrap();
+        let y = b.conv("conv0", x, ConvSpec::new(4, 3, 1).bias()).unwrap();
+        let y = b.relu("relu", y).unwrap();
+        let y = b.conv("conv1", y, ConvSpec::new(4, 3, 1)).unwrap();
+        let mut g = b.finish("y", y).unwrap();
+        g.fill_missing_weights(1);
+        for id in g.node_ids() {
+            let p = if g.node(id).name.starts_with("conv1") {
+                "gpu"
+            } else {
+                "cpu"
+            };
+            g.annotate(id, keys::PROCESSOR, p);
+        }
+        let map = PrecisionMap::new(
+            [
+                ("cpu".to_string(), Precision::Int8),
+                ("gpu".to_string(), Precision::Fp32),
+            ]
+            .into(),
+            None,
+        );
+        (g, map)
+    }
+
+    #[test]
+    fn int8_nodes_get_qdq_and_int8_weights_and_the_fp32_processor_keeps_floats() {
+        let (g, map) = two_processors();
+        let acts = activations_to_calibrate(&g, &map).unwrap();
+        let names: Vec<&str> = acts.iter().map(|o| g.node(o.node).name.as_str()).collect();
+        assert_eq!(names, ["x", "conv0", "relu"]);
+        let (q, report) = insert_qdq(&g, &map, &[(-1.0, 1.0), (-2.0, 3.0), (0.0, 3.0)]).unwrap();
+        assert_eq!((report.int8_nodes, report.activations, report.weights), (2, 3, 1));
+        let count = |kind: &str| q.node_ids().iter().filter(|id| q.node(**id).op.name() == kind).count();
+        assert_eq!(count("QuantizeLinear"), 3);
+        assert_eq!(count("DequantizeLinear"), 5, "3 activations, a weight and a bias");
+        let conv1 = q.node(q.find("conv1").unwrap());
+        assert_eq!(q.node(conv1.inputs[0].node).name, "relu_dequantized");
+        assert_eq!(q.const_tensor(conv1.inputs[1]).unwrap().dtype(), DType::F32);
+        let conv0 = q.node(q.find("conv0").unwrap());
+        let wdq = q.node(conv0.inputs[1].node);
+        assert_eq!(q.const_tensor(wdq.inputs[0]).unwrap().dtype(), DType::I8);
+        let bdq = q.node(conv0.inputs[2].node);
+        assert_eq!(q.const_tensor(bdq.inputs[0]).unwrap().dtype(), DType::I32);
+        for id in q.node_ids() {
+            let n = q.node(id);
+            if n.name.contains("quantized") {
+                assert_eq!(
+                    n.annotations.get(keys::PROCESSOR).map(String::as_str),
+                    Some("cpu"),
+                    "{}",
+                    n.name
+                );
+            }
+        }
+        assert_eq!(q.outputs()[0].1.node, q.find("conv1").unwrap());
+        assert_eq!(q.metadata.get(QUANTIZED_KEY).unwrap(), "cpu=int8,gpu=fp32");
+        let e = insert_qdq(&g, &map, &[(0.0, 1.0)]).unwrap_err();
+        assert!(e.to_string().contains("1 calibrated ranges for 3 activations"), "{e}");
+    }
+
+    #[test]
+    fn channels_along_an_axis() {
+        let shape = [2, 3];
+        assert_eq!(
+            (0..6).map(|i| channel_of(i, &shape, 0)).collect::<Vec<_>>(),
+            [0, 0, 0, 1, 1, 1]
+        );
+        assert_eq!(
+            (0..6).map(|i| channel_of(i, &shape, 1)).collect::<Vec<_>>(),
+            [0, 1, 2, 0, 1, 2]
+        );
+        let s = channel_scales(&[1.0, -2.0, 0.5, 0.0, 0.0, 127.0], &shape, 0);
+        assert!((s[0] - 2.0 / 127.0).abs() < 1e-9 && (s[1] - 1.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,375 @@
+//! `stretch quantize` on branched zoo models for snapdragon855 (CPU and
+//! DSP int8): the file passes onnx.checker, partitions into the same
+//! subgraphs as the fp32 one, runs on the runtime within one quantization
+//! step of onnxruntime's run of the same file, and its calibration scales
+//! agree with onnxruntime's `quantize_static` on the same samples. Bad
+//! inputs are refused with one clear line.
+
+mod common;
+
+use common::{reference, reference_script, repo, scratch, stretch, stretch_ok};
+use scheduler_rt::npy::{Array, write};
+use std::path::Path;
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn device() -> String {
+    s(&repo().join("configs/devices/snapdragon855.toml"))
+}
+
+/// The subgraphs of `stretch run`'s report: the count and each one's
+/// processor, sorted (indices follow a topological order, which Q/DQ nodes
+/// may change between parallel branches).
+fn subgraphs(report: &str) -> Vec<String> {
+    let mut out: Vec<String> = report
+        .lines()
+        .filter_map(|l| {
+            if l.starts_with("subgraphs") {
+                Some(l.split_whitespace().collect::<Vec<_>>().join(" "))
+            } else if l.contains(" ms .. ") {
+                l.split_whitespace()
+                    .next()
+                    .and_then(|t| t.split_once('@'))
+                    .map(|(_, p)| p.to_string())
+            } else {
+                None
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Two identical int8 cores with a cheap link, so small models branch.
+const PAIR: &str = r#"
+name = "int8-pair"
+description = "two int8 cores (test)"
+[processors.cpu0]
+kind = "cpu"
+precision = "int8"
+speedup.int8 = { value = 2.0, source = "test" }
+peak_gflops = { value = 20.0, source = "test" }
+bandwidth_gbs = { value = 10.0, source = "test" }
+kernel_overhead_us = { value = 5.0, source = "test" }
+efficiency = { value = 1.0, source = "test" }
+[processors.cpu1]
+kind = "cpu"
+precision = "int8"
+speedup.int8 = { value = 2.0, source = "test" }
+peak_gflops = { value = 20.0, source = "test" }
+bandwidth_gbs = { value = 10.0, source = "test" }
+kernel_overhead_us = { value = 5.0, source = "test" }
+efficiency = { value = 1.0, source = "test" }
+[[links]]
+between = ["cpu0", "cpu1"]
+latency_us = { value = 20.0, source = "test" }
+bandwidth_gbs = { value = 10.0, source = "test" }
+"#;
+
+/// `name` from the zoo at `size`, branched for `device` across `processors`.
+fn branched_on(dir: &Path, name: &str, size: usize, device: &str, processors: &str) -> String {
+    let m = s(&dir.join(format!("{name}-{size}.onnx")));
+    stretch_ok(&["zoo", name, "--seed", "3", "--input-size", &size.to_string(), "-o", &m]);
+    let b = s(&dir.join(format!("{name}-{size}-{processors}.onnx").replace(',', "+")));
+    let text = stretch_ok(&[
+        "stretch",
+        &m,
+        "--device",
+        device,
+        "--processors",
+        processors,
+        "--alpha",
+        "1",
+        "-o",
+        &b,
+    ]);
+    assert!(
+        !text.contains(": 0 stages branched"),
+        "{name} did not branch on {device}:\n{text}"
+    );
+    b
+}
+
+fn branched(dir: &Path, name: &str) -> String {
+    branched_on(dir, name, 96, &device(), "cpu,dsp")
+}
+
+fn input(dir: &Path, size: usize) -> String {
+    let n = 3 * size * size;
+    let x = dir.join(format!("x{size}.npy"));
+    let data = (0..n).map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
+    write(
+        &x,
+        &Array {
+            shape: vec![1, 3, size, size],
+            data,
+        },
+    )
+    .unwrap();
+    s(&x)
+}
+
+#[test]
+fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
+    let dir = scratch("quantize-zoo");
+    let pair = dir.join("pair.toml");
+    std::fs::write(&pair, PAIR).unwrap();
+    let pair = s(&pair);
+    let cases = [
+        ("resnet-mini", 96, device(), "cpu,dsp"),
+        ("resnet-mini", 32, pair.clone(), "cpu0,cpu1"),
+        ("mbnet-mini", 32, pair.clone(), "cpu0,cpu1"),
+    ];
+    for (name, size, dev, processors) in cases {
+        let b = branched_on(&dir, name, size, &dev, processors);
+        let x = input(&dir, size);
+        let q = s(&dir.join(format!("{name}-{size}-int8.onnx")));
+        let cal = dir.join(format!("{name}-{size}-calibration"));
+        let text = stretch_ok(&[
+            "quantize",
+            &b,
+            "--device",
+            &dev,
+            "--calibration",
+            "digits",
+            "--samples",
+            "24",
+            "--save-calibration",
+            &s(&cal),
+            "-o",
+            &q,
+        ]);
+        assert!(text.contains("node(s) in int8") && text.contains("=int8"), "{text}");
+        reference(&["check", &q]);
+        let info = reference_script("check_quantized.py", &["info", &q]);
+        assert!(info.contains("INT8") && !info.contains(" 0 QuantizeLinear"), "{info}");
+        let specs: Vec<String> = processors
+            .split(',')
+            .enumerate()
+            .map(|(i, p)| format!("{p}={}", if i == 0 { "inline" } else { "pool" }))
+            .collect();
+        let run = |model: &str, y: &str| {
+            stretch_ok(&[
+                "run",
+                model,
+                "--input",
+                &x,
+                "--output",
+                y,
+                "--processor",
+                &specs[0],
+                "--processor",
+                &specs[1],
+            ])
+        };
+        let (yf, yq) = (s(&dir.join("yf.npy")), s(&dir.join("yq.npy")));
+        let (fp32, int8) = (run(&b, &yf), run(&q, &yq));
+        let cut = subgraphs(&fp32);
+        assert!(cut.len() > 2, "{name}: the fp32 file runs as one subgraph:\n{fp32}");
+        assert_eq!(cut, subgraphs(&int8), "{name} at {size}:\n{fp32}\n{int8}");
+        reference_script("check_quantized.py", &["expect", &q, &x, &yq, "--steps", "1"]);
+        let scales = reference_script(
+            "check_quantized.py",
+            &[
+                "scales",
+                &s(&cal.join("fp32.onnx")),
+                &s(&cal.join("samples.npy")),
+                &q,
+                "--tolerance",
+                "0.05",
+            ],
+        );
+        assert!(scales.contains("activations quantized by both"), "{scales}");
+    }
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = stretch(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "stretch {args:?} succeeded:\n{err}");
+    let lines = err.lines().filter(|l| l.starts_with("error")).count();
+    assert_eq!(lines, 1, "one error line expected:\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn bad_quantization_inputs_are_refused_with_one_line() {
+    let dir = scratch("quantize-bad");
+    let b = branched(&dir, "resnet-mini");
+    let out = s(&dir.join("q.onnx"));
+    let base = |extra: &[&str]| {
+        let mut v: Vec<String> = vec![
+            "quantize".into(),
+            b.clone(),
+            "--device".into(),
+            device(),
+            "-o".into(),
+            out.clone(),
+        ];
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let call = |extra: &[&str]| {
+        let v = base(extra);
+        let args: Vec<&str> = v.iter().map(String::as_str).collect();
+        fails(&args)
+    };
+    let e = call(&["--calibration", "digits", "--samples", "0"]);
+    assert!(e.contains("--samples 0"), "{e}");
+    let e = call(&["--calibration", "digits", "--method", "kl"]);
+    assert!(e.contains("unknown calibration method `kl`"), "{e}");
+    assert!(!Path::new(&out).exists(), "nothing is written when refused");
+
+    stretch_ok(&[
+        "quantize",
+        &b,
+        "--device",
+        &device(),
+        "--calibration",
+        "digits",
+        "--samples",
+        "8",
+        "-o",
+        &out,
+    ]);
+    let again = s(&dir.join("again.onnx"));
+    let e = fails(&[
+        "quantize",
+        &out,
+        "--device",
+        &device(),
+        "--calibration",
+        "digits",
+        "--samples",
+        "8",
+        "-o",
+        &again,
+    ]);
+    assert!(e.contains("already quantized"), "{e}");
+    assert!(!Path::new(&again).exists());
+
+    let plain = s(&dir.join("resnet-mini-96.onnx"));
+    let e = fails(&[
+        "quantize",
+        &plain,
+        "--device",
+        &device(),
+        "--calibration",
+        "digits",
+        "-o",
+        &again,
+    ]);
+    assert!(
+        e.contains("has no `processor` annotation") && e.contains("--processor"),
+        "{e}"
+    );
+    let e = fails(&[
+        "quantize",
+        &plain,
+        "--device",
+        &device(),
+        "--calibration",
+        "digits",
+        "--processor",
+        "npu",
+        "-o",
+        &again,
+    ]);
+    assert!(
+        e.contains("processor `npu` is not one of the device's: cpu, dsp, gpu"),
+        "{e}"
+    );
+}
+
+#[test]
+fn odd_models_and_images_are_named() {
+    use graph_ir::builder::{Builder, ConvSpec};
+    use graph_ir::ops::UnaryOp;
+    let dir = scratch("quantize-odd");
+    let out = s(&dir.join("q.onnx"));
+    let mut b = Builder::new("gelu");
+    let x = b.input("x", &[1, 1, 8, 8]).unwrap();
+    let y = b.conv("conv", x, ConvSpec::new(4, 3, 1)).unwrap();
+    let y = b.unary("act", y, UnaryOp::Gelu { tanh: false }).unwrap();
+    let y = b.classifier("head", y, 10).unwrap();
+    let mut g = b.finish("y", y).unwrap();
+    g.fill_missing_weights(1);
+    let m = s(&dir.join("gelu.onnx"));
+    graph_ir::onnx::export_file(&g, &m).unwrap();
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "quantize",
+            &m,
+            "--device",
+            &device(),
+            "--processor",
+            "cpu",
+            "--calibration",
+            "digits",
+            "--samples",
+            "8",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let v = args(&["-o", &out]);
+    let o = stretch(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("node(s) of int8 processors have no int8 form and stay fp32: act"),
+        "{err}"
+    );
+    let strict = s(&dir.join("strict.onnx"));
+    let v = args(&["--strict", "-o", &strict]);
+    let e = fails(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(e.contains("no int8 form (--strict): act"), "{e}");
+    assert!(!Path::new(&strict).exists());
+
+    let csv = dir.join("constant.csv");
+    let line = format!("{}0\n", "8,".repeat(64));
+    std::fs::write(&csv, line.repeat(20)).unwrap();
+    let spec = format!("digits:{}", s(&csv));
+    let e = fails(&[
+        "quantize",
+        &m,
+        "--device",
+        &device(),
+        "--processor",
+        "cpu",
+        "--calibration",
+        &spec,
+        "--samples",
+        "8",
+        "-o",
+        &strict,
+    ]);
+    assert!(e.contains("are constant"), "{e}");
+
+    let mut b = Builder::new("flat");
+    let x = b.input("x", &[1, 64]).unwrap();
+    let y = b.linear("fc", x, 10).unwrap();
+    let mut flat = b.finish("y", y).unwrap();
+    flat.fill_missing_weights(1);
+    let f = s(&dir.join("flat.onnx"));
+    graph_ir::onnx::export_file(&flat, &f).unwrap();
+    let e = fails(&[
+        "quantize",
+        &f,
+        "--device",
+        &device(),
+        "--processor",
+        "cpu",
+        "--calibration",
+        "digits",
+        "-o",
+        &strict,
+    ]);
+    assert!(e.contains("is not an image batch [N, C, H, W]"), "{e}");
+}

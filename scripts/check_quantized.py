@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Independent reference checks for quantized ONNX files written by stretch.
+
+Uses only `onnx`, `onnxruntime` (and its `quantization` package) and
+`numpy`, installed by scripts/setup.sh; never stretch's own code.
+
+  check_quantized.py expect MODEL IN.npy OUT.npy [--steps K]
+        run MODEL in onnxruntime on IN.npy; fail unless every element of its
+        first output is within K quantization steps of OUT.npy (up to float
+        rounding of the step), a step being the scale of the
+        DequantizeLinear that produces the output (a float
+        output is compared within 1e-4 of its largest magnitude)
+  check_quantized.py scales FP32 SAMPLES.npy QUANTIZED [--tolerance 0.05]
+        quantize FP32 with onnxruntime's quantize_static (QDQ, MinMax,
+        uint8 activations, int8 per-channel weights) on the images in
+        SAMPLES.npy ([n, C, H, W], fed one at a time), then compare the
+        scale of every activation both files quantize: fail unless each
+        differs by at most the tolerance (relative), or none is shared
+  check_quantized.py info MODEL
+        print the QuantizeLinear/DequantizeLinear count and the element
+        types of the initializers
+
+Exit status is non-zero on any failure, with the reason on stderr.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def initializers(model):
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+def output_step(model, name):
+    """Scale of the DequantizeLinear producing graph output NAME, or None."""
+    inits = initializers(model)
+    for node in model.graph.node:
+        if node.op_type == "DequantizeLinear" and node.output[0] == name:
+            scale = inits.get(node.input[1])
+            if scale is not None:
+                return float(np.max(scale))
+    return None
+
+
+def cmd_expect(args):
+    import onnxruntime as ort
+
+    model = onnx.load(args.model)
+    sess = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
+    x = np.load(args.input)
+    out = sess.get_outputs()[0].name
+    (ref,) = sess.run([out], {sess.get_inputs()[0].name: x})
+    got = np.load(args.output)
+    if got.shape != ref.shape:
+        sys.exit(f"{args.output}: shape {list(got.shape)}, onnxruntime gives {list(ref.shape)}")
+    diff = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
+    step = output_step(model, out)
+    if step is None:
+        limit = 1e-4 * max(float(np.max(np.abs(ref))), 1e-12)
+        what = "1e-4 of its largest magnitude (the output is float)"
+    else:
+        limit = args.steps * step * (1 + 1e-6)
+        what = f"{args.steps} step(s) of the output scale {step:.3e}"
+    print(f"{args.output}: max abs diff {diff:.3e}, limit {limit:.3e} ({what})")
+    if not diff <= limit:
+        sys.exit(f"{args.output}: differs from onnxruntime by {diff:.3e} > {limit:.3e} ({what})")
+
+
+class Samples:
+    """onnxruntime's CalibrationDataReader over the images of SAMPLES.npy."""
+
+    def __init__(self, name, images):
+        self.name = name
+        self.images = list(images)
+
+    def get_next(self):
+        if not self.images:
+            return None
+        return {self.name: self.images.pop(0)[None, ...].astype(np.float32)}
+
+    def rewind(self):
+        pass
+
+
+def activation_scales(model):
+    """Tensor quantized by each QuantizeLinear -> its scale (one value)."""
+    inits = initializers(model)
+    out = {}
+    for node in model.graph.node:
+        if node.op_type == "QuantizeLinear":
+            scale = inits.get(node.input[1])
+            if scale is not None and scale.size == 1:
+                out[node.input[0]] = float(scale.reshape(-1)[0])
+    return out
+
+
+def cmd_scales(args):
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    fp32 = onnx.load(args.fp32)
+    samples = np.load(args.samples)
+    name = fp32.graph.input[0].name
+    with tempfile.TemporaryDirectory() as tmp:
+        ref_path = os.path.join(tmp, "reference.onnx")
+        quantize_static(
+            args.fp32,
+            ref_path,
+            Samples(name, samples),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+        )
+        ref = activation_scales(onnx.load(ref_path))
+    ours = activation_scales(onnx.load(args.quantized))
+    shared = sorted(set(ref) & set(ours))
+    if not shared:
+        sys.exit(f"no activation is quantized by both: ours {sorted(ours)[:5]}..., quantize_static's {sorted(ref)[:5]}...")
+    worst = (0.0, "")
+    bad = []
+    for t in shared:
+        rel = abs(ours[t] - ref[t]) / max(abs(ref[t]), 1e-12)
+        worst = max(worst, (rel, t))
+        if rel > args.tolerance:
+            bad.append(f"{t}: ours {ours[t]:.6e}, quantize_static {ref[t]:.6e} ({100 * rel:.1f}%)")
+    print(
+        f"{len(shared)} activations quantized by both ({len(ours)} ours, {len(ref)} quantize_static's); "
+        f"largest scale difference {100 * worst[0]:.3f}% ({worst[1]})"
+    )
+    if bad:
+        sys.exit(f"{len(bad)} scale(s) differ by more than {100 * args.tolerance:.0f}%:\n" + "\n".join(bad[:20]))
+
+
+def cmd_info(args):
+    model = onnx.load(args.model)
+    ops = [n.op_type for n in model.graph.node]
+    types = sorted({onnx.TensorProto.DataType.Name(t.data_type) for t in model.graph.initializer})
+    print(
+        f"{args.model}: {ops.count('QuantizeLinear')} QuantizeLinear, {ops.count('DequantizeLinear')} DequantizeLinear, "
+        f"{len(ops)} nodes; initializer types {', '.join(types)}"
+    )
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("expect")
+    e.add_argument("model")
+    e.add_argument("input")
+    e.add_argument("output")
+    e.add_argument("--steps", type=float, default=1.0)
+    s = sub.add_parser("scales")
+    s.add_argument("fp32")
+    s.add_argument("samples")
+    s.add_argument("quantized")
+    s.add_argument("--tolerance", type=float, default=0.05)
+    i = sub.add_parser("info")
+    i.add_argument("model")
+    args = p.parse_args()
+    {"expect": cmd_expect, "scales": cmd_scales, "info": cmd_info}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
