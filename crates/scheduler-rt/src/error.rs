@@ -25,6 +25,8 @@ pub enum RuntimeError {
     Graph(#[from] graph_ir::GraphError),
     #[error("subgraph {subgraph} cannot be exported: {reason}")]
     Export { subgraph: String, reason: String },
+    #[error("probing the values of {graph}: {reason}")]
+    Probe { graph: String, reason: String },
     #[error("engine {engine} cannot compile subgraph {subgraph} for processor '{processor}': {reason}")]
     Compile {
         engine: &'static str,

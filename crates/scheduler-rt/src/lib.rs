@@ -28,6 +28,7 @@ pub mod partition;
 pub mod policy;
 pub mod pool;
 pub mod priority;
+pub mod probe;
 pub mod queue;
 mod runtime;
 mod runtime_config;

@@ -12,6 +12,7 @@ mod model_args;
 mod multi_common;
 mod output;
 mod panics;
+mod plan_text;
 mod profile_engine;
 mod progress;
 mod puzzle_setup;

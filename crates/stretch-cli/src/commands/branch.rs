@@ -1,7 +1,8 @@
 //! `stretch branch` and `stretch stretch`: write the branched model.
 
-use super::plan::{SearchArgs, describe};
+use super::plan::SearchArgs;
 use crate::model_args::ModelArgs;
+use crate::plan_text::describe;
 use anyhow::{Context, Result};
 use branching::{Plan, apply_plan};
 use std::path::PathBuf;

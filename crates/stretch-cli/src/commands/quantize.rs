@@ -6,9 +6,7 @@ use anyhow::{Context, Result, bail};
 use graph_ir::{Graph, Outlet};
 use predictor::{DeviceProfile, Precision};
 use quantize::{Collector, Method, PrecisionMap};
-use scheduler_rt::engine::{Engine, TractEngine};
 use std::path::{Path, PathBuf};
-use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 use training::data::{Dataset, DatasetSpec, Transform, split_of};
 
 /// Quantize a branched model for the precisions its device runs.
@@ -187,6 +185,33 @@ fn calibrate(
     dataset: &DatasetSpec,
     label: &str,
 ) -> Result<Vec<(f32, f32)>> {
+    let inputs = calibration_inputs(g, args, dataset, label)?;
+    let mut collector = Collector::new(args.method, acts.len());
+    let bar = crate::progress::spinner("calibrating {spinner} pass {pos} {elapsed}");
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    for pass in 0..collector.passes() {
+        bar.set_position(pass as u64 + 1);
+        scheduler_rt::probe::probe(g, acts, &inputs, |k, v| collector.observe(pass, k, v))?;
+    }
+    bar.finish_and_clear();
+    collector
+        .ranges()
+        .into_iter()
+        .zip(acts)
+        .map(|(r, o)| {
+            r.ok_or_else(|| {
+                quantize::QuantizeError::NoRange {
+                    tensor: g.node(o.node).name.clone(),
+                }
+                .into()
+            })
+        })
+        .collect()
+}
+
+/// `args.samples` images of the training split, normalised as `train`
+/// does (`[n, C, H, W]`); written with the calibrated model when asked.
+fn calibration_inputs(g: &Graph, args: &CalibrationArgs, dataset: &DatasetSpec, label: &str) -> Result<Vec<f32>> {
     let [input] = g.inputs() else {
         bail!(
             "{label} has {} inputs; calibration feeds one image input",
@@ -194,7 +219,7 @@ fn calibrate(
         );
     };
     let fact = g.node(*input).outputs[0].clone();
-    let &[n, c, h, w] = fact.shape.as_slice() else {
+    let &[_, c, h, w] = fact.shape.as_slice() else {
         bail!("{label}: input {fact} is not an image batch [N, C, H, W]");
     };
     let set = training::data::load(dataset, [h, w])?;
@@ -230,58 +255,5 @@ fn calibrate(
         };
         scheduler_rt::npy::write(&dir.join("samples.npy"), &array)?;
     }
-    let mut probe = g.clone();
-    probe.set_outputs(
-        acts.iter()
-            .enumerate()
-            .map(|(i, o)| (format!("calibration_{i}"), *o))
-            .collect(),
-    )?;
-    probe.prune_dead();
-    let onnx = graph_ir::onnx::export_bytes(&probe)?;
-    let engine = TractEngine::new(1);
-    let compiled = engine
-        .compile(&onnx)
-        .map_err(|e| anyhow::anyhow!("cannot compile {label} for calibration: {e}"))?;
-    let mut collector = Collector::new(args.method, acts.len());
-    let runs = collector.passes() * samples.len().div_ceil(n);
-    let bar = crate::progress::bar(runs as u64, "calibrating {bar:30} {pos}/{len} runs {elapsed}");
-    let volume = c * h * w;
-    let positions: Vec<usize> = (0..samples.len()).collect();
-    for pass in 0..collector.passes() {
-        for chunk in positions.chunks(n) {
-            let mut x = Vec::with_capacity(n * volume);
-            for k in 0..n {
-                let at = chunk.get(k).copied().unwrap_or(chunk[0]);
-                x.extend_from_slice(&inputs[at * volume..(at + 1) * volume]);
-            }
-            let t = Tensor::from_shape(&fact.shape, &x)?.into_tvalue();
-            let outs = compiled
-                .run(TVec::from_vec(vec![t]))
-                .map_err(|e| anyhow::anyhow!("calibration run of {label}: {e}"))?;
-            for (i, o) in outs.iter().enumerate() {
-                let array = o
-                    .to_plain_array_view::<f32>()
-                    .map_err(|e| anyhow::anyhow!("calibration output {i} of {label}: {e}"))?;
-                let view = array.as_slice().context("calibration output is not contiguous")?;
-                let per = view.len() / n;
-                collector.observe(pass, i, &view[..per * chunk.len()]);
-            }
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    collector
-        .ranges()
-        .into_iter()
-        .zip(acts)
-        .map(|(r, o)| {
-            r.ok_or_else(|| {
-                quantize::QuantizeError::NoRange {
-                    tensor: g.node(o.node).name.clone(),
-                }
-                .into()
-            })
-        })
-        .collect()
+    Ok(inputs)
 }
