@@ -7,14 +7,26 @@
 use crate::error::QuantizeError;
 use graph_ir::{Graph, NodeId, Op, Patch, Tensor};
 
-/// The folded graph and how many normalisations were folded.
+/// The folded graph and how many normalisations were folded. Folds are
+/// applied one at a time, so a convolution reading a folded normalisation
+/// reads the folded convolution in its turn.
 pub fn fold_batch_norms(g: &Graph) -> Result<(Graph, usize), QuantizeError> {
-    let mut patch = Patch::new();
+    let mut out = g.clone();
     let mut folded = 0;
+    while let Some(patch) = next_fold(&out)? {
+        out.apply(patch)?;
+        folded += 1;
+    }
+    Ok((out, folded))
+}
+
+/// The patch folding the first foldable normalisation, if any.
+fn next_fold(g: &Graph) -> Result<Option<Patch>, QuantizeError> {
     for id in g.compute_order()? {
         let Some((conv, w, b, bn)) = foldable(g, id) else {
             continue;
         };
+        let mut patch = Patch::new();
         let node = g.node(conv);
         let out_ch = w.shape()[0];
         let per = w.volume() / out_ch.max(1);
@@ -42,13 +54,9 @@ pub fn fold_batch_norms(g: &Graph) -> Result<(Graph, usize), QuantizeError> {
             patch.annotate_new(new, k.clone(), v.clone());
         }
         patch.shunt(id.out(0), new.out(0));
-        folded += 1;
+        return Ok(Some(patch));
     }
-    let mut out = g.clone();
-    if folded > 0 {
-        out.apply(patch)?;
-    }
-    Ok((out, folded))
+    Ok(None)
 }
 
 struct Bn {
@@ -99,15 +107,17 @@ mod tests {
     use graph_ir::builder::{Builder, ConvSpec};
 
     #[test]
-    fn a_folded_convolution_computes_what_conv_and_norm_did() {
+    fn chained_normalisations_all_fold() {
         let mut b = Builder::new("t");
         let x = b.input("x", &[1, 3, 6, 6]).unwrap();
         let y = b.conv("conv", x, ConvSpec::new(4, 3, 1)).unwrap();
         let y = b.batch_norm("bn", y).unwrap();
+        let y = b.conv("conv2", y, ConvSpec::new(4, 1, 1)).unwrap();
+        let y = b.batch_norm("bn2", y).unwrap();
         let mut g = b.finish("y", y).unwrap();
         g.fill_missing_weights(3);
         let (f, n) = fold_batch_norms(&g).unwrap();
-        assert_eq!(n, 1);
+        assert_eq!(n, 2);
         assert!(
             f.node_ids()
                 .iter()

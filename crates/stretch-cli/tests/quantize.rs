@@ -170,6 +170,9 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
         assert!(cut.len() > 2, "{name}: the fp32 file runs as one subgraph:\n{fp32}");
         assert_eq!(cut, subgraphs(&int8), "{name} at {size}:\n{fp32}\n{int8}");
         reference_script("check_quantized.py", &["expect", &q, &x, &yq, "--steps", "1"]);
+        let folded = s(&cal.join("fp32.onnx"));
+        reference(&["compare", &b, &folded, "--atol", "0", "--rtol", "1e-4"]);
+        assert!(!reference(&["check", &folded]).is_empty());
         let scales = reference_script(
             "check_quantized.py",
             &[
