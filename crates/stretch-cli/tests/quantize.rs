@@ -376,3 +376,34 @@ fn odd_models_and_images_are_named() {
     ]);
     assert!(e.contains("is not an image batch [N, C, H, W]"), "{e}");
 }
+
+#[test]
+fn stretch_quantizes_as_its_last_step() {
+    let dir = scratch("quantize-stretch");
+    let pair = dir.join("pair.toml");
+    std::fs::write(&pair, PAIR).unwrap();
+    let m = s(&dir.join("m.onnx"));
+    stretch_ok(&["zoo", "resnet-mini", "--seed", "3", "-o", &m]);
+    let q = dir.join("q.onnx");
+    let text = stretch_ok(&[
+        "stretch",
+        &m,
+        "--device",
+        &s(&pair),
+        "--alpha",
+        "1",
+        "--calibration",
+        "digits",
+        "--samples",
+        "8",
+        "-o",
+        &s(&q),
+    ]);
+    assert!(text.contains("node(s) in int8"), "{text}");
+    let fp32 = dir.join("q.fp32.onnx");
+    assert!(fp32.exists(), "{text}");
+    let info = reference_script("check_quantized.py", &["info", &s(&q)]);
+    assert!(!info.contains(" 0 QuantizeLinear"), "{info}");
+    let plain = reference_script("check_quantized.py", &["info", &s(&fp32)]);
+    assert!(plain.contains(" 0 QuantizeLinear"), "{plain}");
+}
