@@ -17,10 +17,9 @@ pub mod qdq;
 pub use calibrate::{Collector, Method};
 pub use error::QuantizeError;
 pub use precision_map::PrecisionMap;
-pub use qdq::{QUANTIZED_KEY, QdqReport, activations_to_calibrate, insert_qdq};
+pub use qdq::{QUANTIZED_KEY, QdqReport, activations_to_calibrate, insert_qdq, kept_float};
 
 use graph_ir::{Graph, Op};
-use predictor::Precision;
 
 /// Refuses a graph that already holds quantization nodes or int8 weights.
 pub fn check_not_quantized(g: &Graph) -> Result<(), QuantizeError> {
@@ -38,20 +37,4 @@ pub fn check_not_quantized(g: &Graph) -> Result<(), QuantizeError> {
         }
     }
     Ok(())
-}
-
-/// Nodes of int8 processors without an int8 form (they would stay float).
-pub fn kept_float(g: &Graph, map: &PrecisionMap) -> Result<Vec<String>, QuantizeError> {
-    let mut out = Vec::new();
-    for id in g.node_ids() {
-        let n = g.node(id);
-        if matches!(n.op, Op::Const(_) | Op::Input(_)) {
-            continue;
-        }
-        if map.of(n)? == Precision::Int8 && !qdq::has_int8_form(&n.op) {
-            out.push(n.name.clone());
-        }
-    }
-    out.sort();
-    Ok(out)
 }

@@ -22,7 +22,7 @@ use bytes::Bytes;
 use graph_ir::ops::{DequantizeLinear, QuantizeLinear};
 use graph_ir::{DType, Fact, Graph, Node, NodeId, Op, Outlet, Patch, PatchOutlet, Tensor, keys};
 use predictor::Precision;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Whether `op` has an int8 (QDQ) form here.
 pub fn has_int8_form(op: &Op) -> bool {
@@ -72,7 +72,12 @@ pub struct QdqReport {
 /// The activations the pass quantizes, in the order their ranges are
 /// given to [`insert_qdq`].
 pub fn activations_to_calibrate(g: &Graph, map: &PrecisionMap) -> Result<Vec<Outlet>, QuantizeError> {
-    let int8 = int8_nodes(g, map)?;
+    let int8: HashSet<NodeId> = int8_nodes(g, map)?.into_iter().collect();
+    activations(g, &int8)
+}
+
+/// Float activations an `int8` node produces or reads, in topological order.
+fn activations(g: &Graph, int8: &HashSet<NodeId>) -> Result<Vec<Outlet>, QuantizeError> {
     let mut out = Vec::new();
     for id in g.topo_order()? {
         let node = g.node(id);
@@ -84,8 +89,8 @@ pub fn activations_to_calibrate(g: &Graph, map: &PrecisionMap) -> Result<Vec<Out
             if node.outputs[slot].dtype != DType::F32 {
                 continue;
             }
-            let read_by_int8 = g.consumers(o).iter().any(|(c, _)| int8.contains_key(c));
-            if int8.contains_key(&id) || read_by_int8 {
+            let read_by_int8 = g.consumers(o).iter().any(|(c, _)| int8.contains(c));
+            if int8.contains(&id) || read_by_int8 {
                 out.push(o);
             }
         }
@@ -93,17 +98,35 @@ pub fn activations_to_calibrate(g: &Graph, map: &PrecisionMap) -> Result<Vec<Out
     Ok(out)
 }
 
-fn int8_nodes(g: &Graph, map: &PrecisionMap) -> Result<HashMap<NodeId, ()>, QuantizeError> {
-    let mut out = HashMap::new();
-    for id in g.node_ids() {
+/// Nodes of int8 processors, in topological order: those with an int8
+/// form (`true`) and those without (`false`).
+fn int8_processor_nodes(g: &Graph, map: &PrecisionMap) -> Result<Vec<(NodeId, bool)>, QuantizeError> {
+    let mut out = Vec::new();
+    for id in g.topo_order()? {
         let n = g.node(id);
-        if matches!(n.op, Op::Const(_) | Op::Input(_)) {
-            continue;
-        }
-        if map.of(n)? == Precision::Int8 && has_int8_form(&n.op) {
-            out.insert(id, ());
+        if !matches!(n.op, Op::Const(_) | Op::Input(_)) && map.of(n)? == Precision::Int8 {
+            out.push((id, has_int8_form(&n.op)));
         }
     }
+    Ok(out)
+}
+
+/// The nodes computing in int8, in topological order.
+fn int8_nodes(g: &Graph, map: &PrecisionMap) -> Result<Vec<NodeId>, QuantizeError> {
+    Ok(int8_processor_nodes(g, map)?
+        .into_iter()
+        .filter_map(|(id, int8)| int8.then_some(id))
+        .collect())
+}
+
+/// Nodes of int8 processors without an int8 form (they stay float), sorted.
+pub fn kept_float(g: &Graph, map: &PrecisionMap) -> Result<Vec<String>, QuantizeError> {
+    let mut out: Vec<String> = int8_processor_nodes(g, map)?
+        .into_iter()
+        .filter(|(_, int8)| !int8)
+        .map(|(id, _)| g.node(id).name.clone())
+        .collect();
+    out.sort();
     Ok(out)
 }
 
@@ -132,12 +155,7 @@ impl Writer<'_> {
     }
 
     fn constant(&mut self, base: String, t: Tensor, ann: &[(String, String)]) -> PatchOutlet {
-        let name = self.name(base);
-        let node = self.patch.add_node(name, Op::Const(t), vec![]);
-        for (k, v) in ann {
-            self.patch.annotate_new(node, k.clone(), v.clone());
-        }
-        node.out(0)
+        self.node(base, Op::Const(t), vec![], ann)
     }
 
     fn node(&mut self, base: String, op: Op, inputs: Vec<PatchOutlet>, ann: &[(String, String)]) -> PatchOutlet {
@@ -147,6 +165,30 @@ impl Writer<'_> {
             self.patch.annotate_new(node, k.clone(), v.clone());
         }
         node.out(0)
+    }
+
+    /// The quantized constant `q` (`{base}_quantized`) behind a
+    /// DequantizeLinear along `axis`, one scale per channel and zero
+    /// points of `q`'s type.
+    fn dequantized(
+        &mut self,
+        base: &str,
+        q: Tensor,
+        scales: &[f32],
+        axis: usize,
+        ann: &[(String, String)],
+    ) -> PatchOutlet {
+        let n = scales.len();
+        let zero = tensor(q.dtype(), vec![n], Bytes::from(vec![0u8; n * q.dtype().size()]));
+        let qc = self.constant(format!("{base}_quantized"), q, ann);
+        let sc = self.constant(format!("{base}_scale"), Tensor::from_f32([n], scales), ann);
+        let zc = self.constant(format!("{base}_zero_point"), zero, ann);
+        self.node(
+            format!("{base}_dequantized"),
+            Op::DequantizeLinear(DequantizeLinear { axis: axis as i64 }),
+            vec![qc, sc, zc],
+            ann,
+        )
     }
 }
 
@@ -161,25 +203,20 @@ fn tensor(dtype: DType, shape: Vec<usize>, data: Bytes) -> Tensor {
 /// Inserts the Q/DQ pairs and int8 weights. `ranges[i]` is the calibrated
 /// range of `activations_to_calibrate(g, map)[i]`.
 pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Result<(Graph, QdqReport), QuantizeError> {
-    let acts = activations_to_calibrate(g, map)?;
+    let order = int8_nodes(g, map)?;
+    let int8: HashSet<NodeId> = order.iter().copied().collect();
+    let acts = activations(g, &int8)?;
     if acts.len() != ranges.len() {
         return Err(QuantizeError::Ranges {
             want: acts.len(),
             got: ranges.len(),
         });
     }
-    let int8 = int8_nodes(g, map)?;
     let mut report = QdqReport {
         int8_nodes: int8.len(),
+        kept_float: kept_float(g, map)?,
         ..QdqReport::default()
     };
-    for id in g.node_ids() {
-        let n = g.node(id);
-        if !matches!(n.op, Op::Const(_) | Op::Input(_)) && !int8.contains_key(&id) && map.of(n)? == Precision::Int8 {
-            report.kept_float.push(n.name.clone());
-        }
-    }
-    report.kept_float.sort();
     let mut w = Writer {
         g,
         patch: Patch::new(),
@@ -190,12 +227,9 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
         let p = params::activation(lo, hi);
         qparams.insert(*o, p);
         let producer = g.node(o.node);
-        let int8_readers: Vec<(NodeId, usize)> = g
-            .consumers(*o)
-            .into_iter()
-            .filter(|(c, _)| int8.contains_key(c))
-            .collect();
-        let from_int8 = int8.contains_key(&o.node);
+        let int8_readers: Vec<(NodeId, usize)> =
+            g.consumers(*o).into_iter().filter(|(c, _)| int8.contains(c)).collect();
+        let from_int8 = int8.contains(&o.node);
         let ann = if from_int8 || int8_readers.is_empty() {
             served_annotations(producer)
         } else {
@@ -233,7 +267,7 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
         }
         report.activations += 1;
     }
-    for &id in int8.keys() {
+    for &id in &order {
         let n = g.node(id);
         let axis = match &n.op {
             Op::Conv(_) => 0,
@@ -270,27 +304,8 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
                 ) as i8
             })
             .collect();
-        let wq = w.constant(
-            format!("{}_weight_quantized", n.name),
-            tensor(DType::I8, shape.clone(), bytes_of(&q, |x| vec![x as u8])),
-            &ann,
-        );
-        let ws = w.constant(
-            format!("{}_weight_scale", n.name),
-            Tensor::from_f32([channels], &scales),
-            &ann,
-        );
-        let wz = w.constant(
-            format!("{}_weight_zero_point", n.name),
-            tensor(DType::I8, vec![channels], Bytes::from(vec![0u8; channels])),
-            &ann,
-        );
-        let wdq = w.node(
-            format!("{}_weight_dequantized", n.name),
-            Op::DequantizeLinear(DequantizeLinear { axis: axis as i64 }),
-            vec![wq, ws, wz],
-            &ann,
-        );
+        let wq = tensor(DType::I8, shape.clone(), bytes_of(&q, |x| vec![x as u8]));
+        let wdq = w.dequantized(&format!("{}_weight", n.name), wq, &scales, axis, &ann);
         w.patch.rewire(id, 1, wdq);
         report.weights += 1;
         let bias = n
@@ -309,27 +324,8 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
                 .zip(&bs)
                 .map(|(x, s)| params::quantize(*x, QParams { scale: *s, zero: 0 }, i32::MIN + 1, i32::MAX))
                 .collect();
-            let bqc = w.constant(
-                format!("{}_bias_quantized", n.name),
-                tensor(DType::I32, vec![channels], bytes_of(&bq, |x| x.to_le_bytes().to_vec())),
-                &ann,
-            );
-            let bsc = w.constant(
-                format!("{}_bias_scale", n.name),
-                Tensor::from_f32([channels], &bs),
-                &ann,
-            );
-            let bzc = w.constant(
-                format!("{}_bias_zero_point", n.name),
-                tensor(DType::I32, vec![channels], Bytes::from(vec![0u8; 4 * channels])),
-                &ann,
-            );
-            let bdq = w.node(
-                format!("{}_bias_dequantized", n.name),
-                Op::DequantizeLinear(DequantizeLinear { axis: 0 }),
-                vec![bqc, bsc, bzc],
-                &ann,
-            );
+            let bq = tensor(DType::I32, vec![channels], bytes_of(&bq, |x| x.to_le_bytes().to_vec()));
+            let bdq = w.dequantized(&format!("{}_bias", n.name), bq, &bs, 0, &ann);
             w.patch.rewire(id, 2, bdq);
         }
     }

@@ -89,9 +89,6 @@ pub struct CalibrationArgs {
 pub fn run(args: Args) -> Result<()> {
     let label = args.model.model.display().to_string();
     let graph = args.model.load_runnable()?;
-    if args.calibration.calibration.is_none() {
-        bail!("give --calibration DATASET: the images activation ranges are calibrated on");
-    }
     quantize_to(
         &graph,
         &label,
