@@ -43,7 +43,7 @@ pub enum Objective {
 /// every run of it costs frames) starts on the `spill` worker instead,
 /// when one is given (the workload's `offload_to`): Heimdall's partitioning
 /// assumes every operator fits a rendering interval (§5.3), and its
-/// frame rate comes first. [`UtilityPolicy::spilled`] lists those models.
+/// frame rate comes first.
 pub struct UtilityPolicy {
     objective: Objective,
     utility: Vec<Utility>,
@@ -59,8 +59,9 @@ pub struct UtilityPolicy {
     since_move: Vec<u32>,
     /// Where a model that cannot fit between two frames starts.
     spill: Option<usize>,
-    /// Models started on `spill` (decided at the first scheduling event).
-    spilled: Option<Vec<usize>>,
+    /// Whether the models that cannot fit have been moved to `spill`
+    /// (at the first scheduling event, when the render slot is known).
+    spill_checked: bool,
 }
 
 /// Inferences every model completes after any move before the offloading
@@ -95,19 +96,12 @@ impl UtilityPolicy {
             last_accelerator: vec![None; n],
             since_move: vec![DWELL_INFERENCES; n],
             spill,
-            spilled: None,
+            spill_checked: false,
         }
     }
 
-    /// Models started on the spill worker because a chunk of theirs is
-    /// longer than the time between two frames (empty before the first
-    /// scheduling event).
-    pub fn spilled(&self) -> &[usize] {
-        self.spilled.as_deref().unwrap_or(&[])
-    }
-
     fn spill_oversized(&mut self, view: &View) {
-        let mut out = Vec::new();
+        self.spill_checked = true;
         let render = view.workers.iter().position(|w| w.render.is_some());
         if let (Some(spill), Some(r)) = (self.spill, render)
             && let Some(slot) = view.workers[r].render.as_ref()
@@ -121,11 +115,9 @@ impl UtilityPolicy {
                     .is_some_and(|cs| cs.iter().any(|c| view.estimator.estimate(model, *c, r) > limit));
                 if too_long && chunks_on(&view.models[model], 0, spill).is_some() {
                     *home = spill;
-                    out.push(model);
                 }
             }
         }
-        self.spilled = Some(out);
     }
 
     fn value(&self, job: &Job, at_ms: f64) -> f64 {
@@ -238,7 +230,7 @@ impl Policy for UtilityPolicy {
 
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
         let now = view.now_ms;
-        if self.spilled.is_none() {
+        if !self.spill_checked {
             self.spill_oversized(view);
         }
         if let Some(mut o) = self.offload.take() {
