@@ -60,7 +60,8 @@ pub struct StretchArgs {
     pub out: PathBuf,
 }
 
-fn write(graph: &graph_ir::Graph, plan: &Plan, seed: u64, out: &PathBuf) -> Result<()> {
+/// Branches `graph` by `plan`, writes it to `out` and returns it.
+fn write(graph: &graph_ir::Graph, plan: &Plan, seed: u64, out: &PathBuf) -> Result<graph_ir::Graph> {
     let branched = apply_plan(graph, plan, seed).context("cannot branch the model")?;
     graph_ir::onnx::export_file(&branched, out).with_context(|| format!("cannot write {}", out.display()))?;
     let cost = branched.total_cost();
@@ -75,13 +76,13 @@ fn write(graph: &graph_ir::Graph, plan: &Plan, seed: u64, out: &PathBuf) -> Resu
         original as f64 / 1e9,
         cost.params
     );
-    Ok(())
+    Ok(branched)
 }
 
 pub fn run(args: Args) -> Result<()> {
     let graph = args.model.load()?;
     let plan = Plan::load(&args.plan)?;
-    write(&graph, &plan, args.seed, &args.out)
+    write(&graph, &plan, args.seed, &args.out).map(drop)
 }
 
 pub fn run_stretch(args: StretchArgs) -> Result<()> {
@@ -96,12 +97,10 @@ pub fn run_stretch(args: StretchArgs) -> Result<()> {
         println!("wrote {}", p.display());
     }
     if args.calibration.calibration.is_none() {
-        return write(&graph, &plan, args.seed, &args.out);
+        return write(&graph, &plan, args.seed, &args.out).map(drop);
     }
     let fp32 = args.out.with_extension("fp32.onnx");
-    write(&graph, &plan, args.seed, &fp32)?;
-    let branched = graph_ir::onnx::import_file(&fp32, &Default::default())
-        .with_context(|| format!("cannot read back {}", fp32.display()))?;
+    let branched = write(&graph, &plan, args.seed, &fp32)?;
     crate::commands::quantize::quantize_to(
         &branched,
         &fp32.display().to_string(),
