@@ -15,7 +15,10 @@ Uses only `onnx`, `onnxruntime` (and its `quantization` package) and
         uint8 activations, int8 per-channel weights) on the images in
         SAMPLES.npy ([n, C, H, W], fed one at a time), then compare the
         scale of every activation both files quantize: fail unless each
-        differs by at most the tolerance (relative), or none is shared
+        differs by at most the tolerance (relative), or none is shared;
+        with --validation VAL.npy also run both quantized files on those
+        images and fail unless their top-1 classes agree on at least
+        --min-agreement of them (default 0.99)
   check_quantized.py info MODEL
         print the QuantizeLinear/DequantizeLinear count and the element
         types of the initializers
@@ -118,6 +121,8 @@ def cmd_scales(args):
             calibrate_method=CalibrationMethod.MinMax,
         )
         ref = activation_scales(onnx.load(ref_path))
+        if args.validation:
+            top1_agreement(ref_path, args.quantized, np.load(args.validation), args.min_agreement)
     ours = activation_scales(onnx.load(args.quantized))
     shared = sorted(set(ref) & set(ours))
     if not shared:
@@ -135,6 +140,21 @@ def cmd_scales(args):
     )
     if bad:
         sys.exit(f"{len(bad)} scale(s) differ by more than {100 * args.tolerance:.0f}%:\n" + "\n".join(bad[:20]))
+
+
+def top1_agreement(reference, ours, images, least):
+    import onnxruntime as ort
+
+    def classes(path):
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        name = sess.get_inputs()[0].name
+        return np.array([int(np.argmax(sess.run(None, {name: x[None, ...].astype(np.float32)})[0])) for x in images])
+
+    a, b = classes(reference), classes(ours)
+    share = float(np.mean(a == b)) if len(a) else 0.0
+    print(f"top-1 agrees with quantize_static's model on {int(np.sum(a == b))} of {len(a)} validation images ({100 * share:.2f}%)")
+    if not len(a) or share < least:
+        sys.exit(f"top-1 agreement {100 * share:.2f}% is below {100 * least:.2f}%")
 
 
 def cmd_info(args):
@@ -160,6 +180,8 @@ def main():
     s.add_argument("samples")
     s.add_argument("quantized")
     s.add_argument("--tolerance", type=float, default=0.05)
+    s.add_argument("--validation")
+    s.add_argument("--min-agreement", type=float, default=0.99)
     i = sub.add_parser("info")
     i.add_argument("model")
     args = p.parse_args()

@@ -22,6 +22,8 @@ pub enum QuantizeError {
     AlreadyQuantized { what: String },
     #[error("activation `{tensor}` saw no finite value on the calibration samples")]
     NoRange { tensor: String },
+    #[error("`{name}` of the folded model matches no node of the model it was folded from")]
+    Unmatched { name: String },
     #[error("{count} node(s) of int8 processors have no int8 form (--strict): {nodes}")]
     Strict { count: usize, nodes: String },
 }

@@ -12,12 +12,14 @@ mod error;
 pub mod fold_bn;
 pub mod params;
 mod precision_map;
+pub mod qat;
 pub mod qdq;
 
 pub use calibrate::{Collector, Method};
 pub use error::QuantizeError;
 pub use precision_map::PrecisionMap;
-pub use qdq::{QUANTIZED_KEY, QdqReport, activations_to_calibrate, insert_qdq, kept_float};
+pub use qat::{QatPlan, qat_plan, unfold_plan};
+pub use qdq::{QUANTIZED_KEY, QdqReport, activations_to_calibrate, insert_qdq, int8_weight_axis, kept_float};
 
 use graph_ir::{Graph, Op};
 

@@ -112,7 +112,7 @@ fn int8_processor_nodes(g: &Graph, map: &PrecisionMap) -> Result<Vec<(NodeId, bo
 }
 
 /// The nodes computing in int8, in topological order.
-fn int8_nodes(g: &Graph, map: &PrecisionMap) -> Result<Vec<NodeId>, QuantizeError> {
+pub(crate) fn int8_nodes(g: &Graph, map: &PrecisionMap) -> Result<Vec<NodeId>, QuantizeError> {
     Ok(int8_processor_nodes(g, map)?
         .into_iter()
         .filter_map(|(id, int8)| int8.then_some(id))
@@ -269,21 +269,15 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
     }
     for &id in &order {
         let n = g.node(id);
-        let axis = match &n.op {
-            Op::Conv(_) => 0,
-            Op::Gemm(gm) => usize::from(!gm.trans_b),
-            Op::MatMul(_) => 1,
-            _ => continue,
+        let Some(axis) = int8_weight_axis(g, id) else {
+            continue;
         };
-        let Some(wt) = n.inputs.get(1).and_then(|o| g.const_tensor(*o)) else {
+        let Some(wt) = g.const_tensor(n.inputs[1]) else {
             continue;
         };
         let Some(values) = wt.to_f32_vec() else {
             continue;
         };
-        if matches!(n.op, Op::MatMul(_)) && wt.shape().len() != 2 {
-            continue;
-        }
         let ann = served_annotations(n);
         let shape = wt.shape().to_vec();
         let channels = shape[axis];
@@ -333,6 +327,23 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
     out.apply(w.patch)?;
     out.metadata.insert(QUANTIZED_KEY.to_string(), map.describe());
     Ok((out, report))
+}
+
+/// The channel axis of int8 node `id`'s weight (input 1) when that weight
+/// is stored as int8: a float constant of a Conv, Gemm or 2-d MatMul.
+pub fn int8_weight_axis(g: &Graph, id: NodeId) -> Option<usize> {
+    let n = g.node(id);
+    let axis = match &n.op {
+        Op::Conv(_) => 0,
+        Op::Gemm(gm) => usize::from(!gm.trans_b),
+        Op::MatMul(_) => 1,
+        _ => return None,
+    };
+    let wt = n.inputs.get(1).and_then(|o| g.const_tensor(*o))?;
+    if wt.dtype() != DType::F32 || (matches!(n.op, Op::MatMul(_)) && wt.shape().len() != 2) {
+        return None;
+    }
+    Some(axis)
 }
 
 /// Model metadata of a quantized file: `processor=precision,...`.

@@ -182,9 +182,15 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
                 &q,
                 "--tolerance",
                 "0.05",
+                "--validation",
+                &s(&cal.join("validation.npy")),
+                "--min-agreement",
+                "0.99",
             ],
         );
         assert!(scales.contains("activations quantized by both"), "{scales}");
+        assert!(scales.contains("top-1 agrees with quantize_static's model"), "{scales}");
+        println!("{name} at {size}: {scales}");
     }
 }
 

@@ -47,7 +47,14 @@ impl Program {
         let n = x.dims()[0];
         let mut taps = Vec::new();
         let mut slots: Vec<Option<Tensor<4>>> = vec![None; self.slots.len()];
-        slots[self.input] = Some(x);
+        slots[self.input] = Some(self.fake.activation(self.input, x));
+        let rounded;
+        let params = if self.fake.is_empty() {
+            params
+        } else {
+            rounded = self.fake.weights(self, params);
+            rounded.as_slice()
+        };
         let mut stats = Vec::new();
         let device = params
             .first()
@@ -317,7 +324,7 @@ impl Program {
                 }
             };
             for (slot, t) in step.outputs.iter().zip(outputs) {
-                slots[*slot] = Some(t);
+                slots[*slot] = Some(self.fake.activation(*slot, t));
             }
         }
         let out = slots[self.output].take().expect("output computed");

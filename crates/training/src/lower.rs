@@ -14,6 +14,7 @@ use graph_ir::ops::{BinaryOp, Op, PoolKind, ReduceKind, UnaryOp};
 use graph_ir::{DType, Graph, NodeId, Outlet};
 
 use crate::error::TrainError;
+use crate::fake_quant::FakeQuant;
 
 /// What a parameter slot holds and how training treats it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +155,8 @@ pub struct Program {
     pub(crate) input: usize,
     pub(crate) output: usize,
     pub(crate) params: Vec<ParamSpec>,
+    pub(crate) slot_of: HashMap<Outlet, usize>,
+    pub(crate) fake: FakeQuant,
     input_shape: [usize; 3],
     classes: usize,
 }
@@ -287,6 +290,8 @@ pub fn lower(graph: &Graph) -> Result<Program, TrainError> {
         input,
         output,
         params: l.params,
+        slot_of: l.slot_of,
+        fake: FakeQuant::default(),
         input_shape: [c, h, w],
         classes,
     })

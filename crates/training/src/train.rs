@@ -233,6 +233,18 @@ impl<'a> Session<'a> {
         self.phases = on.then(PhaseTimes::default);
     }
 
+    /// Trains and validates with the activations and weights of `spec`
+    /// fake-quantized (quantization-aware training); burn's autograd only.
+    pub fn set_fake_quant(&mut self, spec: &crate::QuantSpec) -> Result<(), TrainError> {
+        if self.autograd != Autograd::Burn {
+            return Err(TrainError::Option {
+                key: "autograd",
+                reason: format!("quantization-aware training needs burn's autograd, not {}", self.autograd),
+            });
+        }
+        self.program.set_fake_quant(spec)
+    }
+
     /// Per-phase time of the last epoch, when [`Session::set_phase_times`] is on.
     pub fn phase_times(&self) -> Option<&PhaseTimes> {
         self.phases.as_ref()
@@ -252,6 +264,9 @@ impl<'a> Session<'a> {
             };
             if !matches!(self.backend, Backend::LibTorch(_)) {
                 return refuse(format!("libtorch needs a tch backend, not {}", self.backend));
+            }
+            if self.program.fake_quantized() {
+                return refuse("quantization-aware training runs on burn's autograd only".to_string());
             }
             if self.conv_grad != ConvGrad::Autodiff {
                 return refuse(format!(

@@ -12,8 +12,10 @@ use serde::Serialize;
 use training::data::{Dataset, ImageSet};
 use training::{Distill, Recipe};
 
+use crate::commands::compare_rows::{Row, lines, with_quantized};
+use crate::commands::qat::PrecisionArgs;
 use crate::commands::train::{Outputs, distill, train_graph};
-use crate::format::{si, table};
+use crate::format::table;
 use crate::recipe_args::RecipeArgs;
 use crate::recipe_args::{import_for_training, load_dataset};
 
@@ -25,6 +27,14 @@ use crate::recipe_args::{import_for_training, load_dataset};
 /// model is trained a second time, from the same initial weights, with the
 /// trained original as its teacher (soft labels, paper §7.3). Trained models,
 /// metrics CSVs and learning curves go to --out-dir.
+///
+/// With --precision profile --device D.toml each trained branched model is
+/// also quantized for D's processors twice: after training (post-training
+/// quantization, `-ptq.onnx`) and after --qat-epochs of quantization-aware
+/// fine-tuning from its trained weights (`-qat.onnx`, as `train
+/// --precision profile`); both files are run by tract on the validation
+/// images, and the table adds each file's size and its top-1 against the
+/// fp32 branched model's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The original model.
@@ -62,6 +72,18 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: u32,
 
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
+
+    /// With --precision profile: epochs of quantization-aware fine-tuning
+    /// of each trained branched model.
+    #[arg(long, default_value_t = 2)]
+    pub qat_epochs: usize,
+
+    /// With --precision profile: peak learning rate of that fine-tuning [default: --lr / 10].
+    #[arg(long, value_name = "LR")]
+    pub qat_lr: Option<f64>,
+
     /// Directory for trained models, metrics and curves.
     #[arg(long, value_name = "DIR", default_value = "compare-accuracy")]
     pub out_dir: PathBuf,
@@ -70,24 +92,12 @@ pub struct Args {
     /// `seed`, `epochs`, `train_images`, `val_images`, `val_source` and
     /// `rows`, each with `label`, `file`, `distilled`, `params`, `macs`,
     /// `top1`, `top5` (percent, last epoch), `best_top1`, `gap_top1`
-    /// (points against the original) and `train_seconds`).
+    /// (points against the original), `train_seconds`, `precision` (`fp32`,
+    /// `ptq` or `qat`), `file_bytes` (the written model's size) and
+    /// `gap_fp32_branched` (quantized rows: points against the fp32
+    /// branched model they come from)).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-}
-
-/// One trained model of the comparison.
-#[derive(Serialize, Debug)]
-struct Row {
-    label: String,
-    file: String,
-    distilled: bool,
-    params: u64,
-    macs: u64,
-    top1: f64,
-    top5: f64,
-    best_top1: f64,
-    gap_top1: f64,
-    train_seconds: f64,
 }
 
 #[derive(Serialize)]
@@ -156,37 +166,12 @@ fn jobs<'a>(args: &'a Args, graphs: &'a [Graph], distill: bool) -> Vec<Job<'a>> 
     jobs
 }
 
-/// The comparison table's cells, a header first.
-fn lines(rows: &[Row]) -> Vec<Vec<String>> {
-    let mut lines = vec![vec![
-        "model".to_string(),
-        "params".into(),
-        "MACs".into(),
-        "val top-1".into(),
-        "val top-5".into(),
-        "gap top-1".into(),
-        "train time".into(),
-    ]];
-    for r in rows {
-        lines.push(vec![
-            format!("{} ({})", r.label, r.file),
-            si(r.params),
-            si(r.macs),
-            format!("{:.2}%", r.top1),
-            format!("{:.2}%", r.top5),
-            if r.label == "original" {
-                "-".into()
-            } else {
-                format!("{:+.2}", r.gap_top1)
-            },
-            format!("{:.1} s", r.train_seconds),
-        ]);
-    }
-    lines
-}
-
 pub fn run(args: Args) -> Result<()> {
     let kd = distill(args.distill, "--distill", args.kd_alpha, args.kd_temperature)?;
+    let device = args.precision.device()?.map(Path::to_path_buf);
+    if let Some(d) = &device {
+        predictor::DeviceProfile::load(d).with_context(|| format!("cannot load {}", d.display()))?;
+    }
     std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
     let original = import_for_training(&args.original)?;
     let set = load_dataset(&args.recipe, &original)?;
@@ -204,7 +189,10 @@ pub fn run(args: Args) -> Result<()> {
     let teacher = trained.first().map(|(graph, _)| graph).context("nothing was trained")?;
     let distilled = run_wave(&args, &set, &second_wave, Some(teacher), kd)?;
     trained.extend(distilled);
-    let mut rows: Vec<Row> = trained.into_iter().map(|(_, row)| row).collect();
+    let mut rows = match &device {
+        Some(device) => with_quantized(&args, device, &set, trained)?,
+        None => trained.into_iter().map(|(_, row)| row).collect(),
+    };
     let base = rows[0].top1;
     for row in &mut rows[1..] {
         row.gap_top1 = row.top1 - base;
@@ -324,6 +312,7 @@ fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd
     }
     let cost = graph.total_cost();
     let out = args.out_dir.join(format!("{}.onnx", job.label));
+    let file_bytes = std::fs::metadata(&job.path).map(|m| m.len()).unwrap_or(0);
     let recipe = args.recipe.recipe(if job.distilled { kd } else { None })?;
     let teach = if job.distilled { teacher } else { None };
     let (history, seconds) = train_graph(
@@ -334,6 +323,7 @@ fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd
         &args.recipe,
         teach,
         &Outputs::beside(&out),
+        None,
         None,
         None,
     )?;
@@ -350,6 +340,9 @@ fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd
         best_top1: history.iter().map(|m| m.val_top1).fold(0.0, f64::max),
         gap_top1: 0.0,
         train_seconds: seconds,
+        precision: "fp32",
+        file_bytes: std::fs::metadata(&out).map_or(file_bytes, |m| m.len()),
+        gap_fp32_branched: None,
     };
     Ok((graph, row))
 }

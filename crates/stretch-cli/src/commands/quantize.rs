@@ -80,8 +80,10 @@ pub struct CalibrationArgs {
 
     /// Also write, into this folder, the fp32 model that was calibrated
     /// (`fp32.onnx`, batch norms folded) and the calibration inputs
-    /// (`samples.npy`, `[n, C, H, W]` after normalisation), for reference
-    /// tools to calibrate on exactly the same data.
+    /// (`samples.npy`, `[n, C, H, W]` after normalisation) and up to 256
+    /// images of the validation split (`validation.npy`, normalised the
+    /// same way), for reference tools to calibrate on exactly the same data
+    /// and compare predictions.
     #[arg(long, value_name = "DIR")]
     pub save_calibration: Option<PathBuf>,
 }
@@ -99,19 +101,19 @@ pub fn run(args: Args) -> Result<()> {
     )
 }
 
-/// Quantizes `graph` (read from `label`) for `device`'s precisions with
-/// the calibration options `c` and writes it to `out`.
-pub fn quantize_to(
-    graph: &Graph,
-    label: &str,
-    device: &Path,
-    processor: Option<&str>,
-    c: &CalibrationArgs,
-    out: &Path,
-) -> Result<()> {
-    let Some(dataset) = &c.calibration else {
-        bail!("give --calibration DATASET: the images activation ranges are calibrated on");
-    };
+/// A model ready to calibrate: batch norms folded, the precision of every
+/// node known, the activations to calibrate listed.
+pub struct Prepared {
+    pub folded: Graph,
+    pub map: PrecisionMap,
+    pub acts: Vec<Outlet>,
+    pub batch_norms: usize,
+}
+
+/// Checks `graph` (read from `label`) can be quantized for `device`'s
+/// precisions and folds its batch norms; warns about (or, `strict`,
+/// refuses) int8-processor nodes without an int8 form.
+pub fn prepare(graph: &Graph, label: &str, device: &Path, processor: Option<&str>, strict: bool) -> Result<Prepared> {
     quantize::check_not_quantized(graph).with_context(|| format!("cannot quantize {label}"))?;
     let profile = DeviceProfile::load(device).with_context(|| format!("cannot load {}", device.display()))?;
     let map = PrecisionMap::from_profile(&profile, processor)?;
@@ -121,10 +123,7 @@ pub fn quantize_to(
             map.of(n).with_context(|| format!("cannot quantize {label}"))?;
         }
     }
-    if c.samples == 0 {
-        bail!("--samples 0: calibration needs at least one image");
-    }
-    let (folded, n_bn) = quantize::fold_bn::fold_batch_norms(graph)?;
+    let (folded, batch_norms) = quantize::fold_bn::fold_batch_norms(graph)?;
     let kept = quantize::kept_float(&folded, &map)?;
     if !kept.is_empty() {
         let list = kept.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
@@ -133,7 +132,7 @@ pub fn quantize_to(
         } else {
             String::new()
         };
-        if c.strict {
+        if strict {
             return Err(quantize::QuantizeError::Strict {
                 count: kept.len(),
                 nodes: format!("{list}{more}"),
@@ -153,42 +152,58 @@ pub fn quantize_to(
             map.describe()
         );
     }
-    let ranges = calibrate(&folded, &acts, c, dataset, label)?;
-    let (quantized, report) = quantize::insert_qdq(&folded, &map, &ranges)?;
+    Ok(Prepared {
+        folded,
+        map,
+        acts,
+        batch_norms,
+    })
+}
+
+/// Quantizes `graph` (read from `label`) for `device`'s precisions with
+/// the calibration options `c` and writes it to `out`.
+pub fn quantize_to(
+    graph: &Graph,
+    label: &str,
+    device: &Path,
+    processor: Option<&str>,
+    c: &CalibrationArgs,
+    out: &Path,
+) -> Result<()> {
+    let Some(dataset) = &c.calibration else {
+        bail!("give --calibration DATASET: the images activation ranges are calibrated on");
+    };
+    let prepared = prepare(graph, label, device, processor, c.strict)?;
+    let inputs = calibration_inputs(&prepared.folded, c, dataset, label)?;
+    let ranges = calibrate(&prepared.folded, &prepared.acts, c.method, &inputs)?;
+    let (quantized, report) = quantize::insert_qdq(&prepared.folded, &prepared.map, &ranges)?;
     graph_ir::onnx::export_file(&quantized, out).with_context(|| format!("cannot write {}", out.display()))?;
     println!(
         "{label}: {} node(s) in int8 ({} weights int8, {} activations with Q/DQ, {} batch norms folded); calibrated with {} on {} {dataset} images; precisions {}",
         report.int8_nodes,
         report.weights,
         report.activations,
-        n_bn,
+        prepared.batch_norms,
         c.method,
         c.samples,
-        map.describe()
+        prepared.map.describe()
     );
-    if map.uses(Precision::Fp16) {
+    if prepared.map.uses(Precision::Fp16) {
         println!("note: fp16 processors are not rewritten yet; their nodes stay fp32 in the file");
     }
     println!("wrote {}", out.display());
     Ok(())
 }
 
-/// Runs the fp32 model on the calibration images and reduces each
-/// activation of `acts` to a range.
-fn calibrate(
-    g: &Graph,
-    acts: &[Outlet],
-    args: &CalibrationArgs,
-    dataset: &DatasetSpec,
-    label: &str,
-) -> Result<Vec<(f32, f32)>> {
-    let inputs = calibration_inputs(g, args, dataset, label)?;
-    let mut collector = Collector::new(args.method, acts.len());
+/// Runs the fp32 model `g` on `inputs` (`[n, C, H, W]`, normalised) and
+/// reduces each activation of `acts` to a range by `method`.
+pub fn calibrate(g: &Graph, acts: &[Outlet], method: Method, inputs: &[f32]) -> Result<Vec<(f32, f32)>> {
+    let mut collector = Collector::new(method, acts.len());
     let bar = crate::progress::spinner("calibrating {spinner} pass {pos} {elapsed}");
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     for pass in 0..collector.passes() {
         bar.set_position(pass as u64 + 1);
-        scheduler_rt::probe::probe(g, acts, &inputs, |k, v| collector.observe(pass, k, v))?;
+        scheduler_rt::probe::probe(g, acts, inputs, |k, v| collector.observe(pass, k, v))?;
     }
     bar.finish_and_clear();
     collector
@@ -206,9 +221,8 @@ fn calibrate(
         .collect()
 }
 
-/// `args.samples` images of the training split, normalised as `train`
-/// does (`[n, C, H, W]`); written with the calibrated model when asked.
-fn calibration_inputs(g: &Graph, args: &CalibrationArgs, dataset: &DatasetSpec, label: &str) -> Result<Vec<f32>> {
+/// `[C, H, W]` of `g`'s one image input.
+pub fn image_shape(g: &Graph, label: &str) -> Result<[usize; 3]> {
     let [input] = g.inputs() else {
         bail!(
             "{label} has {} inputs; calibration feeds one image input",
@@ -219,38 +233,60 @@ fn calibration_inputs(g: &Graph, args: &CalibrationArgs, dataset: &DatasetSpec, 
     let &[_, c, h, w] = fact.shape.as_slice() else {
         bail!("{label}: input {fact} is not an image batch [N, C, H, W]");
     };
-    let set = training::data::load(dataset, [h, w])?;
-    let split = split_of(&set, args.val_fraction, args.split_seed, None);
-    let transform = Transform::fit(&set, &split.train, [c, h, w], Default::default())
-        .with_context(|| format!("calibration images {} for {label}", set.describe()))?;
-    let samples: Vec<usize> = split.train.iter().take(args.samples).copied().collect();
-    if samples.len() < args.samples {
+    Ok([c, h, w])
+}
+
+/// The first `samples` images of `train` (indices into `set`), normalised
+/// by `transform`; refused when there are fewer or they are constant.
+pub fn calibration_images(set: &dyn Dataset, train: &[usize], samples: usize, transform: &Transform) -> Result<Vec<f32>> {
+    if samples == 0 {
+        bail!("--samples 0: calibration needs at least one image");
+    }
+    let picked: Vec<usize> = train.iter().take(samples).copied().collect();
+    if picked.len() < samples {
         bail!(
-            "--samples {}: the training split of {} has {} images",
-            args.samples,
+            "--samples {samples}: the training split of {} has {} images",
             set.describe(),
-            samples.len()
+            picked.len()
         );
     }
-    let inputs = transform.batch(&set, &samples, None);
+    let inputs = transform.batch(set, &picked, None);
     let (lo, hi) = inputs
         .iter()
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
     if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         bail!(
             "the {} calibration images of {} are constant (every input value {lo}): they give no activation range",
-            samples.len(),
+            picked.len(),
             set.describe()
         );
     }
+    Ok(inputs)
+}
+
+/// `args.samples` images of the training split, normalised as `train`
+/// does (`[n, C, H, W]`); written with the calibrated model when asked.
+fn calibration_inputs(g: &Graph, args: &CalibrationArgs, dataset: &DatasetSpec, label: &str) -> Result<Vec<f32>> {
+    let [c, h, w] = image_shape(g, label)?;
+    let set = training::data::load(dataset, [h, w])?;
+    let split = split_of(&set, args.val_fraction, args.split_seed, None);
+    let transform = Transform::fit(&set, &split.train, [c, h, w], Default::default())
+        .with_context(|| format!("calibration images {} for {label}", set.describe()))?;
+    let inputs = calibration_images(&set, &split.train, args.samples, &transform)?;
     if let Some(dir) = &args.save_calibration {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         graph_ir::onnx::export_file(g, dir.join("fp32.onnx"))?;
         let array = scheduler_rt::npy::Array {
-            shape: vec![samples.len(), c, h, w],
+            shape: vec![args.samples, c, h, w],
             data: inputs.clone(),
         };
         scheduler_rt::npy::write(&dir.join("samples.npy"), &array)?;
+        let val: Vec<usize> = split.val.iter().take(256).copied().collect();
+        let array = scheduler_rt::npy::Array {
+            shape: vec![val.len(), c, h, w],
+            data: transform.batch(&set, &val, None),
+        };
+        scheduler_rt::npy::write(&dir.join("validation.npy"), &array)?;
     }
     Ok(inputs)
 }

@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use training::data::Dataset;
 use training::{Distill, EpochMetrics, Progress, Recipe, Session, TrainError};
 
+use crate::commands::qat::{Calibrated, PrecisionArgs};
+use crate::commands::train_report::{Bar, empty, epoch_line, say, setup_line};
 use crate::curve::{learning_curve_svg, metrics_csv};
 use crate::model_args::ModelArgs;
 use crate::recipe_args::{RecipeArgs, beside, import_for_training, load_dataset};
@@ -30,6 +31,17 @@ use crate::recipe_args::{RecipeArgs, beside, import_for_training, load_dataset};
 /// Works on branched models from `stretch branch` the same way: every branch
 /// is trained jointly. `--teacher ORIGINAL.onnx` adds soft-label distillation
 /// from the original model (paper §7.3).
+///
+/// `--precision profile --device D.toml` fine-tunes at each processor's
+/// precision (quantization-aware training): the activations `stretch
+/// quantize` would quantize are calibrated on the training split (batch
+/// norms folded), and training rounds them, and the int8 weights per
+/// channel, as the quantized file will (fp16 processors' values and
+/// weights to half precision), with straight-through gradients; batch
+/// norms train unfolded. OUT is then the quantized model (folded, as
+/// `stretch quantize` writes it, at the same ranges) and the fine-tuned
+/// float model is written beside it as OUT.fp32.onnx. Fine-tuning starts from the file's weights: give a
+/// trained fp32 model, a few epochs and a small --lr.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -77,6 +89,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE.svg")]
     pub curve: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
+
     /// Trained model to write.
     #[arg(short, long, value_name = "OUT.onnx")]
     pub out: PathBuf,
@@ -99,48 +114,6 @@ impl Outputs {
     }
 }
 
-/// Every training's progress bars draw through this one display, so models
-/// trained side by side (`compare-accuracy --jobs`) keep a line each.
-fn bars() -> &'static MultiProgress {
-    static BARS: std::sync::OnceLock<MultiProgress> = std::sync::OnceLock::new();
-    BARS.get_or_init(MultiProgress::new)
-}
-
-/// Prints a line above the progress bars of every training in flight.
-fn say(line: String) {
-    bars().suspend(|| println!("{line}"));
-}
-
-struct Bar<'a> {
-    label: &'a str,
-    bar: Option<ProgressBar>,
-}
-
-impl Progress for Bar<'_> {
-    fn epoch_started(&mut self, epoch: usize, batches: usize) {
-        let bar = ProgressBar::new(batches as u64).with_style(
-            ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} batches, loss {msg} [{elapsed}<{eta}]")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_prefix(format!("{} epoch {epoch}", self.label));
-        self.bar = Some(bars().add(bar));
-    }
-
-    fn batch_done(&mut self, loss: f64) {
-        if let Some(b) = &self.bar {
-            b.set_message(format!("{loss:.4}"));
-            b.inc(1);
-        }
-    }
-
-    fn epoch_done(&mut self, _: &EpochMetrics) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
-            bars().remove(&b);
-        }
-    }
-}
-
 /// Trains `graph` in place for the recipe's epochs (or until `stop_after`),
 /// writing checkpoint, metrics and curve every epoch. Returns the history and
 /// the wall-clock seconds of this call.
@@ -155,6 +128,7 @@ pub fn train_graph(
     outputs: &Outputs,
     resume: Option<&Path>,
     stop_after: Option<usize>,
+    fake_quant: Option<&training::QuantSpec>,
 ) -> Result<(Vec<EpochMetrics>, f64)> {
     let start = Instant::now();
     let epochs = recipe.epochs;
@@ -171,6 +145,9 @@ pub fn train_graph(
             (None, None) => {}
         }
         session.set_phase_times(args.phase_times);
+        if let Some(spec) = fake_quant {
+            session.set_fake_quant(spec)?;
+        }
         if let Some(r) = resume {
             session.resume(r)?;
             say(format!(
@@ -219,57 +196,6 @@ pub fn train_graph(
         Ok(session.history().to_vec())
     })?;
     Ok((history, start.elapsed().as_secs_f64()))
-}
-
-/// What a training session works on, in a line.
-fn setup_line(label: &str, session: &Session, set: &dyn Dataset, args: &RecipeArgs) -> String {
-    let t = session.transform();
-    format!(
-        "{label}: {} training / {} validation images ({}), normalised with mean {:?} std {:?}; {} on {} thread(s), {} autograd, {} convolution weight gradients",
-        session.split().train.len(),
-        session.split().val.len(),
-        if set.test_start().is_some() {
-            "the dataset's test split"
-        } else {
-            "a seeded random split"
-        },
-        t.mean.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
-        t.std.iter().map(|v| (v * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
-        args.backend,
-        if args.threads == 0 {
-            "all".to_string()
-        } else {
-            args.threads.to_string()
-        },
-        session.autograd(),
-        session.conv_grad(),
-    )
-}
-
-/// One epoch's figures, in a line.
-fn epoch_line(label: &str, m: &EpochMetrics, epochs: usize) -> String {
-    let kd = m
-        .kd_loss
-        .map_or(String::new(), |k| format!(" (distillation term {k:.4})"));
-    format!(
-        "{label} epoch {:>3}/{epochs}  lr {:.4}  train loss {:.4}{kd} top-1 {:5.1}%  val loss {:.4} top-1 {:5.1}% top-5 {:5.1}%  {:.1} s ({:.0} img/s)",
-        m.epoch, m.lr, m.train_loss, m.train_top1, m.val_loss, m.val_top1, m.val_top5, m.seconds, m.images_per_second
-    )
-}
-
-fn empty(epoch: usize) -> EpochMetrics {
-    EpochMetrics {
-        epoch,
-        lr: 0.0,
-        train_loss: f64::NAN,
-        train_top1: 0.0,
-        val_loss: f64::NAN,
-        val_top1: 0.0,
-        val_top5: 0.0,
-        seconds: 0.0,
-        images_per_second: 0.0,
-        kd_loss: None,
-    }
 }
 
 fn write(path: &Path, text: String) -> Result<()> {
@@ -359,6 +285,18 @@ pub fn run(args: Args) -> Result<()> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let calibrated = match args.precision.device()? {
+        Some(device) => {
+            let split = training::data::split_of(&set, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit);
+            let [_, c, h, w] = graph.node(graph.inputs()[0]).outputs[0].shape[..] else {
+                bail!("{}: the input is not an image batch", args.model.model.display());
+            };
+            let transform = training::data::Transform::fit(&set, &split.train, [c, h, w], Default::default())?;
+            Some(Calibrated::new(&graph, &label, device, &args.precision, &set, &split.train, &transform)?)
+        }
+        None => None,
+    };
+    let spec = calibrated.as_ref().map(|c| c.spec(&graph)).transpose()?;
     let (history, seconds) = train_graph(
         &mut graph,
         &label,
@@ -369,8 +307,28 @@ pub fn run(args: Args) -> Result<()> {
         &outputs,
         args.resume.as_deref(),
         args.stop_after,
+        spec.as_ref(),
     )?;
-    graph_ir::onnx::export_file(&graph, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
+    match &calibrated {
+        Some(cal) => {
+            let fp32 = beside(&args.out, ".fp32.onnx");
+            graph_ir::onnx::export_file(&graph, &fp32).with_context(|| format!("cannot write {}", fp32.display()))?;
+            let quantized = cal.quantized(&graph)?;
+            graph_ir::onnx::export_file(&quantized, &args.out)
+                .with_context(|| format!("cannot write {}", args.out.display()))?;
+            println!(
+                "fine-tuned at precisions {} ({} batch norms folded, {} activations calibrated on {} training images with {})",
+                cal.prepared.map.describe(),
+                cal.prepared.batch_norms,
+                cal.ranges.len(),
+                args.precision.calibration_samples,
+                args.precision.calibration_method
+            );
+            println!("wrote the fine-tuned float model {}", fp32.display());
+        }
+        None => graph_ir::onnx::export_file(&graph, &args.out)
+            .with_context(|| format!("cannot write {}", args.out.display()))?,
+    }
     if let Some(last) = history.last() {
         let best = history.iter().map(|m| m.val_top1).fold(0.0, f64::max);
         println!(

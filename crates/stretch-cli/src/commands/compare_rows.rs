@@ -1,0 +1,107 @@
+//! The rows of `stretch compare-accuracy`: one per trained model, and with
+//! `--precision profile` one per quantized version of each branched model.
+
+use std::path::Path;
+
+use anyhow::Result;
+use graph_ir::Graph;
+use serde::Serialize;
+use training::data::ImageSet;
+
+use crate::commands::compare::Args;
+use crate::commands::qat::{FineTune, quantized_variants};
+use crate::format::si;
+
+/// One trained model of the comparison.
+#[derive(Serialize, Debug)]
+pub(crate) struct Row {
+    pub label: String,
+    pub file: String,
+    pub distilled: bool,
+    pub params: u64,
+    pub macs: u64,
+    pub top1: f64,
+    pub top5: f64,
+    pub best_top1: f64,
+    pub gap_top1: f64,
+    pub train_seconds: f64,
+    pub precision: &'static str,
+    pub file_bytes: u64,
+    pub gap_fp32_branched: Option<f64>,
+}
+
+/// The comparison table's cells, a header first.
+pub(crate) fn lines(rows: &[Row]) -> Vec<Vec<String>> {
+    let mut lines = vec![vec![
+        "model".to_string(),
+        "params".into(),
+        "MACs".into(),
+        "val top-1".into(),
+        "val top-5".into(),
+        "gap top-1".into(),
+        "vs fp32 branched".into(),
+        "file".into(),
+        "train time".into(),
+    ]];
+    for r in rows {
+        lines.push(vec![
+            if r.precision == "fp32" {
+                format!("{} ({})", r.label, r.file)
+            } else {
+                format!("{} ({} of {})", r.label, r.precision, r.file)
+            },
+            si(r.params),
+            si(r.macs),
+            format!("{:.2}%", r.top1),
+            format!("{:.2}%", r.top5),
+            if r.label == "original" {
+                "-".into()
+            } else {
+                format!("{:+.2}", r.gap_top1)
+            },
+            r.gap_fp32_branched.map_or("-".into(), |g| format!("{g:+.2}")),
+            format!("{:.2} MB", r.file_bytes as f64 / 1e6),
+            format!("{:.1} s", r.train_seconds),
+        ]);
+    }
+    lines
+}
+
+/// The rows of `trained`, each branched model's followed by its
+/// post-training quantized and fine-tuned quantized versions for `device`.
+pub(crate) fn with_quantized(args: &Args, device: &Path, set: &ImageSet, trained: Vec<(Graph, Row)>) -> Result<Vec<Row>> {
+    let fine_tune = FineTune {
+        epochs: args.qat_epochs,
+        lr: args.qat_lr.unwrap_or(args.recipe.lr / 10.0),
+    };
+    let mut rows = Vec::new();
+    for (graph, row) in trained {
+        let quantize = row.label != "original" && !row.distilled;
+        let (label, file, top1) = (row.label.clone(), row.file.clone(), row.top1);
+        let (params, macs) = (row.params, row.macs);
+        rows.push(row);
+        if !quantize {
+            continue;
+        }
+        let variants = quantized_variants(&graph, &label, &args.out_dir, device, &args.precision, set, &args.recipe, fine_tune)?;
+        for v in variants {
+            rows.push(Row {
+                label: format!("{label}-{}", v.kind),
+                file: file.clone(),
+                distilled: false,
+                params,
+                macs,
+                top1: v.tally.top1(),
+                top5: v.tally.top5(),
+                best_top1: v.tally.top1(),
+                gap_top1: 0.0,
+                train_seconds: v.seconds,
+                precision: v.kind,
+                file_bytes: std::fs::metadata(&v.file).map_or(0, |m| m.len()),
+                gap_fp32_branched: Some(v.tally.top1() - top1),
+            });
+        }
+    }
+    Ok(rows)
+}
+

@@ -1,0 +1,245 @@
+//! Training at each processor's precision (`--precision profile` of
+//! `train` and `compare-accuracy`): calibrating a model on its training
+//! split, the fake quantization that fine-tunes it, the quantized file it
+//! becomes, and the accuracy of a file as written.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use graph_ir::Graph;
+use quantize::{Method, QatPlan};
+use training::data::{Dataset, Transform};
+use training::{ActivationQuant, QuantSpec, Tally, WeightQuant};
+
+use crate::commands::quantize::{Prepared, calibrate, calibration_images, image_shape, prepare};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrecisionMode {
+    /// Everything in float32.
+    Fp32,
+    /// Each processor at the precision --device gives it.
+    Profile,
+}
+
+/// Options of training at each processor's precision.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PrecisionArgs {
+    /// `profile`: each processor at the precision --device gives it
+    /// (NN-Stretch §7.2 on snapdragon855: CPU and DSP int8, GPU fp16).
+    #[arg(long, value_enum, default_value_t = PrecisionMode::Fp32)]
+    pub precision: PrecisionMode,
+
+    /// With --precision profile: the device profile whose processors' precisions apply.
+    #[arg(long, value_name = "PROFILE.toml")]
+    pub device: Option<PathBuf>,
+
+    /// With --precision profile: the processor that runs nodes without a
+    /// `processor` annotation (an original, unbranched model).
+    #[arg(long)]
+    pub processor: Option<String>,
+
+    /// With --precision profile: images of the training split that
+    /// activation ranges are calibrated on.
+    #[arg(long, default_value_t = 128)]
+    pub calibration_samples: usize,
+
+    /// With --precision profile: how ranges are taken (minmax, percentile:P, entropy).
+    #[arg(long, default_value = "minmax")]
+    pub calibration_method: Method,
+
+    /// With --precision profile: refuse when a node of an int8 processor has no int8 form.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+impl PrecisionArgs {
+    /// The device profile when precisions apply; an error when
+    /// --precision profile lacks --device, or --device is given without it.
+    pub fn device(&self) -> Result<Option<&Path>> {
+        match (self.precision, &self.device) {
+            (PrecisionMode::Profile, Some(d)) => Ok(Some(d)),
+            (PrecisionMode::Profile, None) => {
+                bail!("--precision profile needs --device PROFILE.toml: the processors' precisions come from it")
+            }
+            (PrecisionMode::Fp32, Some(d)) => bail!(
+                "--device {} gives precisions only with --precision profile",
+                d.display()
+            ),
+            (PrecisionMode::Fp32, None) => Ok(None),
+        }
+    }
+}
+
+/// A model folded and calibrated for its device's precisions.
+pub struct Calibrated {
+    pub prepared: Prepared,
+    pub ranges: Vec<(f32, f32)>,
+}
+
+impl Calibrated {
+    /// Folds `graph`'s batch norms and calibrates it on the first
+    /// `--calibration-samples` images of `train` normalised by `transform`.
+    pub fn new(
+        graph: &Graph,
+        label: &str,
+        device: &Path,
+        args: &PrecisionArgs,
+        set: &dyn Dataset,
+        train: &[usize],
+        transform: &Transform,
+    ) -> Result<Calibrated> {
+        let prepared = prepare(graph, label, device, args.processor.as_deref(), args.strict)?;
+        let shape = image_shape(&prepared.folded, label)?;
+        if shape != transform.target {
+            bail!(
+                "{label} takes {shape:?} images; the dataset's are normalised to {:?}",
+                transform.target
+            );
+        }
+        let images = calibration_images(set, train, args.calibration_samples, transform)?;
+        let ranges = calibrate(&prepared.folded, &prepared.acts, args.calibration_method, &images)?;
+        Ok(Calibrated { prepared, ranges })
+    }
+
+    /// What training of `graph` (the unfolded model this was made from,
+    /// batch norms kept) rounds so that it sees what
+    /// [`Calibrated::quantized`] writes.
+    pub fn spec(&self, graph: &Graph) -> Result<QuantSpec> {
+        let plan = quantize::qat_plan(&self.prepared.folded, &self.prepared.map, &self.ranges)?;
+        let plan = quantize::unfold_plan(&plan, &self.prepared.folded, graph)?;
+        Ok(spec(&plan))
+    }
+
+    /// `trained` (the model this was made from, with trained weights)
+    /// folded and written with Q/DQ pairs at the calibrated ranges.
+    pub fn quantized(&self, trained: &Graph) -> Result<Graph> {
+        let (folded, _) = quantize::fold_bn::fold_batch_norms(trained)?;
+        Ok(quantize::insert_qdq(&folded, &self.prepared.map, &self.ranges)?.0)
+    }
+}
+
+/// The fake quantization of `plan` in training's terms.
+pub fn spec(plan: &QatPlan) -> QuantSpec {
+    let mut activations: Vec<(graph_ir::Outlet, ActivationQuant)> = plan
+        .int8_activations
+        .iter()
+        .map(|(o, p)| {
+            (
+                *o,
+                ActivationQuant::Uint8 {
+                    scale: p.scale,
+                    zero: p.zero,
+                },
+            )
+        })
+        .collect();
+    activations.extend(plan.fp16_activations.iter().map(|o| (*o, ActivationQuant::Fp16)));
+    let mut weights: Vec<(graph_ir::NodeId, WeightQuant)> = plan
+        .int8_weights
+        .iter()
+        .map(|(id, axis)| (*id, WeightQuant::Int8 { axis: *axis }))
+        .collect();
+    weights.extend(plan.fp16_weights.iter().map(|id| (*id, WeightQuant::Fp16)));
+    QuantSpec { activations, weights }
+}
+
+/// Top-1 and top-5 of the model file `g` as written (run by tract, one
+/// thread) on the images `indices` of `set`, normalised by `transform`.
+pub fn evaluate_file(g: &Graph, set: &dyn Dataset, indices: &[usize], transform: &Transform) -> Result<Tally> {
+    let out = g.outputs().first().map(|(_, o)| *o).context("the model has no output")?;
+    let mut tally = Tally::default();
+    let bar = crate::progress::bar(indices.len() as u64, "evaluating {bar:30} {pos}/{len} images [{elapsed}<{eta}]");
+    for chunk in indices.chunks(1024) {
+        let images = transform.batch(set, chunk, None);
+        let mut scores = Vec::with_capacity(chunk.len() * 16);
+        scheduler_rt::probe::probe(g, &[out], &images, |_, v| scores.extend_from_slice(v))?;
+        let labels: Vec<usize> = chunk.iter().map(|&i| set.label(i)).collect();
+        let loss = training::cross_entropy(&scores, &labels);
+        tally.add(&scores, &labels, loss);
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(tally)
+}
+
+/// A quantized version of a trained model, as written and measured.
+pub struct Variant {
+    /// `ptq` or `qat`.
+    pub kind: &'static str,
+    pub file: PathBuf,
+    pub tally: Tally,
+    /// Fine-tuning time (0 for post-training quantization).
+    pub seconds: f64,
+}
+
+/// How `compare-accuracy --precision profile` fine-tunes.
+#[derive(Clone, Copy, Debug)]
+pub struct FineTune {
+    pub epochs: usize,
+    pub lr: f64,
+}
+
+/// The post-training quantized and the quantization-aware fine-tuned
+/// versions of `trained` (labelled `label`, its batch norms unfolded),
+/// written into `dir` as `{label}-ptq.onnx` and `{label}-qat.onnx` and
+/// evaluated as files on the recipe's validation split.
+pub fn quantized_variants(
+    trained: &Graph,
+    label: &str,
+    dir: &Path,
+    device: &Path,
+    args: &PrecisionArgs,
+    set: &training::data::ImageSet,
+    recipe_args: &crate::recipe_args::RecipeArgs,
+    fine_tune: FineTune,
+) -> Result<[Variant; 2]> {
+    let r = recipe_args;
+    let split = training::data::split_of(set, r.val_fraction, r.seed, r.limit);
+    let [c, h, w] = image_shape(trained, label)?;
+    let transform = Transform::fit(set, &split.train, [c, h, w], Default::default())?;
+    let cal = Calibrated::new(trained, label, device, args, set, &split.train, &transform)?;
+    let write = |g: &Graph, kind: &str| -> Result<PathBuf> {
+        let path = dir.join(format!("{label}-{kind}.onnx"));
+        graph_ir::onnx::export_file(g, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    };
+    let ptq = cal.quantized(trained)?;
+    let ptq_file = write(&ptq, "ptq")?;
+    let ptq_tally = evaluate_file(&ptq, set, &split.val, &transform)?;
+    let mut tuned = trained.clone();
+    let mut recipe = r.recipe(None)?;
+    recipe.epochs = fine_tune.epochs;
+    recipe.lr = fine_tune.lr;
+    let qat_label = format!("{label}-qat");
+    let spec = cal.spec(&tuned)?;
+    let (_, seconds) = crate::commands::train::train_graph(
+        &mut tuned,
+        &qat_label,
+        set as &dyn Dataset,
+        recipe,
+        r,
+        None,
+        &crate::commands::train::Outputs::beside(&dir.join(format!("{qat_label}.onnx"))),
+        None,
+        None,
+        Some(&spec),
+    )?;
+    write(&tuned, "qat.fp32")?;
+    let qat = cal.quantized(&tuned)?;
+    let qat_file = write(&qat, "qat")?;
+    let qat_tally = evaluate_file(&qat, set, &split.val, &transform)?;
+    Ok([
+        Variant {
+            kind: "ptq",
+            file: ptq_file,
+            tally: ptq_tally,
+            seconds: 0.0,
+        },
+        Variant {
+            kind: "qat",
+            file: qat_file,
+            tally: qat_tally,
+            seconds,
+        },
+    ])
+}
