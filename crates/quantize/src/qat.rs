@@ -158,11 +158,19 @@ mod tests {
         let mut g = b.finish("y", y).unwrap();
         g.fill_missing_weights(1);
         for id in g.node_ids() {
-            let p = if g.node(id).name.starts_with("conv1") { "gpu" } else { "cpu" };
+            let p = if g.node(id).name.starts_with("conv1") {
+                "gpu"
+            } else {
+                "cpu"
+            };
             g.annotate(id, keys::PROCESSOR, p);
         }
         let map = PrecisionMap::new(
-            [("cpu".to_string(), Precision::Int8), ("gpu".to_string(), Precision::Fp16)].into(),
+            [
+                ("cpu".to_string(), Precision::Int8),
+                ("gpu".to_string(), Precision::Fp16),
+            ]
+            .into(),
             None,
         );
         let plan = qat_plan(&g, &map, &[(-1.0, 1.0), (-2.0, 3.0), (0.0, 3.0)]).unwrap();
@@ -194,7 +202,11 @@ mod tests {
         let (folded, _) = crate::fold_bn::fold_batch_norms(&g).unwrap();
         let plan = qat_plan(&folded, &map, &[(-1.0, 1.0), (-2.0, 2.0), (0.0, 2.0)]).unwrap();
         let plan = unfold_plan(&plan, &folded, &g).unwrap();
-        let names: Vec<&str> = plan.int8_activations.iter().map(|(o, _)| g.node(o.node).name.as_str()).collect();
+        let names: Vec<&str> = plan
+            .int8_activations
+            .iter()
+            .map(|(o, _)| g.node(o.node).name.as_str())
+            .collect();
         assert_eq!(names, ["x", "bn", "relu"]);
         let conv = g.node(g.find("conv").unwrap());
         assert_eq!(plan.int8_weights, [(conv.inputs[1].node, 0)]);

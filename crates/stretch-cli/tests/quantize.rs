@@ -413,3 +413,96 @@ fn stretch_quantizes_as_its_last_step() {
     let plain = reference_script("check_quantized.py", &["info", &s(&fp32)]);
     assert!(plain.contains(" 0 QuantizeLinear"), "{plain}");
 }
+
+/// `compare-accuracy --precision profile` adds a post-training quantized
+/// and a fine-tuned quantized row per branched model, smaller files
+/// included; `train --precision profile` writes a quantized file that
+/// onnxruntime runs as the runtime does, with its fine-tuned float model
+/// beside it; the options are refused without a device, or a device
+/// without them.
+#[test]
+fn quantization_aware_training_and_the_accuracy_table() {
+    let dir = scratch("quantize-qat");
+    let pair = dir.join("pair.toml");
+    std::fs::write(&pair, PAIR).unwrap();
+    let pair = s(&pair);
+    let b = branched_on(&dir, "resnet-mini", 32, &pair, "cpu0,cpu1");
+    let m = s(&dir.join("resnet-mini-32.onnx"));
+    let q = s(&dir.join("q.onnx"));
+    let train = ["train", &b, "--dataset", "digits", "--epochs", "1", "--limit", "60"];
+    let e = fails(&[&train[..], &["--precision", "profile", "-o", &q]].concat());
+    assert!(e.contains("--precision profile needs --device"), "{e}");
+    let e = fails(&[&train[..], &["--device", &pair, "-o", &q]].concat());
+    assert!(e.contains("gives precisions only with --precision profile"), "{e}");
+    assert!(!Path::new(&q).exists());
+
+    let out = dir.join("cmp");
+    let json = dir.join("cmp.json");
+    stretch_ok(&[
+        "compare-accuracy",
+        &m,
+        &b,
+        "--dataset",
+        "digits",
+        "--epochs",
+        "1",
+        "--limit",
+        "120",
+        "--precision",
+        "profile",
+        "--device",
+        &pair,
+        "--qat-epochs",
+        "1",
+        "--calibration-samples",
+        "16",
+        "--out-dir",
+        &s(&out),
+        "--json",
+        &s(&json),
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    let kinds: Vec<&str> = rows.iter().map(|r| r["precision"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["fp32", "fp32", "ptq", "qat"], "{report}");
+    let bytes = |i: usize| rows[i]["file_bytes"].as_u64().unwrap();
+    assert!(bytes(2) * 2 < bytes(1) && bytes(3) == bytes(2), "{report}");
+    for i in 2..4 {
+        let gap = rows[i]["gap_fp32_branched"].as_f64().unwrap();
+        let want = rows[i]["top1"].as_f64().unwrap() - rows[1]["top1"].as_f64().unwrap();
+        assert!((gap - want).abs() < 1e-9, "{report}");
+    }
+    let stem = Path::new(&b).file_stem().unwrap().to_string_lossy().into_owned();
+    for kind in ["ptq", "qat"] {
+        reference(&["check", &s(&out.join(format!("branched1-{stem}-{kind}.onnx")))]);
+    }
+
+    let trained = s(&out.join(format!("branched1-{stem}.onnx")));
+    let text = stretch_ok(&[
+        "train",
+        &trained,
+        "--dataset",
+        "digits",
+        "--epochs",
+        "1",
+        "--limit",
+        "60",
+        "--lr",
+        "0.005",
+        "--precision",
+        "profile",
+        "--device",
+        &pair,
+        "--calibration-samples",
+        "16",
+        "-o",
+        &q,
+    ]);
+    assert!(text.contains("fine-tuned at precisions cpu0=int8,cpu1=int8"), "{text}");
+    assert!(dir.join("q.fp32.onnx").exists(), "{text}");
+    reference(&["check", &q]);
+    let x = input(&dir, 32);
+    let y = s(&dir.join("yq.npy"));
+    stretch_ok(&["run", &q, "--input", &x, "--output", &y]);
+    reference_script("check_quantized.py", &["expect", &q, &x, &y, "--steps", "1"]);
+}

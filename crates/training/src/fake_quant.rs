@@ -124,7 +124,9 @@ impl Program {
         let mut fake = FakeQuant::default();
         for (o, q) in &spec.activations {
             let slot = self.slot_of.get(o).ok_or_else(|| {
-                TrainError::Model(format!("fake quantization of {o:?}: not a value computed by the program"))
+                TrainError::Model(format!(
+                    "fake quantization of {o:?}: not a value computed by the program"
+                ))
             })?;
             fake.activations.insert(*slot, *q);
         }
@@ -167,14 +169,21 @@ mod tests {
     fn int8_weights_round_per_channel_to_amax_over_127() {
         let d = device();
         let w = Tensor::<1>::from_data(TensorData::new(vec![1.0f32, 0.3, -0.51, 127.0, 64.4, -1.0], [6]), &d);
-        let q = int8_per_channel(w, &[2, 3], 0).into_data().to_vec::<f32>().unwrap();
+        let q = int8_per_channel(w, &[2, 3], 0).into_data().try_to_vec::<f32>().unwrap();
         let s0 = 1.0 / 127.0;
-        let want = [1.0, (0.3f32 / s0).round() * s0, (-0.51f32 / s0).round() * s0, 127.0, 64.0, -1.0];
+        let want = [
+            1.0,
+            (0.3f32 / s0).round() * s0,
+            (-0.51f32 / s0).round() * s0,
+            127.0,
+            64.0,
+            -1.0,
+        ];
         for (a, b) in q.iter().zip(want) {
             assert!((a - b).abs() < 1e-6, "{q:?} vs {want:?}");
         }
         let w = Tensor::<1>::from_data(TensorData::new(vec![1.0f32, 10.0, 0.5, 3.0], [4]), &d);
-        let q = int8_per_channel(w, &[2, 2], 1).into_data().to_vec::<f32>().unwrap();
+        let q = int8_per_channel(w, &[2, 2], 1).into_data().try_to_vec::<f32>().unwrap();
         assert!((q[2] - (0.5f32 * 127.0).round() / 127.0).abs() < 1e-6, "{q:?}");
         assert!((q[1] - 10.0).abs() < 1e-5 && (q[3] - (3.0f32 / (10.0 / 127.0)).round() * (10.0 / 127.0)).abs() < 1e-5);
     }
@@ -183,14 +192,15 @@ mod tests {
     fn uint8_activations_clamp_to_their_range_and_round_to_the_scale() {
         let d = device();
         let mut fake = FakeQuant::default();
-        fake.activations.insert(0, ActivationQuant::Uint8 { scale: 0.5, zero: 2 });
+        fake.activations
+            .insert(0, ActivationQuant::Uint8 { scale: 0.5, zero: 2 });
         fake.activations.insert(1, ActivationQuant::Fp16);
         let x = Tensor::<4>::from_data(TensorData::new(vec![-3.0f32, 0.3, 0.76, 500.0], [1, 4, 1, 1]), &d);
-        let q = fake.activation(0, x.clone()).into_data().to_vec::<f32>().unwrap();
+        let q = fake.activation(0, x.clone()).into_data().try_to_vec::<f32>().unwrap();
         assert_eq!(q, [-1.0, 0.5, 1.0, 126.5]);
-        let h = fake.activation(1, x.clone()).into_data().to_vec::<f32>().unwrap();
+        let h = fake.activation(1, x.clone()).into_data().try_to_vec::<f32>().unwrap();
         assert_eq!(h[1], 1229.0 / 4096.0, "0.3 in half precision: 1229 steps of 2^-12");
-        let same = fake.activation(2, x).into_data().to_vec::<f32>().unwrap();
+        let same = fake.activation(2, x).into_data().try_to_vec::<f32>().unwrap();
         assert_eq!(same[1], 0.3);
     }
 
@@ -198,11 +208,13 @@ mod tests {
     fn gradients_pass_straight_through_inside_the_range_and_stop_outside() {
         let d = device().autodiff();
         let mut fake = FakeQuant::default();
-        fake.activations.insert(0, ActivationQuant::Uint8 { scale: 0.5, zero: 0 });
-        let x = Tensor::<4>::from_data(TensorData::new(vec![-1.0f32, 0.3, 2.2, 200.0], [1, 4, 1, 1]), &d).require_grad();
+        fake.activations
+            .insert(0, ActivationQuant::Uint8 { scale: 0.5, zero: 0 });
+        let x =
+            Tensor::<4>::from_data(TensorData::new(vec![-1.0f32, 0.3, 2.2, 200.0], [1, 4, 1, 1]), &d).require_grad();
         let y = fake.activation(0, x.clone()).sum();
         let grads = y.backward();
-        let g = x.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap();
+        let g = x.grad(&grads).unwrap().into_data().try_to_vec::<f32>().unwrap();
         assert_eq!(g, [0.0, 1.0, 1.0, 0.0]);
     }
 }

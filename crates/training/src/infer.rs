@@ -26,6 +26,12 @@ impl Inference {
         })
     }
 
+    /// Rounds what `spec` names in every later [`Inference::scores`]
+    /// (see [`Program::set_fake_quant`]).
+    pub fn set_fake_quant(&mut self, spec: &crate::QuantSpec) -> Result<(), TrainError> {
+        self.program.set_fake_quant(spec)
+    }
+
     /// Scores (`[n, classes]`, row-major) for `n` images laid out as
     /// `[n, C, H, W]` in `images`.
     pub fn scores(&self, images: &[f32], n: usize) -> Vec<f32> {

@@ -239,7 +239,10 @@ impl<'a> Session<'a> {
         if self.autograd != Autograd::Burn {
             return Err(TrainError::Option {
                 key: "autograd",
-                reason: format!("quantization-aware training needs burn's autograd, not {}", self.autograd),
+                reason: format!(
+                    "quantization-aware training needs burn's autograd, not {}",
+                    self.autograd
+                ),
             });
         }
         self.program.set_fake_quant(spec)

@@ -190,7 +190,7 @@ pub fn run(args: Args) -> Result<()> {
     let distilled = run_wave(&args, &set, &second_wave, Some(teacher), kd)?;
     trained.extend(distilled);
     let mut rows = match &device {
-        Some(device) => with_quantized(&args, device, &set, trained)?,
+        Some(_) => with_quantized(&args, &set, trained)?,
         None => trained.into_iter().map(|(_, row)| row).collect(),
     };
     let base = rows[0].top1;
@@ -312,7 +312,6 @@ fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd
     }
     let cost = graph.total_cost();
     let out = args.out_dir.join(format!("{}.onnx", job.label));
-    let file_bytes = std::fs::metadata(&job.path).map(|m| m.len()).unwrap_or(0);
     let recipe = args.recipe.recipe(if job.distilled { kd } else { None })?;
     let teach = if job.distilled { teacher } else { None };
     let (history, seconds) = train_graph(
@@ -341,7 +340,7 @@ fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd
         gap_top1: 0.0,
         train_seconds: seconds,
         precision: "fp32",
-        file_bytes: std::fs::metadata(&out).map_or(file_bytes, |m| m.len()),
+        file_bytes: std::fs::metadata(&out).map_or(0, |m| m.len()),
         gap_fp32_branched: None,
     };
     Ok((graph, row))

@@ -1,8 +1,6 @@
 //! The rows of `stretch compare-accuracy`: one per trained model, and with
 //! `--precision profile` one per quantized version of each branched model.
 
-use std::path::Path;
-
 use anyhow::Result;
 use graph_ir::Graph;
 use serde::Serialize;
@@ -68,8 +66,9 @@ pub(crate) fn lines(rows: &[Row]) -> Vec<Vec<String>> {
 }
 
 /// The rows of `trained`, each branched model's followed by its
-/// post-training quantized and fine-tuned quantized versions for `device`.
-pub(crate) fn with_quantized(args: &Args, device: &Path, set: &ImageSet, trained: Vec<(Graph, Row)>) -> Result<Vec<Row>> {
+/// post-training quantized and fine-tuned quantized versions for the
+/// device of `--precision profile`.
+pub(crate) fn with_quantized(args: &Args, set: &ImageSet, trained: Vec<(Graph, Row)>) -> Result<Vec<Row>> {
     let fine_tune = FineTune {
         epochs: args.qat_epochs,
         lr: args.qat_lr.unwrap_or(args.recipe.lr / 10.0),
@@ -83,7 +82,15 @@ pub(crate) fn with_quantized(args: &Args, device: &Path, set: &ImageSet, trained
         if !quantize {
             continue;
         }
-        let variants = quantized_variants(&graph, &label, &args.out_dir, device, &args.precision, set, &args.recipe, fine_tune)?;
+        let variants = quantized_variants(
+            &graph,
+            &label,
+            &args.out_dir,
+            &args.precision,
+            set,
+            &args.recipe,
+            fine_tune,
+        )?;
         for v in variants {
             rows.push(Row {
                 label: format!("{label}-{}", v.kind),
@@ -104,4 +111,3 @@ pub(crate) fn with_quantized(args: &Args, device: &Path, set: &ImageSet, trained
     }
     Ok(rows)
 }
-

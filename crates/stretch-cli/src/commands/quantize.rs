@@ -238,7 +238,12 @@ pub fn image_shape(g: &Graph, label: &str) -> Result<[usize; 3]> {
 
 /// The first `samples` images of `train` (indices into `set`), normalised
 /// by `transform`; refused when there are fewer or they are constant.
-pub fn calibration_images(set: &dyn Dataset, train: &[usize], samples: usize, transform: &Transform) -> Result<Vec<f32>> {
+pub fn calibration_images(
+    set: &dyn Dataset,
+    train: &[usize],
+    samples: usize,
+    transform: &Transform,
+) -> Result<Vec<f32>> {
     if samples == 0 {
         bail!("--samples 0: calibration needs at least one image");
     }

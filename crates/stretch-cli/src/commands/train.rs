@@ -292,7 +292,15 @@ pub fn run(args: Args) -> Result<()> {
                 bail!("{}: the input is not an image batch", args.model.model.display());
             };
             let transform = training::data::Transform::fit(&set, &split.train, [c, h, w], Default::default())?;
-            Some(Calibrated::new(&graph, &label, device, &args.precision, &set, &split.train, &transform)?)
+            Some(Calibrated::new(
+                &graph,
+                &label,
+                device,
+                &args.precision,
+                &set,
+                &split.train,
+                &transform,
+            )?)
         }
         None => None,
     };

@@ -99,4 +99,3 @@ pub(crate) fn empty(epoch: usize) -> EpochMetrics {
         kd_loss: None,
     }
 }
-
