@@ -64,3 +64,20 @@ done
 for P in "${PIDS[@]}"; do wait "$P"; done
 echo "training took $(( $(date +%s) - START )) s (wall, seeds in parallel)"
 python3 scripts/benchmarks/precision_table.py "$OUT" $SEEDS
+# Top-1 agreement of each trained branched model's post-training quantized
+# file with onnxruntime's quantize_static of the same fp32 model on the same
+# calibration images (nodes of non-int8 processors left float there), on
+# 256 images of the test split.
+PY=.venv/bin/python
+[[ -x "$PY" ]] || PY=python3
+for SEED in $SEEDS; do
+  for M in resnet-mini mbnet-mini; do
+    TRAINED="$OUT/$M-seed$SEED/branched1-$M-branched.onnx"
+    [[ -f "$TRAINED" ]] || continue
+    CAL="$OUT/$M-seed$SEED/calibration"
+    "$STRETCH" quantize "$TRAINED" --device "$DEVICE" --calibration "mnist:$DATA" --samples 128 \
+      --split-seed "$SEED" --save-calibration "$CAL" -o "$CAL/ptq.onnx" >/dev/null
+    echo "$M seed $SEED: $("$PY" scripts/check_quantized.py scales "$CAL/fp32.onnx" "$CAL/samples.npy" "$CAL/ptq.onnx" \
+      --validation "$CAL/validation.npy" 2>&1 | grep -E 'agree|below' | tr '\n' ' ')"
+  done
+done

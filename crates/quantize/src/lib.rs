@@ -10,6 +10,7 @@
 pub mod calibrate;
 mod error;
 pub mod fold_bn;
+pub mod fp16;
 pub mod params;
 mod precision_map;
 pub mod qat;
@@ -17,6 +18,7 @@ pub mod qdq;
 
 pub use calibrate::{Collector, Method};
 pub use error::QuantizeError;
+pub use fp16::{Fp16Report, to_fp16};
 pub use precision_map::PrecisionMap;
 pub use qat::{QatPlan, qat_plan, unfold_plan};
 pub use qdq::{QUANTIZED_KEY, QdqReport, activations_to_calibrate, insert_qdq, int8_weight_axis, kept_float};

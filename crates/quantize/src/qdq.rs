@@ -9,7 +9,9 @@
 //! (so a value leaving an int8 processor is dequantized explicitly, in that
 //! processor's subgraph); an activation produced elsewhere and read by an
 //! int8 node gets a pair read by the int8 consumers only, placed in the
-//! first one's subgraph. Weights of int8 Conv, Gemm and MatMul become int8
+//! producer's subgraph (a meeting point then reads values that are all
+//! ready, as in the float file), or in the first int8 reader's when the
+//! producer has no processor (the graph input). Weights of int8 Conv, Gemm and MatMul become int8
 //! per output channel (symmetric) behind a DequantizeLinear, their biases
 //! int32 at the input scale times each channel's weight scale. Graph inputs
 //! and outputs stay f32. Every inserted node carries the `processor`,
@@ -230,7 +232,8 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
         let int8_readers: Vec<(NodeId, usize)> =
             g.consumers(*o).into_iter().filter(|(c, _)| int8.contains(c)).collect();
         let from_int8 = int8.contains(&o.node);
-        let ann = if from_int8 || int8_readers.is_empty() {
+        let placed = from_int8 || int8_readers.is_empty() || producer.annotations.contains_key(keys::PROCESSOR);
+        let ann = if placed {
             served_annotations(producer)
         } else {
             served_annotations(g.node(int8_readers[0].0))

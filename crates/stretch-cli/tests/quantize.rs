@@ -92,6 +92,31 @@ fn branched_on(dir: &Path, name: &str, size: usize, device: &str, processors: &s
     b
 }
 
+/// resnet-mini branched for snapdragon855's CPU (int8), GPU (fp16) and
+/// DSP (int8) where the phone runs it, at 224x224, then taken to 28x28
+/// inputs (at 28x28 no stage branches on the phone).
+fn branched_on_three(dir: &Path) -> String {
+    let m = s(&dir.join("resnet-mini-224.onnx"));
+    stretch_ok(&["zoo", "resnet-mini", "--seed", "3", "--input-size", "224", "-o", &m]);
+    let b = s(&dir.join("resnet-mini-224-cpu+gpu+dsp.onnx"));
+    let text = stretch_ok(&[
+        "stretch",
+        &m,
+        "--device",
+        &device(),
+        "--processors",
+        "cpu,gpu,dsp",
+        "--alpha",
+        "1",
+        "-o",
+        &b,
+    ]);
+    assert!(!text.contains(": 0 stages branched"), "{text}");
+    let small = s(&dir.join("resnet-mini-28-cpu+gpu+dsp.onnx"));
+    stretch_ok(&["convert", &b, "--input-shape", "1,3,28,28", "-o", &small]);
+    small
+}
+
 fn branched(dir: &Path, name: &str) -> String {
     branched_on(dir, name, 96, &device(), "cpu,dsp")
 }
@@ -118,12 +143,17 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
     std::fs::write(&pair, PAIR).unwrap();
     let pair = s(&pair);
     let cases = [
+        ("resnet-mini", 28, device(), "cpu,gpu,dsp"),
         ("resnet-mini", 96, device(), "cpu,dsp"),
         ("resnet-mini", 32, pair.clone(), "cpu0,cpu1"),
         ("mbnet-mini", 32, pair.clone(), "cpu0,cpu1"),
     ];
     for (name, size, dev, processors) in cases {
-        let b = branched_on(&dir, name, size, &dev, processors);
+        let b = if processors == "cpu,gpu,dsp" {
+            branched_on_three(&dir)
+        } else {
+            branched_on(&dir, name, size, &dev, processors)
+        };
         let x = input(&dir, size);
         let q = s(&dir.join(format!("{name}-{size}-int8.onnx")));
         let cal = dir.join(format!("{name}-{size}-calibration"));
@@ -142,6 +172,8 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
             &q,
         ]);
         assert!(text.contains("node(s) in int8") && text.contains("=int8"), "{text}");
+        let three = processors == "cpu,gpu,dsp";
+        assert_eq!(three, !text.contains(" 0 in fp16"), "{text}");
         reference(&["check", &q]);
         let info = reference_script("check_quantized.py", &["info", &q]);
         assert!(info.contains("INT8") && !info.contains(" 0 QuantizeLinear"), "{info}");
@@ -151,18 +183,11 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
             .map(|(i, p)| format!("{p}={}", if i == 0 { "inline" } else { "pool" }))
             .collect();
         let run = |model: &str, y: &str| {
-            stretch_ok(&[
-                "run",
-                model,
-                "--input",
-                &x,
-                "--output",
-                y,
-                "--processor",
-                &specs[0],
-                "--processor",
-                &specs[1],
-            ])
+            let mut args = vec!["run", model, "--input", &x, "--output", y];
+            for spec in &specs {
+                args.extend(["--processor", spec.as_str()]);
+            }
+            stretch_ok(&args)
         };
         let (yf, yq) = (s(&dir.join("yf.npy")), s(&dir.join("yq.npy")));
         let (fp32, int8) = (run(&b, &yf), run(&q, &yq));
@@ -170,9 +195,30 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
         assert!(cut.len() > 2, "{name}: the fp32 file runs as one subgraph:\n{fp32}");
         assert_eq!(cut, subgraphs(&int8), "{name} at {size}:\n{fp32}\n{int8}");
         reference_script("check_quantized.py", &["expect", &q, &x, &yq, "--steps", "1"]);
+        if three {
+            assert!(info.contains("FLOAT16"), "{info}");
+            let mut args = vec![
+                "run".to_string(),
+                q.clone(),
+                "--input".into(),
+                x.clone(),
+                "--output".into(),
+                yq.clone(),
+            ];
+            for spec in &specs {
+                args.extend(["--processor".to_string(), format!("{spec},engine=ort")]);
+            }
+            stretch_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            reference_script("check_quantized.py", &["expect", &q, &x, &yq, "--steps", "1"]);
+        }
         let folded = s(&cal.join("fp32.onnx"));
         reference(&["compare", &b, &folded, "--atol", "0", "--rtol", "1e-4"]);
         assert!(!reference(&["check", &folded]).is_empty());
+        // The reference keeps the GPU's nodes fp32 where this file computes
+        // them in fp16; on this untrained model, whose top-1 margin is a
+        // dozen output steps for half the images, that moves 3.5% of the
+        // top-1 classes. The 99% goal on trained models is measured by
+        // scripts/benchmarks/precision_accuracy.sh.
         let scales = reference_script(
             "check_quantized.py",
             &[
@@ -185,7 +231,7 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
                 "--validation",
                 &s(&cal.join("validation.npy")),
                 "--min-agreement",
-                "0.99",
+                if three { "0.95" } else { "0.99" },
             ],
         );
         assert!(scales.contains("activations quantized by both"), "{scales}");

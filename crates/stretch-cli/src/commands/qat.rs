@@ -96,8 +96,12 @@ impl Calibrated {
                 transform.target
             );
         }
-        let images = calibration_images(set, train, args.calibration_samples, transform)?;
-        let ranges = calibrate(&prepared.folded, &prepared.acts, args.calibration_method, &images)?;
+        let ranges = if prepared.acts.is_empty() {
+            Vec::new()
+        } else {
+            let images = calibration_images(set, train, args.calibration_samples, transform)?;
+            calibrate(&prepared.folded, &prepared.acts, args.calibration_method, &images)?
+        };
         Ok(Calibrated { prepared, ranges })
     }
 
@@ -111,10 +115,12 @@ impl Calibrated {
     }
 
     /// `trained` (the model this was made from, with trained weights)
-    /// folded and written with Q/DQ pairs at the calibrated ranges.
+    /// folded and written with Q/DQ pairs at the calibrated ranges and its
+    /// fp16 processors' nodes in fp16.
     pub fn quantized(&self, trained: &Graph) -> Result<Graph> {
         let (folded, _) = quantize::fold_bn::fold_batch_norms(trained)?;
-        Ok(quantize::insert_qdq(&folded, &self.prepared.map, &self.ranges)?.0)
+        let (int8, _) = quantize::insert_qdq(&folded, &self.prepared.map, &self.ranges)?;
+        Ok(quantize::to_fp16(&int8, &self.prepared.map)?.0)
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::model_args::ModelArgs;
 use anyhow::{Context, Result, bail};
 use graph_ir::{Graph, Outlet};
-use predictor::{DeviceProfile, Precision};
+use predictor::DeviceProfile;
 use quantize::{Collector, Method, PrecisionMap};
 use std::path::{Path, PathBuf};
 use training::data::{Dataset, DatasetSpec, Transform, split_of};
@@ -24,8 +24,9 @@ use training::data::{Dataset, DatasetSpec, Transform, split_of};
 /// has no int8 form stays float (one warning line; --strict refuses).
 /// Graph inputs and outputs stay fp32, every inserted node carries the
 /// annotations of the node it serves, and the file records the precisions
-/// (metadata `stretch.precisions`). fp16 processors are not rewritten yet:
-/// their nodes stay fp32, and the command says so.
+/// (metadata `stretch.precisions`). Nodes of fp16 processors compute in
+/// fp16: their constants stored as fp16, Casts where values enter and
+/// leave them, inside their subgraph.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -145,9 +146,9 @@ pub fn prepare(graph: &Graph, label: &str, device: &Path, processor: Option<&str
         );
     }
     let acts = quantize::activations_to_calibrate(&folded, &map)?;
-    if acts.is_empty() {
+    if acts.is_empty() && quantize::fp16::fp16_nodes(&folded, &map)?.is_empty() {
         bail!(
-            "nothing to quantize in {label}: no node runs on an int8 processor of {} ({})",
+            "nothing to quantize in {label}: no node runs on an int8 or fp16 processor of {} ({})",
             device.display(),
             map.describe()
         );
@@ -175,22 +176,27 @@ pub fn quantize_to(
     };
     let prepared = prepare(graph, label, device, processor, c.strict)?;
     let inputs = calibration_inputs(&prepared.folded, c, dataset, label)?;
-    let ranges = calibrate(&prepared.folded, &prepared.acts, c.method, &inputs)?;
+    let ranges = if prepared.acts.is_empty() {
+        Vec::new()
+    } else {
+        calibrate(&prepared.folded, &prepared.acts, c.method, &inputs)?
+    };
     let (quantized, report) = quantize::insert_qdq(&prepared.folded, &prepared.map, &ranges)?;
+    let (quantized, half) = quantize::to_fp16(&quantized, &prepared.map)?;
     graph_ir::onnx::export_file(&quantized, out).with_context(|| format!("cannot write {}", out.display()))?;
     println!(
-        "{label}: {} node(s) in int8 ({} weights int8, {} activations with Q/DQ, {} batch norms folded); calibrated with {} on {} {dataset} images; precisions {}",
+        "{label}: {} node(s) in int8 ({} weights int8, {} activations with Q/DQ), {} in fp16 ({} constants fp16, {} casts), {} batch norms folded; calibrated with {} on {} {dataset} images; precisions {}",
         report.int8_nodes,
         report.weights,
         report.activations,
+        half.nodes,
+        half.constants,
+        half.casts,
         prepared.batch_norms,
         c.method,
         c.samples,
         prepared.map.describe()
     );
-    if prepared.map.uses(Precision::Fp16) {
-        println!("note: fp16 processors are not rewritten yet; their nodes stay fp32 in the file");
-    }
     println!("wrote {}", out.display());
     Ok(())
 }
