@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use quantize::{Method, QatPlan};
-use training::data::{Dataset, Transform};
+use training::data::{Dataset, Split, Transform};
 use training::{ActivationQuant, QuantSpec, Tally, WeightQuant};
 
 use crate::commands::quantize::{Prepared, calibrate, calibration_images, image_shape, prepare};
@@ -70,39 +70,47 @@ impl PrecisionArgs {
     }
 }
 
-/// A model folded and calibrated for its device's precisions.
+/// A model folded and calibrated for its device's precisions on the
+/// training split a recipe trains on.
 pub struct Calibrated {
     pub prepared: Prepared,
     pub ranges: Vec<(f32, f32)>,
+    /// The recipe's split (its seed, validation share and limit).
+    pub split: Split,
+    /// The normalisation training applies (fitted on the training split).
+    pub transform: Transform,
 }
 
 impl Calibrated {
-    /// Folds `graph`'s batch norms and calibrates it on the first
-    /// `--calibration-samples` images of `train` normalised by `transform`.
+    /// Folds `graph`'s batch norms and calibrates it for the device of
+    /// `args` (`--precision profile --device`) on the first
+    /// `--calibration-samples` images of `recipe`'s training split of `set`.
     pub fn new(
         graph: &Graph,
         label: &str,
-        device: &Path,
         args: &PrecisionArgs,
         set: &dyn Dataset,
-        train: &[usize],
-        transform: &Transform,
+        recipe: &crate::recipe_args::RecipeArgs,
     ) -> Result<Calibrated> {
+        let device = args
+            .device()?
+            .context("calibrating for a device needs --precision profile --device PROFILE.toml")?;
         let prepared = prepare(graph, label, device, args.processor.as_deref(), args.strict)?;
+        let split = training::data::split_of(set, recipe.val_fraction, recipe.seed, recipe.limit);
         let shape = image_shape(&prepared.folded, label)?;
-        if shape != transform.target {
-            bail!(
-                "{label} takes {shape:?} images; the dataset's are normalised to {:?}",
-                transform.target
-            );
-        }
+        let transform = Transform::fit(set, &split.train, shape, Default::default())?;
         let ranges = if prepared.acts.is_empty() {
             Vec::new()
         } else {
-            let images = calibration_images(set, train, args.calibration_samples, transform)?;
+            let images = calibration_images(set, &split.train, args.calibration_samples, &transform)?;
             calibrate(&prepared.folded, &prepared.acts, args.calibration_method, &images)?
         };
-        Ok(Calibrated { prepared, ranges })
+        Ok(Calibrated {
+            prepared,
+            ranges,
+            split,
+            transform,
+        })
     }
 
     /// What training of `graph` (the unfolded model this was made from,
@@ -206,14 +214,9 @@ pub fn quantized_variants(
     recipe_args: &crate::recipe_args::RecipeArgs,
     fine_tune: FineTune,
 ) -> Result<[Variant; 2]> {
-    let device = args
-        .device()?
-        .context("quantized versions need --precision profile --device PROFILE.toml")?;
     let r = recipe_args;
-    let split = training::data::split_of(set, r.val_fraction, r.seed, r.limit);
-    let [c, h, w] = image_shape(trained, label)?;
-    let transform = Transform::fit(set, &split.train, [c, h, w], Default::default())?;
-    let cal = Calibrated::new(trained, label, device, args, set, &split.train, &transform)?;
+    let cal = Calibrated::new(trained, label, args, set, r)?;
+    let (split, transform) = (&cal.split, &cal.transform);
     let write = |g: &Graph, kind: &str| -> Result<PathBuf> {
         let path = dir.join(format!("{label}-{kind}.onnx"));
         graph_ir::onnx::export_file(g, &path).with_context(|| format!("cannot write {}", path.display()))?;
@@ -221,7 +224,7 @@ pub fn quantized_variants(
     };
     let ptq = cal.quantized(trained)?;
     let ptq_file = write(&ptq, "ptq")?;
-    let ptq_tally = evaluate_file(&ptq, set, &split.val, &transform)?;
+    let ptq_tally = evaluate_file(&ptq, set, &split.val, transform)?;
     let mut tuned = trained.clone();
     let mut recipe = r.recipe(None)?;
     recipe.epochs = fine_tune.epochs;
@@ -243,7 +246,7 @@ pub fn quantized_variants(
     write(&tuned, "qat.fp32")?;
     let qat = cal.quantized(&tuned)?;
     let qat_file = write(&qat, "qat")?;
-    let qat_tally = evaluate_file(&qat, set, &split.val, &transform)?;
+    let qat_tally = evaluate_file(&qat, set, &split.val, transform)?;
     Ok([
         Variant {
             kind: "ptq",

@@ -40,8 +40,9 @@ use crate::recipe_args::{RecipeArgs, beside, import_for_training, load_dataset};
 /// weights to half precision), with straight-through gradients; batch
 /// norms train unfolded. OUT is then the quantized model (folded, as
 /// `stretch quantize` writes it, at the same ranges) and the fine-tuned
-/// float model is written beside it as OUT.fp32.onnx. Fine-tuning starts from the file's weights: give a
-/// trained fp32 model, a few epochs and a small --lr.
+/// float model is written beside it as OUT.fp32.onnx. Fine-tuning starts
+/// from the file's weights: give a trained fp32 model, a few epochs and a
+/// small --lr.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -286,22 +287,7 @@ pub fn run(args: Args) -> Result<()> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let calibrated = match args.precision.device()? {
-        Some(device) => {
-            let split = training::data::split_of(&set, args.recipe.val_fraction, args.recipe.seed, args.recipe.limit);
-            let [_, c, h, w] = graph.node(graph.inputs()[0]).outputs[0].shape[..] else {
-                bail!("{}: the input is not an image batch", args.model.model.display());
-            };
-            let transform = training::data::Transform::fit(&set, &split.train, [c, h, w], Default::default())?;
-            Some(Calibrated::new(
-                &graph,
-                &label,
-                device,
-                &args.precision,
-                &set,
-                &split.train,
-                &transform,
-            )?)
-        }
+        Some(_) => Some(Calibrated::new(&graph, &label, &args.precision, &set, &args.recipe)?),
         None => None,
     };
     let spec = calibrated.as_ref().map(|c| c.spec(&graph)).transpose()?;
