@@ -21,6 +21,10 @@ Uses only `onnx`, `onnxruntime` (and its `quantization` package) and
         with --validation VAL.npy also run both quantized files on those
         images and fail unless their top-1 classes agree on at least
         --min-agreement of them (default 0.99)
+  check_quantized.py quantize FP32 SAMPLES.npy OUT
+        write onnxruntime's quantize_static of FP32 (as `scales` makes it)
+  check_quantized.py time MODEL [--threads 2] [--runs 100]
+        time MODEL in onnxruntime on a random input (min and median, ms)
   check_quantized.py info MODEL
         print the QuantizeLinear/DequantizeLinear count and the element
         types of the initializers
@@ -119,26 +123,58 @@ def not_int8(fp32, quantized):
     return out
 
 
-def cmd_scales(args):
+def reference_quantize(fp32_path, input_name, samples, out_path, excluded=()):
+    """onnxruntime's quantize_static of FP32_PATH on SAMPLES into OUT_PATH."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
+    quantize_static(
+        fp32_path,
+        out_path,
+        Samples(input_name, samples),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        calibrate_method=CalibrationMethod.MinMax,
+        nodes_to_exclude=list(excluded),
+    )
+
+
+def cmd_quantize(args):
+    fp32 = onnx.load(args.fp32)
+    reference_quantize(args.fp32, fp32.graph.input[0].name, np.load(args.samples), args.out)
+    print(f"wrote {args.out} (onnxruntime quantize_static: QDQ, MinMax, uint8 activations, int8 per-channel weights)")
+
+
+def cmd_time(args):
+    import time
+
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = args.threads
+    sess = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
+    inp = sess.get_inputs()[0]
+    shape = [d if isinstance(d, int) else 1 for d in inp.shape]
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    for _ in range(5):
+        sess.run(None, {inp.name: x})
+    times = []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        sess.run(None, {inp.name: x})
+        times.append((time.perf_counter() - t) * 1e3)
+    print(f"{args.model}: onnxruntime {ort.__version__}, {args.threads} threads, {args.runs} runs: min {min(times):.3f} ms, median {float(np.median(times)):.3f} ms (measured)")
+
+
+def cmd_scales(args):
     fp32 = onnx.load(args.fp32)
     samples = np.load(args.samples)
     name = fp32.graph.input[0].name
     excluded = not_int8(fp32, onnx.load(args.quantized))
     with tempfile.TemporaryDirectory() as tmp:
         ref_path = os.path.join(tmp, "reference.onnx")
-        quantize_static(
-            args.fp32,
-            ref_path,
-            Samples(name, samples),
-            quant_format=QuantFormat.QDQ,
-            per_channel=True,
-            activation_type=QuantType.QUInt8,
-            weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
-            nodes_to_exclude=excluded,
-        )
+        reference_quantize(args.fp32, name, samples, ref_path, excluded)
         ref = activation_scales(onnx.load(ref_path))
         if args.validation:
             top1_agreement(ref_path, args.quantized, np.load(args.validation), args.min_agreement)
@@ -201,10 +237,18 @@ def main():
     s.add_argument("--tolerance", type=float, default=0.05)
     s.add_argument("--validation")
     s.add_argument("--min-agreement", type=float, default=0.99)
+    q = sub.add_parser("quantize")
+    q.add_argument("fp32")
+    q.add_argument("samples")
+    q.add_argument("out")
+    t = sub.add_parser("time")
+    t.add_argument("model")
+    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--runs", type=int, default=100)
     i = sub.add_parser("info")
     i.add_argument("model")
     args = p.parse_args()
-    {"expect": cmd_expect, "scales": cmd_scales, "info": cmd_info}[args.cmd](args)
+    {"expect": cmd_expect, "scales": cmd_scales, "quantize": cmd_quantize, "time": cmd_time, "info": cmd_info}[args.cmd](args)
 
 
 if __name__ == "__main__":

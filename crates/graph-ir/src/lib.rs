@@ -48,4 +48,8 @@ pub mod keys {
     /// [`fingerprint`](crate::Graph::fingerprint) of the model it was
     /// branched from.
     pub const ORIGINAL_FINGERPRINT: &str = "stretch.original_fingerprint";
+    /// Model metadata: the precision each processor's nodes compute in
+    /// (`cpu=int8,gpu=fp16`), written by quantization; absent, everything
+    /// is fp32.
+    pub const PRECISIONS: &str = "stretch.precisions";
 }

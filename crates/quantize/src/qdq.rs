@@ -350,7 +350,7 @@ pub fn int8_weight_axis(g: &Graph, id: NodeId) -> Option<usize> {
 }
 
 /// Model metadata of a quantized file: `processor=precision,...`.
-pub const QUANTIZED_KEY: &str = "stretch.precisions";
+pub const QUANTIZED_KEY: &str = keys::PRECISIONS;
 
 fn channel_of(i: usize, shape: &[usize], axis: usize) -> usize {
     let inner: usize = shape[axis + 1..].iter().product();

@@ -196,6 +196,10 @@ pub struct ProcessorConfig {
     pub spin: Spin,
     /// A cloud worker's server and link; `None` for a local processor.
     pub remote: Option<Remote>,
+    /// The precision this processor computes in: a model whose
+    /// `stretch.precisions` metadata (absent: fp32 everywhere) gives it
+    /// another one is refused. `None`: any.
+    pub precision: Option<predictor::Precision>,
 }
 
 /// Where a cloud worker offloads to, and the link it emulates.
@@ -274,6 +278,7 @@ impl ProcessorConfig {
             wait: Wait::Block,
             spin: Spin::Off,
             remote: None,
+            precision: None,
         }
     }
 
@@ -281,7 +286,7 @@ impl ProcessorConfig {
     pub fn spec(&self) -> String {
         let cores = self.cores.as_ref().map(|c| format!(":{c}")).unwrap_or_default();
         format!(
-            "{}={}{cores},threads={}{},engine={}{}{}{}",
+            "{}={}{cores},threads={}{},engine={}{}{}{}{}",
             self.name,
             self.kind.as_str(),
             self.threads,
@@ -298,7 +303,8 @@ impl ProcessorConfig {
             } else {
                 format!(",spin={}", self.spin.as_str())
             },
-            self.remote.as_ref().map_or(String::new(), Remote::spec)
+            self.remote.as_ref().map_or(String::new(), Remote::spec),
+            self.precision.map_or(String::new(), |p| format!(",precision={p}"))
         )
     }
 
@@ -341,6 +347,7 @@ impl FromStr for ProcessorConfig {
         let mut wait = Wait::Block;
         let mut spin = Spin::Off;
         let mut remote: Option<Remote> = None;
+        let mut precision = None;
         let mut link = Vec::new();
         for p in parts {
             if let Some(n) = p.strip_prefix("threads=") {
@@ -362,13 +369,15 @@ impl FromStr for ProcessorConfig {
                 wait = Wait::from_str(w).map_err(|e| bad(&e))?;
             } else if let Some(v) = p.strip_prefix("spin=") {
                 spin = Spin::from_str(v).map_err(|e| bad(&e))?;
+            } else if let Some(v) = p.strip_prefix("precision=") {
+                precision = Some(predictor::Precision::from_str(v).map_err(|e| bad(&e.to_string()))?);
             } else if let Some(a) = p.strip_prefix("remote=") {
                 remote = Some(Remote::new(a));
             } else if Remote::OPTIONS.iter().any(|o| p.starts_with(o)) {
                 link.push(p);
             } else {
                 return Err(bad(&format!(
-                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, wait=block|poll, spin=off|run|on, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
+                    "unknown option '{p}' (threads=N, alone_threads=N, engine=tract|ort, wait=block|poll, spin=off|run|on, precision=fp32|fp16|int8, remote=ADDR, mbps=, rtt_ms=, timeout_ms=)"
                 )));
             }
         }
@@ -389,6 +398,7 @@ impl FromStr for ProcessorConfig {
             wait,
             spin,
             remote,
+            precision,
         })
     }
 }
@@ -427,6 +437,9 @@ mod tests {
             ("127.0.0.1:7000", Some(12_500), 4000)
         );
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
+        let c: ProcessorConfig = "dsp=pool:1,precision=int8".parse().unwrap();
+        assert_eq!(c.precision, Some(predictor::Precision::Int8));
+        assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
     }
 
     #[test]
@@ -441,6 +454,7 @@ mod tests {
             ("cpu0=pool,spin=yes", "unknown spin 'yes' (off, run, on)"),
             ("cpu0=pool,fast", "'fast'"),
             ("cpu0=pool,engine=trt", "'trt'"),
+            ("cpu0=pool,precision=int4", "unknown precision `int4`"),
             ("cpu0=pool,mbps=10", "cloud worker only"),
             ("c=pool,remote=h:1,mbps=0", "mbps must be positive"),
         ] {

@@ -12,6 +12,15 @@ pub enum RuntimeError {
     },
     #[error("no processor is configured")]
     NoProcessors,
+    #[error(
+        "processor '{processor}' is configured to compute in {configured}, but the model computes its nodes in {model} ({source_of}); quantize it for this device (stretch quantize --device) or change the configuration"
+    )]
+    Precision {
+        processor: String,
+        configured: String,
+        model: String,
+        source_of: String,
+    },
     #[error("processor '{processor}' is configured twice")]
     DuplicateProcessor { processor: String },
     /// `key` empty: the file as a whole (it cannot be read).

@@ -71,6 +71,35 @@ impl Drop for InFlight<'_> {
 /// Weight of the newest measurement in the latency moving averages.
 pub const LATENCY_EMA_ALPHA: f64 = 0.2;
 
+/// Fails when a processor configured with a precision is given nodes the
+/// model computes at another one (a model without
+/// [`graph_ir::keys::PRECISIONS`] computes everything in fp32).
+fn check_precisions(g: &Graph, processors: &[ProcessorConfig]) -> Result<(), RuntimeError> {
+    let key = graph_ir::keys::PRECISIONS;
+    let table: Vec<(&str, &str)> = g
+        .metadata
+        .get(key)
+        .map(|v| v.split(',').filter_map(|kv| kv.split_once('=')).collect())
+        .unwrap_or_default();
+    for p in processors {
+        let Some(want) = p.precision else { continue };
+        let (model, source_of) = match table.iter().find(|(name, _)| *name == p.name) {
+            Some((_, v)) => (v.to_string(), format!("metadata {key}")),
+            None if table.is_empty() => ("fp32".to_string(), format!("no {key} metadata: a float model")),
+            None => ("fp32".to_string(), format!("metadata {key} does not name it")),
+        };
+        if model != want.to_string() {
+            return Err(RuntimeError::Precision {
+                processor: p.name.clone(),
+                configured: want.to_string(),
+                model,
+                source_of,
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Runtime {
     /// Partitions `g` (unannotated nodes go to the first processor), starts
     /// one worker per processor and compiles every subgraph on its worker's engine.
@@ -87,6 +116,7 @@ impl Runtime {
                 });
             }
         }
+        check_precisions(g, processors)?;
         if let Some(available) = crate::memory::available_bytes() {
             crate::memory::check_fits(g, available)?;
         }

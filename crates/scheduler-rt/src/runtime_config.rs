@@ -11,6 +11,7 @@
 //! engine = "tract"       # tract | ort
 //! wait = "block"         # block | poll: how its thread waits while a request is in flight
 //! spin = "off"          # off | run | on: onnxruntime's intra-op threads spin while waiting (its own default: on)
+//! precision = "int8"     # fp32 | fp16 | int8: refuse a model that computes this processor's nodes otherwise
 //!
 //! supports = ["Conv"]    # multi-DNN serving: only these operators run here,
 //! unsupported = ["HardSwish", "DepthwiseConv"]  # or all but these (one of the two)
@@ -70,6 +71,7 @@ struct Processor {
     supports: Option<Vec<String>>,
     unsupported: Option<Vec<String>>,
     accelerator: Option<bool>,
+    precision: Option<String>,
     /// A cloud worker: the `stretch worker` address and its link.
     remote: Option<String>,
     mbps: Option<f64>,
@@ -192,6 +194,10 @@ impl RuntimeConfig {
                     Some(r)
                 }
             };
+            let precision = p
+                .precision
+                .map(|v| predictor::Precision::from_str(&v).map_err(|e| bad(key("precision"), e.to_string())))
+                .transpose()?;
             processors.push(ProcessorConfig {
                 name: p.name,
                 kind,
@@ -202,6 +208,7 @@ impl RuntimeConfig {
                 wait,
                 spin,
                 remote,
+                precision,
             });
         }
         let adaptive = raw
@@ -345,6 +352,11 @@ mod tests {
                 "[[processor]]\nname = \"x\"\nkind = \"pool\"\nengine = \"trt\"\n",
                 "processor[0].engine",
                 "'trt'",
+            ),
+            (
+                "[[processor]]\nname = \"x\"\nkind = \"pool\"\nprecision = \"int4\"\n",
+                "processor[0].precision",
+                "unknown precision `int4`",
             ),
             (&format!("{p}corez = 1\n"), "line 4", "corez"),
             (&format!("{p}[adaptive]\nmargin = 0.5\n"), "adaptive.margin", "0.5"),

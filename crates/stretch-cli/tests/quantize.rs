@@ -549,6 +549,31 @@ fn quantization_aware_training_and_the_accuracy_table() {
     reference(&["check", &q]);
     let x = input(&dir, 32);
     let y = s(&dir.join("yq.npy"));
-    stretch_ok(&["run", &q, "--input", &x, "--output", &y]);
+    stretch_ok(&[
+        "run",
+        &q,
+        "--input",
+        &x,
+        "--output",
+        &y,
+        "--processor",
+        "cpu0=inline,precision=int8",
+        "--processor",
+        "cpu1=pool,precision=int8",
+    ]);
     reference_script("check_quantized.py", &["expect", &q, &x, &y, "--steps", "1"]);
+    let e = fails(&["run", &q, "--input", &x, "--processor", "cpu0=inline,precision=fp32"]);
+    assert!(
+        e.contains("processor 'cpu0' is configured to compute in fp32, but the model computes its nodes in int8"),
+        "{e}"
+    );
+    let e = fails(&[
+        "run",
+        &trained,
+        "--input",
+        &x,
+        "--processor",
+        "cpu1=pool,precision=int8",
+    ]);
+    assert!(e.contains("no stretch.precisions metadata: a float model"), "{e}");
 }
