@@ -49,7 +49,8 @@ def main():
                 continue
             any_row = next(iter(rows.values()))
             tops = [rows[s]["top1"] if s in rows else float("nan") for s in seeds]
-            mean = sum(t for t in tops) / len(tops)
+            present = [rows[s]["top1"] for s in seeds if s in rows]
+            mean = sum(present) / len(present)
             gaps = [rows[s]["top1"] - base[s]["top1"] for s in seeds if s in rows and s in base]
             gap = f"{sum(gaps) / len(gaps):+.2f}" if k in ("ptq", "qat") and gaps else "-"
             if k in ("ptq", "qat") and gaps:
@@ -59,7 +60,7 @@ def main():
                 f"{any_row.get('file_bytes', 0) / 1e6:6.2f}MB  " + "  ".join(f"{t:6.2f}%" for t in tops) + f"  {mean:6.2f}%  {gap:>8}"
             )
     rep = next(iter(reports.values())) if reports else None
-    if rep:
+    if rep and "recipe" in rep:
         r = rep["recipe"]
         print(
             f"validation: {rep['val_images']} images ({rep['val_source']}); trained on {rep['train_images']} images, "
