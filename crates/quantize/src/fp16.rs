@@ -12,9 +12,10 @@
 
 use crate::error::QuantizeError;
 use crate::precision_map::PrecisionMap;
+use crate::qdq::{Writer, served_annotations};
 use bytes::Bytes;
 use graph_ir::ops::Cast;
-use graph_ir::{DType, Fact, Graph, NodeId, Op, Outlet, Patch, PatchOutlet, Tensor, keys};
+use graph_ir::{DType, Fact, Graph, NodeId, Op, Outlet, Patch, PatchOutlet, Tensor};
 use predictor::Precision;
 use std::collections::{HashMap, HashSet};
 
@@ -53,11 +54,7 @@ pub fn fp16_nodes(g: &Graph, map: &PrecisionMap) -> Result<Vec<NodeId>, Quantize
 }
 
 fn annotations(g: &Graph, id: NodeId) -> Vec<(String, String)> {
-    let n = g.node(id);
-    [keys::PROCESSOR, keys::STAGE, keys::BRANCH]
-        .iter()
-        .filter_map(|k| n.annotations.get(*k).map(|v| (k.to_string(), v.clone())))
-        .collect()
+    served_annotations(g.node(id))
 }
 
 /// `t` (f32) as an fp16 tensor, rounded to nearest, ties to even.
@@ -68,28 +65,6 @@ fn half_tensor(t: &Tensor) -> Option<Tensor> {
         .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
         .collect();
     Tensor::from_bytes(Fact::new(DType::F16, t.shape().to_vec()), Bytes::from(bytes)).ok()
-}
-
-struct Writer<'g> {
-    g: &'g Graph,
-    patch: Patch,
-    used: HashSet<String>,
-}
-
-impl Writer<'_> {
-    fn add(&mut self, base: String, op: Op, inputs: Vec<PatchOutlet>, ann: &[(String, String)]) -> PatchOutlet {
-        let mut name = base.clone();
-        let mut k = 1;
-        while self.g.find(&name).is_some() || !self.used.insert(name.clone()) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        let node = self.patch.add_node(name, op, inputs);
-        for (k, v) in ann {
-            self.patch.annotate_new(node, k.clone(), v.clone());
-        }
-        node.out(0)
-    }
 }
 
 /// Rewrites the nodes of `map`'s fp16 processors to compute in fp16.
@@ -119,7 +94,7 @@ pub fn to_fp16(g: &Graph, map: &PrecisionMap) -> Result<(Graph, Fp16Report), Qua
                     *c
                 } else {
                     let Some(h) = half_tensor(t) else { continue };
-                    let c = w.add(
+                    let c = w.node(
                         format!("{}_fp16", producer.name),
                         Op::Const(h),
                         vec![],
@@ -134,7 +109,7 @@ pub fn to_fp16(g: &Graph, map: &PrecisionMap) -> Result<(Graph, Fp16Report), Qua
             } else if let Some(c) = entering.get(o) {
                 *c
             } else {
-                let c = w.add(
+                let c = w.node(
                     format!("{}_to_fp16", producer.name),
                     Op::Cast(Cast { to: DType::F16 }),
                     vec![(*o).into()],
@@ -161,7 +136,7 @@ pub fn to_fp16(g: &Graph, map: &PrecisionMap) -> Result<(Graph, Fp16Report), Qua
             } else {
                 format!("{}.{slot}", n.name)
             };
-            let back = w.add(
+            let back = w.node(
                 format!("{base}_to_fp32"),
                 Op::Cast(Cast { to: DType::F32 }),
                 vec![o.into()],
@@ -185,6 +160,7 @@ pub fn to_fp16(g: &Graph, map: &PrecisionMap) -> Result<(Graph, Fp16Report), Qua
 mod tests {
     use super::*;
     use graph_ir::builder::{Builder, ConvSpec};
+    use graph_ir::keys;
 
     #[test]
     fn fp16_nodes_read_half_constants_and_casts_keep_the_boundaries_fp32() {

@@ -132,17 +132,20 @@ pub fn kept_float(g: &Graph, map: &PrecisionMap) -> Result<Vec<String>, Quantize
     Ok(out)
 }
 
-fn served_annotations(n: &Node) -> Vec<(String, String)> {
+/// The `processor`, `stage` and `branch` annotations of `n`, for the nodes
+/// inserted to serve it.
+pub(crate) fn served_annotations(n: &Node) -> Vec<(String, String)> {
     [keys::PROCESSOR, keys::STAGE, keys::BRANCH]
         .iter()
         .filter_map(|k| n.annotations.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect()
 }
 
-struct Writer<'g> {
-    g: &'g Graph,
-    patch: Patch,
-    used: std::collections::HashSet<String>,
+/// Adds uniquely named, annotated nodes to one patch of `g`.
+pub(crate) struct Writer<'g> {
+    pub(crate) g: &'g Graph,
+    pub(crate) patch: Patch,
+    pub(crate) used: std::collections::HashSet<String>,
 }
 
 impl Writer<'_> {
@@ -160,7 +163,13 @@ impl Writer<'_> {
         self.node(base, Op::Const(t), vec![], ann)
     }
 
-    fn node(&mut self, base: String, op: Op, inputs: Vec<PatchOutlet>, ann: &[(String, String)]) -> PatchOutlet {
+    pub(crate) fn node(
+        &mut self,
+        base: String,
+        op: Op,
+        inputs: Vec<PatchOutlet>,
+        ann: &[(String, String)],
+    ) -> PatchOutlet {
         let name = self.name(base);
         let node = self.patch.add_node(name, op, inputs);
         for (k, v) in ann {
