@@ -173,11 +173,11 @@ mod tests {
             .into(),
             None,
         );
-        let plan = qat_plan(&g, &map, &[(-1.0, 1.0), (-2.0, 3.0), (0.0, 3.0)]).unwrap();
+        let plan = qat_plan(&g, &map, &[(-1.0, 1.0), (0.0, 3.0)]).unwrap();
         let name = |id: NodeId| g.node(id).name.clone();
         let acts: Vec<String> = plan.int8_activations.iter().map(|(o, _)| name(o.node)).collect();
-        assert_eq!(acts, ["x", "conv0", "relu"]);
-        assert_eq!(plan.int8_activations[1].1, params::activation(-2.0, 3.0));
+        assert_eq!(acts, ["x", "relu"]);
+        assert_eq!(plan.int8_activations[1].1, params::activation(0.0, 3.0));
         let conv0 = g.node(g.find("conv0").unwrap());
         assert_eq!(plan.int8_weights, [(conv0.inputs[1].node, 0)]);
         let conv1 = g.node(g.find("conv1").unwrap());
@@ -192,7 +192,6 @@ mod tests {
         let x = b.input("x", &[1, 3, 6, 6]).unwrap();
         let y = b.conv("conv", x, ConvSpec::new(4, 3, 1)).unwrap();
         let y = b.batch_norm("bn", y).unwrap();
-        let y = b.relu("relu", y).unwrap();
         let mut g = b.finish("y", y).unwrap();
         g.fill_missing_weights(3);
         for id in g.node_ids() {
@@ -200,14 +199,14 @@ mod tests {
         }
         let map = PrecisionMap::new([("cpu".to_string(), Precision::Int8)].into(), None);
         let (folded, _) = crate::fold_bn::fold_batch_norms(&g).unwrap();
-        let plan = qat_plan(&folded, &map, &[(-1.0, 1.0), (-2.0, 2.0), (0.0, 2.0)]).unwrap();
+        let plan = qat_plan(&folded, &map, &[(-1.0, 1.0), (-2.0, 2.0)]).unwrap();
         let plan = unfold_plan(&plan, &folded, &g).unwrap();
         let names: Vec<&str> = plan
             .int8_activations
             .iter()
             .map(|(o, _)| g.node(o.node).name.as_str())
             .collect();
-        assert_eq!(names, ["x", "bn", "relu"]);
+        assert_eq!(names, ["x", "bn"]);
         let conv = g.node(g.find("conv").unwrap());
         assert_eq!(plan.int8_weights, [(conv.inputs[1].node, 0)]);
     }

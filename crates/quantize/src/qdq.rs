@@ -7,7 +7,8 @@
 //! stays float and is reported. Every float activation an int8 node
 //! produces gets one Q→DQ pair right after it, read by all its consumers
 //! (so a value leaving an int8 processor is dequantized explicitly, in that
-//! processor's subgraph); an activation produced elsewhere and read by an
+//! processor's subgraph), except a value read only by an int8 Relu or Clip,
+//! which that activation's pair covers; an activation produced elsewhere and read by an
 //! int8 node gets a pair read by the int8 consumers only, placed in the
 //! producer's subgraph (a meeting point then reads values that are all
 //! ready, as in the float file), or in the first int8 reader's when the
@@ -92,12 +93,29 @@ fn activations(g: &Graph, int8: &HashSet<NodeId>) -> Result<Vec<Outlet>, Quantiz
                 continue;
             }
             let read_by_int8 = g.consumers(o).iter().any(|(c, _)| int8.contains(c));
-            if int8.contains(&id) || read_by_int8 {
+            if (int8.contains(&id) || read_by_int8) && !feeds_fused_activation(g, o, int8) {
                 out.push(o);
             }
         }
     }
     Ok(out)
+}
+
+/// Whether int8 `o` is read only by one int8 Relu or Clip and is no graph
+/// output: the activation's own Q/DQ pair then quantizes both, as integer
+/// kernels fuse Conv+Relu and onnxruntime's `quantize_static` drops the
+/// activation (a separate pair on `o` would spend half the uint8 grid on
+/// values the activation discards).
+fn feeds_fused_activation(g: &Graph, o: Outlet, int8: &HashSet<NodeId>) -> bool {
+    use graph_ir::ops::UnaryOp as U;
+    let readers = g.consumers(o);
+    let [(reader, 0)] = readers.as_slice() else {
+        return false;
+    };
+    int8.contains(&o.node)
+        && int8.contains(reader)
+        && matches!(&g.node(*reader).op, Op::Unary(u) if matches!(u.op, U::Relu | U::Clip { .. }))
+        && !g.outputs().iter().any(|(_, out)| *out == o)
 }
 
 /// Nodes of int8 processors, in topological order: those with an int8
@@ -414,12 +432,14 @@ mod tests {
         let (g, map) = two_processors();
         let acts = activations_to_calibrate(&g, &map).unwrap();
         let names: Vec<&str> = acts.iter().map(|o| g.node(o.node).name.as_str()).collect();
-        assert_eq!(names, ["x", "conv0", "relu"]);
-        let (q, report) = insert_qdq(&g, &map, &[(-1.0, 1.0), (-2.0, 3.0), (0.0, 3.0)]).unwrap();
-        assert_eq!((report.int8_nodes, report.activations, report.weights), (2, 3, 1));
+        assert_eq!(names, ["x", "relu"], "relu's pair covers conv0");
+        let (q, report) = insert_qdq(&g, &map, &[(-1.0, 1.0), (0.0, 3.0)]).unwrap();
+        assert_eq!((report.int8_nodes, report.activations, report.weights), (2, 2, 1));
         let count = |kind: &str| q.node_ids().iter().filter(|id| q.node(**id).op.name() == kind).count();
-        assert_eq!(count("QuantizeLinear"), 3);
-        assert_eq!(count("DequantizeLinear"), 5, "3 activations, a weight and a bias");
+        assert_eq!(count("QuantizeLinear"), 2);
+        assert_eq!(count("DequantizeLinear"), 4, "2 activations, a weight and a bias");
+        let relu = q.node(q.find("relu").unwrap());
+        assert_eq!(q.node(relu.inputs[0].node).name, "conv0");
         let conv1 = q.node(q.find("conv1").unwrap());
         assert_eq!(q.node(conv1.inputs[0].node).name, "relu_dequantized");
         assert_eq!(q.const_tensor(conv1.inputs[1]).unwrap().dtype(), DType::F32);
@@ -442,7 +462,34 @@ mod tests {
         assert_eq!(q.outputs()[0].1.node, q.find("conv1").unwrap());
         assert_eq!(q.metadata.get(QUANTIZED_KEY).unwrap(), "cpu=int8,gpu=fp32");
         let e = insert_qdq(&g, &map, &[(0.0, 1.0)]).unwrap_err();
-        assert!(e.to_string().contains("1 calibrated ranges for 3 activations"), "{e}");
+        assert!(e.to_string().contains("1 calibrated ranges for 2 activations"), "{e}");
+    }
+
+    #[test]
+    fn a_value_read_by_a_float_activation_or_by_more_than_one_node_keeps_its_pair() {
+        let (mut g, mut map) = two_processors();
+        g.annotate(g.find("relu").unwrap(), keys::PROCESSOR, "gpu");
+        let names = |g: &Graph, map: &PrecisionMap| -> Vec<String> {
+            let acts = activations_to_calibrate(g, map).unwrap();
+            acts.iter().map(|o| g.node(o.node).name.clone()).collect()
+        };
+        assert_eq!(names(&g, &map), ["x", "conv0"]);
+        let (g, _) = two_processors();
+        let mut twice = g.clone();
+        let conv0 = twice.find("conv0").unwrap().out(0);
+        twice
+            .set_outputs(vec![("y".into(), twice.outputs()[0].1), ("c".into(), conv0)])
+            .unwrap();
+        assert_eq!(names(&twice, &map), ["x", "conv0", "relu"]);
+        map = PrecisionMap::new(
+            [
+                ("cpu".to_string(), Precision::Int8),
+                ("gpu".to_string(), Precision::Int8),
+            ]
+            .into(),
+            None,
+        );
+        assert_eq!(names(&g, &map), ["x", "relu", "conv1"]);
     }
 
     #[test]

@@ -216,7 +216,7 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
         assert!(!reference(&["check", &folded]).is_empty());
         // The reference keeps the GPU's nodes fp32 where this file computes
         // them in fp16; on this untrained model, whose top-1 margin is a
-        // dozen output steps for half the images, that moves 3.5% of the
+        // dozen output steps for half the images, that moves 1.6% of the
         // top-1 classes. The 99% goal on trained models is measured by
         // scripts/benchmarks/precision_accuracy.sh.
         let scales = reference_script(
@@ -231,7 +231,7 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
                 "--validation",
                 &s(&cal.join("validation.npy")),
                 "--min-agreement",
-                if three { "0.95" } else { "0.99" },
+                if three { "0.98" } else { "0.99" },
             ],
         );
         assert!(scales.contains("activations quantized by both"), "{scales}");
