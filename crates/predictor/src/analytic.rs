@@ -68,6 +68,7 @@ mod tests {
             ops_source: None,
             precision: None,
             rated_precision: None,
+            regressors_at: Default::default(),
             speedup: Default::default(),
         }
     }

@@ -26,6 +26,9 @@ pub struct DeviceModel {
     /// running another is priced at the analytic ratio between the two.
     rated: AnalyticModel,
     attached: BTreeMap<String, Attached>,
+    /// Per processor and precision other than its rated one: regressors
+    /// fitted on kernels run at that precision.
+    attached_at: BTreeMap<(String, crate::Precision), Attached>,
     /// Per processor: its in-model calibration and the file it came from.
     calibrated: BTreeMap<String, (Calibration, String)>,
 }
@@ -39,6 +42,7 @@ impl DeviceModel {
             analytic: AnalyticModel::new(profile),
             rated: AnalyticModel::new(rated),
             attached: BTreeMap::new(),
+            attached_at: BTreeMap::new(),
             calibrated: BTreeMap::new(),
         }
     }
@@ -59,9 +63,17 @@ impl DeviceModel {
             .iter()
             .filter_map(|(name, p)| p.calibration.clone().map(|f| (name.clone(), f)))
             .collect();
+        let at: Vec<(String, crate::Precision, String)> = profile
+            .processors
+            .iter()
+            .flat_map(|(name, p)| p.regressors_at.iter().map(|(q, f)| (name.clone(), *q, f.clone())))
+            .collect();
         let mut model = DeviceModel::analytic(profile);
         for (processor, file) in named {
             model.attach(&processor, &dir.join(file))?;
+        }
+        for (processor, precision, file) in at {
+            model.attach_at(&processor, precision, &dir.join(file))?;
         }
         for (processor, file) in calibrations {
             model.calibrate(&processor, &dir.join(file))?;
@@ -69,12 +81,28 @@ impl DeviceModel {
         Ok(model)
     }
 
-    /// Uses the regressors in `file` for `processor` (replacing any it had).
+    /// Uses the regressors in `file` for `processor` (replacing any it
+    /// had); refused unless fitted at the processor's rated precision.
     pub fn attach(&mut self, processor: &str, file: &Path) -> Result<(), PredictError> {
-        self.analytic.profile.processor(processor)?;
-        let regressors = KernelRegressors::load(file)?;
+        let rated = self.analytic.profile.processor(processor)?.rated();
+        let regressors = KernelRegressors::load_at(file, rated)?;
         self.attached.insert(
             processor.to_string(),
+            Attached {
+                regressors,
+                file: file.display().to_string(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Uses the regressors in `file`, fitted on kernels run at `precision`,
+    /// for `processor` while it runs `precision` (replacing any it had).
+    pub fn attach_at(&mut self, processor: &str, precision: crate::Precision, file: &Path) -> Result<(), PredictError> {
+        self.analytic.profile.processor(processor)?;
+        let regressors = KernelRegressors::load_at(file, precision)?;
+        self.attached_at.insert(
+            (processor.to_string(), precision),
             Attached {
                 regressors,
                 file: file.display().to_string(),
@@ -102,6 +130,7 @@ impl DeviceModel {
     /// analytic model only.
     pub fn without_regressors(mut self) -> DeviceModel {
         self.attached.clear();
+        self.attached_at.clear();
         self.calibrated.clear();
         self
     }
@@ -160,12 +189,16 @@ impl DeviceModel {
     /// calibration.
     fn uncalibrated(&self, g: &Graph, nodes: &[NodeId], processor: &str) -> Result<Prediction, PredictError> {
         let mut prediction = self.analytic.predict(g, nodes, processor)?;
-        let Some(a) = self.attached.get(processor) else {
-            return Ok(prediction);
-        };
         let p = self.analytic.profile.processor(processor)?;
         let precision = p.precision();
-        let factors: Option<Vec<f64>> = if precision != p.rated() {
+        let (a, at_precision) = match self.attached_at.get(&(processor.to_string(), precision)) {
+            Some(a) => (a, true),
+            None => match self.attached.get(processor) {
+                Some(a) => (a, false),
+                None => return Ok(prediction),
+            },
+        };
+        let factors: Option<Vec<f64>> = if precision != p.rated() && !at_precision {
             let base = self.rated.predict(g, nodes, processor)?;
             Some(
                 prediction

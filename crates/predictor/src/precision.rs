@@ -129,6 +129,16 @@ impl ProcessorProfile {
                 f.value
             ));
         }
+        if let Some(p) = self.regressors_at.keys().find(|p| self.rate_at(**p).is_none()) {
+            return Some(format!(
+                "processors.{name}.regressors_at.{p}: the processor has no rate at {p}; add speedup.{p} (the analytic figure for kernels its regressors do not cover)"
+            ));
+        }
+        if let Some(p) = self.regressors_at.keys().find(|p| **p == self.rated()) {
+            return Some(format!(
+                "processors.{name}.regressors_at.{p}: {p} is the rated precision; name that file as `regressors`"
+            ));
+        }
         let p = self.precision();
         if self.rate_at(p).is_none() {
             return Some(format!(

@@ -130,6 +130,12 @@ pub struct ProcessorProfile {
     /// Compute throughput at other precisions, relative to the rated one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub speedup: BTreeMap<Precision, Figure>,
+    /// Regressors fitted on kernels profiled at another precision
+    /// (`stretch profile --precision P`, then `stretch fit`), paths
+    /// relative to the profile file: the processor running P is priced by
+    /// them rather than by `regressors` scaled by the analytic ratio.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub regressors_at: BTreeMap<Precision, String>,
 }
 
 /// Communication cost between two processors: `latency + bytes / bandwidth`.

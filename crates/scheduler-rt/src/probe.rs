@@ -35,19 +35,7 @@ pub fn probe(
             samples.len()
         )));
     }
-    let mut probe = g.clone();
-    probe
-        .set_outputs(
-            values
-                .iter()
-                .enumerate()
-                .map(|(i, o)| (format!("probe_{i}"), *o))
-                .collect(),
-        )
-        .map_err(|e| fail(e.to_string()))?;
-    probe.prune_dead();
-    let onnx = graph_ir::onnx::export_bytes(&probe).map_err(|e| fail(e.to_string()))?;
-    let compiled = TractEngine::new(1).compile(&onnx).map_err(fail)?;
+    let compiled = compiled_probe(g, values).map_err(fail)?;
     let n = samples.len() / volume;
     let positions: Vec<usize> = (0..n).collect();
     for chunk in positions.chunks(batch) {
@@ -72,6 +60,63 @@ pub fn probe(
         }
     }
     Ok(())
+}
+
+/// Runs `g` once on `inputs` (one tensor per graph input, in order, f32)
+/// and calls `seen(k, values)` with the f32 values of `values[k]`.
+pub fn probe_once(
+    g: &Graph,
+    values: &[Outlet],
+    inputs: &[graph_ir::Tensor],
+    mut seen: impl FnMut(usize, &[f32]),
+) -> Result<(), RuntimeError> {
+    let fail = |reason: String| RuntimeError::Probe {
+        graph: g.name.clone(),
+        reason,
+    };
+    if inputs.len() != g.inputs().len() {
+        return Err(fail(format!("{} inputs given for {}", inputs.len(), g.inputs().len())));
+    }
+    let compiled = compiled_probe(g, values).map_err(fail)?;
+    let mut feed = TVec::new();
+    for (i, t) in inputs.iter().enumerate() {
+        let v = t
+            .to_f32_vec()
+            .ok_or_else(|| fail(format!("input {i} ({}) is not f32 data", t.fact())))?;
+        feed.push(
+            Tensor::from_shape(t.shape(), &v)
+                .map_err(|e| fail(e.to_string()))?
+                .into_tvalue(),
+        );
+    }
+    let outs = compiled.run(feed).map_err(fail)?;
+    for (k, o) in outs.iter().enumerate() {
+        let array = o
+            .to_plain_array_view::<f32>()
+            .map_err(|e| fail(format!("value {k}: {e}")))?;
+        let view = array
+            .as_slice()
+            .ok_or_else(|| fail(format!("value {k} is not contiguous")))?;
+        seen(k, view);
+    }
+    Ok(())
+}
+
+/// `g` with `values` as its outputs, compiled on tract.
+fn compiled_probe(g: &Graph, values: &[Outlet]) -> Result<Box<dyn crate::engine::Compiled>, String> {
+    let mut probe = g.clone();
+    probe
+        .set_outputs(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, o)| (format!("probe_{i}"), *o))
+                .collect(),
+        )
+        .map_err(|e| e.to_string())?;
+    probe.prune_dead();
+    let onnx = graph_ir::onnx::export_bytes(&probe).map_err(|e| e.to_string())?;
+    TractEngine::new(1).compile(&onnx)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod output;
 mod panics;
 mod plan_text;
 mod profile_engine;
+mod profile_precision;
 mod progress;
 mod puzzle_setup;
 mod recipe_args;

@@ -101,3 +101,126 @@ fn precisions_a_processor_has_no_rate_for_are_refused() {
         "{err}"
     );
 }
+
+fn total_ms(predict: &str) -> f64 {
+    let line = predict
+        .lines()
+        .find(|l| l.starts_with("predicted total"))
+        .unwrap_or_else(|| panic!("no total in:\n{predict}"));
+    line.split(": ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// `stretch profile --precision int8` times kernels rewritten as `stretch
+/// quantize` writes them; fitted, they price a processor running int8
+/// (`regressors_at.int8`) in place of its fp32 regressors scaled by the
+/// analytic ratio. Resuming such a DIR at fp32, and regressors named for a
+/// precision they were not profiled at, are refused.
+#[test]
+fn kernels_profiled_at_int8_price_a_processor_running_int8() {
+    let dir = scratch("precision-profile");
+    let profile = |p: &str| {
+        let out = dir.join(p).to_string_lossy().into_owned();
+        let classes = "conv+bn+act,pool";
+        stretch_ok(&[
+            "profile",
+            "--quick",
+            "--precision",
+            p,
+            "--classes",
+            classes,
+            "--out",
+            &out,
+        ]);
+        out
+    };
+    let (fp32, int8) = (profile("fp32"), profile("int8"));
+    let csv = std::fs::read_to_string(format!("{int8}/kernels.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert!(rows.len() >= 8, "{csv}");
+    assert!(rows.iter().all(|r| r.contains(",tract/int8,")), "{csv}");
+    assert!(
+        rows.iter()
+            .all(|r| r.starts_with("conv+bn+act,") || r.starts_with("pool,")),
+        "{csv}"
+    );
+    let out = stretch(&["profile", "--quick", "--classes", "conv+bn+act,pool", "--out", &int8]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("`tract/int8`, this run uses `tract`"),
+        "{err}"
+    );
+    stretch_ok(&["fit", &fp32]);
+    let fitted = stretch_ok(&["fit", &int8]);
+    assert!(
+        fitted.contains(&format!("regressors_at.int8 = \"{int8}/regressors.json\"")),
+        "{fitted}"
+    );
+
+    let section = |at: &str| {
+        format!(
+            "name = \"t\"\ndescription = \"two regressors\"\n[processors.cpu0]\nkind = \"cpu\"\n\
+             peak_gflops = {{ value = 18.9, source = \"test\" }}\nefficiency = {{ value = 1.0, source = \"test\" }}\n\
+             bandwidth_gbs = {{ value = 23.8, source = \"test\" }}\nkernel_overhead_us = {{ value = 2.0, source = \"test\" }}\n\
+             regressors = \"{fp32}/regressors.json\"\nspeedup.int8 = {{ value = 0.5, source = \"test\" }}\n{at}"
+        )
+    };
+    let predict = |name: &str, at: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, section(at)).unwrap();
+        let p = path.to_string_lossy().into_owned();
+        stretch(&[
+            "predict",
+            &model("resnet18"),
+            "--device",
+            &p,
+            "--processor",
+            "cpu0",
+            "--precision",
+            "int8",
+        ])
+    };
+    let ok = |o: std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let scaled = ok(predict("scaled.toml", ""));
+    assert!(
+        scaled.contains("x analytic int8 ratio") && !scaled.contains(&int8),
+        "{scaled}"
+    );
+    let measured = ok(predict(
+        "measured.toml",
+        &format!("regressors_at.int8 = \"{int8}/regressors.json\""),
+    ));
+    let pool = measured.lines().find(|l| l.starts_with("/maxpool/")).unwrap();
+    assert!(pool.ends_with(&format!("regressor {int8}/regressors.json")), "{pool}");
+    assert!(!measured.contains("analytic int8 ratio"), "{measured}");
+    assert_ne!(total_ms(&scaled), total_ms(&measured));
+
+    let wrong = predict(
+        "wrong.toml",
+        &format!("regressors_at.int8 = \"{fp32}/regressors.json\""),
+    );
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success(), "{err}");
+    assert!(
+        err.contains("fitted on kernels run at fp32 (engine `tract`), named for int8"),
+        "{err}"
+    );
+    let rated = predict(
+        "rated.toml",
+        &format!("regressors_at.fp32 = \"{fp32}/regressors.json\""),
+    );
+    let err = String::from_utf8_lossy(&rated.stderr);
+    assert!(
+        !rated.status.success() && err.contains("regressors_at.fp32: fp32 is the rated precision"),
+        "{err}"
+    );
+}

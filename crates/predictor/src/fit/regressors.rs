@@ -55,6 +55,13 @@ pub enum RegressorError {
         feature: String,
         known: String,
     },
+    #[error("{}: fitted on kernels run at {found} (engine `{engine}`), named for {want}", path.display())]
+    Precision {
+        path: PathBuf,
+        engine: String,
+        found: crate::Precision,
+        want: crate::Precision,
+    },
     #[error("{}: class `{class}`: {source}", path.display())]
     Forest {
         path: PathBuf,
@@ -316,6 +323,30 @@ impl KernelRegressors {
 
     /// Reads a file written by [`KernelRegressors::save`], checking its
     /// format version and every forest.
+    /// The precision the kernels ran at: the suffix `stretch profile
+    /// --precision` gives the engine (`tract/int8`), fp32 without one.
+    pub fn precision(&self) -> crate::Precision {
+        self.engine
+            .rsplit_once('/')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or(crate::Precision::Fp32)
+    }
+
+    /// [`KernelRegressors::load`], refused unless fitted on kernels run at `want`.
+    pub fn load_at(path: &Path, want: crate::Precision) -> Result<KernelRegressors, RegressorError> {
+        let regs = KernelRegressors::load(path)?;
+        let found = regs.precision();
+        if found != want {
+            return Err(RegressorError::Precision {
+                path: path.to_path_buf(),
+                engine: regs.engine,
+                found,
+                want,
+            });
+        }
+        Ok(regs)
+    }
+
     pub fn load(path: &Path) -> Result<KernelRegressors, RegressorError> {
         let text = std::fs::read_to_string(path).map_err(|source| RegressorError::Io {
             action: "read",

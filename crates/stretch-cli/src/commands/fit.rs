@@ -157,7 +157,7 @@ pub fn run(args: Args) -> Result<()> {
     regressors.save(&out)?;
 
     print_forests(&label, forest_rows.len(), statistic, &regressors, &out);
-    fit_analytic(&args, &rows, &label, &csv_path, &out)
+    fit_analytic(&args, &rows, &label, &csv_path, &out, regressors.precision())
 }
 
 /// The forests' out-of-fold accuracy per kernel class.
@@ -191,7 +191,14 @@ fn print_forests(label: &str, rows: usize, statistic: Statistic, regressors: &Ke
 
 /// Fits the analytic model on 80% of the rows, judges it on the rest and
 /// prints the profile's processor section with its figures.
-fn fit_analytic(args: &Args, rows: &[(usize, Row)], label: &str, csv_path: &Path, out: &Path) -> Result<()> {
+fn fit_analytic(
+    args: &Args,
+    rows: &[(usize, Row)],
+    label: &str,
+    csv_path: &Path,
+    out: &Path,
+    precision: predictor::Precision,
+) -> Result<()> {
     let statistic = args.statistic;
     let samples: Vec<Sample> = rows
         .iter()
@@ -222,6 +229,19 @@ fn fit_analytic(args: &Args, rows: &[(usize, Row)], label: &str, csv_path: &Path
             s.name()
         ),
     };
+    if precision != predictor::Precision::Fp32 {
+        println!(
+            "\n# kernels run at {precision} (engine `{}`): add to [processors.{}] as fitted at fp32",
+            rows.first().map(|(_, r)| r.engine.as_str()).unwrap_or(""),
+            args.processor
+        );
+        println!("regressors_at.{precision} = \"{}\"", out.display());
+        println!(
+            "# and speedup.{precision} = this peak over the fp32 fit's, for kernels no forest covers: {precision} peak_gflops {:.2} ({src})",
+            f.gflops
+        );
+        return Ok(());
+    }
     println!("\n[processors.{}]", args.processor);
     println!("kind = \"cpu\"");
     println!("peak_gflops = {{ value = {:.2}, source = \"{src}\" }}", f.gflops);

@@ -32,6 +32,23 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "tract")]
     pub engine: EngineKind,
 
+    /// Precision the kernels run at: `fp32`, or `int8` / `fp16` with each
+    /// kernel rewritten as `stretch quantize` rewrites the nodes of a
+    /// processor of that precision (int8: batch norm folded, Q/DQ pairs at
+    /// ranges calibrated on the kernel's own inputs, int8 weights per
+    /// channel; fp16: half constants, Casts at the edges). The CSV's
+    /// `engine` column becomes e.g. `tract/int8`; `stretch fit` on such a
+    /// DIR gives regressors a device profile names as
+    /// `regressors_at.int8`.
+    #[arg(long, default_value = "fp32", value_name = "fp32|fp16|int8")]
+    pub precision: predictor::Precision,
+
+    /// Kernel classes to measure, comma-separated (default: all of
+    /// conv+bn+act, dwconv+bn+act, fc, pool, gap, add+act, bn+act, act,
+    /// concat).
+    #[arg(long, value_delimiter = ',', value_name = "CLASS,...", value_parser = parse_class)]
+    pub classes: Vec<predictor::profiler::KernelKind>,
+
     /// Threads one kernel run may use (at most the number of --cores). tract
     /// splits large matrix products over them and keeps small ones on one thread.
     #[arg(long, default_value_t = 1)]
@@ -119,6 +136,17 @@ pub enum EngineKind {
     Ort,
 }
 
+fn parse_class(s: &str) -> Result<predictor::profiler::KernelKind, String> {
+    use predictor::profiler::KernelKind;
+    KernelKind::ALL
+        .into_iter()
+        .find(|k| k.name() == s.trim())
+        .ok_or_else(|| {
+            let names: Vec<&str> = KernelKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown kernel class `{s}`; the classes are {}", names.join(", "))
+        })
+}
+
 fn settings(args: &Args) -> Settings {
     let base = if args.quick {
         Settings::quick()
@@ -131,6 +159,11 @@ fn settings(args: &Args) -> Settings {
         reps: args.reps.unwrap_or(base.reps),
         warmup: args.warmup.unwrap_or(base.warmup),
         seed: args.seed,
+        kinds: if args.classes.is_empty() {
+            base.kinds
+        } else {
+            args.classes.clone()
+        },
         ..base
     }
 }
@@ -147,6 +180,12 @@ pub fn run(args: Args) -> Result<()> {
         });
     }
     affinity::pin_current_thread(&cores)?;
+    if args.precision != predictor::Precision::Fp32 && (args.fusion || !args.in_model.is_empty()) {
+        bail!(
+            "--precision {} profiles isolated kernels; --fusion and --in-model time fp32 models",
+            args.precision
+        );
+    }
     if !args.in_model.is_empty() {
         if !matches!(args.engine, EngineKind::Tract) {
             bail!("--in-model times each kernel inside tract's optimised plan; it needs --engine tract");
@@ -167,7 +206,13 @@ pub fn run(args: Args) -> Result<()> {
             args.threads,
         )?),
     };
-    let engine = engine.as_ref();
+    let rewritten;
+    let engine: &dyn Engine = if args.precision == predictor::Precision::Fp32 {
+        engine.as_ref()
+    } else {
+        rewritten = crate::profile_precision::PrecisionEngine::new(engine.as_ref(), args.precision)?;
+        &rewritten
+    };
     if args.fusion {
         return super::link::run_fusion(engine, &args.out, args.reps.unwrap_or(50), args.warmup.unwrap_or(10));
     }
