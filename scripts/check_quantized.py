@@ -147,24 +147,38 @@ def cmd_quantize(args):
 
 
 def cmd_time(args):
+    """Times each model in onnxruntime, runs interleaved round-robin (the
+    first model is the baseline of the printed ratios)."""
     import time
 
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
-    sess = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
-    inp = sess.get_inputs()[0]
-    shape = [d if isinstance(d, int) else 1 for d in inp.shape]
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    for _ in range(5):
-        sess.run(None, {inp.name: x})
-    times = []
+    spin = len(args.model) == 1
+    if not spin:
+        # Idle sessions' spinning pools would take the cores from the one running.
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    runs = []
+    for path in args.model:
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        inp = sess.get_inputs()[0]
+        shape = [d if isinstance(d, int) else 1 for d in inp.shape]
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        for _ in range(5):
+            sess.run(None, {inp.name: x})
+        runs.append((path, sess, {inp.name: x}, []))
     for _ in range(args.runs):
-        t = time.perf_counter()
-        sess.run(None, {inp.name: x})
-        times.append((time.perf_counter() - t) * 1e3)
-    print(f"{args.model}: onnxruntime {ort.__version__}, {args.threads} threads, {args.runs} runs: min {min(times):.3f} ms, median {float(np.median(times)):.3f} ms (measured)")
+        for _, sess, feed, times in runs:
+            t = time.perf_counter()
+            sess.run(None, feed)
+            times.append((time.perf_counter() - t) * 1e3)
+    base = float(np.median(runs[0][3]))
+    for path, _, _, times in runs:
+        med = float(np.median(times))
+        ratio = f", {base / med:.2f}x the first's speed (median)" if len(runs) > 1 else ""
+        mode = "" if spin else ", spinning off"
+        print(f"{path}: onnxruntime {ort.__version__}, {args.threads} threads{mode}, {args.runs} runs: min {min(times):.3f} ms, median {med:.3f} ms (measured){ratio}")
 
 
 def cmd_scales(args):
@@ -242,7 +256,7 @@ def main():
     q.add_argument("samples")
     q.add_argument("out")
     t = sub.add_parser("time")
-    t.add_argument("model")
+    t.add_argument("model", nargs="+")
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--runs", type=int, default=100)
     i = sub.add_parser("info")

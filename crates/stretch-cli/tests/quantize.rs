@@ -172,6 +172,7 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
             &q,
         ]);
         assert!(text.contains("node(s) in int8") && text.contains("=int8"), "{text}");
+        assert!(text.contains("int8 matrix products fall back to float"), "{text}");
         let three = processors == "cpu,gpu,dsp";
         assert_eq!(three, !text.contains(" 0 in fp16"), "{text}");
         reference(&["check", &q]);

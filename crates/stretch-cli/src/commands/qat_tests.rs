@@ -117,7 +117,7 @@ fn top1(scores: &[f32]) -> Vec<usize> {
 
 /// Training under a plan's fake quantization computes what the
 /// quantized file computes: batch norms unfolded in one and folded in
-/// the other, float convolutions against tract's integer ones. At the
+/// the other, float convolutions against tract's run of the Q/DQ file (weights and inputs rounded to their grids). At the
 /// first layers the two agree but for rare rounding flips (at the i-th
 /// quantized value, at most 0.005·i steps on average; a value
 /// within float error of a rounding boundary: a step of the input's

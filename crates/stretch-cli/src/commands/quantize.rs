@@ -81,12 +81,16 @@ pub struct CalibrationArgs {
 
     /// Also write, into this folder, the fp32 model that was calibrated
     /// (`fp32.onnx`, batch norms folded) and the calibration inputs
-    /// (`samples.npy`, `[n, C, H, W]` after normalisation) and up to 256
-    /// images of the validation split (`validation.npy`, normalised the
-    /// same way), for reference tools to calibrate on exactly the same data
-    /// and compare predictions.
+    /// (`samples.npy`, `[n, C, H, W]` after normalisation) and up to
+    /// --validation-images images of the validation split
+    /// (`validation.npy`, normalised the same way), for reference tools to
+    /// calibrate on exactly the same data and compare predictions.
     #[arg(long, value_name = "DIR")]
     pub save_calibration: Option<PathBuf>,
+
+    /// With --save-calibration: the most validation images `validation.npy` holds.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub validation_images: usize,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -198,7 +202,48 @@ pub fn quantize_to(
         prepared.map.describe()
     );
     println!("wrote {}", out.display());
+    report_tract_fallbacks(&quantized);
     Ok(())
+}
+
+/// Prints which int8 matrix products tract runs in float (dequantized).
+fn report_tract_fallbacks(quantized: &Graph) {
+    let products: Vec<String> = quantized
+        .node_ids()
+        .into_iter()
+        .map(|id| quantized.node(id))
+        .filter(|n| {
+            matches!(
+                n.op,
+                graph_ir::Op::Conv(_) | graph_ir::Op::Gemm(_) | graph_ir::Op::MatMul(_)
+            ) && n
+                .inputs
+                .get(1)
+                .is_some_and(|w| matches!(quantized.node(w.node).op, graph_ir::Op::DequantizeLinear(_)))
+        })
+        .map(|n| n.name.clone())
+        .collect();
+    if products.is_empty() {
+        return;
+    }
+    let float = graph_ir::onnx::export_bytes(quantized)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| scheduler_rt::engine::tract_float_products(&bytes, &products));
+    match float {
+        Ok(f) if f.is_empty() => println!(
+            "tract runs all {} int8 matrix products on integer kernels",
+            products.len()
+        ),
+        Ok(f) => println!(
+            "tract {}: {} of {} int8 matrix products fall back to float (dequantized weights and inputs; no integer kernel for the QDQ pattern): {}{}; onnxruntime (engine=ort) fuses the pattern into integer kernels (QLinearConv, QGemm)",
+            scheduler_rt::TRACT_VERSION,
+            f.len(),
+            products.len(),
+            f.iter().take(4).cloned().collect::<Vec<_>>().join(", "),
+            if f.len() > 4 { ", ..." } else { "" }
+        ),
+        Err(e) => println!("warning: could not ask tract which int8 nodes it runs in float: {e}"),
+    }
 }
 
 /// Runs the fp32 model `g` on `inputs` (`[n, C, H, W]`, normalised) and
@@ -292,7 +337,7 @@ fn calibration_inputs(g: &Graph, args: &CalibrationArgs, dataset: &DatasetSpec, 
             data: inputs.clone(),
         };
         scheduler_rt::npy::write(&dir.join("samples.npy"), &array)?;
-        let val: Vec<usize> = split.val.iter().take(256).copied().collect();
+        let val: Vec<usize> = split.val.iter().take(args.validation_images).copied().collect();
         let array = scheduler_rt::npy::Array {
             shape: vec![val.len(), c, h, w],
             data: transform.batch(&set, &val, None),
