@@ -45,9 +45,9 @@ for M in resnet-mini mbnet-mini; do
     START=$(date +%s)
     "$STRETCH" train "$OUT/$M-branched.onnx" --dataset "mnist:$DATA" --epochs "$EPOCHS" --limit "$LIMIT" \
       --seed "$SEED" --threads 2 -o "$T/trained.onnx" >"$T/train.log" 2>&1
-    echo "$M seed $SEED: trained in $(( $(date +%s) - START )) s: $(grep -E 'val(idation)? acc' "$T/train.log" | tail -1)"
+    echo "$M seed $SEED: trained in $(( $(date +%s) - START )) s: $(grep -E ' epoch ' "$T/train.log" | tail -1 | sed 's/.*val loss/val loss/')"
     "$STRETCH" quantize "$T/trained.onnx" --device "$DEVICE" --calibration "mnist:$DATA" --samples 128 \
-      --split-seed "$SEED" --validation-images "$IMAGES" --save-calibration "$T/calibration" -o "$T/ptq.onnx" | tail -2
+      --split-seed "$SEED" --validation-images "$IMAGES" --save-calibration "$T/calibration" -o "$T/ptq.onnx" | grep -v '^wrote' 
     "$PY" scripts/check_quantized.py scales "$T/calibration/fp32.onnx" "$T/calibration/samples.npy" "$T/ptq.onnx" \
       --validation "$T/calibration/validation.npy" --min-agreement 0 2>&1 | grep -E 'agree|activations' | sed "s/^/  /"
   done

@@ -20,6 +20,7 @@ pub mod engine;
 pub mod engine_registry;
 pub mod error;
 pub mod extract;
+mod load_checks;
 pub mod memory;
 pub mod npy;
 #[cfg(feature = "ort")]

@@ -6,6 +6,7 @@ use crate::engine::EngineFactory;
 use crate::engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract_onnx;
+use crate::load_checks::preflight;
 use crate::partition::{Partition, partition};
 use crate::policy::{Observation, PlacementPolicy, SubgraphInfo, SystemClock};
 use crate::queue::{Cell, Input};
@@ -25,6 +26,9 @@ use tract_onnx::prelude::{DatumType, TVec};
 /// any number of threads.
 pub struct Runtime {
     partition: Partition,
+    /// Per subgraph: the ONNX bytes it compiles from, where given
+    /// ([`Runtime::load_partitioned`]); else extracted from `graph`.
+    files: Vec<Option<Arc<[u8]>>>,
     /// Per subgraph: nothing else of a request runs beside it ([`Partition::alone`]).
     alone: Vec<bool>,
     /// Cores every processor may use together: where the extra threads of
@@ -71,35 +75,6 @@ impl Drop for InFlight<'_> {
 /// Weight of the newest measurement in the latency moving averages.
 pub const LATENCY_EMA_ALPHA: f64 = 0.2;
 
-/// Fails when a processor configured with a precision is given nodes the
-/// model computes at another one (a model without
-/// [`graph_ir::keys::PRECISIONS`] computes everything in fp32).
-fn check_precisions(g: &Graph, processors: &[ProcessorConfig]) -> Result<(), RuntimeError> {
-    let key = graph_ir::keys::PRECISIONS;
-    let table: Vec<(&str, &str)> = g
-        .metadata
-        .get(key)
-        .map(|v| v.split(',').filter_map(|kv| kv.split_once('=')).collect())
-        .unwrap_or_default();
-    for p in processors {
-        let Some(want) = p.precision else { continue };
-        let (model, source_of) = match table.iter().find(|(name, _)| *name == p.name) {
-            Some((_, v)) => (v.to_string(), format!("metadata {key}")),
-            None if table.is_empty() => ("fp32".to_string(), format!("no {key} metadata: a float model")),
-            None => ("fp32".to_string(), format!("metadata {key} does not name it")),
-        };
-        if model != want.to_string() {
-            return Err(RuntimeError::Precision {
-                processor: p.name.clone(),
-                configured: want.to_string(),
-                model,
-                source_of,
-            });
-        }
-    }
-    Ok(())
-}
-
 impl Runtime {
     /// Partitions `g` (unannotated nodes go to the first processor), starts
     /// one worker per processor and compiles every subgraph on its worker's engine.
@@ -108,19 +83,33 @@ impl Runtime {
         processors: &[ProcessorConfig],
         factory: Arc<EngineFactory>,
     ) -> Result<Runtime, RuntimeError> {
-        let first = processors.first().ok_or(RuntimeError::NoProcessors)?;
-        for (i, p) in processors.iter().enumerate() {
-            if processors[..i].iter().any(|q| q.name == p.name) {
-                return Err(RuntimeError::DuplicateProcessor {
-                    processor: p.name.clone(),
-                });
-            }
-        }
-        check_precisions(g, processors)?;
-        if let Some(available) = crate::memory::available_bytes() {
-            crate::memory::check_fits(g, available)?;
-        }
+        let first = preflight(g, processors)?;
         let partition = partition(g, &first.name)?;
+        Runtime::start(g, partition, Vec::new(), processors, factory)
+    }
+
+    /// Runs `g` cut as `partition` says, without partitioning it again:
+    /// subgraph `i` compiles from `files[i]` (ONNX bytes whose inputs and
+    /// outputs are its [`crate::partition::Subgraph`]'s, in order) where
+    /// given, else from `g`. For runners of exported bundles.
+    pub fn load_partitioned(
+        g: &Graph,
+        partition: Partition,
+        files: Vec<Option<Arc<[u8]>>>,
+        processors: &[ProcessorConfig],
+        factory: Arc<EngineFactory>,
+    ) -> Result<Runtime, RuntimeError> {
+        preflight(g, processors)?;
+        Runtime::start(g, partition, files, processors, factory)
+    }
+
+    fn start(
+        g: &Graph,
+        partition: Partition,
+        files: Vec<Option<Arc<[u8]>>>,
+        processors: &[ProcessorConfig],
+        factory: Arc<EngineFactory>,
+    ) -> Result<Runtime, RuntimeError> {
         let configured = || {
             processors
                 .iter()
@@ -169,7 +158,10 @@ impl Runtime {
             .map(|p| p.cores.as_ref().map(|c| c.ids().to_vec()))
             .collect::<Option<Vec<_>>>()
             .and_then(|ids| CoreSet::new(ids.concat()));
+        let mut files = files;
+        files.resize(partition.subgraphs.len(), None);
         let rt = Runtime {
+            files,
             alone: partition.alone(),
             shared_cores,
             partition,
@@ -203,7 +195,10 @@ impl Runtime {
         }
         let worker = &self.workers[w];
         let s = &self.partition.subgraphs[i];
-        let bytes = extract_onnx(&self.graph, s)?;
+        let bytes = match &self.files[i] {
+            Some(f) => f.to_vec(),
+            None => extract_onnx(&self.graph, s)?,
+        };
         let compiled = match worker.config.alone_threads.filter(|_| self.alone[i]) {
             Some(threads) => self.compile_shared(worker.engine.as_ref(), &bytes, threads),
             None => worker.engine.compile(&bytes),

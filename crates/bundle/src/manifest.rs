@@ -1,0 +1,206 @@
+//! The manifest `bundle.json` (schema [`SCHEMA`]): what a runner needs to
+//! run a bundle without looking at the model again.
+
+use crate::error::BundleError;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// The manifest schema this build writes and reads.
+pub const SCHEMA: &str = "stretch.bundle/1";
+
+/// The manifest's file name inside a bundle directory.
+pub const MANIFEST: &str = "bundle.json";
+
+/// A file of the bundle, relative to its directory, with its SHA-256.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileRef {
+    pub file: String,
+    pub sha256: String,
+}
+
+/// A tensor crossing a file boundary: a model input or output, or a value
+/// one subgraph hands another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorSpec {
+    pub name: String,
+    /// `f32`, `f16`, `i64`, ...
+    pub dtype: String,
+    pub shape: Vec<usize>,
+}
+
+/// A processor of the device, as the bundle maps it onto a phone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Processor {
+    pub name: String,
+    /// `cpu`, `gpu`, `dsp` or `npu`.
+    pub kind: String,
+    /// `fp32`, `fp16` or `int8`: what the bundle's files compute there.
+    pub precision: String,
+    /// The onnxruntime execution provider that runs this processor's files
+    /// on a phone, and its options.
+    pub execution_provider: String,
+    pub provider_options: Vec<(String, String)>,
+    /// How to place its thread(s) on a phone.
+    pub pinning: String,
+}
+
+/// One subgraph: a model file run on one processor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Subgraph {
+    pub name: String,
+    pub processor: String,
+    pub model: FileRef,
+    /// The same model in onnxruntime's `.ort` format, where its tools ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ort_model: Option<FileRef>,
+    /// The file's inputs in order: model inputs or earlier subgraphs' outputs.
+    pub inputs: Vec<TensorSpec>,
+    /// The file's outputs in order.
+    pub outputs: Vec<TensorSpec>,
+    /// Subgraphs whose outputs it reads (it starts when they have finished).
+    pub after: Vec<String>,
+    /// Whether it begins at a meeting point (branches merge there).
+    pub meeting_point: bool,
+}
+
+/// Input normalisation a caller applies before the model's input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Normalisation {
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+}
+
+/// Reference tensors: the model's outputs for the given inputs, and how
+/// close a run must come to them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub inputs: Vec<FileRef>,
+    pub outputs: Vec<FileRef>,
+    /// What computed the outputs.
+    pub computed_by: String,
+    /// Relative tolerance on the largest magnitude of each output.
+    pub rtol: f32,
+    /// Absolute tolerance per element (one quantization step of an int8 output).
+    pub atol: f32,
+}
+
+/// The manifest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema: String,
+    /// The model the bundle was exported from (its graph name).
+    pub model: String,
+    pub device: String,
+    pub processors: Vec<Processor>,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalisation: Option<Normalisation>,
+    /// In an order a runner may start them in.
+    pub subgraphs: Vec<Subgraph>,
+    pub reference: Reference,
+    /// onnxruntime's required-operators configuration for a reduced build.
+    pub required_operators: FileRef,
+}
+
+impl Manifest {
+    /// Reads `dir/bundle.json`, refusing another schema version and a
+    /// manifest whose tensors do not connect. Files are not hashed here
+    /// ([`crate::verify`]).
+    pub fn load(dir: &Path) -> Result<Manifest, BundleError> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|source| BundleError::Io {
+            action: "read",
+            path: path.clone(),
+            source,
+        })?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| BundleError::Manifest {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("(none)");
+        if found != SCHEMA {
+            return Err(BundleError::Schema {
+                path,
+                found: found.to_string(),
+            });
+        }
+        let m: Manifest = serde_json::from_value(value).map_err(|e| BundleError::Manifest {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        m.check()?;
+        Ok(m)
+    }
+
+    /// Every subgraph reads only model inputs and outputs of subgraphs
+    /// before it, with the shapes they have there; its processor is
+    /// listed; every model output is produced.
+    pub fn check(&self) -> Result<(), BundleError> {
+        let mut known: Vec<&TensorSpec> = self.inputs.iter().collect();
+        let processors: HashSet<&str> = self.processors.iter().map(|p| p.name.as_str()).collect();
+        let mut names = HashSet::new();
+        for s in &self.subgraphs {
+            if !names.insert(s.name.as_str()) {
+                return Err(inconsistent(format!("subgraph `{}` is listed twice", s.name)));
+            }
+            if !processors.contains(s.processor.as_str()) {
+                return Err(inconsistent(format!(
+                    "subgraph `{}` runs on processor `{}`, which the manifest does not list",
+                    s.name, s.processor
+                )));
+            }
+            for t in &s.inputs {
+                let Some(have) = known.iter().find(|k| k.name == t.name) else {
+                    return Err(BundleError::Unconnected {
+                        subgraph: s.name.clone(),
+                        tensor: t.name.clone(),
+                    });
+                };
+                if have.shape != t.shape || have.dtype != t.dtype {
+                    return Err(inconsistent(format!(
+                        "subgraph `{}` reads `{}` as {} {:?}, produced as {} {:?}",
+                        s.name, t.name, t.dtype, t.shape, have.dtype, have.shape
+                    )));
+                }
+            }
+            known.extend(s.outputs.iter());
+        }
+        for t in &self.outputs {
+            if !known.iter().any(|k| k.name == t.name && k.shape == t.shape) {
+                return Err(inconsistent(format!(
+                    "model output `{}` {:?} is produced by no subgraph",
+                    t.name, t.shape
+                )));
+            }
+        }
+        if self.reference.inputs.len() != self.inputs.len() || self.reference.outputs.len() != self.outputs.len() {
+            return Err(inconsistent(format!(
+                "{} reference inputs and {} outputs for a model of {} and {}",
+                self.reference.inputs.len(),
+                self.reference.outputs.len(),
+                self.inputs.len(),
+                self.outputs.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Every file the manifest names.
+    pub fn files(&self) -> Vec<&FileRef> {
+        let mut out: Vec<&FileRef> = Vec::new();
+        for s in &self.subgraphs {
+            out.push(&s.model);
+            out.extend(s.ort_model.iter());
+        }
+        out.extend(self.reference.inputs.iter());
+        out.extend(self.reference.outputs.iter());
+        out.push(&self.required_operators);
+        out
+    }
+}
+
+fn inconsistent(what: String) -> BundleError {
+    BundleError::Inconsistent { what }
+}
