@@ -17,7 +17,9 @@ pub enum BundleError {
     Schema { path: PathBuf, found: String },
     #[error("{}: sha256 {found}, the manifest says {want}: the file was altered or replaced", path.display())]
     Hash { path: PathBuf, want: String, found: String },
-    #[error("manifest: subgraph `{subgraph}` reads tensor `{tensor}`, which no model input or earlier subgraph produces")]
+    #[error(
+        "manifest: subgraph `{subgraph}` reads tensor `{tensor}`, which no model input or earlier subgraph produces"
+    )]
     Unconnected { subgraph: String, tensor: String },
     #[error("manifest: {what}")]
     Inconsistent { what: String },

@@ -119,3 +119,43 @@ pub fn fixtures() -> Vec<PathBuf> {
     assert_eq!(v.len(), 12, "expected the 12 torchvision fixtures");
     v
 }
+
+/// The slim runner (`crates/stretch-run`), built once per test binary: a
+/// package's tests do not get another package's binaries built.
+pub fn stretch_run_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "-q", "-p", "stretch-run"])
+            .current_dir(repo())
+            .output()
+            .expect("run cargo");
+        assert!(
+            out.status.success(),
+            "building stretch-run failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Path::new(env!("CARGO_BIN_EXE_stretch")).with_file_name("stretch-run")
+    })
+    .clone()
+}
+
+/// Runs `stretch-run` with arguments.
+pub fn stretch_run(args: &[&str]) -> Output {
+    Command::new(stretch_run_bin())
+        .args(args)
+        .output()
+        .expect("run stretch-run")
+}
+
+/// Runs `stretch-run` and fails the test, with its stderr, unless it succeeds.
+pub fn stretch_run_ok(args: &[&str]) -> String {
+    let out = stretch_run(args);
+    assert!(
+        out.status.success(),
+        "stretch-run {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

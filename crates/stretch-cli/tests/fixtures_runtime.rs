@@ -11,6 +11,11 @@
 //! - 8 client threads × 50 requests, each on its own input, on the 3-worker
 //!   runtime, every output checked against its own input's reference.
 //!
+//! Each branched model is also exported as a bundle (`stretch export`, the
+//! first input as its reference input): the bundle's reference output
+//! matches onnxruntime's whole-model output, and `stretch-run --check`
+//! passes on tract and on onnxruntime.
+//!
 //! The 1-, 3-worker and client checks run every subgraph in the
 //! onnxruntime engine; the 2-worker check runs twice, with onnxruntime and
 //! with tract (the default engine), so tract is checked on every branched
@@ -18,7 +23,7 @@
 
 mod common;
 
-use common::{fixtures, python, repo, scratch, stretch_ok};
+use common::{fixtures, python, repo, scratch, stretch_ok, stretch_run_ok};
 use scheduler_rt::npy::{Array, random_values, read, write};
 use scheduler_rt::{ProcessorConfig, Runtime, Value, default_factory};
 use std::path::{Path, PathBuf};
@@ -81,6 +86,31 @@ fn branch(fixture: &Path, merge: &str, dir: &Path) -> PathBuf {
         out.to_str().expect("utf-8 path"),
     ]);
     out
+}
+
+/// Exports `model` with input 0 as the reference input and runs the bundle.
+fn bundle(model: &Path, reference: &Array, dir: &Path) {
+    let stem = model.file_stem().and_then(|s| s.to_str()).expect("name");
+    let (x, out) = (dir.join(format!("{stem}-x0.npy")), dir.join(format!("{stem}-bundle")));
+    write(
+        &x,
+        &Array {
+            shape: SHAPE.to_vec(),
+            data: input(0),
+        },
+    )
+    .expect("write input 0");
+    let (m, x, o) = (model.to_string_lossy(), x.to_string_lossy(), out.to_string_lossy());
+    let device = repo().join("configs/devices/host.toml");
+    let d = device.to_string_lossy();
+    stretch_ok(&["export", &m, "--device", &d, "--input", &x, "--no-ort", "-o", &o]);
+    let got = read(&out.join("reference-output0.npy")).expect("reference output");
+    let value = Tensor::from_shape(&got.shape, &got.data).expect("tensor").into_tvalue();
+    check(stem, "bundle reference", &value, reference, 0);
+    for engine in ["tract", "ort"] {
+        let text = stretch_run_ok(&[&o, "--check", "--engine", engine]);
+        assert!(text.contains("check: output 0"), "{stem} on {engine}: {text}");
+    }
 }
 
 fn run_all(model: &Path, reference: &Array) {
@@ -186,6 +216,7 @@ fn every_fixture_branched_runs_like_onnxruntime_on_one_two_and_three_workers_and
                     let stem = m.file_stem().and_then(|s| s.to_str()).expect("name");
                     let reference = read(&dir.join(format!("{stem}.npy"))).expect("reference outputs");
                     run_all(m, &reference);
+                    bundle(m, &reference, dir);
                 }
             });
         }

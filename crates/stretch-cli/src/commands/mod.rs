@@ -4,6 +4,7 @@ pub mod branch;
 pub mod compare;
 mod compare_rows;
 pub mod convert;
+pub mod export;
 pub mod fit;
 mod in_model;
 pub mod inspect;

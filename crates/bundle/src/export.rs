@@ -1,0 +1,274 @@
+//! Writing a bundle: the runtime's partition of an annotated model, one
+//! ONNX file per subgraph, reference tensors and the manifest.
+
+use crate::error::BundleError;
+use crate::hash::sha256_file;
+use crate::manifest::{FileRef, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA, Subgraph, TensorSpec};
+use graph_ir::{Graph, Op, Outlet};
+use predictor::DeviceProfile;
+use predictor::profile::ProcessorKind;
+use scheduler_rt::npy;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+/// What [`export`] needs besides the model.
+pub struct Options<'a> {
+    /// The device whose processors the model's `processor` annotations name.
+    pub device: &'a DeviceProfile,
+    /// Where unannotated nodes run.
+    pub default_processor: &'a str,
+    /// Reference inputs (one per model input, f32); `None`: uniform in
+    /// `[-1, 1)` from a fixed seed.
+    pub inputs: Option<Vec<graph_ir::Tensor>>,
+    pub normalisation: Option<Normalisation>,
+}
+
+/// The name a bundle gives the value at `o`: its producer's name, with
+/// `:slot` for outputs after the first.
+pub fn tensor_name(g: &Graph, o: Outlet) -> String {
+    let n = &g.node(o.node).name;
+    if o.slot == 0 {
+        n.clone()
+    } else {
+        format!("{n}:{}", o.slot)
+    }
+}
+
+fn spec(g: &Graph, o: Outlet) -> Result<TensorSpec, BundleError> {
+    let fact = g.fact(o).ok_or_else(|| BundleError::Export {
+        reason: format!("value `{}` has no known type and shape", tensor_name(g, o)),
+    })?;
+    Ok(TensorSpec {
+        name: tensor_name(g, o),
+        dtype: fact.dtype.to_string(),
+        shape: fact.shape.clone(),
+    })
+}
+
+fn write(dir: &Path, file: &str, bytes: &[u8]) -> Result<FileRef, BundleError> {
+    let path = dir.join(file);
+    std::fs::write(&path, bytes).map_err(|source| BundleError::Io {
+        action: "write",
+        path: path.clone(),
+        source,
+    })?;
+    Ok(FileRef {
+        file: file.to_string(),
+        sha256: sha256_file(&path)?,
+    })
+}
+
+/// The onnxruntime execution provider a phone runs processors of `kind` on.
+fn provider(kind: ProcessorKind) -> (&'static str, Vec<(String, String)>, &'static str) {
+    let opt = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+    match kind {
+        ProcessorKind::Cpu => (
+            "XnnpackExecutionProvider",
+            opt("intra_op_num_threads", "1"),
+            "one thread per processor, pinned to a big core (taskset or sched_setaffinity)",
+        ),
+        ProcessorKind::Gpu => (
+            "QNNExecutionProvider",
+            opt("backend_path", "libQnnGpu.so"),
+            "the submitting thread on a little core; the GPU runs the kernels",
+        ),
+        ProcessorKind::Dsp | ProcessorKind::Npu => (
+            "QNNExecutionProvider",
+            opt("backend_path", "libQnnHtp.so"),
+            "the submitting thread on a little core; the DSP/NPU runs the kernels",
+        ),
+    }
+}
+
+/// Writes the bundle of `g` into `dir` (created; files in it replaced).
+pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleError> {
+    std::fs::create_dir_all(dir).map_err(|source| BundleError::Io {
+        action: "create",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let partition =
+        scheduler_rt::partition(g, o.default_processor).map_err(|e| BundleError::Export { reason: e.to_string() })?;
+    let precisions: HashMap<String, String> = g
+        .metadata
+        .get(graph_ir::keys::PRECISIONS)
+        .map(|v| {
+            v.split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut processors = Vec::new();
+    for name in partition.processors() {
+        let p = o.device.processors.get(name).ok_or_else(|| BundleError::Export {
+            reason: format!(
+                "the model runs nodes on processor `{name}`, which device `{}` does not have (it has {})",
+                o.device.name,
+                o.device.processors.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        })?;
+        let (ep, options, pinning) = provider(p.kind);
+        processors.push(Processor {
+            name: name.to_string(),
+            kind: format!("{:?}", p.kind).to_lowercase(),
+            precision: precisions.get(name).cloned().unwrap_or_else(|| "fp32".into()),
+            execution_provider: ep.into(),
+            provider_options: options,
+            pinning: pinning.into(),
+        });
+    }
+    let mut producer: HashMap<Outlet, String> = HashMap::new();
+    let mut subgraphs = Vec::new();
+    let mut ops = BTreeSet::new();
+    for (i, s) in partition.subgraphs.iter().enumerate() {
+        let sub = scheduler_rt::extract(g, s).map_err(|e| BundleError::Export { reason: e.to_string() })?;
+        for id in sub.node_ids() {
+            let op = &sub.node(id).op;
+            if !matches!(op, Op::Input(_) | Op::Const(_)) {
+                ops.insert(op.name());
+            }
+        }
+        let bytes = graph_ir::onnx::export_bytes(&sub).map_err(|e| BundleError::Export {
+            reason: format!("subgraph {}: {e}", s.name),
+        })?;
+        let file = format!("sg{i:02}-{}.onnx", s.processor);
+        let model = write(dir, &file, &bytes)?;
+        let mut after: Vec<String> = s.inputs.iter().filter_map(|o| producer.get(o).cloned()).collect();
+        after.dedup();
+        after.sort();
+        after.dedup();
+        subgraphs.push(Subgraph {
+            name: s.name.clone(),
+            processor: s.processor.clone(),
+            model,
+            ort_model: None,
+            inputs: s.inputs.iter().map(|o| spec(g, *o)).collect::<Result<_, _>>()?,
+            outputs: s.outputs.iter().map(|o| spec(g, *o)).collect::<Result<_, _>>()?,
+            after,
+            meeting_point: s.meeting_point,
+        });
+        for out in &s.outputs {
+            producer.insert(*out, s.name.clone());
+        }
+    }
+    let input_outlets: Vec<Outlet> = g.inputs().iter().map(|id| id.out(0)).collect();
+    let output_outlets: Vec<Outlet> = g.outputs().iter().map(|(_, o)| *o).collect();
+    let reference = reference(g, dir, o, &input_outlets, &output_outlets)?;
+    let config = format!(
+        "# onnxruntime required-operators configuration (create_reduced_build_config.py format) for {}\nai.onnx;{};{}\n",
+        g.name,
+        graph_ir::onnx::EXPORT_OPSET,
+        ops.into_iter().collect::<Vec<_>>().join(",")
+    );
+    let required_operators = write(dir, "required_operators.config", config.as_bytes())?;
+    let manifest = Manifest {
+        schema: SCHEMA.into(),
+        model: g.name.clone(),
+        device: o.device.name.clone(),
+        processors,
+        inputs: input_outlets.iter().map(|x| spec(g, *x)).collect::<Result<_, _>>()?,
+        outputs: output_outlets.iter().map(|x| spec(g, *x)).collect::<Result<_, _>>()?,
+        normalisation: o.normalisation.clone(),
+        subgraphs,
+        reference,
+        required_operators,
+    };
+    manifest.check()?;
+    save(&manifest, dir)?;
+    Ok(manifest)
+}
+
+/// Writes `dir/bundle.json`.
+pub fn save(m: &Manifest, dir: &Path) -> Result<(), BundleError> {
+    let text = serde_json::to_string_pretty(m).map_err(|e| BundleError::Export { reason: e.to_string() })?;
+    write(dir, MANIFEST, text.as_bytes()).map(|_| ())
+}
+
+/// Reference inputs and the model's outputs for them (tract, whole model).
+fn reference(
+    g: &Graph,
+    dir: &Path,
+    o: &Options,
+    inputs: &[Outlet],
+    outputs: &[Outlet],
+) -> Result<Reference, BundleError> {
+    let tensors = match &o.inputs {
+        Some(t) => t.clone(),
+        None => uniform(g, inputs)?,
+    };
+    let mut values: Vec<Vec<f32>> = vec![Vec::new(); outputs.len()];
+    scheduler_rt::probe::probe_once(g, outputs, &tensors, |k, v| values[k] = v.to_vec())
+        .map_err(|e| BundleError::Export { reason: e.to_string() })?;
+    let npy_ref = |file: String, shape: Vec<usize>, data: Vec<f32>| -> Result<FileRef, BundleError> {
+        let path = dir.join(&file);
+        npy::write(&path, &npy::Array { shape, data }).map_err(|e| BundleError::Export {
+            reason: format!("{}: {e}", path.display()),
+        })?;
+        Ok(FileRef {
+            sha256: sha256_file(&path)?,
+            file,
+        })
+    };
+    let mut refs_in = Vec::new();
+    for (i, t) in tensors.iter().enumerate() {
+        let data = t.to_f32_vec().ok_or_else(|| BundleError::Export {
+            reason: format!("reference input {i} ({}) is not f32", t.fact()),
+        })?;
+        refs_in.push(npy_ref(format!("reference-input{i}.npy"), t.shape().to_vec(), data)?);
+    }
+    let mut refs_out = Vec::new();
+    for (i, (x, v)) in outputs.iter().zip(values).enumerate() {
+        let shape = g.fact(*x).map(|f| f.shape.clone()).unwrap_or_default();
+        refs_out.push(npy_ref(format!("reference-output{i}.npy"), shape, v)?);
+    }
+    let atol = outputs.iter().map(|x| output_step(g, *x)).fold(0.0f32, f32::max);
+    Ok(Reference {
+        inputs: refs_in,
+        outputs: refs_out,
+        computed_by: format!("tract {} on the whole model", scheduler_rt::TRACT_VERSION),
+        rtol: if atol > 0.0 { 0.0 } else { 1e-5 },
+        atol,
+    })
+}
+
+/// One quantization step of output `o` when a DequantizeLinear produces
+/// it (the largest scale), else 0.
+fn output_step(g: &Graph, o: Outlet) -> f32 {
+    let n = g.node(o.node);
+    if !matches!(n.op, Op::DequantizeLinear(_)) {
+        return 0.0;
+    }
+    n.inputs
+        .get(1)
+        .and_then(|s| g.const_tensor(*s))
+        .and_then(|t| t.to_f32_vec())
+        .map(|v| v.into_iter().fold(0.0f32, f32::max))
+        .unwrap_or(0.0)
+}
+
+/// Uniform `[-1, 1)` values for each input (f32 only), from a fixed seed.
+fn uniform(g: &Graph, inputs: &[Outlet]) -> Result<Vec<graph_ir::Tensor>, BundleError> {
+    let mut rng = predictor::forest::SplitMix64::new(0);
+    inputs
+        .iter()
+        .map(|o| {
+            let fact = g.fact(*o).ok_or_else(|| BundleError::Export {
+                reason: format!("input `{}` has no shape", tensor_name(g, *o)),
+            })?;
+            if fact.dtype != graph_ir::DType::F32 {
+                return Err(BundleError::Export {
+                    reason: format!(
+                        "input `{}` is {}; reference inputs are f32",
+                        tensor_name(g, *o),
+                        fact.dtype
+                    ),
+                });
+            }
+            let values: Vec<f32> = (0..fact.volume())
+                .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+                .collect();
+            Ok(graph_ir::Tensor::from_f32(fact.shape.clone(), &values))
+        })
+        .collect()
+}

@@ -1,0 +1,184 @@
+//! `stretch export`: a deployment bundle of a branched model.
+
+use crate::model_args::ModelArgs;
+use anyhow::{Context, Result};
+use predictor::DeviceProfile;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Write a deployment bundle: one model file per processor subgraph.
+///
+/// Cuts the model into the subgraphs the runtime would run (by the
+/// `processor` annotations of `stretch branch`/`stretch stretch`, quantized
+/// or not) and writes into DIR: `sgNN-PROCESSOR.onnx` per subgraph (and
+/// `.ort`, onnxruntime's mobile format, when its Python tools are found),
+/// `bundle.json` (schema stretch.bundle/1: the device's processors with
+/// kind, precision, the onnxruntime execution provider each maps to on a
+/// phone and a pinning hint; each subgraph's file, processor, input and
+/// output tensors, the subgraphs it waits for and whether it is a meeting
+/// point; the model's inputs and outputs; the SHA-256 of every file),
+/// reference inputs and the outputs tract computes for them on the whole
+/// model (`reference-*.npy`), and `required_operators.config` for a
+/// reduced onnxruntime build. `stretch-run DIR --check` runs it.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// Device profile whose processors the model's annotations name.
+    #[arg(long, value_name = "PROFILE.toml")]
+    pub device: PathBuf,
+
+    /// Processor for nodes without a `processor` annotation (default: the
+    /// device's first CPU).
+    #[arg(long)]
+    pub processor: Option<String>,
+
+    /// Reference inputs (.npy, f32), one per model input (default: uniform
+    /// in [-1, 1) from a fixed seed).
+    #[arg(long = "input", value_name = "X.npy")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Do not convert the subgraph files to onnxruntime's .ort format.
+    #[arg(long)]
+    pub no_ort: bool,
+
+    /// The bundle directory (created; files in it are replaced).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let graph = args.model.load_runnable()?;
+    let device = DeviceProfile::load(&args.device).with_context(|| format!("device {}", args.device.display()))?;
+    let default = match &args.processor {
+        Some(p) => p.clone(),
+        None => device
+            .processors
+            .iter()
+            .find(|(_, p)| p.kind == predictor::profile::ProcessorKind::Cpu)
+            .or_else(|| device.processors.iter().next())
+            .map(|(n, _)| n.clone())
+            .context("the device profile has no processors")?,
+    };
+    let inputs = if args.inputs.is_empty() {
+        None
+    } else {
+        let mut v = Vec::new();
+        for p in &args.inputs {
+            let a = scheduler_rt::npy::read(p)?;
+            v.push(graph_ir::Tensor::from_f32(a.shape, &a.data));
+        }
+        Some(v)
+    };
+    let options = bundle::Options {
+        device: &device,
+        default_processor: &default,
+        inputs,
+        normalisation: None,
+    };
+    let label = args.model.model.display().to_string();
+    let mut manifest = bundle::export(&graph, &args.out, &options).with_context(|| format!("exporting {label}"))?;
+    if !args.no_ort {
+        match python() {
+            Some(py) => {
+                to_ort(&py, &args.out, &mut manifest)?;
+                bundle::save(&manifest, &args.out)?;
+            }
+            None => println!(
+                "note: onnxruntime's Python tools not found (.venv/bin/python; scripts/setup.sh installs them): no .ort files"
+            ),
+        }
+    }
+    for s in &manifest.subgraphs {
+        println!(
+            "{:8} {:6} {:>3} in {:>3} out {}{}",
+            s.name,
+            s.processor,
+            s.inputs.len(),
+            s.outputs.len(),
+            s.model.file,
+            if s.meeting_point { "  (meeting point)" } else { "" }
+        );
+    }
+    println!(
+        "wrote {}: {} subgraphs on {} for {}, reference outputs by {}",
+        args.out.join(bundle::MANIFEST).display(),
+        manifest.subgraphs.len(),
+        manifest
+            .processors
+            .iter()
+            .map(|p| format!("{}[{}]", p.name, p.precision))
+            .collect::<Vec<_>>()
+            .join(", "),
+        manifest.device,
+        manifest.reference.computed_by
+    );
+    Ok(())
+}
+
+/// The project's Python with onnxruntime (`.venv/bin/python` above the
+/// working directory or the source tree).
+fn python() -> Option<PathBuf> {
+    let mut roots: Vec<PathBuf> = std::env::current_dir()
+        .map(|d| d.ancestors().map(Path::to_path_buf).collect())
+        .unwrap_or_default();
+    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    roots
+        .into_iter()
+        .map(|r| r.join(".venv/bin/python"))
+        .find(|p| p.is_file())
+}
+
+/// Converts every subgraph file to `.ort` with onnxruntime's tool (one
+/// call for the directory, optimisations fixed at conversion) and takes
+/// its required-operators list (of the converted, fused models) in place
+/// of the ONNX-level one.
+fn to_ort(py: &Path, dir: &Path, m: &mut bundle::Manifest) -> Result<()> {
+    let ort_dir = dir.join("ort");
+    if ort_dir.exists() {
+        std::fs::remove_dir_all(&ort_dir).with_context(|| format!("cannot clear {}", ort_dir.display()))?;
+    }
+    let out = Command::new(py)
+        .args([
+            "-m",
+            "onnxruntime.tools.convert_onnx_models_to_ort",
+            "--optimization_style",
+            "Fixed",
+            "--output_dir",
+        ])
+        .arg(&ort_dir)
+        .arg(dir)
+        .output()
+        .with_context(|| format!("cannot run {}", py.display()))?;
+    let failed = |what: String| {
+        anyhow::anyhow!(
+            "onnxruntime's .ort conversion in {} failed ({what}): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("no message")
+        )
+    };
+    if !out.status.success() {
+        return Err(failed(format!("exit status {}", out.status)));
+    }
+    for s in &mut m.subgraphs {
+        let file = format!("ort/{}", s.model.file.replace(".onnx", ".ort"));
+        if !dir.join(&file).is_file() {
+            return Err(failed(format!("no {file}")));
+        }
+        s.ort_model = Some(bundle::FileRef {
+            sha256: bundle::sha256_file(&dir.join(&file))?,
+            file,
+        });
+    }
+    let config = ort_dir.join("required_operators.config");
+    if config.is_file() {
+        let target = dir.join(&m.required_operators.file);
+        std::fs::rename(&config, &target).with_context(|| format!("cannot move {}", config.display()))?;
+        m.required_operators.sha256 = bundle::sha256_file(&target)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! `stretch-run`: runs a bundle written by `stretch export` from its
+//! manifest alone, on the subgraph runtime.
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use scheduler_rt::npy;
+use scheduler_rt::{EngineKind, ProcessorConfig, Runtime, Value, WorkerKind};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tract_onnx::prelude::{IntoTValue, Tensor};
+
+/// Run a stretch bundle (`stretch export`) on this machine.
+///
+/// Reads BUNDLE_DIR/bundle.json (schema stretch.bundle/1), checks every
+/// file against its SHA-256, loads each subgraph file on a worker for its
+/// processor as the manifest cuts the model (no partitioning, no model
+/// analysis), feeds the reference inputs (or --input) and writes or checks
+/// the outputs. Processor i of the manifest runs on core i modulo the
+/// cores available: the first on the calling thread, the others on pinned
+/// worker threads; --processor overrides one.
+#[derive(Parser, Debug)]
+#[command(name = "stretch-run", version)]
+struct Args {
+    /// The bundle directory (holds bundle.json).
+    #[arg(value_name = "BUNDLE_DIR")]
+    bundle: PathBuf,
+
+    /// Compare the outputs with the bundle's reference outputs (within its
+    /// stated tolerance); exit 1 when one differs.
+    #[arg(long)]
+    check: bool,
+
+    /// Time this many runs after one warm-up and print min and median.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    runs: usize,
+
+    /// Engine of every processor not set by --processor.
+    #[arg(long, default_value = "tract", value_parser = ["tract", "ort"])]
+    engine: String,
+
+    /// A processor's worker, as `stretch run` takes it:
+    /// `NAME=inline|pool|thread[:CORES][,threads=N][,engine=ort]...`.
+    #[arg(long = "processor", value_name = "NAME=SPEC")]
+    processors: Vec<String>,
+
+    /// Input tensors (.npy, f32), one per model input, instead of the
+    /// reference inputs.
+    #[arg(long = "input", value_name = "X.npy")]
+    inputs: Vec<PathBuf>,
+
+    /// Write the outputs here (.npy), one per model output.
+    #[arg(long = "output", value_name = "Y.npy")]
+    outputs: Vec<PathBuf>,
+}
+
+fn main() {
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+        std::process::exit(1);
+    }
+}
+
+fn configs(m: &bundle::Manifest, args: &Args) -> Result<Vec<ProcessorConfig>> {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let engine = match args.engine.as_str() {
+        "ort" => EngineKind::Ort,
+        _ => EngineKind::Tract,
+    };
+    let mut given: Vec<ProcessorConfig> = Vec::new();
+    for spec in &args.processors {
+        let c: ProcessorConfig = spec.parse().with_context(|| format!("--processor {spec}"))?;
+        if !m.processors.iter().any(|p| p.name == c.name) {
+            bail!(
+                "--processor {spec}: the bundle has no processor `{}` (it has {})",
+                c.name,
+                m.processors
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        given.push(c);
+    }
+    m.processors
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut c = match given.iter().find(|c| c.name == p.name) {
+                Some(c) => c.clone(),
+                None => {
+                    let kind = if i == 0 { WorkerKind::Inline } else { WorkerKind::Pool };
+                    let spec = format!("{}={}:{}", p.name, kind.as_str(), i % cores);
+                    let mut c: ProcessorConfig = spec.parse()?;
+                    c.engine = engine;
+                    c
+                }
+            };
+            c.precision = Some(p.precision.parse().map_err(anyhow::Error::msg)?);
+            Ok(c)
+        })
+        .collect()
+}
+
+fn tensor(path: &Path) -> Result<Value> {
+    let a = npy::read(path)?;
+    Ok(Tensor::from_shape(&a.shape, &a.data)?.into_tvalue())
+}
+
+fn run(args: Args) -> Result<()> {
+    let dir = &args.bundle;
+    let m = bundle::Manifest::load(dir)?;
+    bundle::verify(dir, &m)?;
+    for (i, (r, t)) in m.reference.outputs.iter().zip(&m.outputs).enumerate() {
+        let a = npy::read(&dir.join(&r.file))?;
+        if a.shape != t.shape {
+            bail!(
+                "{}: reference output {i} has shape {:?}; the manifest's output `{}` is {:?}",
+                dir.join(&r.file).display(),
+                a.shape,
+                t.name,
+                t.shape
+            );
+        }
+    }
+    let configs = configs(&m, &args)?;
+    let loaded = bundle::stitch(dir, &m)?;
+    let files = loaded.files.into_iter().map(Some).collect();
+    let rt = Runtime::load_partitioned(
+        &loaded.graph,
+        loaded.partition,
+        files,
+        &configs,
+        scheduler_rt::default_factory(),
+    )?;
+    let paths: Vec<PathBuf> = if args.inputs.is_empty() {
+        m.reference.inputs.iter().map(|f| dir.join(&f.file)).collect()
+    } else {
+        args.inputs.clone()
+    };
+    if paths.len() != m.inputs.len() {
+        bail!("{} inputs given; the model takes {}", paths.len(), m.inputs.len());
+    }
+    let inputs: Vec<Value> = paths.iter().map(|p| tensor(p)).collect::<Result<_>>()?;
+    let outputs = rt.run(inputs.clone())?;
+    let mut times = Vec::new();
+    if args.runs > 1 {
+        for _ in 0..args.runs {
+            let t = Instant::now();
+            rt.run(inputs.clone())?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let median = graph_ir::stats::quantile(&times, 0.5).unwrap_or(f64::NAN);
+        let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
+        println!("{} runs: min {min:.3} ms, median {median:.3} ms (measured)", args.runs);
+    }
+    println!(
+        "ran {} ({} subgraphs on {}) for {}",
+        m.model,
+        m.subgraphs.len(),
+        configs.iter().map(ProcessorConfig::spec).collect::<Vec<_>>().join(" "),
+        m.device
+    );
+    let values: Vec<Vec<f32>> = outputs
+        .iter()
+        .map(|o| o.to_plain_array_view::<f32>().map(|a| a.iter().copied().collect()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("an output is not f32: {e}"))?;
+    for (path, (v, t)) in args.outputs.iter().zip(values.iter().zip(&m.outputs)) {
+        npy::write(
+            path,
+            &npy::Array {
+                shape: t.shape.clone(),
+                data: v.clone(),
+            },
+        )?;
+        println!("wrote {}", path.display());
+    }
+    if args.check {
+        check(dir, &m, &values)?;
+    }
+    Ok(())
+}
+
+fn check(dir: &Path, m: &bundle::Manifest, values: &[Vec<f32>]) -> Result<()> {
+    let r = &m.reference;
+    for (i, (f, v)) in r.outputs.iter().zip(values).enumerate() {
+        let want = npy::read(&dir.join(&f.file))?.data;
+        if want.len() != v.len() {
+            bail!("output {i}: {} values, the reference {}", v.len(), want.len());
+        }
+        let peak = want.iter().fold(0.0f32, |a, x| a.max(x.abs()));
+        let tol = r.atol + r.rtol * peak;
+        let worst = want.iter().zip(v).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        if worst > tol {
+            bail!(
+                "check failed: output {i} (`{}`) differs from {} by up to {worst:e}, over the tolerance {tol:e} ({})",
+                m.outputs[i].name,
+                f.file,
+                r.computed_by
+            );
+        }
+        println!(
+            "check: output {i} (`{}`) within {worst:.3e} of the reference (tolerance {tol:.3e}; {})",
+            m.outputs[i].name, r.computed_by
+        );
+    }
+    Ok(())
+}
