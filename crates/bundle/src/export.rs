@@ -80,13 +80,18 @@ fn provider(kind: ProcessorKind) -> (&'static str, Vec<(String, String)>, &'stat
     }
 }
 
-/// Writes the bundle of `g` into `dir` (created; files in it replaced).
+/// Writes the bundle of `g` into `dir` (created; files in it replaced),
+/// after the rewrites its processors need ([`crate::rewrite`]); the
+/// reference outputs are those of `g` itself.
 pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleError> {
     std::fs::create_dir_all(dir).map_err(|source| BundleError::Io {
         action: "create",
         path: dir.to_path_buf(),
         source,
     })?;
+    let original = g;
+    let (rewritten, rewrites) = crate::rewrite::rewrite(g, o.device, o.default_processor)?;
+    let g = &rewritten;
     let partition =
         scheduler_rt::partition(g, o.default_processor).map_err(|e| BundleError::Export { reason: e.to_string() })?;
     let precisions: HashMap<String, String> = g
@@ -154,7 +159,7 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
     }
     let input_outlets: Vec<Outlet> = g.inputs().iter().map(|id| id.out(0)).collect();
     let output_outlets: Vec<Outlet> = g.outputs().iter().map(|(_, o)| *o).collect();
-    let reference = reference(g, dir, o, &input_outlets, &output_outlets)?;
+    let reference = reference(original, dir, o)?;
     let config = format!(
         "# onnxruntime required-operators configuration (create_reduced_build_config.py format) for {}\nai.onnx;{};{}\n",
         g.name,
@@ -171,6 +176,7 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
         outputs: output_outlets.iter().map(|x| spec(g, *x)).collect::<Result<_, _>>()?,
         normalisation: o.normalisation.clone(),
         subgraphs,
+        rewrites,
         reference,
         required_operators,
     };
@@ -185,14 +191,12 @@ pub fn save(m: &Manifest, dir: &Path) -> Result<(), BundleError> {
     write(dir, MANIFEST, text.as_bytes()).map(|_| ())
 }
 
-/// Reference inputs and the model's outputs for them (tract, whole model).
-fn reference(
-    g: &Graph,
-    dir: &Path,
-    o: &Options,
-    inputs: &[Outlet],
-    outputs: &[Outlet],
-) -> Result<Reference, BundleError> {
+/// Reference inputs and the outputs of `g` (the model before any
+/// rewrite) for them (tract, whole model).
+fn reference(g: &Graph, dir: &Path, o: &Options) -> Result<Reference, BundleError> {
+    let inputs: Vec<Outlet> = g.inputs().iter().map(|id| id.out(0)).collect();
+    let outputs: Vec<Outlet> = g.outputs().iter().map(|(_, o)| *o).collect();
+    let (inputs, outputs) = (&inputs[..], &outputs[..]);
     let tensors = match &o.inputs {
         Some(t) => t.clone(),
         None => uniform(g, inputs)?,

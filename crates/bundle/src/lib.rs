@@ -11,6 +11,7 @@ pub mod export;
 mod hash;
 mod load;
 mod manifest;
+pub mod rewrite;
 
 pub use error::BundleError;
 pub use export::{Options, export, save, tensor_name};

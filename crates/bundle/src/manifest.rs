@@ -99,6 +99,9 @@ pub struct Manifest {
     pub normalisation: Option<Normalisation>,
     /// In an order a runner may start them in.
     pub subgraphs: Vec<Subgraph>,
+    /// Nodes rewritten for a processor that lacks their form, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewrites: Vec<String>,
     pub reference: Reference,
     /// onnxruntime's required-operators configuration for a reduced build.
     pub required_operators: FileRef,

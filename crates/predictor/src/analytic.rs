@@ -69,6 +69,7 @@ mod tests {
             precision: None,
             rated_precision: None,
             regressors_at: Default::default(),
+            lacks: None,
             speedup: Default::default(),
         }
     }

@@ -119,6 +119,10 @@ pub struct ProcessorProfile {
     /// Where the operator lists come from.
     #[serde(default)]
     pub ops_source: Option<String>,
+    /// Operator forms this processor's delegate lacks that `stretch export`
+    /// rewrites into exact equivalents (one of [`LACKABLE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lacks: Option<Vec<String>>,
     /// The precision this processor runs at ([`crate::precision`]);
     /// absent means `rated_precision`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,6 +141,9 @@ pub struct ProcessorProfile {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub regressors_at: BTreeMap<Precision, String>,
 }
+
+/// Operator forms a processor may lack (`lacks`) that export rewrites.
+pub const LACKABLE: [&str; 1] = ["GroupedConv"];
 
 /// Communication cost between two processors: `latency + bytes / bandwidth`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -348,6 +355,12 @@ impl DeviceProfile {
             }
             if let Some(reason) = p.precision_problem(name) {
                 return Err(invalid(reason));
+            }
+            if let Some(l) = p.lacks.iter().flatten().find(|l| !LACKABLE.contains(&l.as_str())) {
+                return Err(invalid(format!(
+                    "processors.{name}.lacks names `{l}`; export can rewrite {}",
+                    LACKABLE.join(", ")
+                )));
             }
         }
         for (i, l) in self.links.iter().enumerate() {

@@ -90,6 +90,9 @@ pub fn run(args: Args) -> Result<()> {
             ),
         }
     }
+    for r in &manifest.rewrites {
+        println!("rewrote {r}");
+    }
     for s in &manifest.subgraphs {
         println!(
             "{:8} {:6} {:>3} in {:>3} out {}{}",

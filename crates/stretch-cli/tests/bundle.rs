@@ -1,0 +1,279 @@
+//! Bundles (`stretch export`, `stretch-run`): zoo models branched on the
+//! host and a quantized (int8 + fp16) branched model for snapdragon855
+//! export, load as the manifest (schema `stretch.bundle/1`) describes and
+//! pass `stretch-run --check` on tract and onnxruntime; onnxruntime's
+//! `.ort` files and required-operators list come with them. The branched
+//! fixtures are exported and run in `fixtures_runtime.rs`. Each bad bundle
+//! is one error line and a non-zero exit before anything runs.
+
+mod common;
+
+use common::{arg, repo, scratch, stretch_ok, stretch_run, stretch_run_ok};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn host() -> String {
+    arg(&repo().join("configs/devices/host.toml"))
+}
+
+/// `name` from the zoo at 32x32, branched on the host's two cores.
+fn branched(dir: &Path, name: &str) -> String {
+    let m = arg(&dir.join(format!("{name}.onnx")));
+    stretch_ok(&["zoo", name, "--seed", "2", "-o", &m]);
+    let b = arg(&dir.join(format!("{name}-branched.onnx")));
+    let d = host();
+    stretch_ok(&[
+        "stretch",
+        &m,
+        "--device",
+        &d,
+        "--processors",
+        "cpu0,cpu1",
+        "--alpha",
+        "1",
+        "-o",
+        &b,
+    ]);
+    b
+}
+
+fn export(model: &str, device: &str, out: &Path, extra: &[&str]) -> bundle::Manifest {
+    let o = arg(out);
+    let mut args = vec!["export", model, "--device", device, "-o", &o];
+    args.extend(extra);
+    let text = stretch_ok(&args);
+    assert!(text.contains("wrote") && text.contains("bundle.json"), "{text}");
+    let m = bundle::Manifest::load(out).expect("the manifest reads back under its schema");
+    bundle::verify(out, &m).expect("hashes");
+    m
+}
+
+fn check_both(out: &Path) {
+    let o = arg(out);
+    for engine in ["tract", "ort"] {
+        let text = stretch_run_ok(&[&o, "--check", "--engine", engine, "--runs", "3"]);
+        assert!(
+            text.contains("check: output 0") && text.contains("3 runs: min"),
+            "{engine}: {text}"
+        );
+    }
+}
+
+#[test]
+fn zoo_models_export_with_ort_files_and_run_on_both_engines() {
+    let dir = scratch("bundle-zoo");
+    for name in ["resnet-mini", "mbnet-mini"] {
+        let b = branched(&dir, name);
+        let out = dir.join(format!("{name}-bundle"));
+        let m = export(&b, &host(), &out, &[]);
+        assert!(m.subgraphs.len() > 2, "{name}: {} subgraphs", m.subgraphs.len());
+        assert!(m.subgraphs.iter().any(|s| s.processor == "cpu1" && !s.after.is_empty()));
+        assert!(m.subgraphs.iter().any(|s| s.meeting_point), "{name}: no meeting point");
+        for s in &m.subgraphs {
+            let ort = s.ort_model.as_ref().expect(".ort file");
+            assert!(out.join(&ort.file).is_file(), "{}", ort.file);
+        }
+        let ops = std::fs::read_to_string(out.join(&m.required_operators.file)).unwrap();
+        assert!(
+            ops.lines().any(|l| l.starts_with("ai.onnx;") && l.contains("Conv")),
+            "{ops}"
+        );
+        assert_eq!(m.processors[0].execution_provider, "XnnpackExecutionProvider");
+        check_both(&out);
+    }
+}
+
+#[test]
+fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step() {
+    let dir = scratch("bundle-int8");
+    let sd = arg(&repo().join("configs/devices/snapdragon855.toml"));
+    let m224 = arg(&dir.join("m224.onnx"));
+    stretch_ok(&["zoo", "resnet-mini", "--seed", "3", "--input-size", "224", "-o", &m224]);
+    let b224 = arg(&dir.join("b224.onnx"));
+    let args = [
+        "stretch",
+        &m224,
+        "--device",
+        &sd,
+        "--processors",
+        "cpu,gpu,dsp",
+        "--alpha",
+        "1",
+        "-o",
+        &b224,
+    ];
+    stretch_ok(&args);
+    let b = arg(&dir.join("b28.onnx"));
+    stretch_ok(&["convert", &b224, "--input-shape", "1,3,28,28", "-o", &b]);
+    let q = arg(&dir.join("q.onnx"));
+    let args = [
+        "quantize",
+        &b,
+        "--device",
+        &sd,
+        "--calibration",
+        "digits",
+        "--samples",
+        "16",
+        "-o",
+        &q,
+    ];
+    stretch_ok(&args);
+    let out = dir.join("bundle");
+    let m = export(&q, &sd, &out, &["--no-ort"]);
+    let precision = |p: &str| m.processors.iter().find(|x| x.name == p).unwrap().precision.clone();
+    assert_eq!(
+        (precision("cpu"), precision("gpu"), precision("dsp")),
+        ("int8".into(), "fp16".into(), "int8".into())
+    );
+    let dsp = m.processors.iter().find(|x| x.name == "dsp").unwrap();
+    assert_eq!(dsp.execution_provider, "QNNExecutionProvider");
+    assert!(m.reference.atol > 0.0 || m.reference.rtol > 0.0);
+    check_both(&out);
+}
+
+fn fails(args: &[&str], want: &str) {
+    let out = stretch_run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "stretch-run {args:?} succeeded");
+    assert_eq!(err.lines().count(), 1, "one line expected:\n{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains(want),
+        "want `{want}`:\n{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ran "), "something ran");
+}
+
+fn copy(from: &Path, to: &Path) -> PathBuf {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    to.to_path_buf()
+}
+
+fn edit(dir: &Path, f: impl FnOnce(&mut Value)) {
+    let path = dir.join("bundle.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn bad_bundles_are_refused_with_one_line() {
+    let dir = scratch("bundle-bad");
+    let b = branched(&dir, "resnet-mini");
+    let good = dir.join("good");
+    let m = export(&b, &host(), &good, &["--no-ort"]);
+    let second = m.subgraphs[1].model.file.clone();
+
+    let d = copy(&good, &dir.join("missing"));
+    std::fs::remove_file(d.join(&second)).unwrap();
+    fails(&[&arg(&d)], &format!("cannot read {}", d.join(&second).display()));
+
+    let d = copy(&good, &dir.join("altered"));
+    let mut bytes = std::fs::read(d.join(&second)).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(d.join(&second), bytes).unwrap();
+    fails(&[&arg(&d)], "the file was altered or replaced");
+
+    let d = copy(&good, &dir.join("newer"));
+    edit(&d, |v| v["schema"] = "stretch.bundle/2".into());
+    fails(
+        &[&arg(&d)],
+        "schema `stretch.bundle/2`; this build reads `stretch.bundle/1`",
+    );
+
+    let d = copy(&good, &dir.join("unconnected"));
+    edit(&d, |v| v["subgraphs"][1]["inputs"][0]["name"] = "nowhere".into());
+    fails(
+        &[&arg(&d)],
+        "reads tensor `nowhere`, which no model input or earlier subgraph produces",
+    );
+
+    fails(&[&arg(&good), "--processor", "cpu1=pool:97"], "97");
+    fails(
+        &[&arg(&good), "--processor", "gpu=pool:0"],
+        "the bundle has no processor `gpu`",
+    );
+
+    let d = copy(&good, &dir.join("shape"));
+    let r = m.reference.outputs[0].file.clone();
+    let mut a = scheduler_rt::npy::read(&d.join(&r)).unwrap();
+    a.shape = vec![a.data.len()];
+    scheduler_rt::npy::write(&d.join(&r), &a).unwrap();
+    let hash = bundle::sha256_file(&d.join(&r)).unwrap();
+    edit(&d, |v| v["reference"]["outputs"][0]["sha256"] = hash.into());
+    fails(&[&arg(&d), "--check"], "reference output 0 has shape");
+}
+
+#[test]
+fn grouped_convolutions_are_rewritten_for_a_gpu_that_lacks_them_and_still_match() {
+    let dir = scratch("bundle-grouped");
+    let regnet = arg(&repo().join("fixtures/models/regnet_x_1_6gf.onnx"));
+    let sd = arg(&repo().join("configs/devices/snapdragon855.toml"));
+    let out = dir.join("bundle");
+    let o = arg(&out);
+    let args = [
+        "export",
+        &regnet,
+        "--random-weights",
+        "1",
+        "--input-shape",
+        "1,3,32,32",
+        "--device",
+        &sd,
+        "--processor",
+        "gpu",
+        "--no-ort",
+        "-o",
+        &o,
+    ];
+    let text = stretch_ok(&args);
+    let m = bundle::Manifest::load(&out).unwrap();
+    let original =
+        graph_ir::onnx::import_file(repo().join("fixtures/models/regnet_x_1_6gf.onnx"), &Default::default()).unwrap();
+    let grouped = original
+        .node_ids()
+        .into_iter()
+        .filter(|id| matches!(&original.node(*id).op, graph_ir::Op::Conv(c) if c.group > 1))
+        .count();
+    assert!(grouped > 10, "regnet has {grouped} grouped convolutions");
+    assert_eq!(m.rewrites.len(), grouped, "{text}");
+    assert!(text.contains("slices and convolutions + concat"), "{text}");
+    for s in &m.subgraphs {
+        let g = graph_ir::onnx::import_file(out.join(&s.model.file), &Default::default()).unwrap();
+        assert!(
+            !g.node_ids()
+                .iter()
+                .any(|id| matches!(&g.node(*id).op, graph_ir::Op::Conv(c) if c.group > 1)),
+            "{} still holds a grouped convolution",
+            s.model.file
+        );
+    }
+    check_both(&out);
+    let cpu = arg(&dir.join("cpu"));
+    let args = [
+        "export",
+        &regnet,
+        "--random-weights",
+        "1",
+        "--input-shape",
+        "1,3,32,32",
+        "--device",
+        &sd,
+        "--processor",
+        "cpu",
+        "--no-ort",
+        "-o",
+        &cpu,
+    ];
+    assert!(
+        !stretch_ok(&args).contains("rewrote"),
+        "the CPU has grouped convolutions"
+    );
+}
