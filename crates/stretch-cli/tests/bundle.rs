@@ -4,7 +4,8 @@
 //! pass `stretch-run --check` on tract and onnxruntime; onnxruntime's
 //! `.ort` files and required-operators list come with them. The branched
 //! fixtures are exported and run in `fixtures_runtime.rs`. Each bad bundle
-//! is one error line and a non-zero exit before anything runs.
+//! is one error line and a non-zero exit before anything runs. `stretch
+//! predict --bundle` prices a bundle per subgraph at its precisions.
 
 mod common;
 
@@ -130,6 +131,16 @@ fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step()
     assert_eq!(dsp.execution_provider, "QNNExecutionProvider");
     assert!(m.reference.atol > 0.0 || m.reference.rtol > 0.0);
     check_both(&out);
+    let predicted = stretch_ok(&["predict", "--bundle", &arg(&out), "--device", &sd]);
+    let rows = predicted.lines().filter(|l| l.starts_with("sg")).count();
+    assert_eq!(rows, m.subgraphs.len(), "{predicted}");
+    assert!(
+        predicted
+            .lines()
+            .any(|l| l.starts_with("sg") && l.contains(" dsp ") && l.contains(" int8 ")),
+        "{predicted}"
+    );
+    assert!(predicted.contains("predicted makespan of"), "{predicted}");
 }
 
 fn fails(args: &[&str], want: &str) {

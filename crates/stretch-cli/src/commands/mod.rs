@@ -11,6 +11,7 @@ pub mod inspect;
 mod link;
 pub mod plan;
 pub mod predict;
+pub mod predict_bundle;
 pub mod profile;
 mod qat;
 pub mod quantize;

@@ -35,18 +35,38 @@ use std::path::PathBuf;
 /// (the file read: a `per_cpu` entry's on a CPU the profile lists), processor,
 /// precision, total_ms, subgraph_overhead_ms, calibration (file or null), kernels:
 /// [{name, class, ops, feature_names, features, ms, source}]}.
+///
+/// --bundle DIR predicts an exported bundle (`stretch export`) instead:
+/// each subgraph file as exported (after rewrites) on its processor at the
+/// precision its files compute, the hand-offs between processors by the
+/// profile's links, and the makespan of running the subgraphs in manifest
+/// order as soon as their inputs and processor are free.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[command(flatten)]
-    pub model: ModelArgs,
+    /// ONNX model to read.
+    #[arg(value_name = "MODEL.onnx", required_unless_present = "bundle")]
+    pub model: Option<PathBuf>,
+
+    /// Shape of a graph input, as `1,3,224,224` (first input) or
+    /// `NAME:1,3,224,224`.
+    #[arg(long = "input-shape", value_name = "[NAME:]DIMS")]
+    pub input_shape: Vec<graph_ir::onnx::InputShape>,
+
+    /// Fill weights that have no data with values drawn from SEED.
+    #[arg(long = "random-weights", value_name = "SEED")]
+    pub random_weights: Option<u64>,
+
+    /// An exported bundle to predict instead of a model (see above).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["model", "processor", "regressors", "precision", "json"])]
+    pub bundle: Option<PathBuf>,
 
     /// Device profile (TOML), e.g. configs/devices/snapdragon855.toml.
     #[arg(long, value_name = "PROFILE.toml")]
     pub device: PathBuf,
 
     /// Processor of the device to predict for (as named in the profile).
-    #[arg(long)]
-    pub processor: String,
+    #[arg(long, required_unless_present = "bundle")]
+    pub processor: Option<String>,
 
     /// Kernel regressors (`stretch fit` output) to use for --processor,
     /// instead of those the profile names.
@@ -68,33 +88,46 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(dir) = &args.bundle {
+        return super::predict_bundle::run(dir, &args.device, args.analytic);
+    }
+    let model_args = ModelArgs {
+        model: args.model.clone().context("give MODEL.onnx or --bundle DIR")?,
+        input_shape: args.input_shape.clone(),
+        random_weights: args.random_weights,
+    };
+    let processor = args.processor.clone().context("give --processor")?;
+    run_model(&args, &model_args, &processor)
+}
+
+fn run_model(args: &Args, model_args: &ModelArgs, processor: &str) -> Result<()> {
     let mut model = DeviceModel::load(&args.device)?;
     if args.analytic {
         model = model.without_regressors();
     }
     if let Some(file) = &args.regressors {
-        model.attach(&args.processor, file)?;
+        model.attach(processor, file)?;
     }
     if let Some(p) = args.precision {
         model
-            .set_precision(&args.processor, p)
+            .set_precision(processor, p)
             .with_context(|| format!("--precision {p}"))?;
     }
-    let graph = args.model.load()?;
+    let graph = model_args.load()?;
     let prediction = model
-        .predict_graph(&graph, &args.processor)
-        .with_context(|| format!("cannot predict {}", args.model.model.display()))?;
+        .predict_graph(&graph, processor)
+        .with_context(|| format!("cannot predict {}", model_args.model.display()))?;
     crate::warn_if_measured_elsewhere(model.profile());
     let profile_file = model.profile().file_read(&args.device).display().to_string();
     let mut out = std::io::stdout().lock();
     if args.json {
         let doc = serde_json::json!({
             "schema": "stretch.predict/1",
-            "model": args.model.model.display().to_string(),
+            "model": model_args.model.display().to_string(),
             "device": model.device(),
             "profile_file": profile_file,
             "processor": prediction.processor,
-            "precision": model.profile().processor(&args.processor)?.precision(),
+            "precision": model.profile().processor(processor)?.precision(),
             "total_ms": prediction.total_ms,
             "subgraph_overhead_ms": prediction.subgraph_overhead_ms,
             "calibration": prediction.calibration,
@@ -134,7 +167,7 @@ pub fn run(args: Args) -> Result<()> {
         ]);
     }
     write!(out, "{}", crate::format::table(&rows, 3))?;
-    let precision = model.profile().processor(&args.processor)?.precision();
+    let precision = model.profile().processor(processor)?.precision();
     writeln!(
         out,
         "predicted total on {}/{} at {precision}: {:.3} ms ({} kernels + {:.3} ms subgraph overhead)",
