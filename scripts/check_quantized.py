@@ -23,11 +23,15 @@ Uses only `onnx`, `onnxruntime` (and its `quantization` package) and
         --min-agreement of them (default 0.99)
   check_quantized.py quantize FP32 SAMPLES.npy OUT
         write onnxruntime's quantize_static of FP32 (as `scales` makes it)
-  check_quantized.py time MODEL [--threads 2] [--runs 100]
-        time MODEL in onnxruntime on a random input (min and median, ms)
+  check_quantized.py time MODEL... [--threads 2] [--runs 100]
+        time each MODEL in onnxruntime on a random input, runs interleaved
+        (min and median, ms; ratios to the first)
   check_quantized.py info MODEL
         print the QuantizeLinear/DequantizeLinear count and the element
         types of the initializers
+  check_quantized.py batch FILE
+        run each line of FILE (one of the commands above) in this one
+        process; fail, listing the failed lines, after all have run
 
 Exit status is non-zero on any failure, with the reason on stderr.
 """
@@ -236,7 +240,28 @@ def cmd_info(args):
     )
 
 
-def main():
+def cmd_batch(args):
+    """Runs every line of FILE as a command of this script, in one process;
+    fails after all of them ran, listing the lines that failed."""
+    import shlex
+
+    parser = build_parser()
+    failures = []
+    with open(args.file) as f:
+        lines = [ln.strip() for ln in f if ln.strip()]
+    for line in lines:
+        sub = parser.parse_args(shlex.split(line))
+        try:
+            COMMANDS[sub.cmd](sub)
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                failures.append(f"{line}: {e.code}")
+    print(f"batch: {len(lines) - len(failures)} of {len(lines)} checks passed")
+    if failures:
+        sys.exit("\n".join(failures))
+
+
+def build_parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("expect")
@@ -261,8 +286,24 @@ def main():
     t.add_argument("--runs", type=int, default=100)
     i = sub.add_parser("info")
     i.add_argument("model")
-    args = p.parse_args()
-    {"expect": cmd_expect, "scales": cmd_scales, "quantize": cmd_quantize, "time": cmd_time, "info": cmd_info}[args.cmd](args)
+    b = sub.add_parser("batch")
+    b.add_argument("file")
+    return p
+
+
+COMMANDS = {
+    "expect": cmd_expect,
+    "scales": cmd_scales,
+    "quantize": cmd_quantize,
+    "time": cmd_time,
+    "info": cmd_info,
+    "batch": cmd_batch,
+}
+
+
+def main():
+    args = build_parser().parse_args()
+    COMMANDS[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -48,16 +48,7 @@ pub fn probe(
             .map_err(|e| fail(e.to_string()))?
             .into_tvalue();
         let outs = compiled.run(TVec::from_vec(vec![t])).map_err(fail)?;
-        for (k, o) in outs.iter().enumerate() {
-            let array = o
-                .to_plain_array_view::<f32>()
-                .map_err(|e| fail(format!("value {k}: {e}")))?;
-            let view = array
-                .as_slice()
-                .ok_or_else(|| fail(format!("value {k} is not contiguous")))?;
-            let per = view.len() / batch;
-            seen(k, &view[..per * chunk.len()]);
-        }
+        each_f32(&outs, |k, view| seen(k, &view[..view.len() / batch * chunk.len()])).map_err(fail)?;
     }
     Ok(())
 }
@@ -68,7 +59,7 @@ pub fn probe_once(
     g: &Graph,
     values: &[Outlet],
     inputs: &[graph_ir::Tensor],
-    mut seen: impl FnMut(usize, &[f32]),
+    seen: impl FnMut(usize, &[f32]),
 ) -> Result<(), RuntimeError> {
     let fail = |reason: String| RuntimeError::Probe {
         graph: g.name.clone(),
@@ -90,13 +81,14 @@ pub fn probe_once(
         );
     }
     let outs = compiled.run(feed).map_err(fail)?;
+    each_f32(&outs, seen).map_err(fail)
+}
+
+/// Calls `seen(k, values)` with the f32 values of each of `outs`.
+fn each_f32(outs: &[crate::Value], mut seen: impl FnMut(usize, &[f32])) -> Result<(), String> {
     for (k, o) in outs.iter().enumerate() {
-        let array = o
-            .to_plain_array_view::<f32>()
-            .map_err(|e| fail(format!("value {k}: {e}")))?;
-        let view = array
-            .as_slice()
-            .ok_or_else(|| fail(format!("value {k} is not contiguous")))?;
+        let array = o.to_plain_array_view::<f32>().map_err(|e| format!("value {k}: {e}"))?;
+        let view = array.as_slice().ok_or_else(|| format!("value {k} is not contiguous"))?;
         seen(k, view);
     }
     Ok(())

@@ -222,14 +222,13 @@ fn bad_bundles_are_refused_with_one_line() {
     fails(&[&arg(&d), "--check"], "reference output 0 has shape");
 }
 
-#[test]
-fn grouped_convolutions_are_rewritten_for_a_gpu_that_lacks_them_and_still_match() {
-    let dir = scratch("bundle-grouped");
+/// regnet_x_1_6gf at 32x32, random weights, all of it on snapdragon855's
+/// `processor`, exported into `out`; the command's output.
+fn regnet_on(processor: &str, out: &Path) -> String {
     let regnet = arg(&repo().join("fixtures/models/regnet_x_1_6gf.onnx"));
     let sd = arg(&repo().join("configs/devices/snapdragon855.toml"));
-    let out = dir.join("bundle");
-    let o = arg(&out);
-    let args = [
+    let o = arg(out);
+    stretch_ok(&[
         "export",
         &regnet,
         "--random-weights",
@@ -239,52 +238,44 @@ fn grouped_convolutions_are_rewritten_for_a_gpu_that_lacks_them_and_still_match(
         "--device",
         &sd,
         "--processor",
-        "gpu",
+        processor,
         "--no-ort",
         "-o",
         &o,
-    ];
-    let text = stretch_ok(&args);
+    ])
+}
+
+fn grouped_convs(g: &graph_ir::Graph) -> usize {
+    g.node_ids()
+        .into_iter()
+        .filter(|id| matches!(&g.node(*id).op, graph_ir::Op::Conv(c) if c.group > 1))
+        .count()
+}
+
+#[test]
+fn grouped_convolutions_are_rewritten_for_a_gpu_that_lacks_them_and_still_match() {
+    let dir = scratch("bundle-grouped");
+    let out = dir.join("bundle");
+    let text = regnet_on("gpu", &out);
     let m = bundle::Manifest::load(&out).unwrap();
     let original =
         graph_ir::onnx::import_file(repo().join("fixtures/models/regnet_x_1_6gf.onnx"), &Default::default()).unwrap();
-    let grouped = original
-        .node_ids()
-        .into_iter()
-        .filter(|id| matches!(&original.node(*id).op, graph_ir::Op::Conv(c) if c.group > 1))
-        .count();
+    let grouped = grouped_convs(&original);
     assert!(grouped > 10, "regnet has {grouped} grouped convolutions");
     assert_eq!(m.rewrites.len(), grouped, "{text}");
     assert!(text.contains("slices and convolutions + concat"), "{text}");
     for s in &m.subgraphs {
         let g = graph_ir::onnx::import_file(out.join(&s.model.file), &Default::default()).unwrap();
-        assert!(
-            !g.node_ids()
-                .iter()
-                .any(|id| matches!(&g.node(*id).op, graph_ir::Op::Conv(c) if c.group > 1)),
+        assert_eq!(
+            grouped_convs(&g),
+            0,
             "{} still holds a grouped convolution",
             s.model.file
         );
     }
     check_both(&out);
-    let cpu = arg(&dir.join("cpu"));
-    let args = [
-        "export",
-        &regnet,
-        "--random-weights",
-        "1",
-        "--input-shape",
-        "1,3,32,32",
-        "--device",
-        &sd,
-        "--processor",
-        "cpu",
-        "--no-ort",
-        "-o",
-        &cpu,
-    ];
     assert!(
-        !stretch_ok(&args).contains("rewrote"),
+        !regnet_on("cpu", &dir.join("cpu")).contains("rewrote"),
         "the CPU has grouped convolutions"
     );
 }

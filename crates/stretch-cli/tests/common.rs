@@ -67,10 +67,14 @@ pub fn stretch(args: &[&str]) -> Output {
 
 /// Runs `stretch` and fails the test, with its stderr, unless it succeeds.
 pub fn stretch_ok(args: &[&str]) -> String {
-    let out = stretch(args);
+    succeeded("stretch", args, stretch(args))
+}
+
+/// `out`'s stdout; fails the test, with its stderr, unless `program` succeeded.
+fn succeeded(program: &str, args: &[&str], out: Output) -> String {
     assert!(
         out.status.success(),
-        "stretch {args:?} failed:\n{}",
+        "{program} {args:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -151,11 +155,31 @@ pub fn stretch_run(args: &[&str]) -> Output {
 
 /// Runs `stretch-run` and fails the test, with its stderr, unless it succeeds.
 pub fn stretch_run_ok(args: &[&str]) -> String {
-    let out = stretch_run(args);
-    assert!(
-        out.status.success(),
-        "stretch-run {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    succeeded("stretch-run", args, stretch_run(args))
 }
+
+/// Two identical int8 cores with a cheap link, so small models branch.
+pub const INT8_PAIR: &str = r#"
+name = "int8-pair"
+description = "two int8 cores (test)"
+[processors.cpu0]
+kind = "cpu"
+precision = "int8"
+speedup.int8 = { value = 2.0, source = "test" }
+peak_gflops = { value = 20.0, source = "test" }
+bandwidth_gbs = { value = 10.0, source = "test" }
+kernel_overhead_us = { value = 5.0, source = "test" }
+efficiency = { value = 1.0, source = "test" }
+[processors.cpu1]
+kind = "cpu"
+precision = "int8"
+speedup.int8 = { value = 2.0, source = "test" }
+peak_gflops = { value = 20.0, source = "test" }
+bandwidth_gbs = { value = 10.0, source = "test" }
+kernel_overhead_us = { value = 5.0, source = "test" }
+efficiency = { value = 1.0, source = "test" }
+[[links]]
+between = ["cpu0", "cpu1"]
+latency_us = { value = 20.0, source = "test" }
+bandwidth_gbs = { value = 10.0, source = "test" }
+"#;

@@ -16,6 +16,13 @@
 //! matches onnxruntime's whole-model output, and `stretch-run --check`
 //! passes on tract and on onnxruntime.
 //!
+//! And each is quantized for two int8 cores (`stretch quantize`, 8 digits
+//! images): the file cuts into the same subgraphs as the fp32 one, its
+//! output on the runtime (tract, two workers) is within one quantization
+//! step of onnxruntime's run of the same file, and its activation scales
+//! are within 5% of onnxruntime's `quantize_static` on the same images
+//! (`scripts/check_quantized.py`, one Python call for all models).
+//!
 //! The 1-, 3-worker and client checks run every subgraph in the
 //! onnxruntime engine; the 2-worker check runs twice, with onnxruntime and
 //! with tract (the default engine), so tract is checked on every branched
@@ -23,7 +30,7 @@
 
 mod common;
 
-use common::{fixtures, python, repo, scratch, stretch_ok, stretch_run_ok};
+use common::{INT8_PAIR, fixtures, python, repo, scratch, stretch_ok, stretch_run_ok};
 use scheduler_rt::npy::{Array, random_values, read, write};
 use scheduler_rt::{ProcessorConfig, Runtime, Value, default_factory};
 use std::path::{Path, PathBuf};
@@ -111,6 +118,63 @@ fn bundle(model: &Path, reference: &Array, dir: &Path) {
         let text = stretch_run_ok(&[&o, "--check", "--engine", engine]);
         assert!(text.contains("check: output 0"), "{stem} on {engine}: {text}");
     }
+}
+
+fn cut(g: &graph_ir::Graph) -> Vec<(String, String)> {
+    scheduler_rt::partition(g, "cpu0")
+        .expect("partition")
+        .subgraphs
+        .into_iter()
+        .map(|s| (s.name, s.processor))
+        .collect()
+}
+
+/// Quantizes `model` for two int8 cores, checks that it cuts as the fp32
+/// file, runs it on input 0 and returns the reference checks to make.
+fn quantized(model: &Path, dir: &Path, pair: &Path) -> Vec<String> {
+    let stem = model.file_stem().and_then(|s| s.to_str()).expect("name");
+    let q = dir.join(format!("{stem}-int8.onnx"));
+    let cal = dir.join(format!("{stem}-calibration"));
+    let (x, y) = (dir.join(format!("{stem}-x0.npy")), dir.join(format!("{stem}-yq.npy")));
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    stretch_ok(&[
+        "quantize",
+        &s(model),
+        "--device",
+        &s(pair),
+        "--calibration",
+        "digits",
+        "--samples",
+        "8",
+        "--save-calibration",
+        &s(&cal),
+        "-o",
+        &s(&q),
+    ]);
+    let fp32 = graph_ir::onnx::import_file(model, &Default::default()).expect("import fp32");
+    let g = graph_ir::onnx::import_file(&q, &Default::default()).expect("import the quantized file");
+    assert_eq!(cut(&g), cut(&fp32), "{stem}: the quantized file cuts differently");
+    let rt = Runtime::load(&g, &specs(&["cpu0=inline", "cpu1=pool"]), default_factory()).expect("load");
+    let out = rt.run(vec![value(0)]).expect("run");
+    let v = out[0].to_plain_array_view::<f32>().expect("f32 output");
+    let data: Vec<f32> = v.iter().copied().collect();
+    write(
+        &y,
+        &Array {
+            shape: v.shape().to_vec(),
+            data,
+        },
+    )
+    .expect("write the output");
+    vec![
+        format!("expect {} {} {} --steps 1", s(&q), s(&x), s(&y)),
+        format!(
+            "scales {} {} {} --tolerance 0.05",
+            s(&cal.join("fp32.onnx")),
+            s(&cal.join("samples.npy")),
+            s(&q)
+        ),
+    ]
 }
 
 fn run_all(model: &Path, reference: &Array) {
@@ -208,18 +272,45 @@ fn every_fixture_branched_runs_like_onnxruntime_on_one_two_and_three_workers_and
         "reference_outputs.py failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::thread::scope(|s| {
-        for half in models.chunks(models.len().div_ceil(2)) {
-            let dir = &dir;
-            s.spawn(move || {
-                for m in half {
-                    let stem = m.file_stem().and_then(|s| s.to_str()).expect("name");
-                    let reference = read(&dir.join(format!("{stem}.npy"))).expect("reference outputs");
-                    run_all(m, &reference);
-                    bundle(m, &reference, dir);
-                }
-            });
-        }
+    let pair = dir.join("int8-pair.toml");
+    std::fs::write(&pair, INT8_PAIR).expect("write the int8 profile");
+    let checks: Vec<String> = std::thread::scope(|s| {
+        let halves: Vec<_> = models
+            .chunks(models.len().div_ceil(2))
+            .map(|half| {
+                let (dir, pair) = (&dir, &pair);
+                s.spawn(move || {
+                    let mut checks = Vec::new();
+                    for m in half {
+                        let stem = m.file_stem().and_then(|s| s.to_str()).expect("name");
+                        let reference = read(&dir.join(format!("{stem}.npy"))).expect("reference outputs");
+                        run_all(m, &reference);
+                        bundle(m, &reference, dir);
+                        checks.extend(quantized(m, dir, pair));
+                    }
+                    checks
+                })
+            })
+            .collect();
+        halves.into_iter().flat_map(|h| h.join().expect("checks")).collect()
     });
+    let batch = dir.join("quantized-checks.txt");
+    std::fs::write(&batch, checks.join("\n")).expect("write the checks");
+    let out = Command::new(python())
+        .arg(repo().join("scripts/check_quantized.py"))
+        .arg("batch")
+        .arg(&batch)
+        .output()
+        .expect("run python");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "quantized fixtures differ from onnxruntime:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("batch: {n} of {n} checks passed", n = checks.len())),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -42,32 +42,6 @@ fn subgraphs(report: &str) -> Vec<String> {
     out
 }
 
-/// Two identical int8 cores with a cheap link, so small models branch.
-const PAIR: &str = r#"
-name = "int8-pair"
-description = "two int8 cores (test)"
-[processors.cpu0]
-kind = "cpu"
-precision = "int8"
-speedup.int8 = { value = 2.0, source = "test" }
-peak_gflops = { value = 20.0, source = "test" }
-bandwidth_gbs = { value = 10.0, source = "test" }
-kernel_overhead_us = { value = 5.0, source = "test" }
-efficiency = { value = 1.0, source = "test" }
-[processors.cpu1]
-kind = "cpu"
-precision = "int8"
-speedup.int8 = { value = 2.0, source = "test" }
-peak_gflops = { value = 20.0, source = "test" }
-bandwidth_gbs = { value = 10.0, source = "test" }
-kernel_overhead_us = { value = 5.0, source = "test" }
-efficiency = { value = 1.0, source = "test" }
-[[links]]
-between = ["cpu0", "cpu1"]
-latency_us = { value = 20.0, source = "test" }
-bandwidth_gbs = { value = 10.0, source = "test" }
-"#;
-
 /// `name` from the zoo at `size`, branched for `device` across `processors`.
 fn branched_on(dir: &Path, name: &str, size: usize, device: &str, processors: &str) -> String {
     let m = s(&dir.join(format!("{name}-{size}.onnx")));
@@ -140,7 +114,7 @@ fn input(dir: &Path, size: usize) -> String {
 fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
     let dir = scratch("quantize-zoo");
     let pair = dir.join("pair.toml");
-    std::fs::write(&pair, PAIR).unwrap();
+    std::fs::write(&pair, common::INT8_PAIR).unwrap();
     let pair = s(&pair);
     let cases = [
         ("resnet-mini", 28, device(), "cpu,gpu,dsp"),
@@ -434,7 +408,7 @@ fn odd_models_and_images_are_named() {
 fn stretch_quantizes_as_its_last_step() {
     let dir = scratch("quantize-stretch");
     let pair = dir.join("pair.toml");
-    std::fs::write(&pair, PAIR).unwrap();
+    std::fs::write(&pair, common::INT8_PAIR).unwrap();
     let m = s(&dir.join("m.onnx"));
     stretch_ok(&["zoo", "resnet-mini", "--seed", "3", "-o", &m]);
     let q = dir.join("q.onnx");
@@ -471,7 +445,7 @@ fn stretch_quantizes_as_its_last_step() {
 fn quantization_aware_training_and_the_accuracy_table() {
     let dir = scratch("quantize-qat");
     let pair = dir.join("pair.toml");
-    std::fs::write(&pair, PAIR).unwrap();
+    std::fs::write(&pair, common::INT8_PAIR).unwrap();
     let pair = s(&pair);
     let b = branched_on(&dir, "resnet-mini", 32, &pair, "cpu0,cpu1");
     let m = s(&dir.join("resnet-mini-32.onnx"));
