@@ -15,7 +15,8 @@ Uses only `onnx`, `onnxruntime` (and its `quantization` package) and
         uint8 activations, int8 per-channel weights) on the images in
         SAMPLES.npy ([n, C, H, W], fed one at a time), leaving float the
         nodes of processors that QUANTIZED's `stretch.precisions` metadata
-        does not run in int8, then compare the
+        does not run in int8 (those of fp16 processors computing in float16:
+        float16 initializers, Casts around each node), then compare the
         scale of every activation both files quantize: fail unless each
         differs by at most the tolerance (relative), or none is shared;
         with --validation VAL.npy also run both quantized files on those
@@ -112,19 +113,64 @@ def activation_scales(model):
     return out
 
 
-def not_int8(fp32, quantized):
-    """Nodes of FP32 whose `processor` annotation names a processor that
-    QUANTIZED's `stretch.precisions` metadata does not run in int8 (they
-    stay float in the reference too)."""
+def processor_precisions(fp32, quantized):
+    """Node name -> the precision QUANTIZED's `stretch.precisions` metadata
+    gives its processor in FP32 (nodes without a processor are left out)."""
     meta = {p.key: p.value for p in quantized.metadata_props}
     table = dict(kv.split("=", 1) for kv in meta.get("stretch.precisions", "").split(",") if "=" in kv)
-    out = []
+    out = {}
     for node in fp32.graph.node:
         props = {p.key: p.value for p in node.metadata_props}
         processor = props.get("processor")
-        if processor is not None and table.get(processor, "int8") != "int8":
-            out.append(node.name)
+        if processor is not None:
+            out[node.name] = table.get(processor, "int8")
     return out
+
+
+def to_fp16(path, names):
+    """Rewrites the nodes NAMES of the model at PATH (in place) to compute in
+    float16, as onnxruntime runs a float16 node: float initializers they read
+    stored as float16, every other float input cast to float16 and every
+    output cast back to float32."""
+    from onnx import TensorProto, helper, shape_inference
+
+    model = onnx.load(path)
+    inferred = shape_inference.infer_shapes(model)
+    types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.input)}
+    inits = {t.name: t for t in model.graph.initializer}
+    added = set()
+    nodes = []
+    for node in model.graph.node:
+        if node.name not in names:
+            nodes.append(node)
+            continue
+        for i, x in enumerate(node.input):
+            if x in inits:
+                t = inits[x]
+                if t.data_type == TensorProto.FLOAT and not (node.op_type == "Resize" and i > 0):
+                    half = x + "_fp16"
+                    if half not in added:
+                        arr = numpy_helper.to_array(t).astype(np.float16)
+                        model.graph.initializer.append(numpy_helper.from_array(arr, half))
+                        added.add(half)
+                    node.input[i] = half
+            elif x and types.get(x) == TensorProto.FLOAT and not (node.op_type == "Resize" and i > 0):
+                cast = f"{x}_to_fp16_for_{node.name}"
+                nodes.append(helper.make_node("Cast", [x], [cast], to=TensorProto.FLOAT16))
+                node.input[i] = cast
+        outputs = list(node.output)
+        for j, y in enumerate(outputs):
+            node.output[j] = y + "_fp16"
+        nodes.append(node)
+        for y in outputs:
+            nodes.append(helper.make_node("Cast", [y + "_fp16"], [y], to=TensorProto.FLOAT))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    used = {x for n in model.graph.node for x in n.input}
+    kept = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    onnx.save(model, path)
 
 
 def reference_quantize(fp32_path, input_name, samples, out_path, excluded=()):
@@ -189,10 +235,12 @@ def cmd_scales(args):
     fp32 = onnx.load(args.fp32)
     samples = np.load(args.samples)
     name = fp32.graph.input[0].name
-    excluded = not_int8(fp32, onnx.load(args.quantized))
+    precisions = processor_precisions(fp32, onnx.load(args.quantized))
+    excluded = [n for n, p in precisions.items() if p != "int8"]
     with tempfile.TemporaryDirectory() as tmp:
         ref_path = os.path.join(tmp, "reference.onnx")
         reference_quantize(args.fp32, name, samples, ref_path, excluded)
+        to_fp16(ref_path, {n for n, p in precisions.items() if p == "fp16"})
         ref = activation_scales(onnx.load(ref_path))
         if args.validation:
             top1_agreement(ref_path, args.quantized, np.load(args.validation), args.min_agreement)

@@ -189,11 +189,10 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
         let folded = s(&cal.join("fp32.onnx"));
         reference(&["compare", &b, &folded, "--atol", "0", "--rtol", "1e-4"]);
         assert!(!reference(&["check", &folded]).is_empty());
-        // The reference keeps the GPU's nodes fp32 where this file computes
-        // them in fp16; on this untrained model, whose top-1 margin is a
-        // dozen output steps for half the images, that moves 1.6% of the
-        // top-1 classes. The 99% goal on trained models is measured by
-        // scripts/benchmarks/precision_accuracy.sh.
+        // The reference computes the GPU's nodes in float16 as this file
+        // does (check_quantized.py: float16 initializers and Casts around
+        // each); without that, 1.6% of this untrained model's top-1 classes
+        // moved, its margins being a dozen output steps for half the images.
         let scales = reference_script(
             "check_quantized.py",
             &[
@@ -206,7 +205,7 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
                 "--validation",
                 &s(&cal.join("validation.npy")),
                 "--min-agreement",
-                if three { "0.98" } else { "0.99" },
+                "0.99",
             ],
         );
         assert!(scales.contains("activations quantized by both"), "{scales}");
