@@ -124,23 +124,28 @@ pub fn fixtures() -> Vec<PathBuf> {
     v
 }
 
-/// The slim runner (`crates/stretch-run`), built once per test binary: a
-/// package's tests do not get another package's binaries built.
+/// The slim runner (`crates/stretch-run`) beside the `stretch` binary:
+/// `cargo test --workspace` builds it (stretch-run has integration tests
+/// of its own). Run alone, these tests build it once when it is missing;
+/// after changing the runner, build it (or test the workspace) again.
 pub fn stretch_run_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .args(["build", "-q", "-p", "stretch-run"])
-            .current_dir(repo())
-            .output()
-            .expect("run cargo");
-        assert!(
-            out.status.success(),
-            "building stretch-run failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Path::new(env!("CARGO_BIN_EXE_stretch")).with_file_name("stretch-run")
+        let bin = Path::new(env!("CARGO_BIN_EXE_stretch")).with_file_name("stretch-run");
+        if !bin.is_file() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "-q", "-p", "stretch-run"])
+                .current_dir(repo())
+                .output()
+                .expect("run cargo");
+            assert!(
+                out.status.success(),
+                "building stretch-run failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        bin
     })
     .clone()
 }
