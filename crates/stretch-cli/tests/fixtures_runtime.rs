@@ -120,13 +120,31 @@ fn bundle(model: &Path, reference: &Array, dir: &Path) {
     }
 }
 
-fn cut(g: &graph_ir::Graph) -> Vec<(String, String)> {
-    scheduler_rt::partition(g, "cpu0")
+/// The subgraphs of `g` as (processor, meeting point, the `stage` and
+/// `branch` annotations of their nodes), sorted: independent subgraphs may
+/// come in another order once Q/DQ nodes are inserted.
+fn cut(g: &graph_ir::Graph) -> Vec<(String, bool, Vec<String>)> {
+    let mut out: Vec<(String, bool, Vec<String>)> = scheduler_rt::partition(g, "cpu0")
         .expect("partition")
         .subgraphs
         .into_iter()
-        .map(|s| (s.name, s.processor))
-        .collect()
+        .map(|s| {
+            let mut tags: Vec<String> = s
+                .nodes
+                .iter()
+                .map(|id| {
+                    let a = &g.node(*id).annotations;
+                    let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+                    format!("{}/{}", get(graph_ir::keys::STAGE), get(graph_ir::keys::BRANCH))
+                })
+                .collect();
+            tags.sort();
+            tags.dedup();
+            (s.processor, s.meeting_point, tags)
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// Quantizes `model` for two int8 cores, checks that it cuts as the fp32
