@@ -288,22 +288,40 @@ def cmd_info(args):
     )
 
 
-def cmd_batch(args):
-    """Runs every line of FILE as a command of this script, in one process;
-    fails after all of them ran, listing the lines that failed."""
+def run_line(line):
+    """Runs one batch line; returns (its printed text, its failure or None)."""
+    import contextlib
+    import io
     import shlex
 
-    parser = build_parser()
-    failures = []
-    with open(args.file) as f:
-        lines = [ln.strip() for ln in f if ln.strip()]
-    for line in lines:
-        sub = parser.parse_args(shlex.split(line))
+    out = io.StringIO()
+    failure = None
+    with contextlib.redirect_stdout(out):
+        sub = build_parser().parse_args(shlex.split(line))
         try:
             COMMANDS[sub.cmd](sub)
         except SystemExit as e:
             if e.code not in (None, 0):
-                failures.append(f"{line}: {e.code}")
+                failure = f"{line}: {e.code}"
+    return out.getvalue(), failure
+
+
+def cmd_batch(args):
+    """Runs every line of FILE as a command of this script, JOBS lines at a
+    time in worker processes; prints each line's output in file order and
+    fails after all of them ran, listing the lines that failed."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with open(args.file) as f:
+        lines = [ln.strip() for ln in f if ln.strip()]
+    jobs = max(1, args.jobs or os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(run_line, lines))
+    failures = []
+    for text, failure in results:
+        print(text, end="")
+        if failure:
+            failures.append(failure)
     print(f"batch: {len(lines) - len(failures)} of {len(lines)} checks passed")
     if failures:
         sys.exit("\n".join(failures))
@@ -336,6 +354,7 @@ def build_parser():
     i.add_argument("model")
     b = sub.add_parser("batch")
     b.add_argument("file")
+    b.add_argument("--jobs", type=int, default=0, help="worker processes (default: one per core)")
     return p
 
 

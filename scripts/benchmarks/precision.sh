@@ -21,16 +21,9 @@
 #    original, its quantize_static model (same calibration images), our
 #    whole-int8 model and the mixed branched model as one file.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 RUNS="${1:-60}"
 SIZE="${2:-96}"
-if [[ -z "${STRETCH:-}" ]]; then
-  cargo build --release -q -p stretch-cli
-  STRETCH="$CARGO_TARGET_DIR/release/stretch"
-fi
-PY=.venv/bin/python
-[[ -x "$PY" ]] || PY=python3
+source "$(dirname "$0")/precision_common.sh"
 OUT="${OUT:-target/precision-bench}"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

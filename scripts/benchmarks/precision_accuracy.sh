@@ -21,22 +21,12 @@
 # branched plan on snapdragon855 at 224x224 either: its "branched" model is
 # the plan's, every node on the int8 CPU.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 EPOCHS="${1:-5}"
 LIMIT="${2:-3000}"
 SEEDS="${3:-0 1}"
 QAT_EPOCHS="${4:-2}"
-DATA="${DATA:-/usr/share/datasets/fashion-mnist}"
-DEVICE=configs/devices/snapdragon855.toml
-if [[ ! -d "$DATA" ]]; then
-  echo "Fashion-MNIST is not installed: as root, apt-get install dataset-fashion-mnist (or run scripts/setup.sh)" >&2
-  exit 1
-fi
-if [[ -z "${STRETCH:-}" ]]; then
-  cargo build --release -q -p stretch-cli
-  STRETCH="$CARGO_TARGET_DIR/release/stretch"
-fi
+source "$(dirname "$0")/precision_common.sh"
+need_fashion
 OUT="${OUT:-target/precision-accuracy}"
 mkdir -p "$OUT"
 for M in resnet-mini mbnet-mini; do

@@ -14,24 +14,12 @@
 # fp16), so for resnet-mini, whose GPU branch is fp16, the figure also
 # holds the fp16 rounding. Models train one after the other on both cores.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
 EPOCHS="${1:-3}"
 LIMIT="${2:-3000}"
 SEEDS="${3:-0}"
 IMAGES="${4:-2000}"
-DATA="${DATA:-/usr/share/datasets/fashion-mnist}"
-DEVICE=configs/devices/snapdragon855.toml
-if [[ ! -d "$DATA" ]]; then
-  echo "Fashion-MNIST is not installed: as root, apt-get install dataset-fashion-mnist (or run scripts/setup.sh)" >&2
-  exit 1
-fi
-if [[ -z "${STRETCH:-}" ]]; then
-  cargo build --release -q -p stretch-cli
-  STRETCH="$CARGO_TARGET_DIR/release/stretch"
-fi
-PY=.venv/bin/python
-[[ -x "$PY" ]] || PY=python3
+source "$(dirname "$0")/precision_common.sh"
+need_fashion
 OUT="${OUT:-target/precision-agreement}"
 mkdir -p "$OUT"
 for M in resnet-mini mbnet-mini; do

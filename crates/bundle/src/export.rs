@@ -94,16 +94,7 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
     let g = &rewritten;
     let partition =
         scheduler_rt::partition(g, o.default_processor).map_err(|e| BundleError::Export { reason: e.to_string() })?;
-    let precisions: HashMap<String, String> = g
-        .metadata
-        .get(graph_ir::keys::PRECISIONS)
-        .map(|v| {
-            v.split(',')
-                .filter_map(|kv| kv.split_once('='))
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let precisions: HashMap<String, String> = g.precisions().into_iter().collect();
     let mut processors = Vec::new();
     for name in partition.processors() {
         let p = o.device.processors.get(name).ok_or_else(|| BundleError::Export {
@@ -269,10 +260,7 @@ fn uniform(g: &Graph, inputs: &[Outlet]) -> Result<Vec<graph_ir::Tensor>, Bundle
                     ),
                 });
             }
-            let values: Vec<f32> = (0..fact.volume())
-                .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-                .collect();
-            Ok(graph_ir::Tensor::from_f32(fact.shape.clone(), &values))
+            Ok(graph_ir::uniform_tensor(fact.shape.clone(), &mut rng))
         })
         .collect()
 }

@@ -148,13 +148,7 @@ pub fn stitch(dir: &Path, m: &Manifest) -> Result<Loaded, BundleError> {
     }
     let outputs = m.outputs.iter().map(|t| (t.name.clone(), values[&t.name])).collect();
     g.set_outputs(outputs).map_err(graph_err)?;
-    let precisions: Vec<String> = m
-        .processors
-        .iter()
-        .map(|p| format!("{}={}", p.name, p.precision))
-        .collect();
-    g.metadata
-        .insert(graph_ir::keys::PRECISIONS.to_string(), precisions.join(","));
+    g.set_precisions(m.processors.iter().map(|p| (&p.name, &p.precision)));
     Ok(Loaded {
         graph: g,
         partition: Partition { subgraphs },

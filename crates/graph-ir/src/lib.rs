@@ -15,6 +15,7 @@ mod cost;
 mod error;
 mod fingerprint;
 mod graph;
+mod metadata;
 pub mod onnx;
 pub mod ops;
 mod patch;
@@ -29,6 +30,7 @@ pub use error::GraphError;
 pub use graph::{Graph, Node, NodeId, Outlet};
 pub use ops::{Cost, Op};
 pub use patch::{Patch, PatchNode, PatchOutlet};
+pub use random::uniform_tensor;
 pub use tensor::{DType, DataLengthMismatch, Fact, Tensor};
 
 /// Annotation keys shared by the crates that write and read them.

@@ -91,6 +91,17 @@ impl Graph {
         filled
     }
 
+    /// One f32 tensor per graph input, of its shape, uniform in `[-1, 1)`
+    /// from a generator seeded with `seed` (the inputs drawn in order from
+    /// one stream, as [`uniform_tensor`] draws them).
+    pub fn uniform_inputs(&self, seed: u64) -> Vec<Tensor> {
+        let mut rng = SplitMix64::new(seed);
+        self.inputs()
+            .iter()
+            .map(|id| uniform_tensor(self.node(*id).outputs[0].shape.clone(), &mut rng))
+            .collect()
+    }
+
     /// Replaces the tensor of a constant node with one of the same fact.
     pub(crate) fn set_const(&mut self, id: NodeId, t: Tensor) {
         if let Some(Op::Const(old)) = self.get(id).map(|n| &n.op) {
@@ -99,4 +110,13 @@ impl Graph {
         self.replace_op(id, Op::Const(t))
             .expect("a constant infers its own fact");
     }
+}
+
+/// An f32 tensor of `shape` uniform in `[-1, 1)` (23 random bits a value),
+/// drawn from `rng`.
+pub fn uniform_tensor(shape: Vec<usize>, rng: &mut SplitMix64) -> Tensor {
+    let values: Vec<f32> = (0..shape.iter().product::<usize>())
+        .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+        .collect();
+    Tensor::from_f32(shape, &values)
 }

@@ -67,13 +67,22 @@ impl PrecisionMap {
         }
     }
 
-    /// The table, `processor=precision,...`.
+    /// The table, `processor=precision,...` (the form of metadata
+    /// [`graph_ir::keys::PRECISIONS`]).
     pub fn describe(&self) -> String {
-        self.by_processor
+        self.pairs()
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// The `(processor, precision)` pairs of the table, by processor name.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        self.by_processor
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect()
     }
 
     /// Whether any processor of the table runs `p`.

@@ -355,7 +355,7 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
     }
     let mut out = g.clone();
     out.apply(w.patch)?;
-    out.metadata.insert(QUANTIZED_KEY.to_string(), map.describe());
+    out.set_precisions(map.pairs());
     Ok((out, report))
 }
 

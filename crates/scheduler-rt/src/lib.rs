@@ -31,6 +31,7 @@ pub mod pool;
 pub mod priority;
 pub mod probe;
 pub mod queue;
+mod roots;
 mod runtime;
 mod runtime_config;
 pub mod spin;
@@ -49,6 +50,7 @@ pub use extract::{extract, extract_onnx};
 #[cfg(feature = "ort")]
 pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};
+pub use roots::search_roots;
 pub use runtime::{LATENCY_EMA_ALPHA, Runtime};
 pub use runtime_config::{RuntimeConfig, toml_line};
 pub use spin::POLL_BEFORE_BLOCKING;

@@ -9,15 +9,11 @@ use graph_ir::Graph;
 /// [`graph_ir::keys::PRECISIONS`] computes everything in fp32).
 fn check_precisions(g: &Graph, processors: &[ProcessorConfig]) -> Result<(), RuntimeError> {
     let key = graph_ir::keys::PRECISIONS;
-    let table: Vec<(&str, &str)> = g
-        .metadata
-        .get(key)
-        .map(|v| v.split(',').filter_map(|kv| kv.split_once('=')).collect())
-        .unwrap_or_default();
+    let table = g.precisions();
     for p in processors {
         let Some(want) = p.precision else { continue };
         let (model, source_of) = match table.iter().find(|(name, _)| *name == p.name) {
-            Some((_, v)) => (v.to_string(), format!("metadata {key}")),
+            Some((_, v)) => (v.clone(), format!("metadata {key}")),
             None if table.is_empty() => ("fp32".to_string(), format!("no {key} metadata: a float model")),
             None => ("fp32".to_string(), format!("metadata {key} does not name it")),
         };

@@ -49,11 +49,7 @@ static ENVIRONMENT: OnceLock<Result<Loaded, String>> = OnceLock::new();
 /// one of its ancestors, or the repository this crate was built from. The
 /// error lists every place looked at.
 pub fn dylib_path() -> Result<PathBuf, RuntimeError> {
-    let mut roots: Vec<PathBuf> = std::env::current_dir()
-        .map(|d| d.ancestors().map(Path::to_path_buf).collect())
-        .unwrap_or_default();
-    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
-    locate(std::env::var_os("ORT_DYLIB_PATH"), &roots)
+    locate(std::env::var_os("ORT_DYLIB_PATH"), &crate::search_roots())
 }
 
 fn locate(env: Option<std::ffi::OsString>, roots: &[PathBuf]) -> Result<PathBuf, RuntimeError> {

@@ -44,7 +44,7 @@ impl<'a> PrecisionEngine<'a> {
             Precision::Int8 => {
                 let (folded, _) = quantize::fold_bn::fold_batch_norms(&g).map_err(|e| e.to_string())?;
                 let acts = quantize::activations_to_calibrate(&folded, &map).map_err(|e| e.to_string())?;
-                let inputs = uniform_inputs(&folded);
+                let inputs = folded.uniform_inputs(0);
                 let mut ranges = vec![(0.0f32, 0.0f32); acts.len()];
                 scheduler_rt::probe::probe_once(&folded, &acts, &inputs, |k, v| {
                     ranges[k] = v.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| {
@@ -61,21 +61,6 @@ impl<'a> PrecisionEngine<'a> {
         };
         graph_ir::onnx::export_bytes(&out).map_err(|e| e.to_string())
     }
-}
-
-/// Uniform `[-1, 1)` values for each input of `g`, from a fixed seed.
-fn uniform_inputs(g: &graph_ir::Graph) -> Vec<graph_ir::Tensor> {
-    let mut rng = predictor::forest::SplitMix64::new(0);
-    g.inputs()
-        .iter()
-        .map(|id| {
-            let shape = g.node(*id).outputs[0].shape.clone();
-            let values: Vec<f32> = (0..shape.iter().product::<usize>())
-                .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-                .collect();
-            graph_ir::Tensor::from_f32(shape, &values)
-        })
-        .collect()
 }
 
 impl Engine for PrecisionEngine<'_> {
@@ -142,9 +127,11 @@ mod tests {
         assert_eq!(names.iter().filter(|n| *n == "QuantizeLinear").count(), 2, "{names:?}");
         assert!(consts.contains(&DType::I8), "{consts:?}");
         let mut run = int8.compile(&kernel()).unwrap();
-        run.set_inputs(&uniform_inputs(
-            &graph_ir::onnx::import_bytes(kernel().into(), "k", &Default::default()).unwrap(),
-        ))
+        run.set_inputs(
+            &graph_ir::onnx::import_bytes(kernel().into(), "k", &Default::default())
+                .unwrap()
+                .uniform_inputs(0),
+        )
         .unwrap();
         run.run().unwrap();
 

@@ -5,7 +5,6 @@
 use super::error::ProfilerError;
 use super::space::{KernelConfig, KernelKind};
 use crate::features::{Work, features, work};
-use crate::forest::SplitMix64;
 use crate::kernels::{OpClass, default_rules, detect};
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::{Concat, Gemm, GlobalAveragePool, Op};
@@ -69,19 +68,7 @@ impl KernelGraph {
 
     /// Values for the graph's inputs, uniform in `[-1, 1)` from `seed`.
     pub fn inputs(&self, seed: u64) -> Vec<Tensor> {
-        let mut rng = SplitMix64::new(seed);
-        self.graph
-            .inputs()
-            .iter()
-            .map(|id| {
-                let shape = self.graph.node(*id).outputs[0].shape.clone();
-                let n = shape.iter().product::<usize>();
-                let values: Vec<f32> = (0..n)
-                    .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-                    .collect();
-                Tensor::from_f32(shape, &values)
-            })
-            .collect()
+        self.graph.uniform_inputs(seed)
     }
 }
 
@@ -161,6 +148,7 @@ fn graph_of(c: &KernelConfig) -> Result<Graph, GraphError> {
 mod tests {
     use super::*;
     use crate::features::feature_names;
+    use crate::forest::SplitMix64;
     use crate::profiler::space::{cnn, random};
 
     #[test]

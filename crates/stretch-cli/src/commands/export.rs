@@ -123,11 +123,7 @@ pub fn run(args: Args) -> Result<()> {
 /// The project's Python with onnxruntime (`.venv/bin/python` above the
 /// working directory or the source tree).
 fn python() -> Option<PathBuf> {
-    let mut roots: Vec<PathBuf> = std::env::current_dir()
-        .map(|d| d.ancestors().map(Path::to_path_buf).collect())
-        .unwrap_or_default();
-    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
-    roots
+    scheduler_rt::search_roots()
         .into_iter()
         .map(|r| r.join(".venv/bin/python"))
         .find(|p| p.is_file())

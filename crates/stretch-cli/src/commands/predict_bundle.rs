@@ -47,12 +47,11 @@ pub fn run(dir: &Path, device: &Path, analytic: bool) -> Result<()> {
             .with_context(|| format!("predicting {} on {}", s.model.file, s.processor))?
             .total_ms;
         let mut ready = 0.0f64;
-        for t in &s.inputs {
+        for (t, outlet) in s.inputs.iter().zip(&part.inputs) {
             let Some(from) = producer.get(&t.name) else { continue };
             let mut at = finish[&from.name];
             if from.processor != s.processor {
-                let bytes = g.fact(part.inputs[s.inputs.iter().position(|x| x.name == t.name).unwrap_or(0)]);
-                let bytes = bytes.map_or(0, |f| f.bytes()) as u64;
+                let bytes = g.fact(*outlet).map_or(0, |f| f.bytes()) as u64;
                 at += model.comm_ms(&from.processor, &s.processor, bytes)?;
             }
             ready = ready.max(at);
