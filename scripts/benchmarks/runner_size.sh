@@ -8,6 +8,9 @@
 # the median ratio slim / release is printed.
 #
 #   scripts/benchmarks/runner_size.sh [RUNS] [SIZE]
+#
+# SLIM=PATH uses a slim runner built already (the slim build takes 20+
+# minutes on two cores) instead of building it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
@@ -22,8 +25,13 @@ cp "$CARGO_TARGET_DIR/release/stretch-run" "$OUT/stretch-run-release"
 cargo build --release -q -p stretch-cli
 cp "$CARGO_TARGET_DIR/release/stretch" "$OUT/stretch"
 step "slim build"
-cargo build --profile slim -q -p stretch-run
-cp "$CARGO_TARGET_DIR/slim/stretch-run" "$OUT/stretch-run-slim"
+if [[ -n "${SLIM:-}" ]]; then
+  echo "using the slim runner $SLIM (SLIM is set; not rebuilt)"
+  cp "$SLIM" "$OUT/stretch-run-slim"
+else
+  cargo build --profile slim -q -p stretch-run
+  cp "$CARGO_TARGET_DIR/slim/stretch-run" "$OUT/stretch-run-slim"
+fi
 strip "$OUT/stretch-run-release" "$OUT/stretch-run-slim" "$OUT/stretch"
 for B in stretch-run-slim stretch-run-release stretch; do
   echo "$B: $(stat -c %s "$OUT/$B") bytes stripped ($(git rev-parse --short HEAD))"

@@ -54,4 +54,10 @@ pub mod keys {
     /// (`cpu=int8,gpu=fp16`), written by quantization; absent, everything
     /// is fp32.
     pub const PRECISIONS: &str = "stretch.precisions";
+    /// Model metadata of a trained model: the per-channel mean subtracted
+    /// from pixel values in `[0, 1]` before its input (`0.49,0.48,0.45`).
+    pub const INPUT_MEAN: &str = "stretch.input_mean";
+    /// Model metadata of a trained model: the per-channel divisor applied
+    /// after the mean is subtracted.
+    pub const INPUT_STD: &str = "stretch.input_std";
 }

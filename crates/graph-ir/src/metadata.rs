@@ -28,6 +28,28 @@ impl Graph {
             .collect();
         self.metadata.insert(keys::PRECISIONS.to_string(), table.join(","));
     }
+
+    /// The input normalisation of metadata [`keys::INPUT_MEAN`] and
+    /// [`keys::INPUT_STD`] as `(mean, std)` per channel; `None` when either
+    /// is absent or holds a value that is not a number.
+    pub fn input_normalisation(&self) -> Option<(Vec<f32>, Vec<f32>)> {
+        let read = |k: &str| -> Option<Vec<f32>> {
+            self.metadata
+                .get(k)?
+                .split(',')
+                .map(|v| v.trim().parse::<f32>().ok())
+                .collect()
+        };
+        Some((read(keys::INPUT_MEAN)?, read(keys::INPUT_STD)?))
+    }
+
+    /// Records the per-channel input normalisation the model was trained
+    /// with (the form [`Graph::input_normalisation`] reads back).
+    pub fn set_input_normalisation(&mut self, mean: &[f32], std: &[f32]) {
+        let join = |v: &[f32]| v.iter().map(f32::to_string).collect::<Vec<_>>().join(",");
+        self.metadata.insert(keys::INPUT_MEAN.to_string(), join(mean));
+        self.metadata.insert(keys::INPUT_STD.to_string(), join(std));
+    }
 }
 
 #[cfg(test)]
@@ -50,5 +72,16 @@ mod tests {
         g.metadata
             .insert(crate::keys::PRECISIONS.to_string(), "dsp = int8,junk".to_string());
         assert_eq!(g.precisions(), vec![("dsp".to_string(), "int8".to_string())]);
+    }
+
+    #[test]
+    fn the_input_normalisation_reads_back_what_was_written() {
+        let mut g = Graph::new("m");
+        assert_eq!(g.input_normalisation(), None);
+        g.set_input_normalisation(&[0.5, 0.25], &[0.125, 2.0]);
+        assert_eq!(g.input_normalisation(), Some((vec![0.5, 0.25], vec![0.125, 2.0])));
+        g.metadata
+            .insert(crate::keys::INPUT_STD.to_string(), "0.1,x".to_string());
+        assert_eq!(g.input_normalisation(), None);
     }
 }

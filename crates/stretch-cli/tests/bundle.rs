@@ -66,7 +66,17 @@ fn zoo_models_export_with_ort_files_and_run_on_both_engines() {
     for name in ["resnet-mini", "mbnet-mini"] {
         let b = branched(&dir, name);
         let out = dir.join(format!("{name}-bundle"));
-        let m = export(&b, &host(), &out, &[]);
+        let norm: &[&str] = if name == "mbnet-mini" {
+            &["--mean", "0.5,0.25,0.125", "--std", "0.2,0.3,0.4"]
+        } else {
+            &[]
+        };
+        let m = export(&b, &host(), &out, norm);
+        let want = (name == "mbnet-mini").then(|| bundle::Normalisation {
+            mean: vec![0.5, 0.25, 0.125],
+            std: vec![0.2, 0.3, 0.4],
+        });
+        assert_eq!(m.normalisation, want, "{name}");
         assert!(m.subgraphs.len() > 2, "{name}: {} subgraphs", m.subgraphs.len());
         assert!(m.subgraphs.iter().any(|s| s.processor == "cpu1" && !s.after.is_empty()));
         assert!(m.subgraphs.iter().any(|s| s.meeting_point), "{name}: no meeting point");
@@ -141,6 +151,43 @@ fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step()
         "{predicted}"
     );
     assert!(predicted.contains("predicted makespan of"), "{predicted}");
+}
+
+#[test]
+fn input_normalisation_comes_from_training_or_the_options_and_must_fit_the_channels() {
+    let dir = scratch("bundle-norm");
+    let b = branched(&dir, "resnet-mini");
+    let mut g = graph_ir::onnx::import_file(Path::new(&b), &Default::default()).unwrap();
+    g.set_input_normalisation(&[0.25, 0.5, 0.75], &[1.0, 2.0, 4.0]);
+    let trained = dir.join("trained.onnx");
+    graph_ir::onnx::export_file(&g, &trained).unwrap();
+    let m = export(&arg(&trained), &host(), &dir.join("b1"), &["--no-ort"]);
+    let n = m.normalisation.expect("normalisation from the model's metadata");
+    assert_eq!((n.mean, n.std), (vec![0.25, 0.5, 0.75], vec![1.0, 2.0, 4.0]));
+    for (mean, std, want) in [
+        (
+            "0.5",
+            "0.2",
+            "has 1 mean and 1 std values; the model's input has 3 channels",
+        ),
+        ("0.5,0.5,0.5", "0.2,0,0.2", "0 is not a usable value"),
+    ] {
+        let o = arg(&dir.join("b2"));
+        let out = common::stretch(&[
+            "export",
+            &b,
+            "--device",
+            &host(),
+            "--mean",
+            mean,
+            "--std",
+            std,
+            "-o",
+            &o,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{err}");
+    }
 }
 
 fn fails(args: &[&str], want: &str) {

@@ -82,6 +82,14 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
     let a = std::fs::read(&full).expect("full");
     let b = std::fs::read(&part).expect("resumed");
     assert!(a == b, "resumed model differs from the uninterrupted one");
+    let g = graph_ir::onnx::import_file(std::path::Path::new(&full), &Default::default()).expect("trained model");
+    let (mean, std) = g
+        .input_normalisation()
+        .expect("the training normalisation in the model's metadata");
+    assert!(
+        mean.len() == 3 && std.len() == 3 && std.iter().all(|s| *s > 0.0),
+        "{mean:?} {std:?}"
+    );
     let csv = |p: &str| -> Vec<String> {
         std::fs::read_to_string(p)
             .expect("csv")

@@ -39,6 +39,16 @@ pub struct Args {
     #[arg(long = "input", value_name = "X.npy")]
     pub inputs: Vec<PathBuf>,
 
+    /// Per-channel mean a caller subtracts from pixel values in [0, 1]
+    /// before the model's input, written to the manifest with --std
+    /// (default: what `stretch train` recorded in the model, if anything).
+    #[arg(long, value_delimiter = ',', requires = "std", value_name = "M,M,M")]
+    pub mean: Vec<f32>,
+
+    /// Per-channel divisor applied after the mean (with --mean).
+    #[arg(long, value_delimiter = ',', requires = "mean", value_name = "S,S,S")]
+    pub std: Vec<f32>,
+
     /// Do not convert the subgraph files to onnxruntime's .ort format.
     #[arg(long)]
     pub no_ort: bool,
@@ -75,7 +85,7 @@ pub fn run(args: Args) -> Result<()> {
         device: &device,
         default_processor: &default,
         inputs,
-        normalisation: None,
+        normalisation: normalisation(&args, &graph)?,
     };
     let label = args.model.model.display().to_string();
     let mut manifest = bundle::export(&graph, &args.out, &options).with_context(|| format!("exporting {label}"))?;
@@ -118,6 +128,43 @@ pub fn run(args: Args) -> Result<()> {
         manifest.reference.computed_by
     );
     Ok(())
+}
+
+/// The manifest's input normalisation: --mean/--std, else the model's
+/// training metadata; checked against the first input's channels.
+fn normalisation(args: &Args, g: &graph_ir::Graph) -> Result<Option<bundle::Normalisation>> {
+    let (mean, std, from) = match (args.mean.is_empty(), g.input_normalisation()) {
+        (false, _) => (args.mean.clone(), args.std.clone(), "--mean/--std"),
+        (true, Some((m, s))) => (m, s, "the model's metadata stretch.input_mean/stretch.input_std"),
+        (true, None) => {
+            println!("input normalisation: none recorded in the model and no --mean/--std; the manifest leaves it out");
+            return Ok(None);
+        }
+    };
+    let channels = g
+        .inputs()
+        .first()
+        .and_then(|id| g.node(*id).outputs[0].shape.get(1).copied())
+        .context("the model has no input with a channel dimension to normalise")?;
+    if mean.len() != channels || std.len() != channels {
+        anyhow::bail!(
+            "input normalisation from {from} has {} mean and {} std values; the model's input has {channels} channels",
+            mean.len(),
+            std.len()
+        );
+    }
+    if let Some(bad) = std
+        .iter()
+        .chain(&mean)
+        .find(|v| !v.is_finite())
+        .or(std.iter().find(|v| **v <= 0.0))
+    {
+        anyhow::bail!(
+            "input normalisation from {from}: {bad} is not a usable value (std must be positive, both finite)"
+        );
+    }
+    println!("input normalisation from {from}: mean {mean:?}, std {std:?}");
+    Ok(Some(bundle::Normalisation { mean, std }))
 }
 
 /// The project's Python with onnxruntime (`.venv/bin/python` above the

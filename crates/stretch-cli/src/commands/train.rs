@@ -194,6 +194,8 @@ pub fn train_graph(
             write(&outputs.curve, learning_curve_svg(label, session.history()))?;
         }
         session.write_back(graph)?;
+        let t = session.transform();
+        graph.set_input_normalisation(&t.mean, &t.std);
         Ok(session.history().to_vec())
     })?;
     Ok((history, start.elapsed().as_secs_f64()))
