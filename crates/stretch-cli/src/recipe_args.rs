@@ -9,6 +9,9 @@ use graph_ir::onnx::{ImportOptions, import_file};
 use training::data::{self, Augment, Dataset, DatasetSpec, ImageSet};
 use training::{Autograd, Backend, ConvGrad, Distill, Optimizer, Recipe, Schedule};
 
+/// `--lr` when not given.
+pub const DEFAULT_LR: f64 = 0.05;
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OptimizerArg {
     Sgd,
@@ -40,7 +43,7 @@ pub struct RecipeArgs {
     pub batch_size: usize,
 
     /// Peak learning rate.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = DEFAULT_LR)]
     pub lr: f64,
 
     #[arg(long, value_enum, default_value_t = OptimizerArg::Sgd)]
@@ -209,6 +212,40 @@ pub fn load_dataset(args: &RecipeArgs, graph: &Graph) -> Result<ImageSet> {
 /// Imports a model for training (weights must be present or --random-weights given).
 pub fn import_for_training(path: &Path) -> Result<Graph> {
     import_file(path, &ImportOptions::default()).with_context(|| format!("cannot import {}", path.display()))
+}
+
+/// The distillation settings of `--kd-alpha` and `--kd-temperature`: `None`
+/// without a teacher, where giving either is an error naming `teacher_flag`
+/// (the option that adds one), as is a value out of range.
+pub fn distill(
+    teacher: bool,
+    teacher_flag: &str,
+    alpha: Option<f64>,
+    temperature: Option<f64>,
+) -> Result<Option<Distill>> {
+    if let Some(a) = alpha
+        && !(0.0..=1.0).contains(&a)
+    {
+        bail!("--kd-alpha {a}: the teacher's weight must be in [0, 1]");
+    }
+    if let Some(t) = temperature
+        && !(t > 0.0 && t.is_finite())
+    {
+        bail!("--kd-temperature {t}: the temperature must be a positive number");
+    }
+    if !teacher {
+        if let Some(a) = alpha {
+            bail!("--kd-alpha {a} weights a teacher's soft labels; it needs {teacher_flag}");
+        }
+        if let Some(t) = temperature {
+            bail!("--kd-temperature {t} softens a teacher's labels; it needs {teacher_flag}");
+        }
+        return Ok(None);
+    }
+    Ok(Some(Distill {
+        alpha: alpha.unwrap_or(0.5),
+        temperature: temperature.unwrap_or(4.0),
+    }))
 }
 
 #[cfg(test)]

@@ -14,9 +14,10 @@ use training::{Distill, Recipe};
 
 use crate::commands::compare_rows::{Row, lines, with_quantized};
 use crate::commands::qat::PrecisionArgs;
-use crate::commands::train::{Outputs, distill, train_graph};
+use crate::commands::train::{Outputs, train_graph};
 use crate::format::table;
 use crate::recipe_args::RecipeArgs;
+use crate::recipe_args::distill;
 use crate::recipe_args::{import_for_training, load_dataset};
 
 /// Train ORIGINAL and each BRANCHED model from scratch with the same recipe, seed and

@@ -7,13 +7,15 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use training::data::Dataset;
-use training::{Distill, EpochMetrics, Progress, Recipe, Session, TrainError};
+use training::{EpochMetrics, Progress, Recipe, Session, TrainError};
 
-use crate::commands::qat::{Calibrated, PrecisionArgs};
+use crate::commands::qat::{Calibrated, PrecisionArgs, evaluate_file};
 use crate::commands::train_report::{Bar, empty, epoch_line, say, setup_line};
+use crate::commands::train_result::post_training;
+use crate::commands::train_result::{self, FileScore, QuantizedScores};
 use crate::curve::{learning_curve_svg, metrics_csv};
 use crate::model_args::ModelArgs;
-use crate::recipe_args::{RecipeArgs, beside, import_for_training, load_dataset};
+use crate::recipe_args::{RecipeArgs, beside, distill, import_for_training, load_dataset};
 
 /// Train a model on an image classification dataset with burn (CPU by
 /// default) and write the trained weights, BatchNorm running statistics
@@ -69,6 +71,11 @@ pub struct Args {
     #[arg(long)]
     pub replace_head: bool,
 
+    /// Re-initialise every weight from --seed before training (He-uniform,
+    /// fresh BatchNorm), as `compare-accuracy` does: training from scratch.
+    #[arg(long, conflicts_with = "resume")]
+    pub reinitialise: bool,
+
     /// Continue from this checkpoint (same model, dataset and recipe).
     #[arg(long, value_name = "CHECKPOINT")]
     pub resume: Option<PathBuf>,
@@ -92,6 +99,21 @@ pub struct Args {
 
     #[command(flatten)]
     pub precision: PrecisionArgs,
+
+    /// With --precision profile: also write the model quantized as given,
+    /// before fine-tuning (post-training quantization), and with --json
+    /// its validation accuracy as a file.
+    #[arg(long, value_name = "FILE.onnx")]
+    pub ptq: Option<PathBuf>,
+
+    /// Write the run's figures as JSON (schema "stretch.train/1": `model`,
+    /// `out`, `seed`, `epochs`, `params`, `macs`, `top1`, `top5`,
+    /// `best_top1` (percent), `train_seconds`, `file_bytes`, and with
+    /// --precision profile `quantized`: `qat` (OUT) and `ptq` (--ptq), each
+    /// `file`, `top1`, `top5` and `file_bytes` of the file as written, run
+    /// by tract on the validation split).
+    #[arg(long, value_name = "FILE.json")]
+    pub json: Option<PathBuf>,
 
     /// Trained model to write.
     #[arg(short, long, value_name = "OUT.onnx")]
@@ -205,40 +227,6 @@ fn write(path: &Path, text: String) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The distillation settings of `--kd-alpha` and `--kd-temperature`: `None`
-/// without a teacher, where giving either is an error naming `teacher_flag`
-/// (the option that adds one), as is a value out of range.
-pub(crate) fn distill(
-    teacher: bool,
-    teacher_flag: &str,
-    alpha: Option<f64>,
-    temperature: Option<f64>,
-) -> Result<Option<Distill>> {
-    if let Some(a) = alpha
-        && !(0.0..=1.0).contains(&a)
-    {
-        bail!("--kd-alpha {a}: the teacher's weight must be in [0, 1]");
-    }
-    if let Some(t) = temperature
-        && !(t > 0.0 && t.is_finite())
-    {
-        bail!("--kd-temperature {t}: the temperature must be a positive number");
-    }
-    if !teacher {
-        if let Some(a) = alpha {
-            bail!("--kd-alpha {a} weights a teacher's soft labels; it needs {teacher_flag}");
-        }
-        if let Some(t) = temperature {
-            bail!("--kd-temperature {t} softens a teacher's labels; it needs {teacher_flag}");
-        }
-        return Ok(None);
-    }
-    Ok(Some(Distill {
-        alpha: alpha.unwrap_or(0.5),
-        temperature: temperature.unwrap_or(4.0),
-    }))
-}
-
 pub fn run(args: Args) -> Result<()> {
     let distill = distill(
         args.teacher.is_some(),
@@ -264,6 +252,15 @@ pub fn run(args: Args) -> Result<()> {
             set.classes()
         );
     }
+    if args.reinitialise {
+        let program =
+            training::lower(&graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
+        training::reinitialise(&mut graph, &program, args.recipe.seed)?;
+    }
+    if args.ptq.is_some() && args.precision.device()?.is_none() {
+        bail!("--ptq writes a model quantized for a device: it needs --precision profile --device PROFILE.toml");
+    }
+    let cost = graph.total_cost();
     let teacher = match &args.teacher {
         Some(t) => Some(import_for_training(t)?),
         None => None,
@@ -293,6 +290,10 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
     };
     let spec = calibrated.as_ref().map(|c| c.spec(&graph)).transpose()?;
+    let ptq = match (&calibrated, &args.ptq) {
+        (Some(cal), Some(path)) => Some(post_training(cal, &graph, path, &set, args.json.is_some())?),
+        _ => None,
+    };
     let (history, seconds) = train_graph(
         &mut graph,
         &label,
@@ -305,6 +306,7 @@ pub fn run(args: Args) -> Result<()> {
         args.stop_after,
         spec.as_ref(),
     )?;
+    let mut scores = None;
     match &calibrated {
         Some(cal) => {
             let fp32 = beside(&args.out, ".fp32.onnx");
@@ -312,6 +314,19 @@ pub fn run(args: Args) -> Result<()> {
             let quantized = cal.quantized(&graph)?;
             graph_ir::onnx::export_file(&quantized, &args.out)
                 .with_context(|| format!("cannot write {}", args.out.display()))?;
+            if args.json.is_some() {
+                let tally = evaluate_file(&quantized, &set, &cal.split.val, &cal.transform)?;
+                println!(
+                    "{} as written: validation top-1 {:.2}%, top-5 {:.2}%",
+                    args.out.display(),
+                    tally.top1(),
+                    tally.top5()
+                );
+                scores = Some(QuantizedScores {
+                    ptq: ptq.clone().flatten(),
+                    qat: FileScore::new(&args.out, &tally),
+                });
+            }
             println!(
                 "fine-tuned at precisions {} ({} batch norms folded, {} activations calibrated on {} training images with {})",
                 cal.prepared.map.describe(),
@@ -333,6 +348,19 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     println!("wrote {}", args.out.display());
+    if let Some(path) = &args.json {
+        let mut result = train_result::from_history(
+            &args.model.model,
+            &args.out,
+            args.recipe.seed,
+            (cost.params, cost.macs),
+            &history,
+            seconds,
+        )?;
+        result.quantized = scores;
+        train_result::write(path, &result)?;
+        println!("wrote {}", path.display());
+    }
     println!("checkpoint {}", outputs.checkpoint.display());
     println!("metrics {}", outputs.metrics.display());
     println!("learning curve {}", outputs.curve.display());

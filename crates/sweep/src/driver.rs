@@ -1,0 +1,284 @@
+//! Runs a sweep's jobs on an executor: skips what an earlier run finished,
+//! keeps the executor's slots busy, starts a job only after the jobs it
+//! needs, retries failures up to a limit, records every change in the
+//! sweep directory, and stops what runs when asked to.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::SweepError;
+use crate::executor::{Executor, Status};
+use crate::expand::Job;
+use crate::state::{Phase, State};
+
+/// Jobs by phase, for a progress display.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub done: usize,
+    pub running: usize,
+    pub pending: usize,
+    pub failed: usize,
+}
+
+/// What the driver tells its user.
+pub trait Observer {
+    fn counts(&mut self, counts: Counts);
+    fn say(&mut self, line: String);
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Jobs an earlier run had finished (not run again).
+    pub skipped: usize,
+    /// Jobs this run finished.
+    pub ran: usize,
+    /// Jobs that failed after their retries, with why.
+    pub failed: Vec<(String, String)>,
+}
+
+/// Lines of a failed job's log kept with its error.
+const LOG_TAIL: usize = 15;
+/// Polls in a row that may fail (a network blip) before the attempt does.
+const POLL_ERRORS: u32 = 10;
+
+/// Runs `jobs` on `exec`, each failed attempt retried up to `retries`
+/// times. Returns when every job has succeeded or failed, or with
+/// [`SweepError::Interrupted`] once `stop` is set (the jobs in flight are
+/// stopped and recorded as such).
+pub fn run(
+    jobs: &[Job],
+    state: &mut State,
+    exec: &mut dyn Executor,
+    retries: u32,
+    obs: &mut dyn Observer,
+    stop: &AtomicBool,
+) -> Result<Outcome, SweepError> {
+    let skipped = state.reconcile(jobs, exec.follows_handles());
+    state.save()?;
+    let mut in_flight: Vec<(usize, u32)> = jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| state.phase(&j.id) == Phase::Running)
+        .map(|(i, _)| (i, 0))
+        .collect();
+    for &(i, _) in &in_flight {
+        obs.say(format!("following {} from an earlier run", jobs[i].id));
+    }
+    let mut outcome = Outcome {
+        skipped,
+        ran: 0,
+        failed: Vec::new(),
+    };
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            let stopped = in_flight.len();
+            for &(i, _) in &in_flight {
+                let s = state.get_mut(&jobs[i].id);
+                if let Some(h) = s.handle.clone() {
+                    exec.stop(&h)?;
+                }
+                s.phase = Phase::Stopped;
+            }
+            state.save()?;
+            return Err(SweepError::Interrupted { stopped });
+        }
+        let mut changed = start(jobs, state, exec, &mut in_flight, obs, &mut outcome)?;
+        let mut still = Vec::with_capacity(in_flight.len());
+        for (i, errors) in std::mem::take(&mut in_flight) {
+            let job = &jobs[i];
+            let handle = state.jobs[&job.id].handle.clone().unwrap_or_default();
+            let status = match exec.status(&handle) {
+                Ok(s) => s,
+                Err(e) if errors + 1 < POLL_ERRORS => {
+                    if errors == 0 {
+                        obs.say(format!("{}: cannot read its status ({e}); trying again", job.id));
+                    }
+                    still.push((i, errors + 1));
+                    continue;
+                }
+                Err(e) => Status::Failed(format!(
+                    "its status could not be read {POLL_ERRORS} times in a row: {e}"
+                )),
+            };
+            match status {
+                Status::Pending | Status::Running => still.push((i, 0)),
+                Status::Succeeded => match job.outputs().into_iter().find(|p| !p.is_file()) {
+                    None => {
+                        let s = state.get_mut(&job.id);
+                        s.phase = Phase::Succeeded;
+                        s.error = None;
+                        outcome.ran += 1;
+                        changed = true;
+                    }
+                    Some(missing) => {
+                        let why = format!(
+                            "it ended without writing {} (is the sweep directory on a filesystem every node shares?)",
+                            missing.display()
+                        );
+                        changed |= failed(
+                            job,
+                            &handle,
+                            why,
+                            state,
+                            exec,
+                            retries,
+                            obs,
+                            &mut outcome,
+                            &mut still,
+                            i,
+                        )?;
+                    }
+                },
+                Status::Failed(why) => {
+                    changed |= failed(
+                        job,
+                        &handle,
+                        why,
+                        state,
+                        exec,
+                        retries,
+                        obs,
+                        &mut outcome,
+                        &mut still,
+                        i,
+                    )?;
+                }
+                Status::Stopped => {
+                    let why = "it was stopped on the executor".to_string();
+                    changed |= failed(
+                        job,
+                        &handle,
+                        why,
+                        state,
+                        exec,
+                        retries,
+                        obs,
+                        &mut outcome,
+                        &mut still,
+                        i,
+                    )?;
+                }
+            }
+        }
+        in_flight = still;
+        if changed {
+            state.save()?;
+        }
+        obs.counts(counts(jobs, state));
+        let waiting = jobs.iter().any(|j| state.phase(&j.id) == Phase::Pending);
+        if in_flight.is_empty() && !waiting {
+            return Ok(outcome);
+        }
+        std::thread::sleep(exec.poll_interval());
+    }
+}
+
+/// Submits pending jobs whose prerequisites succeeded while slots are
+/// free; fails those whose prerequisites failed. Returns whether the
+/// state changed.
+fn start(
+    jobs: &[Job],
+    state: &mut State,
+    exec: &mut dyn Executor,
+    in_flight: &mut Vec<(usize, u32)>,
+    obs: &mut dyn Observer,
+    outcome: &mut Outcome,
+) -> Result<bool, SweepError> {
+    let mut changed = false;
+    for (i, job) in jobs.iter().enumerate() {
+        if state.phase(&job.id) != Phase::Pending {
+            continue;
+        }
+        if let Some(dep) = job
+            .after
+            .iter()
+            .find(|d| matches!(state.phase(d), Phase::Failed | Phase::Stopped))
+        {
+            let why = format!("not run: it needs {dep}, which failed");
+            let s = state.get_mut(&job.id);
+            s.phase = Phase::Failed;
+            s.error = Some(why.clone());
+            obs.say(format!("{}: {why}", job.id));
+            outcome.failed.push((job.id.clone(), why));
+            changed = true;
+            continue;
+        }
+        if in_flight.len() >= exec.slots() || !job.after.iter().all(|d| state.phase(d) == Phase::Succeeded) {
+            continue;
+        }
+        submit(job, state, exec)?;
+        in_flight.push((i, 0));
+        changed = true;
+    }
+    Ok(changed)
+}
+
+fn submit(job: &Job, state: &mut State, exec: &mut dyn Executor) -> Result<(), SweepError> {
+    let attempt = state.jobs[&job.id].attempts + 1;
+    for dir in &job.dirs {
+        std::fs::create_dir_all(dir).map_err(|source| SweepError::Io {
+            action: "create",
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let handle = exec.submit(job, attempt)?;
+    let s = state.get_mut(&job.id);
+    s.attempts = attempt;
+    s.handle = Some(handle);
+    s.phase = Phase::Running;
+    Ok(())
+}
+
+/// A failed attempt: retried while attempts remain (the job stays in
+/// flight), else recorded as failed with its log's tail.
+#[allow(clippy::too_many_arguments)]
+fn failed(
+    job: &Job,
+    handle: &str,
+    why: String,
+    state: &mut State,
+    exec: &mut dyn Executor,
+    retries: u32,
+    obs: &mut dyn Observer,
+    outcome: &mut Outcome,
+    in_flight: &mut Vec<(usize, u32)>,
+    index: usize,
+) -> Result<bool, SweepError> {
+    let attempts = state.jobs[&job.id].attempts;
+    let log = exec.log_tail(handle, LOG_TAIL);
+    if attempts <= retries {
+        obs.say(format!(
+            "{}: attempt {attempts} of {} failed: {why}; retrying",
+            job.id,
+            retries + 1
+        ));
+        submit(job, state, exec)?;
+        in_flight.push((index, 0));
+        return Ok(true);
+    }
+    let error = if log.trim().is_empty() {
+        why.clone()
+    } else {
+        format!("{why}\n{log}")
+    };
+    obs.say(format!("{}: failed after {attempts} attempt(s): {why}", job.id));
+    let s = state.get_mut(&job.id);
+    s.phase = Phase::Failed;
+    s.error = Some(error.clone());
+    outcome.failed.push((job.id.clone(), error));
+    Ok(true)
+}
+
+fn counts(jobs: &[Job], state: &State) -> Counts {
+    let mut c = Counts::default();
+    for j in jobs {
+        match state.phase(&j.id) {
+            Phase::Succeeded => c.done += 1,
+            Phase::Running => c.running += 1,
+            Phase::Pending => c.pending += 1,
+            Phase::Failed | Phase::Stopped => c.failed += 1,
+        }
+    }
+    c
+}

@@ -1,0 +1,46 @@
+//! Where a sweep's jobs run: a trait the driver sees, implemented by the
+//! local process pool and the Ray client (and by test doubles).
+
+use std::time::Duration;
+
+use crate::error::SweepError;
+use crate::expand::Job;
+
+/// A submitted job as its executor reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// Accepted, not started (waiting for resources).
+    Pending,
+    Running,
+    Succeeded,
+    /// Ended in failure, with what the executor says about it.
+    Failed(String),
+    /// Stopped before it ended (by a user or the cluster).
+    Stopped,
+}
+
+/// Runs jobs: submits them, reports their status, shows their logs and
+/// stops them.
+pub trait Executor {
+    /// For messages: "a local pool of 2", "the Ray cluster at URL".
+    fn describe(&self) -> String;
+    /// Jobs in flight at most.
+    fn slots(&self) -> usize;
+    /// How often the driver polls.
+    fn poll_interval(&self) -> Duration;
+    /// Whether a submission of an earlier run (its handle) can still be
+    /// followed, as on a cluster that outlives the sweep command.
+    fn follows_handles(&self) -> bool;
+    /// Starts attempt `attempt` (1-based) of `job`; returns its handle.
+    fn submit(&mut self, job: &Job, attempt: u32) -> Result<String, SweepError>;
+    fn status(&mut self, handle: &str) -> Result<Status, SweepError>;
+    /// The last `lines` lines of the job's output (empty when unknown).
+    fn log_tail(&mut self, handle: &str, lines: usize) -> String;
+    fn stop(&mut self, handle: &str) -> Result<(), SweepError>;
+}
+
+/// The last `lines` lines of `text`.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

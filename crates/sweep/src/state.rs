@@ -1,0 +1,152 @@
+//! The sweep directory's record of every job (`state.json`): what ran, how
+//! often, where (a cluster's submission id) and how it ended, so that a
+//! rerun finishes only what is missing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SweepError;
+use crate::expand::Job;
+
+pub const SCHEMA: &str = "stretch.sweep-state/1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Stopped,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobState {
+    pub phase: Phase,
+    /// Submissions so far (retries included).
+    pub attempts: u32,
+    /// The executor's handle of the last submission (a Ray submission id).
+    pub handle: Option<String>,
+    /// Why the last attempt failed, with its log's tail.
+    pub error: Option<String>,
+    /// The command lines the job ran: a job whose lines change is rerun.
+    pub steps: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct File {
+    schema: String,
+    jobs: BTreeMap<String, JobState>,
+}
+
+/// The state of every job of a sweep directory.
+#[derive(Debug)]
+pub struct State {
+    path: PathBuf,
+    pub jobs: BTreeMap<String, JobState>,
+}
+
+impl State {
+    /// The state kept in `dir` (created if missing); empty for a new sweep.
+    pub fn open(dir: &Path) -> Result<State, SweepError> {
+        std::fs::create_dir_all(dir).map_err(|source| SweepError::Io {
+            action: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("state.json");
+        let jobs = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let file: File = serde_json::from_str(&text).map_err(|e| SweepError::State {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?;
+                if file.schema != SCHEMA {
+                    return Err(SweepError::State {
+                        path,
+                        reason: format!("schema `{}`, this build reads `{SCHEMA}`", file.schema),
+                    });
+                }
+                file.jobs
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(source) => {
+                return Err(SweepError::Io {
+                    action: "read",
+                    path,
+                    source,
+                });
+            }
+        };
+        Ok(State { path, jobs })
+    }
+
+    /// Writes the state (to a temporary file renamed over the old one, so
+    /// a killed sweep leaves the last complete state).
+    pub fn save(&self) -> Result<(), SweepError> {
+        let file = File {
+            schema: SCHEMA.into(),
+            jobs: self.jobs.clone(),
+        };
+        let text = serde_json::to_string_pretty(&file).expect("state serialises") + "\n";
+        let tmp = self.path.with_extension("json.tmp");
+        let io = |action, source| SweepError::Io {
+            action,
+            path: self.path.clone(),
+            source,
+        };
+        std::fs::write(&tmp, text).map_err(|e| io("write", e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| io("replace", e))
+    }
+
+    /// Whether `job` finished in an earlier run: it succeeded with the same
+    /// command lines and its files are still there.
+    pub fn finished(&self, job: &Job) -> bool {
+        self.jobs.get(&job.id).is_some_and(|s| {
+            s.phase == Phase::Succeeded && s.steps == job.steps && job.outputs().iter().all(|p| p.is_file())
+        })
+    }
+
+    /// Brings the record in line with `jobs`: finished jobs are kept,
+    /// every other job becomes pending (attempts reset) unless it is
+    /// running on an executor that can follow it (`keep_running`) with the
+    /// same command lines. Returns how many jobs had already finished.
+    pub fn reconcile(&mut self, jobs: &[Job], keep_running: bool) -> usize {
+        let mut finished = 0;
+        for job in jobs {
+            if self.finished(job) {
+                finished += 1;
+                continue;
+            }
+            let follow = keep_running
+                && self
+                    .jobs
+                    .get(&job.id)
+                    .is_some_and(|s| s.phase == Phase::Running && s.handle.is_some() && s.steps == job.steps);
+            if !follow {
+                self.jobs.insert(
+                    job.id.clone(),
+                    JobState {
+                        phase: Phase::Pending,
+                        attempts: 0,
+                        handle: None,
+                        error: None,
+                        steps: job.steps.clone(),
+                    },
+                );
+            }
+        }
+        self.jobs.retain(|id, _| jobs.iter().any(|j| &j.id == id));
+        finished
+    }
+
+    pub fn phase(&self, id: &str) -> Phase {
+        self.jobs.get(id).map_or(Phase::Pending, |s| s.phase)
+    }
+
+    pub fn get_mut(&mut self, id: &str) -> &mut JobState {
+        self.jobs.get_mut(id).expect("reconcile records every job")
+    }
+}
