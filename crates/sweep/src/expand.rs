@@ -229,9 +229,16 @@ pub fn expand(file: &SweepFile, layout: &Layout) -> Vec<Job> {
     jobs
 }
 
-/// `stretch train --precision profile` fine-tuning `model`, its recipe the
-/// sweep's with `qat`'s epochs and learning rate.
+/// `stretch train --precision profile` fine-tuning `model` into `out`
+/// (`{label}-qat.onnx`, the model quantized before fine-tuning beside it as
+/// `{label}-ptq.onnx`), its recipe the sweep's with `qat`'s epochs and
+/// learning rate.
 fn qat_step(file: &SweepFile, layout: &Layout, model: &Path, seed: u64, out: &Path, json: &Path) -> Vec<String> {
+    let ptq = out.with_file_name(
+        stem(out)
+            .strip_suffix("-qat")
+            .map_or_else(|| format!("{}-ptq.onnx", stem(out)), |base| format!("{base}-ptq.onnx")),
+    );
     let mut recipe = file.recipe.clone();
     let lr = recipe
         .iter()
@@ -260,6 +267,8 @@ fn qat_step(file: &SweepFile, layout: &Layout, model: &Path, seed: u64, out: &Pa
         "profile".into(),
         "--device".into(),
         file.device.as_deref().map(path_arg).unwrap_or_default(),
+        "--ptq".into(),
+        path_arg(&ptq),
         "-o".into(),
         path_arg(out),
         "--json".into(),

@@ -122,7 +122,11 @@ impl Observer for Display {
         ));
     }
     fn say(&mut self, line: String) {
-        self.0.println(line);
+        if self.0.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.0.println(line);
+        }
     }
 }
 
