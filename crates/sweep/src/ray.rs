@@ -44,6 +44,28 @@ pub struct ClusterInfo {
     pub resources: Option<BTreeMap<String, f64>>,
 }
 
+impl ClusterInfo {
+    /// Fails when the cluster reported its resources and its alive nodes
+    /// have fewer GPUs than one job asks for.
+    pub fn check_gpus(&self, address: &str, per_job: f64) -> Result<(), SweepError> {
+        let gpus = self.gpus();
+        match gpus {
+            Some(g) if per_job > g => Err(SweepError::Ray {
+                address: address.to_string(),
+                reason: format!(
+                    "each job asks for {per_job} GPU(s) and the alive nodes have {g}; add GPU nodes or drop --gpus-per-job"
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// GPUs on the alive nodes, when reported.
+    pub fn gpus(&self) -> Option<f64> {
+        self.resources.as_ref().map(|r| r.get("GPU").copied().unwrap_or(0.0))
+    }
+}
+
 /// The Ray executor.
 pub struct RayCluster {
     config: RayConfig,

@@ -258,13 +258,7 @@ fn executor(args: &Args, name: &str, dir: &Path) -> Result<Box<dyn Executor>> {
                 info.ray_version,
                 r.get("CPU").copied().unwrap_or(0.0)
             );
-            if args.gpus_per_job > gpus {
-                bail!(
-                    "--gpus-per-job {}: the Ray cluster at {address} has {gpus} GPUs on its alive nodes; \
-                     add GPU nodes or drop --gpus-per-job",
-                    args.gpus_per_job
-                );
-            }
+            info.check_gpus(address, args.gpus_per_job)?;
         }
         None => println!(
             "Ray {} at {address} (its resources were not reported: the GPU request is not checked)",
