@@ -45,7 +45,7 @@ fn a_sweep_equals_compare_accuracy_for_the_same_models_and_seed() {
         dir.join("s.toml"),
         "dataset = \"digits\"\noriginal = \"resnet-mini.onnx\"\nseeds = [4]\ndistill = true\n\
          precisions = [\"fp32\", \"profile\"]\ndevice = \"pair.toml\"\n\
-         [stretch]\ndevice = \"pair.toml\"\nmerges = [\"project\"]\noptions = { alpha = 1 }\n\
+         [[stretch]]\ndevice = \"pair.toml\"\nmerges = [\"project\"]\noptions = { alpha = 1 }\n\
          [recipe]\nepochs = 1\nlimit = 120\n\
          [qat]\nepochs = 1\noptions = { calibration_samples = 16 }\n",
     )

@@ -57,7 +57,7 @@ pub struct Layout<'a> {
 struct Variant {
     label: String,
     source: String,
-    prepare: Option<Vec<String>>,
+    prepare: Vec<Vec<String>>,
     input: PathBuf,
     branched: bool,
 }
@@ -72,15 +72,31 @@ fn path_arg(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// The steps that write the original for the job labelled `label` into
+/// `seed_dir` (none for a file) and the file the job reads.
+fn original_for(file: &SweepFile, seed_dir: &Path, label: &str) -> (Vec<Vec<String>>, PathBuf) {
+    match file.zoo_name() {
+        None => (Vec::new(), file.original.clone()),
+        Some(name) => {
+            let path = seed_dir.join(format!("{label}.original.onnx"));
+            let mut step = vec!["zoo".to_string(), name.to_string()];
+            step.extend(options_args(&file.zoo).unwrap_or_default());
+            step.extend(["-o".into(), path_arg(&path)]);
+            (vec![step], path)
+        }
+    }
+}
+
 /// The models compared, in `compare-accuracy`'s order: the original, then
 /// the branched files, plans and stretch merges, numbered from 1; the
 /// branching steps write into `seed_dir` (each seed's jobs make their own).
 fn variants(file: &SweepFile, seed_dir: &Path) -> Vec<Variant> {
+    let (prepare, input) = original_for(file, seed_dir, "original");
     let mut out = vec![Variant {
         label: "original".into(),
         source: path_arg(&file.original),
-        prepare: None,
-        input: file.original.clone(),
+        prepare,
+        input,
         branched: false,
     }];
     let n = |out: &Vec<Variant>| out.len();
@@ -88,37 +104,39 @@ fn variants(file: &SweepFile, seed_dir: &Path) -> Vec<Variant> {
         out.push(Variant {
             label: format!("branched{}-{}", n(&out), stem(m)),
             source: path_arg(m),
-            prepare: None,
+            prepare: Vec::new(),
             input: m.clone(),
             branched: true,
         });
     }
-    let prepared = seed_dir;
     for p in &file.plans {
         let label = format!("branched{}-{}", n(&out), stem(p));
-        let input = prepared.join(format!("{label}.branched.onnx"));
+        let input = seed_dir.join(format!("{label}.branched.onnx"));
+        let (mut prepare, original) = original_for(file, seed_dir, &label);
+        prepare.push(vec![
+            "branch".into(),
+            path_arg(&original),
+            "--plan".into(),
+            path_arg(p),
+            "-o".into(),
+            path_arg(&input),
+        ]);
         out.push(Variant {
             source: format!("plan {}", p.display()),
-            prepare: Some(vec![
-                "branch".into(),
-                path_arg(&file.original),
-                "--plan".into(),
-                path_arg(p),
-                "-o".into(),
-                path_arg(&input),
-            ]),
+            prepare,
             label,
             input,
             branched: true,
         });
     }
-    if let Some(s) = &file.stretch {
-        for merge in &s.merges {
-            let label = format!("branched{}-{merge}", n(&out));
-            let input = prepared.join(format!("{label}.branched.onnx"));
+    for s in &file.stretch {
+        for (merge, suffix) in s.merges.iter().zip(s.labels()) {
+            let label = format!("branched{}-{suffix}", n(&out));
+            let input = seed_dir.join(format!("{label}.branched.onnx"));
+            let (mut prepare, original) = original_for(file, seed_dir, &label);
             let mut step = vec![
                 "stretch".into(),
-                path_arg(&file.original),
+                path_arg(&original),
                 "--device".into(),
                 path_arg(&s.device),
                 "--merge".into(),
@@ -127,13 +145,14 @@ fn variants(file: &SweepFile, seed_dir: &Path) -> Vec<Variant> {
             step.extend(options_args(&s.options).unwrap_or_default());
             step.extend([
                 "--plan-out".into(),
-                path_arg(&prepared.join(format!("{label}.plan.json"))),
+                path_arg(&seed_dir.join(format!("{label}.plan.json"))),
                 "-o".into(),
                 path_arg(&input),
             ]);
+            prepare.push(step);
             out.push(Variant {
                 source: format!("stretch --merge {merge} on {}", stem(&s.device)),
-                prepare: Some(step),
+                prepare,
                 label,
                 input,
                 branched: true,
@@ -167,11 +186,7 @@ pub fn expand(file: &SweepFile, layout: &Layout) -> Vec<Job> {
                 };
                 let model = seed_dir.join(format!("{label}.onnx"));
                 let result = seed_dir.join(format!("{label}.json"));
-                let mut steps: Vec<Vec<String>> = if distilled {
-                    Vec::new()
-                } else {
-                    v.prepare.iter().cloned().collect()
-                };
+                let mut steps: Vec<Vec<String>> = if distilled { Vec::new() } else { v.prepare.clone() };
                 let mut train = vec![
                     "train".into(),
                     path_arg(&v.input),
@@ -346,6 +361,50 @@ mod tests {
         );
         assert!(!qat.contains("--epochs 1"), "{qat}");
         assert!(jobs[0].quantized.is_none() && jobs[3].quantized.is_none());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_zoo_original_is_built_in_each_job_that_reads_it() {
+        let (f, dir) = file(
+            "dataset = \"digits\"\noriginal = \"zoo:resnet-mini\"\n[zoo]\ninput_size = 28\n\
+             [[stretch]]\ndevice = \"d.toml\"\nmerges = [\"project\", \"concat\"]\n\
+             [[stretch]]\nname = \"small\"\ndevice = \"d.toml\"\nmerges = [\"project\"]\n",
+        );
+        let out = dir.join("out");
+        let jobs = expand(
+            &f,
+            &Layout {
+                dir: &out,
+                default_lr: 0.05,
+            },
+        );
+        let labels: Vec<&str> = jobs.iter().map(|j| j.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "original",
+                "branched1-project",
+                "branched2-concat",
+                "branched3-small-project"
+            ]
+        );
+        let zoo = out.join("seed0/branched3-small-project.original.onnx");
+        let steps = &jobs[3].steps;
+        assert_eq!(
+            steps[0],
+            ["zoo", "resnet-mini", "--input-size", "28", "-o", &zoo.to_string_lossy()],
+            "{steps:?}"
+        );
+        assert_eq!(
+            steps[1][..2],
+            ["stretch".to_string(), zoo.to_string_lossy().into_owned()]
+        );
+        assert_eq!(jobs[0].steps[0][0], "zoo");
+        assert_eq!(
+            jobs[0].steps[1][1],
+            out.join("seed0/original.original.onnx").to_string_lossy()
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 }

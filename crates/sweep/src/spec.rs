@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! dataset = "mnist:/usr/share/datasets/fashion-mnist"
-//! original = "resnet-mini.onnx"        # gaps are measured against it
+//! original = "resnet-mini.onnx"        # gaps are measured against it;
+//!                                      # or "zoo:NAME" with `[zoo]` options
 //! models = ["resnet-mini-branched.onnx"]
 //! plans = ["resnet-mini.plan.json"]    # applied to the original (`stretch branch`)
 //! seeds = [0, 1]
@@ -11,10 +12,15 @@
 //! device = "configs/devices/snapdragon855.toml"
 //! distill = false
 //!
-//! [stretch]                             # branched by `stretch stretch`, one per merge
+//! [[stretch]]                           # branched by `stretch stretch`, one per merge
 //! device = "configs/devices/host.toml"
 //! merges = ["project", "concat"]
 //! options = { alpha = 1, capacity = "1.0,1.2" }
+//! [[stretch]]                           # another search: labelled `{name}-{merge}`
+//! name = "cap0.8"
+//! device = "configs/devices/host.toml"
+//! merges = ["project"]
+//! options = { alpha = 1, capacity = "0.8,1.2" }
 //!
 //! [recipe]                              # `stretch train` options
 //! epochs = 10
@@ -42,17 +48,23 @@ pub type Options = BTreeMap<String, toml::Value>;
 pub struct SweepFile {
     /// `stretch train`'s `--dataset` (`digits`, `mnist:DIR`, ...).
     pub dataset: String,
-    /// The original model: every branched model's gap is measured against it.
+    /// The original model: every branched model's gap is measured against
+    /// it. `zoo:NAME` builds it with `stretch zoo NAME` and the `[zoo]`
+    /// options in each job that needs it.
     pub original: PathBuf,
+    /// `stretch zoo` options of a `zoo:NAME` original (`input_size`, `classes`, `seed`).
+    #[serde(default)]
+    pub zoo: Options,
     /// Branched models already written (`stretch branch`).
     #[serde(default)]
     pub models: Vec<PathBuf>,
     /// Plans (`stretch plan -o`) applied to the original before training.
     #[serde(default)]
     pub plans: Vec<PathBuf>,
-    /// Branched models searched by `stretch stretch`, one per merge.
+    /// Branched models searched by `stretch stretch`, one per merge of each
+    /// search.
     #[serde(default)]
-    pub stretch: Option<StretchSpec>,
+    pub stretch: Vec<StretchSpec>,
     #[serde(default = "default_seeds")]
     pub seeds: Vec<u64>,
     /// `fp32` (always trained first) and optionally `profile`: each branched
@@ -87,6 +99,9 @@ pub struct SweepFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StretchSpec {
+    /// Labels this search's models `{name}-{merge}` (default: `{merge}`).
+    #[serde(default)]
+    pub name: Option<String>,
     pub device: PathBuf,
     pub merges: Vec<String>,
     /// Further `stretch stretch` options (`alpha`, `capacity`, ...).
@@ -182,13 +197,15 @@ impl SweepFile {
                 *p = base.join(&*p);
             }
         };
-        at(&mut self.original);
+        if self.zoo_name().is_none() {
+            at(&mut self.original);
+        }
         self.models.iter_mut().for_each(at);
         self.plans.iter_mut().for_each(at);
         if let Some(d) = &mut self.device {
             at(d);
         }
-        if let Some(s) = &mut self.stretch {
+        for s in &mut self.stretch {
             at(&mut s.device);
         }
         if let Some((kind, rest)) = self.dataset.split_once(':')
@@ -202,7 +219,15 @@ impl SweepFile {
     /// or repeated lists, options the sweep sets itself, `profile` without
     /// a device.
     fn check(&self) -> Result<(), String> {
-        let mut files = vec![("original", &self.original)];
+        let mut files = Vec::new();
+        if self.zoo_name().is_none() {
+            files.push(("original", &self.original));
+        } else if self.zoo.keys().any(|k| normalise(k) == "out") {
+            return Err("`zoo.out` is set by the sweep".into());
+        }
+        if self.zoo_name().is_none() && !self.zoo.is_empty() {
+            return Err("`[zoo]` options apply to an original given as \"zoo:NAME\"".into());
+        }
         files.extend(self.models.iter().map(|m| ("models", m)));
         files.extend(self.plans.iter().map(|p| ("plans", p)));
         files.extend(self.device.iter().map(|d| ("device", d)));
@@ -230,12 +255,15 @@ impl SweepFile {
         if !self.distill && (self.kd_alpha.is_some() || self.kd_temperature.is_some()) {
             return Err("`kd_alpha` and `kd_temperature` weight a teacher: they need `distill = true`".into());
         }
-        if let Some(s) = &self.stretch {
+        let labels: Vec<String> = self.stretch.iter().flat_map(StretchSpec::labels).collect();
+        if let Some(l) = repeated(&labels) {
+            return Err(format!(
+                "`stretch`: two searches make models labelled {l}: give them distinct `name`s"
+            ));
+        }
+        for s in &self.stretch {
             if s.merges.is_empty() {
                 return Err("`stretch.merges` is empty: give at least one merge (project, concat)".into());
-            }
-            if let Some(m) = repeated(&s.merges) {
-                return Err(format!("`stretch.merges` lists {m} twice"));
             }
             for key in ["device", "merge", "out", "plan-out", "seed"] {
                 if s.options.keys().any(|k| normalise(k) == key) {
@@ -243,8 +271,8 @@ impl SweepFile {
                 }
             }
         }
-        if self.models.is_empty() && self.plans.is_empty() && self.stretch.is_none() {
-            return Err("nothing to compare: give `models`, `plans` or a `[stretch]` table".into());
+        if self.models.is_empty() && self.plans.is_empty() && self.stretch.is_empty() {
+            return Err("nothing to compare: give `models`, `plans` or a `[[stretch]]` table".into());
         }
         for table in [("recipe", &self.recipe), ("qat.options", &self.qat.options)] {
             for key in table.1.keys() {
@@ -260,10 +288,31 @@ impl SweepFile {
         }
         options_args(&self.recipe).map_err(|e| format!("`recipe`: {e}"))?;
         options_args(&self.qat.options).map_err(|e| format!("`qat.options`: {e}"))?;
-        if let Some(s) = &self.stretch {
+        for s in &self.stretch {
             options_args(&s.options).map_err(|e| format!("`stretch.options`: {e}"))?;
         }
+        options_args(&self.zoo).map_err(|e| format!("`zoo`: {e}"))?;
         Ok(())
+    }
+}
+
+impl SweepFile {
+    /// The zoo model of a `zoo:NAME` original.
+    pub fn zoo_name(&self) -> Option<&str> {
+        self.original.to_str()?.strip_prefix("zoo:")
+    }
+}
+
+impl StretchSpec {
+    /// The label suffix of each merge's model.
+    pub fn labels(&self) -> Vec<String> {
+        self.merges
+            .iter()
+            .map(|m| match &self.name {
+                Some(n) => format!("{n}-{m}"),
+                None => m.clone(),
+            })
+            .collect()
     }
 }
 
