@@ -100,6 +100,10 @@ pub fn run(
                     "its status could not be read {POLL_ERRORS} times in a row: {e}"
                 )),
             };
+            if !matches!(status, Status::Pending | Status::Running) {
+                let attempt = state.jobs[&job.id].attempts;
+                exec.keep_log(&handle, &state.log_path(&job.id), attempt);
+            }
             match status {
                 Status::Pending | Status::Running => still.push((i, 0)),
                 Status::Succeeded => match job.outputs().into_iter().find(|p| !p.is_file()) {

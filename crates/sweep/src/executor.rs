@@ -37,6 +37,32 @@ pub trait Executor {
     /// The last `lines` lines of the job's output (empty when unknown).
     fn log_tail(&mut self, handle: &str, lines: usize) -> String;
     fn stop(&mut self, handle: &str) -> Result<(), SweepError>;
+    /// Keeps the ended attempt `attempt`'s output in `path` (the sweep
+    /// directory's log of the job), where the executor does not write
+    /// there itself.
+    fn keep_log(&mut self, _handle: &str, _path: &std::path::Path, _attempt: u32) {}
+}
+
+/// Writes `text` to the log `path` (attempt 1) or appends it under an
+/// attempt header; a log that cannot be written is left out.
+pub fn append_log(path: &std::path::Path, attempt: u32, text: &str) {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let file = if attempt <= 1 {
+        std::fs::File::create(path)
+    } else {
+        std::fs::OpenOptions::new().create(true).append(true).open(path)
+    };
+    if let Ok(mut f) = file {
+        let header = if attempt <= 1 {
+            String::new()
+        } else {
+            format!("--- attempt {attempt} ---\n")
+        };
+        let _ = write!(f, "{header}{text}");
+    }
 }
 
 /// The last `lines` lines of `text`.

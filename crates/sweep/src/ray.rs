@@ -230,10 +230,9 @@ impl Executor for RayCluster {
             Some("RUNNING") => Ok(Status::Running),
             Some("SUCCEEDED") => Ok(Status::Succeeded),
             Some("STOPPED") => Ok(Status::Stopped),
-            Some("FAILED") => Ok(Status::Failed(if message.is_empty() {
-                "the job failed on the cluster".into()
-            } else {
-                message
+            Some("FAILED") => Ok(Status::Failed(match message.lines().next() {
+                Some(first) if !first.trim().is_empty() => first.trim_end_matches([',', ':']).to_string(),
+                _ => "the job failed on the cluster".into(),
             })),
             other => Err(self.err(format!("job {handle}: unknown status {other:?}: {answer}"))),
         }
@@ -244,6 +243,16 @@ impl Executor for RayCluster {
             .ok()
             .and_then(|v| v.get("logs").and_then(Value::as_str).map(|l| tail(l, lines)))
             .unwrap_or_default()
+    }
+
+    fn keep_log(&mut self, handle: &str, path: &std::path::Path, attempt: u32) {
+        if let Some(logs) = self
+            .call("GET", &format!("/api/jobs/{handle}/logs"), None)
+            .ok()
+            .and_then(|v| v.get("logs").and_then(Value::as_str).map(str::to_string))
+        {
+            crate::executor::append_log(path, attempt, &format!("# Ray submission {handle}\n{logs}"));
+        }
     }
 
     fn stop(&mut self, handle: &str) -> Result<(), SweepError> {

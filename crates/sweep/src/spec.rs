@@ -185,8 +185,16 @@ impl SweepFile {
             reason,
         };
         let mut file: SweepFile = toml::from_str(&text).map_err(|e| spec_err(e.to_string().trim_end().to_string()))?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        file.resolve(base);
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let base = base.canonicalize().map_err(|source| SweepError::Io {
+            action: "resolve the directory of",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        file.resolve(&base);
         file.check().map_err(spec_err)?;
         Ok(file)
     }

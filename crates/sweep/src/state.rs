@@ -142,6 +142,11 @@ impl State {
         finished
     }
 
+    /// Where the job `id`'s output is kept.
+    pub fn log_path(&self, id: &str) -> PathBuf {
+        self.path.with_file_name("logs").join(format!("{id}.log"))
+    }
+
     pub fn phase(&self, id: &str) -> Phase {
         self.jobs.get(id).map_or(Phase::Pending, |s| s.phase)
     }
