@@ -307,3 +307,26 @@ fn bad_sweep_files_are_refused_before_anything_runs() {
     );
     assert!(!dir.join("out/state.json").exists(), "jobs were started");
 }
+
+/// The example sweeps in configs/sweeps/ expand into jobs whose command
+/// lines `stretch` accepts; a dry run writes nothing.
+#[test]
+fn the_example_sweeps_expand_into_commands_stretch_accepts() {
+    let dir = scratch("sweep-examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(repo().join("configs/sweeps")).expect("configs/sweeps") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let out = dir.join("out");
+        let text = stretch_ok(&["sweep", &arg(&path), "-o", &arg(&out), "--dry-run"]);
+        assert!(
+            text.contains("stretch train ") && text.contains("# s0-original"),
+            "{text}"
+        );
+        assert!(!out.exists(), "{}: the dry run wrote {}", path.display(), out.display());
+        seen += 1;
+    }
+    assert!(seen >= 2, "{seen} example sweeps");
+}

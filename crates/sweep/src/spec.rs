@@ -204,6 +204,9 @@ impl SweepFile {
             if p.is_relative() {
                 *p = base.join(&*p);
             }
+            if let Ok(c) = p.canonicalize() {
+                *p = c;
+            }
         };
         if self.zoo_name().is_none() {
             at(&mut self.original);

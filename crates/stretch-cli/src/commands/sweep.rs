@@ -137,10 +137,7 @@ pub fn run(args: Args) -> Result<()> {
         .file_stem()
         .map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned());
     let dir = args.out.clone().unwrap_or_else(|| Path::new("sweeps").join(&name));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let dir = dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let dir = std::path::absolute(&dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
     let layout = sweep::Layout {
         dir: &dir,
         default_lr: crate::recipe_args::DEFAULT_LR,
@@ -157,6 +154,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let mut exec = executor(&args, &name, &dir)?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut state = State::open(&dir)?;
     if args.restart {
         state.jobs.clear();
