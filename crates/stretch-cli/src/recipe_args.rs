@@ -156,6 +156,39 @@ impl RecipeArgs {
     }
 }
 
+impl RecipeArgs {
+    /// Every option but `--dataset` and `--seed` as a sweep's `[recipe]`
+    /// (`stretch train` parses them back to these values).
+    pub fn options(&self) -> sweep::spec::Options {
+        use toml::Value;
+        let name = |v: Option<clap::builder::PossibleValue>| v.map_or(String::new(), |v| v.get_name().to_string());
+        let mut o = sweep::spec::Options::new();
+        let mut set = |k: &str, v: Value| {
+            o.insert(k.to_string(), v);
+        };
+        set("epochs", Value::Integer(self.epochs as i64));
+        set("batch-size", Value::Integer(self.batch_size as i64));
+        set("lr", Value::Float(self.lr));
+        set("optimizer", Value::String(name(self.optimizer.to_possible_value())));
+        set("momentum", Value::Float(self.momentum));
+        set("weight-decay", Value::Float(self.weight_decay));
+        set("schedule", Value::String(name(self.schedule.to_possible_value())));
+        set("val-fraction", Value::Float(self.val_fraction));
+        if let Some(l) = self.limit {
+            set("limit", Value::Integer(l as i64));
+        }
+        set("augment", Value::String(self.augment.clone()));
+        set("threads", Value::Integer(self.threads as i64));
+        set("backend", Value::String(self.backend.spec()));
+        set("conv-grad", Value::String(self.conv_grad.to_string()));
+        if let Some(a) = self.autograd {
+            set("autograd", Value::String(a.to_string()));
+        }
+        set("phase-times", Value::Boolean(self.phase_times));
+        o
+    }
+}
+
 fn parse_augment(s: &str) -> Result<Augment> {
     let mut a = Augment::default();
     if s == "none" {

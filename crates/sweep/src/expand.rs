@@ -50,6 +50,9 @@ pub struct Layout<'a> {
     /// The sweep directory (absolute when jobs run elsewhere).
     pub dir: &'a Path,
     pub default_lr: f64,
+    /// Every job writes into `dir` itself instead of `dir/seed{S}` (for a
+    /// sweep of one seed, as `compare-accuracy` lays out its files).
+    pub flat: bool,
 }
 
 /// A model of the comparison before seeds: its label, source, the
@@ -170,7 +173,11 @@ pub fn expand(file: &SweepFile, layout: &Layout) -> Vec<Job> {
     let profile = file.precisions.contains(&Precision::Profile);
     let mut jobs = Vec::new();
     for &seed in &file.seeds {
-        let seed_dir = layout.dir.join(format!("seed{seed}"));
+        let seed_dir = if layout.flat {
+            layout.dir.to_path_buf()
+        } else {
+            layout.dir.join(format!("seed{seed}"))
+        };
         let original_model = seed_dir.join("original.onnx");
         let variants = variants(file, &seed_dir);
         let waves: &[bool] = if file.distill { &[false, true] } else { &[false] };

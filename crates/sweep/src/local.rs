@@ -26,6 +26,7 @@ pub struct LocalPool {
     program: PathBuf,
     slots: usize,
     logs: PathBuf,
+    inherit: bool,
     running: HashMap<String, Running>,
 }
 
@@ -37,12 +38,32 @@ impl LocalPool {
             program: program.to_path_buf(),
             slots: slots.max(1),
             logs: logs.to_path_buf(),
+            inherit: false,
             running: HashMap::new(),
         }
     }
 
+    /// Jobs write to this process's stdout and stderr instead of their
+    /// logs (a sweep run in front of its user); their failures then come
+    /// without a log tail.
+    pub fn inheriting_output(mut self) -> LocalPool {
+        self.inherit = true;
+        self
+    }
+
     fn spawn(&self, r: &Running) -> Result<Child, SweepError> {
         let args = &r.job.steps[r.step];
+        let mut command = self.command();
+        if self.inherit {
+            return command
+                .args(args)
+                .stdin(Stdio::null())
+                .spawn()
+                .map_err(|e| SweepError::Start {
+                    job: r.job.id.clone(),
+                    reason: format!("cannot run {}: {e}", self.program.display()),
+                });
+        }
         let io = |action, source| SweepError::Io {
             action,
             path: r.log.clone(),
@@ -55,6 +76,20 @@ impl LocalPool {
             .map_err(|e| io("open", e))?;
         writeln!(log, "$ {} {}", self.program.display(), shell_words(args)).map_err(|e| io("write", e))?;
         let err = log.try_clone().map_err(|e| io("open", e))?;
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| SweepError::Start {
+                job: r.job.id.clone(),
+                reason: format!("cannot run {}: {e}", self.program.display()),
+            })
+    }
+
+    /// The program, set to die with this process.
+    fn command(&self) -> Command {
         let mut command = Command::new(&self.program);
         #[cfg(target_os = "linux")]
         {
@@ -69,15 +104,6 @@ impl LocalPool {
             }
         }
         command
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| SweepError::Start {
-                job: r.job.id.clone(),
-                reason: format!("cannot run {}: {e}", self.program.display()),
-            })
     }
 }
 
@@ -113,30 +139,27 @@ impl Executor for LocalPool {
     }
 
     fn submit(&mut self, job: &Job, attempt: u32) -> Result<String, SweepError> {
-        std::fs::create_dir_all(&self.logs).map_err(|source| SweepError::Io {
-            action: "create",
-            path: self.logs.clone(),
-            source,
-        })?;
         let log = self.logs.join(format!("{}.log", job.id));
-        let header = if attempt == 1 {
-            String::new()
-        } else {
-            format!("--- attempt {attempt} ---\n")
-        };
-        let written = if attempt == 1 {
-            std::fs::write(&log, header)
-        } else {
-            OpenOptions::new()
-                .append(true)
-                .open(&log)
-                .and_then(|mut f| f.write_all(header.as_bytes()))
-        };
-        written.map_err(|source| SweepError::Io {
-            action: "write",
-            path: log.clone(),
-            source,
-        })?;
+        if !self.inherit {
+            std::fs::create_dir_all(&self.logs).map_err(|source| SweepError::Io {
+                action: "create",
+                path: self.logs.clone(),
+                source,
+            })?;
+            let written = if attempt == 1 {
+                std::fs::write(&log, "")
+            } else {
+                OpenOptions::new()
+                    .append(true)
+                    .open(&log)
+                    .and_then(|mut f| writeln!(f, "--- attempt {attempt} ---"))
+            };
+            written.map_err(|source| SweepError::Io {
+                action: "write",
+                path: log.clone(),
+                source,
+            })?;
+        }
         let mut r = Running {
             job: job.clone(),
             step: 0,

@@ -118,6 +118,17 @@ impl fmt::Display for LibTorchTarget {
     }
 }
 
+impl Backend {
+    /// The backend as `--backend` takes it (`flex`, `cuda:0`, `tch:cuda:0`).
+    pub fn spec(&self) -> String {
+        match self {
+            Backend::Flex => "flex".into(),
+            Backend::Cuda(i) => format!("cuda:{i}"),
+            Backend::LibTorch(target) => format!("tch:{target}"),
+        }
+    }
+}
+
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

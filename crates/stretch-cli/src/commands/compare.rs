@@ -3,18 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use serde::Serialize;
+use sweep::spec::{Precision, Qat};
+use sweep::{LocalPool, State, SweepFile};
 use training::data::{Dataset, ImageSet};
 use training::{Distill, Recipe};
 
-use crate::commands::compare_rows::{Row, lines, with_quantized};
+use crate::commands::compare_rows::{Row, lines};
 use crate::commands::qat::PrecisionArgs;
-use crate::commands::train::{Outputs, train_graph};
+use crate::commands::sweep_table::seed_rows;
 use crate::format::table;
 use crate::recipe_args::RecipeArgs;
 use crate::recipe_args::distill;
@@ -36,6 +37,10 @@ use crate::recipe_args::{import_for_training, load_dataset};
 /// --precision profile`); both files are run by tract on the validation
 /// images, and the table adds each file's size and its top-1 against the
 /// fp32 branched model's.
+///
+/// The comparison is a sweep of one seed (`stretch sweep`): each model is
+/// trained by its own `stretch train` process, the same command lines a
+/// sweep file with these options runs, so the table equals that sweep's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The original model.
@@ -64,12 +69,11 @@ pub struct Args {
     #[arg(long, value_name = "T")]
     pub kd_temperature: Option<f64>,
 
-    /// Models trained at the same time (threads; each with its own
-    /// --threads for burn's CPU kernels). The original and the branched
-    /// models train first, then the distilled ones with the trained original
-    /// as teacher. Every model's training is the same as with 1 (on one
-    /// thread each, bit-identical); more jobs use more cores, or keep a GPU
-    /// busy with small models.
+    /// Models trained at the same time (processes; each with its own
+    /// --threads for burn's CPU kernels). A distilled model starts once the
+    /// original (its teacher) is trained. Every model's training is the
+    /// same as with 1 (on one thread each, bit-identical); more jobs use
+    /// more cores, or keep a GPU busy with small models.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: u32,
 
@@ -85,7 +89,8 @@ pub struct Args {
     #[arg(long, value_name = "LR")]
     pub qat_lr: Option<f64>,
 
-    /// Directory for trained models, metrics and curves.
+    /// Directory for trained models, metrics and curves (and `state.json`,
+    /// the record of the sweep the comparison runs as).
     #[arg(long, value_name = "DIR", default_value = "compare-accuracy")]
     pub out_dir: PathBuf,
 
@@ -116,61 +121,51 @@ struct Report<'a> {
     rows: &'a [Row],
 }
 
-/// A trained model and its row of the comparison.
-type Trained = (Graph, Row);
-
-/// What is trained: a label, the source file, its imported graph and
-/// whether the trained original teaches it.
-struct Job<'a> {
-    label: String,
-    path: &'a Path,
-    graph: &'a Graph,
-    distilled: bool,
+/// The comparison as a sweep of one seed: the models as given, the recipe
+/// as these options say, every file in --out-dir.
+fn as_sweep(args: &Args, kd: Option<Distill>) -> SweepFile {
+    let device = args.precision.device().ok().flatten().map(Path::to_path_buf);
+    let mut recipe = args.recipe.options();
+    recipe.retain(|k, _| k != "seed");
+    SweepFile {
+        dataset: args.recipe.dataset.to_string(),
+        original: args.original.clone(),
+        zoo: Default::default(),
+        models: args.branched.clone(),
+        plans: Vec::new(),
+        stretch: Vec::new(),
+        seeds: vec![args.recipe.seed],
+        precisions: match device {
+            Some(_) => vec![Precision::Fp32, Precision::Profile],
+            None => vec![Precision::Fp32],
+        },
+        device,
+        distill: kd.is_some(),
+        kd_alpha: kd.map(|d| d.alpha),
+        kd_temperature: kd.map(|d| d.temperature),
+        keep_weights: args.keep_weights,
+        recipe,
+        qat: Qat {
+            epochs: args.qat_epochs as u64,
+            lr: Some(args.qat_lr.unwrap_or(args.recipe.lr / 10.0)),
+            options: args.precision.calibration_options(),
+        },
+    }
 }
 
-/// The original, each branched model, and each branched model distilled
-/// when `distill`.
-fn jobs<'a>(args: &'a Args, graphs: &'a [Graph], distill: bool) -> Vec<Job<'a>> {
-    let mut jobs = vec![Job {
-        label: "original".to_string(),
-        path: &args.original,
-        graph: &graphs[0],
-        distilled: false,
-    }];
-    let stems: Vec<String> = args
-        .branched
-        .iter()
-        .map(|b| {
-            b.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        })
-        .collect();
-    for (i, (b, stem)) in args.branched.iter().zip(&stems).enumerate() {
-        jobs.push(Job {
-            label: format!("branched{}-{stem}", i + 1),
-            path: b,
-            graph: &graphs[i + 1],
-            distilled: false,
-        });
+/// Messages of the sweep's driver, on stderr.
+struct Say;
+
+impl sweep::Observer for Say {
+    fn counts(&mut self, _: sweep::Counts) {}
+    fn say(&mut self, line: String) {
+        eprintln!("{line}");
     }
-    if distill {
-        for (i, (b, stem)) in args.branched.iter().zip(&stems).enumerate() {
-            jobs.push(Job {
-                label: format!("branched{}-{stem}-kd", i + 1),
-                path: b,
-                graph: &graphs[i + 1],
-                distilled: true,
-            });
-        }
-    }
-    jobs
 }
 
 pub fn run(args: Args) -> Result<()> {
     let kd = distill(args.distill, "--distill", args.kd_alpha, args.kd_temperature)?;
-    let device = args.precision.device()?.map(Path::to_path_buf);
-    if let Some(d) = &device {
+    if let Some(d) = args.precision.device()? {
         predictor::DeviceProfile::load(d).with_context(|| format!("cannot load {}", d.display()))?;
     }
     std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
@@ -184,20 +179,25 @@ pub fn run(args: Args) -> Result<()> {
         .chain(args.branched.iter().map(|b| b.as_path()))
         .collect();
     check_models(&paths, &graphs, &set, kd.is_some())?;
-    let jobs = jobs(&args, &graphs, kd.is_some());
-    let (first_wave, second_wave): (Vec<&Job>, Vec<&Job>) = jobs.iter().partition(|j| !j.distilled);
-    let mut trained = run_wave(&args, &set, &first_wave, None, kd)?;
-    let teacher = trained.first().map(|(graph, _)| graph).context("nothing was trained")?;
-    let distilled = run_wave(&args, &set, &second_wave, Some(teacher), kd)?;
-    trained.extend(distilled);
-    let mut rows = match &device {
-        Some(_) => with_quantized(&args, &set, trained)?,
-        None => trained.into_iter().map(|(_, row)| row).collect(),
+    let file = as_sweep(&args, kd);
+    let dir =
+        std::path::absolute(&args.out_dir).with_context(|| format!("cannot resolve {}", args.out_dir.display()))?;
+    let layout = sweep::Layout {
+        dir: &dir,
+        default_lr: args.recipe.lr,
+        flat: true,
     };
-    let base = rows[0].top1;
-    for row in &mut rows[1..] {
-        row.gap_top1 = row.top1 - base;
+    let jobs = sweep::expand(&file, &layout);
+    let program = std::env::current_exe().context("cannot find the stretch binary")?;
+    let mut pool = LocalPool::new(&program, args.jobs as usize, &dir.join("logs")).inheriting_output();
+    let mut state = State::open(&dir)?;
+    state.jobs.clear();
+    let stop = AtomicBool::new(false);
+    let outcome = sweep::run(&jobs, &mut state, &mut pool, 0, &mut Say, &stop)?;
+    if let Some((job, error)) = outcome.failed.first() {
+        bail!("{job} was not trained: {error}");
     }
+    let rows = seed_rows(&jobs.iter().collect::<Vec<_>>(), &outcome.failed)?;
     let lines = lines(&rows);
     println!();
     print!("{}", table(&lines, 1));
@@ -233,49 +233,6 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Trains `wave`'s models, up to `--jobs` at a time, and returns each trained
-/// graph with its row (gap not yet set) in `wave`'s order. After a failure
-/// no further model is started, and the first failure in `wave`'s order is
-/// returned once the models in flight have finished.
-fn run_wave(
-    args: &Args,
-    set: &ImageSet,
-    wave: &[&Job],
-    teacher: Option<&Graph>,
-    kd: Option<Distill>,
-) -> Result<Vec<Trained>> {
-    let workers = (args.jobs as usize).min(wave.len());
-    if workers <= 1 {
-        return wave.iter().map(|job| train_job(args, set, job, teacher, kd)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let slots: Vec<Mutex<Option<Result<Trained>>>> = wave.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                while !failed.load(Ordering::SeqCst) {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(job) = wave.get(i) else { break };
-                    let result = train_job(args, set, job, teacher, kd);
-                    if result.is_err() {
-                        failed.store(true, Ordering::SeqCst);
-                    }
-                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
-                }
-            });
-        }
-    });
-    let mut out = Vec::with_capacity(wave.len());
-    for (slot, job) in slots.into_iter().zip(wave) {
-        match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(result) => out.push(result?),
-            None => bail!("{} was not trained: an earlier model failed", job.path.display()),
-        }
-    }
-    Ok(out)
-}
-
 /// Fails, naming the file, unless every model lowers for training, outputs
 /// the dataset's classes and, when the original teaches them, takes the
 /// original's input: checked before anything trains.
@@ -301,48 +258,4 @@ fn check_models(paths: &[&Path], graphs: &[Graph], set: &ImageSet, distill: bool
         }
     }
     Ok(())
-}
-
-/// Trains one model of the comparison from its file (re-initialised unless
-/// --keep-weights) and writes it to --out-dir.
-fn train_job(args: &Args, set: &ImageSet, job: &Job, teacher: Option<&Graph>, kd: Option<Distill>) -> Result<Trained> {
-    let mut graph = job.graph.clone();
-    let program = training::lower(&graph).with_context(|| format!("cannot train {}", job.path.display()))?;
-    if !args.keep_weights {
-        training::reinitialise(&mut graph, &program, args.recipe.seed)?;
-    }
-    let cost = graph.total_cost();
-    let out = args.out_dir.join(format!("{}.onnx", job.label));
-    let recipe = args.recipe.recipe(if job.distilled { kd } else { None })?;
-    let teach = if job.distilled { teacher } else { None };
-    let (history, seconds) = train_graph(
-        &mut graph,
-        &job.label,
-        set as &dyn Dataset,
-        recipe,
-        &args.recipe,
-        teach,
-        &Outputs::beside(&out),
-        None,
-        None,
-        None,
-    )?;
-    graph_ir::onnx::export_file(&graph, &out).with_context(|| format!("cannot write {}", out.display()))?;
-    let last = history.last().context("no epoch was trained")?;
-    let row = Row {
-        label: job.label.clone(),
-        file: job.path.display().to_string(),
-        distilled: job.distilled,
-        params: cost.params,
-        macs: cost.macs,
-        top1: last.val_top1,
-        top5: last.val_top5,
-        best_top1: history.iter().map(|m| m.val_top1).fold(0.0, f64::max),
-        gap_top1: 0.0,
-        train_seconds: seconds,
-        precision: "fp32",
-        file_bytes: std::fs::metadata(&out).map_or(0, |m| m.len()),
-        gap_fp32_branched: None,
-    };
-    Ok((graph, row))
 }

@@ -1,13 +1,8 @@
 //! The rows of `stretch compare-accuracy`: one per trained model, and with
 //! `--precision profile` one per quantized version of each branched model.
 
-use anyhow::Result;
-use graph_ir::Graph;
 use serde::Serialize;
-use training::data::ImageSet;
 
-use crate::commands::compare::Args;
-use crate::commands::qat::{FineTune, quantized_variants};
 use crate::format::si;
 
 /// One trained model of the comparison.
@@ -63,51 +58,4 @@ pub(crate) fn lines(rows: &[Row]) -> Vec<Vec<String>> {
         ]);
     }
     lines
-}
-
-/// The rows of `trained`, each branched model's followed by its
-/// post-training quantized and fine-tuned quantized versions for the
-/// device of `--precision profile`.
-pub(crate) fn with_quantized(args: &Args, set: &ImageSet, trained: Vec<(Graph, Row)>) -> Result<Vec<Row>> {
-    let fine_tune = FineTune {
-        epochs: args.qat_epochs,
-        lr: args.qat_lr.unwrap_or(args.recipe.lr / 10.0),
-    };
-    let mut rows = Vec::new();
-    for (graph, row) in trained {
-        let quantize = row.label != "original" && !row.distilled;
-        let (label, file, top1) = (row.label.clone(), row.file.clone(), row.top1);
-        let (params, macs) = (row.params, row.macs);
-        rows.push(row);
-        if !quantize {
-            continue;
-        }
-        let variants = quantized_variants(
-            &graph,
-            &label,
-            &args.out_dir,
-            &args.precision,
-            set,
-            &args.recipe,
-            fine_tune,
-        )?;
-        for v in variants {
-            rows.push(Row {
-                label: format!("{label}-{}", v.kind),
-                file: file.clone(),
-                distilled: false,
-                params,
-                macs,
-                top1: v.tally.top1(),
-                top5: v.tally.top5(),
-                best_top1: v.tally.top1(),
-                gap_top1: 0.0,
-                train_seconds: v.seconds,
-                precision: v.kind,
-                file_bytes: std::fs::metadata(&v.file).map_or(0, |m| m.len()),
-                gap_fp32_branched: Some(v.tally.top1() - top1),
-            });
-        }
-    }
-    Ok(rows)
 }

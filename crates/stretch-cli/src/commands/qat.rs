@@ -70,6 +70,28 @@ impl PrecisionArgs {
     }
 }
 
+impl PrecisionArgs {
+    /// The calibration options (`--processor`, `--calibration-*`,
+    /// `--strict`) as a sweep's `[qat] options`.
+    pub fn calibration_options(&self) -> sweep::spec::Options {
+        use toml::Value;
+        let mut o = sweep::spec::Options::new();
+        if let Some(p) = &self.processor {
+            o.insert("processor".into(), Value::String(p.clone()));
+        }
+        o.insert(
+            "calibration-samples".into(),
+            Value::Integer(self.calibration_samples as i64),
+        );
+        o.insert(
+            "calibration-method".into(),
+            Value::String(self.calibration_method.to_string()),
+        );
+        o.insert("strict".into(), Value::Boolean(self.strict));
+        o
+    }
+}
+
 /// A model folded and calibrated for its device's precisions on the
 /// training split a recipe trains on.
 pub struct Calibrated {
@@ -181,86 +203,6 @@ pub fn evaluate_file(g: &Graph, set: &dyn Dataset, indices: &[usize], transform:
     }
     bar.finish_and_clear();
     Ok(tally)
-}
-
-/// A quantized version of a trained model, as written and measured.
-pub struct Variant {
-    /// `ptq` or `qat`.
-    pub kind: &'static str,
-    pub file: PathBuf,
-    pub tally: Tally,
-    /// Fine-tuning time (0 for post-training quantization).
-    pub seconds: f64,
-}
-
-/// How `compare-accuracy --precision profile` fine-tunes.
-#[derive(Clone, Copy, Debug)]
-pub struct FineTune {
-    pub epochs: usize,
-    pub lr: f64,
-}
-
-/// The post-training quantized and the quantization-aware fine-tuned
-/// versions of `trained` (labelled `label`, its batch norms unfolded),
-/// written into `dir` as `{label}-ptq.onnx` and `{label}-qat.onnx` and
-/// evaluated as files on the recipe's validation split, for the
-/// precisions of `args`' device.
-pub fn quantized_variants(
-    trained: &Graph,
-    label: &str,
-    dir: &Path,
-    args: &PrecisionArgs,
-    set: &training::data::ImageSet,
-    recipe_args: &crate::recipe_args::RecipeArgs,
-    fine_tune: FineTune,
-) -> Result<[Variant; 2]> {
-    let r = recipe_args;
-    let cal = Calibrated::new(trained, label, args, set, r)?;
-    let (split, transform) = (&cal.split, &cal.transform);
-    let write = |g: &Graph, kind: &str| -> Result<PathBuf> {
-        let path = dir.join(format!("{label}-{kind}.onnx"));
-        graph_ir::onnx::export_file(g, &path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(path)
-    };
-    let ptq = cal.quantized(trained)?;
-    let ptq_file = write(&ptq, "ptq")?;
-    let ptq_tally = evaluate_file(&ptq, set, &split.val, transform)?;
-    let mut tuned = trained.clone();
-    let mut recipe = r.recipe(None)?;
-    recipe.epochs = fine_tune.epochs;
-    recipe.lr = fine_tune.lr;
-    let qat_label = format!("{label}-qat");
-    let spec = cal.spec(&tuned)?;
-    let (_, seconds) = crate::commands::train::train_graph(
-        &mut tuned,
-        &qat_label,
-        set as &dyn Dataset,
-        recipe,
-        r,
-        None,
-        &crate::commands::train::Outputs::beside(&dir.join(format!("{qat_label}.onnx"))),
-        None,
-        None,
-        Some(&spec),
-    )?;
-    write(&tuned, "qat.fp32")?;
-    let qat = cal.quantized(&tuned)?;
-    let qat_file = write(&qat, "qat")?;
-    let qat_tally = evaluate_file(&qat, set, &split.val, transform)?;
-    Ok([
-        Variant {
-            kind: "ptq",
-            file: ptq_file,
-            tally: ptq_tally,
-            seconds: 0.0,
-        },
-        Variant {
-            kind: "qat",
-            file: qat_file,
-            tally: qat_tally,
-            seconds,
-        },
-    ])
 }
 
 #[cfg(test)]

@@ -141,6 +141,7 @@ pub fn run(args: Args) -> Result<()> {
     let layout = sweep::Layout {
         dir: &dir,
         default_lr: crate::recipe_args::DEFAULT_LR,
+        flat: false,
     };
     let jobs = sweep::expand(&file, &layout);
     check_steps(&args.sweep, &jobs)?;

@@ -72,7 +72,7 @@ fn quantized_row(fp32: &Row, kind: &'static str, score: &FileScore, seconds: f64
 
 /// The rows of one seed's finished jobs, in `compare-accuracy`'s order, gaps
 /// against that seed's original.
-fn seed_rows(jobs: &[&Job], failed: &[(String, String)]) -> Result<Vec<Row>> {
+pub(crate) fn seed_rows(jobs: &[&Job], failed: &[(String, String)]) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for job in jobs {
         if failed.iter().any(|(id, _)| id == &job.id) {
