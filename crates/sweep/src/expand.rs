@@ -326,6 +326,7 @@ mod tests {
             &Layout {
                 dir: &out,
                 default_lr: 0.05,
+                flat: false,
             },
         );
         let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
@@ -384,6 +385,7 @@ mod tests {
             &Layout {
                 dir: &out,
                 default_lr: 0.05,
+                flat: false,
             },
         );
         let labels: Vec<&str> = jobs.iter().map(|j| j.label.as_str()).collect();
