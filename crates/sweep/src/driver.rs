@@ -104,8 +104,11 @@ pub fn run(
                 let attempt = state.jobs[&job.id].attempts;
                 exec.keep_log(&handle, &state.log_path(&job.id), attempt);
             }
-            match status {
-                Status::Pending | Status::Running => still.push((i, 0)),
+            let why = match status {
+                Status::Pending | Status::Running => {
+                    still.push((i, 0));
+                    continue;
+                }
                 Status::Succeeded => match job.outputs().into_iter().find(|p| !p.is_file()) {
                     None => {
                         let s = state.get_mut(&job.id);
@@ -113,56 +116,23 @@ pub fn run(
                         s.error = None;
                         outcome.ran += 1;
                         changed = true;
+                        continue;
                     }
-                    Some(missing) => {
-                        let why = format!(
-                            "it ended without writing {} (is the sweep directory on a filesystem every node shares?)",
-                            missing.display()
-                        );
-                        changed |= failed(
-                            job,
-                            &handle,
-                            why,
-                            state,
-                            exec,
-                            retries,
-                            obs,
-                            &mut outcome,
-                            &mut still,
-                            i,
-                        )?;
-                    }
+                    Some(missing) => format!(
+                        "it ended without writing {} (is the sweep directory on a filesystem every node shares?)",
+                        missing.display()
+                    ),
                 },
-                Status::Failed(why) => {
-                    changed |= failed(
-                        job,
-                        &handle,
-                        why,
-                        state,
-                        exec,
-                        retries,
-                        obs,
-                        &mut outcome,
-                        &mut still,
-                        i,
-                    )?;
-                }
-                Status::Stopped => {
-                    let why = "it was stopped on the executor".to_string();
-                    changed |= failed(
-                        job,
-                        &handle,
-                        why,
-                        state,
-                        exec,
-                        retries,
-                        obs,
-                        &mut outcome,
-                        &mut still,
-                        i,
-                    )?;
-                }
-            }
+                Status::Failed(why) => why,
+                Status::Stopped => "it was stopped on the executor".to_string(),
+            };
+            let retry = Retry {
+                retries,
+                outcome: &mut outcome,
+                in_flight: &mut still,
+                index: i,
+            };
+            changed |= failed(job, &handle, why, state, exec, obs, retry)?;
         }
         in_flight = still;
         if changed {
@@ -234,31 +204,36 @@ fn submit(job: &Job, state: &mut State, exec: &mut dyn Executor) -> Result<(), S
     Ok(())
 }
 
+/// Where a failed attempt's job goes: back in flight (`in_flight`, at
+/// `index`) while retries remain, else into `outcome`.
+struct Retry<'a> {
+    retries: u32,
+    outcome: &'a mut Outcome,
+    in_flight: &'a mut Vec<(usize, u32)>,
+    index: usize,
+}
+
 /// A failed attempt: retried while attempts remain (the job stays in
 /// flight), else recorded as failed with its log's tail.
-#[allow(clippy::too_many_arguments)]
 fn failed(
     job: &Job,
     handle: &str,
     why: String,
     state: &mut State,
     exec: &mut dyn Executor,
-    retries: u32,
     obs: &mut dyn Observer,
-    outcome: &mut Outcome,
-    in_flight: &mut Vec<(usize, u32)>,
-    index: usize,
+    r: Retry,
 ) -> Result<bool, SweepError> {
     let attempts = state.jobs[&job.id].attempts;
     let log = exec.log_tail(handle, LOG_TAIL);
-    if attempts <= retries {
+    if attempts <= r.retries {
         obs.say(format!(
             "{}: attempt {attempts} of {} failed: {why}; retrying",
             job.id,
-            retries + 1
+            r.retries + 1
         ));
         submit(job, state, exec)?;
-        in_flight.push((index, 0));
+        r.in_flight.push((r.index, 0));
         return Ok(true);
     }
     let error = if log.trim().is_empty() {
@@ -270,7 +245,7 @@ fn failed(
     let s = state.get_mut(&job.id);
     s.phase = Phase::Failed;
     s.error = Some(error.clone());
-    outcome.failed.push((job.id.clone(), error));
+    r.outcome.failed.push((job.id.clone(), error));
     Ok(true)
 }
 
