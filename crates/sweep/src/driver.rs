@@ -71,13 +71,19 @@ pub fn run(
     };
     loop {
         if stop.load(Ordering::SeqCst) {
-            let stopped = in_flight.len();
+            let mut stopped = 0;
             for &(i, _) in &in_flight {
                 let s = state.get_mut(&jobs[i].id);
-                if let Some(h) = s.handle.clone() {
-                    exec.stop(&h)?;
+                match s.handle.clone().map(|h| exec.stop(&h)) {
+                    Some(Err(e)) => obs.say(format!(
+                        "{}: cannot stop it ({e}); a rerun follows it where it still runs",
+                        jobs[i].id
+                    )),
+                    _ => {
+                        s.phase = Phase::Stopped;
+                        stopped += 1;
+                    }
                 }
-                s.phase = Phase::Stopped;
             }
             state.save()?;
             return Err(SweepError::Interrupted { stopped });
