@@ -16,10 +16,11 @@ use crate::commands::sweep_table::report;
 /// independent jobs and compare them, as `compare-accuracy` does for one
 /// seed.
 ///
-/// SWEEP.toml names the original model (`original`), the branched models
-/// (`models`: files; `plans`: plans applied to the original with `stretch
-/// branch`; `[stretch]`: `device`, `merges` and `options` searched with
-/// `stretch stretch`), `seeds`, `precisions` (`fp32`, and `profile` with
+/// SWEEP.toml names the original model (`original`: a file, or `zoo:NAME`
+/// with `[zoo]` options for `stretch zoo`), the branched models (`models`:
+/// files; `plans`: plans applied to the original with `stretch branch`;
+/// `[[stretch]]` tables: `device`, `merges`, `options` and an optional
+/// `name`, searched with `stretch stretch`), `seeds`, `precisions` (`fp32`, and `profile` with
 /// `device`: each branched model also quantized before and after
 /// quantization-aware fine-tuning, `[qat]` `epochs`, `lr`, `options`),
 /// `distill`, `keep_weights`, the `dataset` and one `[recipe]` of `stretch
