@@ -41,6 +41,25 @@ WORKER_NM_PORT=62391
 export RAY_USAGE_STATS_ENABLED=0
 
 t() { date +%s.%N; }
+# GET a dashboard endpoint (python3 only: no curl needed).
+get() {
+  python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())" "$1"
+}
+# SIGKILL every process whose command line contains $1 (no procps needed).
+kill_matching() {
+  python3 - "$1" <<'PY'
+import os, signal, sys
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or int(pid) == os.getpid():
+        continue
+    try:
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+    except OSError:
+        continue
+    if sys.argv[1] in cmd and "raylet" in cmd:
+        os.kill(int(pid), signal.SIGKILL)
+PY
+}
 since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(t)"; }
 
 if [[ ! -d "$DATA" ]]; then
@@ -108,11 +127,11 @@ T0=$(t)
   --node-manager-port "$WORKER_NM_PORT" --dashboard-agent-listen-port 52391 \
   --disable-usage-stats >"$OUT/ray-worker.log" 2>&1
 for _ in $(seq 60); do
-  curl -sf "$ADDRESS/api/version" >/dev/null && break
+  get "$ADDRESS/api/version" >/dev/null 2>&1 && break
   sleep 1
 done
-echo "   cluster up in $(since "$T0") s: $(curl -s "$ADDRESS/api/version")"
-WORKER_ID=$(curl -s "$ADDRESS/api/v0/nodes?limit=100" | python3 -c "
+echo "   cluster up in $(since "$T0") s: $(get "$ADDRESS/api/version")"
+WORKER_ID=$(get "$ADDRESS/api/v0/nodes?limit=100" | python3 -c "
 import json, sys
 nodes = json.load(sys.stdin)['data']['result']['result']
 print(next(n['node_id'] for n in nodes if not n['is_head_node']))")
@@ -126,12 +145,12 @@ SWEEP=$!
 STOPPED=""
 while kill -0 "$SWEEP" 2>/dev/null; do
   if [[ -z "$STOPPED" ]]; then
-    ON_WORKER=$(curl -s "$ADDRESS/api/jobs/" | python3 -c "
+    ON_WORKER=$(get "$ADDRESS/api/jobs/" 2>/dev/null | python3 -c "
 import json, sys
 jobs = json.load(sys.stdin)
 print(sum(1 for j in jobs if j.get('status') == 'RUNNING' and j.get('driver_node_id') == '$WORKER_ID'))" 2>/dev/null || echo 0)
     if [[ "$ON_WORKER" -gt 0 ]]; then
-      pkill -9 -f "raylet.*node_manager_port=$WORKER_NM_PORT" || true
+      kill_matching "node_manager_port=$WORKER_NM_PORT"
       STOPPED="$(since "$T0")"
       echo "   stopped the worker node at $STOPPED s, with $ON_WORKER job(s) running on it"
     fi
@@ -147,7 +166,7 @@ echo "   sweep exited $RC after $CLUSTER_S s"
 tail -n 30 "$OUT/cluster.log"
 
 echo "== checks"
-curl -s "$ADDRESS/api/jobs/" >"$OUT/ray-jobs.json"
+get "$ADDRESS/api/jobs/" >"$OUT/ray-jobs.json"
 CHECK=0
 python3 - "$OUT" "$STOPPED" <<'PY' || CHECK=$?
 import json, pathlib, sys

@@ -9,10 +9,10 @@ use graph_ir::Graph;
 use training::data::Dataset;
 use training::{EpochMetrics, Progress, Recipe, Session, TrainError};
 
-use crate::commands::qat::{Calibrated, PrecisionArgs, evaluate_file};
+use crate::commands::qat::{Calibrated, PrecisionArgs};
 use crate::commands::train_report::{Bar, empty, epoch_line, say, setup_line};
-use crate::commands::train_result::post_training;
-use crate::commands::train_result::{self, FileScore, QuantizedScores};
+use crate::commands::train_result::{self, QuantizedScores};
+use crate::commands::train_result::{post_training, write_fine_tuned};
 use crate::curve::{learning_curve_svg, metrics_csv};
 use crate::model_args::ModelArgs;
 use crate::recipe_args::{RecipeArgs, beside, distill, import_for_training, load_dataset};
@@ -227,6 +227,44 @@ fn write(path: &Path, text: String) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// `graph` made ready to train on `set`: its classifier checked (or replaced
+/// with --replace-head), its weights re-initialised with --reinitialise.
+fn fit_model(args: &Args, set: &dyn Dataset, graph: &mut Graph) -> Result<()> {
+    let program = training::lower(graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
+    if program.classes() != set.classes() {
+        if !args.replace_head {
+            return Err(TrainError::ClassMismatch {
+                model: program.classes(),
+                dataset: set.classes(),
+            }
+            .into());
+        }
+        let name = training::replace_head(graph, set.classes(), args.recipe.seed)?;
+        println!(
+            "replaced the classifier '{name}' ({} outputs) by a fresh {}-way one",
+            program.classes(),
+            set.classes()
+        );
+    }
+    if args.reinitialise {
+        let program = training::lower(graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
+        training::reinitialise(graph, &program, args.recipe.seed)?;
+    }
+    Ok(())
+}
+
+impl Args {
+    /// Where the run writes its side files: the options, else beside OUT.
+    fn outputs(&self) -> Outputs {
+        let default = Outputs::beside(&self.out);
+        Outputs {
+            checkpoint: self.checkpoint.clone().unwrap_or(default.checkpoint),
+            metrics: self.metrics.clone().unwrap_or(default.metrics),
+            curve: self.curve.clone().unwrap_or(default.curve),
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<()> {
     let distill = distill(
         args.teacher.is_some(),
@@ -236,27 +274,7 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     let mut graph = args.model.load()?;
     let set = load_dataset(&args.recipe, &graph)?;
-    let program = training::lower(&graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
-    if program.classes() != set.classes() {
-        if !args.replace_head {
-            return Err(TrainError::ClassMismatch {
-                model: program.classes(),
-                dataset: set.classes(),
-            }
-            .into());
-        }
-        let name = training::replace_head(&mut graph, set.classes(), args.recipe.seed)?;
-        println!(
-            "replaced the classifier '{name}' ({} outputs) by a fresh {}-way one",
-            program.classes(),
-            set.classes()
-        );
-    }
-    if args.reinitialise {
-        let program =
-            training::lower(&graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
-        training::reinitialise(&mut graph, &program, args.recipe.seed)?;
-    }
+    fit_model(&args, &set, &mut graph)?;
     if args.ptq.is_some() && args.precision.device()?.is_none() {
         bail!("--ptq writes a model quantized for a device: it needs --precision profile --device PROFILE.toml");
     }
@@ -269,16 +287,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.resume.is_some() && args.stop_after.is_some_and(|s| s == 0) {
         bail!("--stop-after 0 would not train at all");
     }
-    let mut outputs = Outputs::beside(&args.out);
-    if let Some(c) = &args.checkpoint {
-        outputs.checkpoint = c.clone();
-    }
-    if let Some(m) = &args.metrics {
-        outputs.metrics = m.clone();
-    }
-    if let Some(c) = &args.curve {
-        outputs.curve = c.clone();
-    }
+    let outputs = args.outputs();
     let label = args
         .model
         .model
@@ -306,40 +315,20 @@ pub fn run(args: Args) -> Result<()> {
         args.stop_after,
         spec.as_ref(),
     )?;
-    let mut scores = None;
-    match &calibrated {
+    let scores = match &calibrated {
         Some(cal) => {
-            let fp32 = beside(&args.out, ".fp32.onnx");
-            graph_ir::onnx::export_file(&graph, &fp32).with_context(|| format!("cannot write {}", fp32.display()))?;
-            let quantized = cal.quantized(&graph)?;
-            graph_ir::onnx::export_file(&quantized, &args.out)
-                .with_context(|| format!("cannot write {}", args.out.display()))?;
-            if args.json.is_some() {
-                let tally = evaluate_file(&quantized, &set, &cal.split.val, &cal.transform)?;
-                println!(
-                    "{} as written: validation top-1 {:.2}%, top-5 {:.2}%",
-                    args.out.display(),
-                    tally.top1(),
-                    tally.top5()
-                );
-                scores = Some(QuantizedScores {
-                    ptq: ptq.clone().flatten(),
-                    qat: FileScore::new(&args.out, &tally),
-                });
-            }
-            println!(
-                "fine-tuned at precisions {} ({} batch norms folded, {} activations calibrated on {} training images with {})",
-                cal.prepared.map.describe(),
-                cal.prepared.batch_norms,
-                cal.ranges.len(),
-                args.precision.calibration_samples,
-                args.precision.calibration_method
-            );
-            println!("wrote the fine-tuned float model {}", fp32.display());
+            let qat = write_fine_tuned(cal, &graph, &args.out, &set, &args.precision, args.json.is_some())?;
+            qat.map(|qat| QuantizedScores {
+                ptq: ptq.flatten(),
+                qat,
+            })
         }
-        None => graph_ir::onnx::export_file(&graph, &args.out)
-            .with_context(|| format!("cannot write {}", args.out.display()))?,
-    }
+        None => {
+            graph_ir::onnx::export_file(&graph, &args.out)
+                .with_context(|| format!("cannot write {}", args.out.display()))?;
+            None
+        }
+    };
     if let Some(last) = history.last() {
         let best = history.iter().map(|m| m.val_top1).fold(0.0, f64::max);
         println!(

@@ -142,3 +142,42 @@ pub fn post_training(
     );
     Ok(Some(FileScore::new(path, &tally)))
 }
+
+/// The fine-tuned `graph` written as the quantized model `out` (the float
+/// model beside it as `.fp32.onnx`); with `score`, the quantized file's
+/// validation accuracy as written.
+pub fn write_fine_tuned(
+    cal: &Calibrated,
+    graph: &Graph,
+    out: &Path,
+    set: &dyn Dataset,
+    precision: &crate::commands::qat::PrecisionArgs,
+    score: bool,
+) -> Result<Option<FileScore>> {
+    let fp32 = crate::recipe_args::beside(out, ".fp32.onnx");
+    graph_ir::onnx::export_file(graph, &fp32).with_context(|| format!("cannot write {}", fp32.display()))?;
+    let quantized = cal.quantized(graph)?;
+    graph_ir::onnx::export_file(&quantized, out).with_context(|| format!("cannot write {}", out.display()))?;
+    let scored = if score {
+        let tally = evaluate_file(&quantized, set, &cal.split.val, &cal.transform)?;
+        println!(
+            "{} as written: validation top-1 {:.2}%, top-5 {:.2}%",
+            out.display(),
+            tally.top1(),
+            tally.top5()
+        );
+        Some(FileScore::new(out, &tally))
+    } else {
+        None
+    };
+    println!(
+        "fine-tuned at precisions {} ({} batch norms folded, {} activations calibrated on {} training images with {})",
+        cal.prepared.map.describe(),
+        cal.prepared.batch_norms,
+        cal.ranges.len(),
+        precision.calibration_samples,
+        precision.calibration_method
+    );
+    println!("wrote the fine-tuned float model {}", fp32.display());
+    Ok(scored)
+}
