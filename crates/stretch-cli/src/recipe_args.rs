@@ -154,9 +154,7 @@ impl RecipeArgs {
             distill,
         })
     }
-}
 
-impl RecipeArgs {
     /// Every option but `--dataset` and `--seed` as a sweep's `[recipe]`
     /// (`stretch train` parses them back to these values).
     pub fn options(&self) -> sweep::spec::Options {

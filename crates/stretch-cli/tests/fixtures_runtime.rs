@@ -22,9 +22,9 @@
 //! steps of onnxruntime's run of the same file (issue 49 asks one: deep
 //! random-weight fixtures reach 2-5, rounding flips compounding between
 //! tract's float kernels on dequantized values and onnxruntime's integer
-//! ones, and how far depends on the CPU's kernels: regnet_x_1_6gf-project
-//! reaches 5 on an AVX-512 EPYC, 4 elsewhere; the zoo cases in quantize.rs
-//! hold to one), and its activation scales
+//! ones, and how far depends on the CPU's kernels: docs/precision.md has
+//! the figures; the zoo cases in quantize.rs hold to one), and its
+//! activation scales
 //! are within 5% of onnxruntime's `quantize_static` on the same images
 //! (`scripts/check_quantized.py`, one Python call for all models).
 //!

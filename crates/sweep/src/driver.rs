@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::SweepError;
-use crate::executor::{Executor, Status};
+use crate::executor::{Executor, Status, tail};
 use crate::expand::Job;
 use crate::state::{Phase, State};
 
@@ -138,7 +138,7 @@ pub fn run(
                 in_flight: &mut still,
                 index: i,
             };
-            changed |= failed(job, &handle, why, state, exec, obs, retry)?;
+            changed |= failed(job, why, state, exec, obs, retry)?;
         }
         in_flight = still;
         if changed {
@@ -202,7 +202,7 @@ fn submit(job: &Job, state: &mut State, exec: &mut dyn Executor) -> Result<(), S
             source,
         })?;
     }
-    let handle = exec.submit(job, attempt)?;
+    let handle = exec.submit(job, attempt, &state.log_path(&job.id))?;
     let s = state.get_mut(&job.id);
     s.attempts = attempt;
     s.handle = Some(handle);
@@ -223,7 +223,6 @@ struct Retry<'a> {
 /// flight), else recorded as failed with its log's tail.
 fn failed(
     job: &Job,
-    handle: &str,
     why: String,
     state: &mut State,
     exec: &mut dyn Executor,
@@ -231,7 +230,9 @@ fn failed(
     r: Retry,
 ) -> Result<bool, SweepError> {
     let attempts = state.jobs[&job.id].attempts;
-    let log = exec.log_tail(handle, LOG_TAIL);
+    let log = std::fs::read_to_string(state.log_path(&job.id))
+        .map(|text| tail(&text, LOG_TAIL))
+        .unwrap_or_default();
     if attempts <= r.retries {
         obs.say(format!(
             "{}: attempt {attempts} of {} failed: {why}; retrying",

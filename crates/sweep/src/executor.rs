@@ -1,6 +1,9 @@
 //! Where a sweep's jobs run: a trait the driver sees, implemented by the
 //! local process pool and the Ray client (and by test doubles).
 
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::error::SweepError;
@@ -32,37 +35,30 @@ pub trait Executor {
     /// followed, as on a cluster that outlives the sweep command.
     fn follows_handles(&self) -> bool;
     /// Starts attempt `attempt` (1-based) of `job`; returns its handle.
-    fn submit(&mut self, job: &Job, attempt: u32) -> Result<String, SweepError>;
+    /// `log` is the job's log in the sweep directory: an executor whose
+    /// jobs write their output as they run writes it there (see
+    /// [`start_log`]).
+    fn submit(&mut self, job: &Job, attempt: u32, log: &Path) -> Result<String, SweepError>;
     fn status(&mut self, handle: &str) -> Result<Status, SweepError>;
-    /// The last `lines` lines of the job's output (empty when unknown).
-    fn log_tail(&mut self, handle: &str, lines: usize) -> String;
     fn stop(&mut self, handle: &str) -> Result<(), SweepError>;
     /// Keeps the ended attempt `attempt`'s output in `path` (the sweep
     /// directory's log of the job), where the executor does not write
     /// there itself.
-    fn keep_log(&mut self, _handle: &str, _path: &std::path::Path, _attempt: u32) {}
+    fn keep_log(&mut self, _handle: &str, _path: &Path, _attempt: u32) {}
 }
 
-/// Writes `text` to the log `path` (attempt 1) or appends it under an
-/// attempt header; a log that cannot be written is left out.
-pub fn append_log(path: &std::path::Path, attempt: u32, text: &str) {
-    use std::io::Write;
+/// The log `path` opened for attempt `attempt`'s output: emptied for the
+/// first attempt, else appended to under an attempt header.
+pub fn start_log(path: &Path, attempt: u32) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        std::fs::create_dir_all(dir)?;
     }
-    let file = if attempt <= 1 {
-        std::fs::File::create(path)
-    } else {
-        std::fs::OpenOptions::new().create(true).append(true).open(path)
-    };
-    if let Ok(mut f) = file {
-        let header = if attempt <= 1 {
-            String::new()
-        } else {
-            format!("--- attempt {attempt} ---\n")
-        };
-        let _ = write!(f, "{header}{text}");
+    if attempt <= 1 {
+        return File::create(path);
     }
+    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(f, "--- attempt {attempt} ---")?;
+    Ok(f)
 }
 
 /// The last `lines` lines of `text`.

@@ -217,16 +217,9 @@ pub fn expand(file: &SweepFile, layout: &Layout) -> Vec<Job> {
                 train.extend(["-o".into(), path_arg(&model), "--json".into(), path_arg(&result)]);
                 steps.push(train);
                 let quantized = (profile && v.branched && !distilled).then(|| {
-                    let q = seed_dir.join(format!("{label}-quantized.json"));
-                    steps.push(qat_step(
-                        file,
-                        layout,
-                        &model,
-                        seed,
-                        &seed_dir.join(format!("{label}-qat.onnx")),
-                        &q,
-                    ));
-                    q
+                    let (step, json) = qat_step(file, layout, &seed_dir, &label, seed);
+                    steps.push(step);
+                    json
                 });
                 jobs.push(Job {
                     id: format!("s{seed}-{label}"),
@@ -251,16 +244,14 @@ pub fn expand(file: &SweepFile, layout: &Layout) -> Vec<Job> {
     jobs
 }
 
-/// `stretch train --precision profile` fine-tuning `model` into `out`
-/// (`{label}-qat.onnx`, the model quantized before fine-tuning beside it as
-/// `{label}-ptq.onnx`), its recipe the sweep's with `qat`'s epochs and
-/// learning rate.
-fn qat_step(file: &SweepFile, layout: &Layout, model: &Path, seed: u64, out: &Path, json: &Path) -> Vec<String> {
-    let ptq = out.with_file_name(
-        stem(out)
-            .strip_suffix("-qat")
-            .map_or_else(|| format!("{}-ptq.onnx", stem(out)), |base| format!("{base}-ptq.onnx")),
-    );
+/// `stretch train --precision profile` fine-tuning the trained model
+/// `{label}.onnx` in `dir` into `{label}-qat.onnx` (the model quantized
+/// before fine-tuning beside it as `{label}-ptq.onnx`), its recipe the
+/// sweep's with `qat`'s epochs and learning rate; and the result file it
+/// writes, `{label}-quantized.json`.
+fn qat_step(file: &SweepFile, layout: &Layout, dir: &Path, label: &str, seed: u64) -> (Vec<String>, PathBuf) {
+    let at = |suffix: &str| dir.join(format!("{label}{suffix}"));
+    let json = at("-quantized.json");
     let mut recipe = file.recipe.clone();
     let lr = recipe
         .iter()
@@ -270,7 +261,7 @@ fn qat_step(file: &SweepFile, layout: &Layout, model: &Path, seed: u64, out: &Pa
     recipe.retain(|k, _| !matches!(k.as_str(), "lr" | "epochs"));
     let mut step = vec![
         "train".into(),
-        path_arg(model),
+        path_arg(&at(".onnx")),
         "--dataset".into(),
         file.dataset.clone(),
     ];
@@ -290,13 +281,13 @@ fn qat_step(file: &SweepFile, layout: &Layout, model: &Path, seed: u64, out: &Pa
         "--device".into(),
         file.device.as_deref().map(path_arg).unwrap_or_default(),
         "--ptq".into(),
-        path_arg(&ptq),
+        path_arg(&at("-ptq.onnx")),
         "-o".into(),
-        path_arg(out),
+        path_arg(&at("-qat.onnx")),
         "--json".into(),
-        path_arg(json),
+        path_arg(&json),
     ]);
-    step
+    (step, json)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! A job is a list of `stretch` command lines (the branching a model needs,
 //! `stretch train`, the fine-tuning of precision `profile`); this crate
 //! knows them as arguments only, so the same job runs the same way on
-//! this machine and on a node.
+//! locally and on a node.
 
 pub mod driver;
 pub mod error;

@@ -1,6 +1,6 @@
 //! The local pool: each job's steps run as child processes of the
 //! `stretch` binary, a bounded number of jobs at a time, each job's output
-//! in `LOGS/{job}.log`.
+//! in the log the driver gives it.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::error::SweepError;
-use crate::executor::{Executor, Status, tail};
+use crate::executor::{Executor, Status, start_log};
 use crate::expand::Job;
 
 struct Running {
@@ -21,23 +21,20 @@ struct Running {
     ended: Option<Status>,
 }
 
-/// Runs jobs on this machine.
+/// Runs jobs as child processes of this one.
 pub struct LocalPool {
     program: PathBuf,
     slots: usize,
-    logs: PathBuf,
     inherit: bool,
     running: HashMap<String, Running>,
 }
 
 impl LocalPool {
-    /// A pool of `slots` jobs running `program` (the `stretch` binary),
-    /// logging into `logs`.
-    pub fn new(program: &Path, slots: usize, logs: &Path) -> LocalPool {
+    /// A pool of `slots` jobs running `program` (the `stretch` binary).
+    pub fn new(program: &Path, slots: usize) -> LocalPool {
         LocalPool {
             program: program.to_path_buf(),
             slots: slots.max(1),
-            logs: logs.to_path_buf(),
             inherit: false,
             running: HashMap::new(),
         }
@@ -138,25 +135,11 @@ impl Executor for LocalPool {
         false
     }
 
-    fn submit(&mut self, job: &Job, attempt: u32) -> Result<String, SweepError> {
-        let log = self.logs.join(format!("{}.log", job.id));
+    fn submit(&mut self, job: &Job, attempt: u32, log: &Path) -> Result<String, SweepError> {
         if !self.inherit {
-            std::fs::create_dir_all(&self.logs).map_err(|source| SweepError::Io {
-                action: "create",
-                path: self.logs.clone(),
-                source,
-            })?;
-            let written = if attempt == 1 {
-                std::fs::write(&log, "")
-            } else {
-                OpenOptions::new()
-                    .append(true)
-                    .open(&log)
-                    .and_then(|mut f| writeln!(f, "--- attempt {attempt} ---"))
-            };
-            written.map_err(|source| SweepError::Io {
+            start_log(log, attempt).map_err(|source| SweepError::Io {
                 action: "write",
-                path: log.clone(),
+                path: log.to_path_buf(),
                 source,
             })?;
         }
@@ -164,7 +147,7 @@ impl Executor for LocalPool {
             job: job.clone(),
             step: 0,
             child: None,
-            log,
+            log: log.to_path_buf(),
             ended: None,
         };
         if job.steps.is_empty() {
@@ -215,14 +198,6 @@ impl Executor for LocalPool {
         let status = r.ended.clone().unwrap_or(Status::Running);
         self.running.insert(handle.to_string(), r);
         Ok(status)
-    }
-
-    fn log_tail(&mut self, handle: &str, lines: usize) -> String {
-        self.running
-            .get(handle)
-            .and_then(|r| std::fs::read_to_string(&r.log).ok())
-            .map(|t| tail(&t, lines))
-            .unwrap_or_default()
     }
 
     fn stop(&mut self, handle: &str) -> Result<(), SweepError> {

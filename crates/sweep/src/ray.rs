@@ -5,12 +5,14 @@
 //! sweep directory, which every node must share.
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::error::SweepError;
-use crate::executor::{Executor, Status, tail};
+use crate::executor::{Executor, Status, start_log};
 use crate::expand::Job;
 use crate::local::shell_words;
 
@@ -200,7 +202,7 @@ impl Executor for RayCluster {
         true
     }
 
-    fn submit(&mut self, job: &Job, attempt: u32) -> Result<String, SweepError> {
+    fn submit(&mut self, job: &Job, attempt: u32, _log: &Path) -> Result<String, SweepError> {
         let id = self.submission_id(job, attempt);
         let mut body = json!({
             "entrypoint": self.entrypoint(job),
@@ -238,20 +240,14 @@ impl Executor for RayCluster {
         }
     }
 
-    fn log_tail(&mut self, handle: &str, lines: usize) -> String {
-        self.call("GET", &format!("/api/jobs/{handle}/logs"), None)
-            .ok()
-            .and_then(|v| v.get("logs").and_then(Value::as_str).map(|l| tail(l, lines)))
-            .unwrap_or_default()
-    }
-
-    fn keep_log(&mut self, handle: &str, path: &std::path::Path, attempt: u32) {
+    fn keep_log(&mut self, handle: &str, path: &Path, attempt: u32) {
         if let Some(logs) = self
             .call("GET", &format!("/api/jobs/{handle}/logs"), None)
             .ok()
             .and_then(|v| v.get("logs").and_then(Value::as_str).map(str::to_string))
+            && let Ok(mut f) = start_log(path, attempt)
         {
-            crate::executor::append_log(path, attempt, &format!("# Ray submission {handle}\n{logs}"));
+            let _ = write!(f, "# Ray submission {handle}\n{logs}");
         }
     }
 

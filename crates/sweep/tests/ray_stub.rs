@@ -357,7 +357,7 @@ fn a_rerun_follows_a_job_still_running_on_the_cluster() {
     let stub = stub_for(&jobs);
     let address = serve(stub.clone());
     let (mut cluster, _) = RayCluster::connect(config(&address)).expect("connect");
-    let handle = cluster.submit(&jobs[0], 1).expect("submit");
+    let handle = cluster.submit(&jobs[0], 1, &dir.join("logs/a.log")).expect("submit");
     let mut state = State::open(&dir).expect("state");
     state.reconcile(&jobs, true);
     let s = state.get_mut("a");

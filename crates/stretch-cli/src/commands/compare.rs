@@ -147,7 +147,7 @@ fn as_sweep(args: &Args, kd: Option<Distill>) -> SweepFile {
         recipe,
         qat: Qat {
             epochs: args.qat_epochs as u64,
-            lr: Some(args.qat_lr.unwrap_or(args.recipe.lr / 10.0)),
+            lr: args.qat_lr,
             options: args.precision.calibration_options(),
         },
     }
@@ -184,12 +184,12 @@ pub fn run(args: Args) -> Result<()> {
         std::path::absolute(&args.out_dir).with_context(|| format!("cannot resolve {}", args.out_dir.display()))?;
     let layout = sweep::Layout {
         dir: &dir,
-        default_lr: args.recipe.lr,
+        default_lr: crate::recipe_args::DEFAULT_LR,
         flat: true,
     };
     let jobs = sweep::expand(&file, &layout);
     let program = std::env::current_exe().context("cannot find the stretch binary")?;
-    let mut pool = LocalPool::new(&program, args.jobs as usize, &dir.join("logs")).inheriting_output();
+    let mut pool = LocalPool::new(&program, args.jobs as usize).inheriting_output();
     let mut state = State::open(&dir)?;
     state.jobs.clear();
     let stop = AtomicBool::new(false);

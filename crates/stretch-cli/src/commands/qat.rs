@@ -68,9 +68,7 @@ impl PrecisionArgs {
             (PrecisionMode::Fp32, None) => Ok(None),
         }
     }
-}
 
-impl PrecisionArgs {
     /// The calibration options (`--processor`, `--calibration-*`,
     /// `--strict`) as a sweep's `[qat] options`.
     pub fn calibration_options(&self) -> sweep::spec::Options {

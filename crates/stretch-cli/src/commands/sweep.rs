@@ -1,5 +1,5 @@
 //! `stretch sweep`: trains every model × seed × precision of a sweep file,
-//! on this machine or on a Ray cluster, and prints `compare-accuracy`'s
+//! on the local pool or on a Ray cluster, and prints `compare-accuracy`'s
 //! table for each seed.
 
 use std::collections::BTreeMap;
@@ -51,7 +51,7 @@ pub struct Args {
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 
-    /// Jobs run at the same time on this machine (without --ray).
+    /// Jobs run at the same time by the local pool (without --ray).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: u32,
 
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         return Ok(());
     }
-    let mut exec = executor(&args, &name, &dir)?;
+    let mut exec = executor(&args, &name)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut state = State::open(&dir)?;
     if args.restart {
@@ -220,14 +220,10 @@ fn check_steps(sweep: &Path, jobs: &[Job]) -> Result<()> {
     Ok(())
 }
 
-fn executor(args: &Args, name: &str, dir: &Path) -> Result<Box<dyn Executor>> {
+fn executor(args: &Args, name: &str) -> Result<Box<dyn Executor>> {
     let program = std::env::current_exe().context("cannot find the stretch binary")?;
     let Some(address) = &args.ray else {
-        return Ok(Box::new(LocalPool::new(
-            &program,
-            args.jobs as usize,
-            &dir.join("logs"),
-        )));
+        return Ok(Box::new(LocalPool::new(&program, args.jobs as usize)));
     };
     let mut env = BTreeMap::new();
     for kv in &args.env {

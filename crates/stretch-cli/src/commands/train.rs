@@ -230,7 +230,8 @@ fn write(path: &Path, text: String) -> Result<()> {
 /// `graph` made ready to train on `set`: its classifier checked (or replaced
 /// with --replace-head), its weights re-initialised with --reinitialise.
 fn fit_model(args: &Args, set: &dyn Dataset, graph: &mut Graph) -> Result<()> {
-    let program = training::lower(graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
+    let lower = |g: &Graph| training::lower(g).with_context(|| format!("cannot train {}", args.model.model.display()));
+    let mut program = lower(graph)?;
     if program.classes() != set.classes() {
         if !args.replace_head {
             return Err(TrainError::ClassMismatch {
@@ -245,9 +246,9 @@ fn fit_model(args: &Args, set: &dyn Dataset, graph: &mut Graph) -> Result<()> {
             program.classes(),
             set.classes()
         );
+        program = lower(graph)?;
     }
     if args.reinitialise {
-        let program = training::lower(graph).with_context(|| format!("cannot train {}", args.model.model.display()))?;
         training::reinitialise(graph, &program, args.recipe.seed)?;
     }
     Ok(())

@@ -130,17 +130,20 @@ pub fn post_training(
     let ptq = cal.quantized(graph)?;
     graph_ir::onnx::export_file(&ptq, path).with_context(|| format!("cannot write {}", path.display()))?;
     println!("wrote the post-training quantized model {}", path.display());
-    if !score {
-        return Ok(None);
-    }
-    let tally = evaluate_file(&ptq, set, &cal.split.val, &cal.transform)?;
+    score.then(|| score_file(cal, &ptq, path, set)).transpose()
+}
+
+/// The validation accuracy of `g`, written as `path`, run by tract on
+/// `cal`'s validation split.
+fn score_file(cal: &Calibrated, g: &Graph, path: &Path, set: &dyn Dataset) -> Result<FileScore> {
+    let tally = evaluate_file(g, set, &cal.split.val, &cal.transform)?;
     println!(
         "{} as written: validation top-1 {:.2}%, top-5 {:.2}%",
         path.display(),
         tally.top1(),
         tally.top5()
     );
-    Ok(Some(FileScore::new(path, &tally)))
+    Ok(FileScore::new(path, &tally))
 }
 
 /// The fine-tuned `graph` written as the quantized model `out` (the float
@@ -158,18 +161,7 @@ pub fn write_fine_tuned(
     graph_ir::onnx::export_file(graph, &fp32).with_context(|| format!("cannot write {}", fp32.display()))?;
     let quantized = cal.quantized(graph)?;
     graph_ir::onnx::export_file(&quantized, out).with_context(|| format!("cannot write {}", out.display()))?;
-    let scored = if score {
-        let tally = evaluate_file(&quantized, set, &cal.split.val, &cal.transform)?;
-        println!(
-            "{} as written: validation top-1 {:.2}%, top-5 {:.2}%",
-            out.display(),
-            tally.top1(),
-            tally.top5()
-        );
-        Some(FileScore::new(out, &tally))
-    } else {
-        None
-    };
+    let scored = score.then(|| score_file(cal, &quantized, out, set)).transpose()?;
     println!(
         "fine-tuned at precisions {} ({} batch norms folded, {} activations calibrated on {} training images with {})",
         cal.prepared.map.describe(),
