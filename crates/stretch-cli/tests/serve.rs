@@ -7,6 +7,20 @@ mod common;
 
 use common::{repo, scratch, stretch, stretch_ok};
 use std::path::Path;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Held shared by every test here and exclusively by the one that measures
+/// overlap in time, so no other test's processes compete for the cores
+/// while it runs (cargo runs one test binary at a time).
+static CORES: RwLock<()> = RwLock::new(());
+
+fn sharing_cores() -> RwLockReadGuard<'static, ()> {
+    CORES.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn owning_cores() -> RwLockWriteGuard<'static, ()> {
+    CORES.write().unwrap_or_else(|e| e.into_inner())
+}
 
 fn zoo(dir: &Path) {
     let m = dir.join("mini.onnx");
@@ -52,6 +66,7 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 
 #[test]
 fn serve_survives_an_outage_with_every_output_checked() {
+    let _cores = sharing_cores();
     let dir = scratch("serve-outage");
     zoo(&dir);
     let rc = write(&dir, "rt.toml", CONFIG);
@@ -123,6 +138,7 @@ for_s = 1
 
 #[test]
 fn simulate_runs_every_policy_on_a_device_profile() {
+    let _cores = sharing_cores();
     let dir = scratch("simulate");
     zoo(&dir);
     let w = write(
@@ -175,6 +191,7 @@ fn simulate_runs_every_policy_on_a_device_profile() {
 /// over completed + dropped requests), and they stay ahead of fixed.
 #[test]
 fn late_jobs_are_dropped_and_counted_when_the_workload_allows() {
+    let _cores = sharing_cores();
     let dir = scratch("drop-late");
     zoo(&dir);
     let text = "seed = 3\nduration_s = 1\nslo_multiplier = 1\n[[app]]\nmodel = \"mini.onnx\"\narrival = \"poisson\"\nrate = 1000\n\
@@ -239,6 +256,7 @@ fn late_jobs_are_dropped_and_counted_when_the_workload_allows() {
 
 #[test]
 fn bad_inputs_fail_with_one_line() {
+    let _cores = sharing_cores();
     let dir = scratch("serve-errors");
     zoo(&dir);
     let rc = write(&dir, "rt.toml", CONFIG);
@@ -324,9 +342,12 @@ fn bad_inputs_fail_with_one_line() {
 
 /// A branched model (plan + branch for two processors) served as one app:
 /// under `lst` its two branches of one request run at the same time on the
-/// two processors, and every output equals the whole-model reference.
+/// two processors, and every output equals the whole-model reference. The
+/// input is large enough that a branch outlasts a scheduler tick, so a
+/// worker woken late still overlaps its sibling.
 #[test]
 fn a_branched_model_runs_its_branches_in_parallel() {
+    let _cores = owning_cores();
     let dir = scratch("serve-branched");
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let host = common::repo().join("configs/devices/host.toml");
@@ -334,7 +355,7 @@ fn a_branched_model_runs_its_branches_in_parallel() {
         "zoo",
         "resnet-mini",
         "--input-size",
-        "96",
+        "160",
         "--classes",
         "10",
         "-o",
@@ -442,6 +463,7 @@ fn served(args: &[&str]) -> (serde_json::Value, String) {
 
 #[test]
 fn the_tensor_pool_cuts_engine_boundary_allocations() {
+    let _cores = sharing_cores();
     let dir = scratch("serve-pool");
     zoo(&dir);
     let rc = write(
@@ -488,6 +510,7 @@ fn the_tensor_pool_cuts_engine_boundary_allocations() {
 
 #[test]
 fn pinned_workers_schedule_themselves_unless_told_otherwise() {
+    let _cores = sharing_cores();
     let dir = scratch("serve-scheduling");
     zoo(&dir);
     let rc = write(
