@@ -5,14 +5,17 @@
 //! A node is *int8* when its processor runs int8 and its operator has a
 //! quantized form ([`has_int8_form`]); an int8-processor node without one
 //! stays float and is reported. Every float activation an int8 node
-//! produces gets one Q→DQ pair right after it, read by all its consumers
-//! (so a value leaving an int8 processor is dequantized explicitly, in that
-//! processor's subgraph), except a value read only by an int8 Relu or Clip,
-//! which that activation's pair covers; an activation produced elsewhere and read by an
-//! int8 node gets a pair read by the int8 consumers only, placed in the
-//! producer's subgraph (a meeting point then reads values that are all
-//! ready, as in the float file), or in the first int8 reader's when the
-//! producer has no processor (the graph input). Weights of int8 Conv, Gemm and MatMul become int8
+//! produces gets a QuantizeLinear right after it, on its processor, and
+//! each of its readers a DequantizeLinear of its own (so a value leaves an
+//! int8 processor as uint8 and is dequantized explicitly by whoever reads
+//! it), except a value read only by an int8 Relu or Clip, which that
+//! activation's nodes cover; an activation produced in float and read by
+//! int8 nodes is quantized on each of their processors and dequantized
+//! per reader. Each subgraph thus holds the DQ→op→Q form integer kernels
+//! fuse, as the whole file does (onnxruntime gives each node unit its own
+//! DequantizeLinear the same way); the runtime's partition puts a
+//! DequantizeLinear, and a QuantizeLinear of another processor's value,
+//! in its reader's subgraph. Weights of int8 Conv, Gemm and MatMul become int8
 //! per output channel (symmetric) behind a DequantizeLinear, their biases
 //! int32 at the input scale times each channel's weight scale. Graph inputs
 //! and outputs stay f32. Every inserted node carries the `processor`,
@@ -196,6 +199,81 @@ impl Writer<'_> {
         node.out(0)
     }
 
+    /// The Q/DQ nodes of activation `o` at `p`. An int8 producer's
+    /// QuantizeLinear follows it on its processor and each reader gets a
+    /// DequantizeLinear of its own, annotated as that reader (the graph
+    /// output one annotated as the producer): the value crosses
+    /// processors as uint8, and every subgraph that reads it starts with
+    /// the DQ→op form integer kernels fuse, as in the whole file. An
+    /// activation produced in float gets a QuantizeLinear on each
+    /// processor of its int8 readers (annotated as the first of them there,
+    /// or as the producer on its own processor) and a DequantizeLinear per
+    /// int8 reader.
+    fn activation_pairs(&mut self, o: Outlet, p: QParams, int8: &HashSet<NodeId>) {
+        let g = self.g;
+        let producer = g.node(o.node);
+        let home = producer.annotations.get(keys::PROCESSOR);
+        let base = if o.slot == 0 {
+            producer.name.clone()
+        } else {
+            format!("{}.{}", producer.name, o.slot)
+        };
+        let ann = served_annotations(producer);
+        let scale = self.constant(format!("{base}_scale"), Tensor::from_f32([], &[p.scale]), &ann);
+        let zero = self.constant(
+            format!("{base}_zero_point"),
+            tensor(DType::U8, vec![], Bytes::from(vec![p.zero as u8])),
+            &ann,
+        );
+        let quantize = |w: &mut Self, name: &str, ann: &[(String, String)]| {
+            w.node(
+                format!("{name}_quantized"),
+                Op::QuantizeLinear(QuantizeLinear { axis: 1 }),
+                vec![o.into(), scale, zero],
+                ann,
+            )
+        };
+        let dequantize = |w: &mut Self, q: PatchOutlet, ann: &[(String, String)]| {
+            w.node(
+                format!("{base}_dequantized"),
+                Op::DequantizeLinear(DequantizeLinear { axis: 1 }),
+                vec![q, scale, zero],
+                ann,
+            )
+        };
+        let from_int8 = int8.contains(&o.node);
+        let mut quantized: Vec<(Option<&String>, PatchOutlet)> = Vec::new();
+        if from_int8 {
+            let q = quantize(self, &base, &ann);
+            quantized.push((home, q));
+            if g.is_output(o) {
+                let dq = dequantize(self, q, &ann);
+                self.patch.shunt(o, dq);
+            }
+        }
+        for (c, slot) in g.consumers(o) {
+            if !from_int8 && !int8.contains(&c) {
+                continue;
+            }
+            let reader = served_annotations(g.node(c));
+            let at = g.node(c).annotations.get(keys::PROCESSOR);
+            let q = match quantized.iter().find(|(p, _)| from_int8 || *p == at) {
+                Some((_, q)) => *q,
+                None => {
+                    let q = match (at, home) {
+                        (Some(a), Some(h)) if a != h => quantize(self, &format!("{base}_on_{a}"), &reader),
+                        _ if at == home => quantize(self, &base, &ann),
+                        _ => quantize(self, &base, &reader),
+                    };
+                    quantized.push((at, q));
+                    q
+                }
+            };
+            let dq = dequantize(self, q, &reader);
+            self.patch.rewire(c, slot, dq);
+        }
+    }
+
     /// The quantized constant `q` (`{base}_quantized`) behind a
     /// DequantizeLinear along `axis`, one scale per channel and zero
     /// points of `q`'s type.
@@ -255,46 +333,7 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
     for (o, &(lo, hi)) in acts.iter().zip(ranges) {
         let p = params::activation(lo, hi);
         qparams.insert(*o, p);
-        let producer = g.node(o.node);
-        let int8_readers: Vec<(NodeId, usize)> =
-            g.consumers(*o).into_iter().filter(|(c, _)| int8.contains(c)).collect();
-        let from_int8 = int8.contains(&o.node);
-        let placed = from_int8 || int8_readers.is_empty() || producer.annotations.contains_key(keys::PROCESSOR);
-        let ann = if placed {
-            served_annotations(producer)
-        } else {
-            served_annotations(g.node(int8_readers[0].0))
-        };
-        let base = if o.slot == 0 {
-            producer.name.clone()
-        } else {
-            format!("{}.{}", producer.name, o.slot)
-        };
-        let scale = w.constant(format!("{base}_scale"), Tensor::from_f32([], &[p.scale]), &ann);
-        let zero = w.constant(
-            format!("{base}_zero_point"),
-            tensor(DType::U8, vec![], Bytes::from(vec![p.zero as u8])),
-            &ann,
-        );
-        let q = w.node(
-            format!("{base}_quantized"),
-            Op::QuantizeLinear(QuantizeLinear { axis: 1 }),
-            vec![(*o).into(), scale, zero],
-            &ann,
-        );
-        let dq = w.node(
-            format!("{base}_dequantized"),
-            Op::DequantizeLinear(DequantizeLinear { axis: 1 }),
-            vec![q, scale, zero],
-            &ann,
-        );
-        if from_int8 {
-            w.patch.shunt(*o, dq);
-        } else {
-            for (c, slot) in int8_readers {
-                w.patch.rewire(c, slot, dq);
-            }
-        }
+        w.activation_pairs(*o, p, &int8);
         report.activations += 1;
     }
     for &id in &order {
@@ -451,15 +490,26 @@ mod tests {
         for id in q.node_ids() {
             let n = q.node(id);
             if n.name.contains("quantized") {
+                let reader = if id == conv1.inputs[0].node { "gpu" } else { "cpu" };
                 assert_eq!(
                     n.annotations.get(keys::PROCESSOR).map(String::as_str),
-                    Some("cpu"),
+                    Some(reader),
                     "{}",
                     n.name
                 );
             }
         }
         assert_eq!(q.outputs()[0].1.node, q.find("conv1").unwrap());
+        let cut = scheduler_rt::partition(&q, "cpu").unwrap().subgraphs;
+        assert_eq!(cut.len(), 2);
+        assert_eq!(cut[1].processor, "gpu");
+        assert_eq!(cut[1].inputs.len(), 1);
+        assert_eq!(
+            q.fact(cut[1].inputs[0]).unwrap().dtype,
+            DType::U8,
+            "relu leaves the cpu as uint8"
+        );
+        assert_eq!(q.node(cut[1].nodes[0]).op.name(), "DequantizeLinear");
         assert_eq!(q.metadata.get(QUANTIZED_KEY).unwrap(), "cpu=int8,gpu=fp32");
         let e = insert_qdq(&g, &map, &[(0.0, 1.0)]).unwrap_err();
         assert!(e.to_string().contains("1 calibrated ranges for 2 activations"), "{e}");
@@ -490,6 +540,54 @@ mod tests {
             None,
         );
         assert_eq!(names(&g, &map), ["x", "relu", "conv1"]);
+    }
+
+    /// A value an int8 node produces and int8 nodes on two processors
+    /// read: one QuantizeLinear where it is made, a DequantizeLinear per
+    /// reader on the reader's processor, so each subgraph reads uint8 and
+    /// starts with the DQ its integer kernel fuses; a float graph input
+    /// read by int8 nodes is quantized on their processor.
+    #[test]
+    fn int8_readers_on_another_processor_dequantize_on_their_side() {
+        let (mut g, _) = two_processors();
+        let relu = g.find("relu").unwrap();
+        let y = g.outputs()[0].1;
+        g.set_outputs(vec![("y".into(), y), ("r".into(), relu.out(0))]).unwrap();
+        let map = PrecisionMap::new(
+            [
+                ("cpu".to_string(), Precision::Int8),
+                ("gpu".to_string(), Precision::Int8),
+            ]
+            .into(),
+            None,
+        );
+        let acts = activations_to_calibrate(&g, &map).unwrap();
+        let ranges: Vec<(f32, f32)> = acts.iter().map(|_| (-1.0, 3.0)).collect();
+        let (q, _) = insert_qdq(&g, &map, &ranges).unwrap();
+        let node = |name: &str| q.node(q.find(name).unwrap());
+        let processor = |name: &str| node(name).annotations.get(keys::PROCESSOR).cloned().unwrap();
+        let quantizers: Vec<&str> = q
+            .node_ids()
+            .into_iter()
+            .map(|id| q.node(id))
+            .filter(|n| n.op.name() == "QuantizeLinear" && q.node(n.inputs[0].node).name == "relu")
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(quantizers, ["relu_quantized"], "one quantizer for every reader");
+        assert_eq!(processor("relu_quantized"), "cpu");
+        let dq1 = q.node(node("conv1").inputs[0].node);
+        assert_eq!(dq1.op.name(), "DequantizeLinear");
+        assert_eq!(dq1.annotations.get(keys::PROCESSOR).map(String::as_str), Some("gpu"));
+        assert_eq!(q.node(dq1.inputs[0].node).name, "relu_quantized");
+        let out = q.node(q.outputs()[1].1.node);
+        assert_eq!(out.op.name(), "DequantizeLinear", "the graph output reads its own DQ");
+        assert_eq!(out.annotations.get(keys::PROCESSOR).map(String::as_str), Some("cpu"));
+        let cut = scheduler_rt::partition(&q, "cpu").unwrap().subgraphs;
+        assert_eq!(cut.len(), 2);
+        assert_eq!(cut[1].inputs, [q.find("relu_quantized").unwrap().out(0)]);
+        assert_eq!(q.node(cut[1].nodes[0]).op.name(), "DequantizeLinear");
+        assert_eq!(processor("x_quantized"), "cpu");
+        q.check().unwrap();
     }
 
     #[test]

@@ -7,10 +7,10 @@ use crate::engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
 use ort::environment::Environment;
 use ort::session::Session;
-use ort::value::Tensor as OrtTensor;
+use ort::value::{Tensor as OrtTensor, TensorElementType};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use tract_onnx::prelude::{IntoTValue, TVec};
+use tract_onnx::prelude::{Datum, DatumType, IntoTValue, TVec, Tensor};
 
 /// Where the pip wheel of onnxruntime keeps its library, relative to a
 /// repository root holding the project's `.venv`, for any Python 3
@@ -211,46 +211,65 @@ struct OrtCompiled {
 }
 
 impl OrtCompiled {
-    /// Runs `session` on `inputs`. With the tensor pool on, inputs are
+    /// Runs `session` on `inputs` (f32 or u8 tensors: quantized values
+    /// cross subgraphs as u8). With the tensor pool on, inputs are
     /// handed to onnxruntime in place (no copy) and outputs land in kept
     /// buffers; off, each input is copied into a fresh buffer and each
     /// output into a fresh tensor. Either way the pool counts both.
     fn run_on(session: &mut Session, inputs: &[Value]) -> Result<TVec<Value>, String> {
-        let pool = crate::pool::pool();
-        let in_place = pool.enabled();
         let mut feeds = Vec::with_capacity(inputs.len());
         for (outlet, v) in session.inputs().iter().zip(inputs) {
             let name = outlet.name().to_string();
-            let slice = v
-                .try_as_plain_ram()
-                .and_then(|p| p.as_slice::<f32>())
-                .map_err(|e| format!("input '{name}': {e}"))?;
-            let value = if in_place {
-                let t =
-                    ort::value::TensorRef::from_array_view((v.shape().to_vec(), slice)).map_err(|e| e.to_string())?;
-                ort::session::SessionInputValue::from(t)
-            } else {
-                pool.copied(std::mem::size_of_val(slice));
-                pool.allocated();
-                let t = OrtTensor::from_array((v.shape().to_vec(), slice.to_vec())).map_err(|e| e.to_string())?;
-                ort::session::SessionInputValue::from(t)
-            };
+            let value = match v.datum_type() {
+                DatumType::U8 => feed::<u8>(v),
+                _ => feed::<f32>(v),
+            }
+            .map_err(|e| format!("input '{name}': {e}"))?;
             feeds.push((name, value));
         }
         let outputs = session.run(feeds).map_err(|e| e.to_string())?;
         let mut result = TVec::new();
         for (name, value) in outputs.into_iter() {
-            let (shape, data) = value
-                .try_extract_tensor::<f32>()
-                .map_err(|e| format!("output '{name}': {e}"))?;
-            let shape: Vec<usize> = shape.iter().map(|d| *d as usize).collect();
-            let t = pool
-                .f32_tensor(&shape, data)
-                .map_err(|e| format!("output '{name}': {e}"))?;
+            let t = match value.dtype().tensor_type() {
+                Some(TensorElementType::Uint8) => fetch::<u8>(&value),
+                _ => fetch::<f32>(&value),
+            }
+            .map_err(|e| format!("output '{name}': {e}"))?;
             result.push(t.into_tvalue());
         }
         Ok(result)
     }
+}
+
+/// `v` as an onnxruntime input of element type `T`.
+fn feed<T>(v: &Value) -> Result<ort::session::SessionInputValue<'_>, String>
+where
+    T: Datum + Copy + ort::value::PrimitiveTensorElementType + std::fmt::Debug,
+{
+    let pool = crate::pool::pool();
+    let slice = v
+        .try_as_plain_ram()
+        .and_then(|p| p.as_slice::<T>())
+        .map_err(|e| e.to_string())?;
+    if pool.enabled() {
+        let t = ort::value::TensorRef::from_array_view((v.shape().to_vec(), slice)).map_err(|e| e.to_string())?;
+        Ok(ort::session::SessionInputValue::from(t))
+    } else {
+        pool.copied(std::mem::size_of_val(slice));
+        pool.allocated();
+        let t = OrtTensor::from_array((v.shape().to_vec(), slice.to_vec())).map_err(|e| e.to_string())?;
+        Ok(ort::session::SessionInputValue::from(t))
+    }
+}
+
+/// An onnxruntime output of element type `T` as a tensor from the pool.
+fn fetch<T>(value: &ort::value::DynValue) -> Result<Tensor, String>
+where
+    T: Datum + Copy + ort::value::PrimitiveTensorElementType,
+{
+    let (shape, data) = value.try_extract_tensor::<T>().map_err(|e| e.to_string())?;
+    let shape: Vec<usize> = shape.iter().map(|d| *d as usize).collect();
+    crate::pool::pool().tensor(&shape, data)
 }
 
 impl Compiled for OrtCompiled {

@@ -5,9 +5,11 @@
 //! output another processor reads, so that processor never waits for more
 //! than the value it needs. Constants are not placed: each subgraph carries
 //! copies of the ones it reads. A node computed from constants alone (the
-//! DequantizeLinear of an int8 weight) joins the subgraph of its first
-//! reader, just before it, so a quantized file is cut like its float
-//! original. Nodes without a [`keys::PROCESSOR`]
+//! DequantizeLinear of an int8 weight), a DequantizeLinear of a computed
+//! value, and a QuantizeLinear of another processor's value, join the
+//! subgraph of their first reader, just before it, so a quantized file is
+//! cut like its float original and each subgraph starts with the
+//! dequantization its integer kernels fuse. Nodes without a [`keys::PROCESSOR`]
 //! annotation run on the default processor, so an unannotated model is one
 //! subgraph.
 
@@ -99,38 +101,75 @@ fn is_meeting_point(g: &Graph, node: NodeId) -> bool {
         .is_some_and(|v| !v.is_empty() && v != "false")
 }
 
-/// Nodes whose every input is a constant or another such node.
-fn constant_fed(g: &Graph, order: &[NodeId]) -> HashSet<NodeId> {
+/// Nodes placed just before their first reader, in its subgraph: those
+/// whose every input is a constant or another such node (the
+/// DequantizeLinear of an int8 weight), the DequantizeLinear of a
+/// computed value, and the QuantizeLinear of a value from another
+/// processor (or a graph input), each read on its own processor only.
+fn led_by_reader(g: &Graph, order: &[NodeId], default: &str) -> HashSet<NodeId> {
+    let mut constant = HashSet::new();
     let mut out = HashSet::new();
     for &id in order {
         let node = g.node(id);
-        if is_placed(&node.op)
-            && node
-                .inputs
-                .iter()
-                .all(|o| matches!(g.node(o.node).op, Op::Const(_)) || out.contains(&o.node))
+        if !is_placed(&node.op) {
+            continue;
+        }
+        if node
+            .inputs
+            .iter()
+            .all(|o| matches!(g.node(o.node).op, Op::Const(_)) || constant.contains(&o.node))
         {
+            constant.insert(id);
+            out.insert(id);
+        } else if requantizes(g, id, default, &out) {
             out.insert(id);
         }
     }
     out
 }
 
-/// Puts the constant-fed nodes `id` reads (and those they read) into
-/// subgraph `s`, each before its reader.
-fn pull(
-    g: &Graph,
-    id: NodeId,
-    s: usize,
-    fed: &HashSet<NodeId>,
-    owner: &mut HashMap<NodeId, usize>,
-    nodes: &mut Vec<NodeId>,
-) {
+/// Whether `id` is placed with its readers: a DequantizeLinear of a
+/// computed value, or a QuantizeLinear of a graph input, of another
+/// processor's value or of a node placed with its readers, read only on
+/// its own processor and not a graph output.
+fn requantizes(g: &Graph, id: NodeId, default: &str, led: &HashSet<NodeId>) -> bool {
+    let node = g.node(id);
+    if g.is_output(id.out(0)) {
+        return false;
+    }
+    let p = processor_of(g, id, default);
+    let from = node.inputs[0].node;
+    let led_here = match node.op {
+        Op::DequantizeLinear(_) => !matches!(g.node(from).op, Op::Const(_)),
+        Op::QuantizeLinear(_) => match g.node(from).op {
+            Op::Input(_) => true,
+            Op::Const(_) => false,
+            _ => led.contains(&from) || processor_of(g, from, default) != p,
+        },
+        _ => false,
+    };
+    led_here
+        && g.consumers(id.out(0))
+            .iter()
+            .all(|(c, _)| processor_of(g, *c, default) == p)
+}
+
+/// The subgraph a graph output's DequantizeLinear joins even when it is
+/// closed: the one of its QuantizeLinear, on the same processor (its
+/// other readers dequantize in their own subgraphs, so the value it
+/// hands on is ready either way).
+fn dequantizes_its_own(g: &Graph, id: NodeId, subgraphs: &[Subgraph], producers: &[usize], p: &str) -> Option<usize> {
+    let [s] = producers else { return None };
+    (matches!(g.node(id).op, Op::DequantizeLinear(_)) && subgraphs[*s].processor == p).then_some(*s)
+}
+
+/// The not yet placed nodes of `led` that `id` reads (and those they
+/// read), each after what it reads.
+fn to_pull(g: &Graph, id: NodeId, led: &HashSet<NodeId>, owner: &HashMap<NodeId, usize>, out: &mut Vec<NodeId>) {
     for o in &g.node(id).inputs {
-        if fed.contains(&o.node) && !owner.contains_key(&o.node) {
-            pull(g, o.node, s, fed, owner, nodes);
-            owner.insert(o.node, s);
-            nodes.push(o.node);
+        if led.contains(&o.node) && !owner.contains_key(&o.node) && !out.contains(&o.node) {
+            to_pull(g, o.node, led, owner, out);
+            out.push(o.node);
         }
     }
 }
@@ -138,7 +177,7 @@ fn pull(
 /// Partitions `g`; unannotated nodes go to `default`.
 pub fn partition(g: &Graph, default: &str) -> Result<Partition, graph_ir::GraphError> {
     let order = g.topo_order()?;
-    let fed = constant_fed(g, &order);
+    let led = led_by_reader(g, &order, default);
     let mut owner: HashMap<NodeId, usize> = HashMap::new();
     let mut open: HashMap<String, usize> = HashMap::new();
     let mut closed: HashSet<usize> = HashSet::new();
@@ -146,15 +185,23 @@ pub fn partition(g: &Graph, default: &str) -> Result<Partition, graph_ir::GraphE
     let mut deps: Vec<HashSet<usize>> = Vec::new();
     for &id in &order {
         let node = g.node(id);
-        if !is_placed(&node.op) || (fed.contains(&id) && !(0..node.outputs.len()).any(|k| g.is_output(id.out(k)))) {
+        if !is_placed(&node.op) || (led.contains(&id) && !(0..node.outputs.len()).any(|k| g.is_output(id.out(k)))) {
             continue;
         }
         let p = processor_of(g, id, default);
-        let producers: Vec<usize> = node.inputs.iter().filter_map(|o| owner.get(&o.node).copied()).collect();
+        let mut pulled = Vec::new();
+        to_pull(g, id, &led, &owner, &mut pulled);
+        let producers: Vec<usize> = pulled
+            .iter()
+            .chain([&id])
+            .flat_map(|n| &g.node(*n).inputs)
+            .filter_map(|o| owner.get(&o.node).copied())
+            .collect();
         let joinable = open
             .get(p)
             .copied()
-            .filter(|s| !closed.contains(s) && producers.iter().all(|o| o == s || deps[*s].contains(o)));
+            .filter(|s| !closed.contains(s) && producers.iter().all(|o| o == s || deps[*s].contains(o)))
+            .or_else(|| dequantizes_its_own(g, id, &subgraphs, &producers, p));
         let s = match joinable {
             Some(s) => s,
             None => {
@@ -171,8 +218,9 @@ pub fn partition(g: &Graph, default: &str) -> Result<Partition, graph_ir::GraphE
                 subgraphs.len() - 1
             }
         };
-        let mut pulled = Vec::new();
-        pull(g, id, s, &fed, &mut owner, &mut pulled);
+        for &n in &pulled {
+            owner.insert(n, s);
+        }
         subgraphs[s].nodes.extend(pulled);
         subgraphs[s].nodes.push(id);
         owner.insert(id, s);

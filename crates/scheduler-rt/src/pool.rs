@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use tract_onnx::prelude::{DatumType, IntoArcTensor, TValue, Tensor};
+use tract_onnx::prelude::{Datum, DatumType, IntoArcTensor, TValue, Tensor};
 
 /// Puzzle's chunk size (bytes).
 pub const CHUNK_BYTES: usize = 2048;
@@ -135,6 +135,12 @@ impl TensorPool {
     /// An f32 tensor of `shape` holding `data` (copied in): a kept buffer
     /// of that size when there is one, else a new one.
     pub fn f32_tensor(&self, shape: &[usize], data: &[f32]) -> Result<Tensor, String> {
+        self.tensor(shape, data)
+    }
+
+    /// A tensor of `shape` holding `data` (copied in): a kept buffer of
+    /// that type and size when there is one, else a new one.
+    pub fn tensor<T: Datum + Copy>(&self, shape: &[usize], data: &[T]) -> Result<Tensor, String> {
         let len: usize = shape.iter().product();
         if len != data.len() {
             return Err(format!("{} values for shape {shape:?}", data.len()));
@@ -143,7 +149,7 @@ impl TensorPool {
             self.kept
                 .lock()
                 .ok()
-                .and_then(|mut k| k.get_mut(&(DatumType::F32, len)).and_then(Vec::pop))
+                .and_then(|mut k| k.get_mut(&(T::datum_type(), len)).and_then(Vec::pop))
         } else {
             None
         };
@@ -154,7 +160,7 @@ impl TensorPool {
                 t.set_shape(shape).map_err(|e| e.to_string())?;
                 t.try_as_plain_ram_mut()
                     .map_err(|e| e.to_string())?
-                    .as_slice_mut::<f32>()
+                    .as_slice_mut::<T>()
                     .map_err(|e| e.to_string())?
                     .copy_from_slice(data);
                 Ok(t)
@@ -169,11 +175,11 @@ impl TensorPool {
     /// Takes `t` back for a later request (dropped when the pool is off or
     /// already keeps enough of its size).
     pub fn give(&self, t: Tensor) {
-        if !self.enabled() || t.datum_type() != DatumType::F32 {
+        if !self.enabled() || !matches!(t.datum_type(), DatumType::F32 | DatumType::U8) {
             return;
         }
         if let Ok(mut k) = self.kept.lock() {
-            let list = k.entry((DatumType::F32, t.len())).or_default();
+            let list = k.entry((t.datum_type(), t.len())).or_default();
             if list.len() < KEEP_PER_SIZE {
                 list.push(t);
             }
@@ -224,6 +230,20 @@ mod tests {
         assert_eq!(chunks(1), 1);
         assert_eq!(chunks(2048), 1);
         assert_eq!(chunks(2049), 2);
+    }
+
+    /// Quantized values cross subgraphs as u8: a kept u8 buffer serves
+    /// only u8 requests of its element count.
+    #[test]
+    fn kept_buffers_serve_their_own_type_only() {
+        let p = TensorPool::new();
+        p.give(p.tensor::<u8>(&[6], &[7; 6]).unwrap());
+        let f = p.f32_tensor(&[6], &[1.0; 6]).unwrap();
+        assert_eq!(p.counters().reused, 0, "an f32 request does not take the u8 buffer");
+        let u = p.tensor::<u8>(&[2, 3], &[9; 6]).unwrap();
+        assert_eq!(p.counters().reused, 1);
+        assert_eq!(u.try_as_plain_ram().unwrap().as_slice::<u8>().unwrap(), &[9; 6]);
+        assert_eq!(f.datum_type(), DatumType::F32);
     }
 
     #[test]

@@ -17,13 +17,15 @@
 //! passes on tract and on onnxruntime.
 //!
 //! And each is quantized for two int8 cores (`stretch quantize`, 8 digits
-//! images): the file cuts into the same subgraphs as the fp32 one, its
-//! output on the runtime (tract, two workers) is within six quantization
-//! steps of onnxruntime's run of the same file (issue 49 asks one: deep
-//! random-weight fixtures reach 2-5, rounding flips compounding between
-//! tract's float kernels on dequantized values and onnxruntime's integer
-//! ones, and how far depends on the CPU's kernels: docs/precision.md has
-//! the figures; the zoo cases in quantize.rs hold to one), and its
+//! images): the file cuts into the same subgraphs as the fp32 one, and its
+//! output on the onnxruntime engine (two workers) is within one
+//! quantization step of onnxruntime's run of the same whole file (the
+//! QDQ pairs each subgraph keeps fuse into the same integer kernels). On
+//! tract, which runs the file as written (float kernels on dequantized
+//! values), deep random-weight fixtures reach 3 steps from onnxruntime
+//! with graph optimizations off (the same form; float summation order
+//! flips roundings that compound) and 5 from its default integer kernels
+//! (figures in docs/precision.md): held to 4 and 6. Its
 //! activation scales
 //! are within 5% of onnxruntime's `quantize_static` on the same images
 //! (`scripts/check_quantized.py`, one Python call for all models).
@@ -158,7 +160,7 @@ fn quantized(model: &Path, dir: &Path, pair: &Path) -> Vec<String> {
     let stem = model.file_stem().and_then(|s| s.to_str()).expect("name");
     let q = dir.join(format!("{stem}-int8.onnx"));
     let cal = dir.join(format!("{stem}-calibration"));
-    let (x, y) = (dir.join(format!("{stem}-x0.npy")), dir.join(format!("{stem}-yq.npy")));
+    let x = dir.join(format!("{stem}-x0.npy"));
     let s = |p: &Path| p.to_string_lossy().into_owned();
     stretch_ok(&[
         "quantize",
@@ -177,27 +179,42 @@ fn quantized(model: &Path, dir: &Path, pair: &Path) -> Vec<String> {
     let fp32 = graph_ir::onnx::import_file(model, &Default::default()).expect("import fp32");
     let g = graph_ir::onnx::import_file(&q, &Default::default()).expect("import the quantized file");
     assert_eq!(cut(&g), cut(&fp32), "{stem}: the quantized file cuts differently");
-    let rt = Runtime::load(&g, &specs(&["cpu0=inline", "cpu1=pool"]), default_factory()).expect("load");
-    let out = rt.run(vec![value(0)]).expect("run");
-    let v = out[0].to_plain_array_view::<f32>().expect("f32 output");
-    let data: Vec<f32> = v.iter().copied().collect();
-    write(
-        &y,
-        &Array {
-            shape: v.shape().to_vec(),
-            data,
-        },
-    )
-    .expect("write the output");
-    vec![
-        format!("expect {} {} {} --steps 6", s(&q), s(&x), s(&y)),
-        format!(
-            "scales {} {} {} --tolerance 0.05",
-            s(&cal.join("fp32.onnx")),
-            s(&cal.join("samples.npy")),
-            s(&q)
+    let mut checks = Vec::new();
+    for (engine, procs, reference) in [
+        (
+            "tract",
+            ["cpu0=inline", "cpu1=pool"],
+            ["--steps 4 --literal", "--steps 6"],
         ),
-    ]
+        (
+            "ort",
+            ["cpu0=inline,engine=ort", "cpu1=pool,engine=ort"],
+            ["--steps 1", ""],
+        ),
+    ] {
+        let y = dir.join(format!("{stem}-yq-{engine}.npy"));
+        let rt = Runtime::load(&g, &specs(&procs), default_factory()).expect("load");
+        let out = rt.run(vec![value(0)]).expect("run");
+        let v = out[0].to_plain_array_view::<f32>().expect("f32 output");
+        write(
+            &y,
+            &Array {
+                shape: v.shape().to_vec(),
+                data: v.iter().copied().collect(),
+            },
+        )
+        .expect("write the output");
+        for r in reference.iter().filter(|r| !r.is_empty()) {
+            checks.push(format!("expect {} {} {} {r}", s(&q), s(&x), s(&y)));
+        }
+    }
+    checks.push(format!(
+        "scales {} {} {} --tolerance 0.05",
+        s(&cal.join("fp32.onnx")),
+        s(&cal.join("samples.npy")),
+        s(&q)
+    ));
+    checks
 }
 
 fn run_all(model: &Path, reference: &Array) {
