@@ -5,10 +5,11 @@
 //! from another processor or the graph input enters through a Cast to fp16
 //! placed in its own subgraph, and a value it produces that another
 //! processor reads, or that is a graph output, leaves through a Cast to
-//! fp32 placed in the producer's subgraph. Values between subgraphs, and
-//! the graph's inputs and outputs, stay fp32; every inserted node carries
-//! the `processor`, `stage` and `branch` of the node it serves. Resize's
-//! `roi` and `scales` stay fp32 (ONNX types them apart from the data).
+//! fp32 placed in the producer's subgraph. Values fp16 nodes hand to
+//! other subgraphs, and the graph's inputs and outputs, stay fp32; every
+//! inserted node carries the `processor`, `stage` and `branch` of the node
+//! it serves. Resize's `roi` and `scales` stay fp32 (ONNX types them apart
+//! from the data).
 
 use crate::error::QuantizeError;
 use crate::precision_map::PrecisionMap;
