@@ -241,31 +241,30 @@ impl Writer<'_> {
                 ann,
             )
         };
-        let from_int8 = int8.contains(&o.node);
-        let mut quantized: Vec<(Option<&String>, PatchOutlet)> = Vec::new();
-        if from_int8 {
-            let q = quantize(self, &base, &ann);
-            quantized.push((home, q));
-            if g.is_output(o) {
-                let dq = dequantize(self, q, &ann);
-                self.patch.shunt(o, dq);
-            }
+        let shared = int8.contains(&o.node).then(|| quantize(self, &base, &ann));
+        if let Some(q) = shared
+            && g.is_output(o)
+        {
+            let dq = dequantize(self, q, &ann);
+            self.patch.shunt(o, dq);
         }
+        let mut per_processor: Vec<(Option<&String>, PatchOutlet)> = Vec::new();
         for (c, slot) in g.consumers(o) {
-            if !from_int8 && !int8.contains(&c) {
+            if shared.is_none() && !int8.contains(&c) {
                 continue;
             }
             let reader = served_annotations(g.node(c));
             let at = g.node(c).annotations.get(keys::PROCESSOR);
-            let q = match quantized.iter().find(|(p, _)| from_int8 || *p == at) {
-                Some((_, q)) => *q,
+            let known = per_processor.iter().find(|(p, _)| *p == at).map(|(_, q)| *q);
+            let q = match shared.or(known) {
+                Some(q) => q,
                 None => {
                     let q = match (at, home) {
                         (Some(a), Some(h)) if a != h => quantize(self, &format!("{base}_on_{a}"), &reader),
                         _ if at == home => quantize(self, &base, &ann),
                         _ => quantize(self, &base, &reader),
                     };
-                    quantized.push((at, q));
+                    per_processor.push((at, q));
                     q
                 }
             };

@@ -121,7 +121,7 @@ fn led_by_reader(g: &Graph, order: &[NodeId], default: &str) -> HashSet<NodeId> 
         {
             constant.insert(id);
             out.insert(id);
-        } else if requantizes(g, id, default, &out) {
+        } else if joins_reader(g, id, default, &out) {
             out.insert(id);
         }
     }
@@ -132,7 +132,7 @@ fn led_by_reader(g: &Graph, order: &[NodeId], default: &str) -> HashSet<NodeId> 
 /// computed value, or a QuantizeLinear of a graph input, of another
 /// processor's value or of a node placed with its readers, read only on
 /// its own processor and not a graph output.
-fn requantizes(g: &Graph, id: NodeId, default: &str, led: &HashSet<NodeId>) -> bool {
+fn joins_reader(g: &Graph, id: NodeId, default: &str, led: &HashSet<NodeId>) -> bool {
     let node = g.node(id);
     if g.is_output(id.out(0)) {
         return false;

@@ -132,12 +132,6 @@ impl TensorPool {
         self.bytes_copied.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
-    /// An f32 tensor of `shape` holding `data` (copied in): a kept buffer
-    /// of that size when there is one, else a new one.
-    pub fn f32_tensor(&self, shape: &[usize], data: &[f32]) -> Result<Tensor, String> {
-        self.tensor(shape, data)
-    }
-
     /// A tensor of `shape` holding `data` (copied in): a kept buffer of
     /// that type and size when there is one, else a new one.
     pub fn tensor<T: Datum + Copy>(&self, shape: &[usize], data: &[T]) -> Result<Tensor, String> {
@@ -211,12 +205,12 @@ mod tests {
     #[test]
     fn a_given_back_tensor_serves_the_next_request_of_its_size() {
         let p = TensorPool::new();
-        let a = p.f32_tensor(&[2, 3], &[1.0; 6]).unwrap();
+        let a = p.tensor::<f32>(&[2, 3], &[1.0; 6]).unwrap();
         p.give(a);
-        let b = p.f32_tensor(&[3, 2], &[2.0; 6]).unwrap();
+        let b = p.tensor::<f32>(&[3, 2], &[2.0; 6]).unwrap();
         assert_eq!(b.shape(), &[3, 2]);
         assert_eq!(b.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), &[2.0; 6]);
-        let c = p.f32_tensor(&[4], &[0.0; 4]).unwrap();
+        let c = p.tensor::<f32>(&[4], &[0.0; 4]).unwrap();
         let n = p.counters();
         assert_eq!((n.allocations, n.reused, n.bytes_copied), (2, 1, 64));
         p.give(b);
@@ -224,9 +218,9 @@ mod tests {
         assert_eq!(p.kept(), (2, 2));
         p.set_enabled(false);
         assert_eq!(p.kept(), (0, 0));
-        let _ = p.f32_tensor(&[2, 3], &[1.0; 6]).unwrap();
+        let _ = p.tensor::<f32>(&[2, 3], &[1.0; 6]).unwrap();
         assert_eq!(p.counters().allocations, 3, "off: every buffer is new");
-        assert!(p.f32_tensor(&[2, 2], &[1.0; 3]).is_err());
+        assert!(p.tensor::<f32>(&[2, 2], &[1.0; 3]).is_err());
         assert_eq!(chunks(1), 1);
         assert_eq!(chunks(2048), 1);
         assert_eq!(chunks(2049), 2);
@@ -238,7 +232,7 @@ mod tests {
     fn kept_buffers_serve_their_own_type_only() {
         let p = TensorPool::new();
         p.give(p.tensor::<u8>(&[6], &[7; 6]).unwrap());
-        let f = p.f32_tensor(&[6], &[1.0; 6]).unwrap();
+        let f = p.tensor::<f32>(&[6], &[1.0; 6]).unwrap();
         assert_eq!(p.counters().reused, 0, "an f32 request does not take the u8 buffer");
         let u = p.tensor::<u8>(&[2, 3], &[9; 6]).unwrap();
         assert_eq!(p.counters().reused, 1);
