@@ -1,9 +1,8 @@
 //! Least Slack Time, Band's default policy (§4.3.1, Fig. 12).
 
 use crate::core::{Assignment, Job, Requeue, View};
-use crate::policy::plan::{JobPlan, job_plan, waits};
+use crate::policy::plan::{JobPlan, PlanBook, waits};
 use crate::policy::{Needs, Policy, PolicyEntry};
-use std::collections::HashMap;
 
 /// Orders queued tasks by slack = deadline − now − expected latency
 /// ([`job_plan`]; +∞ without an SLO), ties by earlier arrival, then lower
@@ -32,43 +31,49 @@ impl Lst {
 
     /// Slack in ms of the job of each queued task, in queue order.
     pub fn slacks(&self, view: &View) -> Vec<f64> {
-        self.plans(view, &waits(view))
-            .into_iter()
-            .map(|p| p.map_or(f64::INFINITY, |p| p.1))
-            .collect()
-    }
-
-    /// Each queued task's job plan and slack under `waits` (`None` for a
-    /// task whose job is gone). Jobs of one model at the same progress with
-    /// nothing in flight have the same plan; it is computed once.
-    fn plans(&self, view: &View, waits: &[f64]) -> Vec<Option<(JobPlan, f64)>> {
-        let mut same = PlanCache::default();
+        let waits = waits(view);
+        let mut book = PlanBook::new(self.whole_model_only);
         view.queue
             .iter()
             .map(|t| {
-                let job = view.jobs.get(&t.job)?;
-                let plan = self.plan(view, job, waits, &mut same);
-                let slack = job
-                    .deadline_ms()
-                    .map_or(f64::INFINITY, |d| d - view.now_ms - plan.latency);
-                Some((plan, slack))
+                view.jobs.get(&t.job).map_or(f64::INFINITY, |job| {
+                    let i = book.plan(view, job, &waits);
+                    slack(view, job, book.get(i))
+                })
             })
             .collect()
     }
-
-    fn plan(&self, view: &View, job: &Job, waits: &[f64], same: &mut PlanCache) -> JobPlan {
-        if job.running.iter().any(|r| *r) {
-            return job_plan(view, job, waits, self.whole_model_only);
-        }
-        same.entry((job.spec.model, job.done.clone()))
-            .or_insert_with(|| job_plan(view, job, waits, self.whole_model_only))
-            .clone()
-    }
 }
 
-/// Plans of jobs with nothing in flight by (model, units done per region),
-/// valid for one set of waits.
-type PlanCache = HashMap<(usize, Vec<usize>), JobPlan>;
+fn slack(view: &View, job: &Job, plan: &JobPlan) -> f64 {
+    job.deadline_ms()
+        .map_or(f64::INFINITY, |d| d - view.now_ms - plan.latency)
+}
+
+/// A queued task's place in LST's order, least first: jobs that can still
+/// meet their deadline by slack, then late ones by expected latency; ties
+/// by arrival, job id, queue position.
+struct Rank<'a> {
+    late: bool,
+    /// Slack, or expected latency when late.
+    by: f64,
+    job: &'a Job,
+    q: usize,
+    /// The job's plan under the call's first waits ([`PlanBook::get`]).
+    plan: usize,
+}
+
+impl Rank<'_> {
+    fn before(&self, o: &Rank) -> bool {
+        self.late
+            .cmp(&o.late)
+            .then(self.by.total_cmp(&o.by))
+            .then(self.job.spec.arrival_ms.total_cmp(&o.job.spec.arrival_ms))
+            .then(self.job.id.cmp(&o.job.id))
+            .then(self.q.cmp(&o.q))
+            .is_lt()
+    }
+}
 
 /// The registry's entry.
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -94,53 +99,62 @@ impl Policy for Lst {
         "lst"
     }
 
+    /// Walks the order as the type's contract says, without sorting: each
+    /// assignment is the least-ranked task after the previous one whose
+    /// plan (under the waits as updated so far) starts on a worker still
+    /// free in this call.
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
         let mut waits = waits(view);
         let mut given: Vec<bool> = view.workers.iter().map(|w| !w.idle()).collect();
         if given.iter().all(|g| *g) {
             return Vec::new();
         }
-        let mut plans = self.plans(view, &waits);
-        let slack = |q: usize, plans: &[Option<(JobPlan, f64)>]| plans[q].as_ref().map_or(f64::INFINITY, |p| p.1);
-        let mut order: Vec<usize> = (0..view.queue.len()).filter(|q| plans[*q].is_some()).collect();
-        order.sort_by(|a, b| {
-            let (ja, jb) = (&view.jobs[&view.queue[*a].job], &view.jobs[&view.queue[*b].job]);
-            let (sa, sb) = (slack(*a, &plans), slack(*b, &plans));
-            let late = |s: f64, q: usize| (s < 0.0).then(|| plans[q].as_ref().map_or(f64::INFINITY, |p| p.0.latency));
-            let (la, lb) = (late(sa, *a), late(sb, *b));
-            la.is_some()
-                .cmp(&lb.is_some())
-                .then(match (la, lb) {
-                    (Some(x), Some(y)) => x.total_cmp(&y),
-                    _ => sa.total_cmp(&sb),
-                })
-                .then(ja.spec.arrival_ms.total_cmp(&jb.spec.arrival_ms))
-                .then(ja.id.cmp(&jb.id))
-                .then(a.cmp(b))
-        });
-        let mut stale = false;
-        let mut same = PlanCache::default();
-        let mut out = Vec::new();
-        for q in order {
-            let task = view.queue[q];
-            let job = &view.jobs[&task.job];
-            if stale {
-                plans[q] = Some((self.plan(view, job, &waits, &mut same), 0.0));
-            }
-            let first = plans[q]
-                .as_ref()
-                .and_then(|p| p.0.regions.get(task.region))
-                .and_then(|r| r.first);
-            let Some((candidate, worker)) = first else {
+        let mut book = PlanBook::new(self.whole_model_only);
+        let mut ranks = Vec::with_capacity(view.queue.len());
+        for (q, t) in view.queue.iter().enumerate() {
+            let Some(job) = view.jobs.get(&t.job) else {
                 continue;
             };
-            if given[worker] {
-                continue;
+            let plan = book.plan(view, job, &waits);
+            let s = slack(view, job, book.get(plan));
+            let late = s < 0.0;
+            ranks.push(Rank {
+                late,
+                by: if late { book.get(plan).latency } else { s },
+                job,
+                q,
+                plan,
+            });
+        }
+        let mut fresh = PlanBook::new(self.whole_model_only);
+        let mut last: Option<usize> = None;
+        let mut out = Vec::new();
+        loop {
+            let mut pick: Option<(usize, usize, usize)> = None;
+            for (i, r) in ranks.iter().enumerate() {
+                if last.is_some_and(|l| !ranks[l].before(r)) || pick.is_some_and(|(p, _, _)| !r.before(&ranks[p])) {
+                    continue;
+                }
+                let plan = match last {
+                    None => book.get(r.plan),
+                    Some(_) => {
+                        let f = fresh.plan(view, r.job, &waits);
+                        fresh.get(f)
+                    }
+                };
+                let first = plan.regions.get(view.queue[r.q].region).and_then(|x| x.first);
+                if let Some((candidate, worker)) = first.filter(|(_, w)| !given[*w]) {
+                    pick = Some((i, candidate, worker));
+                }
             }
-            waits[worker] += view.estimate(job.spec.model, candidate, worker);
+            let Some((i, candidate, worker)) = pick else {
+                break;
+            };
+            let task = view.queue[ranks[i].q];
+            waits[worker] += view.estimate(ranks[i].job.spec.model, candidate, worker);
             given[worker] = true;
-            stale = true;
-            same.clear();
+            fresh.clear();
+            last = Some(i);
             out.push(Assignment {
                 task,
                 candidate,

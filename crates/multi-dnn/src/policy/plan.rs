@@ -287,3 +287,65 @@ pub fn longest_from(m: &ModelUnits, first: usize, worker: usize) -> Option<usize
         .filter_map(|last| m.candidate(first, last))
         .find(|c| m.candidates[*c].support.contains(worker))
 }
+
+/// Job plans under one set of waits. Jobs of one model at the same
+/// progress with nothing in flight have the same plan: it is computed once
+/// and shared until [`PlanBook::clear`].
+pub struct PlanBook<'a> {
+    whole_only: bool,
+    plans: Vec<JobPlan>,
+    shared: std::collections::HashMap<(usize, &'a [usize]), usize>,
+    /// By model: the plan of a job that has run nothing yet.
+    unstarted: Vec<Option<usize>>,
+}
+
+impl<'a> PlanBook<'a> {
+    pub fn new(whole_only: bool) -> PlanBook<'a> {
+        PlanBook {
+            whole_only,
+            plans: Vec::new(),
+            shared: std::collections::HashMap::new(),
+            unstarted: Vec::new(),
+        }
+    }
+
+    /// Forgets every plan (the waits changed).
+    pub fn clear(&mut self) {
+        self.plans.clear();
+        self.shared.clear();
+        self.unstarted.clear();
+    }
+
+    /// The index ([`PlanBook::get`]) of `job`'s plan under `waits`.
+    pub fn plan(&mut self, view: &View, job: &'a Job, waits: &[f64]) -> usize {
+        if job.running.iter().any(|r| *r) {
+            self.plans.push(job_plan(view, job, waits, self.whole_only));
+            return self.plans.len() - 1;
+        }
+        let model = job.spec.model;
+        let unstarted = job.done.iter().all(|d| *d == 0);
+        let known = if unstarted {
+            self.unstarted.get(model).copied().flatten()
+        } else {
+            self.shared.get(&(model, &job.done[..])).copied()
+        };
+        if let Some(i) = known {
+            return i;
+        }
+        self.plans.push(job_plan(view, job, waits, self.whole_only));
+        let i = self.plans.len() - 1;
+        if unstarted {
+            if self.unstarted.len() <= model {
+                self.unstarted.resize(model + 1, None);
+            }
+            self.unstarted[model] = Some(i);
+        } else {
+            self.shared.insert((model, &job.done[..]), i);
+        }
+        i
+    }
+
+    pub fn get(&self, i: usize) -> &JobPlan {
+        &self.plans[i]
+    }
+}

@@ -1,7 +1,7 @@
 //! Shortest Expected Latency (Band's SEL baseline).
 
 use crate::core::{Assignment, Requeue, View};
-use crate::policy::plan::{job_plan, waits};
+use crate::policy::plan::{PlanBook, waits};
 use crate::policy::{Needs, Policy, PolicyEntry};
 
 /// Repeatedly takes, among the queued tasks whose best first step
@@ -36,13 +36,16 @@ impl Policy for Sel {
         let mut given = vec![false; view.workers.len()];
         let mut taken = vec![false; view.queue.len()];
         let mut out = Vec::new();
+        let mut book = PlanBook::new(false);
         loop {
+            book.clear();
             let mut best: Option<(Key, Assignment, f64)> = None;
             for (q, task) in view.queue.iter().enumerate() {
                 let Some(job) = view.jobs.get(&task.job).filter(|_| !taken[q]) else {
                     continue;
                 };
-                let plan = job_plan(view, job, &waits, false);
+                let i = book.plan(view, job, &waits);
+                let plan = book.get(i);
                 let Some((candidate, worker)) = plan.regions.get(task.region).and_then(|r| r.first) else {
                     continue;
                 };
