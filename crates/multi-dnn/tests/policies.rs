@@ -225,7 +225,7 @@ fn region_plan_on_analyzed_models_equals_brute_force() {
             thermal: None,
         };
         let from = rng.below(n);
-        let plan = region_plan(&view, 0, 0, from, inst.start, &inst.waits, false);
+        let plan = region_plan(&view, 0, (0, from, inst.start), &inst.waits, false, &[]);
         let est = |i: usize, j: usize, k: usize| {
             let ms = inst.est.get(&(from + i, from + j, k)).copied().unwrap_or(f64::INFINITY);
             if workers[k].available { ms } else { f64::INFINITY }
@@ -603,4 +603,44 @@ proptest! {
         prop_assume!((rises[0] - rises[1]).abs() > 1e-9);
         prop_assert_eq!(heat[0].worker, coolest);
     }
+}
+
+/// LST's blocking guard: once a tight app's arrival rate is known, a job
+/// with slack to spare is not given a step on the tight app's worker
+/// longer than the cap (budget 1 ms + 1 / 0.5 per ms = 3 ms), and takes
+/// the slower worker instead; before the rate is known, and where no other
+/// worker can run it, it takes the fast one.
+#[test]
+fn lst_keeps_long_steps_of_loose_jobs_off_a_tight_apps_worker() {
+    let all = [OpSupport::All, OpSupport::All];
+    let cpu_only = [OpSupport::All, support_only(&["Relu"])];
+    let models = vec![
+        model(&[UnaryOp::Relu], &all),
+        model(&[UnaryOp::Relu], &all),
+        model(&[UnaryOp::Sigmoid], &cpu_only),
+    ];
+    let mut e = Estimator::new(EstimatorParams::default(), &[false, true], &models);
+    set(&mut e, &models, 0, (0, 0), CPU, 1.0);
+    set(&mut e, &models, 0, (0, 0), NPU, 10.0);
+    set(&mut e, &models, 1, (0, 0), CPU, 8.0);
+    set(&mut e, &models, 1, (0, 0), NPU, 16.0);
+    set(&mut e, &models, 2, (0, 0), CPU, 8.0);
+    let run = |tight: &[f64], loose: usize| {
+        let mut s = Scheduler::new(models.clone(), &names(2), Box::new(Lst::new(false)), e.clone());
+        let mut now = 0.0;
+        for at in tight {
+            now = *at;
+            s.submit(spec(0, now, Some(2.0)));
+            let d = s.schedule(now).unwrap();
+            assert_eq!((d.len(), d[0].worker), (1, CPU));
+            now += 1.0;
+            s.finish(now, CPU, d[0].seq, Some(1.0)).unwrap();
+        }
+        s.submit(spec(loose, now + 0.5, Some(1000.0)));
+        let d = s.schedule(now + 0.5).unwrap();
+        d.iter().map(|d| d.worker).collect::<Vec<_>>()
+    };
+    assert_eq!(run(&[0.0, 2.0], 1), [NPU]);
+    assert_eq!(run(&[0.0], 1), [CPU]);
+    assert_eq!(run(&[0.0, 2.0], 2), [CPU]);
 }

@@ -1,11 +1,12 @@
 //! Least Slack Time, Band's default policy (§4.3.1, Fig. 12).
 
 use crate::core::{Assignment, Job, Requeue, View};
+use crate::policy::blocking::BlockingGuard;
 use crate::policy::plan::{JobPlan, PlanBook, waits};
 use crate::policy::{Needs, Policy, PolicyEntry};
 
 /// Orders queued tasks by slack = deadline − now − expected latency
-/// ([`job_plan`]; +∞ without an SLO), ties by earlier arrival, then lower
+/// (+∞ without an SLO), ties by earlier arrival, then lower
 /// job id, then queue position. Walking that order with the workers' waits
 /// updated by each assignment of the call, a task's plan is recomputed and
 /// its first step is assigned when its worker is idle and has had no work
@@ -18,21 +19,30 @@ use crate::policy::{Needs, Policy, PolicyEntry};
 /// workload that allows drops (`drop_late`) those whose deadline has
 /// passed are dropped ([`crate::core::Policy::drops`]). The rest of a job
 /// goes back to the queue's head.
+///
+/// Expected latencies and first steps come from Band's shortest sequence
+/// ([`crate::policy::plan::job_plan_capped`]) without steps longer than the
+/// blocking guard's caps ([`BlockingGuard`]), which it learns from the
+/// arrivals it sees.
 #[derive(Clone, Debug, Default)]
 pub struct Lst {
     /// Only whole-region candidates (see [`crate::policy::plan::region_plan`]).
     pub whole_model_only: bool,
+    guard: BlockingGuard,
 }
 
 impl Lst {
     pub fn new(whole_model_only: bool) -> Lst {
-        Lst { whole_model_only }
+        Lst {
+            whole_model_only,
+            guard: BlockingGuard::default(),
+        }
     }
 
     /// Slack in ms of the job of each queued task, in queue order.
     pub fn slacks(&self, view: &View) -> Vec<f64> {
         let waits = waits(view);
-        let mut book = PlanBook::new(self.whole_model_only);
+        let mut book = PlanBook::capped(self.whole_model_only, self.guard.caps(view));
         view.queue
             .iter()
             .map(|t| {
@@ -104,12 +114,14 @@ impl Policy for Lst {
     /// plan (under the waits as updated so far) starts on a worker still
     /// free in this call.
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
+        self.guard.observe(view);
         let mut waits = waits(view);
         let mut given: Vec<bool> = view.workers.iter().map(|w| !w.idle()).collect();
         if given.iter().all(|g| *g) {
             return Vec::new();
         }
-        let mut book = PlanBook::new(self.whole_model_only);
+        let caps = self.guard.caps(view);
+        let mut book = PlanBook::capped(self.whole_model_only, caps.clone());
         let mut ranks = Vec::with_capacity(view.queue.len());
         for (q, t) in view.queue.iter().enumerate() {
             let Some(job) = view.jobs.get(&t.job) else {
@@ -126,7 +138,7 @@ impl Policy for Lst {
                 plan,
             });
         }
-        let mut fresh = PlanBook::new(self.whole_model_only);
+        let mut fresh = PlanBook::capped(self.whole_model_only, caps);
         let mut last: Option<usize> = None;
         let mut out = Vec::new();
         loop {

@@ -3,6 +3,7 @@
 //! assignments; it never reads a clock or touches a thread, so the
 //! simulator runs the very same objects as the runtime.
 
+pub mod blocking;
 pub mod fixed;
 pub mod heft;
 pub mod lst;

@@ -133,15 +133,15 @@ pub fn waits(view: &View) -> Vec<f64> {
 /// earlier than `start`, given the workers' `waits`. With `whole_only`,
 /// the one candidate covering all those units is the only step considered
 /// when it exists and some available worker can run it; otherwise the
-/// full dynamic program runs.
+/// full dynamic program runs. A step on worker `k` expected to take longer
+/// than `caps[k]` (where given) is not considered.
 pub fn region_plan(
     view: &View,
     model: usize,
-    r: usize,
-    from: usize,
-    start: f64,
+    (r, from, start): (usize, usize, f64),
     waits: &[f64],
     whole_only: bool,
+    caps: &[f64],
 ) -> RegionPlan {
     let m = &view.models[model];
     let end = m.regions[r].units.end;
@@ -165,7 +165,12 @@ pub fn region_plan(
         let support = m.candidates[c].support;
         for (k, x) in row.iter_mut().enumerate() {
             *x = if view.workers[k].available && support.contains(k) {
-                view.estimator.estimate(model, c, k)
+                let ms = view.estimator.estimate(model, c, k);
+                if caps.get(k).is_some_and(|cap| ms > *cap) {
+                    f64::INFINITY
+                } else {
+                    ms
+                }
             } else {
                 f64::INFINITY
             };
@@ -194,6 +199,20 @@ pub fn region_plan(
 ///   time for it (the running one's rest, plus the queued ones ahead of it);
 /// - any other region starts at the latest finish of the regions it reads.
 pub fn job_plan(view: &View, job: &Job, waits: &[f64], whole_only: bool) -> JobPlan {
+    job_plan_capped(view, job, waits, whole_only, &[])
+}
+
+/// [`job_plan`] without steps on worker `k` longer than `caps[k]` (where
+/// given); the uncapped plan where no capped one can finish.
+pub fn job_plan_capped(view: &View, job: &Job, waits: &[f64], whole_only: bool, caps: &[f64]) -> JobPlan {
+    let capped = job_plan_under(view, job, waits, whole_only, caps);
+    if capped.latency.is_finite() || caps.iter().all(|c| c.is_infinite()) {
+        return capped;
+    }
+    job_plan_under(view, job, waits, whole_only, &[])
+}
+
+fn job_plan_under(view: &View, job: &Job, waits: &[f64], whole_only: bool, caps: &[f64]) -> JobPlan {
     let model = job.spec.model;
     let m = &view.models[model];
     let mut regions: Vec<RegionPlan> = Vec::with_capacity(m.regions.len());
@@ -214,9 +233,9 @@ pub fn job_plan(view: &View, job: &Job, waits: &[f64], whole_only: bool) -> JobP
             match if running { in_flight(view, job, r, m) } else { None } {
                 Some((after, finish)) => RegionPlan {
                     first: None,
-                    ..region_plan(view, model, r, after, finish, waits, whole_only)
+                    ..region_plan(view, model, (r, after, finish), waits, whole_only, caps)
                 },
-                None => region_plan(view, model, r, job.next_unit(m, r), ready_at, waits, whole_only),
+                None => region_plan(view, model, (r, job.next_unit(m, r), ready_at), waits, whole_only, caps),
             }
         };
         regions.push(plan);
@@ -293,6 +312,8 @@ pub fn longest_from(m: &ModelUnits, first: usize, worker: usize) -> Option<usize
 /// and shared until [`PlanBook::clear`].
 pub struct PlanBook<'a> {
     whole_only: bool,
+    /// Per model, per worker: the longest step allowed ([`job_plan_capped`]).
+    caps: Vec<Vec<f64>>,
     plans: Vec<JobPlan>,
     shared: std::collections::HashMap<(usize, &'a [usize]), usize>,
     /// By model: the plan of a job that has run nothing yet.
@@ -301,8 +322,15 @@ pub struct PlanBook<'a> {
 
 impl<'a> PlanBook<'a> {
     pub fn new(whole_only: bool) -> PlanBook<'a> {
+        PlanBook::capped(whole_only, Vec::new())
+    }
+
+    /// Plans whose steps of a job of model `m` on worker `k` are at most
+    /// `caps[m][k]` where given ([`job_plan_capped`]).
+    pub fn capped(whole_only: bool, caps: Vec<Vec<f64>>) -> PlanBook<'a> {
         PlanBook {
             whole_only,
+            caps,
             plans: Vec::new(),
             shared: std::collections::HashMap::new(),
             unstarted: Vec::new(),
@@ -318,8 +346,10 @@ impl<'a> PlanBook<'a> {
 
     /// The index ([`PlanBook::get`]) of `job`'s plan under `waits`.
     pub fn plan(&mut self, view: &View, job: &'a Job, waits: &[f64]) -> usize {
+        let caps = self.caps.get(job.spec.model).map_or(&[][..], |c| &c[..]);
         if job.running.iter().any(|r| *r) {
-            self.plans.push(job_plan(view, job, waits, self.whole_only));
+            self.plans
+                .push(job_plan_capped(view, job, waits, self.whole_only, caps));
             return self.plans.len() - 1;
         }
         let model = job.spec.model;
@@ -332,7 +362,8 @@ impl<'a> PlanBook<'a> {
         if let Some(i) = known {
             return i;
         }
-        self.plans.push(job_plan(view, job, waits, self.whole_only));
+        self.plans
+            .push(job_plan_capped(view, job, waits, self.whole_only, caps));
         let i = self.plans.len() - 1;
         if unstarted {
             if self.unstarted.len() <= model {
