@@ -15,7 +15,7 @@
 //! save. Apps whose budget is not positive cannot be helped and are not
 //! protected.
 
-use crate::core::{Job, JobSpec, View};
+use crate::core::{Job, JobId, JobSpec, View};
 use crate::policy::plan::job_plan;
 use std::collections::HashMap;
 
@@ -33,16 +33,24 @@ struct Arrivals {
 #[derive(Clone, Debug, Default)]
 pub struct BlockingGuard {
     apps: HashMap<usize, Arrivals>,
+    /// The highest job id counted.
+    last_id: Option<JobId>,
 }
 
 impl BlockingGuard {
-    /// Counts the arrivals in the view's queue not seen before (one app's
-    /// requests arrive in time order).
+    /// Counts the arrivals not seen before: the jobs at the queue's tail
+    /// with ids above every id seen (new requests join the tail, in order).
     pub fn observe(&mut self, view: &View) {
-        for t in view.queue {
-            let Some(job) = view.jobs.get(&t.job) else {
-                continue;
-            };
+        let seen = self.last_id;
+        let fresh: Vec<&Job> = view
+            .queue
+            .iter()
+            .rev()
+            .take_while(|t| seen.is_none_or(|s| t.job > s))
+            .filter_map(|t| view.jobs.get(&t.job))
+            .collect();
+        for job in fresh.into_iter().rev() {
+            self.last_id = self.last_id.max(Some(job.id));
             let Some(slo_ms) = job.spec.slo_ms else {
                 continue;
             };
