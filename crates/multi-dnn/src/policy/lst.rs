@@ -1,4 +1,5 @@
-//! Least Slack Time, Band's default policy (§4.3.1, Fig. 12).
+//! Least Slack Time, Band's default policy (§4.3.1, Fig. 12), with our
+//! blocking guard ([`crate::policy::blocking`]).
 
 use crate::core::{Assignment, Job, Requeue, View};
 use crate::policy::blocking::BlockingGuard;
@@ -89,7 +90,7 @@ impl Rank<'_> {
 pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "lst",
     aliases: &[],
-    summary: "Least Slack Time, Band's default",
+    summary: "Least Slack Time, Band's default, with a blocking guard for tight frequent apps",
     needs: Needs::NOTHING,
     make: |_| Ok(Box::new(Lst::new(false))),
 };
