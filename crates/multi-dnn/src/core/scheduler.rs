@@ -49,6 +49,16 @@ pub struct Job {
 }
 
 impl Job {
+    /// Job `id` of `spec`, of model `m`, with nothing run yet.
+    pub fn unstarted(id: JobId, spec: JobSpec, m: &ModelUnits) -> Job {
+        Job {
+            id,
+            done: vec![0; m.regions.len()],
+            running: vec![false; m.regions.len()],
+            spec,
+        }
+    }
+
     /// The first unit of region `r` not yet run.
     pub fn next_unit(&self, m: &ModelUnits, r: usize) -> usize {
         m.regions[r].units.start + self.done[r]
@@ -485,12 +495,7 @@ impl Scheduler {
         let id = self.next_job;
         self.next_job += 1;
         let m = &self.models[spec.model];
-        let job = Job {
-            id,
-            done: vec![0; m.regions.len()],
-            running: vec![false; m.regions.len()],
-            spec,
-        };
+        let job = Job::unstarted(id, spec, m);
         for r in 0..m.regions.len() {
             if job.region_ready(m, r) {
                 self.queue.push_back(Task { job: id, region: r });

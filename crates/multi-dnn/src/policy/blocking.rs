@@ -80,20 +80,15 @@ impl BlockingGuard {
                 continue;
             }
             let rate = (a.count - 1) as f64 / (a.last_ms - a.first_ms);
-            let regions = view.models[a.model].regions.len();
-            let fresh = Job {
-                id: u64::MAX,
-                spec: JobSpec {
-                    app: *app,
-                    model: a.model,
-                    arrival_ms: view.now_ms,
-                    slo_ms: Some(a.slo_ms),
-                    frame: None,
-                    content: 0.0,
-                },
-                done: vec![0; regions],
-                running: vec![false; regions],
+            let spec = JobSpec {
+                app: *app,
+                model: a.model,
+                arrival_ms: view.now_ms,
+                slo_ms: Some(a.slo_ms),
+                frame: None,
+                content: 0.0,
             };
+            let fresh = Job::unstarted(JobId::MAX, spec, &view.models[a.model]);
             let plan = job_plan(view, &fresh, &idle, false);
             let budget = a.slo_ms - plan.latency;
             if budget.is_nan() || budget <= 0.0 {

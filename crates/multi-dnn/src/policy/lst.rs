@@ -43,7 +43,8 @@ impl Lst {
     /// Slack in ms of the job of each queued task, in queue order.
     pub fn slacks(&self, view: &View) -> Vec<f64> {
         let waits = waits(view);
-        let mut book = PlanBook::capped(self.whole_model_only, self.guard.caps(view));
+        let caps = self.guard.caps(view);
+        let mut book = PlanBook::capped(self.whole_model_only, &caps);
         view.queue
             .iter()
             .map(|t| {
@@ -122,7 +123,7 @@ impl Policy for Lst {
             return Vec::new();
         }
         let caps = self.guard.caps(view);
-        let mut book = PlanBook::capped(self.whole_model_only, caps.clone());
+        let mut book = PlanBook::capped(self.whole_model_only, &caps);
         let mut ranks = Vec::with_capacity(view.queue.len());
         for (q, t) in view.queue.iter().enumerate() {
             let Some(job) = view.jobs.get(&t.job) else {
@@ -139,7 +140,7 @@ impl Policy for Lst {
                 plan,
             });
         }
-        let mut fresh = PlanBook::capped(self.whole_model_only, caps);
+        let mut fresh = PlanBook::capped(self.whole_model_only, &caps);
         let mut last: Option<usize> = None;
         let mut out = Vec::new();
         loop {

@@ -313,7 +313,7 @@ pub fn longest_from(m: &ModelUnits, first: usize, worker: usize) -> Option<usize
 pub struct PlanBook<'a> {
     whole_only: bool,
     /// Per model, per worker: the longest step allowed ([`job_plan_capped`]).
-    caps: Vec<Vec<f64>>,
+    caps: &'a [Vec<f64>],
     plans: Vec<JobPlan>,
     shared: std::collections::HashMap<(usize, &'a [usize]), usize>,
     /// By model: the plan of a job that has run nothing yet.
@@ -322,12 +322,12 @@ pub struct PlanBook<'a> {
 
 impl<'a> PlanBook<'a> {
     pub fn new(whole_only: bool) -> PlanBook<'a> {
-        PlanBook::capped(whole_only, Vec::new())
+        PlanBook::capped(whole_only, &[])
     }
 
     /// Plans whose steps of a job of model `m` on worker `k` are at most
     /// `caps[m][k]` where given ([`job_plan_capped`]).
-    pub fn capped(whole_only: bool, caps: Vec<Vec<f64>>) -> PlanBook<'a> {
+    pub fn capped(whole_only: bool, caps: &'a [Vec<f64>]) -> PlanBook<'a> {
         PlanBook {
             whole_only,
             caps,
