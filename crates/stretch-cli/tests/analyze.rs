@@ -69,6 +69,50 @@ fn never_behind_the_baselines(out: &str) {
     }
 }
 
+/// The ideal α* `analyze` printed.
+fn ideal_alpha(out: &str) -> f64 {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("ideal α* "))
+        .unwrap_or_else(|| panic!("no ideal α* in:\n{out}"));
+    line["ideal α* ".len()..].split(' ').next().unwrap().parse().unwrap()
+}
+
+/// Four copies of one model in a group on two processors of nearly one
+/// speed: the best mapping (two copies on each) reaches the ideal, which
+/// therefore is not a loose floor there (the processors' load binds, not
+/// a copy's latency: a quarter of the base period).
+#[test]
+fn the_ideal_is_reached_where_a_mapping_balances_two_processors() {
+    let dir = scratch("analyze-ideal");
+    let model = "fixtures/models/resnet18.onnx";
+    let apps = [("a", model), ("b", model), ("c", model), ("d", model)];
+    let w = workload(&dir, &apps, &["g"]);
+    let host = repo().join("configs/devices/host.toml");
+    let out = stretch_ok(&[
+        "analyze",
+        "--workload",
+        &w,
+        "--device",
+        host.to_str().unwrap(),
+        "--generations",
+        "2",
+        "--population",
+        "8",
+    ]);
+    let ideal = ideal_alpha(&out);
+    let best = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("best mapping ("))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|a| a.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no best mapping α* in:\n{out}"));
+    assert!(
+        ideal > 0.4 && ideal <= best && best - ideal < 0.015,
+        "ideal {ideal}, best mapping {best}:\n{out}"
+    );
+}
+
 #[test]
 fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     let dir = scratch("analyze");
@@ -100,6 +144,26 @@ fn analyze_writes_a_plan_that_simulate_reproduces_and_the_seed_fixes_it() {
     }
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);
     never_behind_the_baselines(&out);
+    let ideal = ideal_alpha(&out);
+    let baseline = |l: &&str| {
+        ["single processor (", "best mapping (", "Band lst"]
+            .iter()
+            .any(|b| l.trim_start().starts_with(b))
+    };
+    for line in out
+        .lines()
+        .filter(|l| l.contains("α* ") && !l.starts_with("ideal") && !baseline(l))
+    {
+        let a = line.split("α* ").nth(1).unwrap().split([' ', ';']).next().unwrap();
+        assert!(
+            a.parse().unwrap_or(f64::INFINITY) >= ideal,
+            "{line} is below the ideal {ideal}:\n{out}"
+        );
+    }
+    for line in out.lines().filter(baseline) {
+        let a: f64 = line.split_whitespace().last().unwrap().parse().unwrap_or(f64::INFINITY);
+        assert!(a >= ideal, "{line} is below the ideal {ideal}:\n{out}");
+    }
     for seed in ["0", "1"] {
         let small = analyze(&["--generations", "1", "--population", "2", "--seed", seed]);
         never_behind_the_baselines(&small);

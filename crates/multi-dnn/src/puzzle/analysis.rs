@@ -5,6 +5,7 @@
 //! Every figure is simulated.
 
 use super::PuzzleError;
+use super::bound;
 use super::chromosome::{Chromosome, LayerGraph};
 use super::costs::Costs;
 use super::evaluate::{Built, Outcome, Problem, candidate_rows};
@@ -67,6 +68,9 @@ pub struct Analysis {
     pub chosen: usize,
     /// The median α* over the search's front (baselines' plans left out), where finite.
     pub front_median_saturation: Option<f64>,
+    /// The α* below which no plan can go on a relaxation of the costs
+    /// ([`bound::ideal_saturation`]); `None` on measured costs.
+    pub ideal_saturation: Option<f64>,
     /// On measured costs: the choice made again on fresh timings.
     pub retimed: Option<Retimed>,
     pub history: Vec<Generation>,
@@ -290,6 +294,7 @@ pub fn analyze(
     events: &mut dyn FnMut(Event),
 ) -> Result<Analysis, PuzzleError> {
     let max = options.max_multiplier;
+    let ideal_saturation = bound::ideal_saturation(problem, max)?;
     let base = baselines(problem, band, rank, max)?;
     let best_objectives = base.best.outcome.objectives();
     let best = (&base.best.chromosome, &best_objectives, &base.best.outcome);
@@ -358,6 +363,7 @@ pub fn analyze(
         front,
         chosen,
         front_median_saturation: median.is_finite().then_some(median),
+        ideal_saturation,
         retimed,
         history,
         population_objectives,

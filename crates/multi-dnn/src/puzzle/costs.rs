@@ -72,6 +72,11 @@ pub trait Costs {
     fn retime(&mut self) -> bool {
         false
     }
+    /// Whether [`Costs::compute_ms`] prices any piece without running it
+    /// (a prediction), so that asking for every layer alone is cheap.
+    fn prices_without_running(&self) -> bool {
+        false
+    }
     /// Keeps what was learned (a measurement database); the reason on failure.
     fn finish(&mut self) -> Result<(), String> {
         Ok(())
@@ -207,5 +212,9 @@ impl Costs for Predicted<'_> {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    fn prices_without_running(&self) -> bool {
+        true
     }
 }

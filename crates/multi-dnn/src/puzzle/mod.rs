@@ -8,6 +8,7 @@
 //! - [`costs`]: pieces' compute and hand-off times;
 //! - [`evaluate`]: a plan through the multi-DNN simulator, makespans;
 //! - [`score`]: XRBench score, saturation multiplier;
+//! - [`bound`]: the ideal α* no plan beats, on a relaxation of the costs;
 //! - [`nsga`], [`ga`]: the search;
 //! - [`plan_file`]: plans as JSON for `serve --plan` and `simulate --plan`;
 //! - [`mapping`]: model-level mappings, the baselines;
@@ -16,6 +17,7 @@
 //!   among the front on fresh timings.
 
 pub mod analysis;
+pub mod bound;
 pub mod breakdown;
 pub mod chromosome;
 pub mod costs;

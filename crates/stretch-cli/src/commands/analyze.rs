@@ -203,6 +203,9 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
+/// What the ideal α* is, for the text and the plan's figures.
+const IDEAL_NOTE: &str = "no plan goes below it on these costs: layers priced at their share of the whole model, split freely among processors, free hand-offs, only layer order kept";
+
 /// The chosen plan with its figures.
 fn plan_file(sc: &Scenario, problem: &mut Problem, r: &Analysis) -> Result<PlanFile> {
     let (built, outcome, saturation) = r.final_plan();
@@ -231,6 +234,8 @@ fn plan_file(sc: &Scenario, problem: &mut Problem, r: &Analysis) -> Result<PlanF
             "search_saturation_multiplier": searched.saturation,
         })),
         "ga_median_saturation_multiplier": r.front_median_saturation,
+        "ideal_saturation_multiplier": r.ideal_saturation,
+        "ideal_note": IDEAL_NOTE,
         "baselines": r.baselines.iter().map(|b| serde_json::json!({
             "name": b.name, "score": b.outcome.score(), "saturation_multiplier": b.saturation,
         })).collect::<Vec<_>>(),
@@ -333,6 +338,9 @@ fn print_text(sc: &Scenario, problem: &Problem, r: &Analysis, elapsed: f64, out:
     println!("baselines                                   score   α*");
     for b in &r.baselines {
         println!("  {:<40} {:.3}  {}", b.name, b.outcome.score(), alpha(b.saturation));
+    }
+    if let Some(ideal) = r.ideal_saturation {
+        println!("ideal α* {} ({IDEAL_NOTE})", alpha(Some(ideal)));
     }
     if let Some(path) = out {
         println!(

@@ -1,0 +1,204 @@
+//! The ideal saturation multiplier: a floor under the α* of every plan,
+//! cut or not, on a relaxation of the analyzer's costs.
+//!
+//! The relaxation: each layer of a model costs, on a processor that runs
+//! it, its share of the whole model's cost there (its own cost scaled so
+//! the model's layers sum to the whole model's: cuts add no overhead and
+//! lose no fusion); a layer's work may be split among processors in any
+//! fractions; hand-offs are free; a request only has to respect its
+//! model's layer order. Under it, a multiplier α is reachable only if
+//!
+//! - **throughput**: some split keeps every processor's load (work per ms
+//!   of the groups at periods α × base, plus the periodic apps') at most
+//!   one. By LP duality this fails exactly when some weights λ on the
+//!   processors (summing to 1) give Σ over layers of min over processors
+//!   of λ_p × load > 1; every λ tried that does so proves α unreachable;
+//! - **latency**: every group member's longest layer path, each layer on
+//!   its fastest processor, ends at least ln(1/[`SATURATED`] − 1)/k before
+//!   the period, below which no request scores [`SATURATED`].
+//!
+//! The ideal is the smallest multiplier of the α* grid that passes both
+//! checks: no plan the simulator can run has a smaller α* on these costs.
+
+use super::PuzzleError;
+use super::evaluate::Problem;
+use super::score::{K_PER_MS, SATURATED, sweep};
+use crate::core::workload::Arrival;
+
+/// One layer's relaxed cost per processor (ms; infinite where it cannot run).
+type LayerCosts = Vec<f64>;
+
+/// The smallest multiplier in 0.05..=`max` (step 0.01) that the relaxation
+/// does not rule out; `None` where every one is ruled out or the costs
+/// are not priced without running (measured costs: pricing every layer
+/// alone would time each). Only groups' periods scale with the multiplier.
+pub fn ideal_saturation(problem: &mut Problem, max: f64) -> Result<Option<f64>, PuzzleError> {
+    if !problem.costs.prices_without_running() || problem.workload.groups.is_empty() {
+        return Ok(None);
+    }
+    let n = problem.names.len();
+    let mut scaled = Vec::new();
+    let mut fixed = Vec::new();
+    let margin = (1.0 / SATURATED - 1.0).ln().abs() / K_PER_MS;
+    let mut need = Vec::new();
+    for m in 0..problem.layers.len() {
+        let costs = relaxed_costs(problem, m, n)?;
+        match problem.workload.apps.get(m).map(|a| &a.arrival) {
+            Some(Arrival::Group { group }) => {
+                let Some(base) = problem.workload.groups.get(*group).and_then(|g| g.base_ms) else {
+                    continue;
+                };
+                need.push((critical_path(&problem.layers[m].edges, &costs) + margin) / base);
+                scaled.extend(costs.into_iter().map(|c| per_ms(c, base)));
+            }
+            Some(Arrival::Periodic { fps }) if *fps > 0.0 => {
+                fixed.extend(costs.into_iter().map(|c| per_ms(c, 1e3 / fps)));
+            }
+            Some(Arrival::Poisson { rate }) if *rate > 0.0 => {
+                fixed.extend(costs.into_iter().map(|c| per_ms(c, 1e3 / rate)));
+            }
+            _ => {}
+        }
+    }
+    let weights = simplex_grid(n, if n <= 3 { 200 } else { 20 });
+    Ok(sweep(max)
+        .into_iter()
+        .find(|&alpha| need.iter().all(|x| *x <= alpha) && !overloaded(&scaled, &fixed, alpha, &weights)))
+}
+
+/// `costs` per ms of a request every `period_ms`.
+fn per_ms(costs: LayerCosts, period_ms: f64) -> LayerCosts {
+    costs.into_iter().map(|c| c / period_ms).collect()
+}
+
+/// Whether some weights in `weights` prove that no split of the work
+/// keeps every processor's load at most 1 at multiplier `alpha`.
+fn overloaded(scaled: &[LayerCosts], fixed: &[LayerCosts], alpha: f64, weights: &[Vec<f64>]) -> bool {
+    weights.iter().any(|lambda| {
+        let least = |row: &LayerCosts, by: f64| {
+            row.iter()
+                .zip(lambda)
+                .filter(|(c, _)| c.is_finite())
+                .map(|(c, l)| l * c / by)
+                .fold(f64::INFINITY, f64::min)
+        };
+        let total: f64 =
+            scaled.iter().map(|r| least(r, alpha)).sum::<f64>() + fixed.iter().map(|r| least(r, 1.0)).sum::<f64>();
+        total > 1.0
+    })
+}
+
+/// Every weight vector on `n` processors with entries in steps of 1/`steps`.
+fn simplex_grid(n: usize, steps: usize) -> Vec<Vec<f64>> {
+    fn fill(left: usize, n: usize, steps: usize, prefix: &mut Vec<usize>, out: &mut Vec<Vec<f64>>) {
+        if prefix.len() + 1 == n {
+            prefix.push(left);
+            out.push(prefix.iter().map(|k| *k as f64 / steps as f64).collect());
+            prefix.pop();
+            return;
+        }
+        for k in 0..=left {
+            prefix.push(k);
+            fill(left - k, n, steps, prefix, out);
+            prefix.pop();
+        }
+    }
+    let mut out = Vec::new();
+    if n > 0 {
+        fill(steps, n, steps, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+/// Model `m`'s layers, each priced alone on every processor that runs it
+/// and scaled so the layers sum to the whole model's cost there; on a
+/// processor that runs only some of them, scaled by the least factor of
+/// the processors that run them all.
+fn relaxed_costs(problem: &mut Problem, m: usize, n: usize) -> Result<Vec<LayerCosts>, PuzzleError> {
+    let lg = &problem.layers[m];
+    let count = lg.layers.len();
+    let support = lg.support.clone();
+    let mut columns = vec![vec![f64::INFINITY; count]; n];
+    let mut factors = Vec::new();
+    let mut partial = Vec::new();
+    for (p, column) in columns.iter_mut().enumerate() {
+        if !support.iter().all(|s| s.contains(p)) {
+            partial.push(p);
+            continue;
+        }
+        let alone: Vec<f64> = (0..count)
+            .map(|k| problem.costs.compute_ms(m, &[k], p))
+            .collect::<Result<_, _>>()?;
+        let all: Vec<usize> = (0..count).collect();
+        let whole = problem.costs.compute_ms(m, &all, p)?;
+        let sum: f64 = alone.iter().sum();
+        let factor = if sum > 0.0 { (whole / sum).min(1.0) } else { 1.0 };
+        factors.push(factor);
+        *column = alone.into_iter().map(|c| c * factor).collect();
+    }
+    let factor = factors.into_iter().fold(1.0, f64::min);
+    for p in partial {
+        for (k, s) in support.iter().enumerate() {
+            if s.contains(p) {
+                columns[p][k] = problem.costs.compute_ms(m, &[k], p)? * factor;
+            }
+        }
+    }
+    Ok((0..count).map(|k| columns.iter().map(|c| c[k]).collect()).collect())
+}
+
+/// The longest path through the layers (topological order, `edges` from
+/// producer to consumer), each layer at its least cost.
+fn critical_path(edges: &[(usize, usize)], costs: &[LayerCosts]) -> f64 {
+    let mut finish: Vec<f64> = costs
+        .iter()
+        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
+        .collect();
+    let mut start = vec![0.0f64; costs.len()];
+    let mut sorted = edges.to_vec();
+    sorted.sort_by_key(|(a, _)| *a);
+    for k in 0..costs.len() {
+        finish[k] += start[k];
+        for (_, to) in sorted.iter().filter(|(a, _)| *a == k) {
+            start[*to] = start[*to].max(finish[k]);
+        }
+    }
+    finish.into_iter().fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_covers_the_simplex() {
+        let g = simplex_grid(3, 4);
+        assert_eq!(g.len(), 15);
+        assert!(g.iter().all(|l| (l.iter().sum::<f64>() - 1.0).abs() < 1e-12));
+        assert_eq!(simplex_grid(1, 7), vec![vec![1.0]]);
+    }
+
+    #[test]
+    fn two_equal_processors_carry_twice_one_and_no_more() {
+        let weights = simplex_grid(2, 200);
+        let work = vec![vec![2.0, 2.0]; 5];
+        assert!(!overloaded(&work, &[], 5.0, &weights));
+        assert!(overloaded(&work, &[], 4.9, &weights));
+    }
+
+    #[test]
+    fn a_processor_that_cannot_run_a_layer_takes_none_of_it() {
+        let weights = simplex_grid(2, 200);
+        let work = vec![vec![1.0, f64::INFINITY], vec![1.0, 1.0]];
+        assert!(!overloaded(&work, &[], 1.0, &weights));
+        let lone = vec![vec![1.0, f64::INFINITY], vec![1.0, f64::INFINITY]];
+        assert!(overloaded(&lone, &[], 1.9, &weights));
+    }
+
+    #[test]
+    fn the_critical_path_takes_the_longer_branch() {
+        let costs = vec![vec![1.0, 3.0], vec![5.0, 2.0], vec![1.0, 4.0], vec![1.0, 1.0]];
+        let edges = [(0, 1), (0, 2), (1, 3), (2, 3)];
+        assert_eq!(critical_path(&edges, &costs), 1.0 + 2.0 + 1.0);
+    }
+}
