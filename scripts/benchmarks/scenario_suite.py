@@ -326,8 +326,9 @@ def simulated(binary, args, out):
     print("  (ideal: the α* no plan goes below on a relaxation of the same costs, see `stretch analyze`;"
           " 0.8x is within reach only where ideal ≤ 0.8 × best)")
     print("%-28s %9s %9s %9s %7s %9s %8s" % ("scenario", "chosen", "best base", "Band lst", "ratio", "ideal", "reach"))
-    never_worse, better, reachable = 0, 0, 0
+    never_worse, better, reachable, below = 0, 0, 0, []
     for name, chosen, best, lst, ideal in puzzle:
+        below += [name] if min(chosen, best, lst) < ideal - 1e-9 else []
         ratio = chosen / best if best not in (0, float("inf")) else float("nan")
         can = ideal <= 0.8 * best + 1e-9
         print("%-28s %9s %9s %9s %7.2f %9s %8s" % (name, fmt(chosen), fmt(best), fmt(lst), ratio, fmt(ideal),
@@ -340,6 +341,8 @@ def simulated(binary, args, out):
           " 0.8x within the ideal's reach in %d of %d\n" % (
               never_worse, len(puzzle), "met" if never_worse == len(puzzle) else "NOT met", better, len(puzzle),
               "met" if 2 * better >= len(puzzle) else "NOT met", reachable, len(puzzle)))
+    if below:
+        print("  FLOOR BROKEN: an α* below the ideal in %s (a bug in analyze's ideal)\n" % ", ".join(below))
 
     print("Heimdall: frames/s rendered (target 30)")
     print("%-28s %s" % ("scenario", "  ".join("%-10s" % p[:10] for p in HEIMDALL)))

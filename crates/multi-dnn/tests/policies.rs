@@ -644,3 +644,30 @@ fn lst_keeps_long_steps_of_loose_jobs_off_a_tight_apps_worker() {
     assert_eq!(run(&[0.0], 1), [CPU]);
     assert_eq!(run(&[0.0, 2.0], 2), [CPU]);
 }
+
+/// Queued jobs wait for a busy fast worker only while the backlog ahead
+/// of them there ends sooner than the idle slow worker would: with the
+/// NPU (1 ms a job) busy for 0.5 ms more and the CPU (3 ms) idle, one or
+/// two queued jobs wait for the NPU, and of four the third goes to the CPU
+/// (the NPU would end it at 3.5 ms).
+#[test]
+fn lst_sends_a_job_to_an_idle_worker_when_the_backlog_on_the_fast_one_is_longer() {
+    let all = [OpSupport::All, OpSupport::All];
+    let models = vec![model(&[UnaryOp::Relu], &all)];
+    let mut e = Estimator::new(EstimatorParams::default(), &[false, true], &models);
+    set(&mut e, &models, 0, (0, 0), CPU, 3.0);
+    set(&mut e, &models, 0, (0, 0), NPU, 1.0);
+    let run = |queued: usize| {
+        let mut s = Scheduler::new(models.clone(), &names(2), Box::new(Lst::new(false)), e.clone());
+        s.submit(spec(0, 0.0, Some(100.0)));
+        let d = s.schedule(0.0).unwrap();
+        assert_eq!(d.iter().map(|d| d.worker).collect::<Vec<_>>(), [NPU]);
+        for _ in 0..queued {
+            s.submit(spec(0, 0.5, Some(100.0)));
+        }
+        s.schedule(0.5).unwrap().iter().map(|d| d.worker).collect::<Vec<_>>()
+    };
+    assert_eq!(run(1), Vec::<usize>::new());
+    assert_eq!(run(2), Vec::<usize>::new());
+    assert_eq!(run(4), [CPU]);
+}

@@ -59,10 +59,10 @@ impl Arrivals {
         let mut pending = BinaryHeap::new();
         let patterns: Vec<Arrival> = w.apps.iter().map(|a| a.arrival.clone()).collect();
         let mut frame_apps = Vec::new();
-        let phases: Vec<f64> = w
-            .groups
-            .iter()
-            .map(|g| rng.next_f64() * g.period_ms.unwrap_or(0.0))
+        let phases: Vec<f64> = phase_fractions(&mut rng, w.groups.len())
+            .into_iter()
+            .zip(&w.groups)
+            .map(|(u, g)| u * g.period_ms.unwrap_or(0.0))
             .collect();
         let group_period: Vec<Option<f64>> = (0..w.apps.len()).map(|a| w.group_deadline_ms(a)).collect();
         for (i, p) in patterns.iter().enumerate() {
@@ -251,6 +251,16 @@ impl Arrivals {
     pub fn end_ms(&self) -> f64 {
         self.end_ms
     }
+}
+
+/// Each group's first tick as a fraction of its period, in group order:
+/// the first draws of the workload's seed, as [`Arrivals::new`] makes them.
+pub fn group_phase_fractions(w: &Workload) -> Vec<f64> {
+    phase_fractions(&mut SplitMix64::new(w.seed), w.groups.len())
+}
+
+fn phase_fractions(rng: &mut SplitMix64, groups: usize) -> Vec<f64> {
+    (0..groups).map(|_| rng.next_f64()).collect()
 }
 
 fn exp_gap(rng: &mut SplitMix64, rate: f64) -> f64 {

@@ -8,10 +8,13 @@ use crate::policy::{Needs, Policy, PolicyEntry};
 
 /// Orders queued tasks by slack = deadline − now − expected latency
 /// (+∞ without an SLO), ties by earlier arrival, then lower
-/// job id, then queue position. Walking that order with the workers' waits
-/// updated by each assignment of the call, a task's plan is recomputed and
-/// its first step is assigned when its worker is idle and has had no work
-/// in this call; other tasks wait. A job that can no longer meet its
+/// job id, then queue position. Walking that order, a task's plan is
+/// recomputed under the workers' waits as updated so far, and its first
+/// step is assigned when its worker is idle and has had no work in this
+/// call; other tasks wait, but their first step still joins the wait of
+/// the worker it is planned on (a queue in rank order), so that a task
+/// further down sees the backlog ahead of it and may start on an idle
+/// worker instead of queueing behind it. A job that can no longer meet its
 /// deadline (negative slack: now + expected latency > deadline) comes after
 /// every job that still can, shortest expected latency first (it is late
 /// whatever its order; the shortest frees its worker soonest for jobs that
@@ -76,14 +79,13 @@ struct Rank<'a> {
 }
 
 impl Rank<'_> {
-    fn before(&self, o: &Rank) -> bool {
+    fn order(&self, o: &Rank) -> std::cmp::Ordering {
         self.late
             .cmp(&o.late)
             .then(self.by.total_cmp(&o.by))
             .then(self.job.spec.arrival_ms.total_cmp(&o.job.spec.arrival_ms))
             .then(self.job.id.cmp(&o.job.id))
             .then(self.q.cmp(&o.q))
-            .is_lt()
     }
 }
 
@@ -111,10 +113,7 @@ impl Policy for Lst {
         "lst"
     }
 
-    /// Walks the order as the type's contract says, without sorting: each
-    /// assignment is the least-ranked task after the previous one whose
-    /// plan (under the waits as updated so far) starts on a worker still
-    /// free in this call.
+    /// Walks the order as the type's contract says.
     fn schedule(&mut self, view: &View) -> Vec<Assignment> {
         self.guard.observe(view);
         let mut waits = waits(view);
@@ -140,37 +139,29 @@ impl Policy for Lst {
                 plan,
             });
         }
+        ranks.sort_by(Rank::order);
         let mut fresh = PlanBook::capped(self.whole_model_only, &caps);
-        let mut last: Option<usize> = None;
+        let mut changed = false;
         let mut out = Vec::new();
-        loop {
-            let mut pick: Option<(usize, usize, usize)> = None;
-            for (i, r) in ranks.iter().enumerate() {
-                if last.is_some_and(|l| !ranks[l].before(r)) || pick.is_some_and(|(p, _, _)| !r.before(&ranks[p])) {
-                    continue;
-                }
-                let plan = match last {
-                    None => book.get(r.plan),
-                    Some(_) => {
-                        let f = fresh.plan(view, r.job, &waits);
-                        fresh.get(f)
-                    }
-                };
-                let first = plan.regions.get(view.queue[r.q].region).and_then(|x| x.first);
-                if let Some((candidate, worker)) = first.filter(|(_, w)| !given[*w]) {
-                    pick = Some((i, candidate, worker));
-                }
-            }
-            let Some((i, candidate, worker)) = pick else {
-                break;
+        for r in &ranks {
+            let plan = if changed {
+                let f = fresh.plan(view, r.job, &waits);
+                fresh.get(f)
+            } else {
+                book.get(r.plan)
             };
-            let task = view.queue[ranks[i].q];
-            waits[worker] += view.estimate(ranks[i].job.spec.model, candidate, worker);
-            given[worker] = true;
+            let Some((candidate, worker)) = plan.regions.get(view.queue[r.q].region).and_then(|x| x.first) else {
+                continue;
+            };
+            waits[worker] += view.estimate(r.job.spec.model, candidate, worker);
             fresh.clear();
-            last = Some(i);
+            changed = true;
+            if given[worker] {
+                continue;
+            }
+            given[worker] = true;
             out.push(Assignment {
-                task,
+                task: view.queue[r.q],
                 candidate,
                 worker,
             });

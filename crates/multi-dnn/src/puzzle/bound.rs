@@ -8,14 +8,23 @@
 //! fractions; hand-offs are free; a request only has to respect its
 //! model's layer order. Under it, a multiplier α is reachable only if
 //!
-//! - **throughput**: some split keeps every processor's load (work per ms
-//!   of the groups at periods α × base, plus the periodic apps') at most
-//!   one. By LP duality this fails exactly when some weights λ on the
-//!   processors (summing to 1) give Σ over layers of min over processors
-//!   of λ_p × load > 1; every λ tried that does so proves α unreachable;
+//! - **work**: an evaluation simulates `P` ticks of the slowest group
+//!   (`P` = [`Problem::periods`]): group g ticks at (u_g + k)·Φ_g, Φ_g = α
+//!   × base_g, u_g its phase (the workload seed's draw), for every k with
+//!   a tick before P·Φ_max. Every request must end by its tick plus Φ_g,
+//!   so between the first tick and the last deadline some split must let
+//!   every processor run all of them. By LP duality this fails exactly
+//!   when some weights λ on the processors (summing to 1) give Σ over the
+//!   requests' layers of min over processors of λ_p × cost above that
+//!   window; every λ tried that does so proves α unreachable. Requests are
+//!   counted low and the window wide where a tick falls within 1e-6 of the
+//!   end. Apps outside the groups are left out (their requests may wait
+//!   without changing the score);
 //! - **latency**: every group member's longest layer path, each layer on
-//!   its fastest processor, ends at least ln(1/[`SATURATED`] − 1)/k before
-//!   the period, below which no request scores [`SATURATED`].
+//!   its fastest processor, ends by the period less the margin within
+//!   which a request's RtScore falls below 1 − G·(1 − [`SATURATED`]) (G
+//!   groups: the scenario's score is their mean, so one group may give up
+//!   what the others keep), below which the score cannot reach [`SATURATED`].
 //!
 //! The ideal is the smallest multiplier of the α* grid that passes both
 //! checks: no plan the simulator can run has a smaller α* on these costs.
@@ -23,6 +32,7 @@
 use super::PuzzleError;
 use super::evaluate::Problem;
 use super::score::{K_PER_MS, SATURATED, sweep};
+use crate::core::arrivals::group_phase_fractions;
 use crate::core::workload::Arrival;
 
 /// One layer's relaxed cost per processor (ms; infinite where it cannot run).
@@ -37,55 +47,74 @@ pub fn ideal_saturation(problem: &mut Problem, max: f64) -> Result<Option<f64>, 
         return Ok(None);
     }
     let n = problem.names.len();
-    let mut scaled = Vec::new();
-    let mut fixed = Vec::new();
-    let margin = (1.0 / SATURATED - 1.0).ln().abs() / K_PER_MS;
-    let mut need = Vec::new();
-    for m in 0..problem.layers.len() {
-        let costs = relaxed_costs(problem, m, n)?;
-        match problem.workload.apps.get(m).map(|a| &a.arrival) {
-            Some(Arrival::Group { group }) => {
-                let Some(base) = problem.workload.groups.get(*group).and_then(|g| g.base_ms) else {
-                    continue;
-                };
-                need.push((critical_path(&problem.layers[m].edges, &costs) + margin) / base);
-                scaled.extend(costs.into_iter().map(|c| per_ms(c, base)));
-            }
-            Some(Arrival::Periodic { fps }) if *fps > 0.0 => {
-                fixed.extend(costs.into_iter().map(|c| per_ms(c, 1e3 / fps)));
-            }
-            Some(Arrival::Poisson { rate }) if *rate > 0.0 => {
-                fixed.extend(costs.into_iter().map(|c| per_ms(c, 1e3 / rate)));
-            }
-            _ => {}
+    let bases: Vec<Option<f64>> = problem.workload.groups.iter().map(|g| g.base_ms).collect();
+    let base_max = bases.iter().flatten().copied().fold(0.0, f64::max);
+    if base_max <= 0.0 {
+        return Ok(None);
+    }
+    let ticks = problem.periods as f64;
+    let phases = group_phase_fractions(&problem.workload);
+    let spare = bases.len() as f64 * (1.0 - SATURATED);
+    let margin = if spare < 0.5 {
+        -(1.0 / (1.0 - spare) - 1.0).ln() / K_PER_MS
+    } else {
+        0.0
+    };
+    let mut first = f64::INFINITY;
+    let mut last = 0.0f64;
+    for (g, base) in bases.iter().enumerate() {
+        if let Some(base) = base {
+            let u = phases.get(g).copied().unwrap_or(0.0);
+            let ahead = ticks * base_max / base - u;
+            first = first.min(u * base);
+            last = last.max((u + (ahead + 1e-6).ceil().max(0.0)) * base);
         }
     }
+    let mut work = Vec::new();
+    let mut need = Vec::new();
+    for m in 0..problem.layers.len() {
+        let Some(&Arrival::Group { group }) = problem.workload.apps.get(m).map(|a| &a.arrival) else {
+            continue;
+        };
+        let Some(base) = bases.get(group).copied().flatten() else {
+            continue;
+        };
+        let costs = relaxed_costs(problem, m, n)?;
+        need.push((critical_path(&problem.layers[m].edges, &costs) + margin) / base);
+        let u = phases.get(group).copied().unwrap_or(0.0);
+        let requests = (ticks * base_max / base - u - 1e-6).ceil().max(0.0);
+        work.extend(
+            costs
+                .into_iter()
+                .map(|r| r.into_iter().map(|c| c * requests).collect::<Vec<_>>()),
+        );
+    }
+    let window = last - first;
     let weights = simplex_grid(n, if n <= 3 { 200 } else { 20 });
+    let least = most_work(&work, &weights);
     Ok(sweep(max)
         .into_iter()
-        .find(|&alpha| need.iter().all(|x| *x <= alpha) && !overloaded(&scaled, &fixed, alpha, &weights)))
+        .find(|&alpha| need.iter().all(|x| *x <= alpha) && least <= alpha * window))
 }
 
-/// `costs` per ms of a request every `period_ms`.
-fn per_ms(costs: LayerCosts, period_ms: f64) -> LayerCosts {
-    costs.into_iter().map(|c| c / period_ms).collect()
-}
-
-/// Whether some weights in `weights` prove that no split of the work
-/// keeps every processor's load at most 1 at multiplier `alpha`.
-fn overloaded(scaled: &[LayerCosts], fixed: &[LayerCosts], alpha: f64, weights: &[Vec<f64>]) -> bool {
-    weights.iter().any(|lambda| {
-        let least = |row: &LayerCosts, by: f64| {
-            row.iter()
-                .zip(lambda)
-                .filter(|(c, _)| c.is_finite())
-                .map(|(c, l)| l * c / by)
-                .fold(f64::INFINITY, f64::min)
-        };
-        let total: f64 =
-            scaled.iter().map(|r| least(r, alpha)).sum::<f64>() + fixed.iter().map(|r| least(r, 1.0)).sum::<f64>();
-        total > 1.0
-    })
+/// The most that any of `weights` proves some processor must run of
+/// `work` (rows: a layer's cost per processor), whatever the split:
+/// max over λ of Σ over rows of min over processors of λ_p × cost.
+fn most_work(work: &[LayerCosts], weights: &[Vec<f64>]) -> f64 {
+    weights
+        .iter()
+        .map(|lambda| {
+            work.iter()
+                .map(|row| {
+                    row.iter()
+                        .zip(lambda)
+                        .filter(|(c, _)| c.is_finite())
+                        .map(|(c, l)| l * c)
+                        .fold(f64::INFINITY, f64::min)
+                })
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max)
 }
 
 /// Every weight vector on `n` processors with entries in steps of 1/`steps`.
@@ -182,17 +211,18 @@ mod tests {
     fn two_equal_processors_carry_twice_one_and_no_more() {
         let weights = simplex_grid(2, 200);
         let work = vec![vec![2.0, 2.0]; 5];
-        assert!(!overloaded(&work, &[], 5.0, &weights));
-        assert!(overloaded(&work, &[], 4.9, &weights));
+        assert!((most_work(&work, &weights) - 5.0).abs() < 1e-12);
     }
 
     #[test]
     fn a_processor_that_cannot_run_a_layer_takes_none_of_it() {
         let weights = simplex_grid(2, 200);
         let work = vec![vec![1.0, f64::INFINITY], vec![1.0, 1.0]];
-        assert!(!overloaded(&work, &[], 1.0, &weights));
+        assert!((most_work(&work, &weights) - 1.0).abs() < 1e-12);
         let lone = vec![vec![1.0, f64::INFINITY], vec![1.0, f64::INFINITY]];
-        assert!(overloaded(&lone, &[], 1.9, &weights));
+        assert!((most_work(&lone, &weights) - 2.0).abs() < 1e-12);
+        let uneven = vec![vec![1.0, 3.0]; 4];
+        assert!((most_work(&uneven, &weights) - 3.0).abs() < 1e-12);
     }
 
     #[test]

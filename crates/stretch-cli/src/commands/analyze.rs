@@ -204,7 +204,7 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 /// What the ideal α* is, for the text and the plan's figures.
-const IDEAL_NOTE: &str = "no plan goes below it on these costs: layers priced at their share of the whole model, split freely among processors, free hand-offs, only layer order kept";
+const IDEAL_NOTE: &str = "no plan goes below it on these costs: layers priced at their share of the whole model, split freely among processors, free hand-offs, only layer order kept, every request of an evaluation done by its deadline";
 
 /// The chosen plan with its figures.
 fn plan_file(sc: &Scenario, problem: &mut Problem, r: &Analysis) -> Result<PlanFile> {
