@@ -140,13 +140,13 @@ impl Policy for Lst {
             });
         }
         ranks.sort_by(Rank::order);
-        let mut fresh = PlanBook::capped(self.whole_model_only, &caps);
         let mut changed = false;
         let mut out = Vec::new();
         for r in &ranks {
+            let replanned;
             let plan = if changed {
-                let f = fresh.plan(view, r.job, &waits);
-                fresh.get(f)
+                replanned = book.uncached(view, r.job, &waits);
+                &replanned
             } else {
                 book.get(r.plan)
             };
@@ -154,7 +154,6 @@ impl Policy for Lst {
                 continue;
             };
             waits[worker] += view.estimate(r.job.spec.model, candidate, worker);
-            fresh.clear();
             changed = true;
             if given[worker] {
                 continue;

@@ -344,12 +344,18 @@ impl<'a> PlanBook<'a> {
         self.unstarted.clear();
     }
 
+    /// `job`'s plan under `waits` with the book's caps, computed afresh and
+    /// not kept (for waits the book's other plans were not made under).
+    pub fn uncached(&self, view: &View, job: &Job, waits: &[f64]) -> JobPlan {
+        let caps = self.caps.get(job.spec.model).map_or(&[][..], |c| &c[..]);
+        job_plan_capped(view, job, waits, self.whole_only, caps)
+    }
+
     /// The index ([`PlanBook::get`]) of `job`'s plan under `waits`.
     pub fn plan(&mut self, view: &View, job: &'a Job, waits: &[f64]) -> usize {
-        let caps = self.caps.get(job.spec.model).map_or(&[][..], |c| &c[..]);
         if job.running.iter().any(|r| *r) {
-            self.plans
-                .push(job_plan_capped(view, job, waits, self.whole_only, caps));
+            let plan = self.uncached(view, job, waits);
+            self.plans.push(plan);
             return self.plans.len() - 1;
         }
         let model = job.spec.model;
@@ -362,8 +368,8 @@ impl<'a> PlanBook<'a> {
         if let Some(i) = known {
             return i;
         }
-        self.plans
-            .push(job_plan_capped(view, job, waits, self.whole_only, caps));
+        let plan = self.uncached(view, job, waits);
+        self.plans.push(plan);
         let i = self.plans.len() - 1;
         if unstarted {
             if self.unstarted.len() <= model {

@@ -60,12 +60,15 @@ pub fn ideal_saturation(problem: &mut Problem, max: f64) -> Result<Option<f64>, 
     } else {
         0.0
     };
+    let ahead: Vec<Option<f64>> = bases
+        .iter()
+        .zip(&phases)
+        .map(|(base, u)| base.map(|b| ticks * base_max / b - u))
+        .collect();
     let mut first = f64::INFINITY;
     let mut last = 0.0f64;
-    for (g, base) in bases.iter().enumerate() {
-        if let Some(base) = base {
-            let u = phases.get(g).copied().unwrap_or(0.0);
-            let ahead = ticks * base_max / base - u;
+    for ((base, u), ahead) in bases.iter().zip(&phases).zip(&ahead) {
+        if let (Some(base), Some(ahead)) = (base, ahead) {
             first = first.min(u * base);
             last = last.max((u + (ahead + 1e-6).ceil().max(0.0)) * base);
         }
@@ -76,13 +79,12 @@ pub fn ideal_saturation(problem: &mut Problem, max: f64) -> Result<Option<f64>, 
         let Some(&Arrival::Group { group }) = problem.workload.apps.get(m).map(|a| &a.arrival) else {
             continue;
         };
-        let Some(base) = bases.get(group).copied().flatten() else {
+        let (Some(base), Some(ahead)) = (bases[group], ahead[group]) else {
             continue;
         };
         let costs = relaxed_costs(problem, m, n)?;
         need.push((critical_path(&problem.layers[m].edges, &costs) + margin) / base);
-        let u = phases.get(group).copied().unwrap_or(0.0);
-        let requests = (ticks * base_max / base - u - 1e-6).ceil().max(0.0);
+        let requests = (ahead - 1e-6).ceil().max(0.0);
         work.extend(
             costs
                 .into_iter()
@@ -150,6 +152,7 @@ fn relaxed_costs(problem: &mut Problem, m: usize, n: usize) -> Result<Vec<LayerC
     let mut columns = vec![vec![f64::INFINITY; count]; n];
     let mut factors = Vec::new();
     let mut partial = Vec::new();
+    let all: Vec<usize> = (0..count).collect();
     for (p, column) in columns.iter_mut().enumerate() {
         if !support.iter().all(|s| s.contains(p)) {
             partial.push(p);
@@ -158,7 +161,6 @@ fn relaxed_costs(problem: &mut Problem, m: usize, n: usize) -> Result<Vec<LayerC
         let alone: Vec<f64> = (0..count)
             .map(|k| problem.costs.compute_ms(m, &[k], p))
             .collect::<Result<_, _>>()?;
-        let all: Vec<usize> = (0..count).collect();
         let whole = problem.costs.compute_ms(m, &all, p)?;
         let sum: f64 = alone.iter().sum();
         let factor = if sum > 0.0 { (whole / sum).min(1.0) } else { 1.0 };
@@ -176,23 +178,19 @@ fn relaxed_costs(problem: &mut Problem, m: usize, n: usize) -> Result<Vec<LayerC
     Ok((0..count).map(|k| columns.iter().map(|c| c[k]).collect()).collect())
 }
 
-/// The longest path through the layers (topological order, `edges` from
-/// producer to consumer), each layer at its least cost.
+/// The longest path through the layers, each at its least cost; `edges`
+/// from producer to consumer, sorted ([`super::chromosome::LayerGraph::edges`]), so every
+/// edge into a layer comes before the edges out of it.
 fn critical_path(edges: &[(usize, usize)], costs: &[LayerCosts]) -> f64 {
-    let mut finish: Vec<f64> = costs
+    let least: Vec<f64> = costs
         .iter()
         .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
         .collect();
     let mut start = vec![0.0f64; costs.len()];
-    let mut sorted = edges.to_vec();
-    sorted.sort_by_key(|(a, _)| *a);
-    for k in 0..costs.len() {
-        finish[k] += start[k];
-        for (_, to) in sorted.iter().filter(|(a, _)| *a == k) {
-            start[*to] = start[*to].max(finish[k]);
-        }
+    for &(from, to) in edges {
+        start[to] = start[to].max(start[from] + least[from]);
     }
-    finish.into_iter().fold(0.0, f64::max)
+    start.iter().zip(&least).map(|(s, c)| s + c).fold(0.0, f64::max)
 }
 
 #[cfg(test)]
