@@ -107,8 +107,7 @@ impl Engine for TractEngine {
 /// An optimised tract plan of `onnx` whose matrix products use `executor`
 /// (`None`: the calling thread alone).
 fn tract_compile(onnx: &[u8], executor: Option<Executor>) -> Result<Box<dyn Compiled>, String> {
-    let model = tract_onnx::onnx()
-        .model_for_read(&mut &onnx[..])
+    let model = predictor::profiler::tract_model(onnx)
         .and_then(|m| m.into_optimized())
         .map_err(|e| format!("{e:#}"))?;
     let options = RunOptions {
@@ -129,8 +128,7 @@ fn tract_compile(onnx: &[u8], executor: Option<Executor>) -> Result<Box<dyn Comp
 /// on dequantized values rather than with an integer kernel. A plan node
 /// belongs to the ONNX node whose name it extends (`conv1.matmatmul`).
 pub fn tract_float_products(onnx: &[u8], names: &[String]) -> Result<Vec<String>, String> {
-    let model = tract_onnx::onnx()
-        .model_for_read(&mut &onnx[..])
+    let model = predictor::profiler::tract_model(onnx)
         .and_then(|m| m.into_optimized())
         .map_err(|e| format!("{e:#}"))?;
     let mut out = Vec::new();

@@ -16,11 +16,15 @@ mod import_blocks;
 mod import_ops;
 mod import_resize;
 mod import_window;
+mod qlinear;
+mod qlinear_add;
+mod qlinear_quantize;
 mod tensor_proto;
 
 pub use export::{EXPORT_OPSET, export_bytes, export_file};
 
 pub use import::{ImportOptions, InputShape, import_bytes, import_file};
+pub use qlinear::{Fused, fuse_qdq};
 
 /// ONNX operators (default domain) that import as IR nodes (those in
 /// [`IMPORTED_AS_OTHER_OPS`] as another operator, or as none).

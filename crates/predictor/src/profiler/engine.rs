@@ -12,6 +12,18 @@ use tract_onnx::tract_core::internal::tract_linalg::multithread::Executor;
 /// The exact tract release this build links (checked against Cargo.lock in tests).
 pub const TRACT_VERSION: &str = "0.23.9";
 
+/// The tract model of ONNX `onnx`: tract fuses no QDQ pattern, so a
+/// quantized file is first rewritten into what onnxruntime computes for it
+/// ([`graph_ir::onnx::fuse_qdq`]: convolutions as integer `QLinearConv`,
+/// additions and quantizations in onnxruntime's arithmetic); other files
+/// load unchanged.
+pub fn tract_model(onnx: &[u8]) -> TractResult<InferenceModel> {
+    match graph_ir::onnx::fuse_qdq(onnx) {
+        Some((fused, _)) => tract_onnx::onnx().model_for_read(&mut &fused[..]),
+        None => tract_onnx::onnx().model_for_read(&mut &onnx[..]),
+    }
+}
+
 /// An inference engine that runs ONNX models on the CPU.
 pub trait Engine {
     /// Short name written to the CSV `engine` column (`tract`).
@@ -109,10 +121,7 @@ impl TractEngine {
             engine: TRACT,
             reason: reason(e),
         };
-        let model = tract_onnx::onnx()
-            .model_for_read(&mut &onnx[..])
-            .and_then(|m| m.into_optimized())
-            .map_err(load)?;
+        let model = tract_model(onnx).and_then(|m| m.into_optimized()).map_err(load)?;
         let options = RunOptions {
             executor: self.executor.clone(),
             ..RunOptions::default()

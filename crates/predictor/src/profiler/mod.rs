@@ -26,7 +26,7 @@ pub mod steal;
 pub mod timing;
 
 pub use affinity::CoreSet;
-pub use engine::{Engine, NodeTimed, PlanNode, Runnable, TRACT_VERSION, TractEngine, tract_values};
+pub use engine::{Engine, NodeTimed, PlanNode, Runnable, TRACT_VERSION, TractEngine, tract_model, tract_values};
 pub use error::{EngineError, ProfilerError};
 pub use run::{ClassCounts, ClassRound, Event, Profiler, Settings, Summary};
 pub use space::{KernelConfig, KernelKind, Origin};

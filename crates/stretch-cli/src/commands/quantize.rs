@@ -206,7 +206,8 @@ pub fn quantize_to(
     Ok(())
 }
 
-/// Prints which int8 matrix products tract runs in float (dequantized).
+/// Prints which int8 matrix products tract runs in float (dequantized),
+/// after its engine's rewrite of QDQ convolutions into `QLinearConv`.
 fn report_tract_fallbacks(quantized: &Graph) {
     let products: Vec<String> = quantized
         .node_ids()
@@ -235,7 +236,7 @@ fn report_tract_fallbacks(quantized: &Graph) {
             products.len()
         ),
         Ok(f) => println!(
-            "tract {}: {} of {} int8 matrix products fall back to float (dequantized weights and inputs; no integer kernel for the QDQ pattern): {}{}; onnxruntime (engine=ort) fuses the pattern into integer kernels (QLinearConv, QGemm)",
+            "tract {}: {} of {} int8 matrix products fall back to float (dequantized weights and inputs; tract runs QDQ convolutions as QLinearConv, other int8 products as written): {}{}; onnxruntime (engine=ort) fuses them all into integer kernels (QLinearConv, QGemm)",
             scheduler_rt::TRACT_VERSION,
             f.len(),
             products.len(),

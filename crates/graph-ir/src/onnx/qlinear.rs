@@ -1,0 +1,412 @@
+//! QDQ patterns in the integer form onnxruntime runs them in, for engines
+//! that do not fuse QDQ themselves (tract 0.23).
+//!
+//! onnxruntime turns `DequantizeLinear → Conv → QuantizeLinear` into one
+//! integer kernel, and `DequantizeLinear → Add → QuantizeLinear` into
+//! `QLinearAdd`, before it runs a file; tract runs the patterns as
+//! written, in float on dequantized values, which rounds a few values
+//! differently and, through a deep model, moves its outputs by several
+//! quantization steps. [`fuse_qdq`] writes the fused forms into the file
+//! (convolutions as `QLinearConv`, which tract runs on integer kernels),
+//! so both engines compute the same values.
+
+use super::tensor_proto::tensor_from_proto;
+use crate::tensor::DType;
+use onnx_ir::{AttributeProto, AttributeType, GraphProto, Message, ModelProto, NodeProto, TensorProto};
+use std::collections::HashMap;
+
+/// Rewrites the QDQ patterns onnxruntime fuses into integer kernels so
+/// that tract computes what onnxruntime computes:
+///
+/// - **Convolutions**: `DequantizeLinear(xq, sx, zx)` (8-bit, per tensor)
+///   and `DequantizeLinear(wq, sw, 0)` (an int8 initializer, per tensor or
+///   per output channel) feed a `Conv`, optionally with
+///   `DequantizeLinear(bq, sx·sw, 0)` (an int32 initializer) as its bias,
+///   whose output is quantized (below): one `QLinearConv`, named after the
+///   `Conv` and keeping its attributes and metadata. Its requantization
+///   multiplier is onnxruntime's, `sx · sw / sy` in float32, given as the
+///   weight scale with input and output scales 1 (tract would otherwise
+///   divide by `sy` as a multiplication by its reciprocal, an ulp away).
+/// - **Additions** of two dequantized activations (per tensor, one 8-bit
+///   type) whose output is quantized: the arithmetic of onnxruntime's
+///   `QLinearAdd` on x86 ([`super::qlinear_add`]), in float64 nodes.
+/// - **Quantizations** left (per tensor, of a float value): the quotient
+///   by the scale as onnxruntime divides, before tract rounds it
+///   ([`super::qlinear_quantize`]).
+///
+/// An output is quantized when the node's only reader is
+/// `QuantizeLinear(·, sy, zy)` (per tensor, the same 8-bit type), or a
+/// `Relu` whose only reader it is when `zy` is the lowest value of its type
+/// (quantizing then clamps exactly as the `Relu` does). The
+/// `QuantizeLinear`'s output becomes the rewrite's; dequantizations no node
+/// reads any more are removed; any other node stays as it is.
+///
+/// Returns the rewritten model and what was fused, or `None` when nothing
+/// has the form or the bytes are not a model (the engine then reports its
+/// own reason).
+pub fn fuse_qdq(onnx: &[u8]) -> Option<(Vec<u8>, Fused)> {
+    let mut model = ModelProto::parse_from_bytes(onnx).ok()?;
+    let graph = model.graph.as_mut()?;
+    let fused = fuse_graph(graph);
+    if fused.convs + fused.adds + fused.quantizations == 0 {
+        return None;
+    }
+    let bytes = model.write_to_bytes().ok()?;
+    Some((bytes, fused))
+}
+
+/// How many patterns [`fuse_qdq`] rewrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fused {
+    /// Convolutions now `QLinearConv`.
+    pub convs: usize,
+    /// Additions now computed as `QLinearAdd` computes them.
+    pub adds: usize,
+    /// Other quantizations now dividing by their scale.
+    pub quantizations: usize,
+}
+
+/// One pattern to rewrite: the nodes it removes and, at the position of its
+/// `QuantizeLinear`, the nodes and constants that replace them.
+pub(super) struct Fusion {
+    pub(super) removed: Vec<usize>,
+    pub(super) quantize: usize,
+    pub(super) nodes: Vec<NodeProto>,
+    pub(super) initializers: Vec<TensorProto>,
+}
+
+fn fuse_graph(graph: &mut GraphProto) -> Fused {
+    let mut fused = Fused::default();
+    let fusions = {
+        let view = View::new(graph);
+        let mut out = Vec::new();
+        for (i, n) in graph.node.iter().enumerate() {
+            if !n.domain.is_empty() {
+                continue;
+            }
+            let f = match n.op_type.as_str() {
+                "Conv" => view.conv_fusion(i).inspect(|_| fused.convs += 1),
+                "Add" => super::qlinear_add::fusion(&view, i).inspect(|_| fused.adds += 1),
+                _ => None,
+            };
+            out.extend(f);
+        }
+        out
+    };
+    let mut removed = std::collections::HashSet::new();
+    let mut replacements: HashMap<usize, Vec<NodeProto>> = HashMap::new();
+    for f in fusions {
+        removed.extend(f.removed);
+        graph.initializer.extend(f.initializers);
+        replacements.insert(f.quantize, f.nodes);
+    }
+    replace(graph, &removed, replacements);
+    remove_unread_dequantizations(graph);
+    let mut replacements = HashMap::new();
+    let mut initializers = Vec::new();
+    {
+        let view = View::new(graph);
+        for (i, n) in graph.node.iter().enumerate() {
+            if n.op_type == "QuantizeLinear"
+                && n.domain.is_empty()
+                && let Some((nodes, constants)) = super::qlinear_quantize::rewrite(&view, i)
+            {
+                replacements.insert(i, nodes);
+                initializers.extend(constants);
+                fused.quantizations += 1;
+            }
+        }
+    }
+    graph.initializer.extend(initializers);
+    replace(graph, &Default::default(), replacements);
+    fused
+}
+
+/// Rebuilds the node list: `replacements` at their indices, without `removed`.
+fn replace(
+    graph: &mut GraphProto,
+    removed: &std::collections::HashSet<usize>,
+    mut replacements: HashMap<usize, Vec<NodeProto>>,
+) {
+    let old = std::mem::take(&mut graph.node);
+    for (i, node) in old.into_iter().enumerate() {
+        if let Some(new) = replacements.remove(&i) {
+            graph.node.extend(new);
+        } else if !removed.contains(&i) {
+            graph.node.push(node);
+        }
+    }
+}
+
+/// Drops `DequantizeLinear` nodes whose output no node reads and the graph
+/// does not return, until none is left.
+fn remove_unread_dequantizations(graph: &mut GraphProto) {
+    loop {
+        let mut read: HashMap<&str, usize> = HashMap::new();
+        for n in &graph.node {
+            for i in &n.input {
+                *read.entry(i.as_str()).or_default() += 1;
+            }
+        }
+        for o in &graph.output {
+            *read.entry(o.name.as_str()).or_default() += 1;
+        }
+        let dead: Vec<usize> = graph
+            .node
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.op_type == "DequantizeLinear" && n.output.iter().all(|o| !read.contains_key(o.as_str())))
+            .map(|(i, _)| i)
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        let mut k = 0;
+        graph.node.retain(|_| {
+            let keep = !dead.contains(&k);
+            k += 1;
+            keep
+        });
+    }
+}
+
+/// Who produces and who reads each value, and the initializers by name.
+pub(super) struct View<'a> {
+    graph: &'a GraphProto,
+    producer: HashMap<&'a str, usize>,
+    readers: HashMap<&'a str, Vec<usize>>,
+    initializers: HashMap<&'a str, &'a TensorProto>,
+}
+
+impl<'a> View<'a> {
+    fn new(graph: &'a GraphProto) -> View<'a> {
+        let mut producer = HashMap::new();
+        let mut readers: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in graph.node.iter().enumerate() {
+            for o in &n.output {
+                producer.insert(o.as_str(), i);
+            }
+            for v in &n.input {
+                readers.entry(v.as_str()).or_default().push(i);
+            }
+        }
+        let initializers = graph.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
+        View {
+            graph,
+            producer,
+            readers,
+            initializers,
+        }
+    }
+
+    pub(super) fn node(&self, i: usize) -> &'a NodeProto {
+        &self.graph.node[i]
+    }
+
+    /// The only node reading `value`, when it is not also a graph output.
+    pub(super) fn only_reader(&self, value: &str) -> Option<usize> {
+        if self.graph.output.iter().any(|o| o.name == value) {
+            return None;
+        }
+        match self.readers.get(value).map(Vec::as_slice) {
+            Some([one]) => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` already names a value or constant of the graph.
+    pub(super) fn is_taken(&self, name: &str) -> bool {
+        self.producer.contains_key(name)
+            || self.initializers.contains_key(name)
+            || self.graph.input.iter().any(|i| i.name == name)
+    }
+
+    /// The quantization of `value` (see [`fuse_qdq`]): the `Relu` between,
+    /// the `QuantizeLinear`, and its scale and zero point (type and value).
+    pub(super) fn quantized_output(&self, value: &str) -> Option<Quantized<'a>> {
+        let mut next = self.only_reader(value)?;
+        let mut relu = None;
+        if self.node(next).op_type == "Relu" && self.node(next).domain.is_empty() {
+            relu = Some(next);
+            next = self.only_reader(&self.node(next).output[0])?;
+        }
+        let q = self.node(next);
+        if q.op_type != "QuantizeLinear" || !q.domain.is_empty() || q.input.len() != 3 || q.output.len() != 1 {
+            return None;
+        }
+        let (scale, zero) = (self.constant(&q.input[1])?, self.constant(&q.input[2])?);
+        if scale.1.len() != 1 || zero.1.len() != 1 || !eight_bit(zero.0) {
+            return None;
+        }
+        if relu.is_some() && zero.1[0] != lowest(zero.0) {
+            return None;
+        }
+        Some(Quantized {
+            relu,
+            index: next,
+            node: q,
+            scale: scale.1[0],
+            zero_type: zero.0,
+            zero: zero.1[0],
+        })
+    }
+
+    /// The `DequantizeLinear` (default domain, three inputs) producing `value`.
+    pub(super) fn dequantize(&self, value: &str) -> Option<&'a NodeProto> {
+        let n = self.node(*self.producer.get(value)?);
+        (n.op_type == "DequantizeLinear" && n.domain.is_empty() && n.input.len() == 3).then_some(n)
+    }
+
+    /// An initializer's data type, without reading its values.
+    pub(super) fn dtype(&self, name: &str) -> Option<DType> {
+        DType::from_onnx(self.initializers.get(name)?.data_type)
+    }
+
+    /// An initializer's data type and values as `f64`.
+    pub(super) fn constant(&self, name: &str) -> Option<(DType, Vec<f64>)> {
+        let t = tensor_from_proto(self.initializers.get(name)?).ok()?;
+        Some((t.dtype(), t.to_f64_vec()?))
+    }
+
+    fn conv_fusion(&self, conv: usize) -> Option<Fusion> {
+        let c = self.node(conv);
+        if !(2..=3).contains(&c.input.len()) || c.output.len() != 1 {
+            return None;
+        }
+        let x = self.dequantize(&c.input[0])?;
+        let (x_scale, x_zero) = (self.constant(&x.input[1])?, self.constant(&x.input[2])?);
+        if x_scale.1.len() != 1 || x_zero.1.len() != 1 || !eight_bit(x_zero.0) {
+            return None;
+        }
+        let w = self.dequantize(&c.input[1])?;
+        let w_type = self.dtype(&w.input[0])?;
+        let (w_scale, w_zero) = (self.constant(&w.input[1])?, self.constant(&w.input[2])?);
+        let per_channel = w_scale.1.len() > 1;
+        if w_type != DType::I8 || w_zero.0 != DType::I8 || w_zero.1.iter().any(|z| *z != 0.0) {
+            return None;
+        }
+        if per_channel && axis(w) != 0 {
+            return None;
+        }
+        let bias = match c.input.get(2) {
+            None => None,
+            Some(b) => {
+                let b = self.dequantize(b)?;
+                let b_type = self.dtype(&b.input[0])?;
+                let (b_scale, b_zero) = (self.constant(&b.input[1])?, self.constant(&b.input[2])?);
+                let expected = |k: usize| x_scale.1[0] * w_scale.1[if per_channel { k } else { 0 }];
+                let scale_ok = b_scale.1.len() == w_scale.1.len()
+                    && b_scale
+                        .1
+                        .iter()
+                        .enumerate()
+                        .all(|(k, s)| (s - expected(k)).abs() <= 1e-6 * expected(k).abs());
+                if b_type != DType::I32 || b_zero.1.iter().any(|z| *z != 0.0) || !scale_ok {
+                    return None;
+                }
+                Some(b.input[0].clone())
+            }
+        };
+        let out = self.quantized_output(&c.output[0])?;
+        let q = out.node;
+        let y = &q.output[0];
+        let (one, requant) = (format!("{y}.qconv.one"), format!("{y}.qconv.requant"));
+        if self.is_taken(&one) || self.is_taken(&requant) {
+            return None;
+        }
+        let (sx, sy) = (x_scale.1[0] as f32, out.scale as f32);
+        let multipliers: Vec<u8> = w_scale
+            .1
+            .iter()
+            .flat_map(|&sw| (sx * sw as f32 / sy).to_le_bytes())
+            .collect();
+        let mut requant_tensor = scalar(&requant, DType::F32, &multipliers);
+        if per_channel {
+            requant_tensor.dims = vec![w_scale.1.len() as i64];
+        }
+        let mut node = NodeProto::new();
+        node.op_type = "QLinearConv".into();
+        node.name = c.name.clone();
+        node.attribute = c.attribute.clone();
+        node.metadata_props = c.metadata_props.clone();
+        node.doc_string = c.doc_string.clone();
+        node.input = vec![
+            x.input[0].clone(),
+            one.clone(),
+            x.input[2].clone(),
+            w.input[0].clone(),
+            requant,
+            w.input[2].clone(),
+            one.clone(),
+            q.input[2].clone(),
+        ];
+        node.input.extend(bias);
+        node.output = q.output.clone();
+        Some(Fusion {
+            removed: [conv].into_iter().chain(out.relu).collect(),
+            quantize: out.index,
+            nodes: vec![node],
+            initializers: vec![scalar(&one, DType::F32, &1f32.to_le_bytes()), requant_tensor],
+        })
+    }
+}
+
+/// The `QuantizeLinear` that quantizes a node's output.
+pub(super) struct Quantized<'a> {
+    pub(super) relu: Option<usize>,
+    pub(super) index: usize,
+    pub(super) node: &'a NodeProto,
+    pub(super) scale: f64,
+    pub(super) zero_type: DType,
+    pub(super) zero: f64,
+}
+
+pub(super) fn eight_bit(d: DType) -> bool {
+    matches!(d, DType::U8 | DType::I8)
+}
+
+/// A node of the rewrite: named after its output, with `meta` (the
+/// annotations of the node it replaces).
+pub(super) fn node(op: &str, inputs: &[&str], output: &str, meta: &NodeProto) -> NodeProto {
+    let mut n = NodeProto::new();
+    n.op_type = op.into();
+    n.name = output.to_string();
+    n.input = inputs.iter().map(|s| s.to_string()).collect();
+    n.output = vec![output.to_string()];
+    n.metadata_props = meta.metadata_props.clone();
+    n
+}
+
+/// A `Cast` node of the rewrite (see [`node`]).
+pub(super) fn cast(input: &str, to: DType, output: &str, meta: &NodeProto) -> NodeProto {
+    let mut n = node("Cast", &[input], output, meta);
+    let mut attr = AttributeProto::new();
+    attr.name = "to".into();
+    attr.type_ = AttributeType::INT.into();
+    attr.i = i64::from(to.onnx_code());
+    n.attribute.push(attr);
+    n
+}
+
+/// A scalar constant of `dtype` from its little-endian bytes.
+pub(super) fn scalar(name: &str, dtype: DType, bytes: &[u8]) -> TensorProto {
+    let mut t = TensorProto::new();
+    t.name = name.into();
+    t.data_type = dtype.onnx_code();
+    t.raw_data = bytes.to_vec().into();
+    t
+}
+
+/// The lowest value of an 8-bit type.
+pub(super) fn lowest(d: DType) -> f64 {
+    if d == DType::U8 { 0.0 } else { -128.0 }
+}
+
+/// A `DequantizeLinear`'s `axis` attribute (ONNX's default: 1).
+fn axis(n: &NodeProto) -> i64 {
+    n.attribute.iter().find(|a| a.name == "axis").map_or(1, |a| a.i)
+}
+
+#[cfg(test)]
+#[path = "qlinear_tests.rs"]
+mod tests;

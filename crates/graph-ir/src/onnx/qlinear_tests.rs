@@ -1,0 +1,190 @@
+use super::*;
+use onnx_ir::AttributeProto;
+
+fn tensor(name: &str, dtype: DType, dims: &[i64], raw: Vec<u8>) -> TensorProto {
+    let mut t = TensorProto::new();
+    t.name = name.into();
+    t.data_type = dtype.onnx_code();
+    t.dims = dims.to_vec();
+    t.raw_data = raw.into();
+    t
+}
+
+fn f32s(name: &str, values: &[f32]) -> TensorProto {
+    let dims: &[i64] = if values.len() == 1 { &[] } else { &[values.len() as i64] };
+    tensor(
+        name,
+        DType::F32,
+        dims,
+        values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
+}
+
+fn node(op: &str, inputs: &[&str], output: &str) -> NodeProto {
+    let mut n = NodeProto::new();
+    n.op_type = op.into();
+    n.name = format!("{op}_{output}");
+    n.input = inputs.iter().map(|s| s.to_string()).collect();
+    n.output = vec![output.into()];
+    n
+}
+
+/// `x (uint8) → DQ → Conv(2 channels, 1x1, DQ'd int8 weights and int32
+/// bias) → [Relu] → Q(zero point y_zero) → y`, with one more reader of the
+/// convolution's output when `shared`.
+fn model(relu: bool, y_zero: u8, bias_scale: f32, shared: bool) -> Vec<u8> {
+    let mut g = GraphProto::new();
+    g.initializer = vec![
+        f32s("sx", &[0.5]),
+        tensor("zx", DType::U8, &[], vec![3]),
+        tensor("wq", DType::I8, &[2, 1, 1, 1], vec![5, 0xfe]),
+        f32s("sw", &[0.25, 0.125]),
+        tensor("zw", DType::I8, &[2], vec![0, 0]),
+        tensor(
+            "bq",
+            DType::I32,
+            &[2],
+            [7i32, -2].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ),
+        f32s("sb", &[0.125, bias_scale]),
+        tensor("zb", DType::I32, &[2], vec![0; 8]),
+        f32s("sy", &[0.1]),
+        tensor("zy", DType::U8, &[], vec![y_zero]),
+    ];
+    let mut w = node("DequantizeLinear", &["wq", "sw", "zw"], "w");
+    let mut axis = AttributeProto::new();
+    axis.name = "axis".into();
+    axis.i = 0;
+    w.attribute.push(axis);
+    let mut conv = node("Conv", &["xd", "w", "b"], "c");
+    let mut group = AttributeProto::new();
+    group.name = "group".into();
+    group.i = 1;
+    conv.attribute.push(group);
+    g.node = vec![
+        node("DequantizeLinear", &["x", "sx", "zx"], "xd"),
+        w,
+        node("DequantizeLinear", &["bq", "sb", "zb"], "b"),
+        conv,
+    ];
+    let quantized = if relu {
+        g.node.push(node("Relu", &["c"], "r"));
+        "r"
+    } else {
+        "c"
+    };
+    g.node.push(node("QuantizeLinear", &[quantized, "sy", "zy"], "y"));
+    if shared {
+        g.node.push(node("Neg", &["c"], "n"));
+    }
+    let mut m = ModelProto::new();
+    m.ir_version = 8;
+    m.graph = Some(g).into();
+    m.write_to_bytes().expect("encode")
+}
+
+fn ops(bytes: &[u8]) -> Vec<String> {
+    let m = ModelProto::parse_from_bytes(bytes).expect("decode");
+    m.graph
+        .as_ref()
+        .expect("graph")
+        .node
+        .iter()
+        .map(|n| n.op_type.clone())
+        .collect()
+}
+
+#[test]
+fn a_qdq_convolution_becomes_one_qlinearconv_with_its_attributes() {
+    let (bytes, fused) = fuse_qdq(&model(false, 3, 0.0625, false)).expect("fused");
+    assert_eq!(
+        fused,
+        Fused {
+            convs: 1,
+            adds: 0,
+            quantizations: 0
+        }
+    );
+    assert_eq!(ops(&bytes), ["QLinearConv"]);
+    let m = ModelProto::parse_from_bytes(&bytes).expect("decode");
+    let g = m.graph.as_ref().expect("graph");
+    let q = &g.node[0];
+    let (one, requant) = ("y.qconv.one", "y.qconv.requant");
+    assert_eq!(q.input, ["x", one, "zx", "wq", requant, "zw", one, "zy", "bq"]);
+    let constant = |name: &str| {
+        let t = g.initializer.iter().find(|t| t.name == name).expect("constant");
+        tensor_from_proto(t).expect("tensor").to_f32_vec().expect("f32")
+    };
+    assert_eq!(constant(one), [1.0]);
+    assert_eq!(constant(requant), [0.5f32 * 0.25 / 0.1, 0.5f32 * 0.125 / 0.1]);
+    assert_eq!(q.output, ["y"]);
+    assert_eq!(q.name, "Conv_c");
+    assert_eq!(q.attribute.len(), 1);
+}
+
+fn fused(bytes: &[u8]) -> (Vec<String>, Fused) {
+    let (out, fused) = fuse_qdq(bytes).expect("rewritten");
+    (ops(&out), fused)
+}
+
+#[test]
+fn a_relu_folds_only_when_quantizing_clamps_as_it_does() {
+    let (ops, f) = fused(&model(true, 0, 0.0625, false));
+    assert_eq!((f.convs, ops.contains(&"Relu".to_string())), (1, false));
+    let (ops, f) = fused(&model(true, 3, 0.0625, false));
+    assert_eq!((f.convs, f.quantizations), (0, 1));
+    assert!(ops.contains(&"Conv".to_string()) && ops.contains(&"Relu".to_string()));
+}
+
+#[test]
+fn a_bias_at_another_scale_or_a_second_reader_keeps_the_float_convolution() {
+    for m in [model(false, 3, 0.07, false), model(false, 3, 0.0625, true)] {
+        let (ops, f) = fused(&m);
+        assert_eq!((f.convs, f.quantizations), (0, 1));
+        assert!(ops.contains(&"Conv".to_string()), "{ops:?}");
+    }
+    assert!(fuse_qdq(b"not a model").is_none());
+}
+
+/// `DQ(a) + DQ(b or a constant) → Relu → Q(zero point 0) → y`.
+fn add_model(constant_operand: bool) -> Vec<u8> {
+    let mut g = GraphProto::new();
+    g.initializer = vec![
+        f32s("sa", &[0.5]),
+        tensor("za", DType::U8, &[], vec![3]),
+        f32s("sb", &[0.25]),
+        tensor("zb", DType::U8, &[], vec![7]),
+        f32s("sy", &[0.1]),
+        tensor("zy", DType::U8, &[], vec![0]),
+    ];
+    if constant_operand {
+        g.initializer.push(tensor("b", DType::U8, &[], vec![9]));
+    }
+    g.node = vec![
+        node("DequantizeLinear", &["a", "sa", "za"], "ad"),
+        node("DequantizeLinear", &["b", "sb", "zb"], "bd"),
+        node("Add", &["ad", "bd"], "s"),
+        node("Relu", &["s"], "r"),
+        node("QuantizeLinear", &["r", "sy", "zy"], "y"),
+    ];
+    let mut m = ModelProto::new();
+    m.ir_version = 8;
+    m.graph = Some(g).into();
+    m.write_to_bytes().expect("encode")
+}
+
+#[test]
+fn an_addition_of_two_quantized_activations_is_computed_as_qlinearadd_computes_it() {
+    let (ops, f) = fused(&add_model(false));
+    assert_eq!((f.adds, f.quantizations), (1, 0));
+    assert!(
+        !ops.iter()
+            .any(|o| o == "DequantizeLinear" || o == "Relu" || o == "QuantizeLinear"),
+        "{ops:?}"
+    );
+    assert_eq!(ops.iter().filter(|o| *o == "Cast").count(), 6, "{ops:?}");
+    assert_eq!(ops.last().map(String::as_str), Some("Cast"));
+    let (ops, f) = fused(&add_model(true));
+    assert_eq!((f.adds, f.quantizations), (0, 1));
+    assert!(ops.contains(&"Add".to_string()));
+}
