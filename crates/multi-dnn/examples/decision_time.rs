@@ -30,10 +30,10 @@ use graph_ir::onnx::{ImportOptions, import_file};
 use graph_ir::rng::SplitMix64;
 use multi_dnn::core::estimator::{Estimator, EstimatorParams};
 use multi_dnn::core::report::quantile_or_zero;
-use multi_dnn::core::{Job, Running, Task, View, WorkerState};
+use multi_dnn::core::{Job, JobMap, Running, Task, View, WorkerState};
 use multi_dnn::policy::{Lst, Policy, Sel};
 use multi_dnn::{JobSpec, ModelUnits, OpSupport, analyze};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Instant;
 
 const MODELS: [&str; 4] = ["resnet18", "mobilenet_v2", "efficientnet_b0", "regnet_x_1_6gf"];
@@ -48,9 +48,9 @@ fn state(
     models: &[ModelUnits],
     workers: usize,
     part_done: u64,
-) -> (HashMap<u64, Job>, Vec<Task>, Vec<WorkerState>) {
+) -> (JobMap<Job>, Vec<Task>, Vec<WorkerState>) {
     let now = 1000.0;
-    let mut jobs = HashMap::new();
+    let mut jobs = JobMap::default();
     let mut queue = Vec::new();
     for id in 0..32u64 {
         let model = (id % 4) as usize;

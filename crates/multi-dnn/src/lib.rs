@@ -21,7 +21,7 @@ pub mod thermal_run;
 pub use self::core::estimator::{Estimator, EstimatorParams};
 pub use self::core::units::{Candidate, ModelUnits, Region, Unit, UnitsError, analyze};
 pub use self::core::{
-    Assignment, Completed, Dispatch, Job, JobId, JobSpec, Requeue, Scheduler, Task, View, WorkerState,
+    Assignment, Completed, Dispatch, Job, JobId, JobMap, JobSpec, Requeue, Scheduler, Task, View, WorkerState,
 };
 pub use policy::{Policy, PolicyEntry, PolicyOptions};
 pub use registry::{Registry, policy_by_name};

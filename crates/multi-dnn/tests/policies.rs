@@ -3,7 +3,7 @@
 
 use graph_ir::ops::UnaryOp;
 use graph_ir::rng::SplitMix64;
-use multi_dnn::core::Running;
+use multi_dnn::core::{JobMap, Running};
 use multi_dnn::policy::plan::{job_plan, region_plan, shortest};
 use multi_dnn::policy::{Fixed, Heft, Lst, PolicyOptions, RoundRobin, Sel};
 use multi_dnn::{
@@ -214,7 +214,7 @@ fn region_plan_on_analyzed_models_equals_brute_force() {
         for (k, w) in inst.waits.iter().enumerate() {
             workers[k].available = w.is_finite();
         }
-        let jobs = HashMap::new();
+        let jobs = JobMap::default();
         let view = View {
             now_ms: 0.0,
             queue: &[],
@@ -272,7 +272,7 @@ fn lst_picks_the_least_slack_job_of_band_fig_12() {
     let (models, e) = fig12();
     let job2 = job(0, 1, &models[1], 0.0, Some(100.0));
     let job1 = job(1, 0, &models[0], 0.0, Some(80.0));
-    let jobs: HashMap<u64, Job> = [(0, job2.clone()), (1, job1.clone())].into();
+    let jobs: JobMap<Job> = [(0, job2.clone()), (1, job1.clone())].into_iter().collect();
     let queue = [Task { job: 0, region: 0 }, Task { job: 1, region: 0 }];
     let workers = idle_workers(2);
     let view = View {
@@ -390,7 +390,7 @@ fn job_latency_follows_the_critical_path_of_a_dag() {
         start_ms: Some(0.0),
         expected_ms: 7.0,
     });
-    let jobs: HashMap<u64, Job> = [(0, j.clone())].into();
+    let jobs: JobMap<Job> = [(0, j.clone())].into_iter().collect();
     let queue = [Task { job: 0, region: 2 }];
     let view = View {
         now_ms: 2.0,
@@ -541,9 +541,9 @@ impl multi_dnn::splash::thermal::ThermalOracle for Rises {
 
 /// Fig. 12's Job 2 (E on CPU or NPU, F on the NPU) queued alone, with
 /// each worker busy for `busy[k]` ms and an SLO of `slo` ms.
-fn one_task(busy: [f64; 2], slo: f64) -> (Vec<ModelUnits>, Estimator, HashMap<u64, Job>, Vec<WorkerState>) {
+fn one_task(busy: [f64; 2], slo: f64) -> (Vec<ModelUnits>, Estimator, JobMap<Job>, Vec<WorkerState>) {
     let (models, e) = fig12();
-    let jobs: HashMap<u64, Job> = [(0, job(0, 1, &models[1], 0.0, Some(slo)))].into();
+    let jobs: JobMap<Job> = [(0, job(0, 1, &models[1], 0.0, Some(slo)))].into_iter().collect();
     let mut workers = idle_workers(2);
     for (k, ms) in busy.iter().enumerate() {
         workers[k].running = Some(Running {

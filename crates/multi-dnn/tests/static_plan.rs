@@ -8,12 +8,12 @@
 use graph_ir::ops::UnaryOp;
 use multi_dnn::puzzle::static_plan::StaticPlan;
 use multi_dnn::{
-    Assignment, Estimator, EstimatorParams, Job, JobSpec, ModelUnits, OpSupport, Policy, Task, View, WorkerState,
-    analyze,
+    Assignment, Estimator, EstimatorParams, Job, JobMap, JobSpec, ModelUnits, OpSupport, Policy, Task, View,
+    WorkerState, analyze,
 };
 use proptest::prelude::*;
 use scheduler_rt::testing::{support_only, unary_chain};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 const WORKERS: usize = 3;
 
@@ -95,7 +95,7 @@ proptest! {
         idle in [any::<bool>(), any::<bool>(), any::<bool>()],
     ) {
         let models = models();
-        let mut jobs: HashMap<u64, Job> = HashMap::new();
+        let mut jobs: JobMap<Job> = JobMap::default();
         let mut queue = Vec::new();
         for (id, (model, arrival)) in tasks.iter().enumerate() {
             let m = &models[*model];

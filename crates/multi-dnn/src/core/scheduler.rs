@@ -14,10 +14,39 @@ use crate::core::estimator::Estimator;
 use crate::core::policy::Policy;
 use crate::core::units::ModelUnits;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 use thiserror::Error;
 
 pub type JobId = u64;
+
+/// The jobs by id. Ids are consecutive integers and policies look a job
+/// up for every queued task at every decision, so the map hashes an id
+/// with one multiplication ([`IdHasher`]) rather than SipHash; nothing
+/// iterates it, so decisions do not depend on the hasher.
+pub type JobMap<V> = HashMap<JobId, V, BuildHasherDefault<IdHasher>>;
+
+/// Fibonacci hashing of integer keys: the key times 2⁶⁴/φ, whose high
+/// bits (the map's control bytes) and low bits (its buckets) both vary
+/// with consecutive keys.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// A request: what to run, when it came, and its deadline.
 #[derive(Clone, Debug, PartialEq)]
@@ -199,7 +228,7 @@ pub struct View<'a> {
     pub now_ms: f64,
     /// The global queue, head first.
     pub queue: &'a [Task],
-    pub jobs: &'a HashMap<JobId, Job>,
+    pub jobs: &'a JobMap<Job>,
     pub models: &'a [ModelUnits],
     pub workers: &'a [WorkerState],
     pub estimator: &'a Estimator,
@@ -304,7 +333,7 @@ pub struct Scheduler {
     models: Vec<ModelUnits>,
     workers: Vec<WorkerState>,
     queue: VecDeque<Task>,
-    jobs: HashMap<JobId, Job>,
+    jobs: JobMap<Job>,
     next_job: JobId,
     next_seq: u64,
     policy: Box<dyn Policy>,
@@ -355,7 +384,7 @@ impl Scheduler {
                 })
                 .collect(),
             queue: VecDeque::new(),
-            jobs: HashMap::new(),
+            jobs: JobMap::default(),
             next_job: 0,
             next_seq: 0,
             policy,
