@@ -123,40 +123,6 @@ fn tract_compile(onnx: &[u8], executor: Option<Executor>) -> Result<Box<dyn Comp
     }))
 }
 
-/// The nodes of `names` whose matrix products tract's optimised plan of
-/// `onnx` computes on float inputs: for an int8 (QDQ) node, one tract runs
-/// on dequantized values rather than with an integer kernel. A plan node
-/// belongs to the ONNX node whose name it extends (`conv1.matmatmul`).
-pub fn tract_float_products(onnx: &[u8], names: &[String]) -> Result<Vec<String>, String> {
-    let model = predictor::profiler::tract_model(onnx)
-        .and_then(|m| m.into_optimized())
-        .map_err(|e| format!("{e:#}"))?;
-    let mut out = Vec::new();
-    for node in model.nodes() {
-        let op = node.op().name();
-        if !(op.contains("MatMul") || op.contains("Conv") || op.contains("EinSum")) {
-            continue;
-        }
-        let float = !node.inputs.iter().any(|i| {
-            model
-                .outlet_fact(*i)
-                .map(|f| f.datum_type.is_integer() || f.datum_type.is_quantized())
-                .unwrap_or(false)
-        });
-        let owner = names
-            .iter()
-            .filter(|n| node.name == **n || node.name.starts_with(&format!("{n}.")))
-            .max_by_key(|n| n.len());
-        if let Some(owner) = owner
-            && float
-            && !out.contains(owner)
-        {
-            out.push(owner.clone());
-        }
-    }
-    Ok(out)
-}
-
 /// A tract plan plus a pool of run states, so buffers are reused between runs.
 struct TractCompiled {
     plan: Arc<TypedRunnableModel>,

@@ -18,6 +18,7 @@ mod import_resize;
 mod import_window;
 mod qlinear;
 mod qlinear_add;
+mod qlinear_conv_float;
 mod qlinear_quantize;
 mod tensor_proto;
 

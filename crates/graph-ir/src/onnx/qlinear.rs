@@ -6,9 +6,8 @@
 //! `QLinearAdd`, before it runs a file; tract runs the patterns as
 //! written, in float on dequantized values, which rounds a few values
 //! differently and, through a deep model, moves its outputs by several
-//! quantization steps. [`fuse_qdq`] writes the fused forms into the file
-//! (convolutions as `QLinearConv`, which tract runs on integer kernels),
-//! so both engines compute the same values.
+//! quantization steps. [`fuse_qdq`] writes onnxruntime's arithmetic into
+//! the file, so both engines compute the same values.
 
 use super::tensor_proto::tensor_from_proto;
 use crate::tensor::DType;
@@ -22,11 +21,15 @@ use std::collections::HashMap;
 ///   and `DequantizeLinear(wq, sw, 0)` (an int8 initializer, per tensor or
 ///   per output channel) feed a `Conv`, optionally with
 ///   `DequantizeLinear(bq, sx·sw, 0)` (an int32 initializer) as its bias,
-///   whose output is quantized (below): one `QLinearConv`, named after the
-///   `Conv` and keeping its attributes and metadata. Its requantization
-///   multiplier is onnxruntime's, `sx · sw / sy` in float32, given as the
-///   weight scale with input and output scales 1 (tract would otherwise
-///   divide by `sy` as a multiplication by its reciprocal, an ulp away).
+///   whose output is quantized (below). onnxruntime sums `(x − zx)·w + b`
+///   in int32 and requantizes at `m = sx · sw / sy` (float32). Where the
+///   weights and bias bound every partial sum below 2²⁴, the rewrite is a
+///   float `Conv` on the integer values, exact
+///   ([`super::qlinear_conv_float`]); otherwise one `QLinearConv` (integer
+///   kernels) with `m` given as its weight scale and input and output
+///   scales 1 (tract would otherwise divide by `sy` as a multiplication by
+///   its reciprocal, an ulp away). Either keeps the `Conv`'s name,
+///   attributes and metadata.
 /// - **Additions** of two dequantized activations (per tensor, one 8-bit
 ///   type) whose output is quantized: the arithmetic of onnxruntime's
 ///   `QLinearAdd` on x86 ([`super::qlinear_add`]), in float64 nodes.
@@ -55,11 +58,16 @@ pub fn fuse_qdq(onnx: &[u8]) -> Option<(Vec<u8>, Fused)> {
     Some((bytes, fused))
 }
 
-/// How many patterns [`fuse_qdq`] rewrote.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What [`fuse_qdq`] rewrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fused {
-    /// Convolutions now `QLinearConv`.
+    /// Convolutions rewritten (both forms).
     pub convs: usize,
+    /// Of those, the ones computed as float convolutions of their integer
+    /// values; the others are `QLinearConv`.
+    pub float_convs: usize,
+    /// The names of the convolutions rewritten.
+    pub conv_names: Vec<String>,
     /// Additions now computed as `QLinearAdd` computes them.
     pub adds: usize,
     /// Other quantizations now dividing by their scale.
@@ -85,7 +93,11 @@ fn fuse_graph(graph: &mut GraphProto) -> Fused {
                 continue;
             }
             let f = match n.op_type.as_str() {
-                "Conv" => view.conv_fusion(i).inspect(|_| fused.convs += 1),
+                "Conv" => view.conv_fusion(i).inspect(|f| {
+                    fused.convs += 1;
+                    fused.float_convs += usize::from(f.nodes.len() > 1);
+                    fused.conv_names.push(n.name.clone());
+                }),
                 "Add" => super::qlinear_add::fusion(&view, i).inspect(|_| fused.adds += 1),
                 _ => None,
             };
@@ -257,6 +269,11 @@ impl<'a> View<'a> {
         (n.op_type == "DequantizeLinear" && n.domain.is_empty() && n.input.len() == 3).then_some(n)
     }
 
+    /// An initializer's dimensions.
+    pub(super) fn dims(&self, name: &str) -> Option<Vec<i64>> {
+        Some(self.initializers.get(name)?.dims.clone())
+    }
+
     /// An initializer's data type, without reading its values.
     pub(super) fn dtype(&self, name: &str) -> Option<DType> {
         DType::from_onnx(self.initializers.get(name)?.data_type)
@@ -320,6 +337,21 @@ impl<'a> View<'a> {
             .iter()
             .flat_map(|&sw| (sx * sw as f32 / sy).to_le_bytes())
             .collect();
+        let factors: Vec<f32> = w_scale.1.iter().map(|&sw| sx * sw as f32 / sy).collect();
+        if let Some(f) = super::qlinear_conv_float::fusion(
+            self,
+            conv,
+            &x.input[0],
+            x_zero.0,
+            x_zero.1[0],
+            &x.input[2],
+            &w.input[0],
+            bias.as_deref(),
+            &factors,
+            &out,
+        ) {
+            return Some(f);
+        }
         let mut requant_tensor = scalar(&requant, DType::F32, &multipliers);
         if per_channel {
             requant_tensor.dims = vec![w_scale.1.len() as i64];

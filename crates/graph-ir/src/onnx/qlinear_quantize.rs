@@ -11,14 +11,15 @@ use crate::tensor::DType;
 use onnx_ir::{NodeProto, TensorProto};
 
 /// The nodes and constants replacing the per-tensor `QuantizeLinear` at
-/// `index`, or `None` when it is not one or its names are taken.
+/// `index`, or `None` when it is not one, its scale is 1 (nothing to
+/// divide) or its names are taken.
 pub(super) fn rewrite(view: &View, index: usize) -> Option<(Vec<NodeProto>, Vec<TensorProto>)> {
     let q = view.node(index);
     if q.input.len() != 3 || q.output.len() != 1 {
         return None;
     }
     let (scale, zero) = (view.constant(&q.input[1])?, view.constant(&q.input[2])?);
-    if scale.0 != DType::F32 || scale.1.len() != 1 || zero.1.len() != 1 || !eight_bit(zero.0) {
+    if scale.0 != DType::F32 || scale.1.len() != 1 || scale.1[0] == 1.0 || zero.1.len() != 1 || !eight_bit(zero.0) {
         return None;
     }
     let name = |suffix: &str| format!("{}.qdiv.{suffix}", q.output[0]);

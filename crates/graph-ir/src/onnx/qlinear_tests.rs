@@ -29,15 +29,30 @@ fn node(op: &str, inputs: &[&str], output: &str) -> NodeProto {
     n
 }
 
-/// `x (uint8) → DQ → Conv(2 channels, 1x1, DQ'd int8 weights and int32
-/// bias) → [Relu] → Q(zero point y_zero) → y`, with one more reader of the
-/// convolution's output when `shared`.
+/// Input channels per output channel of the convolutions of [`model`]:
+/// `NARROW` (weights 5 and -2: sums far below 2²⁴) or `WIDE` (weights of
+/// ±127 on 600 channels: 600 · 127 · 252 ≥ 2²⁴).
+const NARROW: usize = 1;
+const WIDE: usize = 600;
+
+/// `x (uint8) → DQ → Conv(2 output channels, 1x1, DQ'd int8 weights and
+/// int32 bias) → [Relu] → Q(zero point y_zero) → y`, with one more reader
+/// of the convolution's output when `shared`.
 fn model(relu: bool, y_zero: u8, bias_scale: f32, shared: bool) -> Vec<u8> {
+    model_with(relu, y_zero, bias_scale, shared, NARROW)
+}
+
+fn model_with(relu: bool, y_zero: u8, bias_scale: f32, shared: bool, inputs: usize) -> Vec<u8> {
+    let weights = if inputs == NARROW {
+        vec![5, 0xfe]
+    } else {
+        [vec![127u8; inputs], vec![0x81; inputs]].concat()
+    };
     let mut g = GraphProto::new();
     g.initializer = vec![
         f32s("sx", &[0.5]),
         tensor("zx", DType::U8, &[], vec![3]),
-        tensor("wq", DType::I8, &[2, 1, 1, 1], vec![5, 0xfe]),
+        tensor("wq", DType::I8, &[2, inputs as i64, 1, 1], weights),
         f32s("sw", &[0.25, 0.125]),
         tensor("zw", DType::I8, &[2], vec![0, 0]),
         tensor(
@@ -95,31 +110,51 @@ fn ops(bytes: &[u8]) -> Vec<String> {
 }
 
 #[test]
-fn a_qdq_convolution_becomes_one_qlinearconv_with_its_attributes() {
+fn a_qdq_convolution_runs_on_float_kernels_where_no_sum_can_reach_2_24() {
     let (bytes, fused) = fuse_qdq(&model(false, 3, 0.0625, false)).expect("fused");
     assert_eq!(
-        fused,
-        Fused {
-            convs: 1,
-            adds: 0,
-            quantizations: 0
-        }
+        (fused.convs, fused.float_convs, fused.adds, fused.quantizations),
+        (1, 1, 0, 0)
     );
+    assert_eq!(fused.conv_names, ["Conv_c"]);
+    assert_eq!(
+        ops(&bytes),
+        ["DequantizeLinear", "Conv", "Cast", "Mul", "Cast", "QuantizeLinear"]
+    );
+    let m = ModelProto::parse_from_bytes(&bytes).expect("decode");
+    let g = m.graph.as_ref().expect("graph");
+    let constant = |name: &str| {
+        let t = g.initializer.iter().find(|t| t.name == name).expect("constant");
+        tensor_from_proto(t).expect("tensor").to_f64_vec().expect("values")
+    };
+    assert_eq!(g.node[0].input, ["x", "y.qconvf.one", "zx"]);
+    assert_eq!(g.node[1].name, "Conv_c");
+    assert_eq!(g.node[1].attribute.len(), 1);
+    assert_eq!(constant("y.qconvf.w"), [5.0, -2.0]);
+    assert_eq!(constant("y.qconvf.b"), [7.0, -2.0]);
+    let multipliers = [0.5f32 * 0.25 / 0.1, 0.5f32 * 0.125 / 0.1].map(f64::from);
+    assert_eq!(constant("y.qconvf.m"), multipliers);
+    assert_eq!(g.node[5].input, ["y.qconvf.scaled", "y.qconvf.one", "zy"]);
+    assert_eq!(g.node[5].output, ["y"]);
+}
+
+#[test]
+fn a_qdq_convolution_whose_sums_could_reach_2_24_becomes_one_qlinearconv() {
+    let (bytes, fused) = fuse_qdq(&model_with(false, 3, 0.0625, false, WIDE)).expect("fused");
+    assert_eq!((fused.convs, fused.float_convs), (1, 0));
     assert_eq!(ops(&bytes), ["QLinearConv"]);
     let m = ModelProto::parse_from_bytes(&bytes).expect("decode");
     let g = m.graph.as_ref().expect("graph");
     let q = &g.node[0];
     let (one, requant) = ("y.qconv.one", "y.qconv.requant");
     assert_eq!(q.input, ["x", one, "zx", "wq", requant, "zw", one, "zy", "bq"]);
+    assert_eq!(q.name, "Conv_c");
     let constant = |name: &str| {
         let t = g.initializer.iter().find(|t| t.name == name).expect("constant");
         tensor_from_proto(t).expect("tensor").to_f32_vec().expect("f32")
     };
     assert_eq!(constant(one), [1.0]);
     assert_eq!(constant(requant), [0.5f32 * 0.25 / 0.1, 0.5f32 * 0.125 / 0.1]);
-    assert_eq!(q.output, ["y"]);
-    assert_eq!(q.name, "Conv_c");
-    assert_eq!(q.attribute.len(), 1);
 }
 
 fn fused(bytes: &[u8]) -> (Vec<String>, Fused) {

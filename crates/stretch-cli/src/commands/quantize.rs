@@ -206,8 +206,9 @@ pub fn quantize_to(
     Ok(())
 }
 
-/// Prints which int8 matrix products tract runs in float (dequantized),
-/// after its engine's rewrite of QDQ convolutions into `QLinearConv`.
+/// Prints how tract computes the int8 matrix products: the ones
+/// [`graph_ir::onnx::fuse_qdq`] rewrites into onnxruntime's arithmetic, and
+/// the ones it runs as written (float on dequantized values).
 fn report_tract_fallbacks(quantized: &Graph) {
     let products: Vec<String> = quantized
         .node_ids()
@@ -227,23 +228,40 @@ fn report_tract_fallbacks(quantized: &Graph) {
     if products.is_empty() {
         return;
     }
-    let float = graph_ir::onnx::export_bytes(quantized)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| scheduler_rt::engine::tract_float_products(&bytes, &products));
-    match float {
-        Ok(f) if f.is_empty() => println!(
-            "tract runs all {} int8 matrix products on integer kernels",
-            products.len()
-        ),
-        Ok(f) => println!(
-            "tract {}: {} of {} int8 matrix products fall back to float (dequantized weights and inputs; tract runs QDQ convolutions as QLinearConv, other int8 products as written): {}{}; onnxruntime (engine=ort) fuses them all into integer kernels (QLinearConv, QGemm)",
+    let fused = match graph_ir::onnx::export_bytes(quantized) {
+        Ok(bytes) => graph_ir::onnx::fuse_qdq(&bytes).map(|(_, f)| f).unwrap_or_default(),
+        Err(e) => {
+            println!("warning: could not write the quantized model to ask how tract runs it: {e}");
+            return;
+        }
+    };
+    let as_written: Vec<&String> = products.iter().filter(|p| !fused.conv_names.contains(p)).collect();
+    let exact = products.len() - as_written.len();
+    let forms = format!(
+        "{} as float convolutions of their integer values, exact; {} as QLinearConv",
+        fused.float_convs,
+        exact - fused.float_convs
+    );
+    if as_written.is_empty() {
+        println!(
+            "tract {}: {exact} of {} int8 matrix products computed as onnxruntime computes them ({forms})",
             scheduler_rt::TRACT_VERSION,
-            f.len(),
+            products.len()
+        );
+    } else {
+        println!(
+            "tract {}: {exact} of {} int8 matrix products computed as onnxruntime computes them ({forms}); {} run as written, in float on dequantized values: {}{}",
+            scheduler_rt::TRACT_VERSION,
             products.len(),
-            f.iter().take(4).cloned().collect::<Vec<_>>().join(", "),
-            if f.len() > 4 { ", ..." } else { "" }
-        ),
-        Err(e) => println!("warning: could not ask tract which int8 nodes it runs in float: {e}"),
+            as_written.len(),
+            as_written
+                .iter()
+                .take(4)
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if as_written.len() > 4 { ", ..." } else { "" }
+        );
     }
 }
 
