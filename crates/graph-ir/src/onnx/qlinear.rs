@@ -30,6 +30,10 @@ use std::collections::HashMap;
 ///   scales 1 (tract would otherwise divide by `sy` as a multiplication by
 ///   its reciprocal, an ulp away). Either keeps the `Conv`'s name,
 ///   attributes and metadata.
+/// - **`Gemm`s** of the same form (`transB` = 1, no `transA`, `alpha` and
+///   `beta` 1; weights per tensor or per output row) where the bound
+///   holds: the float form, as onnxruntime's `QGemm` sums and requantizes
+///   alike. Other `Gemm`s stay as written.
 /// - **Additions** of two dequantized activations (per tensor, one 8-bit
 ///   type) whose output is quantized: the arithmetic of onnxruntime's
 ///   `QLinearAdd` on x86 ([`super::qlinear_add`]), in float64 nodes.
@@ -51,7 +55,7 @@ pub fn fuse_qdq(onnx: &[u8]) -> Option<(Vec<u8>, Fused)> {
     let mut model = ModelProto::parse_from_bytes(onnx).ok()?;
     let graph = model.graph.as_mut()?;
     let fused = fuse_graph(graph);
-    if fused.convs + fused.adds + fused.quantizations == 0 {
+    if fused.products + fused.adds + fused.quantizations == 0 {
         return None;
     }
     let bytes = model.write_to_bytes().ok()?;
@@ -61,13 +65,13 @@ pub fn fuse_qdq(onnx: &[u8]) -> Option<(Vec<u8>, Fused)> {
 /// What [`fuse_qdq`] rewrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fused {
-    /// Convolutions rewritten (both forms).
-    pub convs: usize,
-    /// Of those, the ones computed as float convolutions of their integer
-    /// values; the others are `QLinearConv`.
-    pub float_convs: usize,
-    /// The names of the convolutions rewritten.
-    pub conv_names: Vec<String>,
+    /// Convolutions and `Gemm`s rewritten (both forms).
+    pub products: usize,
+    /// Of those, the ones computed in float on their integer values; the
+    /// others are `QLinearConv`.
+    pub float_products: usize,
+    /// The names of the products rewritten.
+    pub product_names: Vec<String>,
     /// Additions now computed as `QLinearAdd` computes them.
     pub adds: usize,
     /// Other quantizations now dividing by their scale.
@@ -93,10 +97,10 @@ fn fuse_graph(graph: &mut GraphProto) -> Fused {
                 continue;
             }
             let f = match n.op_type.as_str() {
-                "Conv" => view.conv_fusion(i).inspect(|f| {
-                    fused.convs += 1;
-                    fused.float_convs += usize::from(f.nodes.len() > 1);
-                    fused.conv_names.push(n.name.clone());
+                "Conv" | "Gemm" => view.product_fusion(i).inspect(|f| {
+                    fused.products += 1;
+                    fused.float_products += usize::from(f.nodes.len() > 1);
+                    fused.product_names.push(n.name.clone());
                 }),
                 "Add" => super::qlinear_add::fusion(&view, i).inspect(|_| fused.adds += 1),
                 _ => None,
@@ -285,10 +289,19 @@ impl<'a> View<'a> {
         Some((t.dtype(), t.to_f64_vec()?))
     }
 
-    fn conv_fusion(&self, conv: usize) -> Option<Fusion> {
+    fn product_fusion(&self, conv: usize) -> Option<Fusion> {
         let c = self.node(conv);
         if !(2..=3).contains(&c.input.len()) || c.output.len() != 1 {
             return None;
+        }
+        let gemm = c.op_type == "Gemm";
+        if gemm {
+            let attr = |name: &str| c.attribute.iter().find(|a| a.name == name);
+            let int = |name: &str, default: i64| attr(name).map_or(default, |a| a.i);
+            let float = |name: &str| attr(name).map_or(1.0, |a| a.f);
+            if int("transA", 0) != 0 || int("transB", 0) != 1 || float("alpha") != 1.0 || float("beta") != 1.0 {
+                return None;
+            }
         }
         let x = self.dequantize(&c.input[0])?;
         let (x_scale, x_zero) = (self.constant(&x.input[1])?, self.constant(&x.input[2])?);
@@ -351,6 +364,9 @@ impl<'a> View<'a> {
             &out,
         ) {
             return Some(f);
+        }
+        if gemm {
+            return None;
         }
         let mut requant_tensor = scalar(&requant, DType::F32, &multipliers);
         if per_channel {

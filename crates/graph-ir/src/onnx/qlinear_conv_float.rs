@@ -1,4 +1,4 @@
-//! A QDQ convolution computed exactly on float kernels.
+//! A QDQ convolution (or `Gemm`) computed exactly on float kernels.
 //!
 //! onnxruntime's integer convolution accumulates `Σ (x − zx)·w + b` in
 //! int32 and requantizes `float32(acc) · m` (`m = sx · sw / sy`). A float
@@ -12,7 +12,8 @@
 use super::qlinear::{self, Fusion, Quantized, View, lowest, scalar};
 use crate::tensor::DType;
 
-/// The float form of the convolution `conv` reading `xq` (zero point
+/// The float form of the convolution or `Gemm` (`transB` = 1: weights laid
+/// out per output channel, as a convolution's) `conv` reading `xq` (zero point
 /// `x_zero`, the constant `x_zero_name`, of 8-bit type `x_type`) with int8 weights `wq`, int32 bias
 /// `bq` and per-channel (or one) requantization `multipliers`, quantized
 /// by `out`; `None` when a partial sum could reach 2²⁴ (the weights' and
@@ -34,7 +35,7 @@ pub(super) fn fusion(
     let dims = view.dims(wq)?;
     let w = view.constant(wq)?.1;
     let channels = usize::try_from(*dims.first()?).ok()?;
-    if channels == 0 || w.len() % channels != 0 || dims.len() < 3 {
+    if channels == 0 || w.len() % channels != 0 || dims.len() < 2 {
         return None;
     }
     let b = match bq {
@@ -82,7 +83,7 @@ pub(super) fn fusion(
     let initializers = vec![scalar(one, DType::F32, &1f32.to_le_bytes()), weights, bias, requant];
     let op = |op: &str, inputs: &[&str], output: &str| qlinear::node(op, inputs, output, c);
     let cast = |input: &str, to: DType, output: &str| qlinear::cast(input, to, output, c);
-    let mut float_conv = op("Conv", &[xc, wf, bf], conv_out);
+    let mut float_conv = op(&c.op_type, &[xc, wf, bf], conv_out);
     float_conv.name = c.name.clone();
     float_conv.attribute = c.attribute.clone();
     let nodes = vec![

@@ -113,10 +113,10 @@ fn ops(bytes: &[u8]) -> Vec<String> {
 fn a_qdq_convolution_runs_on_float_kernels_where_no_sum_can_reach_2_24() {
     let (bytes, fused) = fuse_qdq(&model(false, 3, 0.0625, false)).expect("fused");
     assert_eq!(
-        (fused.convs, fused.float_convs, fused.adds, fused.quantizations),
+        (fused.products, fused.float_products, fused.adds, fused.quantizations),
         (1, 1, 0, 0)
     );
-    assert_eq!(fused.conv_names, ["Conv_c"]);
+    assert_eq!(fused.product_names, ["Conv_c"]);
     assert_eq!(
         ops(&bytes),
         ["DequantizeLinear", "Conv", "Cast", "Mul", "Cast", "QuantizeLinear"]
@@ -141,7 +141,7 @@ fn a_qdq_convolution_runs_on_float_kernels_where_no_sum_can_reach_2_24() {
 #[test]
 fn a_qdq_convolution_whose_sums_could_reach_2_24_becomes_one_qlinearconv() {
     let (bytes, fused) = fuse_qdq(&model_with(false, 3, 0.0625, false, WIDE)).expect("fused");
-    assert_eq!((fused.convs, fused.float_convs), (1, 0));
+    assert_eq!((fused.products, fused.float_products), (1, 0));
     assert_eq!(ops(&bytes), ["QLinearConv"]);
     let m = ModelProto::parse_from_bytes(&bytes).expect("decode");
     let g = m.graph.as_ref().expect("graph");
@@ -165,9 +165,9 @@ fn fused(bytes: &[u8]) -> (Vec<String>, Fused) {
 #[test]
 fn a_relu_folds_only_when_quantizing_clamps_as_it_does() {
     let (ops, f) = fused(&model(true, 0, 0.0625, false));
-    assert_eq!((f.convs, ops.contains(&"Relu".to_string())), (1, false));
+    assert_eq!((f.products, ops.contains(&"Relu".to_string())), (1, false));
     let (ops, f) = fused(&model(true, 3, 0.0625, false));
-    assert_eq!((f.convs, f.quantizations), (0, 1));
+    assert_eq!((f.products, f.quantizations), (0, 1));
     assert!(ops.contains(&"Conv".to_string()) && ops.contains(&"Relu".to_string()));
 }
 
@@ -175,7 +175,7 @@ fn a_relu_folds_only_when_quantizing_clamps_as_it_does() {
 fn a_bias_at_another_scale_or_a_second_reader_keeps_the_float_convolution() {
     for m in [model(false, 3, 0.07, false), model(false, 3, 0.0625, true)] {
         let (ops, f) = fused(&m);
-        assert_eq!((f.convs, f.quantizations), (0, 1));
+        assert_eq!((f.products, f.quantizations), (0, 1));
         assert!(ops.contains(&"Conv".to_string()), "{ops:?}");
     }
     assert!(fuse_qdq(b"not a model").is_none());
@@ -222,4 +222,54 @@ fn an_addition_of_two_quantized_activations_is_computed_as_qlinearadd_computes_i
     let (ops, f) = fused(&add_model(true));
     assert_eq!((f.adds, f.quantizations), (0, 1));
     assert!(ops.contains(&"Add".to_string()));
+}
+
+/// `x → DQ → Gemm(DQ'd int8 weights [2, 3] per row, transB) → Q → y`.
+fn gemm_model(trans_b: i64) -> Vec<u8> {
+    let mut g = GraphProto::new();
+    g.initializer = vec![
+        f32s("sx", &[0.5]),
+        tensor("zx", DType::U8, &[], vec![3]),
+        tensor("wq", DType::I8, &[2, 3], vec![5, 0xfe, 1, 7, 0, 0xff]),
+        f32s("sw", &[0.25, 0.125]),
+        tensor("zw", DType::I8, &[2], vec![0, 0]),
+        f32s("sy", &[0.1]),
+        tensor("zy", DType::U8, &[], vec![9]),
+    ];
+    let mut w = node("DequantizeLinear", &["wq", "sw", "zw"], "w");
+    let mut axis = AttributeProto::new();
+    axis.name = "axis".into();
+    axis.i = 0;
+    w.attribute.push(axis);
+    let mut gemm = node("Gemm", &["xd", "w"], "c");
+    let mut trans = AttributeProto::new();
+    trans.name = "transB".into();
+    trans.i = trans_b;
+    gemm.attribute.push(trans);
+    g.node = vec![
+        node("DequantizeLinear", &["x", "sx", "zx"], "xd"),
+        w,
+        gemm,
+        node("QuantizeLinear", &["c", "sy", "zy"], "y"),
+    ];
+    let mut m = ModelProto::new();
+    m.ir_version = 8;
+    m.graph = Some(g).into();
+    m.write_to_bytes().expect("encode")
+}
+
+#[test]
+fn a_qdq_gemm_with_transposed_weights_runs_in_float_on_its_integer_values() {
+    let (ops, f) = fused(&gemm_model(1));
+    assert_eq!((f.products, f.float_products, f.quantizations), (1, 1, 0));
+    assert_eq!(
+        ops,
+        ["DequantizeLinear", "Gemm", "Cast", "Mul", "Cast", "QuantizeLinear"]
+    );
+    let (ops, f) = fused(&gemm_model(0));
+    assert_eq!((f.products, f.quantizations), (0, 1));
+    assert!(
+        ops.contains(&"Gemm".to_string()) && !ops.contains(&"Mul".to_string()),
+        "{ops:?}"
+    );
 }

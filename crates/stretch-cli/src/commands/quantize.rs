@@ -235,12 +235,12 @@ fn report_tract_fallbacks(quantized: &Graph) {
             return;
         }
     };
-    let as_written: Vec<&String> = products.iter().filter(|p| !fused.conv_names.contains(p)).collect();
+    let as_written: Vec<&String> = products.iter().filter(|p| !fused.product_names.contains(p)).collect();
     let exact = products.len() - as_written.len();
     let forms = format!(
-        "{} as float convolutions of their integer values, exact; {} as QLinearConv",
-        fused.float_convs,
-        exact - fused.float_convs
+        "{} in float on their integer values, exact; {} as QLinearConv",
+        fused.float_products,
+        exact - fused.float_products
     );
     if as_written.is_empty() {
         println!(
