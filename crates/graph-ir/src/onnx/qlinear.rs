@@ -231,10 +231,17 @@ impl<'a> View<'a> {
     }
 
     /// Whether `name` already names a value or constant of the graph.
-    pub(super) fn is_taken(&self, name: &str) -> bool {
+    fn is_taken(&self, name: &str) -> bool {
         self.producer.contains_key(name)
             || self.initializers.contains_key(name)
             || self.graph.input.iter().any(|i| i.name == name)
+    }
+
+    /// The names `{prefix}.{suffix}` for a rewrite's new values and
+    /// constants, or `None` when the graph already uses one of them.
+    pub(super) fn fresh<const N: usize>(&self, prefix: &str, suffixes: [&str; N]) -> Option<[String; N]> {
+        let names = suffixes.map(|s| format!("{prefix}.{s}"));
+        (!names.iter().any(|n| self.is_taken(n))).then_some(names)
     }
 
     /// The quantization of `value` (see [`fuse_qdq`]): the `Relu` between,
@@ -339,17 +346,7 @@ impl<'a> View<'a> {
         };
         let out = self.quantized_output(&c.output[0])?;
         let q = out.node;
-        let y = &q.output[0];
-        let (one, requant) = (format!("{y}.qconv.one"), format!("{y}.qconv.requant"));
-        if self.is_taken(&one) || self.is_taken(&requant) {
-            return None;
-        }
         let (sx, sy) = (x_scale.1[0] as f32, out.scale as f32);
-        let multipliers: Vec<u8> = w_scale
-            .1
-            .iter()
-            .flat_map(|&sw| (sx * sw as f32 / sy).to_le_bytes())
-            .collect();
         let factors: Vec<f32> = w_scale.1.iter().map(|&sw| sx * sw as f32 / sy).collect();
         if let Some(f) = super::qlinear_conv_float::fusion(
             self,
@@ -368,6 +365,8 @@ impl<'a> View<'a> {
         if gemm {
             return None;
         }
+        let [one, requant] = self.fresh(&format!("{}.qconv", q.output[0]), ["one", "requant"])?;
+        let multipliers: Vec<u8> = factors.iter().flat_map(|f| f.to_le_bytes()).collect();
         let mut requant_tensor = scalar(&requant, DType::F32, &multipliers);
         if per_channel {
             requant_tensor.dims = vec![w_scale.1.len() as i64];

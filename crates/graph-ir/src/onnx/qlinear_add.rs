@@ -37,28 +37,17 @@ pub(super) fn fusion(view: &View, add: usize) -> Option<Fusion> {
         return None;
     }
     let (sc, zc) = (out.scale as f32, out.zero as f32);
-    let ra = sa / sc;
-    let rb = sb / sc;
-    let fixed = zc - ra.mul_add(za, rb * zb);
+    let ratio_a = sa / sc;
+    let ratio_b = sb / sc;
+    let fixed_part = zc - ratio_a.mul_add(za, ratio_b * zb);
+    let high: f32 = if out.zero_type == DType::U8 { 255.0 } else { 127.0 };
     let y = out.node.output[0].clone();
-    let name = |suffix: &str| format!("{y}.qadd.{suffix}");
-    let names = [
-        "ra", "rb", "fixed", "lo", "hi", "a", "b", "bt", "t1", "t1f", "t1d", "at", "t2", "t2f", "round", "clip",
-    ];
-    if names.iter().any(|s| view.is_taken(&name(s))) {
-        return None;
-    }
-    let hi: f32 = if out.zero_type == DType::U8 { 255.0 } else { 127.0 };
-    let initializers = vec![
-        scalar(&name("ra"), DType::F64, &f64::from(ra).to_le_bytes()),
-        scalar(&name("rb"), DType::F64, &f64::from(rb).to_le_bytes()),
-        scalar(&name("fixed"), DType::F64, &f64::from(fixed).to_le_bytes()),
-        scalar(&name("lo"), DType::F32, &(lowest(out.zero_type) as f32).to_le_bytes()),
-        scalar(&name("hi"), DType::F32, &hi.to_le_bytes()),
-    ];
-    let op = |op: &str, inputs: &[&str], output: &str| qlinear::node(op, inputs, output, node);
-    let cast = |input: &str, to: DType, output: &str| qlinear::cast(input, to, output, node);
-    let v: Vec<String> = names.iter().map(|s| name(s)).collect();
+    let v = view.fresh(
+        &format!("{y}.qadd"),
+        [
+            "ra", "rb", "fixed", "lo", "hi", "a", "b", "bt", "t1", "t1f", "t1d", "at", "t2", "t2f", "round", "clip",
+        ],
+    )?;
     let [
         ra,
         rb,
@@ -77,6 +66,15 @@ pub(super) fn fusion(view: &View, add: usize) -> Option<Fusion> {
         round,
         clip,
     ] = std::array::from_fn(|i| v[i].as_str());
+    let initializers = vec![
+        scalar(ra, DType::F64, &f64::from(ratio_a).to_le_bytes()),
+        scalar(rb, DType::F64, &f64::from(ratio_b).to_le_bytes()),
+        scalar(fixed, DType::F64, &f64::from(fixed_part).to_le_bytes()),
+        scalar(lo, DType::F32, &(lowest(out.zero_type) as f32).to_le_bytes()),
+        scalar(hi, DType::F32, &high.to_le_bytes()),
+    ];
+    let op = |op: &str, inputs: &[&str], output: &str| qlinear::node(op, inputs, output, node);
+    let cast = |input: &str, to: DType, output: &str| qlinear::cast(input, to, output, node);
     let nodes = vec![
         cast(&a, DType::F64, a64),
         cast(&b, DType::F64, b64),

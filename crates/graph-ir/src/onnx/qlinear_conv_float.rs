@@ -55,12 +55,10 @@ pub(super) fn fusion(
         return None;
     }
     let y = &out.node.output[0];
-    let name = |s: &str| format!("{y}.qconvf.{s}");
-    let names = ["one", "xc", "w", "b", "conv", "conv64", "m", "scaled64", "scaled"];
-    if names.iter().any(|s| view.is_taken(&name(s))) {
-        return None;
-    }
-    let v: Vec<String> = names.iter().map(|s| name(s)).collect();
+    let v = view.fresh(
+        &format!("{y}.qconvf"),
+        ["one", "xc", "w", "b", "conv", "conv64", "m", "scaled64", "scaled"],
+    )?;
     let [one, xc, wf, bf, conv_out, conv64, m, scaled64, scaled] = std::array::from_fn(|i| v[i].as_str());
     let f32_bytes = |values: &[f64]| {
         values

@@ -22,12 +22,10 @@ pub(super) fn rewrite(view: &View, index: usize) -> Option<(Vec<NodeProto>, Vec<
     if scale.0 != DType::F32 || scale.1.len() != 1 || scale.1[0] == 1.0 || zero.1.len() != 1 || !eight_bit(zero.0) {
         return None;
     }
-    let name = |suffix: &str| format!("{}.qdiv.{suffix}", q.output[0]);
-    let names = ["scale", "one", "x", "quotient", "x32"];
-    if names.iter().any(|s| view.is_taken(&name(s))) {
-        return None;
-    }
-    let v: Vec<String> = names.iter().map(|s| name(s)).collect();
+    let v = view.fresh(
+        &format!("{}.qdiv", q.output[0]),
+        ["scale", "one", "x", "quotient", "x32"],
+    )?;
     let [scale64, one, x64, quotient, x32] = std::array::from_fn(|i| v[i].as_str());
     let initializers = vec![
         scalar(scale64, DType::F64, &scale.1[0].to_le_bytes()),

@@ -67,15 +67,9 @@ fn model_with(relu: bool, y_zero: u8, bias_scale: f32, shared: bool, inputs: usi
         tensor("zy", DType::U8, &[], vec![y_zero]),
     ];
     let mut w = node("DequantizeLinear", &["wq", "sw", "zw"], "w");
-    let mut axis = AttributeProto::new();
-    axis.name = "axis".into();
-    axis.i = 0;
-    w.attribute.push(axis);
+    w.attribute.push(int_attr("axis", 0));
     let mut conv = node("Conv", &["xd", "w", "b"], "c");
-    let mut group = AttributeProto::new();
-    group.name = "group".into();
-    group.i = 1;
-    conv.attribute.push(group);
+    conv.attribute.push(int_attr("group", 1));
     g.node = vec![
         node("DequantizeLinear", &["x", "sx", "zx"], "xd"),
         w,
@@ -92,6 +86,17 @@ fn model_with(relu: bool, y_zero: u8, bias_scale: f32, shared: bool, inputs: usi
     if shared {
         g.node.push(node("Neg", &["c"], "n"));
     }
+    encode(g)
+}
+
+fn int_attr(name: &str, value: i64) -> AttributeProto {
+    let mut a = AttributeProto::new();
+    a.name = name.into();
+    a.i = value;
+    a
+}
+
+fn encode(g: GraphProto) -> Vec<u8> {
     let mut m = ModelProto::new();
     m.ir_version = 8;
     m.graph = Some(g).into();
@@ -202,10 +207,7 @@ fn add_model(constant_operand: bool) -> Vec<u8> {
         node("Relu", &["s"], "r"),
         node("QuantizeLinear", &["r", "sy", "zy"], "y"),
     ];
-    let mut m = ModelProto::new();
-    m.ir_version = 8;
-    m.graph = Some(g).into();
-    m.write_to_bytes().expect("encode")
+    encode(g)
 }
 
 #[test]
@@ -237,25 +239,16 @@ fn gemm_model(trans_b: i64) -> Vec<u8> {
         tensor("zy", DType::U8, &[], vec![9]),
     ];
     let mut w = node("DequantizeLinear", &["wq", "sw", "zw"], "w");
-    let mut axis = AttributeProto::new();
-    axis.name = "axis".into();
-    axis.i = 0;
-    w.attribute.push(axis);
+    w.attribute.push(int_attr("axis", 0));
     let mut gemm = node("Gemm", &["xd", "w"], "c");
-    let mut trans = AttributeProto::new();
-    trans.name = "transB".into();
-    trans.i = trans_b;
-    gemm.attribute.push(trans);
+    gemm.attribute.push(int_attr("transB", trans_b));
     g.node = vec![
         node("DequantizeLinear", &["x", "sx", "zx"], "xd"),
         w,
         gemm,
         node("QuantizeLinear", &["c", "sy", "zy"], "y"),
     ];
-    let mut m = ModelProto::new();
-    m.ir_version = 8;
-    m.graph = Some(g).into();
-    m.write_to_bytes().expect("encode")
+    encode(g)
 }
 
 #[test]
