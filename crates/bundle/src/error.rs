@@ -5,18 +5,31 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum BundleError {
-    #[error("cannot {action} {}: {source}", path.display())]
+    /// The I/O error is in the message and is not returned by `source()`.
+    #[error("cannot {action} {}: {error}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{}: not a bundle manifest: {reason}", path.display())]
     Manifest { path: PathBuf, reason: String },
-    #[error("{}: schema `{found}`; this build reads `{}` (a newer stretch wrote it?)", path.display(), crate::SCHEMA)]
-    Schema { path: PathBuf, found: String },
+    #[error("{}: schema `{found}`; this build reads `{}` ({hint})", path.display(), crate::SCHEMA)]
+    Schema {
+        path: PathBuf,
+        found: String,
+        hint: &'static str,
+    },
     #[error("{}: sha256 {found}, the manifest says {want}: the file was altered or replaced", path.display())]
     Hash { path: PathBuf, want: String, found: String },
+    #[error(
+        "manifest entry `{entry}` names `{file}`, which {reason}; a bundle names only plain files inside its directory"
+    )]
+    Entry {
+        entry: String,
+        file: String,
+        reason: String,
+    },
     #[error(
         "manifest: subgraph `{subgraph}` reads tensor `{tensor}`, which no model input or earlier subgraph produces"
     )]
@@ -27,4 +40,14 @@ pub enum BundleError {
     Model { path: PathBuf, reason: String },
     #[error("export: {reason}")]
     Export { reason: String },
+}
+
+impl BundleError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, error: std::io::Error) -> BundleError {
+        BundleError::Io {
+            action,
+            path: path.into(),
+            error,
+        }
+    }
 }

@@ -2,7 +2,6 @@
 //! ONNX file per subgraph, reference tensors and the manifest.
 
 use crate::error::BundleError;
-use crate::hash::sha256_file;
 use crate::manifest::{FileRef, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA, Subgraph, TensorSpec};
 use graph_ir::{Graph, Op, Outlet};
 use predictor::DeviceProfile;
@@ -47,15 +46,8 @@ fn spec(g: &Graph, o: Outlet) -> Result<TensorSpec, BundleError> {
 
 fn write(dir: &Path, file: &str, bytes: &[u8]) -> Result<FileRef, BundleError> {
     let path = dir.join(file);
-    std::fs::write(&path, bytes).map_err(|source| BundleError::Io {
-        action: "write",
-        path: path.clone(),
-        source,
-    })?;
-    Ok(FileRef {
-        file: file.to_string(),
-        sha256: sha256_file(&path)?,
-    })
+    std::fs::write(&path, bytes).map_err(|e| BundleError::io("write", &path, e))?;
+    FileRef::of(dir, file)
 }
 
 /// The onnxruntime execution provider a phone runs processors of `kind` on.
@@ -84,11 +76,7 @@ fn provider(kind: ProcessorKind) -> (&'static str, Vec<(String, String)>, &'stat
 /// after the rewrites its processors need ([`crate::rewrite`]); the
 /// reference outputs are those of `g` itself.
 pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleError> {
-    std::fs::create_dir_all(dir).map_err(|source| BundleError::Io {
-        action: "create",
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(dir).map_err(|e| BundleError::io("create", dir, e))?;
     let original = g;
     let (rewritten, rewrites) = crate::rewrite::rewrite(g, o.device, o.default_processor)?;
     let g = &rewritten;
@@ -200,10 +188,7 @@ fn reference(g: &Graph, dir: &Path, o: &Options) -> Result<Reference, BundleErro
         npy::write(&path, &npy::Array { shape, data }).map_err(|e| BundleError::Export {
             reason: format!("{}: {e}", path.display()),
         })?;
-        Ok(FileRef {
-            sha256: sha256_file(&path)?,
-            file,
-        })
+        FileRef::of(dir, &file)
     };
     let mut refs_in = Vec::new();
     for (i, t) in tensors.iter().enumerate() {

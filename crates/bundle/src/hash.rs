@@ -11,10 +11,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The lowercase hex SHA-256 of the file at `path`.
 pub fn sha256_file(path: &Path) -> Result<String, BundleError> {
-    let bytes = std::fs::read(path).map_err(|source| BundleError::Io {
-        action: "read",
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| BundleError::io("read", path, e))?;
     Ok(sha256_hex(&bytes))
 }

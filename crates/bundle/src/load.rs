@@ -1,14 +1,15 @@
-//! Reading a bundle back for a runner: files checked against their
-//! hashes, subgraph files joined into one graph cut exactly as the
-//! manifest says (the runtime does not partition it again).
+//! Reading a bundle back for a runner: every file read once and checked
+//! against its size and hash, subgraph files joined into one graph cut
+//! exactly as the manifest says (the runtime does not partition it again).
 
+use crate::dir::BundleDir;
 use crate::error::BundleError;
-use crate::hash::sha256_hex;
-use crate::manifest::{Manifest, TensorSpec};
+use crate::manifest::{FileRef, MANIFEST, Manifest, TensorSpec};
 use graph_ir::{DType, Fact, Graph, Op, Outlet};
+use scheduler_rt::npy;
 use scheduler_rt::{Partition, Subgraph};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A bundle ready for [`scheduler_rt::Runtime::load_partitioned`].
@@ -19,28 +20,56 @@ pub struct Loaded {
     pub files: Vec<Arc<[u8]>>,
 }
 
-fn read(dir: &Path, file: &str) -> Result<Vec<u8>, BundleError> {
-    let path = dir.join(file);
-    std::fs::read(&path).map_err(|source| BundleError::Io {
-        action: "read",
-        path,
-        source,
-    })
+/// A bundle read and checked: its manifest, and every file it names read
+/// once through [`BundleDir`] (inside the bundle, plain, of the stated
+/// size and SHA-256). Nothing is read from the directory afterwards.
+pub struct Bundle {
+    pub manifest: Manifest,
+    dir: BundleDir,
+    files: HashMap<String, Arc<[u8]>>,
 }
 
-/// Checks every file the manifest names against its SHA-256.
-pub fn verify(dir: &Path, m: &Manifest) -> Result<(), BundleError> {
-    for f in m.files() {
-        let found = sha256_hex(&read(dir, &f.file)?);
-        if found != f.sha256 {
-            return Err(BundleError::Hash {
-                path: dir.join(&f.file),
-                want: f.sha256.clone(),
-                found,
-            });
+impl Bundle {
+    /// Reads `dir/bundle.json` and every file it names.
+    pub fn open(dir: &Path) -> Result<Bundle, BundleError> {
+        let dir = BundleDir::open(dir)?;
+        let manifest = Manifest::parse(&dir.read_manifest()?, &dir.path(MANIFEST))?;
+        let mut files = HashMap::new();
+        for (entry, f) in manifest.files() {
+            let bytes = dir.read(&entry, f)?;
+            files.insert(f.file.clone(), Arc::from(bytes));
         }
+        Ok(Bundle { manifest, dir, files })
     }
-    Ok(())
+
+    /// Where `f` is, for messages.
+    pub fn path(&self, f: &FileRef) -> PathBuf {
+        self.dir.path(&f.file)
+    }
+
+    /// The bytes of `f`, a file the manifest names.
+    pub fn bytes(&self, f: &FileRef) -> Result<Arc<[u8]>, BundleError> {
+        self.files
+            .get(&f.file)
+            .cloned()
+            .ok_or_else(|| BundleError::Inconsistent {
+                what: format!("`{}` is not a file of the manifest", f.file),
+            })
+    }
+
+    /// The float32 array `f` (a `.npy` file the manifest names) holds.
+    pub fn array(&self, f: &FileRef) -> Result<npy::Array, BundleError> {
+        let path = self.path(f);
+        npy::parse(&self.bytes(f)?, &path.display().to_string()).map_err(|e| BundleError::Model {
+            path,
+            reason: e.to_string(),
+        })
+    }
+
+    /// Joins the subgraph files into one graph.
+    pub fn stitch(&self) -> Result<Loaded, BundleError> {
+        stitch(self)
+    }
 }
 
 fn dtype(name: &str) -> Option<DType> {
@@ -65,8 +94,8 @@ fn fact(t: &TensorSpec) -> Result<Fact, BundleError> {
     Ok(Fact::new(d, t.shape.clone()))
 }
 
-/// Joins the subgraph files of a verified bundle into one graph.
-pub fn stitch(dir: &Path, m: &Manifest) -> Result<Loaded, BundleError> {
+fn stitch(b: &Bundle) -> Result<Loaded, BundleError> {
+    let m = &b.manifest;
     let mut g = Graph::new(m.model.clone());
     let mut values: HashMap<String, Outlet> = HashMap::new();
     let graph_err = |e: graph_ir::GraphError| BundleError::Inconsistent { what: e.to_string() };
@@ -77,14 +106,18 @@ pub fn stitch(dir: &Path, m: &Manifest) -> Result<Loaded, BundleError> {
     let mut subgraphs = Vec::new();
     let mut files = Vec::new();
     for s in &m.subgraphs {
-        let path = dir.join(&s.model.file);
-        let bytes = read(dir, &s.model.file)?;
+        let path = b.path(&s.model);
+        let bytes = b.bytes(&s.model)?;
         let bad = |reason: String| BundleError::Model {
             path: path.clone(),
             reason,
         };
-        let sub = graph_ir::onnx::import_bytes(bytes.clone().into(), &path.display().to_string(), &Default::default())
-            .map_err(|e| bad(e.to_string()))?;
+        let sub = graph_ir::onnx::import_bytes(
+            bytes::Bytes::copy_from_slice(&bytes),
+            &path.display().to_string(),
+            &Default::default(),
+        )
+        .map_err(|e| bad(e.to_string()))?;
         if sub.inputs().len() != s.inputs.len() || sub.outputs().len() != s.outputs.len() {
             return Err(bad(format!(
                 "has {} inputs and {} outputs; the manifest lists {} and {}",
@@ -144,7 +177,7 @@ pub fn stitch(dir: &Path, m: &Manifest) -> Result<Loaded, BundleError> {
             outputs,
             meeting_point: s.meeting_point,
         });
-        files.push(Arc::from(bytes));
+        files.push(bytes);
     }
     let outputs = m.outputs.iter().map(|t| (t.name.clone(), values[&t.name])).collect();
     g.set_outputs(outputs).map_err(graph_err)?;

@@ -1,22 +1,39 @@
 //! The manifest `bundle.json` (schema [`SCHEMA`]): what a runner needs to
 //! run a bundle without looking at the model again.
 
+use crate::dir::BundleDir;
 use crate::error::BundleError;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::Path;
 
 /// The manifest schema this build writes and reads.
-pub const SCHEMA: &str = "stretch.bundle/1";
+pub const SCHEMA: &str = "stretch.bundle/2";
 
 /// The manifest's file name inside a bundle directory.
 pub const MANIFEST: &str = "bundle.json";
 
-/// A file of the bundle, relative to its directory, with its SHA-256.
+/// A file of the bundle, relative to its directory, with its size and
+/// SHA-256.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FileRef {
     pub file: String,
     pub sha256: String,
+    /// Its size in bytes: a reader reads no more.
+    pub bytes: u64,
+}
+
+impl FileRef {
+    /// The entry for `file`, a file already written in `dir`.
+    pub fn of(dir: &Path, file: &str) -> Result<FileRef, BundleError> {
+        let path = dir.join(file);
+        let bytes = std::fs::read(&path).map_err(|e| BundleError::io("read", &path, e))?;
+        Ok(FileRef {
+            file: file.to_string(),
+            sha256: crate::hash::sha256_hex(&bytes),
+            bytes: bytes.len() as u64,
+        })
+    }
 }
 
 /// A tensor crossing a file boundary: a model input or output, or a value
@@ -108,25 +125,33 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Reads `dir/bundle.json`, refusing another schema version and a
-    /// manifest whose tensors do not connect. Files are not hashed here
-    /// ([`crate::verify`]).
+    /// Reads `dir/bundle.json` (a plain file inside `dir`), refusing
+    /// another schema version and a manifest whose tensors do not connect.
+    /// The files it names are not read here ([`crate::Bundle::open`]).
     pub fn load(dir: &Path) -> Result<Manifest, BundleError> {
-        let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|source| BundleError::Io {
-            action: "read",
-            path: path.clone(),
-            source,
-        })?;
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| BundleError::Manifest {
+        let dir = BundleDir::open(dir)?;
+        Manifest::parse(&dir.read_manifest()?, &dir.path(MANIFEST))
+    }
+
+    /// Parses and checks a manifest's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, BundleError> {
+        let path = path.to_path_buf();
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| BundleError::Manifest {
             path: path.clone(),
             reason: e.to_string(),
         })?;
         let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("(none)");
         if found != SCHEMA {
+            let version = |s: &str| s.strip_prefix("stretch.bundle/").and_then(|v| v.parse::<u32>().ok());
+            let older = matches!((version(found), version(SCHEMA)), (Some(v), Some(ours)) if v < ours);
             return Err(BundleError::Schema {
                 path,
                 found: found.to_string(),
+                hint: if older {
+                    "an older stretch wrote it: export the model again"
+                } else {
+                    "not a stretch bundle, or a newer stretch wrote it"
+                },
             });
         }
         let m: Manifest = serde_json::from_value(value).map_err(|e| BundleError::Manifest {
@@ -137,10 +162,13 @@ impl Manifest {
         Ok(m)
     }
 
-    /// Every subgraph reads only model inputs and outputs of subgraphs
-    /// before it, with the shapes they have there; its processor is
-    /// listed; every model output is produced.
+    /// The model has outputs; every subgraph reads only model inputs and
+    /// outputs of subgraphs before it, with the shapes they have there;
+    /// its processor is listed; every model output is produced.
     pub fn check(&self) -> Result<(), BundleError> {
+        if self.outputs.is_empty() {
+            return Err(inconsistent("the model has no outputs".into()));
+        }
         let mut known: Vec<&TensorSpec> = self.inputs.iter().collect();
         let processors: HashSet<&str> = self.processors.iter().map(|p| p.name.as_str()).collect();
         let mut names = HashSet::new();
@@ -190,16 +218,23 @@ impl Manifest {
         Ok(())
     }
 
-    /// Every file the manifest names.
-    pub fn files(&self) -> Vec<&FileRef> {
-        let mut out: Vec<&FileRef> = Vec::new();
-        for s in &self.subgraphs {
-            out.push(&s.model);
-            out.extend(s.ort_model.iter());
+    /// Every file the manifest names, each with the entry that names it
+    /// (`subgraphs[0].model`, `reference.outputs[1]`, ...).
+    pub fn files(&self) -> Vec<(String, &FileRef)> {
+        let mut out: Vec<(String, &FileRef)> = Vec::new();
+        for (i, s) in self.subgraphs.iter().enumerate() {
+            out.push((format!("subgraphs[{i}].model"), &s.model));
+            if let Some(f) = &s.ort_model {
+                out.push((format!("subgraphs[{i}].ort_model"), f));
+            }
         }
-        out.extend(self.reference.inputs.iter());
-        out.extend(self.reference.outputs.iter());
-        out.push(&self.required_operators);
+        for (i, f) in self.reference.inputs.iter().enumerate() {
+            out.push((format!("reference.inputs[{i}]"), f));
+        }
+        for (i, f) in self.reference.outputs.iter().enumerate() {
+            out.push((format!("reference.outputs[{i}]"), f));
+        }
+        out.push(("required_operators".into(), &self.required_operators));
         out
     }
 }

@@ -19,6 +19,7 @@ mod metadata;
 pub mod onnx;
 pub mod ops;
 mod patch;
+pub mod plain_file;
 mod random;
 pub mod rng;
 pub mod stats;

@@ -71,9 +71,20 @@ fn missing_file_names_the_path() {
     let path = dir.join("no-such-model.onnx");
     let e = import_file(&path, &ImportOptions::default()).expect_err("no file");
     let msg = one_line(&e);
-    assert!(matches!(e, ImportError::Io { .. }), "{e:?}");
+    assert!(matches!(e, ImportError::File(_)), "{e:?}");
     assert!(msg.contains(&path.display().to_string()), "{msg}");
-    assert!(msg.contains("cannot read file"), "{msg}");
+    assert!(msg.contains("cannot read"), "{msg}");
+    let mut chain = msg.clone();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        chain += &format!(": {c}");
+        cause = c.source();
+    }
+    assert_eq!(
+        chain.matches("No such file").count(),
+        1,
+        "said once, as anyhow prints it: {chain}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

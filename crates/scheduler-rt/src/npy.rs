@@ -8,8 +8,11 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum NpyError {
-    #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    /// The I/O error is in the message and is not returned by `source()`.
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error(transparent)]
+    File(#[from] graph_ir::plain_file::PlainFileError),
     #[error("{path}: not a .npy file: {reason}")]
     Format { path: String, reason: String },
     #[error("{path}: dtype '{descr}' is not supported (only float32 little-endian, '<f4')")]
@@ -104,14 +107,14 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Array, NpyError> {
     Ok(Array { shape, data })
 }
 
-/// Reads a `.npy` file.
+/// The largest `.npy` file read.
+pub const MAX_NPY_BYTES: u64 = 4 << 30;
+
+/// Reads a `.npy` file: a plain file of at most [`MAX_NPY_BYTES`].
 pub fn read(path: &Path) -> Result<Array, NpyError> {
-    let p = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| NpyError::Io {
-        path: p.clone(),
-        source,
-    })?;
-    parse(&bytes, &p)
+    use graph_ir::plain_file::{Links, read_plain};
+    let bytes = read_plain(path, MAX_NPY_BYTES, Links::Follow)?;
+    parse(&bytes, &path.display().to_string())
 }
 
 /// Serializes as a version 1.0 `.npy` file.
@@ -136,9 +139,9 @@ pub fn to_bytes(a: &Array) -> Vec<u8> {
 
 /// Writes a `.npy` file.
 pub fn write(path: &Path, a: &Array) -> Result<(), NpyError> {
-    std::fs::write(path, to_bytes(a)).map_err(|source| NpyError::Io {
+    std::fs::write(path, to_bytes(a)).map_err(|error| NpyError::Io {
         path: path.display().to_string(),
-        source,
+        error,
     })
 }
 

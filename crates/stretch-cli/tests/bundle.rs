@@ -1,6 +1,6 @@
 //! Bundles (`stretch export`, `stretch-run`): zoo models branched on the
 //! host and a quantized (int8 + fp16) branched model for snapdragon855
-//! export, load as the manifest (schema `stretch.bundle/1`) describes and
+//! export, load as the manifest (schema `stretch.bundle/2`) describes and
 //! pass `stretch-run --check` on tract and onnxruntime; onnxruntime's
 //! `.ort` files and required-operators list come with them. The branched
 //! fixtures are exported and run in `fixtures_runtime.rs`. Each bad bundle
@@ -44,9 +44,9 @@ fn export(model: &str, device: &str, out: &Path, extra: &[&str]) -> bundle::Mani
     args.extend(extra);
     let text = stretch_ok(&args);
     assert!(text.contains("wrote") && text.contains("bundle.json"), "{text}");
-    let m = bundle::Manifest::load(out).expect("the manifest reads back under its schema");
-    bundle::verify(out, &m).expect("hashes");
-    m
+    bundle::Bundle::open(out)
+        .expect("the manifest reads back under its schema, every file of its size and hash")
+        .manifest
 }
 
 fn check_both(out: &Path) {
@@ -240,11 +240,13 @@ fn bad_bundles_are_refused_with_one_line() {
     fails(&[&arg(&d)], "the file was altered or replaced");
 
     let d = copy(&good, &dir.join("newer"));
-    edit(&d, |v| v["schema"] = "stretch.bundle/2".into());
+    edit(&d, |v| v["schema"] = "stretch.bundle/3".into());
     fails(
         &[&arg(&d)],
-        "schema `stretch.bundle/2`; this build reads `stretch.bundle/1`",
+        "schema `stretch.bundle/3`; this build reads `stretch.bundle/2` (not a stretch bundle, or a newer",
     );
+    edit(&d, |v| v["schema"] = "stretch.bundle/1".into());
+    fails(&[&arg(&d)], "(an older stretch wrote it: export the model again)");
 
     let d = copy(&good, &dir.join("unconnected"));
     edit(&d, |v| v["subgraphs"][1]["inputs"][0]["name"] = "nowhere".into());
@@ -264,8 +266,8 @@ fn bad_bundles_are_refused_with_one_line() {
     let mut a = scheduler_rt::npy::read(&d.join(&r)).unwrap();
     a.shape = vec![a.data.len()];
     scheduler_rt::npy::write(&d.join(&r), &a).unwrap();
-    let hash = bundle::sha256_file(&d.join(&r)).unwrap();
-    edit(&d, |v| v["reference"]["outputs"][0]["sha256"] = hash.into());
+    let f = bundle::FileRef::of(&d, &r).unwrap();
+    edit(&d, |v| v["reference"]["outputs"][0] = serde_json::to_value(f).unwrap());
     fails(&[&arg(&d), "--check"], "reference output 0 has shape");
 }
 

@@ -5,13 +5,13 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use scheduler_rt::npy;
 use scheduler_rt::{EngineKind, ProcessorConfig, Runtime, Value, WorkerKind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
 /// Run a stretch bundle (`stretch export`) on this machine.
 ///
-/// Reads BUNDLE_DIR/bundle.json (schema stretch.bundle/1), checks every
+/// Reads BUNDLE_DIR/bundle.json (schema stretch.bundle/2), checks every
 /// file against its SHA-256, loads each subgraph file on a worker for its
 /// processor as the manifest cuts the model (no partitioning, no model
 /// analysis), feeds the reference inputs (or --input) and writes or checks
@@ -103,29 +103,29 @@ fn configs(m: &bundle::Manifest, args: &Args) -> Result<Vec<ProcessorConfig>> {
         .collect()
 }
 
-fn tensor(path: &Path) -> Result<Value> {
-    let a = npy::read(path)?;
+fn value(a: npy::Array) -> Result<Value> {
     Ok(Tensor::from_shape(&a.shape, &a.data)?.into_tvalue())
 }
 
 fn run(args: Args) -> Result<()> {
-    let dir = &args.bundle;
-    let m = bundle::Manifest::load(dir)?;
-    bundle::verify(dir, &m)?;
+    let b = bundle::Bundle::open(&args.bundle)?;
+    let m = &b.manifest;
+    let mut references = Vec::new();
     for (i, (r, t)) in m.reference.outputs.iter().zip(&m.outputs).enumerate() {
-        let a = npy::read(&dir.join(&r.file))?;
+        let a = b.array(r)?;
         if a.shape != t.shape {
             bail!(
                 "{}: reference output {i} has shape {:?}; the manifest's output `{}` is {:?}",
-                dir.join(&r.file).display(),
+                b.path(r).display(),
                 a.shape,
                 t.name,
                 t.shape
             );
         }
+        references.push(a.data);
     }
-    let configs = configs(&m, &args)?;
-    let loaded = bundle::stitch(dir, &m)?;
+    let configs = configs(m, &args)?;
+    let loaded = b.stitch()?;
     let files = loaded.files.into_iter().map(Some).collect();
     let rt = Runtime::load_partitioned(
         &loaded.graph,
@@ -134,15 +134,21 @@ fn run(args: Args) -> Result<()> {
         &configs,
         scheduler_rt::default_factory(),
     )?;
-    let paths: Vec<PathBuf> = if args.inputs.is_empty() {
-        m.reference.inputs.iter().map(|f| dir.join(&f.file)).collect()
+    let inputs: Vec<Value> = if args.inputs.is_empty() {
+        m.reference
+            .inputs
+            .iter()
+            .map(|f| value(b.array(f)?))
+            .collect::<Result<_>>()?
     } else {
-        args.inputs.clone()
+        if args.inputs.len() != m.inputs.len() {
+            bail!("{} inputs given; the model takes {}", args.inputs.len(), m.inputs.len());
+        }
+        args.inputs
+            .iter()
+            .map(|p| value(npy::read(p)?))
+            .collect::<Result<_>>()?
     };
-    if paths.len() != m.inputs.len() {
-        bail!("{} inputs given; the model takes {}", paths.len(), m.inputs.len());
-    }
-    let inputs: Vec<Value> = paths.iter().map(|p| tensor(p)).collect::<Result<_>>()?;
     let outputs = rt.run(inputs.clone())?;
     let mut times = Vec::new();
     if args.runs > 1 {
@@ -178,17 +184,37 @@ fn run(args: Args) -> Result<()> {
         println!("wrote {}", path.display());
     }
     if args.check {
-        check(dir, &m, &values)?;
+        check(m, &references, &values)?;
     }
     Ok(())
 }
 
-fn check(dir: &Path, m: &bundle::Manifest, values: &[Vec<f32>]) -> Result<()> {
+/// Fails on an output further from its reference than the manifest's
+/// tolerance, and on any NaN or infinity in an output or a reference
+/// (a comparison with NaN is never over a tolerance).
+fn check(m: &bundle::Manifest, references: &[Vec<f32>], values: &[Vec<f32>]) -> Result<()> {
     let r = &m.reference;
-    for (i, (f, v)) in r.outputs.iter().zip(values).enumerate() {
-        let want = npy::read(&dir.join(&f.file))?.data;
+    if values.is_empty() {
+        bail!("check failed: the bundle has no outputs to compare");
+    }
+    for (i, ((f, want), v)) in r.outputs.iter().zip(references).zip(values).enumerate() {
+        let name = &m.outputs[i].name;
         if want.len() != v.len() {
-            bail!("output {i}: {} values, the reference {}", v.len(), want.len());
+            bail!(
+                "output {i} (`{name}`): {} values, the reference {}",
+                v.len(),
+                want.len()
+            );
+        }
+        if let Some(k) = v.iter().position(|x| !x.is_finite()) {
+            bail!("check failed: output {i} (`{name}`) holds {} at element {k}", v[k]);
+        }
+        if let Some(k) = want.iter().position(|x| !x.is_finite()) {
+            bail!(
+                "check failed: reference output {i} (`{name}`, {}) holds {} at element {k}",
+                f.file,
+                want[k]
+            );
         }
         let peak = want.iter().fold(0.0f32, |a, x| a.max(x.abs()));
         // float32 rounding on top: a one-step difference reads as 1.0000001 steps.
@@ -196,15 +222,14 @@ fn check(dir: &Path, m: &bundle::Manifest, values: &[Vec<f32>]) -> Result<()> {
         let worst = want.iter().zip(v).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         if worst > tol {
             bail!(
-                "check failed: output {i} (`{}`) differs from {} by up to {worst:e}, over the tolerance {tol:e} ({})",
-                m.outputs[i].name,
+                "check failed: output {i} (`{name}`) differs from {} by up to {worst:e}, over the tolerance {tol:e} ({})",
                 f.file,
                 r.computed_by
             );
         }
         println!(
-            "check: output {i} (`{}`) within {worst:.3e} of the reference (tolerance {tol:.3e}; {})",
-            m.outputs[i].name, r.computed_by
+            "check: output {i} (`{name}`) within {worst:.3e} of the reference (tolerance {tol:.3e}; {})",
+            r.computed_by
         );
     }
     Ok(())

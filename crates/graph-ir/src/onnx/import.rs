@@ -50,13 +50,13 @@ pub struct ImportOptions {
     pub random_weights: Option<u64>,
 }
 
-/// Reads and imports an ONNX file.
+/// Reads and imports an ONNX file: a regular file of at most
+/// [`MAX_MODEL_BYTES`](crate::plain_file::MAX_MODEL_BYTES) (a FIFO, device
+/// or directory is refused before anything is read).
 pub fn import_file(path: impl AsRef<Path>, options: &ImportOptions) -> Result<Graph, ImportError> {
+    use crate::plain_file::{Links, MAX_MODEL_BYTES, read_plain};
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|error| ImportError::Io {
-        path: path.display().to_string(),
-        error,
-    })?;
+    let bytes = read_plain(path, MAX_MODEL_BYTES, Links::Follow)?;
     import_bytes(Bytes::from(bytes), &path.display().to_string(), options)
 }
 

@@ -129,9 +129,8 @@ use thiserror::Error;
 /// An error from reading an ONNX model.
 #[derive(Debug, Error)]
 pub enum ImportError {
-    /// The I/O error is in the message and is not returned by `source()`.
-    #[error("{path}: cannot read file: {error}")]
-    Io { path: String, error: std::io::Error },
+    #[error(transparent)]
+    File(#[from] crate::plain_file::PlainFileError),
     #[error("{path}: not a valid ONNX model ({reason})")]
     NotOnnx { path: String, reason: String },
     #[error("unsupported operator `{op_type}` (node `{node}`, domain `{domain}`, opset {opset})")]

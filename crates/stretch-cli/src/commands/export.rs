@@ -12,7 +12,7 @@ use std::process::Command;
 /// `processor` annotations of `stretch branch`/`stretch stretch`, quantized
 /// or not) and writes into DIR: `sgNN-PROCESSOR.onnx` per subgraph (and
 /// `.ort`, onnxruntime's mobile format, when its Python tools are found),
-/// `bundle.json` (schema stretch.bundle/1: the device's processors with
+/// `bundle.json` (schema stretch.bundle/2: the device's processors with
 /// kind, precision, the onnxruntime execution provider each maps to on a
 /// phone and a pinning hint; each subgraph's file, processor, input and
 /// output tensors, the subgraphs it waits for and whether it is a meeting
@@ -215,16 +215,13 @@ fn to_ort(py: &Path, dir: &Path, m: &mut bundle::Manifest) -> Result<()> {
         if !dir.join(&file).is_file() {
             return Err(failed(format!("no {file}")));
         }
-        s.ort_model = Some(bundle::FileRef {
-            sha256: bundle::sha256_file(&dir.join(&file))?,
-            file,
-        });
+        s.ort_model = Some(bundle::FileRef::of(dir, &file)?);
     }
     let config = ort_dir.join("required_operators.config");
     if config.is_file() {
         let target = dir.join(&m.required_operators.file);
         std::fs::rename(&config, &target).with_context(|| format!("cannot move {}", config.display()))?;
-        m.required_operators.sha256 = bundle::sha256_file(&target)?;
+        m.required_operators = bundle::FileRef::of(dir, &m.required_operators.file)?;
     }
     Ok(())
 }

@@ -10,8 +10,8 @@ use std::path::Path;
 /// running them in manifest order (each starts once the subgraphs it reads
 /// have finished and their outputs have crossed over, and its processor is free).
 pub fn run(dir: &Path, device: &Path, analytic: bool) -> Result<()> {
-    let m = bundle::Manifest::load(dir)?;
-    bundle::verify(dir, &m)?;
+    let b = bundle::Bundle::open(dir)?;
+    let m = &b.manifest;
     let mut model = DeviceModel::load(device)?;
     if analytic {
         model = model.without_regressors();
@@ -34,7 +34,7 @@ pub fn run(dir: &Path, device: &Path, analytic: bool) -> Result<()> {
             ));
         }
     }
-    let loaded = bundle::stitch(dir, &m)?;
+    let loaded = b.stitch()?;
     let g = &loaded.graph;
     let mut finish: HashMap<String, f64> = HashMap::new();
     let mut free: HashMap<String, f64> = HashMap::new();
