@@ -130,6 +130,26 @@ pub fn read_plain(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, Plai
     Ok(bytes)
 }
 
+/// The largest configuration file (TOML, JSON) read.
+pub const MAX_CONFIG_BYTES: u64 = 64 << 20;
+
+/// Fails unless `path` (links followed) is a regular file, naming what it
+/// is otherwise; reads nothing.
+pub fn check_plain(path: &Path) -> Result<(), PlainFileError> {
+    let m = std::fs::metadata(path).map_err(|error| PlainFileError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    if m.is_file() {
+        Ok(())
+    } else {
+        Err(PlainFileError::NotPlain {
+            path: path.to_path_buf(),
+            kind: kind_of(&m),
+        })
+    }
+}
+
 /// [`read_plain`] as UTF-8 text.
 pub fn read_plain_text(path: &Path, limit: u64) -> Result<String, PlainFileError> {
     let bytes = read_plain(path, limit, Links::Follow)?;

@@ -77,6 +77,14 @@ pub enum RuntimeError {
         need_gb: f64,
         available_gb: f64,
     },
+    #[error(
+        "the model's values alive at once need at least {need_gb:.3} GB (after node `{node}`, run node by node), more than the {available_gb:.3} GB of memory available: the model cannot run here"
+    )]
+    TooLargeTogether {
+        node: String,
+        need_gb: f64,
+        available_gb: f64,
+    },
 }
 
 /// `"KEY: "`, or nothing for an error about a whole file (empty key).

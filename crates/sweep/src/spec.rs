@@ -244,8 +244,10 @@ impl SweepFile {
         files.extend(self.device.iter().map(|d| ("device", d)));
         files.extend(self.stretch.iter().map(|s| ("stretch.device", &s.device)));
         for (key, file) in files {
-            if !file.is_file() {
-                return Err(format!("`{key}`: {} does not exist", file.display()));
+            match std::fs::metadata(file) {
+                Ok(m) if m.is_file() => {}
+                Ok(_) => return Err(format!("`{key}`: {} is not a plain file", file.display())),
+                Err(_) => return Err(format!("`{key}`: {} does not exist", file.display())),
             }
         }
         if self.seeds.is_empty() {

@@ -102,7 +102,8 @@ impl Workload {
             key: key.to_string(),
             reason,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err("", format!("cannot read: {e}")))?;
+        let text = graph_ir::plain_file::read_plain_text(path, graph_ir::plain_file::MAX_CONFIG_BYTES)
+            .map_err(|e| err("", e.to_string()))?;
         let parsed: File = toml::from_str(&text).map_err(|e| {
             let line = scheduler_rt::toml_line(&text, &e).unwrap_or(0);
             err(&format!("line {line}"), e.message().to_string())
@@ -145,9 +146,7 @@ impl Workload {
                 return Err(err(&key("name"), format!("'{name}' is used twice")));
             }
             let model = dir.join(&a.model);
-            if !model.is_file() {
-                return Err(err(&key("model"), format!("no such file: {}", model.display())));
-            }
+            graph_ir::plain_file::check_plain(&model).map_err(|e| err(&key("model"), e.to_string()))?;
             let rate = |k: &str, v: f64| {
                 let v = positive(&key(k), v)?;
                 if v > MAX_RATE_HZ {

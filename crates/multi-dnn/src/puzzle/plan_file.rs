@@ -149,7 +149,8 @@ impl PlanFile {
             file: file.clone(),
             reason,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let text = graph_ir::plain_file::read_plain_text(path, graph_ir::plain_file::MAX_CONFIG_BYTES)
+            .map_err(|e| err(e.to_string()))?;
         let plan: PlanFile = serde_json::from_str(&text).map_err(|e| err(format!("not a plan: {e}")))?;
         if plan.format != FORMAT {
             return Err(err(format!("format '{}', expected '{FORMAT}'", plan.format)));
