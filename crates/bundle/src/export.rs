@@ -22,15 +22,10 @@ pub struct Options<'a> {
     pub normalisation: Option<Normalisation>,
 }
 
-/// The name a bundle gives the value at `o`: its producer's name, with
-/// `:slot` for outputs after the first.
+/// The name a bundle gives the value at `o`, in the manifest and in the
+/// subgraph files alike ([`scheduler_rt::extract::value_name`]).
 pub fn tensor_name(g: &Graph, o: Outlet) -> String {
-    let n = &g.node(o.node).name;
-    if o.slot == 0 {
-        n.clone()
-    } else {
-        format!("{n}:{}", o.slot)
-    }
+    scheduler_rt::value_name(g, o)
 }
 
 fn spec(g: &Graph, o: Outlet) -> Result<TensorSpec, BundleError> {
@@ -72,9 +67,10 @@ fn provider(kind: ProcessorKind) -> (&'static str, Vec<(String, String)>, &'stat
     }
 }
 
-/// Writes the bundle of `g` into `dir` (created; files in it replaced),
-/// after the rewrites its processors need ([`crate::rewrite`]); the
-/// reference outputs are those of `g` itself.
+/// Writes the bundle of `g` into `dir` (created; files of the same names
+/// replaced: [`crate::Staging`] gives a fresh one), after the rewrites its
+/// processors need ([`crate::rewrite`]); the reference outputs are those
+/// of `g` itself. Processors are listed in the device profile's order.
 pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleError> {
     std::fs::create_dir_all(dir).map_err(|e| BundleError::io("create", dir, e))?;
     let original = g;
@@ -83,8 +79,12 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
     let partition =
         scheduler_rt::partition(g, o.default_processor).map_err(|e| BundleError::Export { reason: e.to_string() })?;
     let precisions: HashMap<String, String> = g.precisions().into_iter().collect();
+    let mut names: Vec<&str> = partition.processors();
+    let rank = |n: &str| o.device.processors.keys().position(|k| k == n);
+    names.sort_by_key(|n| rank(n));
     let mut processors = Vec::new();
-    for name in partition.processors() {
+    let mut warnings = Vec::new();
+    for name in names {
         let p = o.device.processors.get(name).ok_or_else(|| BundleError::Export {
             reason: format!(
                 "the model runs nodes on processor `{name}`, which device `{}` does not have (it has {})",
@@ -93,10 +93,19 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
             ),
         })?;
         let (ep, options, pinning) = provider(p.kind);
+        let precision = precisions.get(name).cloned().unwrap_or_else(|| "fp32".into());
+        let runs: Vec<String> = p.precisions().iter().map(|x| x.to_string()).collect();
+        if !runs.contains(&precision) {
+            warnings.push(format!(
+                "processor `{name}` of {} runs {} only, but the model computes {precision} there: quantize the model for the device first (stretch quantize), or its {ep} back end will not run these files as written",
+                o.device.name,
+                runs.join(", ")
+            ));
+        }
         processors.push(Processor {
             name: name.to_string(),
             kind: format!("{:?}", p.kind).to_lowercase(),
-            precision: precisions.get(name).cloned().unwrap_or_else(|| "fp32".into()),
+            precision,
             execution_provider: ep.into(),
             provider_options: options,
             pinning: pinning.into(),
@@ -156,6 +165,7 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
         normalisation: o.normalisation.clone(),
         subgraphs,
         rewrites,
+        warnings,
         reference,
         required_operators,
     };

@@ -14,6 +14,7 @@ mod hash;
 mod load;
 mod manifest;
 pub mod rewrite;
+mod staging;
 
 pub use dir::{BundleDir, MAX_FILE_BYTES, MAX_MANIFEST_BYTES};
 pub use error::BundleError;
@@ -21,3 +22,4 @@ pub use export::{Options, export, save, tensor_name};
 pub use hash::{sha256_file, sha256_hex};
 pub use load::{Bundle, Loaded};
 pub use manifest::{FileRef, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA, Subgraph, TensorSpec};
+pub use staging::Staging;

@@ -10,6 +10,12 @@ use std::path::Path;
 /// The manifest schema this build writes and reads.
 pub const SCHEMA: &str = "stretch.bundle/2";
 
+/// The processor kinds a manifest may name.
+pub const KINDS: [&str; 4] = ["cpu", "gpu", "dsp", "npu"];
+
+/// The precisions a manifest may name.
+pub const PRECISIONS: [&str; 3] = ["fp32", "fp16", "int8"];
+
 /// The manifest's file name inside a bundle directory.
 pub const MANIFEST: &str = "bundle.json";
 
@@ -119,6 +125,9 @@ pub struct Manifest {
     /// Nodes rewritten for a processor that lacks their form, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewrites: Vec<String>,
+    /// What a phone may not run as the files are written, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub reference: Reference,
     /// onnxruntime's required-operators configuration for a reduced build.
     pub required_operators: FileRef,
@@ -171,6 +180,24 @@ impl Manifest {
         }
         let mut known: Vec<&TensorSpec> = self.inputs.iter().collect();
         let processors: HashSet<&str> = self.processors.iter().map(|p| p.name.as_str()).collect();
+        for p in &self.processors {
+            if !KINDS.contains(&p.kind.as_str()) {
+                return Err(inconsistent(format!(
+                    "processor `{}` has kind `{}`; the kinds are {}",
+                    p.name,
+                    p.kind,
+                    KINDS.join(", ")
+                )));
+            }
+            if !PRECISIONS.contains(&p.precision.as_str()) {
+                return Err(inconsistent(format!(
+                    "processor `{}` has precision `{}`; the precisions are {}",
+                    p.name,
+                    p.precision,
+                    PRECISIONS.join(", ")
+                )));
+            }
+        }
         let mut names = HashSet::new();
         for s in &self.subgraphs {
             if !names.insert(s.name.as_str()) {

@@ -5,18 +5,30 @@ use crate::partition::Subgraph;
 use graph_ir::{Graph, GraphError, Op, Outlet};
 use std::collections::HashMap;
 
+/// The name a value keeps across subgraph files: its producer's name, with
+/// `:slot` for outputs after the first (unique in a graph).
+pub fn value_name(g: &Graph, o: Outlet) -> String {
+    let n = &g.node(o.node).name;
+    if o.slot == 0 {
+        n.clone()
+    } else {
+        format!("{n}:{}", o.slot)
+    }
+}
+
 /// The graph computing `sub`'s outputs from its inputs: one graph input per
 /// entry of [`Subgraph::inputs`] and one output per entry of
-/// [`Subgraph::outputs`], in those orders, with copies of the constants it reads.
+/// [`Subgraph::outputs`], in those orders, each named [`value_name`] as in
+/// `g` (so a caller feeds and reads every file by the same names), with
+/// copies of the constants it reads.
 pub fn extract(g: &Graph, sub: &Subgraph) -> Result<Graph, GraphError> {
     let mut out = Graph::new(format!("{}.{}", g.name, sub.name));
     let mut map: HashMap<Outlet, Outlet> = HashMap::new();
-    for (i, o) in sub.inputs.iter().enumerate() {
+    for o in &sub.inputs {
         let fact = g.fact(*o).cloned().ok_or_else(|| GraphError::Patch {
             reason: format!("subgraph {} reads a missing value", sub.name),
         })?;
-        let name = format!("in{i}.{}", g.node(o.node).name);
-        map.insert(*o, out.add_input(name, fact)?);
+        map.insert(*o, out.add_input(value_name(g, *o), fact)?);
     }
     for &id in &sub.nodes {
         let node = g.node(id);
@@ -42,12 +54,7 @@ pub fn extract(g: &Graph, sub: &Subgraph) -> Result<Graph, GraphError> {
             map.insert(id.out(slot), new.out(slot));
         }
     }
-    let outputs = sub
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(i, o)| (format!("out{i}.{}", g.node(o.node).name), map[o]))
-        .collect();
+    let outputs = sub.outputs.iter().map(|o| (value_name(g, *o), map[o])).collect();
     out.set_outputs(outputs)?;
     Ok(out)
 }
@@ -74,8 +81,12 @@ mod tests {
             let e = extract(&g, s).unwrap();
             e.check().unwrap();
             assert_eq!(e.inputs().len(), s.inputs.len());
-            for (o, (_, eo)) in s.outputs.iter().zip(e.outputs()) {
+            for (o, (name, eo)) in s.outputs.iter().zip(e.outputs()) {
                 assert_eq!(g.fact(*o), e.fact(*eo));
+                assert_eq!(*name, value_name(&g, *o), "outputs keep the model's names");
+            }
+            for (o, id) in s.inputs.iter().zip(e.inputs()) {
+                assert_eq!(e.node(*id).name, value_name(&g, *o), "inputs keep the model's names");
             }
             graph_ir::onnx::export_bytes(&e).unwrap();
         }

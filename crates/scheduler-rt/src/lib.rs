@@ -46,7 +46,7 @@ pub use config::{EngineKind, ProcessorConfig, Remote, Spin, Wait, WorkerKind};
 pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
 pub use engine_registry::{EngineEntry, EngineRegistry};
 pub use error::RuntimeError;
-pub use extract::{extract, extract_onnx};
+pub use extract::{extract, extract_onnx, value_name};
 #[cfg(feature = "ort")]
 pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
 pub use partition::{Partition, Subgraph, partition};

@@ -123,7 +123,13 @@ mod tests {
         let a = g.add_node("a", relu(), &[x]).unwrap().out(0);
         let b = g.add_node("b", relu(), &[a]).unwrap().out(0);
         let sum = g
-            .add_node("sum", Op::Binary(graph_ir::ops::Binary { op: graph_ir::ops::BinaryOp::Add }), &[a, b])
+            .add_node(
+                "sum",
+                Op::Binary(graph_ir::ops::Binary {
+                    op: graph_ir::ops::BinaryOp::Add,
+                }),
+                &[a, b],
+            )
             .unwrap()
             .out(0);
         let c = g.add_node("c", relu(), &[sum]).unwrap().out(0);
@@ -133,6 +139,9 @@ mod tests {
         assert_eq!(g.node(at.unwrap()).name, "sum");
         assert!(check_fits(&g, 16_000_000).is_ok());
         let err = check_fits(&g, 15_999_999).unwrap_err().to_string();
-        assert!(err.contains("alive at once") && err.contains("`sum`") && err.contains("0.016 GB"), "{err}");
+        assert!(
+            err.contains("alive at once") && err.contains("`sum`") && err.contains("0.016 GB"),
+            "{err}"
+        );
     }
 }

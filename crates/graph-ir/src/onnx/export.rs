@@ -14,14 +14,32 @@ pub const EXPORT_OPSET: i64 = 17;
 /// ONNX IR version written (IR 10 carries per-node `metadata_props`).
 const IR_VERSION: i64 = 10;
 
-/// Writes the graph to an ONNX file.
+/// Writes the graph to an ONNX file, whole or not at all: the bytes go
+/// to a temporary file beside `path` that is renamed over it once
+/// written (and removed when writing fails), so an interrupted or failed
+/// write never leaves half a model under `path`.
 pub fn export_file(graph: &Graph, path: impl AsRef<Path>) -> Result<(), ExportError> {
     let path = path.as_ref();
     let bytes = export_bytes(graph)?;
-    std::fs::write(path, bytes).map_err(|error| ExportError::Io {
+    write_atomic(path, &bytes).map_err(|error| ExportError::Io {
         path: path.display().to_string(),
         error,
     })
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same
+/// directory renamed over it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Serializes the graph as an ONNX model. Node annotations are written as the

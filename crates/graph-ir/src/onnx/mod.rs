@@ -22,7 +22,7 @@ mod qlinear_conv_float;
 mod qlinear_quantize;
 mod tensor_proto;
 
-pub use export::{EXPORT_OPSET, export_bytes, export_file};
+pub use export::{EXPORT_OPSET, export_bytes, export_file, write_atomic};
 
 pub use import::{ImportOptions, InputShape, import_bytes, import_file};
 pub use qlinear::{Fused, fuse_qdq};

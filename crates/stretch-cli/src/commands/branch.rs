@@ -101,12 +101,16 @@ pub fn run_stretch(args: StretchArgs) -> Result<()> {
     }
     let fp32 = args.out.with_extension("fp32.onnx");
     let branched = write(&graph, &plan, args.seed, &fp32)?;
-    crate::commands::quantize::quantize_to(
+    let quantized = crate::commands::quantize::quantize_to(
         &branched,
         &fp32.display().to_string(),
         &args.search.device,
         None,
         &args.calibration,
         &args.out,
-    )
+    );
+    if quantized.is_err() {
+        let _ = std::fs::remove_file(&fp32);
+    }
+    quantized
 }

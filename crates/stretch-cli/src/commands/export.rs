@@ -53,9 +53,16 @@ pub struct Args {
     #[arg(long)]
     pub no_ort: bool,
 
-    /// The bundle directory (created; files in it are replaced).
+    /// The bundle directory: new or empty, or with --force a bundle to
+    /// replace. The bundle is written beside it and moved into place when
+    /// complete; a failed export leaves nothing.
     #[arg(short, long, value_name = "DIR")]
     pub out: PathBuf,
+
+    /// Replace the bundle already in DIR (a directory holding anything but
+    /// a bundle is never replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -88,20 +95,26 @@ pub fn run(args: Args) -> Result<()> {
         normalisation: normalisation(&args, &graph)?,
     };
     let label = args.model.model.display().to_string();
-    let mut manifest = bundle::export(&graph, &args.out, &options).with_context(|| format!("exporting {label}"))?;
+    let staging = bundle::Staging::new(&args.out, args.force)?;
+    let dir = staging.path();
+    let mut manifest = bundle::export(&graph, dir, &options).with_context(|| format!("exporting {label}"))?;
     if !args.no_ort {
         match python() {
             Some(py) => {
-                to_ort(&py, &args.out, &mut manifest)?;
-                bundle::save(&manifest, &args.out)?;
+                to_ort(&py, dir, &mut manifest)?;
+                bundle::save(&manifest, dir)?;
             }
             None => println!(
                 "note: onnxruntime's Python tools not found (.venv/bin/python; scripts/setup.sh installs them): no .ort files"
             ),
         }
     }
+    staging.commit()?;
     for r in &manifest.rewrites {
         println!("rewrote {r}");
+    }
+    for w in &manifest.warnings {
+        eprintln!("warning: {w}");
     }
     for s in &manifest.subgraphs {
         println!(
@@ -220,8 +233,22 @@ fn to_ort(py: &Path, dir: &Path, m: &mut bundle::Manifest) -> Result<()> {
     let config = ort_dir.join("required_operators.config");
     if config.is_file() {
         let target = dir.join(&m.required_operators.file);
-        std::fs::rename(&config, &target).with_context(|| format!("cannot move {}", config.display()))?;
+        let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
+        std::fs::write(&target, relative_paths(&text, dir))
+            .with_context(|| format!("cannot write {}", target.display()))?;
+        std::fs::remove_file(&config).with_context(|| format!("cannot remove {}", config.display()))?;
         m.required_operators = bundle::FileRef::of(dir, &m.required_operators.file)?;
     }
     Ok(())
+}
+
+/// `text` with every path under `dir` (as given and resolved) written
+/// relative to it: the bundle names no path of the machine it was made on.
+fn relative_paths(text: &str, dir: &Path) -> String {
+    let mut out = text.to_string();
+    let resolved = std::fs::canonicalize(dir).ok();
+    for d in resolved.iter().map(|p| p.as_path()).chain([dir]) {
+        out = out.replace(&format!("{}/", d.display()), "");
+    }
+    out
 }

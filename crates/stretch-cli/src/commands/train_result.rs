@@ -158,8 +158,8 @@ pub fn write_fine_tuned(
     score: bool,
 ) -> Result<Option<FileScore>> {
     let fp32 = crate::recipe_args::beside(out, ".fp32.onnx");
-    graph_ir::onnx::export_file(graph, &fp32).with_context(|| format!("cannot write {}", fp32.display()))?;
     let quantized = cal.quantized(graph)?;
+    graph_ir::onnx::export_file(graph, &fp32).with_context(|| format!("cannot write {}", fp32.display()))?;
     graph_ir::onnx::export_file(&quantized, out).with_context(|| format!("cannot write {}", out.display()))?;
     let scored = score.then(|| score_file(cal, &quantized, out, set)).transpose()?;
     println!(
