@@ -8,11 +8,11 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-model="${1:-/work/fixtures-full/resnet50.onnx}"
+model="${1:-fixtures-full/resnet50.onnx}"
 shift || true
 
 echo "note: ${model} is produced by scripts/fixtures/export_torchvision.py (needs torch + torchvision);"
-echo "      it is not in the repository."
+echo "      it is not committed (fixtures-full/ is ignored by git)."
 if [[ ! -f "$model" ]]; then
     echo "error: ${model} does not exist; generate it with scripts/fixtures/export_torchvision.py" >&2
     exit 2

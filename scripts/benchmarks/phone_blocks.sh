@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Block-level latency predictors on real phone measurements: builds the
 # `phone_blocks` example in release, trains one random forest per phone on 80%
-# of the MBConv blocks in ../shared/data/phone-latency (fixed seeds), prints
+# of the MBConv blocks in data/phone-latency (fixed seeds), prints
 # ±5/10/15% accuracy, RMSE and RMSPE on the held-out 20%, and saves the
 # forests to data/predictors/<phone>_blocks.forest.json. Target: ±10% accuracy
 # on the held-out 20% >= 95% for each phone.

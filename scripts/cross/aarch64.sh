@@ -26,10 +26,32 @@ mkdir -p "$OUT"
 t0=$(date +%s)
 lap() { local now; now=$(date +%s); echo "   ($(( now - t0 )) s)"; t0=$now; }
 
+# apt_install PACKAGE...: installs the packages, refreshing the package lists
+# (apt-get update) at most once, and only when they lack a package or the
+# install fails on lists too old for the mirror.
+apt_install() {
+  local sudo="" updated=0 p candidate
+  [[ $(id -u) -eq 0 ]] || sudo=sudo
+  for p in "$@"; do
+    candidate=$(LC_ALL=C apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ { print $2 }')
+    if [[ -z "$candidate" || "$candidate" == "(none)" ]]; then
+      echo "   $p is not in the package lists: apt-get update"
+      $sudo apt-get update -q >/dev/null
+      updated=1
+      break
+    fi
+  done
+  if ! $sudo apt-get install -y -q "$@" >/dev/null; then
+    [[ $updated -eq 0 ]] || return 1
+    echo "   apt-get install failed: apt-get update, then once more"
+    $sudo apt-get update -q >/dev/null
+    $sudo apt-get install -y -q "$@" >/dev/null
+  fi
+}
+
 echo "== 1. packages: cross linker, qemu, aarch64 standard library"
 if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
-  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO=sudo
-  $SUDO apt-get install -y -q gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static >/dev/null
+  apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 fi
 rustup target add "$T" >/dev/null
 echo "   $(aarch64-linux-gnu-gcc --version | head -1)"

@@ -115,7 +115,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "error: model {} not found ({e}).\n\
                  The full-weight models are not in the repository; generate them with\n  \
-                 python scripts/fixtures/export_torchvision.py --out-full /work/fixtures-full\n\
+                 python scripts/fixtures/export_torchvision.py --out-full fixtures-full\n\
                  (needs torch, torchvision, onnx and onnxruntime) and pass the path of resnet50.onnx.",
                 args.model.display()
             );

@@ -1,13 +1,13 @@
 //! Fits the analytic (roofline) model's CPU figures to real phone latencies.
 //!
-//! Reads an nn-Meter block table (`../shared/data/phone-latency/*_blocks.json`),
-//! builds each MBConv block through the IR, splits it into kernels with the
-//! default fusion rules, and fits effective throughput, bandwidth and kernel
-//! overhead by grid search on log-latency error over a seeded 80% split. Prints
-//! the held-out 20% accuracy of the fitted analytic model and the profile
-//! figures with their source.
+//! Reads an nn-Meter block table (the repository's
+//! `data/phone-latency/*_blocks.json`), builds each MBConv block through the
+//! IR, splits it into kernels with the default fusion rules, and fits effective
+//! throughput, bandwidth and kernel overhead by grid search on log-latency
+//! error over a seeded 80% split. Prints the held-out 20% accuracy of the
+//! fitted analytic model and the profile figures with their source.
 //!
-//! `cargo run --release -p predictor --example fit_phone_cpu -- ../shared/data/phone-latency/pixel4_cpu_blocks.json`
+//! `cargo run --release -p predictor --example fit_phone_cpu -- data/phone-latency/pixel4_cpu_blocks.json`
 
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::{BinaryOp, UnaryOp};
@@ -98,7 +98,7 @@ fn kernel_works(g: &Graph) -> Result<Vec<(Work, bool)>, GraphError> {
 
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
-        eprintln!("usage: fit_phone_cpu BLOCKS.json   (e.g. ../shared/data/phone-latency/pixel4_cpu_blocks.json)");
+        eprintln!("usage: fit_phone_cpu BLOCKS.json   (e.g. data/phone-latency/pixel4_cpu_blocks.json)");
         std::process::exit(2);
     };
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {

@@ -1,7 +1,8 @@
-//! Trains a block-level latency predictor for each phone table in
-//! `shared/data/phone-latency/`, prints its accuracy on the held-out 20%
-//! (fixed seeds, see `predictor::phone`) and saves the fitted forest to
-//! `data/predictors/<phone>_blocks.forest.json` with its provenance.
+//! Trains a block-level latency predictor for each phone table in the
+//! repository's `data/phone-latency/` (`predictor::phone::TABLES_DIR`), prints
+//! its accuracy on the held-out 20% (fixed seeds, see `predictor::phone`) and
+//! saves the fitted forest to `data/predictors/<phone>_blocks.forest.json`
+//! with its provenance.
 //!
 //! usage: phone_blocks [--data DIR] [--out DIR] [--no-save]
 //!                     [--trees N] [--depth N] [--leaf N] [--max-features N]
@@ -12,13 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use predictor::forest::MaxFeatures;
-use predictor::phone::{self, FIT_SEED, SPLIT_SEED, TEST_FRACTION};
-
-/// The phones and their tables, as in the data README.
-const PHONES: [(&str, &str); 2] = [
-    ("pixel4", "pixel4_cpu_blocks.json"),
-    ("xiaomi11", "xiaomi11_cpu_blocks.json"),
-];
+use predictor::phone::{self, FIT_SEED, PHONE_TABLES, SPLIT_SEED, TABLES_DIR, TEST_FRACTION};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -26,7 +21,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .ancestors()
         .nth(2)
         .ok_or("crate is not two levels below the repository root")?;
-    let mut data = root.parent().unwrap_or(root).join("shared/data/phone-latency");
+    let mut data = root.join(TABLES_DIR);
     let mut out = root.join("data/predictors");
     let mut save = true;
     let mut params = phone::block_forest_params();
@@ -57,7 +52,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         "split: {:.0}% held out, split seed {split_seed}, fit seed {fit_seed}",
         100.0 * TEST_FRACTION
     );
-    for (phone_name, file) in PHONES {
+    for (phone_name, file) in PHONE_TABLES {
         let blocks = phone::load_blocks(data.join(file))?;
         let start = Instant::now();
         let (mut forest, report) = phone::train_and_evaluate(&blocks, &params, split_seed, fit_seed)?;
@@ -72,7 +67,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             forest.n_nodes()
         );
         if save {
-            forest.set_metadata("data", format!("shared/data/phone-latency/{file}").into());
+            forest.set_metadata("data", format!("{TABLES_DIR}/{file}").into());
             forest.set_metadata("data_source", "microsoft/nn-Meter dev/hybrid-transformer, MIT".into());
             forest.set_metadata("n_blocks", blocks.samples.len().into());
             forest.set_metadata("split_seed", split_seed.into());

@@ -1,8 +1,8 @@
 //! Block-level latency predictors from real phone measurements.
 //!
-//! The tables in `shared/data/phone-latency/` (from nn-Meter, see its README)
-//! map keys to the latency in milliseconds of one block measured with TFLite on
-//! a phone CPU. This module reads the MBConv keys,
+//! The tables in the repository's [`TABLES_DIR`] (from nn-Meter, see its
+//! README) map keys to the latency in milliseconds of one block measured with
+//! TFLite on a phone CPU. This module reads the MBConv keys,
 //! `conv_{hw}_{cin}_{cout}_{expand}_{stride}_{act}_{kernel}_{se|nose}`, into
 //! [`BlockSample`]s, describes each block by nn-Meter-style features
 //! ([`FEATURE_NAMES`]), splits the samples 80/20 with a fixed seed and fits a
@@ -45,6 +45,16 @@ use crate::forest::{self, Forest, ForestError, ForestParams, MaxFeatures, SplitM
 /// Feature names, in the order of [`MbConvBlock::features`].
 pub const FEATURE_NAMES: [&str; 13] = [
     "hw", "cin", "cout", "expand", "stride", "kernel", "se", "residual", "mid", "hw_out", "se_mid", "macs", "params",
+];
+
+/// The folder of the phone latency tables, relative to the repository root.
+pub const TABLES_DIR: &str = "data/phone-latency";
+
+/// The phones with a committed block predictor and their tables in
+/// [`TABLES_DIR`]: `(phone, table file)`.
+pub const PHONE_TABLES: [(&str, &str); 2] = [
+    ("pixel4", "pixel4_cpu_blocks.json"),
+    ("xiaomi11", "xiaomi11_cpu_blocks.json"),
 ];
 
 /// Seed of the train/test split used for every reported accuracy.

@@ -2,7 +2,7 @@
 //! (±10% for at least 95% of the held-out 20%) and the committed forests in
 //! `data/predictors/` reproducing the accuracy recorded in them.
 //!
-//! Needs the shared data beside the repository (`<repo>/../shared`), as in CI.
+//! Reads the tables committed in the repository (`data/phone-latency/`).
 
 use std::path::PathBuf;
 
@@ -17,10 +17,10 @@ fn repo() -> PathBuf {
 }
 
 fn check_phone(phone_name: &str, table: &str) {
-    let data = repo().join("../shared/data/phone-latency").join(table);
+    let data = repo().join(phone::TABLES_DIR).join(table);
     assert!(
         data.is_file(),
-        "{} is missing: the phone tables live in ../shared beside the repo",
+        "{} is missing: the phone tables are committed in the repository",
         data.display()
     );
     let blocks = phone::load_blocks(&data).unwrap();
@@ -84,12 +84,20 @@ fn check_phone(phone_name: &str, table: &str) {
     }
 }
 
+fn table_of(phone_name: &str) -> &'static str {
+    phone::PHONE_TABLES
+        .iter()
+        .find(|(name, _)| *name == phone_name)
+        .map(|(_, table)| *table)
+        .unwrap()
+}
+
 #[test]
 fn pixel4_blocks_within_10_percent() {
-    check_phone("pixel4", "pixel4_cpu_blocks.json");
+    check_phone("pixel4", table_of("pixel4"));
 }
 
 #[test]
 fn xiaomi11_blocks_within_10_percent() {
-    check_phone("xiaomi11", "xiaomi11_cpu_blocks.json");
+    check_phone("xiaomi11", table_of("xiaomi11"));
 }
