@@ -11,7 +11,7 @@
 
 use crate::error::BundleError;
 use graph_ir::ops::{Concat, Conv, Slice};
-use graph_ir::{DType, Graph, NodeId, Op, Patch, PatchOutlet, Tensor, keys};
+use graph_ir::{Graph, NodeId, Op, Patch, PatchOutlet, Tensor, keys};
 use predictor::DeviceProfile;
 
 /// `g` with every node a processor lacks rewritten; one line per rewrite.
@@ -69,42 +69,59 @@ fn refuse(g: &Graph, id: NodeId, why: &str) -> BundleError {
     }
 }
 
-/// Rows `[from, to)` of the float tensor `t` along axis 0.
-fn rows(t: &Tensor, from: usize, to: usize) -> Tensor {
+/// Rows `[from, to)` of `t` along axis 0, of any type; `None` for a
+/// tensor without data or of rank 0.
+fn rows(t: &Tensor, from: usize, to: usize) -> Option<Tensor> {
     let shape = t.shape().to_vec();
-    let per: usize = shape[1..].iter().product();
-    let v = t.to_f32_vec().unwrap_or_default();
+    if shape.is_empty() || to > shape[0] {
+        return None;
+    }
+    let per: usize = shape[1..].iter().product::<usize>() * t.dtype().size();
+    let raw = t.raw()?;
     let mut s = shape;
     s[0] = to - from;
-    Tensor::from_f32(s, &v[from * per..to * per])
+    Tensor::from_bytes(graph_ir::Fact::new(t.dtype(), s), raw.slice(from * per..to * per)).ok()
+}
+
+/// Rows `[from, to)` of the weights or bias at `o`: a float constant (fp32
+/// or fp16), or a per-channel (axis 0) or per-tensor DequantizeLinear of
+/// constants, rewritten as the same DequantizeLinear of their rows.
+fn part(g: &Graph, o: graph_ir::Outlet, from: usize, to: usize, name: &str, patch: &mut Patch) -> Option<PatchOutlet> {
+    let n = g.node(o.node);
+    match &n.op {
+        Op::Const(t) if t.dtype().is_float() => Some(patch.add_const(name.to_string(), rows(t, from, to)?)),
+        Op::DequantizeLinear(dq) if dq.axis == 0 || dq.axis == -(g.fact(o)?.rank() as i64) => {
+            let mut inputs = Vec::new();
+            for (k, i) in n.inputs.iter().enumerate() {
+                let t = g.const_tensor(*i)?;
+                let sliced = if k == 0 || t.volume() > 1 {
+                    rows(t, from, to)?
+                } else {
+                    t.clone()
+                };
+                inputs.push(patch.add_const(format!("{name}/{}", ["q", "scale", "zero_point"][k.min(2)]), sliced));
+            }
+            let node = patch.add_node(name.to_string(), n.op.clone(), inputs);
+            for (k, v) in &n.annotations {
+                patch.annotate_new(node, k.clone(), v.clone());
+            }
+            Some(node.out(0))
+        }
+        _ => None,
+    }
 }
 
 fn split_groups(g: &Graph, id: NodeId, c: &Conv, patch: &mut Patch) -> Result<(), BundleError> {
     let n = g.node(id);
     let groups = c.group;
     let w = g
-        .const_tensor(n.inputs[1])
-        .filter(|t| t.dtype() == DType::F32)
-        .ok_or_else(|| {
-            refuse(
-                g,
-                id,
-                "its weights are not a float constant (quantized or computed) to slice per group",
-            )
-        })?;
-    let bias = match n.inputs.get(2) {
-        Some(b) => Some(
-            g.const_tensor(*b)
-                .filter(|t| t.dtype() == DType::F32)
-                .ok_or_else(|| refuse(g, id, "its bias is not a float constant"))?,
-        ),
-        None => None,
-    };
+        .fact(n.inputs[1])
+        .ok_or_else(|| refuse(g, id, "its weights have no known shape"))?;
     let cin = g
         .fact(n.inputs[0])
         .and_then(|f| f.shape.get(1).copied())
         .ok_or_else(|| refuse(g, id, "its input has no known channel count"))?;
-    let cout = w.shape()[0];
+    let cout = w.shape[0];
     if !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
         return Err(refuse(
             g,
@@ -140,10 +157,21 @@ fn split_groups(g: &Graph, id: NodeId, c: &Conv, patch: &mut Patch) -> Result<()
             vec![n.inputs[0].into()],
         );
         annotate(patch, slice, k == 0);
-        let wk = patch.add_const(format!("{}/w{k}", n.name), rows(w, k * per_out, (k + 1) * per_out));
+        let (from, to) = (k * per_out, (k + 1) * per_out);
+        let unsliceable = |what: &str| {
+            refuse(
+                g,
+                id,
+                &format!(
+                    "its {what} is neither a float constant nor a DequantizeLinear of constants along the output channels"
+                ),
+            )
+        };
+        let wk =
+            part(g, n.inputs[1], from, to, &format!("{}/w{k}", n.name), patch).ok_or_else(|| unsliceable("weight"))?;
         let mut inputs = vec![slice.out(0), wk];
-        if let Some(b) = bias {
-            inputs.push(patch.add_const(format!("{}/b{k}", n.name), rows(b, k * per_out, (k + 1) * per_out)));
+        if let Some(b) = n.inputs.get(2) {
+            inputs.push(part(g, *b, from, to, &format!("{}/b{k}", n.name), patch).ok_or_else(|| unsliceable("bias"))?);
         }
         let conv = patch.add_node(
             format!("{}/g{k}", n.name),

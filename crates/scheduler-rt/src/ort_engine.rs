@@ -151,7 +151,11 @@ impl OrtEngine {
         &self.loaded.library
     }
 
+    /// A session of `onnx`, its float16 values computed as on a phone's
+    /// GPU in fp16 mode ([`graph_ir::onnx::fp16_rounded`], as tract loads them).
     fn session(&self, onnx: &[u8]) -> Result<Session, String> {
+        let rounded = graph_ir::onnx::fp16_rounded(onnx);
+        let onnx = rounded.as_deref().unwrap_or(onnx);
         Session::builder(&self.loaded.env)
             .map_err(|e| e.to_string())?
             .with_intra_threads(self.threads)

@@ -173,3 +173,86 @@ fn a_refused_quantization_leaves_no_model_file() {
     no_leftovers(&dir, "q");
     assert!(!q.exists());
 }
+
+/// regnet_x_1_6gf at 32x32, random weights, quantized for `device` with
+/// every node on `processor`, exported into `out`; the export's output.
+fn quantized_regnet(dir: &Path, device: &str, processor: &str, out: &Path) -> String {
+    let regnet = arg(&repo().join("fixtures/models/regnet_x_1_6gf.onnx"));
+    let q = arg(&dir.join(format!("regnet-{processor}.onnx")));
+    let shape = ["--random-weights", "1", "--input-shape", "1,3,32,32"];
+    let cal = ["--calibration", "digits", "--samples", "8"];
+    stretch_ok(&[
+        "quantize",
+        &regnet,
+        shape[0],
+        shape[1],
+        shape[2],
+        shape[3],
+        "--device",
+        device,
+        "--processor",
+        processor,
+        cal[0],
+        cal[1],
+        cal[2],
+        cal[3],
+        "-o",
+        &q,
+    ]);
+    let text = stretch_ok(&[
+        "export",
+        &q,
+        "--device",
+        device,
+        "--processor",
+        processor,
+        "--no-ort",
+        "-o",
+        &arg(out),
+    ]);
+    for engine in ["tract", "ort"] {
+        let run = common::stretch_run_ok(&[&arg(out), "--check", "--engine", engine]);
+        assert!(run.contains("check: output 0"), "{engine}: {run}");
+    }
+    text
+}
+
+/// snapdragon855's GPU computes fp16 and lacks grouped convolutions: the
+/// quantized regnet's grouped convolutions (fp16 weights) are rewritten,
+/// and tract and onnxruntime both compute its float16 as float32 rounded
+/// after each operator, within the bundle's float16 tolerance.
+#[test]
+fn a_quantized_grouped_model_exports_for_the_fp16_gpu_and_runs_on_both_engines() {
+    let dir = scratch("bundle-export-fp16-grouped");
+    let sd = arg(&repo().join("configs/devices/snapdragon855.toml"));
+    let out = dir.join("bundle");
+    let text = quantized_regnet(&dir, &sd, "gpu", &out);
+    assert!(
+        text.contains("rewrote") && text.contains("slices and convolutions + concat"),
+        "{text}"
+    );
+    let m = bundle::Bundle::open(&out).unwrap().manifest;
+    assert_eq!(m.processors[0].precision, "fp16");
+    assert_eq!(
+        m.reference.rtol,
+        bundle::FP16_RTOL,
+        "float16 outputs are held to float16 steps"
+    );
+}
+
+/// An int8 processor that lacks grouped convolutions: the rewrite slices
+/// the int8 weights, their per-channel scales and zero points per group.
+#[test]
+fn a_quantized_grouped_model_exports_for_an_int8_processor_that_lacks_them() {
+    let dir = scratch("bundle-export-int8-grouped");
+    let text = std::fs::read_to_string(repo().join("configs/devices/snapdragon855.toml")).unwrap();
+    let lacking = text.replacen("[processors.dsp]\n", "[processors.dsp]\nlacks = [\"GroupedConv\"]\n", 1);
+    assert_ne!(lacking, text);
+    let device = dir.join("dsp-lacks-grouped.toml");
+    std::fs::write(&device, lacking).unwrap();
+    let out = dir.join("bundle");
+    let text = quantized_regnet(&dir, &arg(&device), "dsp", &out);
+    assert!(text.contains("rewrote") && text.contains("on dsp as"), "{text}");
+    let m = bundle::Bundle::open(&out).unwrap().manifest;
+    assert_eq!(m.processors[0].precision, "int8");
+}

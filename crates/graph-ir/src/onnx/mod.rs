@@ -11,6 +11,7 @@ mod export;
 mod export_compose;
 
 mod fold;
+mod fp16_host;
 mod import;
 mod import_blocks;
 mod import_ops;
@@ -24,6 +25,7 @@ mod tensor_proto;
 
 pub use export::{EXPORT_OPSET, export_bytes, export_file, write_atomic};
 
+pub use fp16_host::fp16_rounded;
 pub use import::{ImportOptions, InputShape, import_bytes, import_file};
 pub use qlinear::{Fused, fuse_qdq};
 

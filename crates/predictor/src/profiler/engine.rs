@@ -12,12 +12,17 @@ use tract_onnx::tract_core::internal::tract_linalg::multithread::Executor;
 /// The exact tract release this build links (checked against Cargo.lock in tests).
 pub const TRACT_VERSION: &str = "0.23.9";
 
-/// The tract model of ONNX `onnx`: tract fuses no QDQ pattern, so a
-/// quantized file is first rewritten into what onnxruntime computes for it
+/// The tract model of ONNX `onnx`: float16 values are computed as on a
+/// phone's GPU in fp16 mode, float32 rounded to float16 after each
+/// operator ([`graph_ir::onnx::fp16_rounded`], as every host engine loads
+/// them); tract fuses no QDQ pattern, so a quantized file is then
+/// rewritten into what onnxruntime computes for it
 /// ([`graph_ir::onnx::fuse_qdq`]: convolutions as integer `QLinearConv`,
 /// additions and quantizations in onnxruntime's arithmetic); other files
 /// load unchanged.
 pub fn tract_model(onnx: &[u8]) -> TractResult<InferenceModel> {
+    let rounded = graph_ir::onnx::fp16_rounded(onnx);
+    let onnx = rounded.as_deref().unwrap_or(onnx);
     match graph_ir::onnx::fuse_qdq(onnx) {
         Some((fused, _)) => tract_onnx::onnx().model_for_read(&mut &fused[..]),
         None => tract_onnx::onnx().model_for_read(&mut &onnx[..]),
