@@ -285,7 +285,7 @@ impl Workload {
     }
 }
 
-pub use crate::core::workload_file::parse;
+pub use crate::core::workload_file::{MAX_RATE_HZ, MAX_REQUESTS, parse};
 
 /// A render task's frame leaves no time for DNNs.
 #[derive(Debug, Error, PartialEq)]

@@ -87,7 +87,12 @@ struct OutageFile {
     for_s: f64,
 }
 
-/// The highest arrival rate an app may ask (requests per second).
+/// The highest arrival rate an app, the camera (frames, and frame
+/// requests) or the render task may ask, per second. With
+/// [`MAX_REQUESTS`] and the policies' window of the queue
+/// ([`crate::core::QUEUE_WINDOW`]) it bounds a simulation's work: at most
+/// `MAX_REQUESTS` rate-driven requests, each decision over at most
+/// `QUEUE_WINDOW` queued tasks.
 pub const MAX_RATE_HZ: f64 = 10_000.0;
 
 /// The most requests a workload's rates may ask over its duration.
