@@ -5,7 +5,7 @@
 //! server as one more worker. What `simulate --thermal` runs.
 
 use crate::core::estimator::{Estimator, EstimatorParams};
-use crate::core::workload::{Camera, Workload};
+use crate::core::workload::Workload;
 use crate::core::{SchedError, Scheduler};
 use crate::policy::PolicyOptions;
 use crate::predicted::{self, LatencyTable};
@@ -35,6 +35,8 @@ pub enum ThermalRunError {
     Policy(#[from] PolicyError),
     #[error("unknown policy '{spec}' for a thermal run (known: {known}; add +cloud to offer the cloud worker)")]
     UnknownPolicy { spec: String, known: String },
+    #[error(transparent)]
+    Workload(#[from] crate::core::workload::WorkloadError),
     #[error("no platform built for policy '{spec}'")]
     NoPlatform { spec: String },
 }
@@ -200,16 +202,15 @@ impl Platforms {
         policies: &[String],
         fps: &[f64],
     ) -> Result<Option<Vec<Option<(f64, f64)>>>, ThermalRunError> {
-        let Some(cam) = w.camera else { return Ok(None) };
+        if w.camera.is_none() {
+            return Ok(None);
+        }
         let mut bests = Vec::with_capacity(policies.len());
         for p in policies {
             let mut best = None;
             for &f in fps {
                 let mut wf = w.clone();
-                wf.camera = Some(Camera {
-                    fps: f,
-                    slo_ms: cam.slo_ms * cam.fps / f,
-                });
+                wf.set_camera_fps(f, "fps")?;
                 let r = self.run(&wf, p)?;
                 if r.throttle_s.is_none() {
                     best = Some((f, r.slo_met));

@@ -143,10 +143,7 @@ pub fn load_workload(path: &Path, names: &[String], duration_s: Option<f64>) -> 
     let mut w = Workload::load(path)?;
     w.check_processors(names)?;
     if let Some(d) = duration_s {
-        if !(d.is_finite() && d > 0.0) {
-            bail!("--duration-s must be positive, got {d}");
-        }
-        w.duration_s = Some(d);
+        w.set_duration_s(d, "--duration-s")?;
     }
     Ok(w)
 }

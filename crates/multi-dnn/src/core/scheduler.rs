@@ -223,10 +223,20 @@ impl WorkerState {
     }
 }
 
+/// The most queued tasks a policy sees at one decision: the queue's first
+/// this many, head first. A policy's work per decision is therefore bounded
+/// by this window whatever the backlog (every built-in policy is at most
+/// quadratic in the tasks it sees), and so is the scheduler's own (it
+/// finds and removes an assigned task within the window); a run of N
+/// requests makes O(N) decisions. Tasks further back wait their turn: the
+/// queue is then deep enough that every one of them is late behind the
+/// window's work anyway.
+pub const QUEUE_WINDOW: usize = 256;
+
 /// Everything a policy may look at; no clock, no threads.
 pub struct View<'a> {
     pub now_ms: f64,
-    /// The global queue, head first.
+    /// The global queue's first [`QUEUE_WINDOW`] tasks, head first.
     pub queue: &'a [Task],
     pub jobs: &'a JobMap<Job>,
     pub models: &'a [ModelUnits],
@@ -550,9 +560,10 @@ impl Scheduler {
             self.drop(now, thermal);
         }
         if !self.queue.is_empty() && self.workers.iter().any(|w| w.available) {
+            let window = self.window();
             let view = View {
                 now_ms: now,
-                queue: self.queue.make_contiguous(),
+                queue: &window,
                 jobs: &self.jobs,
                 models: &self.models,
                 workers: &self.workers,
@@ -615,11 +626,17 @@ impl Scheduler {
         Ok(starts)
     }
 
+    /// The queue's first [`QUEUE_WINDOW`] tasks.
+    fn window(&self) -> Vec<Task> {
+        self.queue.iter().take(QUEUE_WINDOW).copied().collect()
+    }
+
     /// Drops the queued jobs the policy names that have nothing running.
     fn drop(&mut self, now: f64, thermal: Option<&dyn crate::core::hooks::ThermalOracle>) {
+        let window = self.window();
         let view = View {
             now_ms: now,
-            queue: self.queue.make_contiguous(),
+            queue: &window,
             jobs: &self.jobs,
             models: &self.models,
             workers: &self.workers,
@@ -628,11 +645,14 @@ impl Scheduler {
         };
         let ids = self.policy.drops(&view);
         let mut gone = std::collections::HashSet::new();
+        let mut queued = 0;
         for id in ids {
             if self.jobs.get(&id).is_none_or(|j| j.running.iter().any(|r| *r)) {
                 continue;
             }
             if let Some(job) = self.jobs.remove(&id) {
+                let m = &self.models[job.spec.model];
+                queued += (0..m.regions.len()).filter(|r| job.region_ready(m, *r)).count();
                 gone.insert(id);
                 self.dropped.push(Dropped {
                     job: id,
@@ -641,7 +661,16 @@ impl Scheduler {
                 });
             }
         }
-        if !gone.is_empty() {
+        if gone.is_empty() {
+            return;
+        }
+        let head: Vec<Task> = self.queue.drain(..self.queue.len().min(QUEUE_WINDOW)).collect();
+        let kept: Vec<Task> = head.iter().copied().filter(|t| !gone.contains(&t.job)).collect();
+        let removed = head.len() - kept.len();
+        for t in kept.into_iter().rev() {
+            self.queue.push_front(t);
+        }
+        if removed < queued {
             self.queue.retain(|t| !gone.contains(&t.job));
         }
     }
@@ -697,6 +726,7 @@ impl Scheduler {
         let r = w.running.take()?;
         let job = self.jobs.get_mut(&r.task.job)?;
         let m = &self.models[r.model];
+        let queued: Vec<bool> = (0..m.regions.len()).map(|reg| job.region_ready(m, reg)).collect();
         job.running[r.task.region] = false;
         let requeue = self.policy.requeue();
         let push = |q: &mut VecDeque<Task>, t: Task| match requeue {
@@ -727,7 +757,7 @@ impl Scheduler {
                 job: job.id,
                 region: reg,
             };
-            if job.region_ready(m, reg) && !self.queue.contains(&t) {
+            if job.region_ready(m, reg) && !queued[reg] {
                 push(&mut self.queue, t);
             }
         }

@@ -285,7 +285,7 @@ impl Workload {
     }
 }
 
-pub use crate::core::workload_file::parse;
+pub use crate::core::workload_file::{MAX_RATE_HZ, MAX_REQUESTS, parse};
 
 /// A render task's frame leaves no time for DNNs.
 #[derive(Debug, Error, PartialEq)]
@@ -354,6 +354,38 @@ mod tests {
         let e = load("1e6", "arrival = \"poisson\"\nrate = 100");
         assert!(e.contains("duration_s") && e.contains("100000000 requests"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn camera_and_render_rates_are_bounded_like_app_rates() {
+        let frame = "[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"frame\"\nper_frame = 3\n";
+        let err = |text: String| parse(&text, &dir(), "w.toml").map(|_| ()).unwrap_err().to_string();
+        let e = err(format!("duration_s = 1\n[camera]\nfps = 1e12\n{frame}"));
+        assert!(e.contains("camera.fps") && e.contains("above the 10000"), "{e}");
+        let e = err(format!("duration_s = 1\n[camera]\nfps = 5000\n{frame}"));
+        assert!(e.contains("camera.fps") && e.contains("15000 requests/s"), "{e}");
+        let e = err(format!("duration_s = 1e4\n[camera]\nfps = 1000\n{frame}"));
+        assert!(e.contains("duration_s") && e.contains("30000000 requests"), "{e}");
+        let e = err(
+            "duration_s = 1\n[render]\nprocessor = \"gpu\"\nfps = 1e12\nrender_ms = 1e-10\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"".into(),
+        );
+        assert!(e.contains("render.fps") && e.contains("above the 10000"), "{e}");
+        let e = err("requests = 1000000000000\n[[app]]\nmodel = \"resnet18.onnx\"\narrival = \"closed\"".into());
+        assert!(e.contains("requests") && e.contains("5000000"), "{e}");
+        let mut w = parse(
+            &format!("duration_s = 1\n[camera]\nfps = 30\n{frame}"),
+            &dir(),
+            "w.toml",
+        )
+        .unwrap();
+        let e = w.set_camera_fps(1e12, "--fps-sweep").unwrap_err().to_string();
+        assert!(
+            e.contains("--fps-sweep 1000000000000") && e.contains("above the 10000"),
+            "{e}"
+        );
+        w.set_camera_fps(60.0, "--fps-sweep").unwrap();
+        let e = w.set_duration_s(1e7, "--duration-s").unwrap_err().to_string();
+        assert!(e.contains("--duration-s 10000000") && e.contains("5000000"), "{e}");
     }
 
     fn dir() -> PathBuf {

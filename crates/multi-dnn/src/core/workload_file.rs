@@ -87,7 +87,12 @@ struct OutageFile {
     for_s: f64,
 }
 
-/// The highest arrival rate an app may ask (requests per second).
+/// The highest arrival rate an app, the camera (frames, and frame
+/// requests) or the render task may ask, per second. With
+/// [`MAX_REQUESTS`] and the policies' window of the queue
+/// ([`crate::core::QUEUE_WINDOW`]) it bounds a simulation's work: at most
+/// `MAX_REQUESTS` rate-driven requests, each decision over at most
+/// `QUEUE_WINDOW` queued tasks.
 pub const MAX_RATE_HZ: f64 = 10_000.0;
 
 /// The most requests a workload's rates may ask over its duration.
@@ -128,8 +133,13 @@ impl Workload {
         if f.duration_s.is_none() && f.requests.is_none() {
             return Err(err("duration_s", "give duration_s or requests".into()));
         }
-        if f.requests == Some(0) {
-            return Err(err("requests", "must be at least 1".into()));
+        if let Some(n) = f.requests
+            && !(1.0..=MAX_REQUESTS).contains(&(n as f64))
+        {
+            return Err(err(
+                "requests",
+                format!("must be between 1 and the {MAX_REQUESTS} a run may hold, got {n}"),
+            ));
         }
         if let Some(m) = f.slo_multiplier {
             positive("slo_multiplier", m)?;
@@ -304,25 +314,6 @@ impl Workload {
                 frames,
             });
         }
-        if let Some(d) = f.duration_s {
-            let per_s: f64 = apps
-                .iter()
-                .map(|a| match a.arrival {
-                    Arrival::Periodic { fps } | Arrival::Paced { fps } => fps,
-                    Arrival::Poisson { rate } => rate,
-                    _ => 0.0,
-                })
-                .sum();
-            if per_s * d > MAX_REQUESTS {
-                return Err(err(
-                    "duration_s",
-                    format!(
-                        "the apps' rates ask about {:.0} requests in {d} s, more than the {MAX_REQUESTS} a run may hold",
-                        per_s * d
-                    ),
-                ));
-            }
-        }
         let mut outages = Vec::new();
         for (i, o) in f.outage.into_iter().enumerate() {
             if !(o.at_s.is_finite() && o.at_s >= 0.0) {
@@ -342,6 +333,12 @@ impl Workload {
             None => None,
             Some(r) => {
                 let fps = positive("render.fps", r.fps)?;
+                if fps > MAX_RATE_HZ {
+                    return Err(err(
+                        "render.fps",
+                        format!("{fps} frames/s is above the {MAX_RATE_HZ} a workload may ask (one per 0.1 ms)"),
+                    ));
+                }
                 let render_ms = positive("render.render_ms", r.render_ms)?;
                 let margin_ms = r.margin_ms.unwrap_or(5.0);
                 if !(margin_ms.is_finite() && margin_ms >= 0.0) {
@@ -378,13 +375,14 @@ impl Workload {
                         "a camera drives frame apps; the workload has none".into(),
                     ));
                 }
+                camera_rate(&apps, fps).map_err(|reason| err("camera.fps", reason))?;
                 Some(Camera {
                     fps,
                     slo_ms: positive("camera.slo_ms", c.slo_ms.unwrap_or(1e3 / fps))?,
                 })
             }
         };
-        Ok(Workload {
+        let w = Workload {
             camera,
             drop_late: f.drop_late.unwrap_or(false),
             file: String::new(),
@@ -395,8 +393,108 @@ impl Workload {
             outages,
             render,
             groups,
-        })
+        };
+        if let Some(d) = f.duration_s {
+            w.check_requests(d).map_err(|reason| err("duration_s", reason))?;
+        }
+        Ok(w)
     }
+
+    /// Requests per second the rate-driven arrivals ask: periodic, paced
+    /// and Poisson apps, the camera's frames times the requests each frame
+    /// sends, and one per period of every group whose period is known.
+    pub fn requests_per_s(&self) -> f64 {
+        let apps: f64 = self
+            .apps
+            .iter()
+            .map(|a| match a.arrival {
+                Arrival::Periodic { fps } | Arrival::Paced { fps } => fps,
+                Arrival::Poisson { rate } => rate,
+                Arrival::Group { group } => self.groups[group].period_ms.map_or(0.0, |p| 1e3 / p),
+                Arrival::Closed | Arrival::Frame { .. } => 0.0,
+            })
+            .sum();
+        apps + self.camera.map_or(0.0, |c| c.fps * per_frame(&self.apps))
+    }
+
+    /// Refuses a duration over which the rates would ask more than
+    /// [`MAX_REQUESTS`] requests.
+    fn check_requests(&self, duration_s: f64) -> Result<(), String> {
+        let n = self.requests_per_s() * duration_s;
+        if n > MAX_REQUESTS {
+            return Err(format!(
+                "the apps' rates ask about {n:.0} requests in {duration_s} s, more than the {MAX_REQUESTS} a run may hold"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Replaces the arrival window by `duration_s` under the file's own
+    /// checks (positive, at most [`MAX_REQUESTS`] requests at the apps'
+    /// rates); an error names `key` (the option that gave it) and the value.
+    pub fn set_duration_s(&mut self, duration_s: f64, key: &str) -> Result<(), WorkloadError> {
+        let fail = |reason: String| WorkloadError {
+            file: self.file.clone(),
+            key: format!("{key} {duration_s}"),
+            reason,
+        };
+        if !(duration_s.is_finite() && duration_s > 0.0) {
+            return Err(fail("must be a positive number".into()));
+        }
+        self.check_requests(duration_s).map_err(fail)?;
+        self.duration_s = Some(duration_s);
+        Ok(())
+    }
+
+    /// Sets the camera's rate to `fps` under the file's checks (frames and
+    /// requests per second at most [`MAX_RATE_HZ`], at most [`MAX_REQUESTS`]
+    /// requests over the duration), its SLO scaled with the period; an
+    /// error names `key` and the value. Nothing changes without a camera.
+    pub fn set_camera_fps(&mut self, fps: f64, key: &str) -> Result<(), WorkloadError> {
+        let fail = |reason: String| WorkloadError {
+            file: self.file.clone(),
+            key: format!("{key} {fps}"),
+            reason,
+        };
+        let Some(cam) = self.camera else { return Ok(()) };
+        if !(fps.is_finite() && fps > 0.0) {
+            return Err(fail("must be a positive number".into()));
+        }
+        camera_rate(&self.apps, fps).map_err(fail)?;
+        let mut w = self.clone();
+        w.camera = Some(Camera {
+            fps,
+            slo_ms: cam.slo_ms * cam.fps / fps,
+        });
+        if let Some(d) = w.duration_s {
+            w.check_requests(d).map_err(fail)?;
+        }
+        *self = w;
+        Ok(())
+    }
+}
+
+/// Requests each camera frame sends: every frame app's `per_frame`.
+fn per_frame(apps: &[App]) -> f64 {
+    apps.iter()
+        .map(|a| match a.arrival {
+            Arrival::Frame { per_frame, .. } => per_frame as f64,
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// Refuses a camera rate of more than [`MAX_RATE_HZ`] frames, or frame
+/// requests, per second.
+fn camera_rate(apps: &[App], fps: f64) -> Result<(), String> {
+    let per_s = fps * per_frame(apps);
+    if fps > MAX_RATE_HZ || per_s > MAX_RATE_HZ {
+        return Err(format!(
+            "{fps} frames/s of {} requests each ask {per_s} requests/s, above the {MAX_RATE_HZ} a workload may ask (one per 0.1 ms)",
+            per_frame(apps)
+        ));
+    }
+    Ok(())
 }
 
 /// Parses workload text as if read from `dir/name` (tests, embedded examples).

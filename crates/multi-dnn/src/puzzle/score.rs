@@ -48,6 +48,11 @@ pub fn saturation(multipliers: &[f64], mut score_at: impl FnMut(f64) -> f64) -> 
     multipliers.iter().copied().find(|m| score_at(*m) >= SATURATED)
 }
 
+/// The largest period multiplier α* is looked for under: the sweep tries
+/// up to `max / 0.05` coarse and 5 fine multipliers (one simulation each)
+/// and the relaxed bound holds arrays proportional to `max`.
+pub const MAX_MULTIPLIER: f64 = 20.0;
+
 /// α* to 0.01 over 0.05..=`max`, swept coarse then fine: every 0.05 up to
 /// the first that saturates, then every 0.01 in the step below it. Equal
 /// to [`saturation`] over [`sweep`]`(max)` unless the score rises to

@@ -13,6 +13,7 @@ use multi_dnn::puzzle::mapping::shortest_first;
 use multi_dnn::puzzle::measured::Measured;
 use multi_dnn::puzzle::plan_file::PlanFile;
 use multi_dnn::puzzle::retime::Source;
+use multi_dnn::puzzle::score::MAX_MULTIPLIER;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -77,7 +78,7 @@ pub struct Args {
     #[arg(long, default_value_t = 30)]
     pub periods: usize,
 
-    /// Largest period multiplier tried when looking for α*.
+    /// Largest period multiplier tried when looking for α*, from 0.1 to 20.
     #[arg(long, default_value_t = 4.0)]
     pub max_multiplier: f64,
 
@@ -128,8 +129,11 @@ fn check(a: &Args) -> Result<()> {
     if a.population < 2 || a.periods == 0 {
         bail!("--population must be at least 2 and --periods at least 1");
     }
-    if !(a.max_multiplier.is_finite() && a.max_multiplier >= 0.1) {
-        bail!("--max-multiplier must be at least 0.1, got {}", a.max_multiplier);
+    if !(a.max_multiplier >= 0.1 && a.max_multiplier <= MAX_MULTIPLIER) {
+        bail!(
+            "--max-multiplier {}: give at least 0.1 and at most {MAX_MULTIPLIER} (each step of 0.05 up to it may cost a simulation)",
+            a.max_multiplier
+        );
     }
     Ok(())
 }

@@ -73,7 +73,7 @@ pub struct Args {
     /// Split each run into this many rounds of duration/N seconds, every
     /// policy and multiplier taking its turn in each round, so that drift of
     /// the machine over the sweep affects all alike; the rounds' results
-    /// are pooled. Not with outages.
+    /// are pooled. At least 1; not with outages.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
 
@@ -265,6 +265,9 @@ fn load_server(
 pub fn run(a: Args) -> Result<()> {
     scheduler_rt::pool::pool().set_enabled(a.tensor_pool == "on");
     multi_dnn::serve::set_thread_scheduling(a.scheduling == "thread");
+    if a.rounds == 0 {
+        bail!("--rounds 0: a run needs at least 1 round");
+    }
     if a.thermal && (a.rounds > 1 || !a.plan.is_empty()) {
         bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
     }

@@ -76,7 +76,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             None => sc.workload.clone(),
         };
         if let Some(d) = a.sweep.duration_s {
-            workload.duration_s = Some(d);
+            workload.set_duration_s(d, "--duration-s")?;
         }
         let served = served::serve(&setup, &loaded, &workload, &options, &mut |note| eprintln!("{note}"))?;
         let mut report = report(a, &sc, &files, &served, options.rounds);

@@ -85,12 +85,15 @@ pub struct Args {
 
     /// With --thermal: η of max-weighted-ppt, minimising η·latency +
     /// (1 − η)·temperature rise, each over its largest value among the
-    /// options; 1 is latency only, 0 heat only. Default 0.5.
-    #[arg(long, requires = "thermal")]
+    /// options; from 0 to 1: 1 is latency only, 0 heat only. Default 0.5.
+    #[arg(long, requires = "thermal", allow_negative_numbers = true)]
     pub eta: Option<f64>,
 
     /// With --thermal and a [camera] workload: also run every policy at
-    /// each of these camera rates and report the highest that never throttles.
+    /// each of these camera rates and report the highest that never
+    /// throttles. Each rate is held to the workload's limits: at most
+    /// 10000 frames and frame requests per second, at most 5000000
+    /// requests over the duration.
     #[arg(long = "fps-sweep", value_name = "F1,F2,...", requires = "thermal")]
     pub fps_sweep: Option<String>,
 
@@ -193,10 +196,7 @@ fn from_measured(a: &Args, graphs: &[graph_ir::Graph]) -> Result<Setup> {
 /// A render-task workload, simulated (Heimdall).
 fn run_render(a: &Args, mut w: Workload, graphs: Vec<graph_ir::Graph>) -> Result<()> {
     if let Some(d) = a.sweep.duration_s {
-        if !(d.is_finite() && d > 0.0) {
-            bail!("--duration-s must be positive, got {d}");
-        }
-        w.duration_s = Some(d);
+        w.set_duration_s(d, "--duration-s")?;
     }
     let policies = a.sweep.policies_for(true)?;
     crate::render_run::check_policies(&w, &policies)?;

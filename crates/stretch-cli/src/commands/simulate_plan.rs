@@ -5,7 +5,7 @@
 use super::simulate::Args;
 use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use multi_dnn::puzzle::plan_file::PlanFile;
 
 pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
@@ -39,9 +39,7 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
         problem.workload.set_group_bases(b);
     }
     if let Some(d) = a.sweep.duration_s {
-        if !(d.is_finite() && d > 0.0) {
-            bail!("--duration-s must be positive, got {d}");
-        }
+        problem.workload.clone().set_duration_s(d, "--duration-s")?;
         let longest = problem
             .workload
             .groups

@@ -7,7 +7,7 @@
 use super::simulate::Args;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
-use multi_dnn::core::workload::Workload;
+use multi_dnn::core::workload::{Arrival, Workload};
 use multi_dnn::sim::SimOptions;
 use multi_dnn::splash::thermal::profile::{CloudSpec, cloud_spec, thermal_params};
 use multi_dnn::thermal_run::{Platform, Platforms, Row, split};
@@ -155,11 +155,16 @@ fn policies(a: &Args, file: &str, cloud: Option<&CloudSpec>) -> Result<(Vec<Stri
     Ok((policies, uses))
 }
 
-/// `--fps-sweep`'s rates.
-fn fps_list(a: &Args) -> Result<Option<Vec<f64>>> {
+/// `--fps-sweep`'s rates, each one a camera rate `w` accepts.
+fn fps_list(a: &Args, w: &Workload) -> Result<Option<Vec<f64>>> {
     let Some(list) = &a.fps_sweep else { return Ok(None) };
     let rate = |s: &str| match s.trim().parse::<f64>() {
-        Ok(f) if f > 0.0 && f.is_finite() => Ok(f),
+        Ok(f) if f > 0.0 && f.is_finite() => {
+            w.clone()
+                .set_camera_fps(f, "--fps-sweep")
+                .map_err(|e| anyhow::anyhow!("--fps-sweep {}: {}", s.trim(), e.reason))?;
+            Ok(f)
+        }
         _ => Err(anyhow::anyhow!("--fps-sweep: '{s}' is not a positive number")),
     };
     Ok(Some(list.split(',').map(rate).collect::<Result<Vec<f64>>>()?))
@@ -171,11 +176,14 @@ fn workload(a: &Args) -> Result<Workload> {
     if w.render.is_some() {
         bail!("{}: a thermal run does not take a [render] task", w.file);
     }
+    if let Some(i) = w.apps.iter().position(|x| matches!(x.arrival, Arrival::Group { .. })) {
+        bail!(
+            "{}: app[{i}] has arrival = \"group\", which --thermal does not simulate (model groups run under simulate --plan or without --thermal)",
+            w.file
+        );
+    }
     if let Some(d) = a.sweep.duration_s {
-        if !(d.is_finite() && d > 0.0) {
-            bail!("--duration-s must be positive, got {d}");
-        }
-        w.duration_s = Some(d);
+        w.set_duration_s(d, "--duration-s")?;
     }
     Ok(w)
 }
@@ -193,7 +201,16 @@ pub fn run(a: &Args) -> Result<()> {
     {
         bail!("--cloud-mbps must be positive, got {m}");
     }
+    if a.plan.is_some() {
+        bail!("--thermal does not run a static --plan: give one or the other");
+    }
+    if let Some(eta) = a.eta
+        && !(0.0..=1.0).contains(&eta)
+    {
+        bail!("--eta {eta}: η weighs latency against heat, from 0 to 1");
+    }
     let w = workload(a)?;
+    let fps = fps_list(a, &w)?;
     let names: Vec<String> = model.profile().processors.keys().cloned().collect();
     thermal_params(&file, model.profile().thermal.as_ref(), &names)?;
     let (policies, uses) = policies(a, &file, cloud.as_ref())?;
@@ -219,7 +236,6 @@ pub fn run(a: &Args) -> Result<()> {
         eprintln!("[{}] simulated {:.0} s: throttled {throttled}", r.label(), r.duration_s);
         rows.push(r);
     }
-    let fps = fps_list(a)?;
     if a.sweep.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
