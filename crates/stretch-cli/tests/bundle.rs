@@ -156,6 +156,24 @@ fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step()
         "{predicted}"
     );
     assert!(predicted.contains("predicted makespan of"), "{predicted}");
+    assert!(
+        predicted
+            .lines()
+            .filter(|l| l.starts_with("sg"))
+            .all(|l| l.contains("analytic roofline (") || l.contains("regressor ")),
+        "every row names what priced it:\n{predicted}"
+    );
+    let json = stretch_ok(&["predict", "--bundle", &arg(&out), "--device", &sd, "--json"]);
+    let doc: Value = serde_json::from_str(&json).expect("--json prints JSON");
+    assert_eq!(doc["schema"], "stretch.predict-bundle/1");
+    assert_eq!(doc["figures"], "predicted");
+    let subgraphs = doc["subgraphs"].as_array().unwrap();
+    assert_eq!(subgraphs.len(), m.subgraphs.len());
+    assert!(
+        subgraphs
+            .iter()
+            .all(|s| !s["priced_by"].as_object().unwrap().is_empty())
+    );
 }
 
 #[test]

@@ -57,7 +57,7 @@ pub struct Args {
     pub random_weights: Option<u64>,
 
     /// An exported bundle to predict instead of a model (see above).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["model", "processor", "regressors", "precision", "json"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["model", "processor", "regressors", "precision"])]
     pub bundle: Option<PathBuf>,
 
     /// Device profile (TOML), e.g. configs/devices/snapdragon855.toml.
@@ -89,7 +89,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     if let Some(dir) = &args.bundle {
-        return super::predict_bundle::run(dir, &args.device, args.analytic);
+        return super::predict_bundle::run(dir, &args.device, args.analytic, args.json);
     }
     let model_args = ModelArgs {
         model: args.model.clone().context("give MODEL.onnx or --bundle DIR")?,

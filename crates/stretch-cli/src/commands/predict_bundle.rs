@@ -1,17 +1,38 @@
 //! `stretch predict --bundle DIR`: predicted latency of an exported bundle.
 
 use anyhow::{Context, Result};
+use predictor::Source;
 use predictor::{DeviceModel, LatencyModel};
-use std::collections::HashMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-/// Predicts every subgraph of the bundle in `dir` on its processor of
-/// `device` at the precision its files compute, and the makespan of
-/// running them in manifest order (each starts once the subgraphs it reads
-/// have finished and their outputs have crossed over, and its processor is free).
-pub fn run(dir: &Path, device: &Path, analytic: bool) -> Result<()> {
-    let b = bundle::Bundle::open(dir)?;
-    let m = &b.manifest;
+/// One subgraph's predicted figures, and which models priced its kernels.
+#[derive(Serialize)]
+struct Row {
+    subgraph: String,
+    processor: String,
+    precision: String,
+    predicted_ms: f64,
+    starts_at_ms: f64,
+    /// Per pricing model, how many of the subgraph's kernels it priced.
+    priced_by: BTreeMap<String, usize>,
+    calibration: Option<String>,
+}
+
+/// The model that priced a kernel, in words.
+fn label(s: &Source) -> String {
+    match s {
+        Source::Analytic => "analytic roofline".into(),
+        Source::Regressor { file } => format!("regressor {file}"),
+        Source::Extrapolated { file, .. } => format!("regressor {file} (extrapolated)"),
+        Source::Scaled { file, precision } => format!("regressor {file} scaled to {precision}"),
+    }
+}
+
+/// The device model pricing each processor at the precision the bundle
+/// computes there, with a note where the profile rates no figures for it.
+fn model_for(m: &bundle::Manifest, device: &Path, analytic: bool) -> Result<(DeviceModel, Vec<String>)> {
     let mut model = DeviceModel::load(device)?;
     if analytic {
         model = model.without_regressors();
@@ -34,18 +55,30 @@ pub fn run(dir: &Path, device: &Path, analytic: bool) -> Result<()> {
             ));
         }
     }
+    Ok((model, notes))
+}
+
+/// Predicts every subgraph of the bundle in `dir` on its processor of
+/// `device` at the precision its files compute, and the makespan of
+/// running them in manifest order (each starts once the subgraphs it reads
+/// have finished and their outputs have crossed over the profile's links,
+/// and its processor is free). Each row names the models that priced it;
+/// `json` prints the document `stretch.predict-bundle/1` instead.
+pub fn run(dir: &Path, device: &Path, analytic: bool, json: bool) -> Result<()> {
+    let b = bundle::Bundle::open(dir)?;
+    let m = &b.manifest;
+    let (model, notes) = model_for(m, device, analytic)?;
     let loaded = b.stitch()?;
     let g = &loaded.graph;
     let mut finish: HashMap<String, f64> = HashMap::new();
     let mut free: HashMap<String, f64> = HashMap::new();
-    let mut busy: HashMap<String, f64> = HashMap::new();
+    let mut busy: BTreeMap<String, f64> = m.processors.iter().map(|p| (p.name.clone(), 0.0)).collect();
     let mut producer: HashMap<String, &bundle::Subgraph> = HashMap::new();
-    println!("subgraph   processor  precision  predicted ms  starts at ms  (predicted)");
+    let mut rows = Vec::new();
     for (s, part) in m.subgraphs.iter().zip(&loaded.partition.subgraphs) {
-        let ms = model
+        let p = model
             .predict(g, &part.nodes, &s.processor)
-            .with_context(|| format!("predicting {} on {}", s.model.file, s.processor))?
-            .total_ms;
+            .with_context(|| format!("predicting {} on {}", s.model.file, s.processor))?;
         let mut ready = 0.0f64;
         for (t, outlet) in s.inputs.iter().zip(&part.inputs) {
             let Some(from) = producer.get(&t.name) else { continue };
@@ -57,38 +90,88 @@ pub fn run(dir: &Path, device: &Path, analytic: bool) -> Result<()> {
             ready = ready.max(at);
         }
         let start = ready.max(free.get(&s.processor).copied().unwrap_or(0.0));
-        let end = start + ms;
+        let end = start + p.total_ms;
         free.insert(s.processor.clone(), end);
-        *busy.entry(s.processor.clone()).or_default() += ms;
+        *busy.entry(s.processor.clone()).or_default() += p.total_ms;
         finish.insert(s.name.clone(), end);
         for t in &s.outputs {
             producer.insert(t.name.clone(), s);
         }
-        let precision = m
-            .processors
-            .iter()
-            .find(|p| p.name == s.processor)
-            .map_or("", |p| p.precision.as_str());
+        let mut priced_by = BTreeMap::new();
+        for k in &p.kernels {
+            *priced_by.entry(label(&k.source)).or_default() += 1;
+        }
+        rows.push(Row {
+            subgraph: s.name.clone(),
+            processor: s.processor.clone(),
+            precision: m
+                .processors
+                .iter()
+                .find(|x| x.name == s.processor)
+                .map_or(String::new(), |x| x.precision.clone()),
+            predicted_ms: p.total_ms,
+            starts_at_ms: start,
+            priced_by,
+            calibration: p.calibration.clone(),
+        });
+    }
+    let makespan = finish.values().copied().fold(0.0, f64::max);
+    if json {
+        let doc = serde_json::json!({
+            "schema": "stretch.predict-bundle/1",
+            "figures": "predicted",
+            "bundle": dir.display().to_string(),
+            "model": m.model,
+            "device": device.display().to_string(),
+            "hand_offs": "the profile's links",
+            "subgraphs": rows,
+            "busy_ms": busy,
+            "makespan_ms": makespan,
+            "notes": notes,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    print_table(m, device, &rows, &busy, &notes, makespan);
+    Ok(())
+}
+
+fn print_table(
+    m: &bundle::Manifest,
+    device: &Path,
+    rows: &[Row],
+    busy: &BTreeMap<String, f64>,
+    notes: &[String],
+    makespan: f64,
+) {
+    println!("subgraph   processor  precision  predicted ms  starts at ms  priced by (kernels)");
+    for r in rows {
+        let by: Vec<String> = r.priced_by.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+        let cal = r
+            .calibration
+            .as_ref()
+            .map_or(String::new(), |c| format!(", calibrated by {c}"));
         println!(
-            "{:10} {:10} {:10} {ms:12.3}  {start:12.3}",
-            s.name, s.processor, precision
+            "{:10} {:10} {:10} {:12.3}  {:12.3}  {}{cal}",
+            r.subgraph,
+            r.processor,
+            r.precision,
+            r.predicted_ms,
+            r.starts_at_ms,
+            by.join(", ")
         );
     }
-    for p in &m.processors {
-        println!(
-            "{}: {:.3} ms busy (predicted)",
-            p.name,
-            busy.get(&p.name).copied().unwrap_or(0.0)
-        );
+    for (p, ms) in busy {
+        println!("{p}: {ms:.3} ms busy (predicted)");
     }
-    for n in &notes {
+    for n in notes {
         println!("note: {n}");
     }
-    let total = finish.values().copied().fold(0.0, f64::max);
     println!(
-        "predicted makespan of {} on {}: {total:.3} ms ({} subgraphs{})",
+        "predicted makespan of {} on {} ({}): {makespan:.3} ms ({} subgraphs{}; hand-offs priced by the profile's links)",
         m.model,
         m.device,
+        device.display(),
         m.subgraphs.len(),
         if m.rewrites.is_empty() {
             String::new()
@@ -96,5 +179,4 @@ pub fn run(dir: &Path, device: &Path, analytic: bool) -> Result<()> {
             format!(", {} nodes rewritten", m.rewrites.len())
         }
     );
-    Ok(())
 }
