@@ -15,6 +15,7 @@ pub mod params;
 mod precision_map;
 pub mod qat;
 pub mod qdq;
+pub mod shared_params;
 
 pub use calibrate::{Collector, Method};
 pub use error::QuantizeError;

@@ -11,23 +11,34 @@ pub struct QParams {
     pub zero: i32,
 }
 
-/// The smallest scale used, so a range of zero width still quantizes
-/// (every value maps to the zero point).
-pub const MIN_SCALE: f32 = 1e-8;
-
-/// uint8 parameters of an activation whose values lie in `[lo, hi]`: the
-/// range is widened to contain 0 (so zero is exact, as padding needs), then
-/// spread over 0..=255.
+/// uint8 parameters of an activation whose values lie in `[lo, hi]`, by
+/// `quantize_static`'s rule: the range is widened to contain 0 (so zero is
+/// exact, as padding needs) and spread over 0..=255, the scale computed in
+/// float64 and stored as float32; a scale below float32's smallest normal
+/// (a range of no width) becomes 1 with zero point 0.
 pub fn activation(lo: f32, hi: f32) -> QParams {
-    let (lo, hi) = (lo.min(0.0), hi.max(0.0));
-    let scale = ((hi - lo) / 255.0).max(MIN_SCALE);
+    let (lo, hi) = (f64::from(lo.min(0.0)), f64::from(hi.max(0.0)));
+    let scale = (hi - lo) / 255.0;
+    if scale < f64::from(f32::MIN_POSITIVE) {
+        return QParams { scale: 1.0, zero: 0 };
+    }
     let zero = (-lo / scale).round_ties_even().clamp(0.0, 255.0) as i32;
-    QParams { scale, zero }
+    QParams {
+        scale: scale as f32,
+        zero,
+    }
 }
 
-/// int8 symmetric scale of one weight channel with largest magnitude `amax`.
+/// int8 symmetric scale of one weight channel with largest magnitude
+/// `amax` (`quantize_static`'s rule: `amax / 127` in float64, 1 where that
+/// is below float32's smallest normal).
 pub fn weight_scale(amax: f32) -> f32 {
-    (amax / 127.0).max(MIN_SCALE)
+    let scale = f64::from(amax) / 127.0;
+    if scale < f64::from(f32::MIN_POSITIVE) {
+        1.0
+    } else {
+        scale as f32
+    }
 }
 
 /// `round_half_even(x / scale) + zero`, saturated to `lo..=hi`.
@@ -54,7 +65,19 @@ mod tests {
         assert_eq!(dequantize(quantize(0.0, p, 0, 255), p), 0.0);
         assert_eq!(p.zero, 64);
         let flat = activation(0.0, 0.0);
+        assert_eq!(
+            (flat.scale, flat.zero),
+            (1.0, 0),
+            "quantize_static's scale for no range"
+        );
         assert_eq!(quantize(0.0, flat, 0, 255), 0);
+        let tiny = activation(0.0, 6.65e-9 * 255.0);
+        assert!(
+            (tiny.scale / 6.65e-9 - 1.0).abs() < 1e-6,
+            "no floor above float32's: {}",
+            tiny.scale
+        );
+        assert_eq!(weight_scale(0.0), 1.0);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! unrounded value.
 
 use crate::error::QuantizeError;
-use crate::params::{self, QParams};
+use crate::params::QParams;
 use crate::precision_map::PrecisionMap;
 use crate::qdq::{activations_to_calibrate, int8_nodes, int8_weight_axis};
 use graph_ir::{DType, Graph, NodeId, Op, Outlet};
@@ -39,12 +39,10 @@ pub fn qat_plan(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Result<
             got: ranges.len(),
         });
     }
+    let int8: HashSet<NodeId> = int8_nodes(g, map)?.into_iter().collect();
+    let shared = crate::shared_params::activation_params(g, &acts, ranges, &int8);
     let mut plan = QatPlan {
-        int8_activations: acts
-            .iter()
-            .zip(ranges)
-            .map(|(o, &(lo, hi))| (*o, params::activation(lo, hi)))
-            .collect(),
+        int8_activations: acts.iter().copied().zip(shared).collect(),
         ..QatPlan::default()
     };
     for id in int8_nodes(g, map)? {
@@ -177,7 +175,7 @@ mod tests {
         let name = |id: NodeId| g.node(id).name.clone();
         let acts: Vec<String> = plan.int8_activations.iter().map(|(o, _)| name(o.node)).collect();
         assert_eq!(acts, ["x", "relu"]);
-        assert_eq!(plan.int8_activations[1].1, params::activation(0.0, 3.0));
+        assert_eq!(plan.int8_activations[1].1, crate::params::activation(0.0, 3.0));
         let conv0 = g.node(g.find("conv0").unwrap());
         assert_eq!(plan.int8_weights, [(conv0.inputs[1].node, 0)]);
         let conv1 = g.node(g.find("conv1").unwrap());

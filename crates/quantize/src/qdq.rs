@@ -329,8 +329,10 @@ pub fn insert_qdq(g: &Graph, map: &PrecisionMap, ranges: &[(f32, f32)]) -> Resul
         used: Default::default(),
     };
     let mut qparams: HashMap<Outlet, QParams> = HashMap::new();
-    for (o, &(lo, hi)) in acts.iter().zip(ranges) {
-        let p = params::activation(lo, hi);
+    for (o, p) in acts
+        .iter()
+        .zip(crate::shared_params::activation_params(g, &acts, ranges, &int8))
+    {
         qparams.insert(*o, p);
         w.activation_pairs(*o, p, &int8);
         report.activations += 1;
