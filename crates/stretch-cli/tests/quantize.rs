@@ -146,6 +146,8 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
             &q,
         ]);
         assert!(text.contains("node(s) in int8") && text.contains("=int8"), "{text}");
+        let note = format!("1-channel images repeated into 3 channels, 8x8 images resized to {size}x{size}");
+        assert!(text.contains(&note), "the digits' conversion is said: {text}");
         let tract = text
             .lines()
             .find(|l| l.contains("int8 matrix products computed as onnxruntime computes them"))

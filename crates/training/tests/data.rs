@@ -121,6 +121,22 @@ fn image_folder_classes_in_name_order() {
     assert_eq!((set.len(), set.classes(), set.image_shape()), (4, 2, [3, 4, 4]));
     assert_eq!((set.label(0), set.label(3)), (0, 1));
     assert_eq!((set.image(0)[0], set.image(3)[47]), (10, 200));
+    assert_eq!(set.converted, ["4 of 4 images of another size, resized to 4x4"]);
+    image::GrayImage::from_pixel(4, 4, image::Luma([7]))
+        .save(dir.join("cat").join("grey.png"))
+        .expect("png");
+    image::RgbaImage::from_pixel(4, 4, image::Rgba([1, 2, 3, 4]))
+        .save(dir.join("dog").join("rgba.png"))
+        .expect("png");
+    let set = load(&format!("folder:{}", dir.display()).parse().expect("spec"), [4, 4]).expect("load");
+    assert_eq!(
+        set.converted,
+        [
+            "1 of 6 images greyscale, repeated into RGB",
+            "1 of 6 images with an alpha channel, dropped",
+            "4 of 6 images of another size, resized to 4x4"
+        ]
+    );
     std::fs::write(dir.join("dog").join("broken.png"), b"nope").expect("write");
     let e = err(&format!("folder:{}", dir.display()));
     assert!(e.contains("broken.png") && e.contains("cannot decode"), "{e}");

@@ -70,6 +70,7 @@ fn a_bias_added_after_matmul_is_trained() {
         pixels: (0..n * 4).map(|_| rng.below(256) as u8).collect(),
         labels: (0..n).map(|i| (i % 3) as u16).collect(),
         test_start: None,
+        converted: Vec::new(),
     };
     let recipe = Recipe {
         epochs: 1,

@@ -31,6 +31,7 @@ fn images(n: usize) -> ImageSet {
         pixels: (0..n * 4).map(|_| rng.below(256) as u8).collect(),
         labels: (0..n).map(|i| (i % 3) as u16).collect(),
         test_start: None,
+        converted: Vec::new(),
     }
 }
 

@@ -348,6 +348,14 @@ fn calibration_inputs(g: &Graph, args: &CalibrationArgs, dataset: &DatasetSpec, 
     let transform = Transform::fit(&set, &split.train, [c, h, w], Default::default())
         .with_context(|| format!("calibration images {} for {label}", set.describe()))?;
     let inputs = calibration_images(&set, &split.train, args.samples, &transform)?;
+    let converted: Vec<String> = set.converted.iter().cloned().chain(transform.conversion()).collect();
+    if !converted.is_empty() {
+        println!(
+            "note: calibration images of {} converted for {label}: {}",
+            set.describe(),
+            converted.join("; ")
+        );
+    }
     if let Some(dir) = &args.save_calibration {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         graph_ir::onnx::export_file(g, dir.join("fp32.onnx"))?;

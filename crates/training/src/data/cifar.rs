@@ -67,5 +67,6 @@ pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
         pixels,
         labels,
         test_start,
+        converted: Vec::new(),
     })
 }

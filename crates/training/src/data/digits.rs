@@ -68,5 +68,6 @@ pub fn load(path: &Path) -> Result<ImageSet, TrainError> {
         pixels,
         labels,
         test_start: None,
+        converted: Vec::new(),
     })
 }

@@ -29,7 +29,9 @@ pub fn load(root: &Path, size: [usize; 2]) -> Result<ImageSet, TrainError> {
         pixels: Vec::new(),
         labels: Vec::new(),
         test_start: None,
+        converted: Vec::new(),
     };
+    let (mut grey, mut alpha, mut resized) = (0usize, 0usize, 0usize);
     for (label, dir) in classes.iter().enumerate() {
         let mut files: Vec<_> = std::fs::read_dir(dir)
             .map_err(|e| TrainError::io(dir, e))?
@@ -41,14 +43,27 @@ pub fn load(root: &Path, size: [usize; 2]) -> Result<ImageSet, TrainError> {
             .collect();
         files.sort();
         for f in files {
-            let img = image::open(&f)
-                .map_err(|e| TrainError::dataset(&f, format!("cannot decode as PNG/JPEG: {e}")))?
-                .to_rgb8();
+            let img =
+                image::open(&f).map_err(|e| TrainError::dataset(&f, format!("cannot decode as PNG/JPEG: {e}")))?;
+            grey += usize::from(!img.color().has_color());
+            alpha += usize::from(img.color().has_alpha());
+            resized += usize::from([img.height() as usize, img.width() as usize] != [h, w]);
+            let img = img.to_rgb8();
             let img = image::imageops::resize(&img, w as u32, h as u32, FilterType::Triangle);
             for c in 0..3 {
                 set.pixels.extend(img.pixels().map(|p| p.0[c]));
             }
             set.labels.push(label as u16);
+        }
+    }
+    let n = set.labels.len();
+    for (count, what) in [
+        (grey, "greyscale, repeated into RGB"),
+        (alpha, "with an alpha channel, dropped"),
+        (resized, &format!("of another size, resized to {h}x{w}") as &str),
+    ] {
+        if count > 0 {
+            set.converted.push(format!("{count} of {n} images {what}"));
         }
     }
     if set.labels.is_empty() {

@@ -40,6 +40,7 @@ pub fn load(dir: &Path) -> Result<ImageSet, TrainError> {
         pixels: Vec::new(),
         labels: Vec::new(),
         test_start: None,
+        converted: Vec::new(),
     };
     for img in images {
         let name = img

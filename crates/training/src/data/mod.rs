@@ -51,6 +51,9 @@ pub struct ImageSet {
     pub labels: Vec<u16>,
     /// See [`Dataset::test_start`].
     pub test_start: Option<usize>,
+    /// What the loader changed in the files' images to give them one
+    /// shape, one line each (`3 greyscale images repeated into RGB`).
+    pub converted: Vec<String>,
 }
 
 impl ImageSet {

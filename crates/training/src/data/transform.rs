@@ -79,6 +79,25 @@ impl Transform {
         Ok(t)
     }
 
+    /// What the transform changes in every image to fit the model, one
+    /// line (`1-channel images repeated into 3 channels, 8x8 resized to
+    /// 32x32`); `None` when the images fit as they are.
+    pub fn conversion(&self) -> Option<String> {
+        let ([cs, hs, ws], [ct, ht, wt]) = (self.source, self.target);
+        let mut parts = Vec::new();
+        if cs != ct {
+            parts.push(if cs == 1 {
+                format!("1-channel images repeated into {ct} channels")
+            } else {
+                format!("{cs}-channel images averaged into 1 channel")
+            });
+        }
+        if [hs, ws] != [ht, wt] {
+            parts.push(format!("{hs}x{ws} images resized to {ht}x{wt}"));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+
     /// Pixel values in `[0, 1]` with the model's channel count, at the source size.
     fn adapt(&self, img: &[u8]) -> Vec<f32> {
         let (cs, ct) = (self.source[0], self.target[0]);
