@@ -11,20 +11,64 @@
 #      host profile) on a Fashion-MNIST subset (LIMIT training images,
 #      EPOCHS epochs, one thread per job);
 #   3. runs it with the local pool (2 jobs at a time) and times it;
-#   4. starts a head node and a worker node (1 CPU each) and runs the same
-#      sweep with --ray; once a job runs on the worker node, stops that node
-#      (its raylet is killed), so its jobs fail and are submitted again;
+#   4. starts a head node and a worker node (1 CPU each) on 127.0.0.1 only,
+#      checks that no process of the cluster listens on another address
+#      (else stops the cluster and exits), and runs the same sweep with
+#      --ray; once a job runs on the worker node, stops that node (its
+#      raylet is killed), so its jobs fail and are submitted again;
 #   5. checks that every job finished exactly once (one SUCCEEDED Ray
 #      submission per job) and that every table row and trained model
 #      equals the local run's, prints wall time local vs cluster, and stops
 #      every process it started.
 #
 #   scripts/cluster/ray_local.sh [OUT_DIR]
+#   scripts/cluster/ray_local.sh --check-listeners SS_OUTPUT PID...
+#
+# The second form is the listener check alone: it reads `ss -ltnpH` output
+# from the file SS_OUTPUT and fails, printing them, on the listeners of the
+# given processes that are not on a loopback address.
 #
 # Environment: EPOCHS (default 1), LIMIT (default 1000), SEEDS (default
 # "0 1": 6 jobs), DATA (Fashion-MNIST IDX directory), STRETCH, RAY_VENV.
 # It is a benchmark script run by hand, not part of CI.
 set -euo pipefail
+
+# Listeners of the processes $2... in the `ss -ltnpH` output file $1 that
+# are not on a loopback address: printed, and a non-zero status if any.
+nonloopback_listeners() {
+  python3 - "$@" <<'PY'
+import ipaddress, re, sys
+pids = set(sys.argv[2:])
+bad = []
+for line in open(sys.argv[1]):
+    fields = line.split()
+    if len(fields) < 4 or fields[0] != "LISTEN":
+        continue
+    owners = set(re.findall(r"pid=(\d+)", line))
+    if not owners & pids:
+        continue
+    host = fields[3].rsplit(":", 1)[0].strip("[]").split("%")[0]
+    try:
+        ip = ipaddress.ip_address(host)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        loopback = ip.is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        bad.append(line.rstrip())
+for line in bad:
+    print(f"not on loopback: {line}")
+sys.exit(1 if bad else 0)
+PY
+}
+
+if [[ "${1:-}" == "--check-listeners" ]]; then
+  shift
+  nonloopback_listeners "$@"
+  exit
+fi
+
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
@@ -39,6 +83,11 @@ DASH=8266
 ADDRESS="http://127.0.0.1:$DASH"
 WORKER_NM_PORT=62391
 export RAY_USAGE_STATS_ENABLED=0
+# Ray resolves 127.0.0.1 given as --node-ip-address to the machine's
+# outward address unless it believes it runs without a cluster; then every
+# process it starts (GCS, raylets, agents, workers, the dashboard's job
+# agent) takes and binds 127.0.0.1.
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
 
 t() { date +%s.%N; }
 # GET a dashboard endpoint (python3 only: no curl needed).
@@ -58,6 +107,45 @@ for pid in os.listdir("/proc"):
         continue
     if sys.argv[1] in cmd and "raylet" in cmd:
         os.kill(int(pid), signal.SIGKILL)
+PY
+}
+# `ray` with --node-ip-address taken as given: the worker node's `ray start`
+# also passes the check that refuses a second node while
+# RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0.
+ray_loopback() {
+  "$RAY_VENV/bin/python" - "$@" <<'PY'
+import sys
+import ray._private.ray_constants as ray_constants
+import ray._private.services as services
+ray_constants.ENABLE_RAY_CLUSTER = True
+services.resolve_ip_for_localhost = lambda host: host
+from ray.scripts.scripts import main
+sys.argv[0] = "ray"
+sys.exit(main())
+PY
+}
+# Pids of the processes of this script's cluster: those that name its
+# temporary directory, and their descendants.
+ray_pids() {
+  python3 - "$RAY_TMP" <<'PY'
+import os, sys
+parent, named = {}, set()
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        continue
+    parent[pid] = stat.rsplit(")", 1)[1].split()[1]
+    if sys.argv[1] in cmd:
+        named.add(pid)
+pids = set(named)
+grew = True
+while grew:
+    more = {p for p, pp in parent.items() if pp in pids} - pids
+    pids |= more
+    grew = bool(more)
+print(" ".join(sorted(pids, key=int)))
 PY
 }
 since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(t)"; }
@@ -82,8 +170,11 @@ if [[ -z "${STRETCH:-}" ]]; then
 fi
 STRETCH="$(realpath "$STRETCH")"
 
+# Ray's temporary directory, short: its sockets' paths must fit 107 bytes.
+RAY_TMP=$(mktemp -d /tmp/ray-local.XXXXXX)
 cleanup() {
   "$RAY" stop --force >/dev/null 2>&1 || true
+  rm -rf "$RAY_TMP"
 }
 trap cleanup EXIT
 
@@ -121,9 +212,10 @@ echo "   $LOCAL_S s"
 echo "== Ray: a head node and a worker node on 127.0.0.1, 1 CPU each"
 "$RAY" stop --force >/dev/null 2>&1 || true
 T0=$(t)
-"$RAY" start --head --node-ip-address 127.0.0.1 --port "$PORT" --dashboard-host 127.0.0.1 \
-  --dashboard-port "$DASH" --num-cpus 1 --disable-usage-stats >"$OUT/ray-head.log" 2>&1
-"$RAY" start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --num-cpus 1 \
+ray_loopback start --head --node-ip-address 127.0.0.1 --port "$PORT" --dashboard-host 127.0.0.1 \
+  --dashboard-port "$DASH" --temp-dir "$RAY_TMP" --num-cpus 1 \
+  --disable-usage-stats >"$OUT/ray-head.log" 2>&1
+ray_loopback start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --num-cpus 1 \
   --node-manager-port "$WORKER_NM_PORT" --dashboard-agent-listen-port 52391 \
   --disable-usage-stats >"$OUT/ray-worker.log" 2>&1
 for _ in $(seq 60); do
@@ -131,6 +223,18 @@ for _ in $(seq 60); do
   sleep 1
 done
 echo "   cluster up in $(since "$T0") s: $(get "$ADDRESS/api/version")"
+sleep 2
+PIDS=$(ray_pids)
+if [[ -z "$PIDS" ]]; then
+  echo "   no process of the cluster found (none names $RAY_TMP): cannot check its listeners" >&2
+  exit 1
+fi
+ss -ltnpH >"$OUT/listeners.txt"
+if ! nonloopback_listeners "$OUT/listeners.txt" $PIDS; then
+  echo "   the cluster listens beyond 127.0.0.1 (above; all listeners in $OUT/listeners.txt): stopping it" >&2
+  exit 1
+fi
+echo "   $(grep -cE "pid=($(echo $PIDS | tr ' ' '|'))," "$OUT/listeners.txt") listeners of $(wc -w <<<"$PIDS") cluster processes, all on loopback"
 WORKER_ID=$(get "$ADDRESS/api/v0/nodes?limit=100" | python3 -c "
 import json, sys
 nodes = json.load(sys.stdin)['data']['result']['result']

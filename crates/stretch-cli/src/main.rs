@@ -90,8 +90,17 @@ fn main() {
             return;
         }
         eprintln!("error: {}", message(&e));
-        std::process::exit(1);
+        std::process::exit(exit_code(&e));
     }
+}
+
+/// 130 (128 + SIGINT, as a shell reports it) for a command stopped by
+/// Ctrl-C or SIGTERM, else 1.
+fn exit_code(e: &anyhow::Error) -> i32 {
+    let interrupted = e
+        .chain()
+        .any(|c| matches!(c.downcast_ref(), Some(sweep::SweepError::Interrupted { .. })));
+    if interrupted { 130 } else { 1 }
 }
 
 fn dispatch(command: Command) -> anyhow::Result<()> {

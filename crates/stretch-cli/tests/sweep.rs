@@ -252,7 +252,7 @@ fn a_failing_job_is_retried_then_reported_while_the_others_finish() {
     assert!(stdout.contains("broken.onnx"), "the log's tail is not shown: {stdout}");
     assert!(stdout.contains("original (") && stdout.contains('%'), "{stdout}");
     let log = std::fs::read_to_string(out.join("logs/s0-branched1-broken.log")).expect("log");
-    assert_eq!(log.matches("--- attempt").count(), 2, "{log}");
+    assert_eq!(log.matches("--- attempt").count(), 3, "{log}");
     assert!(
         stderr.contains("attempt 1 of 3 failed") && stderr.contains("attempt 2 of 3 failed"),
         "{stderr}"
@@ -285,6 +285,14 @@ fn bad_sweep_files_are_refused_before_anything_runs() {
         assert!(e.contains(want) && e.contains("s.toml"), "{extra:?}: {e}");
         assert!(!out.join("state.json").exists(), "{extra:?}: jobs were started");
     }
+    let missing = base.replace("\"digits\"", "\"mnist:/nonexistent\"");
+    std::fs::write(dir.join("s.toml"), missing).expect("sweep file");
+    let r = stretch(&["sweep", &arg(&dir.join("s.toml")), "--dry-run"]);
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        !r.status.success() && e.contains("`dataset`: /nonexistent does not exist"),
+        "a missing dataset passed --dry-run: {e}"
+    );
     std::fs::write(dir.join("s.toml"), base).expect("sweep file");
     let start = Instant::now();
     let r = stretch(&[
@@ -308,6 +316,68 @@ fn bad_sweep_files_are_refused_before_anything_runs() {
     assert!(!dir.join("out/state.json").exists(), "jobs were started");
 }
 
+#[test]
+fn a_sweep_directory_in_use_is_refused_naming_its_holder() {
+    use std::os::fd::AsRawFd;
+    let dir = scratch("sweep-locked");
+    zoo(&dir);
+    std::fs::write(
+        dir.join("s.toml"),
+        "dataset = \"digits\"\noriginal = \"resnet-mini.onnx\"\nmodels = [\"resnet-mini.onnx\"]\n\
+         [recipe]\nepochs = 1\nlimit = 50\n",
+    )
+    .expect("sweep file");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).expect("out");
+    let lock = std::fs::File::create(out.join("sweep.lock")).expect("lock file");
+    // SAFETY: flock(2) on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    std::fs::write(out.join("sweep.lock"), format!("{}\n", std::process::id())).expect("pid");
+    let r = stretch(&["sweep", &arg(&dir.join("s.toml")), "-o", &arg(&out)]);
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success(), "a second sweep ran in a directory in use: {e}");
+    assert!(
+        e.contains(&out.display().to_string()) && e.contains(&format!("pid {}", std::process::id())),
+        "{e}"
+    );
+    assert!(!out.join("state.json").exists(), "jobs were started");
+    drop(lock);
+}
+
+#[test]
+fn ctrl_c_stops_the_sweep_with_exit_status_130() {
+    let dir = scratch("sweep-sigint");
+    zoo(&dir);
+    std::fs::write(
+        dir.join("s.toml"),
+        "dataset = \"digits\"\noriginal = \"resnet-mini.onnx\"\nmodels = [\"resnet-mini.onnx\"]\n\
+         [recipe]\nepochs = 200\n",
+    )
+    .expect("sweep file");
+    let out = dir.join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_stretch"))
+        .args(["sweep", &arg(&dir.join("s.toml")), "-o", &arg(&out)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the sweep");
+    let start = Instant::now();
+    while !phases(&out).iter().any(|(_, p)| p == "running") {
+        assert!(start.elapsed() < Duration::from_secs(120), "no job started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) of the sweep this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let r = child.wait_with_output().expect("wait");
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(130), "{e}");
+    assert!(e.contains("interrupted"), "{e}");
+    assert!(phases(&out).iter().any(|(_, p)| p == "stopped"), "{:?}", phases(&out));
+}
+
 /// The example sweeps in configs/sweeps/ expand into jobs whose command
 /// lines `stretch` accepts; a dry run writes nothing.
 #[test]
@@ -320,6 +390,17 @@ fn the_example_sweeps_expand_into_commands_stretch_accepts() {
             continue;
         }
         let out = dir.join("out");
+        let spec = std::fs::read_to_string(&path).expect("sweep file");
+        let data = spec.lines().find_map(|l| l.strip_prefix("dataset = \"mnist:"));
+        if let Some(data) = data.map(|d| d.trim_end_matches('"'))
+            && !Path::new(data).exists()
+        {
+            let r = stretch(&["sweep", &arg(&path), "-o", &arg(&out), "--dry-run"]);
+            let stderr = String::from_utf8_lossy(&r.stderr);
+            assert!(!r.status.success() && stderr.contains("does not exist"), "{stderr}");
+            seen += 1;
+            continue;
+        }
         let text = stretch_ok(&["sweep", &arg(&path), "-o", &arg(&out), "--dry-run"]);
         assert!(
             text.contains("stretch train ") && text.contains("# s0-original"),
@@ -329,4 +410,38 @@ fn the_example_sweeps_expand_into_commands_stretch_accepts() {
         seen += 1;
     }
     assert!(seen >= 2, "{seen} example sweeps");
+}
+
+/// scripts/cluster/ray_local.sh refuses a cluster that listens beyond
+/// loopback: its listener check run on `ss -ltnpH` lines.
+#[test]
+fn the_ray_script_refuses_listeners_beyond_loopback() {
+    let dir = scratch("ray-listeners");
+    let check = |lines: &str, pids: &[&str]| {
+        let file = dir.join("ss.txt");
+        std::fs::write(&file, lines).expect("ss output");
+        let r = Command::new("bash")
+            .arg(repo().join("scripts/cluster/ray_local.sh"))
+            .arg("--check-listeners")
+            .arg(&file)
+            .args(pids)
+            .output()
+            .expect("run the script");
+        (r.status.success(), String::from_utf8_lossy(&r.stdout).into_owned())
+    };
+    let loopback = "LISTEN 0 4096 [::ffff:127.0.0.1]:6390 *:* users:((\"gcs_server\",pid=11,fd=44))\n\
+                    LISTEN 0 128 127.0.0.1:8266 0.0.0.0:* users:((\"python\",pid=12,fd=59))\n\
+                    LISTEN 0 128 [::1]:8267 [::]:* users:((\"python\",pid=12,fd=60))\n\
+                    LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=99,fd=3))\n";
+    assert_eq!(check(loopback, &["11", "12"]), (true, String::new()));
+    for bad in [
+        "LISTEN 0 4096 *:6390 *:* users:((\"gcs_server\",pid=11,fd=44))\n",
+        "LISTEN 0 128 0.0.0.0:44217 0.0.0.0:* users:((\"python\",pid=12,fd=21))\n",
+        "LISTEN 0 128 192.0.2.2:52365 0.0.0.0:* users:((\"ray::DashboardA\",pid=12,fd=38))\n",
+        "LISTEN 0 4096 [::]:37519 [::]:* users:((\"raylet\",pid=11,fd=40))\n",
+    ] {
+        let (ok, said) = check(&format!("{loopback}{bad}"), &["11", "12"]);
+        assert!(!ok, "{bad} was accepted");
+        assert_eq!(said, format!("not on loopback: {bad}"), "{bad}");
+    }
 }

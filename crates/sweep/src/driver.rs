@@ -3,10 +3,11 @@
 //! needs, retries failures up to a limit, records every change in the
 //! sweep directory, and stops what runs when asked to.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::SweepError;
-use crate::executor::{Executor, Status, tail};
+use crate::executor::{Executor, Status, Stopped, tail};
 use crate::expand::Job;
 use crate::state::{Phase, State};
 
@@ -14,7 +15,12 @@ use crate::state::{Phase, State};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub done: usize,
+    /// Jobs their executor reports running.
     pub running: usize,
+    /// Jobs submitted that their executor has not started (queued by the
+    /// cluster for resources).
+    pub queued: usize,
+    /// Jobs not submitted yet.
     pub pending: usize,
     pub failed: usize,
 }
@@ -64,6 +70,7 @@ pub fn run(
     for &(i, _) in &in_flight {
         obs.say(format!("following {} from an earlier run", jobs[i].id));
     }
+    let mut started = BTreeSet::new();
     let mut outcome = Outcome {
         skipped,
         ran: 0,
@@ -79,6 +86,11 @@ pub fn run(
                         "{}: cannot stop it ({e}); a rerun follows it where it still runs",
                         jobs[i].id
                     )),
+                    Some(Ok(Stopped::Later(why))) => {
+                        obs.say(format!("{}: {why}", jobs[i].id));
+                        s.phase = Phase::Stopped;
+                        stopped += 1;
+                    }
                     _ => {
                         s.phase = Phase::Stopped;
                         stopped += 1;
@@ -109,6 +121,11 @@ pub fn run(
             if !matches!(status, Status::Pending | Status::Running) {
                 let attempt = state.jobs[&job.id].attempts;
                 exec.keep_log(&handle, &state.log_path(&job.id), attempt);
+            }
+            if status == Status::Running {
+                started.insert(i);
+            } else {
+                started.remove(&i);
             }
             let why = match status {
                 Status::Pending | Status::Running => {
@@ -144,7 +161,7 @@ pub fn run(
         if changed {
             state.save()?;
         }
-        obs.counts(counts(jobs, state));
+        obs.counts(counts(jobs, state, &started));
         let waiting = jobs.iter().any(|j| state.phase(&j.id) == Phase::Pending);
         if in_flight.is_empty() && !waiting {
             return Ok(outcome);
@@ -256,12 +273,15 @@ fn failed(
     Ok(true)
 }
 
-fn counts(jobs: &[Job], state: &State) -> Counts {
+/// Jobs by phase; a job in flight counts as running once its executor
+/// reported it running (`started` holds their indices), else as queued.
+fn counts(jobs: &[Job], state: &State, started: &BTreeSet<usize>) -> Counts {
     let mut c = Counts::default();
-    for j in jobs {
+    for (i, j) in jobs.iter().enumerate() {
         match state.phase(&j.id) {
             Phase::Succeeded => c.done += 1,
-            Phase::Running => c.running += 1,
+            Phase::Running if started.contains(&i) => c.running += 1,
+            Phase::Running => c.queued += 1,
             Phase::Pending => c.pending += 1,
             Phase::Failed | Phase::Stopped => c.failed += 1,
         }

@@ -22,6 +22,15 @@ pub enum Status {
     Stopped,
 }
 
+/// What a stop request did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stopped {
+    /// The job has ended.
+    Now,
+    /// The executor ends the job later; why, for the user.
+    Later(String),
+}
+
 /// Runs jobs: submits them, reports their status, shows their logs and
 /// stops them.
 pub trait Executor {
@@ -40,21 +49,19 @@ pub trait Executor {
     /// [`start_log`]).
     fn submit(&mut self, job: &Job, attempt: u32, log: &Path) -> Result<String, SweepError>;
     fn status(&mut self, handle: &str) -> Result<Status, SweepError>;
-    fn stop(&mut self, handle: &str) -> Result<(), SweepError>;
+    fn stop(&mut self, handle: &str) -> Result<Stopped, SweepError>;
     /// Keeps the ended attempt `attempt`'s output in `path` (the sweep
     /// directory's log of the job), where the executor does not write
     /// there itself.
     fn keep_log(&mut self, _handle: &str, _path: &Path, _attempt: u32) {}
 }
 
-/// The log `path` opened for attempt `attempt`'s output: emptied for the
-/// first attempt, else appended to under an attempt header.
+/// The log `path` opened for attempt `attempt`'s output, appended to
+/// under an attempt header: every attempt's output is kept, an earlier
+/// run's too.
 pub fn start_log(path: &Path, attempt: u32) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
-    }
-    if attempt <= 1 {
-        return File::create(path);
     }
     let mut f = OpenOptions::new().create(true).append(true).open(path)?;
     writeln!(f, "--- attempt {attempt} ---")?;

@@ -19,9 +19,9 @@ pub mod state;
 
 pub use driver::{Counts, Observer, Outcome, run};
 pub use error::SweepError;
-pub use executor::{Executor, Status};
+pub use executor::{Executor, Status, Stopped};
 pub use expand::{Job, Layout, expand};
 pub use local::LocalPool;
 pub use ray::{ClusterInfo, RayCluster, RayConfig};
 pub use spec::{Precision, SweepFile};
-pub use state::{Phase, State};
+pub use state::{Lock, Phase, State};

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::error::SweepError;
-use crate::executor::{Executor, Status, start_log};
+use crate::executor::{Executor, Status, Stopped, start_log};
 use crate::expand::Job;
 
 struct Running {
@@ -200,7 +200,7 @@ impl Executor for LocalPool {
         Ok(status)
     }
 
-    fn stop(&mut self, handle: &str) -> Result<(), SweepError> {
+    fn stop(&mut self, handle: &str) -> Result<Stopped, SweepError> {
         if let Some(r) = self.running.get_mut(handle) {
             if let Some(child) = &mut r.child {
                 let _ = child.kill();
@@ -209,7 +209,7 @@ impl Executor for LocalPool {
             r.child = None;
             r.ended = Some(Status::Stopped);
         }
-        Ok(())
+        Ok(Stopped::Now)
     }
 }
 

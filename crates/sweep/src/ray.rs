@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::error::SweepError;
-use crate::executor::{Executor, Status, start_log};
+use crate::executor::{Executor, Status, Stopped, start_log};
 use crate::expand::Job;
 use crate::local::shell_words;
 
@@ -37,34 +37,51 @@ pub struct RayConfig {
     pub poll: Duration,
 }
 
-/// The cluster as its version endpoint reports it.
+/// The cluster as its version endpoint and its state API report it.
 #[derive(Debug, Clone)]
 pub struct ClusterInfo {
     pub ray_version: String,
-    /// Sum of the alive nodes' resources (`CPU`, `GPU`, ...), when the
-    /// cluster's state API answers.
-    pub resources: Option<BTreeMap<String, f64>>,
+    /// Each alive node's resources (`CPU`, `GPU`, ...), when the cluster's
+    /// state API answers.
+    pub nodes: Option<Vec<BTreeMap<String, f64>>>,
 }
 
 impl ClusterInfo {
-    /// Fails when the cluster reported its resources and its alive nodes
-    /// have fewer GPUs than one job asks for.
-    pub fn check_gpus(&self, address: &str, per_job: f64) -> Result<(), SweepError> {
-        let gpus = self.gpus();
-        match gpus {
-            Some(g) if per_job > g => Err(SweepError::Ray {
-                address: address.to_string(),
-                reason: format!(
-                    "each job asks for {per_job} GPU(s) and the alive nodes have {g}; add GPU nodes or drop --gpus-per-job"
-                ),
-            }),
-            _ => Ok(()),
-        }
+    /// The alive nodes' `resource` summed, when reported.
+    pub fn total(&self, resource: &str) -> Option<f64> {
+        self.nodes
+            .as_ref()
+            .map(|nodes| nodes.iter().filter_map(|n| n.get(resource)).sum())
     }
 
-    /// GPUs on the alive nodes, when reported.
-    pub fn gpus(&self) -> Option<f64> {
-        self.resources.as_ref().map(|r| r.get("GPU").copied().unwrap_or(0.0))
+    /// Fails when the cluster reported its nodes and no single alive node
+    /// holds `cpus` CPUs and `gpus` GPUs: Ray places a job on one node, so
+    /// such a job would wait forever.
+    pub fn check_request(&self, address: &str, cpus: f64, gpus: f64) -> Result<(), SweepError> {
+        let Some(nodes) = &self.nodes else {
+            return Ok(());
+        };
+        let has = |n: &BTreeMap<String, f64>, k: &str| n.get(k).copied().unwrap_or(0.0);
+        if nodes.iter().any(|n| has(n, "CPU") >= cpus && has(n, "GPU") >= gpus) {
+            return Ok(());
+        }
+        let key = |n: &BTreeMap<String, f64>| {
+            if gpus > 0.0 {
+                (has(n, "GPU"), has(n, "CPU"))
+            } else {
+                (has(n, "CPU"), has(n, "GPU"))
+            }
+        };
+        let largest = nodes.iter().map(key).fold((0.0, 0.0), |a, b| if b > a { b } else { a });
+        let (node_cpus, node_gpus) = if gpus > 0.0 { (largest.1, largest.0) } else { largest };
+        Err(SweepError::TooLarge {
+            address: address.to_string(),
+            cpus,
+            gpus,
+            node_cpus,
+            node_gpus,
+            nodes: nodes.len(),
+        })
     }
 }
 
@@ -102,13 +119,18 @@ impl RayCluster {
         let ray_version = version
             .get("ray_version")
             .and_then(Value::as_str)
-            .ok_or_else(|| cluster.err(format!("/api/version answered without `ray_version`: {version}")))?
+            .ok_or_else(|| {
+                cluster.err(format!(
+                    "/api/version answered without `ray_version` ({}): is this a Ray dashboard?",
+                    brief(&version.to_string())
+                ))
+            })?
             .to_string();
-        let resources = cluster
+        let nodes = cluster
             .call("GET", "/api/v0/nodes?limit=10000", None)
             .ok()
-            .and_then(|v| alive_resources(&v));
-        Ok((cluster, ClusterInfo { ray_version, resources }))
+            .and_then(|v| alive_nodes(&v));
+        Ok((cluster, ClusterInfo { ray_version, nodes }))
     }
 
     fn err(&self, reason: String) -> SweepError {
@@ -138,9 +160,14 @@ impl RayCluster {
             .read_to_string()
             .map_err(|e| self.err(format!("{method} {path}: cannot read the answer: {e}")))?;
         if !(200..300).contains(&status) {
-            return Err(self.err(format!("{method} {path}: HTTP {status}: {}", text.trim())));
+            return Err(self.err(format!("{method} {path}: HTTP {status}: {}", brief(&text))));
         }
-        serde_json::from_str(&text).map_err(|e| self.err(format!("{method} {path}: not JSON ({e}): {}", text.trim())))
+        serde_json::from_str(&text).map_err(|_| {
+            self.err(format!(
+                "{method} {path}: HTTP {status} with an answer that is not JSON ({}): is this a Ray dashboard?",
+                brief(&text)
+            ))
+        })
     }
 
     /// The shell command a node runs for `job`.
@@ -169,20 +196,52 @@ impl RayCluster {
     }
 }
 
-/// The summed resources of the alive nodes in an answer of the state
-/// API's `/api/v0/nodes` (`data.result.result[*].resources_total`).
-fn alive_resources(answer: &Value) -> Option<BTreeMap<String, f64>> {
+/// Each alive node's resources in an answer of the state API's
+/// `/api/v0/nodes` (`data.result.result[*].resources_total`).
+fn alive_nodes(answer: &Value) -> Option<Vec<BTreeMap<String, f64>>> {
     let nodes = answer.pointer("/data/result/result")?.as_array()?;
-    let mut sum = BTreeMap::new();
+    let mut alive = Vec::new();
     for node in nodes {
         if node.get("state").and_then(Value::as_str).is_some_and(|s| s != "ALIVE") {
             continue;
         }
-        for (k, v) in node.get("resources_total")?.as_object()? {
-            *sum.entry(k.clone()).or_insert(0.0) += v.as_f64().unwrap_or(0.0);
-        }
+        let resources = node.get("resources_total")?.as_object()?;
+        alive.push(
+            resources
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
+                .collect(),
+        );
     }
-    Some(sum)
+    Some(alive)
+}
+
+/// What a person needs of an answer that is not the API's: its first line,
+/// shortened, or an HTML page's title.
+fn brief(text: &str) -> String {
+    const MAX: usize = 120;
+    let text = text.trim();
+    let lower = text.to_ascii_lowercase();
+    if lower.starts_with("<!doctype html") || lower.starts_with("<html") || lower.contains("<body") {
+        let title = lower
+            .find("<title>")
+            .map(|at| &text[at + "<title>".len()..])
+            .and_then(|rest| rest.find('<').map(|end| rest[..end].trim()))
+            .filter(|t| !t.is_empty());
+        return match title {
+            Some(t) => format!("an HTML page, \"{}\"", shorten(t, MAX)),
+            None => "an HTML page".to_string(),
+        };
+    }
+    shorten(text.lines().next().unwrap_or("").trim(), MAX)
+}
+
+/// `line` cut to `max` characters, marked when cut.
+fn shorten(line: &str, max: usize) -> String {
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &line[..at]),
+        None => line.to_string(),
+    }
 }
 
 impl Executor for RayCluster {
@@ -241,17 +300,33 @@ impl Executor for RayCluster {
     }
 
     fn keep_log(&mut self, handle: &str, path: &Path, attempt: u32) {
-        if let Some(logs) = self
+        let logs = self
             .call("GET", &format!("/api/jobs/{handle}/logs"), None)
-            .ok()
-            .and_then(|v| v.get("logs").and_then(Value::as_str).map(str::to_string))
-            && let Ok(mut f) = start_log(path, attempt)
-        {
-            let _ = write!(f, "# Ray submission {handle}\n{logs}");
+            .and_then(|v| {
+                v.get("logs")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| self.err(format!("GET /api/jobs/{handle}/logs: no `logs` in the answer")))
+            });
+        if let Ok(mut f) = start_log(path, attempt) {
+            let _ = match logs {
+                Ok(logs) => write!(f, "# Ray submission {handle}\n{logs}"),
+                Err(e) => writeln!(f, "# Ray submission {handle}: its log could not be fetched: {e}"),
+            };
         }
     }
 
-    fn stop(&mut self, handle: &str) -> Result<(), SweepError> {
-        self.call("POST", &format!("/api/jobs/{handle}/stop"), None).map(|_| ())
+    /// Asks Ray to stop the job. Ray stops a job it has queued (PENDING)
+    /// only once a node takes it, and refuses to delete a job before it
+    /// ends, so such a job is reported as stopped later.
+    fn stop(&mut self, handle: &str) -> Result<Stopped, SweepError> {
+        self.call("POST", &format!("/api/jobs/{handle}/stop"), None)?;
+        Ok(match self.status(handle) {
+            Ok(Status::Pending) => Stopped::Later(format!(
+                "Ray keeps its submission {handle} queued (PENDING) until a node can take it, then stops it before it runs; \
+                 its job API can neither cancel nor delete a queued job (`ray job stop {handle}` has the same effect)"
+            )),
+            _ => Stopped::Now,
+        })
     }
 }

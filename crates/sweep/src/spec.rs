@@ -250,6 +250,13 @@ impl SweepFile {
                 Err(_) => return Err(format!("`{key}`: {} does not exist", file.display())),
             }
         }
+        if let Some((kind, data)) = self.dataset.split_once(':')
+            && !Path::new(data).exists()
+        {
+            return Err(format!(
+                "`dataset`: {data} does not exist (`{kind}:PATH` names a path this machine and every node see)"
+            ));
+        }
         if self.seeds.is_empty() {
             return Err("`seeds` is empty: give at least one seed".into());
         }
@@ -400,6 +407,10 @@ mod tests {
             ),
             ("\n[qat.options]\nepochs = 3\n", "set `qat.epochs` instead"),
         ];
+        let err = parse("dataset = \"mnist:/nonexistent\"\noriginal = \"m.onnx\"\nmodels = [\"m.onnx\"]\n")
+            .expect_err("missing dataset")
+            .to_string();
+        assert!(err.contains("`dataset`: /nonexistent does not exist"), "{err}");
         for (extra, want) in cases {
             let err = parse(&format!("{ok}{extra}")).expect_err(extra).to_string();
             assert!(err.contains(want), "{extra:?}: {err}");

@@ -48,6 +48,59 @@ pub struct State {
     pub jobs: BTreeMap<String, JobState>,
 }
 
+/// The lock of a sweep directory (`DIR/sweep.lock`, an exclusive
+/// `flock` holding its holder's pid): one sweep runs in a directory at a
+/// time. Released when dropped or when the holder dies.
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+impl Lock {
+    /// Takes the lock of `dir` (created if missing), or fails naming the
+    /// directory and the pid of the sweep holding it.
+    pub fn acquire(dir: &Path) -> Result<Lock, SweepError> {
+        use std::io::{Read, Seek, Write};
+        use std::os::fd::AsRawFd;
+        std::fs::create_dir_all(dir).map_err(|source| SweepError::Io {
+            action: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("sweep.lock");
+        let io = |action, source| SweepError::Io {
+            action,
+            path: path.clone(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io("open", e))?;
+        // SAFETY: flock(2) on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::WouldBlock {
+                return Err(io("lock", e));
+            }
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            return Err(SweepError::Locked {
+                dir: dir.to_path_buf(),
+                pid: text.trim().parse().ok(),
+            });
+        }
+        file.set_len(0).map_err(|e| io("write", e))?;
+        file.rewind().map_err(|e| io("write", e))?;
+        writeln!(file, "{}", std::process::id()).map_err(|e| io("write", e))?;
+        file.flush().map_err(|e| io("write", e))?;
+        Ok(Lock { _file: file })
+    }
+}
+
 impl State {
     /// The state kept in `dir` (created if missing); empty for a new sweep.
     pub fn open(dir: &Path) -> Result<State, SweepError> {
@@ -153,5 +206,24 @@ impl State {
 
     pub fn get_mut(&mut self, id: &str) -> &mut JobState {
         self.jobs.get_mut(id).expect("reconcile records every job")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_locked_sweep_directory_is_refused_naming_its_holder() {
+        let dir = std::env::temp_dir().join(format!("sweep-lock-{}", std::process::id()));
+        let held = Lock::acquire(&dir).expect("first");
+        let err = Lock::acquire(&dir).expect_err("second").to_string();
+        assert!(
+            err.contains(&dir.display().to_string()) && err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
+        drop(held);
+        Lock::acquire(&dir).expect("free again");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

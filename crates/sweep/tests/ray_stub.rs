@@ -35,6 +35,13 @@ struct Stub {
     /// Outputs by job id, written when it succeeds.
     outputs: BTreeMap<String, Vec<PathBuf>>,
     gpus: f64,
+    /// GPUs of the second alive node.
+    gpus_b: f64,
+    /// Jobs (by `stretch_job` and attempt) whose logs the cluster cannot
+    /// give (their node is gone).
+    no_logs: Vec<(String, u32)>,
+    /// Submission id → (job, attempt).
+    submitted: BTreeMap<String, (String, u32)>,
 }
 
 impl Stub {
@@ -47,7 +54,7 @@ impl Stub {
                 200,
                 json!({"result": true, "msg": "", "data": {"result": {"total": 2, "result": [
                     {"node_id": "a", "state": "ALIVE", "resources_total": {"CPU": 2.0, "GPU": self.gpus}},
-                    {"node_id": "b", "state": "ALIVE", "resources_total": {"CPU": 2.0}},
+                    {"node_id": "b", "state": "ALIVE", "resources_total": {"CPU": 2.0, "GPU": self.gpus_b}},
                     {"node_id": "c", "state": "DEAD", "resources_total": {"CPU": 64.0, "GPU": 8.0}}
                 ]}}}),
             ),
@@ -72,6 +79,7 @@ impl Stub {
                     "SUCCEEDED",
                 ]);
                 let outputs = self.outputs.get(&job).cloned().unwrap_or_default();
+                self.submitted.insert(id.clone(), (job.clone(), attempt));
                 self.jobs.insert(
                     id.clone(),
                     StubJob {
@@ -108,14 +116,23 @@ impl Stub {
                     (200, json!({"status": status, "message": message, "submission_id": id}))
                 }
             },
-            ("GET", ["api", "jobs", id, "logs"]) => (
-                200,
-                json!({"logs": format!("starting {id}\nerror: loss is NaN at epoch 1, batch 3\n")}),
-            ),
+            ("GET", ["api", "jobs", id, "logs"]) => match self.submitted.get(*id) {
+                Some(key) if self.no_logs.contains(key) => (500, json!("Failed to get the node of the job driver")),
+                _ => (
+                    200,
+                    json!({"logs": format!("starting {id}\nerror: loss is NaN at epoch 1, batch 3\n")}),
+                ),
+            },
             ("POST", ["api", "jobs", id, "stop"]) => match self.jobs.get_mut(*id) {
                 None => (404, json!(format!("Job {id} does not exist"))),
                 Some(j) => {
-                    j.stopped = true;
+                    let now = j.statuses[j.polls.saturating_sub(1).min(j.statuses.len() - 1)];
+                    if now == "PENDING" {
+                        j.statuses = vec!["PENDING"];
+                        j.polls = 0;
+                    } else {
+                        j.stopped = true;
+                    }
                     (200, json!({"stopped": true}))
                 }
             },
@@ -219,11 +236,13 @@ fn scratch(name: &str) -> PathBuf {
 #[derive(Default)]
 struct Said {
     lines: Vec<String>,
+    counts: Vec<Counts>,
     stop_when_running: Option<&'static AtomicBool>,
 }
 
 impl Observer for Said {
     fn counts(&mut self, c: Counts) {
+        self.counts.push(c);
         if let Some(stop) = self.stop_when_running
             && c.running > 0
         {
@@ -264,7 +283,7 @@ fn jobs_are_submitted_polled_retried_and_reported() {
     let address = serve(stub.clone());
     let (mut cluster, info) = RayCluster::connect(config(&address)).expect("connect");
     assert_eq!(info.ray_version, "2.40.0");
-    assert_eq!(info.resources.as_ref().map(|r| r["CPU"]), Some(4.0), "dead nodes count");
+    assert_eq!(info.total("CPU"), Some(4.0), "dead nodes count");
     let mut state = State::open(&dir).expect("state");
     let mut said = Said::default();
     let stop = AtomicBool::new(false);
@@ -381,17 +400,40 @@ fn a_rerun_follows_a_job_still_running_on_the_cluster() {
 }
 
 #[test]
-fn gpu_requests_and_bad_addresses_are_refused_before_submitting() {
+fn requests_larger_than_the_largest_alive_node_are_refused_before_submitting() {
     let stub = Arc::new(Mutex::new(Stub::default()));
     let address = serve(stub.clone());
     let (_, info) = RayCluster::connect(config(&address)).expect("connect");
-    assert_eq!(info.gpus(), Some(0.0));
-    let e = info.check_gpus(&address, 1.0).expect_err("no GPUs").to_string();
-    assert!(e.contains(&address) && e.contains("alive nodes have 0"), "{e}");
-    stub.lock().unwrap().gpus = 2.0;
+    assert_eq!(info.total("GPU"), Some(0.0));
+    let e = info.check_request(&address, 1.0, 1.0).expect_err("no GPUs").to_string();
+    assert!(e.contains(&address) && e.contains("has 2 CPU(s) and 0 GPU(s)"), "{e}");
+    let e = info
+        .check_request(&address, 4.0, 0.0)
+        .expect_err("4 CPUs on 2-CPU nodes")
+        .to_string();
+    assert!(
+        e.contains("asks for 4 CPU(s) and 0 GPU(s) on one node")
+            && e.contains("largest of its 2 alive node(s) has 2 CPU(s)"),
+        "{e}"
+    );
+    info.check_request(&address, 2.0, 0.0).expect("2 CPUs fit a node");
+    {
+        let mut s = stub.lock().unwrap();
+        s.gpus = 1.0;
+        s.gpus_b = 1.0;
+    }
     let (_, info) = RayCluster::connect(config(&address)).expect("connect");
-    info.check_gpus(&address, 1.0).expect("two GPUs");
+    assert_eq!(info.total("GPU"), Some(2.0));
+    info.check_request(&address, 1.0, 1.0).expect("one GPU fits a node");
+    let e = info
+        .check_request(&address, 1.0, 2.0)
+        .expect_err("two 1-GPU nodes")
+        .to_string();
+    assert!(e.contains("2 GPU(s)") && e.contains("has 2 CPU(s) and 1 GPU(s)"), "{e}");
+}
 
+#[test]
+fn bad_addresses_are_refused_before_submitting() {
     let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = closed.local_addr().expect("addr").port();
     drop(closed);
@@ -408,4 +450,120 @@ fn gpu_requests_and_bad_addresses_are_refused_before_submitting() {
         .expect("no scheme")
         .to_string();
     assert!(e.contains("http://HOST:8265"), "{e}");
+}
+
+#[test]
+fn a_stopped_job_that_ray_keeps_queued_is_reported() {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let dir = scratch("stop-pending");
+    let jobs = vec![job(&dir, "a", &[]), job(&dir, "b", &[])];
+    let stub = stub_for(&jobs);
+    stub.lock().unwrap().script.insert(("a".into(), 1), vec!["RUNNING"]);
+    stub.lock().unwrap().script.insert(("b".into(), 1), vec!["PENDING"]);
+    let (mut cluster, _) = RayCluster::connect(config(&serve(stub.clone()))).expect("connect");
+    let mut state = State::open(&dir).expect("state");
+    let mut said = Said {
+        stop_when_running: Some(&STOP),
+        ..Said::default()
+    };
+    let err = sweep::run(&jobs, &mut state, &mut cluster, 0, &mut said, &STOP).expect_err("interrupted");
+    assert!(matches!(err, SweepError::Interrupted { stopped: 2 }), "{err}");
+    let told: Vec<&String> = said.lines.iter().filter(|l| l.starts_with("b: ")).collect();
+    assert!(
+        told.len() == 1 && told[0].contains("queued (PENDING)") && told[0].contains("neither cancel nor delete"),
+        "{:?}",
+        said.lines
+    );
+    assert!(!said.lines.iter().any(|l| l.starts_with("a: ")), "{:?}", said.lines);
+}
+
+#[test]
+fn jobs_the_cluster_has_queued_are_not_counted_as_running() {
+    let dir = scratch("queued");
+    let jobs = vec![job(&dir, "a", &[])];
+    let stub = stub_for(&jobs);
+    stub.lock()
+        .unwrap()
+        .script
+        .insert(("a".into(), 1), vec!["PENDING", "PENDING", "RUNNING", "SUCCEEDED"]);
+    let (mut cluster, _) = RayCluster::connect(config(&serve(stub))).expect("connect");
+    let mut state = State::open(&dir).expect("state");
+    let mut said = Said::default();
+    sweep::run(&jobs, &mut state, &mut cluster, 0, &mut said, &AtomicBool::new(false)).expect("run");
+    let seen: Vec<(usize, usize)> = said.counts.iter().map(|c| (c.running, c.queued)).collect();
+    assert_eq!(seen[..3], [(0, 1), (0, 1), (1, 0)], "{:?}", said.counts);
+}
+
+#[test]
+fn every_attempt_keeps_its_log_even_when_the_cluster_lost_it() {
+    let dir = scratch("lost-log");
+    let jobs = vec![job(&dir, "a", &[])];
+    let stub = stub_for(&jobs);
+    {
+        let mut s = stub.lock().unwrap();
+        s.script.insert(("a".into(), 1), vec!["RUNNING", "FAILED"]);
+        s.no_logs.push(("a".into(), 1));
+    }
+    let (mut cluster, _) = RayCluster::connect(config(&serve(stub))).expect("connect");
+    let mut state = State::open(&dir).expect("state");
+    let outcome = sweep::run(
+        &jobs,
+        &mut state,
+        &mut cluster,
+        1,
+        &mut Said::default(),
+        &AtomicBool::new(false),
+    )
+    .expect("run");
+    assert_eq!(outcome.ran, 1);
+    let log = std::fs::read_to_string(state.log_path("a")).expect("log");
+    let first = log
+        .find("--- attempt 1 ---")
+        .unwrap_or_else(|| panic!("no attempt 1: {log}"));
+    let second = log
+        .find("--- attempt 2 ---")
+        .unwrap_or_else(|| panic!("no attempt 2: {log}"));
+    assert!(first < second, "{log}");
+    assert!(log[first..second].contains("could not be fetched"), "{log}");
+    assert!(log[second..].contains("starting stretch-t-a-a2"), "{log}");
+}
+
+/// A web server that is not Ray: every request gets `status` and a long
+/// HTML page.
+fn not_ray(status: u16) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = format!("http://{}", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0; 4096];
+            let _ = stream.read(&mut buf);
+            let page = format!(
+                "<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head><body>{}</body></html>\n",
+                "<p>filler text of a web page</p>\n".repeat(200)
+            );
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    address
+}
+
+#[test]
+fn a_server_that_is_not_ray_is_named_in_one_short_line() {
+    for status in [404, 200] {
+        let address = not_ray(status);
+        let e = RayCluster::connect(config(&address))
+            .err()
+            .expect("not Ray")
+            .to_string();
+        assert!(e.contains(&address) && e.contains(&format!("HTTP {status}")), "{e}");
+        assert!(
+            e.contains("Welcome to nginx!") && !e.contains('<') && !e.contains('\n'),
+            "{e}"
+        );
+        assert!(e.len() < 300, "{} characters: {e}", e.len());
+    }
 }

@@ -118,8 +118,8 @@ impl Observer for Display {
     fn counts(&mut self, c: Counts) {
         self.0.set_position((c.done + c.failed) as u64);
         self.0.set_message(format!(
-            "done {} · running {} · pending {} · failed {}",
-            c.done, c.running, c.pending, c.failed
+            "done {} · running {} · queued {} · pending {} · failed {}",
+            c.done, c.running, c.queued, c.pending, c.failed
         ));
     }
     fn say(&mut self, line: String) {
@@ -155,8 +155,8 @@ pub fn run(args: Args) -> Result<()> {
         }
         return Ok(());
     }
+    let _lock = sweep::Lock::acquire(&dir)?;
     let mut exec = executor(&args, &name)?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut state = State::open(&dir)?;
     if args.restart {
         state.jobs.clear();
@@ -246,20 +246,19 @@ fn executor(args: &Args, name: &str) -> Result<Box<dyn Executor>> {
         poll: std::time::Duration::from_secs_f64(args.poll.max(0.05)),
     };
     let (cluster, info) = RayCluster::connect(config)?;
-    match &info.resources {
-        Some(r) => {
-            let gpus = r.get("GPU").copied().unwrap_or(0.0);
-            println!(
-                "Ray {} at {address}: {} CPUs, {gpus} GPUs on the alive nodes",
-                info.ray_version,
-                r.get("CPU").copied().unwrap_or(0.0)
-            );
-            info.check_gpus(address, args.gpus_per_job)?;
-        }
+    match &info.nodes {
+        Some(nodes) => println!(
+            "Ray {} at {address}: {} alive node(s), {} CPUs, {} GPUs in all",
+            info.ray_version,
+            nodes.len(),
+            info.total("CPU").unwrap_or(0.0),
+            info.total("GPU").unwrap_or(0.0)
+        ),
         None => println!(
-            "Ray {} at {address} (its resources were not reported: the GPU request is not checked)",
+            "Ray {} at {address} (its nodes were not reported: the CPU and GPU requests are not checked)",
             info.ray_version
         ),
     }
+    info.check_request(address, args.cpus_per_job, args.gpus_per_job)?;
     Ok(Box::new(cluster))
 }
