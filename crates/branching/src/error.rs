@@ -7,7 +7,7 @@ pub enum BranchError {
     #[error(transparent)]
     Graph(#[from] graph_ir::GraphError),
     #[error("stage analysis: {0}")]
-    Analysis(#[from] graph_ir::analysis::AnalysisError),
+    Analysis(graph_ir::analysis::AnalysisError),
     #[error(transparent)]
     Predict(#[from] predictor::PredictError),
     #[error("stage {stage}: node `{node}` ({op}) cannot be duplicated and scaled: {reason}")]
@@ -33,4 +33,11 @@ pub enum BranchError {
     PlanFile { path: String, reason: String },
     #[error("the plan does not match the model: {reason}")]
     Mismatch { reason: String },
+}
+
+/// The cause is in this error's message, so it is not also its `source()`.
+impl From<graph_ir::analysis::AnalysisError> for BranchError {
+    fn from(error: graph_ir::analysis::AnalysisError) -> Self {
+        BranchError::Analysis(error)
+    }
 }

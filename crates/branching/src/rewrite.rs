@@ -60,7 +60,13 @@ pub fn check_plan(g: &Graph, stages: &[Stage], plan: &Plan) -> Result<(), Branch
                     p.index, b.processor, b.depth, b.width, p.blocks
                 ));
             }
-            if b.width > p.channels || b.project_to.is_some_and(|w| w == 0 || w > p.channels) {
+            if b.project_to == Some(0) {
+                return mismatch(format!(
+                    "stage {}: branch on {} has project_to 0; a branch projects to at least 1 channel",
+                    p.index, b.processor
+                ));
+            }
+            if b.width > p.channels || b.project_to.is_some_and(|w| w > p.channels) {
                 return mismatch(format!(
                     "stage {}: branch on {} has width {}{}, beyond the stage's {} channels",
                     p.index,
@@ -431,6 +437,12 @@ mod tests {
         p.stages[0].branches[1].project_to = Some(4096);
         let e = apply_plan(&g, &p, 1).unwrap_err().to_string();
         assert!(e.contains("(project_to 4096)"), "{e}");
+        p.stages[0].branches[1].project_to = Some(0);
+        let e = apply_plan(&g, &p, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("has project_to 0; a branch projects to at least 1 channel"),
+            "{e}"
+        );
         let mut p = plan(&g, Merge::Project, &[(3, 3), (2, 2)]);
         p.stages[2].index = 7;
         let e = apply_plan(&g, &p, 1).unwrap_err().to_string();

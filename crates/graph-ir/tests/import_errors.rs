@@ -434,6 +434,39 @@ fn an_opset_newer_than_the_importer_is_refused() {
     );
 }
 
+/// Opset imports ONNX forbids, and an IR version newer than the importer
+/// reads, are refused with the value at fault named.
+#[test]
+fn invalid_opset_imports_and_ir_versions_are_refused() {
+    let set_default = |version: i64| {
+        edited(move |m| {
+            for o in m.opset_import.iter_mut().filter(|o| o.domain.is_empty()) {
+                o.version = version;
+            }
+        })
+    };
+    for version in [0, -3] {
+        let msg = one_line(&import_err(set_default(version)));
+        assert!(
+            msg.contains(&format!("domain `ai.onnx`: version {version} is not a version")),
+            "{msg}"
+        );
+    }
+    let twice = edited(|m| {
+        let mut again = m.opset_import[0].clone();
+        again.domain = "ai.onnx".into();
+        again.version = 30;
+        m.opset_import.push(again);
+    });
+    let msg = one_line(&import_err(twice));
+    assert!(
+        msg.contains("domain `ai.onnx`: version 30 is declared beside version 17"),
+        "{msg}"
+    );
+    let msg = one_line(&import_err(edited(|m| m.ir_version = 99)));
+    assert!(msg.contains("IR version 99 is newer than this importer reads"), "{msg}");
+}
+
 #[test]
 fn training_mode_dropout_is_refused_and_inference_dropout_is_its_input() {
     let with_dropout = |training: Option<i32>| {
@@ -483,6 +516,18 @@ fn a_graph_output_from_an_unsupported_second_output_names_its_node() {
         ),
         "{msg}"
     );
+    let e = import_err(edited(|m| {
+        let g = m.graph.as_mut().unwrap();
+        let mut dropout = onnx_node("Dropout", &["x"], "d", vec![]);
+        dropout.name.clear();
+        dropout.output.push("mask".into());
+        g.node.push(dropout);
+        let mut out = g.output[0].clone();
+        out.name = "mask".into();
+        g.output.push(out);
+    }));
+    let msg = one_line(&e);
+    assert!(msg.contains("node `Dropout_2` (Dropout): graph output `mask`"), "{msg}");
 }
 
 #[test]

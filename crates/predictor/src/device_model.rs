@@ -217,7 +217,7 @@ impl DeviceModel {
                     PredictError::Regressors(Box::new(RegressorError::Forest {
                         path: a.file.clone().into(),
                         class: k.class.name().into(),
-                        source: e,
+                        error: e,
                     }))
                 })?;
                 let factor = factors.as_ref().map_or(1.0, |f| f[i]);

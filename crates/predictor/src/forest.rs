@@ -51,14 +51,14 @@ pub enum ForestError {
     FeatureNames { found: usize, expected: usize },
     #[error("prediction input has {found} features, the forest expects {expected}")]
     WrongFeatureCount { found: usize, expected: usize },
-    #[error("cannot {action} forest file {}: {source}", path.display())]
+    #[error("cannot {action} forest file {}: {error}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("forest file {} is not valid forest JSON: {source}", path.display())]
-    Json { path: PathBuf, source: serde_json::Error },
+    #[error("forest file {} is not valid forest JSON: {error}", path.display())]
+    Json { path: PathBuf, error: serde_json::Error },
     #[error("forest file {} has format `{found}`, this build reads `{FORMAT}`", path.display())]
     Format { path: PathBuf, found: String },
     #[error("forest file {} is inconsistent: {reason}", path.display())]
@@ -443,17 +443,17 @@ impl Forest {
 }
 
 fn io_error<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ForestError + 'a {
-    move |source| ForestError::Io {
+    move |error| ForestError::Io {
         action,
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
 fn json_error(path: &Path) -> impl FnOnce(serde_json::Error) -> ForestError + '_ {
-    move |source| ForestError::Json {
+    move |error| ForestError::Json {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 

@@ -83,10 +83,10 @@ pub fn block_forest_params() -> ForestParams {
 /// Errors from reading phone tables or fitting and checking block predictors.
 #[derive(Debug, thiserror::Error)]
 pub enum PhoneError {
-    #[error("cannot read phone latency table {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("phone latency table {} is not valid JSON: {source}", path.display())]
-    Json { path: PathBuf, source: serde_json::Error },
+    #[error("cannot read phone latency table {}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("phone latency table {} is not valid JSON: {error}", path.display())]
+    Json { path: PathBuf, error: serde_json::Error },
     #[error("phone latency table {} is not a JSON object of key → latency", path.display())]
     NotAnObject { path: PathBuf },
     #[error("malformed block key `{key}` in {}: {reason}", path.display())]
@@ -268,9 +268,9 @@ pub struct PhoneBlocks {
 /// Reads a phone table (JSON object of key → latency in ms).
 pub fn load_blocks(path: impl AsRef<Path>) -> Result<PhoneBlocks, PhoneError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| PhoneError::Io {
+    let text = std::fs::read_to_string(path).map_err(|error| PhoneError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     parse_blocks(&text, path)
 }
@@ -280,7 +280,7 @@ pub fn load_blocks(path: impl AsRef<Path>) -> Result<PhoneBlocks, PhoneError> {
 pub fn parse_blocks(text: &str, source: &Path) -> Result<PhoneBlocks, PhoneError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| PhoneError::Json {
         path: source.to_path_buf(),
-        source: e,
+        error: e,
     })?;
     let serde_json::Value::Object(map) = value else {
         return Err(PhoneError::NotAnObject {

@@ -37,12 +37,8 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ProfileError {
-    #[error("{path}: cannot read device profile: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: cannot read device profile: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
     #[error("{path}: {reason}")]
@@ -280,9 +276,9 @@ impl DeviceProfile {
     pub fn load_exact(path: impl AsRef<Path>) -> Result<DeviceProfile, ProfileError> {
         let path = path.as_ref();
         let label = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| ProfileError::Io {
             path: label.clone(),
-            source,
+            error,
         })?;
         Self::parse(&text, &label)
     }

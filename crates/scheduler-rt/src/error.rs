@@ -31,7 +31,7 @@ pub enum RuntimeError {
     #[error("processor '{processor}' cannot be pinned: {reason}")]
     Pin { processor: String, reason: String },
     #[error("graph: {0}")]
-    Graph(#[from] graph_ir::GraphError),
+    Graph(graph_ir::GraphError),
     #[error("subgraph {subgraph} cannot be exported: {reason}")]
     Export { subgraph: String, reason: String },
     #[error("probing the values of {graph}: {reason}")]
@@ -85,6 +85,13 @@ pub enum RuntimeError {
         need_gb: f64,
         available_gb: f64,
     },
+}
+
+/// The cause is in this error's message, so it is not also its `source()`.
+impl From<graph_ir::GraphError> for RuntimeError {
+    fn from(error: graph_ir::GraphError) -> Self {
+        RuntimeError::Graph(error)
+    }
 }
 
 /// `"KEY: "`, or nothing for an error about a whole file (empty key).

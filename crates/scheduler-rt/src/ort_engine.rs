@@ -103,7 +103,10 @@ fn unavailable(reason: String) -> RuntimeError {
 fn environment() -> Result<&'static Loaded, RuntimeError> {
     ENVIRONMENT
         .get_or_init(|| {
-            let path = dylib_path().map_err(|e| e.to_string())?;
+            let path = dylib_path().map_err(|e| match e {
+                RuntimeError::EngineUnavailable { reason, .. } => reason,
+                other => other.to_string(),
+            })?;
             let builder = ort::init_from(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let env = builder
                 .with_name("stretch")

@@ -233,6 +233,43 @@ fn bad_plans_and_options_are_named() {
     assert!(one.contains("one processor: nothing to branch"), "{one}");
 }
 
+/// A plan that records no model fingerprint is applied with a warning that
+/// names the plan and says what is still checked; one that records it is
+/// applied without.
+#[test]
+fn a_plan_without_a_fingerprint_is_applied_with_a_warning() {
+    let dir = scratch("branch-no-fingerprint");
+    let r18 = arg(&repo().join("fixtures/models/resnet18.onnx"));
+    let device = arg(&repo().join("configs/devices/host.toml"));
+    let plan = dir.join("r18.json");
+    stretch_ok(&["plan", &r18, "--device", &device, "-o", &arg(&plan)]);
+    let branch = |plan: &std::path::Path| {
+        let o = stretch(&["branch", &r18, "--plan", &arg(plan), "-o", &arg(&dir.join("b.onnx"))]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let quiet = branch(&plan);
+    assert!(!quiet.contains("fingerprint"), "{quiet}");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&plan).expect("plan")).expect("json");
+    assert!(
+        doc.as_object_mut()
+            .expect("object")
+            .remove("model_fingerprint")
+            .is_some()
+    );
+    let old = dir.join("old.json");
+    std::fs::write(&old, doc.to_string()).expect("write");
+    let warned = branch(&old);
+    assert!(
+        warned.contains(&format!(
+            "warning: {}: the plan records no model fingerprint",
+            old.display()
+        )) && warned.contains("only its stages, blocks and channels are checked"),
+        "{warned}"
+    );
+    assert_eq!(warned.lines().count(), 1, "{warned}");
+}
+
 #[test]
 fn a_processor_named_twice_is_refused() {
     let dir = scratch("branch-duplicates");

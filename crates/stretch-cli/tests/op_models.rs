@@ -144,6 +144,7 @@ op_tests!(
     matmul_2d_opset13,
     matmul_4d_opset13,
     matmul_batched_opset13,
+    matmul_vectors_opset13,
     maxpool_1d_opset13,
     maxpool_ceil_opset12,
     maxpool_ceilpads_opset11,
@@ -250,9 +251,9 @@ fn unsupported_operators_fail_with_one_line() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The upsampling, 1-D window, Tile, ReduceSum, Expand and Sum fixtures also
-/// run on the subgraph runtime with each engine (tract and onnxruntime),
-/// their outputs equal to onnxruntime's run of the fixture (rtol 1e-4).
+/// The upsampling, 1-D window, Tile, ReduceSum, Expand, Sum and vector
+/// MatMul fixtures also run on the subgraph runtime with each engine (tract
+/// and onnxruntime), their outputs equal to onnxruntime's run of the fixture (rtol 1e-4).
 #[test]
 fn newer_operators_run_on_both_engines() {
     let dir = scratch("op-engines");
@@ -266,6 +267,7 @@ fn newer_operators_run_on_both_engines() {
         "reducesum_",
         "expand_",
         "sum_",
+        "matmul_vectors",
     ];
     let stems: Vec<String> = op_models()
         .into_iter()

@@ -90,3 +90,14 @@ fn annotated_model_is_valid_onnx_and_keeps_annotations() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `convert` counts the operators it wrote, not the inputs and weights
+/// beside them: a Conv and an Add are 2, whatever their initializers.
+#[test]
+fn convert_counts_operators() {
+    let dir = scratch("convert-count");
+    let model = repo().join("fixtures/ops/add_residual_opset13.onnx");
+    let out = dir.join("out.onnx");
+    let said = stretch_ok(&["convert", &arg(&model), "-o", &arg(&out)]);
+    assert!(said.contains("(2 operators, "), "{said}");
+}

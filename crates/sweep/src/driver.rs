@@ -213,10 +213,10 @@ fn start(
 fn submit(job: &Job, state: &mut State, exec: &mut dyn Executor) -> Result<(), SweepError> {
     let attempt = state.jobs[&job.id].attempts + 1;
     for dir in &job.dirs {
-        std::fs::create_dir_all(dir).map_err(|source| SweepError::Io {
+        std::fs::create_dir_all(dir).map_err(|error| SweepError::Io {
             action: "create",
             path: dir.clone(),
-            source,
+            error,
         })?;
     }
     let handle = exec.submit(job, attempt, &state.log_path(&job.id))?;

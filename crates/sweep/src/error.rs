@@ -5,11 +5,11 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum SweepError {
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}: {error}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{}: {reason}", path.display())]
     Spec { path: PathBuf, reason: String },

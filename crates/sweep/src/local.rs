@@ -64,7 +64,7 @@ impl LocalPool {
         let io = |action, source| SweepError::Io {
             action,
             path: r.log.clone(),
-            source,
+            error: source,
         };
         let mut log = OpenOptions::new()
             .create(true)
@@ -137,10 +137,10 @@ impl Executor for LocalPool {
 
     fn submit(&mut self, job: &Job, attempt: u32, log: &Path) -> Result<String, SweepError> {
         if !self.inherit {
-            start_log(log, attempt).map_err(|source| SweepError::Io {
+            start_log(log, attempt).map_err(|error| SweepError::Io {
                 action: "write",
                 path: log.to_path_buf(),
-                source,
+                error,
             })?;
         }
         let mut r = Running {

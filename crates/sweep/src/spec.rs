@@ -175,10 +175,10 @@ impl SweepFile {
     /// Reads and checks `path`; relative paths in it become paths from its
     /// directory. Errors name the file and the key at fault.
     pub fn load(path: &Path) -> Result<SweepFile, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| SweepError::Io {
             action: "read",
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let spec_err = |reason: String| SweepError::Spec {
             path: path.to_path_buf(),
@@ -189,10 +189,10 @@ impl SweepFile {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let base = base.canonicalize().map_err(|source| SweepError::Io {
+        let base = base.canonicalize().map_err(|error| SweepError::Io {
             action: "resolve the directory of",
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         file.resolve(&base);
         file.check().map_err(spec_err)?;

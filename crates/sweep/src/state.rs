@@ -104,10 +104,10 @@ impl Lock {
 impl State {
     /// The state kept in `dir` (created if missing); empty for a new sweep.
     pub fn open(dir: &Path) -> Result<State, SweepError> {
-        std::fs::create_dir_all(dir).map_err(|source| SweepError::Io {
+        std::fs::create_dir_all(dir).map_err(|error| SweepError::Io {
             action: "create",
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
         let path = dir.join("state.json");
         let jobs = match std::fs::read_to_string(&path) {
@@ -129,7 +129,7 @@ impl State {
                 return Err(SweepError::Io {
                     action: "read",
                     path,
-                    source,
+                    error: source,
                 });
             }
         };
@@ -148,7 +148,7 @@ impl State {
         let io = |action, source| SweepError::Io {
             action,
             path: self.path.clone(),
-            source,
+            error: source,
         };
         std::fs::write(&tmp, text).map_err(|e| io("write", e))?;
         std::fs::rename(&tmp, &self.path).map_err(|e| io("replace", e))

@@ -38,8 +38,8 @@ pub enum TrainError {
     /// An option value out of range.
     #[error("{key}: {reason}")]
     Option { key: &'static str, reason: String },
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
     #[error(transparent)]
     Graph(#[from] graph_ir::GraphError),
 }
@@ -48,7 +48,7 @@ impl TrainError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> TrainError {
         TrainError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

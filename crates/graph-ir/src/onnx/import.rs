@@ -64,6 +64,51 @@ pub fn import_file(path: impl AsRef<Path>, options: &ImportOptions) -> Result<Gr
 /// release its per-operator tests are built from (onnx 1.23).
 pub const NEWEST_OPSET: i64 = 28;
 
+/// The newest IR version the importer reads: that of onnx 1.23.
+pub const NEWEST_IR_VERSION: i64 = 14;
+
+/// The default-domain opset of a model's opset imports, after refusing a
+/// version below 1 in any domain, a domain declared twice (`""` and
+/// `ai.onnx` are one domain) and a default opset newer than [`NEWEST_OPSET`].
+fn default_opset<'a>(imports: impl IntoIterator<Item = (&'a str, i64)>) -> Result<Option<i64>, ImportError> {
+    let domain_of = |d: &str| {
+        if d.is_empty() {
+            "ai.onnx".to_string()
+        } else {
+            d.to_string()
+        }
+    };
+    let mut seen: HashMap<String, i64> = HashMap::new();
+    for (domain, version) in imports {
+        let domain = domain_of(domain);
+        let refuse = |reason: String| ImportError::Opset {
+            domain: domain.clone(),
+            version,
+            reason,
+        };
+        if version < 1 {
+            return Err(refuse("is not a version (opset versions start at 1)".into()));
+        }
+        if let Some(first) = seen.get(&domain) {
+            return Err(refuse(format!(
+                "is declared beside version {first}; a model imports each domain once"
+            )));
+        }
+        seen.insert(domain, version);
+    }
+    let Some(&opset) = seen.get("ai.onnx") else {
+        return Ok(None);
+    };
+    if opset > NEWEST_OPSET {
+        return Err(ImportError::Model {
+            reason: format!(
+                "opset {opset} is newer than this importer knows (up to {NEWEST_OPSET}); operators may have changed meaning since: export the model at opset {NEWEST_OPSET} or older"
+            ),
+        });
+    }
+    Ok(Some(opset))
+}
+
 /// Fails on the first name of the graph (node, value, input, output,
 /// initializer) holding a control character such as a newline: every
 /// message that names it would break across lines. The name is shown
@@ -106,19 +151,14 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
     if model.ir_version <= 0 || model.graph.is_none() || model.opset_import.is_empty() {
         return Err(not_onnx("no IR version, graph or opset import".into()));
     }
-    let opset = model
-        .opset_import
-        .iter()
-        .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
-        .map(|o| o.version)
-        .ok_or_else(|| not_onnx("no opset for the default ONNX domain".into()))?;
-    if opset > NEWEST_OPSET {
-        return Err(ImportError::Model {
-            reason: format!(
-                "opset {opset} is newer than this importer knows (up to {NEWEST_OPSET}); operators may have changed meaning since: export the model at opset {NEWEST_OPSET} or older"
-            ),
+    if model.ir_version > NEWEST_IR_VERSION {
+        return Err(ImportError::IrVersion {
+            version: model.ir_version,
+            newest: NEWEST_IR_VERSION,
         });
     }
+    let opset = default_opset(model.opset_import.iter().map(|o| (o.domain.as_str(), o.version)))?
+        .ok_or_else(|| not_onnx("no opset for the default ONNX domain".into()))?;
     let proto = model.graph.as_ref().expect("checked above");
     printable_names(proto)?;
     let mut imp = Importer {
@@ -174,13 +214,13 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
     let mut outputs = Vec::new();
     for o in &proto.output {
         let Some(outlet) = imp.values.get(&o.name).copied() else {
-            let writer = proto.node.iter().find_map(|n| {
+            let writer = proto.node.iter().enumerate().find_map(|(i, n)| {
                 let k = n.output.iter().position(|x| *x == o.name)?;
-                Some((k, n))
+                Some((k, i, n))
             });
             return Err(match writer {
-                Some((k, n)) => ImportError::Node {
-                    node: n.name.clone(),
+                Some((k, i, n)) => ImportError::Node {
+                    node: node_label(n, i),
                     op_type: n.op_type.clone(),
                     reason: format!(
                         "graph output `{}` is its output {k}, which the importer does not produce (only its first output is supported)",
@@ -263,16 +303,20 @@ fn input_fact(vi: &ValueInfoProto, index: usize, options: &ImportOptions) -> Res
     Ok(Fact::new(dtype, dims))
 }
 
+/// The name the importer gives the file's node `index`: its own, or
+/// `<op_type>_<index>` when it has none.
+fn node_label(node: &NodeProto, index: usize) -> String {
+    if node.name.is_empty() {
+        format!("{}_{index}", node.op_type)
+    } else {
+        node.name.clone()
+    }
+}
+
 /// Node indices in a dependency order (stable with respect to the file's
 /// order); reports dangling inputs and cycles by node name.
 fn topo_order(nodes: &[NodeProto], known: &HashSet<&str>) -> Result<Vec<usize>, ImportError> {
-    let display = |i: usize| {
-        if nodes[i].name.is_empty() {
-            format!("{}_{i}", nodes[i].op_type)
-        } else {
-            nodes[i].name.clone()
-        }
-    };
+    let display = |i: usize| node_label(&nodes[i], i);
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
@@ -339,12 +383,7 @@ struct Importer {
 
 impl Importer {
     fn node(&mut self, proto: &NodeProto, index: usize) -> Result<(), ImportError> {
-        let base = if proto.name.is_empty() {
-            format!("{}_{index}", proto.op_type)
-        } else {
-            proto.name.clone()
-        };
-        let name = self.graph.unique_name(&base);
+        let name = self.graph.unique_name(&node_label(proto, index));
         let inputs = proto
             .input
             .iter()

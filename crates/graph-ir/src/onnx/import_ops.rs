@@ -3,7 +3,7 @@
 use super::ImportError;
 use super::attrs::Attrs;
 use super::fold;
-use super::{import_blocks, import_resize, import_window};
+use super::{import_blocks, import_matmul, import_resize, import_window};
 use crate::graph::{Graph, Outlet};
 use crate::ops::*;
 use crate::tensor::Tensor;
@@ -619,7 +619,7 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
         "ReduceMean" => reduce(ctx, g, ReduceKind::Mean)?,
         "ReduceSum" => reduce(ctx, g, ReduceKind::Sum)?,
         "Gemm" => gemm(ctx)?,
-        "MatMul" => Lowered::Op(Op::MatMul(MatMul), ctx.data_inputs(2)?),
+        "MatMul" => import_matmul::matmul(ctx, g)?,
         "Pad" => pad(ctx, g)?,
         _ => return Ok(None),
     };

@@ -14,6 +14,7 @@ mod fold;
 mod fp16_host;
 mod import;
 mod import_blocks;
+mod import_matmul;
 mod import_ops;
 mod import_resize;
 mod import_window;
@@ -179,6 +180,16 @@ pub enum ImportError {
     Output { name: String },
     #[error("model: {reason}")]
     Model { reason: String },
+    #[error("opset import of domain `{domain}`: version {version} {reason}")]
+    Opset {
+        domain: String,
+        version: i64,
+        reason: String,
+    },
+    #[error(
+        "IR version {version} is newer than this importer reads (up to {newest}); save the model with an older onnx"
+    )]
+    IrVersion { version: i64, newest: i64 },
     #[error(transparent)]
     Graph(#[from] GraphError),
 }

@@ -27,9 +27,16 @@ pub enum UnitsError {
         processors: String,
     },
     #[error("graph: {0}")]
-    Graph(#[from] graph_ir::GraphError),
+    Graph(graph_ir::GraphError),
     #[error("the model has no operators")]
     Empty,
+}
+
+/// The cause is in this error's message, so it is not also its `source()`.
+impl From<graph_ir::GraphError> for UnitsError {
+    fn from(error: graph_ir::GraphError) -> Self {
+        UnitsError::Graph(error)
+    }
 }
 
 /// Adjacent operators with the same processor set.

@@ -22,8 +22,8 @@ use thiserror::Error;
 pub enum HeimdallError {
     #[error(transparent)]
     Chunk(#[from] ChunkError),
-    #[error("model '{model}': {source}")]
-    Units { model: String, source: UnitsError },
+    #[error("model '{model}': {error}")]
+    Units { model: String, error: UnitsError },
     #[error("model '{model}': {got} operator latencies for {processor}, the model has {want} operators")]
     Latencies {
         model: String,
@@ -93,9 +93,9 @@ pub fn chunk_model(
     render: &RenderSpec,
     mode: ChunkMode,
 ) -> Result<(ModelUnits, Vec<ChunkReport>), HeimdallError> {
-    let ops = operators(g).map_err(|source| HeimdallError::Units {
+    let ops = operators(g).map_err(|error| HeimdallError::Units {
         model: g.name.clone(),
-        source,
+        error,
     })?;
     let budget = chunk::budget_ms(render.fps, render.render_ms)?;
     let mut cuts: Vec<Vec<Range<usize>>> = Vec::new();
@@ -159,9 +159,9 @@ pub fn chunk_model(
         });
         cuts.push(ranges);
     }
-    let units = chunked(g, &cuts).map_err(|source| HeimdallError::Units {
+    let units = chunked(g, &cuts).map_err(|error| HeimdallError::Units {
         model: g.name.clone(),
-        source,
+        error,
     })?;
     Ok((units, reports))
 }

@@ -26,14 +26,14 @@ pub const MIN_ROWS: usize = 8;
 
 #[derive(Debug, Error)]
 pub enum RegressorError {
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}: {error}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{}: not a kernel-regressors file: {source}", path.display())]
-    Json { path: PathBuf, source: serde_json::Error },
+    #[error("{}: not a kernel-regressors file: {error}", path.display())]
+    Json { path: PathBuf, error: serde_json::Error },
     #[error("{}: format `{found}`, this build reads `{FORMAT}`", path.display())]
     Format { path: PathBuf, found: String },
     #[error(
@@ -62,11 +62,11 @@ pub enum RegressorError {
         found: crate::Precision,
         want: crate::Precision,
     },
-    #[error("{}: class `{class}`: {source}", path.display())]
+    #[error("{}: class `{class}`: {error}", path.display())]
     Forest {
         path: PathBuf,
         class: String,
-        source: ForestError,
+        error: ForestError,
     },
 }
 
@@ -218,10 +218,10 @@ impl KernelRegressors {
             if x.len() < MIN_ROWS {
                 continue;
             }
-            let wrap = |source| RegressorError::Forest {
+            let wrap = |error| RegressorError::Forest {
                 path: label.clone(),
                 class: class.into(),
-                source,
+                error,
             };
             let params = params(class, in_model);
             let errors = out_of_fold_errors_with(&x, &y, seed, &params).map_err(wrap)?;
@@ -310,14 +310,14 @@ impl KernelRegressors {
     }
 
     pub fn save(&self, path: &Path) -> Result<(), RegressorError> {
-        let json = serde_json::to_string(self).map_err(|source| RegressorError::Json {
+        let json = serde_json::to_string(self).map_err(|error| RegressorError::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
-        std::fs::write(path, json + "\n").map_err(|source| RegressorError::Io {
+        std::fs::write(path, json + "\n").map_err(|error| RegressorError::Io {
             action: "write",
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 
@@ -348,14 +348,14 @@ impl KernelRegressors {
     }
 
     pub fn load(path: &Path) -> Result<KernelRegressors, RegressorError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RegressorError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| RegressorError::Io {
             action: "read",
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
-        let json = |source| RegressorError::Json {
+        let json = |error| RegressorError::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let value: serde_json::Value = serde_json::from_str(&text).map_err(json)?;
         let found = value.get("format").and_then(|f| f.as_str()).unwrap_or("(none)");
@@ -367,10 +367,10 @@ impl KernelRegressors {
         }
         let regs: KernelRegressors = serde_json::from_value(value).map_err(json)?;
         for (class, f) in &regs.forests {
-            f.validate(path).map_err(|source| RegressorError::Forest {
+            f.validate(path).map_err(|error| RegressorError::Forest {
                 path: path.to_path_buf(),
                 class: class.clone(),
-                source,
+                error,
             })?;
             let known = class_of(class)
                 .map(crate::features::model_feature_names)

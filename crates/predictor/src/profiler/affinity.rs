@@ -106,7 +106,7 @@ pub fn available() -> Result<CoreSet, ProfilerError> {
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return Err(ProfilerError::Affinity {
                 cores: "(query)".into(),
-                source: std::io::Error::last_os_error(),
+                error: std::io::Error::last_os_error(),
             });
         }
         set
@@ -170,7 +170,7 @@ pub fn pin_current_thread_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(
     if rc != 0 {
         return Err(ProfilerError::Affinity {
             cores: cores.to_string(),
-            source: std::io::Error::last_os_error(),
+            error: std::io::Error::last_os_error(),
         });
     }
     Ok(())

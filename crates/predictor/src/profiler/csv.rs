@@ -220,10 +220,10 @@ pub struct Existing {
 /// Reads the rows of a kernels CSV without opening it for writing; a torn
 /// last line is skipped and reported as in [`Store::open`].
 pub fn read(path: &Path) -> Result<Existing, ProfilerError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ProfilerError::Io {
+    let text = std::fs::read_to_string(path).map_err(|error| ProfilerError::Io {
         action: "read",
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     Ok(parse_rows(path, &text)?.0)
 }
@@ -285,10 +285,10 @@ impl Store {
     /// its line; a different header is an error too.
     pub fn open(path: &Path) -> Result<(Store, Existing), ProfilerError> {
         let io = |action| {
-            move |source| ProfilerError::Io {
+            move |error| ProfilerError::Io {
                 action,
                 path: path.to_path_buf(),
-                source,
+                error,
             }
         };
         let text = match std::fs::read_to_string(path) {
@@ -331,10 +331,10 @@ impl Store {
         self.file
             .write_all(s.as_bytes())
             .and_then(|()| self.file.flush())
-            .map_err(|source| ProfilerError::Io {
+            .map_err(|error| ProfilerError::Io {
                 action: "append to",
                 path: self.path.clone(),
-                source,
+                error,
             })
     }
 }

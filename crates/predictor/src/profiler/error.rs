@@ -29,19 +29,19 @@ pub enum ProfilerError {
     CoreSpec { spec: String, reason: String },
     #[error("core {core} is not available to this process (it may run on cores {available})")]
     CoreUnavailable { core: usize, available: String },
-    #[error("cannot pin a thread to cores {cores}: {source}")]
-    Affinity { cores: String, source: std::io::Error },
+    #[error("cannot pin a thread to cores {cores}: {error}")]
+    Affinity { cores: String, error: std::io::Error },
     #[error("pinning threads to cores is only supported on Linux")]
     AffinityUnsupported,
     #[error("--threads {threads} needs at least {threads} cores in --cores, got {cores}")]
     ThreadsExceedCores { threads: usize, cores: String },
     #[error("setting `{name}`: {reason}")]
     Setting { name: &'static str, reason: String },
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}: {error}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{}: header is `{found}`, this version writes `{expected}`; use a new --out directory", path.display())]
     Header {
@@ -63,15 +63,15 @@ pub enum ProfilerError {
         found: String,
         expected: String,
     },
-    #[error("kernel {kernel}: cannot build its graph: {source}")]
+    #[error("kernel {kernel}: cannot build its graph: {error}")]
     Build {
         kernel: String,
-        source: Box<graph_ir::GraphError>,
+        error: Box<graph_ir::GraphError>,
     },
-    #[error("kernel {kernel}: cannot export it to ONNX: {source}")]
+    #[error("kernel {kernel}: cannot export it to ONNX: {error}")]
     Export {
         kernel: String,
-        source: Box<graph_ir::onnx::ExportError>,
+        error: Box<graph_ir::onnx::ExportError>,
     },
     #[error("kernel {kernel}: fusion rules split its graph into `{found}`, not one `{expected}` kernel")]
     Detection {
@@ -79,11 +79,11 @@ pub enum ProfilerError {
         found: String,
         expected: String,
     },
-    #[error("kernel {kernel}: {source}")]
-    Engine { kernel: String, source: EngineError },
-    #[error("class {class}: cannot fit the adaptive-sampling predictor: {source}")]
+    #[error("kernel {kernel}: {error}")]
+    Engine { kernel: String, error: EngineError },
+    #[error("class {class}: cannot fit the adaptive-sampling predictor: {error}")]
     Fit {
         class: String,
-        source: crate::forest::ForestError,
+        error: crate::forest::ForestError,
     },
 }

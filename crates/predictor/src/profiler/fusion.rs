@@ -87,17 +87,17 @@ fn time(engine: &dyn Engine, classes: &[OpClass], warmup: usize, reps: usize, se
     let kernel = label.join("→");
     let build = |source: GraphError| ProfilerError::Build {
         kernel: kernel.clone(),
-        source: Box::new(source),
+        error: Box::new(source),
     };
     let mut g = chain_graph(classes).map_err(build)?;
     g.fill_missing_weights(seed);
     let bytes = graph_ir::onnx::export_bytes(&g).map_err(|source| ProfilerError::Export {
         kernel: kernel.clone(),
-        source: Box::new(source),
+        error: Box::new(source),
     })?;
-    let engine_error = |source| ProfilerError::Engine {
+    let engine_error = |error| ProfilerError::Engine {
         kernel: kernel.clone(),
-        source,
+        error,
     };
     let mut r = engine.compile(&bytes).map_err(engine_error)?;
     let mut rng = SplitMix64::new(seed);

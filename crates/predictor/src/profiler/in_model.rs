@@ -76,7 +76,7 @@ impl InModelKernel {
 fn engine_error(model: &str, source: super::error::EngineError) -> ProfilerError {
     ProfilerError::Engine {
         kernel: format!("model {model}"),
-        source,
+        error: source,
     }
 }
 
@@ -96,11 +96,11 @@ pub fn time_kernels(
     filled.fill_missing_weights(7);
     let bytes = graph_ir::onnx::export_bytes(&filled).map_err(|source| ProfilerError::Export {
         kernel: format!("model {model}"),
-        source: Box::new(source),
+        error: Box::new(source),
     })?;
     let nodes = g.compute_order().map_err(|source| ProfilerError::Build {
         kernel: format!("model {model}"),
-        source: Box::new(source),
+        error: Box::new(source),
     })?;
     let kernels = detect(g, &nodes, rules);
     let mut kernel_of_name: HashMap<&str, usize> = HashMap::new();

@@ -27,7 +27,7 @@ impl KernelGraph {
         let name = config.to_string();
         let build = |source| ProfilerError::Build {
             kernel: name.clone(),
-            source: Box::new(source),
+            error: Box::new(source),
         };
         let graph = graph_of(config).map_err(build)?;
         let order = graph.topo_order().map_err(build)?;
@@ -62,7 +62,7 @@ impl KernelGraph {
         g.fill_missing_weights(seed);
         graph_ir::onnx::export_bytes(&g).map_err(|source| ProfilerError::Export {
             kernel: self.config.to_string(),
-            source: Box::new(source),
+            error: Box::new(source),
         })
     }
 

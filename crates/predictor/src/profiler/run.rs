@@ -286,9 +286,9 @@ impl Profiler<'_> {
         let seed = class_seed(self.settings.seed, kind, round);
         let x: Vec<Vec<f64>> = train.iter().map(|r| r.features.clone()).collect();
         let y: Vec<f64> = train.iter().map(|r| r.median_ms.max(1e-6)).collect();
-        let errors = adaptive::out_of_fold_errors(&x, &y, seed).map_err(|source| ProfilerError::Fit {
+        let errors = adaptive::out_of_fold_errors(&x, &y, seed).map_err(|error| ProfilerError::Fit {
             class: kind.name().into(),
-            source,
+            error,
         })?;
         let bad = adaptive::worst(&errors, self.settings.threshold);
         stats.fitted_rows = train.len();
@@ -374,9 +374,9 @@ impl Profiler<'_> {
 
     fn measure(&self, kg: &KernelGraph, round: u32, origin: Origin) -> Result<Row, ProfilerError> {
         let kernel = kg.config.to_string();
-        let engine_error = |source| ProfilerError::Engine {
+        let engine_error = |error| ProfilerError::Engine {
             kernel: kernel.clone(),
-            source,
+            error,
         };
         let seed = self.settings.seed;
         let mut runnable = self.engine.compile(&kg.onnx(seed)?).map_err(engine_error)?;

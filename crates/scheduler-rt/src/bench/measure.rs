@@ -85,7 +85,7 @@ fn load<'c>(configs: &'c Configs, cores: &CoreSet, engines: &Arc<EngineFactory>)
             move |source: RuntimeError| TimingError::LoadModel {
                 label: c.label.to_string(),
                 on,
-                source: Box::new(source),
+                error: Box::new(source),
             }
         };
         let mut rt = Runtime::load(c.graph, &c.processors, engines.clone()).map_err(failed("the runtime"))?;

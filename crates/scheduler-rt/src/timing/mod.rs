@@ -35,12 +35,12 @@ pub enum TimingError {
     Load { reason: String },
     #[error("cannot pin the timing thread: {reason}")]
     Pin { reason: String },
-    #[error("cannot load {label} on {on}: {source}")]
+    #[error("cannot load {label} on {on}: {error}")]
     LoadModel {
         label: String,
         /// The runtime, or every processor (adaptive placement).
         on: &'static str,
-        source: Box<crate::RuntimeError>,
+        error: Box<crate::RuntimeError>,
     },
     #[error("the original has no input")]
     NoInput,

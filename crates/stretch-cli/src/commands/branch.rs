@@ -16,6 +16,13 @@ use std::path::PathBuf;
 /// metadata_props, which other tools ignore). With --random-weights SEED a
 /// structure-only model becomes runnable; new layers' weights come from
 /// --seed.
+///
+/// A plan made for another model (its recorded structure fingerprint
+/// differs) is refused. A plan that records no fingerprint (written before
+/// plans recorded one) is applied with a warning on stderr: its stages,
+/// blocks and channels are still checked against the model, which is all
+/// the rewrite relies on, so the branched model is well formed; only the
+/// plan's latencies may belong to another model.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -82,6 +89,13 @@ fn write(graph: &graph_ir::Graph, plan: &Plan, seed: u64, out: &PathBuf) -> Resu
 pub fn run(args: Args) -> Result<()> {
     let graph = args.model.load()?;
     let plan = Plan::load(&args.plan)?;
+    if plan.model_fingerprint.is_none() {
+        eprintln!(
+            "warning: {}: the plan records no model fingerprint, so it is not known to be for {}: only its stages, blocks and channels are checked",
+            args.plan.display(),
+            args.model.model.display()
+        );
+    }
     write(&graph, &plan, args.seed, &args.out).map(drop)
 }
 

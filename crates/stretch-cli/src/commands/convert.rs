@@ -33,10 +33,14 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         String::new()
     };
+    let operators = graph
+        .node_ids()
+        .into_iter()
+        .filter(|&id| !matches!(graph.node(id).op, graph_ir::Op::Input(_) | graph_ir::Op::Const(_)))
+        .count();
     println!(
-        "wrote {} ({} nodes, {} parameters{note})",
+        "wrote {} ({operators} operators, {} parameters{note})",
         args.output.display(),
-        graph.len(),
         cost.params
     );
     Ok(())

@@ -52,10 +52,10 @@ pub enum ThermalProfileError {
         processor: String,
         known: String,
     },
-    #[error("{file}: [thermal]: {source}")]
+    #[error("{file}: [thermal]: {error}")]
     Invalid {
         file: String,
-        source: crate::splash::thermal::emulator::ThermalError,
+        error: crate::splash::thermal::emulator::ThermalError,
     },
     #[error(
         "{file}: the device profile has no [thermal] section: thermal runs need one (see configs/devices/snapdragon855.toml)"
@@ -219,9 +219,9 @@ pub fn thermal_params(
             format!("{}; {}", s.source, sources.join("; "))
         },
     };
-    params.validate().map_err(|source| ThermalProfileError::Invalid {
+    params.validate().map_err(|error| ThermalProfileError::Invalid {
         file: file.into(),
-        source,
+        error,
     })?;
     Ok(params)
 }
