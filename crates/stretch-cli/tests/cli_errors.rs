@@ -37,7 +37,7 @@ fn inspect_missing_file() {
     let dir = scratch_dir("missing");
     let path = dir.join("no-such-model.onnx");
     let stderr = inspect_fails(&path);
-    assert!(stderr.contains("cannot read file"), "{stderr}");
+    assert!(stderr.contains(&format!("cannot read {}", path.display())), "{stderr}");
     assert_eq!(stderr.matches("os error").count(), 1, "I/O error repeated: {stderr}");
     std::fs::remove_dir_all(dir).unwrap();
 }
