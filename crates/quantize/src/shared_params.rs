@@ -11,11 +11,10 @@ use std::collections::{HashMap, HashSet};
 
 /// Whether `op`'s output is quantized with its first input's parameters.
 fn keeps_input_params(op: &Op) -> bool {
-    match op {
-        Op::Reshape(_) | Op::Flatten(_) | Op::Transpose(_) | Op::Slice(_) | Op::Split(_) | Op::Resize(_) => true,
-        Op::Pool(_) => true,
-        _ => false,
-    }
+    matches!(
+        op,
+        Op::Reshape(_) | Op::Flatten(_) | Op::Transpose(_) | Op::Slice(_) | Op::Split(_) | Op::Resize(_) | Op::Pool(_)
+    )
 }
 
 /// The parameters of each of `acts` (in topological order), `ranges[i]`

@@ -62,16 +62,16 @@ impl Lock {
     pub fn acquire(dir: &Path) -> Result<Lock, SweepError> {
         use std::io::{Read, Seek, Write};
         use std::os::fd::AsRawFd;
-        std::fs::create_dir_all(dir).map_err(|source| SweepError::Io {
+        std::fs::create_dir_all(dir).map_err(|error| SweepError::Io {
             action: "create",
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
         let path = dir.join("sweep.lock");
-        let io = |action, source| SweepError::Io {
+        let io = |action, error| SweepError::Io {
             action,
             path: path.clone(),
-            source,
+            error,
         };
         let mut file = std::fs::OpenOptions::new()
             .create(true)
