@@ -24,6 +24,21 @@ pub enum PlainFileError {
     TooLarge { path: PathBuf, size: u64, limit: u64 },
 }
 
+impl PlainFileError {
+    /// The message without the path, for callers that name the file themselves.
+    pub fn reason(&self) -> String {
+        match self {
+            PlainFileError::Io { error, .. } => format!("cannot read: {error}"),
+            PlainFileError::NotPlain { kind, .. } => {
+                format!("is a {kind}, not a plain file; only regular files are read")
+            }
+            PlainFileError::TooLarge { size, limit, .. } => {
+                format!("holds {size} bytes, over the limit of {limit} bytes")
+            }
+        }
+    }
+}
+
 /// Whether the last component of a path may be a symbolic link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Links {

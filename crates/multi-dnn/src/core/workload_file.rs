@@ -108,7 +108,7 @@ impl Workload {
             reason,
         };
         let text = graph_ir::plain_file::read_plain_text(path, graph_ir::plain_file::MAX_CONFIG_BYTES)
-            .map_err(|e| err("", e.to_string()))?;
+            .map_err(|e| err("", e.reason()))?;
         let parsed: File = toml::from_str(&text).map_err(|e| {
             let line = scheduler_rt::toml_line(&text, &e).unwrap_or(0);
             err(&format!("line {line}"), e.message().to_string())

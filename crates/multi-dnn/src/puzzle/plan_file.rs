@@ -150,7 +150,7 @@ impl PlanFile {
             reason,
         };
         let text = graph_ir::plain_file::read_plain_text(path, graph_ir::plain_file::MAX_CONFIG_BYTES)
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(|e| err(e.reason()))?;
         let plan: PlanFile = serde_json::from_str(&text).map_err(|e| err(format!("not a plan: {e}")))?;
         if plan.format != FORMAT {
             return Err(err(format!("format '{}', expected '{FORMAT}'", plan.format)));
