@@ -10,6 +10,15 @@ Uses only `onnx`, `onnxruntime` (and its `quantization` package) and
         of the largest magnitude: float32 rounding of the values), a step being the scale of the
         DequantizeLinear that produces the output (a float
         output is compared within 1e-4 of its largest magnitude)
+  check_quantized.py reference MODEL IN.npy OUT.npy [--steps K]
+        as `expect`, with MODEL run in ONNX's reference evaluator
+        (onnx.reference: numpy, the same arithmetic on every CPU, where
+        onnxruntime's integer kernels differ by instruction set), its
+        default-domain opset raised to 21 (the evaluator has no
+        DequantizeLinear before 21; none of the operators stretch writes
+        changes meaning from 17 to 21): for the file tract runs for a
+        quantized model (graph_ir::onnx::fuse_qdq's rewrite, in
+        onnxruntime's arithmetic)
   check_quantized.py scales FP32 SAMPLES.npy QUANTIZED [--tolerance 0.05]
         quantize FP32 with onnxruntime's quantize_static (QDQ, MinMax,
         uint8 activations, int8 per-channel weights) on the images in
@@ -72,9 +81,29 @@ def cmd_expect(args):
     x = np.load(args.input)
     out = sess.get_outputs()[0].name
     (ref,) = sess.run([out], {sess.get_inputs()[0].name: x})
+    run = "onnxruntime with graph optimizations off" if args.literal else "onnxruntime"
+    compare(args, model, out, ref, run)
+
+
+def cmd_reference(args):
+    from onnx.reference import ReferenceEvaluator
+
+    model = onnx.load(args.model)
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version < 21:
+            opset.version = 21
+    x = np.load(args.input)
+    out = model.graph.output[0].name
+    (ref,) = ReferenceEvaluator(model).run([out], {model.graph.input[0].name: x})
+    compare(args, model, out, np.asarray(ref), "ONNX's reference evaluator")
+
+
+def compare(args, model, out, ref, run):
+    """Fails unless OUT.npy is within --steps of REF, the output OUT of MODEL
+    as RUN computes it."""
     got = np.load(args.output)
     if got.shape != ref.shape:
-        sys.exit(f"{args.output}: shape {list(got.shape)}, onnxruntime gives {list(ref.shape)}")
+        sys.exit(f"{args.output}: shape {list(got.shape)}, {run} gives {list(ref.shape)}")
     diff = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
     step = output_step(model, out)
     if step is None:
@@ -83,7 +112,6 @@ def cmd_expect(args):
     else:
         limit = args.steps * step + 1e-6 * float(np.max(np.abs(ref)))
         what = f"{args.steps} step(s) of the output scale {step:.3e}, plus float32 rounding of the values"
-    run = "onnxruntime with graph optimizations off" if args.literal else "onnxruntime"
     print(f"{args.output}: max abs diff {diff:.3e} from {run}, limit {limit:.3e} ({what})")
     if not diff <= limit:
         sys.exit(f"{args.output}: differs from {run} by {diff:.3e} > {limit:.3e} ({what})")
@@ -345,6 +373,11 @@ def build_parser():
         help="run the file as written (graph optimizations off: float kernels on dequantized values, "
         "the form tract runs) instead of onnxruntime's fused integer kernels",
     )
+    r = sub.add_parser("reference")
+    r.add_argument("model")
+    r.add_argument("input")
+    r.add_argument("output")
+    r.add_argument("--steps", type=float, default=1.0)
     s = sub.add_parser("scales")
     s.add_argument("fp32")
     s.add_argument("samples")
@@ -370,6 +403,7 @@ def build_parser():
 
 COMMANDS = {
     "expect": cmd_expect,
+    "reference": cmd_reference,
     "scales": cmd_scales,
     "quantize": cmd_quantize,
     "time": cmd_time,

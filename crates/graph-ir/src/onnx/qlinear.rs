@@ -44,7 +44,11 @@ use std::collections::HashMap;
 /// An output is quantized when the node's only reader is
 /// `QuantizeLinear(·, sy, zy)` (per tensor, the same 8-bit type), or a
 /// `Relu` whose only reader it is when `zy` is the lowest value of its type
-/// (quantizing then clamps exactly as the `Relu` does). The
+/// (quantizing then clamps exactly as the `Relu` does), or a `Clip` with
+/// constant bounds whose only reader it is when onnxruntime removes it
+/// (`ClipQuantFusion`: its range covers the values quantized to the
+/// lowest to the highest integer but half a step, a ReLU6 before a scale
+/// of at most 6/255). The
 /// `QuantizeLinear`'s output becomes the rewrite's; dequantizations no node
 /// reads any more are removed; any other node stays as it is.
 ///
@@ -244,12 +248,18 @@ impl<'a> View<'a> {
         (!names.iter().any(|n| self.is_taken(n))).then_some(names)
     }
 
-    /// The quantization of `value` (see [`fuse_qdq`]): the `Relu` between,
-    /// the `QuantizeLinear`, and its scale and zero point (type and value).
+    /// The quantization of `value` (see [`fuse_qdq`]): the `Relu` or
+    /// `Clip` between, the `QuantizeLinear`, and its scale and zero point
+    /// (type and value).
     pub(super) fn quantized_output(&self, value: &str) -> Option<Quantized<'a>> {
         let mut next = self.only_reader(value)?;
         let mut relu = None;
-        if self.node(next).op_type == "Relu" && self.node(next).domain.is_empty() {
+        let mut clip = None;
+        let op = self.node(next).op_type.as_str();
+        if (op == "Relu" || op == "Clip") && self.node(next).domain.is_empty() {
+            if op == "Clip" {
+                clip = Some(self.clip_range(self.node(next))?);
+            }
             relu = Some(next);
             next = self.only_reader(&self.node(next).output[0])?;
         }
@@ -261,17 +271,36 @@ impl<'a> View<'a> {
         if scale.1.len() != 1 || zero.1.len() != 1 || !eight_bit(zero.0) {
             return None;
         }
-        if relu.is_some() && zero.1[0] != lowest(zero.0) {
+        if clip.is_none() && relu.is_some() && zero.1[0] != lowest(zero.0) {
             return None;
         }
+        if let Some((min, max)) = clip {
+            let (s, low) = (scale.1[0] as f32, lowest(zero.0) as i64 - zero.1[0] as i64);
+            if !(min <= domain_end(s, low, 0.5) && domain_end(s, low + 255, -0.5) <= max) {
+                return None;
+            }
+        }
         Some(Quantized {
-            relu,
+            activation: relu,
             index: next,
             node: q,
             scale: scale.1[0],
             zero_type: zero.0,
             zero: zero.1[0],
         })
+    }
+
+    /// The range of a `Clip` (constant bounds, as inputs or, before opset
+    /// 11, attributes; an absent bound is unbounded), as float32.
+    fn clip_range(&self, clip: &NodeProto) -> Option<(f32, f32)> {
+        let bound = |k: usize, attr: &str, default: f32| match clip.input.get(k).filter(|n| !n.is_empty()) {
+            Some(name) => match self.constant(name)?.1.as_slice() {
+                [v] => Some(*v as f32),
+                _ => None,
+            },
+            None => Some(clip.attribute.iter().find(|a| a.name == attr).map_or(default, |a| a.f)),
+        };
+        Some((bound(1, "min", f32::NEG_INFINITY)?, bound(2, "max", f32::INFINITY)?))
     }
 
     /// The `DequantizeLinear` (default domain, three inputs) producing `value`.
@@ -390,7 +419,7 @@ impl<'a> View<'a> {
         node.input.extend(bias);
         node.output = q.output.clone();
         Some(Fusion {
-            removed: [conv].into_iter().chain(out.relu).collect(),
+            removed: [conv].into_iter().chain(out.activation).collect(),
             quantize: out.index,
             nodes: vec![node],
             initializers: vec![scalar(&one, DType::F32, &1f32.to_le_bytes()), requant_tensor],
@@ -400,7 +429,8 @@ impl<'a> View<'a> {
 
 /// The `QuantizeLinear` that quantizes a node's output.
 pub(super) struct Quantized<'a> {
-    pub(super) relu: Option<usize>,
+    /// The `Relu` or `Clip` between the node and the `QuantizeLinear`.
+    pub(super) activation: Option<usize>,
     pub(super) index: usize,
     pub(super) node: &'a NodeProto,
     pub(super) scale: f64,
@@ -447,6 +477,33 @@ pub(super) fn scalar(name: &str, dtype: DType, bytes: &[u8]) -> TensorProto {
 /// The lowest value of an 8-bit type.
 pub(super) fn lowest(d: DType) -> f64 {
     if d == DType::U8 { 0.0 } else { -128.0 }
+}
+
+/// The end of the values `QuantizeLinear(·, scale, zero point)` takes to
+/// the integer `biased` steps from the zero point, on its side `half`
+/// (0.5: above, -0.5: below), as onnxruntime's `ClipQuantFusion` bounds it
+/// (`QuantizeDomain::MinUpper`, `MaxLower`, float32): half a step from the
+/// integer, an ulp back toward it when that half is a tie rounding to the
+/// even neighbour (odd `biased`; C's remainder, so only above zero).
+fn domain_end(scale: f32, biased: i64, half: f32) -> f32 {
+    let mut before_round = biased as f32 + half;
+    if biased % 2 == 1 {
+        before_round = next_toward(before_round, biased as f32);
+    }
+    before_round * scale
+}
+
+/// C's `nextafterf(from, to)` for finite values.
+fn next_toward(from: f32, to: f32) -> f32 {
+    if from == to {
+        return to;
+    }
+    let bits = from.to_bits();
+    let up = (to > from) == (from >= 0.0);
+    if from == 0.0 {
+        return f32::from_bits(1).copysign(to - from);
+    }
+    f32::from_bits(if up { bits + 1 } else { bits - 1 })
 }
 
 /// A `DequantizeLinear`'s `axis` attribute (ONNX's default: 1).

@@ -90,7 +90,7 @@ pub(super) fn fusion(view: &View, add: usize) -> Option<Fusion> {
         cast(clip, out.zero_type, &y),
     ];
     Some(Fusion {
-        removed: [add].into_iter().chain(out.relu).collect(),
+        removed: [add].into_iter().chain(out.activation).collect(),
         quantize: out.index,
         nodes,
         initializers,

@@ -93,7 +93,7 @@ pub(super) fn fusion(
         op("QuantizeLinear", &[scaled, one, &out.node.input[2]], y),
     ];
     Some(Fusion {
-        removed: [conv].into_iter().chain(out.relu).collect(),
+        removed: [conv].into_iter().chain(out.activation).collect(),
         quantize: out.index,
         nodes,
         initializers,

@@ -35,14 +35,24 @@ fn node(op: &str, inputs: &[&str], output: &str) -> NodeProto {
 const NARROW: usize = 1;
 const WIDE: usize = 600;
 
-/// `x (uint8) → DQ → Conv(2 output channels, 1x1, DQ'd int8 weights and
-/// int32 bias) → [Relu] → Q(zero point y_zero) → y`, with one more reader
-/// of the convolution's output when `shared`.
-fn model(relu: bool, y_zero: u8, bias_scale: f32, shared: bool) -> Vec<u8> {
-    model_with(relu, y_zero, bias_scale, shared, NARROW)
+/// The node between the convolution of [`model`] and its quantization.
+#[derive(Clone, Copy)]
+enum Act {
+    None,
+    Relu,
+    /// `Clip(min, max)`, both given as constants.
+    Clip(f32, f32),
 }
 
-fn model_with(relu: bool, y_zero: u8, bias_scale: f32, shared: bool, inputs: usize) -> Vec<u8> {
+/// `x (uint8) → DQ → Conv(2 output channels, 1x1, DQ'd int8 weights and
+/// int32 bias) → [Relu] → Q(scale 0.1, zero point y_zero) → y`, with one more reader
+/// of the convolution's output when `shared`.
+fn model(relu: bool, y_zero: u8, bias_scale: f32, shared: bool) -> Vec<u8> {
+    let act = if relu { Act::Relu } else { Act::None };
+    model_with(act, y_zero, bias_scale, shared, NARROW)
+}
+
+fn model_with(act: Act, y_zero: u8, bias_scale: f32, shared: bool, inputs: usize) -> Vec<u8> {
     let weights = if inputs == NARROW {
         vec![5, 0xfe]
     } else {
@@ -76,11 +86,17 @@ fn model_with(relu: bool, y_zero: u8, bias_scale: f32, shared: bool, inputs: usi
         node("DequantizeLinear", &["bq", "sb", "zb"], "b"),
         conv,
     ];
-    let quantized = if relu {
-        g.node.push(node("Relu", &["c"], "r"));
-        "r"
-    } else {
-        "c"
+    let quantized = match act {
+        Act::None => "c",
+        Act::Relu => {
+            g.node.push(node("Relu", &["c"], "r"));
+            "r"
+        }
+        Act::Clip(min, max) => {
+            g.initializer.extend([f32s("min", &[min]), f32s("max", &[max])]);
+            g.node.push(node("Clip", &["c", "min", "max"], "r"));
+            "r"
+        }
     };
     g.node.push(node("QuantizeLinear", &[quantized, "sy", "zy"], "y"));
     if shared {
@@ -145,7 +161,7 @@ fn a_qdq_convolution_runs_on_float_kernels_where_no_sum_can_reach_2_24() {
 
 #[test]
 fn a_qdq_convolution_whose_sums_could_reach_2_24_becomes_one_qlinearconv() {
-    let (bytes, fused) = fuse_qdq(&model_with(false, 3, 0.0625, false, WIDE)).expect("fused");
+    let (bytes, fused) = fuse_qdq(&model_with(Act::None, 3, 0.0625, false, WIDE)).expect("fused");
     assert_eq!((fused.products, fused.float_products), (1, 0));
     assert_eq!(ops(&bytes), ["QLinearConv"]);
     let m = ModelProto::parse_from_bytes(&bytes).expect("decode");
@@ -174,6 +190,37 @@ fn a_relu_folds_only_when_quantizing_clamps_as_it_does() {
     let (ops, f) = fused(&model(true, 3, 0.0625, false));
     assert_eq!((f.products, f.quantizations), (0, 1));
     assert!(ops.contains(&"Conv".to_string()) && ops.contains(&"Relu".to_string()));
+}
+
+/// onnxruntime removes a `Clip` before a `QuantizeLinear` (its
+/// `ClipQuantFusion`) when every value the clip keeps out would be
+/// quantized to the same integer anyway: the clip's range covers the
+/// quantization's, from half a step above the lowest integer to half a
+/// step below the highest (a ReLU6 before `Q(6/255, 0)`). The convolution
+/// then runs as its integer kernel; so does the rewrite, which otherwise
+/// leaves a float convolution on dequantized values whose sums round by
+/// summation order (tract's AVX-512 kernels put a ReLU6 of MobileNetV2 a
+/// step away from onnxruntime).
+#[test]
+fn a_clip_covering_the_quantized_range_folds_as_onnxruntime_removes_it() {
+    // Q(0.1, zero point 0) keeps [0.05, 25.45] apart: a Clip to [0, 25.5]
+    // changes no quantized value, to [0, 6] or [0.1, 25.5] it does.
+    let (ops, f) = fused(&model_with(Act::Clip(0.0, 25.5), 0, 0.0625, false, NARROW));
+    assert_eq!((f.products, f.float_products), (1, 1));
+    assert!(!ops.contains(&"Clip".to_string()), "{ops:?}");
+    let (ops, f) = fused(&model_with(Act::Clip(-1.0, f32::MAX), 0, 0.0625, false, WIDE));
+    assert_eq!((f.products, ops), (1, vec!["QLinearConv".to_string()]));
+    for (min, max) in [(0.0, 6.0), (0.1, 25.5)] {
+        let (ops, f) = fused(&model_with(Act::Clip(min, max), 0, 0.0625, false, NARROW));
+        assert_eq!((f.products, f.quantizations), (0, 1), "Clip({min}, {max})");
+        assert!(ops.contains(&"Conv".to_string()) && ops.contains(&"Clip".to_string()));
+    }
+    // Zero point 3: the highest integer, 252 steps up, takes values from
+    // 25.15.
+    let (_, f) = fused(&model_with(Act::Clip(-1.0, 25.1), 3, 0.0625, false, NARROW));
+    assert_eq!(f.products, 0);
+    let (_, f) = fused(&model_with(Act::Clip(-1.0, 25.2), 3, 0.0625, false, NARROW));
+    assert_eq!(f.products, 1);
 }
 
 #[test]
