@@ -179,7 +179,11 @@ fn quantized_branched_models_match_onnxruntime_and_its_calibration() {
         let cut = subgraphs(&fp32);
         assert!(cut.len() > 2, "{name}: the fp32 file runs as one subgraph:\n{fp32}");
         assert_eq!(cut, subgraphs(&int8), "{name} at {size}:\n{fp32}\n{int8}");
-        reference_script("check_quantized.py", &["expect", &q, &x, &yq, "--steps", "1"]);
+        let tract_file = tract_form(&dir, &q);
+        reference_script(
+            "check_quantized.py",
+            &["reference", &tract_file, &x, &yq, "--steps", "1"],
+        );
         if three {
             assert!(info.contains("FLOAT16"), "{info}");
             let mut args = vec![
@@ -545,7 +549,11 @@ fn quantization_aware_training_and_the_accuracy_table() {
         "--processor",
         "cpu1=pool,precision=int8",
     ]);
-    reference_script("check_quantized.py", &["expect", &q, &x, &y, "--steps", "1"]);
+    let tract_file = tract_form(&dir, &q);
+    reference_script(
+        "check_quantized.py",
+        &["reference", &tract_file, &x, &y, "--steps", "1"],
+    );
     let e = fails(&["run", &q, "--input", &x, "--processor", "cpu0=inline,precision=fp32"]);
     assert!(
         e.contains("processor 'cpu0' is configured to compute in fp32, but the model computes its nodes in int8"),
@@ -560,4 +568,21 @@ fn quantization_aware_training_and_the_accuracy_table() {
         "cpu1=pool,precision=int8",
     ]);
     assert!(e.contains("no stretch.precisions metadata: a float model"), "{e}");
+}
+
+/// The file tract computes for the quantized model `q`
+/// (`graph_ir::onnx::tract_form`), written beside it: ONNX's reference
+/// evaluator runs it with the same arithmetic on every CPU, where
+/// onnxruntime's own kernels differ between CPUs.
+fn tract_form(dir: &std::path::Path, q: &str) -> String {
+    let bytes = std::fs::read(q).expect("the quantized file");
+    let form = graph_ir::onnx::tract_form(&bytes).expect("a quantized file tract rewrites");
+    let name = std::path::Path::new(q)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let path = dir.join(format!("{name}.tract.onnx"));
+    std::fs::write(&path, form).expect("write the file tract runs");
+    s(&path)
 }

@@ -27,6 +27,18 @@ mod tensor_proto;
 pub use export::{EXPORT_OPSET, export_bytes, export_file, write_atomic};
 
 pub use fp16_host::fp16_rounded;
+
+/// The file tract computes for `onnx`: float16 as float32 rounded after
+/// each operator ([`fp16_rounded`]), then QDQ patterns in onnxruntime's
+/// integer arithmetic ([`fuse_qdq`]); `None` when neither applies.
+pub fn tract_form(onnx: &[u8]) -> Option<Vec<u8>> {
+    let rounded = fp16_rounded(onnx);
+    let base = rounded.as_deref().unwrap_or(onnx);
+    match fuse_qdq(base) {
+        Some((fused, _)) => Some(fused),
+        None => rounded,
+    }
+}
 pub use import::{ImportOptions, InputShape, import_bytes, import_file};
 pub use qlinear::{Fused, fuse_qdq};
 

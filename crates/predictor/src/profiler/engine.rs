@@ -19,14 +19,10 @@ pub const TRACT_VERSION: &str = "0.23.9";
 /// rewritten into what onnxruntime computes for it
 /// ([`graph_ir::onnx::fuse_qdq`]: convolutions as integer `QLinearConv`,
 /// additions and quantizations in onnxruntime's arithmetic); other files
-/// load unchanged.
+/// load unchanged ([`graph_ir::onnx::tract_form`]).
 pub fn tract_model(onnx: &[u8]) -> TractResult<InferenceModel> {
-    let rounded = graph_ir::onnx::fp16_rounded(onnx);
-    let onnx = rounded.as_deref().unwrap_or(onnx);
-    match graph_ir::onnx::fuse_qdq(onnx) {
-        Some((fused, _)) => tract_onnx::onnx().model_for_read(&mut &fused[..]),
-        None => tract_onnx::onnx().model_for_read(&mut &onnx[..]),
-    }
+    let form = graph_ir::onnx::tract_form(onnx);
+    tract_onnx::onnx().model_for_read(&mut form.as_deref().unwrap_or(onnx))
 }
 
 /// An inference engine that runs ONNX models on the CPU.
