@@ -30,10 +30,10 @@ pub struct BundleDir {
 impl BundleDir {
     /// Opens `dir`, which must be a directory.
     pub fn open(dir: &Path) -> Result<BundleDir, BundleError> {
-        let root = std::fs::canonicalize(dir).map_err(|e| BundleError::io("open", dir, e))?;
+        let root = std::fs::canonicalize(dir).map_err(|e| BundleError::io("find bundle.json in", dir, e))?;
         if !root.is_dir() {
             return Err(BundleError::io(
-                "open",
+                "find bundle.json in",
                 dir,
                 std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a bundle directory"),
             ));

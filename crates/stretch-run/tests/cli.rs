@@ -21,5 +21,5 @@ fn help_names_the_manifest_and_a_missing_bundle_is_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("cannot read") && err.contains("bundle.json"), "{err}");
+    assert!(err.contains("cannot find bundle.json in"), "{err}");
 }
