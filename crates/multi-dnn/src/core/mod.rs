@@ -9,6 +9,7 @@ pub mod content;
 pub mod estimator;
 pub mod groups;
 pub mod hooks;
+mod jobs;
 pub mod link;
 pub mod policy;
 pub mod render_report;
@@ -19,4 +20,5 @@ pub mod units;
 pub mod workload;
 mod workload_file;
 
+pub use jobs::*;
 pub use scheduler::*;
