@@ -25,21 +25,11 @@ fn good_bundle(dir: &Path) -> (PathBuf, bundle::Manifest) {
 }
 
 fn copy(from: &Path, to: &Path) -> PathBuf {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_file() {
-            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
-        }
-    }
-    to.to_path_buf()
+    common::copy_files(from, to)
 }
 
 fn edit(dir: &Path, f: impl FnOnce(&mut Value)) {
-    let path = dir.join("bundle.json");
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    f(&mut v);
-    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    common::edit_manifest(dir, f)
 }
 
 /// `stretch-run` fails with one line holding `want` and runs nothing.

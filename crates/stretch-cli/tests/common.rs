@@ -188,3 +188,23 @@ between = ["cpu0", "cpu1"]
 latency_us = { value = 20.0, source = "test" }
 bandwidth_gbs = { value = 10.0, source = "test" }
 "#;
+
+/// A copy of the files directly in `from` (a bundle) into `to`.
+pub fn copy_files(from: &Path, to: &Path) -> PathBuf {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    to.to_path_buf()
+}
+
+/// Rewrites `dir/bundle.json` through `f`.
+pub fn edit_manifest(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("bundle.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
