@@ -52,6 +52,23 @@ fn a_bundle_is_written_whole_and_replaced_only_when_asked() {
     let m = bundle::Bundle::open(&out).unwrap().manifest;
     let names: Vec<&str> = m.processors.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["cpu0", "cpu1"], "the profile's order");
+    let mut g = graph_ir::onnx::import_file(&b, &Default::default()).unwrap();
+    for id in g.node_ids() {
+        let swapped = match g.node(id).annotations.get(graph_ir::keys::PROCESSOR).map(String::as_str) {
+            Some("cpu0") => "cpu1",
+            Some("cpu1") => "cpu0",
+            _ => continue,
+        };
+        g.annotate(id, graph_ir::keys::PROCESSOR, swapped);
+    }
+    let swapped = dir.join("swapped.onnx");
+    graph_ir::onnx::export_file(&g, &swapped).unwrap();
+    let stem_on_cpu1 = dir.join("stem-on-cpu1");
+    assert!(export(&arg(&swapped), &host(), &stem_on_cpu1, &[]).status.success());
+    let m1 = bundle::Bundle::open(&stem_on_cpu1).unwrap().manifest;
+    assert_eq!(m1.subgraphs[0].processor, "cpu1", "the stem on cpu1");
+    let names: Vec<&str> = m1.processors.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["cpu0", "cpu1"], "the profile's order, not the first subgraph's");
 
     std::fs::write(out.join("sg99-cpu0.onnx"), b"stale").unwrap();
     let again = export(&b, &host(), &out, &[]);
