@@ -54,7 +54,12 @@ fn a_bundle_is_written_whole_and_replaced_only_when_asked() {
     assert_eq!(names, ["cpu0", "cpu1"], "the profile's order");
     let mut g = graph_ir::onnx::import_file(&b, &Default::default()).unwrap();
     for id in g.node_ids() {
-        let swapped = match g.node(id).annotations.get(graph_ir::keys::PROCESSOR).map(String::as_str) {
+        let swapped = match g
+            .node(id)
+            .annotations
+            .get(graph_ir::keys::PROCESSOR)
+            .map(String::as_str)
+        {
             Some("cpu0") => "cpu1",
             Some("cpu1") => "cpu0",
             _ => continue,
