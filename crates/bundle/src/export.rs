@@ -42,7 +42,7 @@ fn spec(g: &Graph, o: Outlet) -> Result<TensorSpec, BundleError> {
 fn write(dir: &Path, file: &str, bytes: &[u8]) -> Result<FileRef, BundleError> {
     let path = dir.join(file);
     std::fs::write(&path, bytes).map_err(|e| BundleError::io("write", &path, e))?;
-    FileRef::of(dir, file)
+    Ok(FileRef::of_bytes(file, bytes))
 }
 
 /// The onnxruntime execution provider a phone runs processors of `kind` on.
@@ -194,11 +194,7 @@ fn reference(g: &Graph, dir: &Path, o: &Options) -> Result<Reference, BundleErro
     scheduler_rt::probe::probe_once(g, outputs, &tensors, |k, v| values[k] = v.to_vec())
         .map_err(|e| BundleError::Export { reason: e.to_string() })?;
     let npy_ref = |file: String, shape: Vec<usize>, data: Vec<f32>| -> Result<FileRef, BundleError> {
-        let path = dir.join(&file);
-        npy::write(&path, &npy::Array { shape, data }).map_err(|e| BundleError::Export {
-            reason: format!("{}: {e}", path.display()),
-        })?;
-        FileRef::of(dir, &file)
+        write(dir, &file, &npy::to_bytes(&npy::Array { shape, data }))
     };
     let mut refs_in = Vec::new();
     for (i, t) in tensors.iter().enumerate() {

@@ -19,7 +19,7 @@ mod staging;
 pub use dir::{BundleDir, MAX_FILE_BYTES, MAX_MANIFEST_BYTES};
 pub use error::BundleError;
 pub use export::{FP16_RTOL, Options, export, save, tensor_name};
-pub use hash::{sha256_file, sha256_hex};
+pub use hash::sha256_hex;
 pub use load::{Bundle, Loaded};
 pub use manifest::{FileRef, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA, Subgraph, TensorSpec};
 pub use staging::Staging;

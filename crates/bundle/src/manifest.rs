@@ -34,11 +34,16 @@ impl FileRef {
     pub fn of(dir: &Path, file: &str) -> Result<FileRef, BundleError> {
         let path = dir.join(file);
         let bytes = std::fs::read(&path).map_err(|e| BundleError::io("read", &path, e))?;
-        Ok(FileRef {
+        Ok(FileRef::of_bytes(file, &bytes))
+    }
+
+    /// The entry for `file` holding `bytes`.
+    pub fn of_bytes(file: &str, bytes: &[u8]) -> FileRef {
+        FileRef {
             file: file.to_string(),
-            sha256: crate::hash::sha256_hex(&bytes),
+            sha256: crate::hash::sha256_hex(bytes),
             bytes: bytes.len() as u64,
-        })
+        }
     }
 }
 

@@ -191,12 +191,10 @@ fn run(args: Args) -> Result<()> {
 
 /// Fails on an output further from its reference than the manifest's
 /// tolerance, and on any NaN or infinity in an output or a reference
-/// (a comparison with NaN is never over a tolerance).
+/// (a comparison with NaN is never over a tolerance); a manifest without
+/// outputs never opens ([`bundle::Manifest::check`]).
 fn check(m: &bundle::Manifest, references: &[Vec<f32>], values: &[Vec<f32>]) -> Result<()> {
     let r = &m.reference;
-    if values.is_empty() {
-        bail!("check failed: the bundle has no outputs to compare");
-    }
     for (i, ((f, want), v)) in r.outputs.iter().zip(references).zip(values).enumerate() {
         let name = &m.outputs[i].name;
         if want.len() != v.len() {

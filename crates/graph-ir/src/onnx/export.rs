@@ -29,7 +29,7 @@ pub fn export_file(graph: &Graph, path: impl AsRef<Path>) -> Result<(), ExportEr
 
 /// Writes `bytes` to `path` through a temporary file in the same
 /// directory renamed over it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -115,6 +115,11 @@ fn set_elem_type(v: &mut onnx_ir::ValueInfoProto, to: i32) {
     }
 }
 
+/// Whether `n` is a `Cast` to float16.
+fn casts_to_half(n: &NodeProto) -> bool {
+    n.op_type == "Cast" && n.attribute.iter().any(|a| a.name == "to" && a.i == i64::from(FLOAT16))
+}
+
 /// A name no value or node of the graph has yet.
 struct Names(HashSet<String>);
 
@@ -149,10 +154,7 @@ fn rewrite(graph: &mut GraphProto) -> bool {
             .iter()
             .chain(&graph.output)
             .any(|v| elem_type(v) == Some(FLOAT16))
-        || graph
-            .node
-            .iter()
-            .any(|n| n.op_type == "Cast" && n.attribute.iter().any(|a| a.name == "to" && a.i == i64::from(FLOAT16)));
+        || graph.node.iter().any(casts_to_half);
     if !any_half {
         return false;
     }
@@ -196,7 +198,7 @@ fn rewrite(graph: &mut GraphProto) -> bool {
         let op_type = n.op_type.clone();
         let op = op_type.as_str();
         let reads_half = n.input.iter().any(|i| half.contains(i));
-        let to_half = op == "Cast" && n.attribute.iter().any(|a| a.name == "to" && a.i == i64::from(FLOAT16));
+        let to_half = casts_to_half(&n);
         if widened || (reads_half && EXACT.contains(&op)) {
             half.extend(n.output.iter().cloned());
         }

@@ -24,7 +24,7 @@ mod qlinear_conv_float;
 mod qlinear_quantize;
 mod tensor_proto;
 
-pub use export::{EXPORT_OPSET, export_bytes, export_file, write_atomic};
+pub use export::{EXPORT_OPSET, export_bytes, export_file};
 
 pub use fp16_host::fp16_rounded;
 
