@@ -40,6 +40,27 @@ pub enum BundleError {
     Model { path: PathBuf, reason: String },
     #[error("export: {reason}")]
     Export { reason: String },
+    #[error("exporting {model}")]
+    Exporting {
+        model: String,
+        #[source]
+        source: Box<BundleError>,
+    },
+    #[error("onnxruntime's .ort conversion in {} failed ({what}): {message}", dir.display())]
+    OrtConversion { dir: PathBuf, what: String, message: String },
+    #[error("the model has no input with a channel dimension to normalise")]
+    NoChannels,
+    #[error(
+        "input normalisation from {from} has {mean} mean and {std} std values; the model's input has {channels} channels"
+    )]
+    NormalisationLength {
+        from: String,
+        mean: usize,
+        std: usize,
+        channels: usize,
+    },
+    #[error("input normalisation from {from}: {value} is not a usable value (std must be positive, both finite)")]
+    NormalisationValue { from: String, value: f32 },
 }
 
 impl BundleError {

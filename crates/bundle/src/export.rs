@@ -2,25 +2,14 @@
 //! ONNX file per subgraph, reference tensors and the manifest.
 
 use crate::error::BundleError;
-use crate::manifest::{FileRef, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA, Subgraph, TensorSpec};
+use crate::manifest::{FileRef, MANIFEST, Manifest, Processor, Reference, SCHEMA, Subgraph, TensorSpec};
+use crate::options::Options;
+use crate::staging::Staging;
 use graph_ir::{Graph, Op, Outlet};
-use predictor::DeviceProfile;
 use predictor::profile::ProcessorKind;
-use scheduler_rt::npy;
+use scheduler_rt::{Partition, npy};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
-
-/// What [`export`] needs besides the model.
-pub struct Options<'a> {
-    /// The device whose processors the model's `processor` annotations name.
-    pub device: &'a DeviceProfile,
-    /// Where unannotated nodes run.
-    pub default_processor: &'a str,
-    /// Reference inputs (one per model input, f32); `None`: uniform in
-    /// `[-1, 1)` from a fixed seed.
-    pub inputs: Option<Vec<graph_ir::Tensor>>,
-    pub normalisation: Option<Normalisation>,
-}
 
 /// The name a bundle gives the value at `o`, in the manifest and in the
 /// subgraph files alike ([`scheduler_rt::extract::value_name`]).
@@ -39,7 +28,7 @@ fn spec(g: &Graph, o: Outlet) -> Result<TensorSpec, BundleError> {
     })
 }
 
-fn write(dir: &Path, file: &str, bytes: &[u8]) -> Result<FileRef, BundleError> {
+fn write_file(dir: &Path, file: &str, bytes: &[u8]) -> Result<FileRef, BundleError> {
     let path = dir.join(file);
     std::fs::write(&path, bytes).map_err(|e| BundleError::io("write", &path, e))?;
     Ok(FileRef::of_bytes(file, bytes))
@@ -67,17 +56,83 @@ fn provider(kind: ProcessorKind) -> (&'static str, Vec<(String, String)>, &'stat
     }
 }
 
+/// Writes the whole bundle of `g` as directory `out`, or nothing:
+/// files go to a fresh directory beside it, moved into place when complete
+/// ([`Staging`]; `replace` lets a bundle already at `out` be replaced).
+/// Errors in the model's own files are reported as exporting `label`.
+pub fn write(g: &Graph, label: &str, out: &Path, replace: bool, o: &Options) -> Result<Manifest, BundleError> {
+    let staging = Staging::new(out, replace)?;
+    let dir = staging.path();
+    let mut manifest = files(g, dir, o).map_err(|e| BundleError::Exporting {
+        model: label.to_string(),
+        source: Box::new(e),
+    })?;
+    finish(&mut manifest, dir, o)?;
+    staging.commit()?;
+    Ok(manifest)
+}
+
 /// Writes the bundle of `g` into `dir` (created; files of the same names
-/// replaced: [`crate::Staging`] gives a fresh one), after the rewrites its
+/// replaced: [`write`] gives a fresh one), after the rewrites its
 /// processors need ([`crate::rewrite`]); the reference outputs are those
 /// of `g` itself. Processors are listed in the device profile's order.
 pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleError> {
+    let mut manifest = files(g, dir, o)?;
+    finish(&mut manifest, dir, o)?;
+    Ok(manifest)
+}
+
+/// The `.ort` files when asked and possible, then the manifest, saved once.
+fn finish(manifest: &mut Manifest, dir: &Path, o: &Options) -> Result<(), BundleError> {
+    if o.ort
+        && let Some(py) = crate::ort_format::python()
+    {
+        crate::ort_format::convert(&py, dir, manifest)?;
+    }
+    save(manifest, dir)
+}
+
+/// Every file but the manifest (and `.ort` files), and the checked manifest.
+fn files(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleError> {
     std::fs::create_dir_all(dir).map_err(|e| BundleError::io("create", dir, e))?;
     let original = g;
     let (rewritten, rewrites) = crate::rewrite::rewrite(g, o.device, o.default_processor)?;
     let g = &rewritten;
     let partition =
         scheduler_rt::partition(g, o.default_processor).map_err(|e| BundleError::Export { reason: e.to_string() })?;
+    let (processors, warnings) = processors(g, &partition, o)?;
+    let (subgraphs, ops) = subgraph_files(g, &partition, dir)?;
+    let input_outlets: Vec<Outlet> = g.inputs().iter().map(|id| id.out(0)).collect();
+    let output_outlets: Vec<Outlet> = g.outputs().iter().map(|(_, o)| *o).collect();
+    let reference = reference(original, dir, o)?;
+    let config = format!(
+        "# onnxruntime required-operators configuration (create_reduced_build_config.py format) for {}\nai.onnx;{};{}\n",
+        g.name,
+        graph_ir::onnx::EXPORT_OPSET,
+        ops.into_iter().collect::<Vec<_>>().join(",")
+    );
+    let required_operators = write_file(dir, "required_operators.config", config.as_bytes())?;
+    let manifest = Manifest {
+        schema: SCHEMA.into(),
+        model: g.name.clone(),
+        device: o.device.name.clone(),
+        processors,
+        inputs: input_outlets.iter().map(|x| spec(g, *x)).collect::<Result<_, _>>()?,
+        outputs: output_outlets.iter().map(|x| spec(g, *x)).collect::<Result<_, _>>()?,
+        normalisation: o.normalisation.clone(),
+        subgraphs,
+        rewrites,
+        warnings,
+        reference,
+        required_operators,
+    };
+    manifest.check()?;
+    Ok(manifest)
+}
+
+/// The processors the partition runs on, in the device profile's order,
+/// and a warning for each whose precision the device does not run.
+fn processors(g: &Graph, partition: &Partition, o: &Options) -> Result<(Vec<Processor>, Vec<String>), BundleError> {
     let precisions: HashMap<String, String> = g.precisions().into_iter().collect();
     let mut names: Vec<&str> = partition.processors();
     let rank = |n: &str| o.device.processors.keys().position(|k| k == n);
@@ -111,6 +166,16 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
             pinning: pinning.into(),
         });
     }
+    Ok((processors, warnings))
+}
+
+/// One ONNX file per subgraph of `partition`, their manifest entries and
+/// the operators they use.
+fn subgraph_files(
+    g: &Graph,
+    partition: &Partition,
+    dir: &Path,
+) -> Result<(Vec<Subgraph>, BTreeSet<&'static str>), BundleError> {
     let mut producer: HashMap<Outlet, String> = HashMap::new();
     let mut subgraphs = Vec::new();
     let mut ops = BTreeSet::new();
@@ -126,7 +191,7 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
             reason: format!("subgraph {}: {e}", s.name),
         })?;
         let file = format!("sg{i:02}-{}.onnx", s.processor);
-        let model = write(dir, &file, &bytes)?;
+        let model = write_file(dir, &file, &bytes)?;
         let mut after: Vec<String> = s.inputs.iter().filter_map(|o| producer.get(o).cloned()).collect();
         after.dedup();
         after.sort();
@@ -145,39 +210,13 @@ pub fn export(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleErro
             producer.insert(*out, s.name.clone());
         }
     }
-    let input_outlets: Vec<Outlet> = g.inputs().iter().map(|id| id.out(0)).collect();
-    let output_outlets: Vec<Outlet> = g.outputs().iter().map(|(_, o)| *o).collect();
-    let reference = reference(original, dir, o)?;
-    let config = format!(
-        "# onnxruntime required-operators configuration (create_reduced_build_config.py format) for {}\nai.onnx;{};{}\n",
-        g.name,
-        graph_ir::onnx::EXPORT_OPSET,
-        ops.into_iter().collect::<Vec<_>>().join(",")
-    );
-    let required_operators = write(dir, "required_operators.config", config.as_bytes())?;
-    let manifest = Manifest {
-        schema: SCHEMA.into(),
-        model: g.name.clone(),
-        device: o.device.name.clone(),
-        processors,
-        inputs: input_outlets.iter().map(|x| spec(g, *x)).collect::<Result<_, _>>()?,
-        outputs: output_outlets.iter().map(|x| spec(g, *x)).collect::<Result<_, _>>()?,
-        normalisation: o.normalisation.clone(),
-        subgraphs,
-        rewrites,
-        warnings,
-        reference,
-        required_operators,
-    };
-    manifest.check()?;
-    save(&manifest, dir)?;
-    Ok(manifest)
+    Ok((subgraphs, ops))
 }
 
 /// Writes `dir/bundle.json`.
 pub fn save(m: &Manifest, dir: &Path) -> Result<(), BundleError> {
     let text = serde_json::to_string_pretty(m).map_err(|e| BundleError::Export { reason: e.to_string() })?;
-    write(dir, MANIFEST, text.as_bytes()).map(|_| ())
+    write_file(dir, MANIFEST, text.as_bytes()).map(|_| ())
 }
 
 /// Reference inputs and the outputs of `g` (the model before any
@@ -194,7 +233,7 @@ fn reference(g: &Graph, dir: &Path, o: &Options) -> Result<Reference, BundleErro
     scheduler_rt::probe::probe_once(g, outputs, &tensors, |k, v| values[k] = v.to_vec())
         .map_err(|e| BundleError::Export { reason: e.to_string() })?;
     let npy_ref = |file: String, shape: Vec<usize>, data: Vec<f32>| -> Result<FileRef, BundleError> {
-        write(dir, &file, &npy::to_bytes(&npy::Array { shape, data }))
+        write_file(dir, &file, &npy::to_bytes(&npy::Array { shape, data }))
     };
     let mut refs_in = Vec::new();
     for (i, t) in tensors.iter().enumerate() {

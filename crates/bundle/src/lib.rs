@@ -3,7 +3,7 @@
 //! manifest (`bundle.json`) with the device's processors, each subgraph's
 //! file, processor and tensors, the order and meeting points, reference
 //! inputs and outputs and the SHA-256 of every file, and onnxruntime's
-//! required-operators list. [`export`] writes one; [`Bundle::open`] reads
+//! required-operators list. [`write`] writes one; [`Bundle::open`] reads
 //! it back for a runner, every file it names confined to its directory
 //! ([`BundleDir`]).
 
@@ -13,12 +13,15 @@ pub mod export;
 mod hash;
 mod load;
 mod manifest;
+mod options;
+pub mod ort_format;
 pub mod rewrite;
 mod staging;
 
 pub use dir::{BundleDir, MAX_FILE_BYTES, MAX_MANIFEST_BYTES};
 pub use error::BundleError;
-pub use export::{FP16_RTOL, Options, export, save, tensor_name};
+pub use export::{FP16_RTOL, export, save, tensor_name, write};
+pub use options::{Options, default_processor, normalisation};
 pub use hash::sha256_hex;
 pub use load::{Bundle, Loaded};
 pub use manifest::{FileRef, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA, Subgraph, TensorSpec};

@@ -7,8 +7,16 @@
 //! - no import circle crosses `multi-dnn`'s folders;
 //! - one percentile rule: no quantile, percentile or median function is
 //!   defined outside `graph-ir/src/stats.rs` (tests aside);
-//! - `stretch-cli` only parses, calls the libraries and prints.
+//! - `stretch-cli` only parses, calls the libraries and prints: no policy
+//!   list and no sweep loop of its own, policy help from the registry;
+//! - one engine trait in the workspace;
+//! - no file of `multi-dnn/src/core/` imports an extension's folder;
+//! - no import circle of more than two files inside any crate's folder;
+//! - no function over 100 lines in the library crates (tests aside).
 
+mod layout_rules;
+
+use layout_rules::{imports, text};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -236,6 +244,9 @@ fn long_functions(f: &Path, code: &str, max: usize) -> Vec<String> {
             .find_map(|p| l.strip_prefix(p))
             .unwrap_or(l);
         let Some(rest) = decl.strip_prefix("fn ") else { continue };
+        if l.contains('{') && l.trim_end().ends_with('}') {
+            continue;
+        }
         let indent = line.len() - l.len();
         let close = format!("{}}}", " ".repeat(indent));
         let Some(end) = lines[n..].iter().position(|b| *b == close) else {
@@ -287,7 +298,191 @@ fn the_cli_only_parses_calls_and_prints() {
 #[test]
 fn the_function_measure_sees_a_long_function() {
     let body = "    x += 1;\n".repeat(101);
-    let code = format!("fn short() {{\n}}\npub fn long() {{\n{body}}}\n");
+    let code = format!("fn short() {{\n}}\npub fn long() {{\n{body}}}\ntrait T {{\n    fn empty(&self) {{}}\n}}\nimpl T for () {{\n{body}}}\n");
     let found = long_functions(Path::new("x.rs"), &code, 100);
     assert_eq!(found, ["x.rs:3: fn long (103 lines)"]);
+}
+
+/// Every crate folder of the workspace.
+fn workspace_crates() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(crates())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    out.sort();
+    assert!(out.len() >= 10, "{out:?}");
+    out
+}
+
+#[test]
+fn one_engine_trait() {
+    let mut found = Vec::new();
+    for c in workspace_crates() {
+        let mut files = Vec::new();
+        rust_files(&c.join("src"), &mut files);
+        for f in files {
+            for (n, line) in code_of(&f).lines().enumerate() {
+                let t = line.trim_start();
+                let t = t.strip_prefix("pub ").unwrap_or(t);
+                let is_engine = t
+                    .strip_prefix("trait Engine")
+                    .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'));
+                if is_engine {
+                    found.push(format!("{}:{}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "engine traits: {found:?}");
+}
+
+#[test]
+fn the_core_imports_no_extension() {
+    let src = crates().join("multi-dnn/src");
+    let mut files = Vec::new();
+    rust_files(&src.join("core"), &mut files);
+    assert!(files.len() >= 5, "core/ has {} files", files.len());
+    let mut found = Vec::new();
+    for f in files {
+        let module = imports::module_of(&src, &f);
+        for path in imports::referenced(&code_of(&f), &module) {
+            if path.first().is_some_and(|p| ["heimdall", "splash", "puzzle"].contains(&p.as_str())) {
+                found.push(format!("{}: {}", f.display(), path.join("::")));
+            }
+        }
+    }
+    assert!(found.is_empty(), "the core imports extensions:\n{}", found.join("\n"));
+}
+
+/// Each crate's files as (module path, code, is a module root).
+fn crate_modules(c: &Path) -> Vec<(Vec<String>, String, bool)> {
+    let src = c.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    files
+        .iter()
+        .map(|f| (imports::module_of(&src, f), code_of(f), imports::is_module_root(f)))
+        .collect()
+}
+
+#[test]
+fn no_import_circle_inside_a_folder() {
+    let mut found = Vec::new();
+    for c in workspace_crates() {
+        for circle in imports::circles(&crate_modules(&c)) {
+            found.push(format!("{}: {}", c.display(), circle.join(", ")));
+        }
+    }
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_circle_finder_sees_three_files() {
+    let m = |p: &[&str], code: &str, root: bool| (p.iter().map(|s| s.to_string()).collect(), code.to_string(), root);
+    let files = vec![
+        m(&[], "mod a; mod b; mod c; mod d;", true),
+        m(&["a"], "use crate::{b::X, d};", false),
+        m(&["b"], "use crate::c::Y;", false),
+        m(&["c"], "fn f() { crate::a::g() }", false),
+        m(&["d"], "use crate::a;", false),
+        m(&["e"], "use super::f::Z;", true),
+        m(&["e", "f"], "use super::g::Z;", false),
+        m(&["e", "g"], "use super::f::Z;", false),
+    ];
+    let found = imports::circles(&files);
+    assert_eq!(found, vec![vec!["a".to_string(), "b".into(), "c".into(), "d".into()]]);
+}
+
+#[test]
+fn no_long_function_in_the_libraries() {
+    let mut found = Vec::new();
+    for c in workspace_crates().iter().filter(|c| !c.ends_with("stretch-cli")) {
+        let mut files = Vec::new();
+        rust_files(&c.join("src"), &mut files);
+        rust_files(&c.join("examples"), &mut files);
+        for f in files {
+            found.extend(long_functions(&f, &code_of(&f), 100));
+        }
+    }
+    assert!(found.is_empty(), "functions over 100 lines:\n{}", found.join("\n"));
+}
+
+/// Every name and alias the policy registry answers to.
+fn policy_names() -> BTreeSet<String> {
+    let registry = multi_dnn::registry::Registry::builtin();
+    let mut names = BTreeSet::new();
+    for e in registry.entries() {
+        names.insert(e.name.to_string());
+        names.extend(e.aliases.iter().map(|a| a.to_string()));
+    }
+    assert!(names.len() >= 10, "{names:?}");
+    names
+}
+
+/// Where `code` names policies itself: a literal that is one policy name
+/// (a default) or names two (a list), or a doc comment naming three.
+fn own_policy_lists(f: &Path, code: &str, names: &BTreeSet<String>) -> Vec<String> {
+    let named = |s: &str| {
+        let words = text::words(s);
+        words.into_iter().filter(|w| names.contains(w)).collect::<BTreeSet<_>>().len()
+    };
+    let mut found = Vec::new();
+    for (n, lit) in text::literals(code) {
+        let alone = names.contains(lit.trim_end_matches("+cloud"));
+        if alone || named(&lit) >= 2 {
+            found.push(format!("{}:{n}: \"{lit}\"", f.display()));
+        }
+    }
+    for (n, doc) in text::doc_blocks(code) {
+        if named(&doc) >= 3 {
+            found.push(format!("{}:{n}: ///{doc}", f.display()));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_cli_builds_no_policy_list_and_holds_no_sweep_loop() {
+    let names = policy_names();
+    let mut files = Vec::new();
+    rust_files(&crates().join("stretch-cli/src"), &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let code = code_of(f);
+        found.extend(own_policy_lists(f, &code, &names));
+        found.extend(text::sweep_loops(&code).into_iter().map(|l| format!("{}:{l}", f.display())));
+    }
+    assert!(found.is_empty(), "the CLI lists policies or sweeps:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_cli_rules_see_a_list_and_a_loop() {
+    let names = policy_names();
+    let code = "/// Policies: lst,\n/// heft or sel.\nfn f() {\n    let d = \"lst\";\n    let l = \"heft,min-heat+cloud\";\n    let ok = \"the whole model\";\n    for m in multipliers {\n        rows.push(simulate(&w, m)?);\n    }\n    for r in &rows {\n        println!(\"{r}\");\n    }\n}\n";
+    let lists = own_policy_lists(Path::new("x.rs"), code, &names);
+    assert_eq!(lists.len(), 3, "{lists:?}");
+    assert_eq!(text::sweep_loops(code), ["7: for m in multipliers {"]);
+}
+
+#[test]
+fn policy_help_lists_the_registry() {
+    let names: Vec<&str> = multi_dnn::registry::Registry::builtin()
+        .entries()
+        .iter()
+        .map(|e| e.name)
+        .collect();
+    for command in ["simulate", "serve"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stretch"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{command} --help failed");
+        for n in &names {
+            assert!(help.contains(n), "{command} --help does not name policy {n}:\n{help}");
+        }
+    }
 }

@@ -4,7 +4,6 @@ use crate::model_args::ModelArgs;
 use anyhow::{Context, Result};
 use predictor::DeviceProfile;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Write a deployment bundle: one model file per processor subgraph.
 ///
@@ -70,13 +69,7 @@ pub fn run(args: Args) -> Result<()> {
     let device = DeviceProfile::load(&args.device).with_context(|| format!("device {}", args.device.display()))?;
     let default = match &args.processor {
         Some(p) => p.clone(),
-        None => device
-            .processors
-            .iter()
-            .find(|(_, p)| p.kind == predictor::profile::ProcessorKind::Cpu)
-            .or_else(|| device.processors.iter().next())
-            .map(|(n, _)| n.clone())
-            .context("the device profile has no processors")?,
+        None => bundle::default_processor(&device).context("the device profile has no processors")?,
     };
     let inputs = if args.inputs.is_empty() {
         None
@@ -93,23 +86,20 @@ pub fn run(args: Args) -> Result<()> {
         default_processor: &default,
         inputs,
         normalisation: normalisation(&args, &graph)?,
+        ort: !args.no_ort,
     };
     let label = args.model.model.display().to_string();
-    let staging = bundle::Staging::new(&args.out, args.force)?;
-    let dir = staging.path();
-    let mut manifest = bundle::export(&graph, dir, &options).with_context(|| format!("exporting {label}"))?;
-    if !args.no_ort {
-        match python() {
-            Some(py) => {
-                to_ort(&py, dir, &mut manifest)?;
-                bundle::save(&manifest, dir)?;
-            }
-            None => println!(
-                "note: onnxruntime's Python tools not found (.venv/bin/python; scripts/setup.sh installs them): no .ort files"
-            ),
-        }
+    let manifest = bundle::write(&graph, &label, &args.out, args.force, &options)?;
+    if options.ort && manifest.subgraphs.iter().all(|s| s.ort_model.is_none()) {
+        println!(
+            "note: onnxruntime's Python tools not found (.venv/bin/python; scripts/setup.sh installs them): no .ort files"
+        );
     }
-    staging.commit()?;
+    print_summary(&args.out, &manifest);
+    Ok(())
+}
+
+fn print_summary(out: &Path, manifest: &bundle::Manifest) {
     for r in &manifest.rewrites {
         println!("rewrote {r}");
     }
@@ -129,7 +119,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!(
         "wrote {}: {} subgraphs on {} for {}, reference outputs by {}",
-        args.out.join(bundle::MANIFEST).display(),
+        out.join(bundle::MANIFEST).display(),
         manifest.subgraphs.len(),
         manifest
             .processors
@@ -140,7 +130,6 @@ pub fn run(args: Args) -> Result<()> {
         manifest.device,
         manifest.reference.computed_by
     );
-    Ok(())
 }
 
 /// The manifest's input normalisation: --mean/--std, else the model's
@@ -154,101 +143,7 @@ fn normalisation(args: &Args, g: &graph_ir::Graph) -> Result<Option<bundle::Norm
             return Ok(None);
         }
     };
-    let channels = g
-        .inputs()
-        .first()
-        .and_then(|id| g.node(*id).outputs[0].shape.get(1).copied())
-        .context("the model has no input with a channel dimension to normalise")?;
-    if mean.len() != channels || std.len() != channels {
-        anyhow::bail!(
-            "input normalisation from {from} has {} mean and {} std values; the model's input has {channels} channels",
-            mean.len(),
-            std.len()
-        );
-    }
-    if let Some(bad) = std
-        .iter()
-        .chain(&mean)
-        .find(|v| !v.is_finite())
-        .or(std.iter().find(|v| **v <= 0.0))
-    {
-        anyhow::bail!(
-            "input normalisation from {from}: {bad} is not a usable value (std must be positive, both finite)"
-        );
-    }
-    println!("input normalisation from {from}: mean {mean:?}, std {std:?}");
-    Ok(Some(bundle::Normalisation { mean, std }))
-}
-
-/// The project's Python with onnxruntime (`.venv/bin/python` above the
-/// working directory or the source tree).
-fn python() -> Option<PathBuf> {
-    scheduler_rt::search_roots()
-        .into_iter()
-        .map(|r| r.join(".venv/bin/python"))
-        .find(|p| p.is_file())
-}
-
-/// Converts every subgraph file to `.ort` with onnxruntime's tool (one
-/// call for the directory, optimisations fixed at conversion) and takes
-/// its required-operators list (of the converted, fused models) in place
-/// of the ONNX-level one.
-fn to_ort(py: &Path, dir: &Path, m: &mut bundle::Manifest) -> Result<()> {
-    let ort_dir = dir.join("ort");
-    if ort_dir.exists() {
-        std::fs::remove_dir_all(&ort_dir).with_context(|| format!("cannot clear {}", ort_dir.display()))?;
-    }
-    let out = Command::new(py)
-        .args([
-            "-m",
-            "onnxruntime.tools.convert_onnx_models_to_ort",
-            "--optimization_style",
-            "Fixed",
-            "--output_dir",
-        ])
-        .arg(&ort_dir)
-        .arg(dir)
-        .output()
-        .with_context(|| format!("cannot run {}", py.display()))?;
-    let failed = |what: String| {
-        anyhow::anyhow!(
-            "onnxruntime's .ort conversion in {} failed ({what}): {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("no message")
-        )
-    };
-    if !out.status.success() {
-        return Err(failed(format!("exit status {}", out.status)));
-    }
-    for s in &mut m.subgraphs {
-        let file = format!("ort/{}", s.model.file.replace(".onnx", ".ort"));
-        if !dir.join(&file).is_file() {
-            return Err(failed(format!("no {file}")));
-        }
-        s.ort_model = Some(bundle::FileRef::of(dir, &file)?);
-    }
-    let config = ort_dir.join("required_operators.config");
-    if config.is_file() {
-        let target = dir.join(&m.required_operators.file);
-        let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
-        std::fs::write(&target, relative_paths(&text, dir))
-            .with_context(|| format!("cannot write {}", target.display()))?;
-        std::fs::remove_file(&config).with_context(|| format!("cannot remove {}", config.display()))?;
-        m.required_operators = bundle::FileRef::of(dir, &m.required_operators.file)?;
-    }
-    Ok(())
-}
-
-/// `text` with every path under `dir` (as given and resolved) written
-/// relative to it: the bundle names no path of the machine it was made on.
-fn relative_paths(text: &str, dir: &Path) -> String {
-    let mut out = text.to_string();
-    let resolved = std::fs::canonicalize(dir).ok();
-    for d in resolved.iter().map(|p| p.as_path()).chain([dir]) {
-        out = out.replace(&format!("{}/", d.display()), "");
-    }
-    out
+    let n = bundle::normalisation(g, mean, std, from)?;
+    println!("input normalisation from {from}: mean {:?}, std {:?}", n.mean, n.std);
+    Ok(Some(n))
 }
