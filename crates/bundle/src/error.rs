@@ -47,7 +47,11 @@ pub enum BundleError {
         source: Box<BundleError>,
     },
     #[error("onnxruntime's .ort conversion in {} failed ({what}): {message}", dir.display())]
-    OrtConversion { dir: PathBuf, what: String, message: String },
+    OrtConversion {
+        dir: PathBuf,
+        what: String,
+        message: String,
+    },
     #[error("the model has no input with a channel dimension to normalise")]
     NoChannels,
     #[error(

@@ -298,7 +298,9 @@ fn the_cli_only_parses_calls_and_prints() {
 #[test]
 fn the_function_measure_sees_a_long_function() {
     let body = "    x += 1;\n".repeat(101);
-    let code = format!("fn short() {{\n}}\npub fn long() {{\n{body}}}\ntrait T {{\n    fn empty(&self) {{}}\n}}\nimpl T for () {{\n{body}}}\n");
+    let code = format!(
+        "fn short() {{\n}}\npub fn long() {{\n{body}}}\ntrait T {{\n    fn empty(&self) {{}}\n}}\nimpl T for () {{\n{body}}}\n"
+    );
     let found = long_functions(Path::new("x.rs"), &code, 100);
     assert_eq!(found, ["x.rs:3: fn long (103 lines)"]);
 }
@@ -348,7 +350,10 @@ fn the_core_imports_no_extension() {
     for f in files {
         let module = imports::module_of(&src, &f);
         for path in imports::referenced(&code_of(&f), &module) {
-            if path.first().is_some_and(|p| ["heimdall", "splash", "puzzle"].contains(&p.as_str())) {
+            if path
+                .first()
+                .is_some_and(|p| ["heimdall", "splash", "puzzle"].contains(&p.as_str()))
+            {
                 found.push(format!("{}: {}", f.display(), path.join("::")));
             }
         }
@@ -427,7 +432,11 @@ fn policy_names() -> BTreeSet<String> {
 fn own_policy_lists(f: &Path, code: &str, names: &BTreeSet<String>) -> Vec<String> {
     let named = |s: &str| {
         let words = text::words(s);
-        words.into_iter().filter(|w| names.contains(w)).collect::<BTreeSet<_>>().len()
+        words
+            .into_iter()
+            .filter(|w| names.contains(w))
+            .collect::<BTreeSet<_>>()
+            .len()
     };
     let mut found = Vec::new();
     for (n, lit) in text::literals(code) {
@@ -453,9 +462,17 @@ fn the_cli_builds_no_policy_list_and_holds_no_sweep_loop() {
     for f in &files {
         let code = code_of(f);
         found.extend(own_policy_lists(f, &code, &names));
-        found.extend(text::sweep_loops(&code).into_iter().map(|l| format!("{}:{l}", f.display())));
+        found.extend(
+            text::sweep_loops(&code)
+                .into_iter()
+                .map(|l| format!("{}:{l}", f.display())),
+        );
     }
-    assert!(found.is_empty(), "the CLI lists policies or sweeps:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "the CLI lists policies or sweeps:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@
 
 mod backend;
 mod checkpoint;
+pub mod comparison;
 mod conv_grad;
 pub mod data;
 mod error;
@@ -23,6 +24,7 @@ mod optim;
 mod params;
 mod prefetch;
 mod resample;
+pub mod result;
 mod step;
 #[cfg(feature = "tch")]
 mod torch_step;
@@ -41,6 +43,7 @@ pub use lower::{ParamSpec, Program, Role, lower};
 pub use metrics::{PhaseTimes, Tally, cross_entropy};
 pub use optim::{Optimizer, OptimizerState, Schedule};
 pub use params::{Params, host_vec};
+pub use result::{FileScore, QuantizedScores, TrainResult};
 pub use step::Autograd;
 pub use train::{Distill, EpochMetrics, Progress, Recipe, Session};
 

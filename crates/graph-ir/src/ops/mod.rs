@@ -203,21 +203,6 @@ impl Op {
     pub fn cost(&self, inputs: &[&Fact], outputs: &[Fact]) -> Cost {
         self.spec().map_or(Cost::default(), |s| s.cost(inputs, outputs))
     }
-
-    /// Whether the operator only moves or reinterprets data.
-    pub fn is_layout(&self) -> bool {
-        matches!(
-            self,
-            Op::Reshape(_)
-                | Op::Flatten(_)
-                | Op::Transpose(_)
-                | Op::Concat(_)
-                | Op::Split(_)
-                | Op::Slice(_)
-                | Op::DepthToSpace(_)
-                | Op::SpaceToDepth(_)
-        )
-    }
 }
 
 impl Cost {

@@ -150,10 +150,8 @@ pub fn circles(files: &[(Vec<String>, String, bool)]) -> Vec<Vec<String>> {
         let parent = &module[..module.len() - 1];
         for path in referenced(code, module) {
             for (b, (other, _, other_root)) in files.iter().enumerate() {
-                let sibling = b != a
-                    && !*other_root
-                    && other.len() == module.len()
-                    && &other[..other.len() - 1] == parent;
+                let sibling =
+                    b != a && !*other_root && other.len() == module.len() && &other[..other.len() - 1] == parent;
                 if sibling && path.starts_with(other) {
                     edges[a].insert(b);
                 }

@@ -97,7 +97,10 @@ pub fn sweep_loops(code: &str) -> Vec<String> {
             continue;
         }
         let over = t.split_once(" in ").map_or("", |(_, e)| e).to_ascii_lowercase();
-        if !["polic", "plan", "rate", "fps", "multiplier", "compare"].iter().any(|k| over.contains(k)) {
+        if !["polic", "plan", "rate", "fps", "multiplier", "compare"]
+            .iter()
+            .any(|k| over.contains(k))
+        {
             continue;
         }
         let indent = line.len() - t.len();

@@ -1,6 +1,9 @@
 //! `stretch train`: trains a model (original or branched) with burn and
 //! writes the trained weights back as ONNX.
 
+mod quantized;
+mod report;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -10,12 +13,12 @@ use training::data::Dataset;
 use training::{EpochMetrics, Progress, Recipe, Session, TrainError};
 
 use crate::commands::qat::{Calibrated, PrecisionArgs};
-use crate::commands::train_report::{Bar, empty, epoch_line, say, setup_line};
-use crate::commands::train_result::{self, QuantizedScores};
-use crate::commands::train_result::{post_training, write_fine_tuned};
 use crate::curve::{learning_curve_svg, metrics_csv};
 use crate::model_args::ModelArgs;
 use crate::recipe_args::{RecipeArgs, beside, distill, import_for_training, load_dataset};
+use quantized::{post_training, write_fine_tuned};
+use report::{Bar, empty, epoch_line, say, setup_line};
+use training::{QuantizedScores, TrainResult};
 
 /// Train a model on an image classification dataset with burn (CPU by
 /// default) and write the trained weights, BatchNorm running statistics
@@ -339,7 +342,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!("wrote {}", args.out.display());
     if let Some(path) = &args.json {
-        let mut result = train_result::from_history(
+        let mut result = TrainResult::from_history(
             &args.model.model,
             &args.out,
             args.recipe.seed,
@@ -348,7 +351,7 @@ pub fn run(args: Args) -> Result<()> {
             seconds,
         )?;
         result.quantized = scores;
-        train_result::write(path, &result)?;
+        result.write(path)?;
         println!("wrote {}", path.display());
     }
     println!("checkpoint {}", outputs.checkpoint.display());

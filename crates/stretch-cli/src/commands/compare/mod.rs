@@ -1,25 +1,27 @@
 //! `stretch compare-accuracy`: trains an original and its branched version
 //! with the same recipe and seed and compares them (paper Table 7).
 
+pub(crate) mod rows;
+
 use std::path::{Path, PathBuf};
 
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
-use serde::Serialize;
 use sweep::spec::{Precision, Qat};
 use sweep::{LocalPool, State, SweepFile};
+use training::Distill;
 use training::data::{Dataset, ImageSet};
-use training::{Distill, Recipe};
 
-use crate::commands::compare_rows::{Row, lines};
 use crate::commands::qat::PrecisionArgs;
-use crate::commands::sweep_table::seed_rows;
+use crate::commands::sweep::seed_rows;
 use crate::format::table;
 use crate::recipe_args::RecipeArgs;
 use crate::recipe_args::distill;
 use crate::recipe_args::{import_for_training, load_dataset};
+use rows::lines;
+use training::comparison::CompareReport;
 
 /// Train ORIGINAL and each BRANCHED model from scratch with the same recipe, seed and
 /// data split, and print params, MACs, validation top-1/top-5 and training
@@ -104,21 +106,6 @@ pub struct Args {
     /// branched model they come from)).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-}
-
-#[derive(Serialize)]
-struct Report<'a> {
-    schema: &'static str,
-    seed: u64,
-    epochs: usize,
-    train_images: usize,
-    val_images: usize,
-    val_source: &'static str,
-    /// The recipe every model was trained with (the distilled ones add the
-    /// teacher's settings in `distill`).
-    recipe: Recipe,
-    backend: String,
-    rows: &'a [Row],
 }
 
 /// The comparison as a sweep of one seed: the models as given, the recipe
@@ -215,7 +202,7 @@ pub fn run(args: Args) -> Result<()> {
     );
     println!("models, metrics and curves in {}", args.out_dir.display());
     if let Some(path) = &args.json {
-        let report = Report {
+        let report = CompareReport {
             schema: "stretch.compare-accuracy/1",
             seed: args.recipe.seed,
             epochs: args.recipe.epochs,
@@ -226,8 +213,7 @@ pub fn run(args: Args) -> Result<()> {
             backend: args.recipe.backend.to_string(),
             rows: &rows,
         };
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        report.write(path)?;
         println!("wrote {}", path.display());
     }
     Ok(())

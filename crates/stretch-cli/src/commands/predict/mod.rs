@@ -1,5 +1,7 @@
 //! `stretch predict`: predicted latency of a model on one processor.
 
+mod bundle;
+
 use crate::model_args::ModelArgs;
 use anyhow::{Context, Result};
 use predictor::{DeviceModel, LatencyModel, Source};
@@ -89,7 +91,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     if let Some(dir) = &args.bundle {
-        return super::predict_bundle::run(dir, &args.device, args.analytic, args.json);
+        return bundle::run(dir, &args.device, args.analytic, args.json);
     }
     let model_args = ModelArgs {
         model: args.model.clone().context("give MODEL.onnx or --bundle DIR")?,

@@ -204,5 +204,4 @@ pub fn evaluate_file(g: &Graph, set: &dyn Dataset, indices: &[usize], transform:
 }
 
 #[cfg(test)]
-#[path = "qat_tests.rs"]
 mod tests;

@@ -2,6 +2,10 @@
 //! on the local pool or on a Ray cluster, and prints `compare-accuracy`'s
 //! table for each seed.
 
+mod table;
+
+pub(crate) use table::seed_rows;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use sweep::{Counts, Executor, Job, LocalPool, Observer, RayCluster, RayConfig, State, SweepFile};
 
-use crate::commands::sweep_table::report;
+use table::report;
 
 /// Train many variants of a model (models × seeds × precisions) as
 /// independent jobs and compare them, as `compare-accuracy` does for one

@@ -1,27 +1,9 @@
-//! The rows of `stretch compare-accuracy`: one per trained model, and with
-//! `--precision profile` one per quantized version of each branched model.
+//! The table `stretch compare-accuracy` and a sweep print: one line per
+//! row ([`training::comparison::Row`]).
 
-use serde::Serialize;
+use training::comparison::Row;
 
 use crate::format::si;
-
-/// One trained model of the comparison.
-#[derive(Serialize, Debug)]
-pub(crate) struct Row {
-    pub label: String,
-    pub file: String,
-    pub distilled: bool,
-    pub params: u64,
-    pub macs: u64,
-    pub top1: f64,
-    pub top5: f64,
-    pub best_top1: f64,
-    pub gap_top1: f64,
-    pub train_seconds: f64,
-    pub precision: &'static str,
-    pub file_bytes: u64,
-    pub gap_fp32_branched: Option<f64>,
-}
 
 /// The comparison table's cells, a header first.
 pub(crate) fn lines(rows: &[Row]) -> Vec<Vec<String>> {
