@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Runs `simulate` and `analyze` on every shipped workload with fixed seeds
-# and compares what two builds print, byte for byte. For a refactoring that
+# Runs the single-model pipeline on a fixture (inspect, plan, branch,
+# predict, export) and `simulate`
+# and `analyze` on every shipped workload with fixed seeds, and compares
+# what two builds print, byte for byte, and the files they write (plan,
+# branched model, bundle manifest). For a refactoring that
 # must not change behaviour: build the old commit, then
 #
 #   scripts/checks/same_outputs.sh OLD_STRETCH NEW_STRETCH [OUT_DIR]
@@ -33,7 +36,13 @@ mkdir -p "$OUT/old" "$OUT/new"
 W=configs/workloads
 D=configs/devices
 # name | arguments (each case writes its plan, if any, into the run's folder as @/plan.json)
+M=fixtures/models/resnet18.onnx
 CASES=(
+  "inspect-resnet18|inspect $M"
+  "plan-resnet18-sd855|plan $M --device $D/snapdragon855.toml -o @/model-plan.json"
+  "branch-resnet18|branch $M --plan @/model-plan.json -o @/branched.onnx"
+  "predict-branched|predict @/branched.onnx --device $D/snapdragon855.toml --processor cpu"
+  "export-branched|export @/branched.onnx --random-weights 1 --device $D/snapdragon855.toml --no-ort -o @/bundle"
   "four_apps-host|simulate --workload $W/four_apps.toml --device $D/host.toml --compare fixed,rr,sel,heft,lst,lst-whole --slo-multipliers 1,2,4 --noise 0.05 --seed 3"
   "four_apps-host-json|simulate --workload $W/four_apps.toml --device $D/host.toml --policy lst --json"
   "eagleeye-host|simulate --workload $W/eagleeye.toml --device $D/host.toml --compare lst,heft,rr --contention 1.4"
@@ -78,10 +87,12 @@ for case in "${CASES[@]}"; do
         differ=1
     fi
 done
-if cmp -s "$OUT/old/plan.json" "$OUT/new/plan.json"; then
-    echo "same     the written plan"
-else
-    echo "DIFFERS  the written plan"
-    differ=1
-fi
+for f in plan.json model-plan.json branched.onnx bundle/bundle.json; do
+    if cmp -s "$OUT/old/$f" "$OUT/new/$f"; then
+        echo "same     the written $f"
+    else
+        echo "DIFFERS  the written $f"
+        differ=1
+    fi
+done
 exit $differ
