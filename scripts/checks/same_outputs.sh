@@ -71,7 +71,7 @@ for case in "${CASES[@]}"; do
         fi
         for s in out err; do
             sed -E -e "s#$dir#@#g" \
-                -e 's/[0-9]+(\.[0-9]+)? µs/<µs>/g' \
+                -e 's/ *[0-9]+(\.[0-9]+)? µs/ <µs>/g' \
                 -e 's/(simulated [0-9.]+ s) in [0-9.]+ s/\1 in <s>/' \
                 -e 's/(simulations), [0-9.]+ s$/\1, <s>/' \
                 -e 's/("decision_p[0-9]+_us"): [-0-9.e]+/\1: <µs>/' \
