@@ -13,9 +13,9 @@
 //! computes and can be written as CSV rows of origin `in-model` beside the
 //! isolated measurements.
 
-use super::affinity::CoreSet;
+use engine::host::CoreSet;
 use super::csv::Row;
-use super::engine::{Engine, PlanNode, TractEngine};
+use engine::{Engine, PlanNode, TractEngine};
 use super::error::ProfilerError;
 use super::space::{KernelKind, Origin};
 use super::timing::Timing;
@@ -73,7 +73,7 @@ impl InModelKernel {
     }
 }
 
-fn engine_error(model: &str, source: super::error::EngineError) -> ProfilerError {
+fn engine_error(model: &str, source: engine::EngineError) -> ProfilerError {
     ProfilerError::Engine {
         kernel: format!("model {model}"),
         error: source,
