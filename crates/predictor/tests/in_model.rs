@@ -10,7 +10,9 @@ use predictor::features::features;
 use predictor::kernels::{OpClass, default_rules, detect};
 use predictor::profiler::csv::Row;
 use predictor::profiler::in_model::{inputs, time_kernels};
-use predictor::profiler::{CoreSet, KernelKind, Origin, TractEngine};
+use engine::TractEngine;
+use engine::host::CoreSet;
+use predictor::profiler::{KernelKind, Origin};
 
 fn model() -> Graph {
     let mut b = Builder::new("small-resnet");

@@ -5,7 +5,8 @@ use graph_ir::builder::{Builder, ConvSpec};
 use predictor::fit::{KernelRegressors, RegressorError};
 use predictor::profiler::csv::Row;
 use predictor::profiler::timing::Statistic;
-use predictor::profiler::{CoreSet, KernelKind, Origin};
+use engine::host::CoreSet;
+use predictor::profiler::{KernelKind, Origin};
 use predictor::{DeviceModel, DeviceProfile, LatencyModel, Source};
 
 fn row(kind: KernelKind, features: Vec<f64>, ms: f64) -> Row {
