@@ -185,6 +185,9 @@ mod tests {
             make: TRACT.make,
         });
         assert_eq!(r.canonical("onnxruntime").unwrap(), "ort");
-        assert_eq!(r.canonical("cloud").unwrap_err().to_string(), "unknown engine 'cloud' (tract, ort)");
+        assert_eq!(
+            r.canonical("cloud").unwrap_err().to_string(),
+            "unknown engine 'cloud' (tract, ort)"
+        );
     }
 }

@@ -5,13 +5,13 @@
 
 use graph_ir::builder::{Builder, ConvSpec};
 
+use engine::TractEngine;
+use engine::host::CoreSet;
 use graph_ir::Graph;
 use predictor::features::features;
 use predictor::kernels::{OpClass, default_rules, detect};
 use predictor::profiler::csv::Row;
 use predictor::profiler::in_model::{inputs, time_kernels};
-use engine::TractEngine;
-use engine::host::CoreSet;
 use predictor::profiler::{KernelKind, Origin};
 
 fn model() -> Graph {

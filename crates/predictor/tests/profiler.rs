@@ -2,9 +2,9 @@
 //! an interrupted write), rows of another setup are refused, adaptive rounds
 //! add neighbours, and tract runs a kernel of every class.
 
-use predictor::profiler::csv::{Row, Store};
 use engine::host::CoreSet;
 use engine::{Compiled, Engine, EngineError, TractEngine, Value};
+use predictor::profiler::csv::{Row, Store};
 use predictor::profiler::{Event, KernelKind, Origin, Profiler, Settings, Summary};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -221,7 +221,8 @@ fn tract_runs_on_two_threads() {
         parts: vec![],
     };
     let kg = predictor::profiler::kernel_graph::KernelGraph::build(&c).expect("build");
-    let r = predictor::profiler::timing::Bound::new(&engine, &kg.onnx(1).expect("onnx"), &kg.inputs(1)).expect("compile");
+    let r =
+        predictor::profiler::timing::Bound::new(&engine, &kg.onnx(1).expect("onnx"), &kg.inputs(1)).expect("compile");
     r.run().expect("run");
     let mut timed = engine.compile_node_timed(&kg.onnx(1).expect("onnx")).expect("compile");
     let e = timed.set_inputs(&[]).expect_err("wrong input count").to_string();

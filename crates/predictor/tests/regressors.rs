@@ -1,11 +1,11 @@
 //! Per-kernel regressors: fitted from profiler rows, saved, reloaded to
 //! identical predictions, and used by a device model for the classes they cover.
 
+use engine::host::CoreSet;
 use graph_ir::builder::{Builder, ConvSpec};
 use predictor::fit::{KernelRegressors, RegressorError};
 use predictor::profiler::csv::Row;
 use predictor::profiler::timing::Statistic;
-use engine::host::CoreSet;
 use predictor::profiler::{KernelKind, Origin};
 use predictor::{DeviceModel, DeviceProfile, LatencyModel, Source};
 

@@ -47,7 +47,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cfg.engine = engine_kind.to_string();
         cfg.cores = Some(engine::host::CoreSet::new(vec![core]).ok_or("empty core set")?);
         engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?).map_err(|e| e.to_string())?;
-        EngineRegistry::builtin().make(&cfg.engine_config()).map_err(|e| e.to_string())
+        EngineRegistry::builtin()
+            .make(&cfg.engine_config())
+            .map_err(|e| e.to_string())
     };
     let mode = Arc::new(AtomicU8::new(0));
     let loader = {

@@ -78,7 +78,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     cfg.engine = engine.to_string();
     cfg.cores = Some(engine::host::CoreSet::new(vec![core]).ok_or("empty core set")?);
     engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
-    let e = EngineRegistry::builtin().make(&cfg.engine_config()).map_err(|e| e.to_string())?;
+    let e = EngineRegistry::builtin()
+        .make(&cfg.engine_config())
+        .map_err(|e| e.to_string())?;
     let bytes = std::fs::read(&args[2]).map_err(|e| format!("{}: {e}", args[2]))?;
     let graph = graph_ir::onnx::import_file(&args[2], &Default::default()).map_err(|e| format!("{}: {e}", args[2]))?;
     let input = graph.inputs()[0].out(0);

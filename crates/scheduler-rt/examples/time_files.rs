@@ -35,7 +35,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     cfg.threads = cores.len();
     cfg.cores = Some(engine::host::CoreSet::new(cores).ok_or("empty core set")?);
     engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
-    let e = EngineRegistry::builtin().make(&cfg.engine_config()).map_err(|e| e.to_string())?;
+    let e = EngineRegistry::builtin()
+        .make(&cfg.engine_config())
+        .map_err(|e| e.to_string())?;
     let models = args[4..]
         .iter()
         .map(|p| common::load(e.as_ref(), p))

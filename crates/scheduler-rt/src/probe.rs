@@ -3,8 +3,8 @@
 //! and each batch's values are handed to a callback. Quantization
 //! calibrates activation ranges this way.
 
-use engine::{Engine, TractEngine};
 use crate::error::RuntimeError;
+use engine::{Engine, TractEngine};
 use graph_ir::{Graph, Outlet};
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 

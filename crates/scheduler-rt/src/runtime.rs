@@ -2,18 +2,18 @@
 
 use crate::adaptive::{AdaptiveParams, AdaptivePolicy};
 use crate::config::{ProcessorConfig, Wait, WorkerKind};
-use crate::factory::EngineFactory;
-use engine::{Compiled, Engine, EngineError, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract_onnx;
+use crate::factory::EngineFactory;
 use crate::load_checks::preflight;
 use crate::partition::{Partition, partition};
 use crate::policy::{Observation, PlacementPolicy, SubgraphInfo, SystemClock};
 use crate::queue::{Cell, Input};
 use crate::trace::{Moved, Span, Trace};
 use crate::worker::{self, Done, Job, Worker};
-use graph_ir::{Fact, Graph, Outlet};
 use engine::host::CoreSet;
+use engine::{Compiled, Engine, EngineError, Value};
+use graph_ir::{Fact, Graph, Outlet};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;

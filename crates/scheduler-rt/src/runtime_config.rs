@@ -168,7 +168,10 @@ impl Processor {
                 ));
             }
         }
-        Ok(OpSupport::from_lists(self.supports.as_deref(), self.unsupported.as_deref()))
+        Ok(OpSupport::from_lists(
+            self.supports.as_deref(),
+            self.unsupported.as_deref(),
+        ))
     }
 
     /// The cloud worker's server and link; link options without a server are refused.
@@ -183,7 +186,11 @@ impl Processor {
             return Ok(None);
         };
         let mut r = Remote::new(a);
-        for (k, v) in [("mbps", self.mbps), ("rtt_ms", self.rtt_ms), ("timeout_ms", self.timeout_ms)] {
+        for (k, v) in [
+            ("mbps", self.mbps),
+            ("rtt_ms", self.rtt_ms),
+            ("timeout_ms", self.timeout_ms),
+        ] {
             if let Some(v) = v {
                 r.set(&format!("{k}={v}")).map_err(|e| (key(k), e))?;
             }

@@ -7,8 +7,8 @@
 
 use crate::config::ProcessorConfig;
 use crate::factory::EngineFactory;
-use engine::{Compiled, Engine, EngineError, EngineRegistry, Value};
 use crate::support::OpSupport;
+use engine::{Compiled, Engine, EngineError, EngineRegistry, Value};
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::{Concat, UnaryOp};
 use graph_ir::{Graph, GraphError, Op, keys};

@@ -1,10 +1,10 @@
 //! Workers: the thread (or lack of one) that runs a processor's subgraphs.
 
 use crate::config::{ProcessorConfig, Wait, WorkerKind};
-use crate::factory::EngineFactory;
-use engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
+use crate::factory::EngineFactory;
 use crate::queue::{self, Cell, Input};
+use engine::{Compiled, Engine, Value};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,8 +2,8 @@
 //! sleeps) gets its branch moved off by the adaptive runtime, and back once
 //! it is fast again; results stay right throughout.
 
-use scheduler_rt::testing::{INPUT, slowed_factory, two_branch};
 use engine::{Engine, TractEngine, Value};
+use scheduler_rt::testing::{INPUT, slowed_factory, two_branch};
 use scheduler_rt::{AdaptiveParams, ProcessorConfig, Runtime};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

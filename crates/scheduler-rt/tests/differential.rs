@@ -1,8 +1,8 @@
 //! The partitioned runtime against a whole-graph tract run of the same model.
 
+use engine::{Compiled, Engine, EngineError, TractEngine, Value};
 use graph_ir::Graph;
 use scheduler_rt::testing::{INPUT, three_branch, two_branch, unannotated};
-use engine::{Compiled, Engine, EngineError, TractEngine, Value};
 use scheduler_rt::{EngineFactory, ProcessorConfig, Runtime, RuntimeError};
 use std::sync::Arc;
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor, tvec};

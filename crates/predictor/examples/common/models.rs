@@ -3,13 +3,13 @@
 //! variants with random depth and width (seeded), the fixtures, random
 //! inputs, and timing every model's compilations in interleaved rounds.
 
+use engine::TractEngine;
+use engine::host::{self as affinity, CoreSet, Meter, Steal};
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::onnx::{ImportOptions, import_file};
 use graph_ir::ops::{Concat, Flatten, Op, UnaryOp};
 use graph_ir::{Graph, GraphError, Outlet};
 use predictor::forest::SplitMix64;
-use engine::TractEngine;
-use engine::host::{self as affinity, CoreSet, Meter, Steal};
 use predictor::profiler::timing::{Bound, Timing};
 use std::path::{Path, PathBuf};
 use std::time::Instant;

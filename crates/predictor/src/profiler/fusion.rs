@@ -3,12 +3,12 @@
 //! cheaper one, `lat(a) + lat(b) - lat(a→b) > 0.5 · min(lat(a), lat(b))`,
 //! measured at one fixed shape (HW 28, Cin 64, Cout 128, k 3).
 
-use super::timing::Bound;
-use engine::Engine;
 use super::error::ProfilerError;
+use super::timing::Bound;
 use super::timing::measure;
 use crate::forest::SplitMix64;
 use crate::kernels::OpClass;
+use engine::Engine;
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::{Graph, GraphError, Outlet, Tensor};
 use serde::Serialize;

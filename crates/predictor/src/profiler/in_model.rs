@@ -13,14 +13,14 @@
 //! computes and can be written as CSV rows of origin `in-model` beside the
 //! isolated measurements.
 
-use engine::host::CoreSet;
 use super::csv::Row;
-use engine::{Engine, PlanNode, TractEngine};
 use super::error::ProfilerError;
 use super::space::{KernelKind, Origin};
 use super::timing::Timing;
 use crate::features::{Work, features, work};
 use crate::kernels::{FusionRule, Kernel, OpClass, detect};
+use engine::host::CoreSet;
+use engine::{Engine, PlanNode, TractEngine};
 use graph_ir::ops::Op;
 use graph_ir::rng::SplitMix64;
 use graph_ir::{Graph, Outlet, Tensor};

@@ -3,9 +3,9 @@
 //! producer sends a filled buffer over a channel, the consumer copies it into
 //! its own buffer. Fitted as `latency + bytes / bandwidth`.
 
-use engine::host::{CoreSet, HostError, pin_current_thread};
 use super::error::ProfilerError;
 use super::timing::Timing;
+use engine::host::{CoreSet, HostError, pin_current_thread};
 use serde::Serialize;
 use std::sync::mpsc;
 use std::time::Instant;

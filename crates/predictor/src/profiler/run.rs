@@ -4,14 +4,14 @@
 //! appended at once.
 
 use super::adaptive::{self, MIN_ROWS};
-use engine::host::CoreSet;
 use super::csv::{Existing, Row, Store, key};
-use engine::Engine;
 use super::error::ProfilerError;
 use super::kernel_graph::KernelGraph;
 use super::space::{self, KernelConfig, KernelKind, Origin};
 use super::timing;
 use crate::forest::SplitMix64;
+use engine::Engine;
+use engine::host::CoreSet;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 

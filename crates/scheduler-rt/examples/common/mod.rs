@@ -13,7 +13,10 @@ pub struct Loaded {
 impl Loaded {
     /// Runs the file once on its inputs.
     pub fn run(&self) -> Result<(), String> {
-        self.compiled.run(self.inputs.clone()).map(|_| ()).map_err(|e| e.to_string())
+        self.compiled
+            .run(self.inputs.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -9,8 +9,8 @@ use crate::timing::load::Interference;
 use crate::{EngineFactory, ProcessorConfig, Runtime, RuntimeError, Trace};
 use engine::Spin;
 use engine::host as affinity;
-use graph_ir::Graph;
 use engine::host::CoreSet;
+use graph_ir::Graph;
 use std::sync::Arc;
 use tract_onnx::prelude::{IntoTValue, Tensor};
 

@@ -14,9 +14,9 @@ pub use measure::{Measured, measure};
 pub use report::Report;
 
 use crate::{AdaptiveParams, ProcessorConfig, WorkerKind};
+use engine::host::CoreSet;
 use engine::{EngineRegistry, Spin};
 use graph_ir::Graph;
-use engine::host::CoreSet;
 
 /// One configuration to time.
 pub struct Config<'g> {
@@ -148,7 +148,11 @@ pub fn configurations<'g>(
         blabel,
     ));
     let mut ideal_pairs = vec![(main - 1, main)];
-    let built: &[&str] = if engine::ORT_BUILT { &["tract", "ort"] } else { &["tract"] };
+    let built: &[&str] = if engine::ORT_BUILT {
+        &["tract", "ort"]
+    } else {
+        &["tract"]
+    };
     for &name in built {
         if processors.iter().all(|p| p.engine == name) || (name == "ort" && reference.is_err()) {
             continue;

@@ -183,7 +183,7 @@ fn normalisation(args: &Args, g: &graph_ir::Graph) -> Result<Option<bundle::Norm
 /// The project's Python with onnxruntime (`.venv/bin/python` above the
 /// working directory or the source tree).
 fn python() -> Option<PathBuf> {
-    scheduler_rt::search_roots()
+    engine::search_roots()
         .into_iter()
         .map(|r| r.join(".venv/bin/python"))
         .find(|p| p.is_file())
