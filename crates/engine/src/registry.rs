@@ -127,6 +127,15 @@ impl EngineRegistry {
             })
     }
 
+    /// The local engine `name` (checked as [`EngineRegistry::canonical`]
+    /// does) with `threads` intra-op threads, for a processor named
+    /// `processor`: what a profiling run or a cloud worker's server runs
+    /// models on.
+    pub fn local(&self, processor: &str, name: &str, threads: usize) -> Result<Box<dyn Engine>, EngineError> {
+        let name = self.canonical(name)?;
+        self.make(&EngineConfig::new(processor, name, threads))
+    }
+
     /// The engine of `config`, from the first entry that builds it.
     pub fn make(&self, config: &EngineConfig) -> Result<Box<dyn Engine>, EngineError> {
         match self.entries.iter().find(|e| e.builds(config)) {

@@ -11,7 +11,7 @@ mod common;
 
 use common::{arg, repo, scratch, stretch_ok};
 use engine::host::CoreSet;
-use engine::{Builds, Compiled, Engine, EngineConfig, EngineEntry, EngineError, EngineRegistry, TractEngine};
+use engine::{Builds, Compiled, Engine, EngineEntry, EngineError, EngineRegistry, TractEngine};
 use predictor::profiler::csv::Store;
 use predictor::profiler::{KernelKind, Profiler, Settings};
 use scheduler_rt::{ProcessorConfig, Runtime, RuntimeConfig};
@@ -91,9 +91,7 @@ fn an_engine_added_in_one_file_runs_under_run_profile_and_stretch_run() {
     before = compiled_since(before, "run");
 
     // profile: the profiler measures kernels on the registry's engine.
-    let profiling = engines()
-        .make(&EngineConfig::new("profile", "counting", 1))
-        .expect("engine");
+    let profiling = engines().local("profile", "counting", 1).expect("engine");
     let csv = dir.join("kernels.csv");
     let (mut store, existing) = Store::open(&csv).expect("csv");
     let settings = Settings {

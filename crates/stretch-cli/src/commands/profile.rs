@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use engine::host::{self as affinity, CoreSet};
-use engine::{Engine, EngineConfig, EngineRegistry, TractEngine};
+use engine::{Engine, EngineRegistry, TractEngine};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use predictor::profiler::csv::{COLUMNS, Row, Store};
 use predictor::profiler::host::{self, Host};
@@ -200,7 +200,7 @@ pub fn run(args: Args) -> Result<()> {
             args.warmup.unwrap_or(1),
         );
     }
-    let engine = EngineRegistry::builtin().make(&EngineConfig::new("profile", &args.engine, args.threads))?;
+    let engine = EngineRegistry::builtin().local("profile", &args.engine, args.threads)?;
     let rewritten;
     let engine: &dyn Engine = if args.precision == predictor::Precision::Fp32 {
         engine.as_ref()

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use engine::{EngineConfig, EngineRegistry};
+use engine::EngineRegistry;
 use multi_dnn::splash::cloud::CloudServer;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -41,9 +41,8 @@ fn engine_name(s: &str) -> Result<String, String> {
 pub fn run(a: Args) -> Result<()> {
     let default = if engine::ORT_BUILT { "ort" } else { "tract" };
     let name = a.engine.as_deref().unwrap_or(default);
-    let config = EngineConfig::new("cloud", name, a.threads.max(1));
     let engine = EngineRegistry::builtin()
-        .make(&config)
+        .local("cloud", name, a.threads.max(1))
         .context("cannot start the worker's engine")?;
     let listener = TcpListener::bind(&a.listen).with_context(|| format!("cannot listen on {}", a.listen))?;
     let addr = listener.local_addr()?;
