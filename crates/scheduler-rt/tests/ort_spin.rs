@@ -5,7 +5,8 @@
 #![cfg(feature = "ort")]
 
 use scheduler_rt::testing::{INPUT, two_branch};
-use scheduler_rt::{Engine, OrtEngine, Spin};
+use engine::ort::OrtEngine;
+use engine::{Engine, Spin};
 use std::time::Duration;
 use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
 
