@@ -115,14 +115,14 @@ impl Engine for TractEngine {
     }
 
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
-        TractCompiled::new(Self::plan(onnx, self.executor.clone())?)
+        TractCompiled::boxed(Self::plan(onnx, self.executor.clone())?)
     }
 
     fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, EngineError> {
         if threads == self.threads {
             return self.compile(onnx);
         }
-        TractCompiled::new(Self::plan(onnx, executor(threads, "stretch-tract-alone"))?)
+        TractCompiled::boxed(Self::plan(onnx, executor(threads, "stretch-tract-alone"))?)
     }
 }
 
@@ -133,7 +133,7 @@ struct TractCompiled {
 }
 
 impl TractCompiled {
-    fn new(plan: Arc<TypedRunnableModel>) -> Result<Box<dyn Compiled>, EngineError> {
+    fn boxed(plan: Arc<TypedRunnableModel>) -> Result<Box<dyn Compiled>, EngineError> {
         Ok(Box::new(TractCompiled {
             plan,
             states: Mutex::new(Vec::new()),

@@ -131,8 +131,8 @@ impl Processor {
             Some(e) => engines.canonical(e).map_err(|e| (key("engine"), e.to_string()))?,
             None => "tract",
         };
-        let wait = parsed(&self.wait, |w| Wait::from_str(w)).map_err(|e| (key("wait"), e))?;
-        let spin = parsed(&self.spin, |s| Spin::from_str(s)).map_err(|e| (key("spin"), e))?;
+        let wait = parsed(&self.wait, Wait::from_str).map_err(|e| (key("wait"), e))?;
+        let spin = parsed(&self.spin, Spin::from_str).map_err(|e| (key("spin"), e))?;
         let support = self.support(&key)?;
         let remote = self.remote(&key)?;
         let precision = self

@@ -4,9 +4,9 @@
 //! threads count in the process's CPU time.
 #![cfg(feature = "ort")]
 
-use scheduler_rt::testing::{INPUT, two_branch};
 use engine::ort::OrtEngine;
 use engine::{Engine, Spin};
+use scheduler_rt::testing::{INPUT, two_branch};
 use std::time::Duration;
 use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
 

@@ -79,7 +79,7 @@ fn an_engine_added_in_one_file_runs_under_run_profile_and_stretch_run() {
     let spec = ProcessorConfig::parse("cpu0=inline,engine=counting", &engines()).expect("spec");
     let toml = "[[processor]]\nname = \"cpu0\"\nkind = \"inline\"\nengine = \"counting\"\n";
     let config = RuntimeConfig::parse_with(toml, "rt.toml", &engines()).expect("config");
-    assert_eq!(config.processors, [spec.clone()]);
+    assert_eq!(config.processors, std::slice::from_ref(&spec));
     let rt = Runtime::load(&g, &[spec], scheduler_rt::factory(engines())).expect("load");
     let out = rt.run(inputs.to_vec()).expect("run");
     assert_eq!(out[0], reference[0]);

@@ -11,15 +11,21 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum RunError {
     #[error("--processor {spec}: {error}")]
-    Spec { spec: String, error: RuntimeError },
+    Spec { spec: String, error: Box<RuntimeError> },
     #[error("--processor {spec}: the bundle has no processor `{name}` (it has {has})")]
     NoProcessor { spec: String, name: String, has: String },
     #[error("{0}")]
     Precision(String),
     #[error(transparent)]
-    Runtime(#[from] RuntimeError),
+    Runtime(Box<RuntimeError>),
     #[error(transparent)]
     Bundle(#[from] bundle::BundleError),
+}
+
+impl From<RuntimeError> for RunError {
+    fn from(error: RuntimeError) -> Self {
+        RunError::Runtime(Box::new(error))
+    }
 }
 
 /// The processors that run `m`: processor i of the manifest on core i
@@ -39,7 +45,7 @@ pub fn processors(
     for spec in specs {
         let c = ProcessorConfig::parse(spec, engines).map_err(|error| RunError::Spec {
             spec: spec.clone(),
-            error,
+            error: Box::new(error),
         })?;
         if !m.processors.iter().any(|p| p.name == c.name) {
             return Err(RunError::NoProcessor {
