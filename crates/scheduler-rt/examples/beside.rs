@@ -42,15 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok(v)
     };
     let (timed, load) = (files("-cpu1.onnx")?, files("-cpu0.onnx")?);
-    let engine_on = |core: usize| -> Result<Box<dyn engine::Engine>, String> {
-        let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
-        cfg.engine = engine_kind.to_string();
-        cfg.cores = Some(engine::host::CoreSet::new(vec![core]).ok_or("empty core set")?);
-        engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?).map_err(|e| e.to_string())?;
-        EngineRegistry::builtin()
-            .make(&cfg.engine_config())
-            .map_err(|e| e.to_string())
-    };
+    let engine_on = |core: usize| engine_on(engine_kind, core);
     let mode = Arc::new(AtomicU8::new(0));
     let loader = {
         let mode = mode.clone();
@@ -105,6 +97,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     mode.store(STOP, Ordering::Release);
     loader.join().map_err(|_| "the load thread panicked")??;
+    report(&mut times, &models);
+    println!(
+        "({} on core 1, {} files; load: {} files of cpu0 on core 0; {rounds} rounds of {BLOCK} runs per file and condition)",
+        engine.name(),
+        models.len(),
+        load.len()
+    );
+    Ok(())
+}
+
+/// The engine `name` made on a thread pinned to `core`.
+fn engine_on(name: &str, core: usize) -> Result<Box<dyn engine::Engine>, String> {
+    let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
+    cfg.engine = name.to_string();
+    cfg.cores = Some(engine::host::CoreSet::new(vec![core]).ok_or("empty core set")?);
+    engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?).map_err(|e| e.to_string())?;
+    EngineRegistry::builtin()
+        .make(&cfg.engine_config())
+        .map_err(|e| e.to_string())
+}
+
+/// Prints each file's median (min) per condition and their sums.
+fn report(times: &mut [Vec<Vec<f64>>], models: &[common::Loaded]) {
     let summary: Vec<Vec<(f64, f64)>> = times
         .iter_mut()
         .map(|per_file| per_file.iter_mut().map(|t| common::median_min(t)).collect())
@@ -127,11 +142,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             min / sums[0].1
         );
     }
-    println!(
-        "({} on core 1, {} files; load: {} files of cpu0 on core 0; {rounds} rounds of {BLOCK} runs per file and condition)",
-        engine.name(),
-        models.len(),
-        load.len()
-    );
-    Ok(())
 }

@@ -68,6 +68,34 @@ pub fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: 
     }
 }
 
+/// For each engine of this build that not every processor already uses
+/// (onnxruntime only where its reference loads, `ort`): its name with
+/// `one_core` on it, and `processors` on it.
+fn other_engines(
+    processors: &[ProcessorConfig],
+    one_core: &[ProcessorConfig],
+    ort: bool,
+) -> Vec<(&'static str, Vec<ProcessorConfig>, Vec<ProcessorConfig>)> {
+    let built: &[&'static str] = if engine::ORT_BUILT {
+        &["tract", "ort"]
+    } else {
+        &["tract"]
+    };
+    let on = |name: &str, ps: &[ProcessorConfig]| -> Vec<ProcessorConfig> {
+        ps.iter()
+            .map(|p| ProcessorConfig {
+                engine: name.to_string(),
+                ..p.clone()
+            })
+            .collect()
+    };
+    built
+        .iter()
+        .filter(|&&name| !processors.iter().all(|p| p.engine == name) && (name != "ort" || ort))
+        .map(|&name| (name, on(name, one_core), on(name, processors)))
+        .collect()
+}
+
 /// The onnxruntime reference configuration, or why there is none.
 fn ort_reference(cores: &CoreSet) -> Result<ProcessorConfig, String> {
     if !engine::ORT_BUILT {
@@ -148,33 +176,18 @@ pub fn configurations<'g>(
         blabel,
     ));
     let mut ideal_pairs = vec![(main - 1, main)];
-    let built: &[&str] = if engine::ORT_BUILT {
-        &["tract", "ort"]
-    } else {
-        &["tract"]
-    };
-    for &name in built {
-        if processors.iter().all(|p| p.engine == name) || (name == "ort" && reference.is_err()) {
-            continue;
-        }
-        let with = |ps: &[ProcessorConfig]| -> Vec<ProcessorConfig> {
-            ps.iter()
-                .map(|p| ProcessorConfig {
-                    engine: name.to_string(),
-                    ..p.clone()
-                })
-                .collect()
-        };
+    let ort = reference.is_ok();
+    for (name, one, all) in other_engines(&processors, &one_core, ort) {
         list.push(config(
             format!("branched, 1 core (sequential), {name}"),
             branched,
-            with(&one_core),
+            one,
             blabel,
         ));
         list.push(config(
             format!("branched, {n} processors, {name}"),
             branched,
-            with(&processors),
+            all,
             blabel,
         ));
         ideal_pairs.push((list.len() - 2, list.len() - 1));
