@@ -4,7 +4,7 @@
 //! inputs, and timing every model's compilations in interleaved rounds.
 
 use engine::TractEngine;
-use engine::host::{self as affinity, CoreSet, Meter, Steal};
+use engine::host::{self, CoreSet, Meter, Steal};
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::onnx::{ImportOptions, import_file};
 use graph_ir::ops::{Concat, Flatten, Op, UnaryOp};
@@ -261,7 +261,7 @@ fn stem(p: &Path) -> String {
 /// One-thread tract with the calling thread pinned to `core`.
 pub fn pinned_tract(core: usize) -> Result<TractEngine, String> {
     let cores = CoreSet::new(vec![core]).ok_or("empty core set")?;
-    affinity::pin_current_thread(&cores).map_err(|e| e.to_string())?;
+    host::pin_current_thread(&cores).map_err(|e| e.to_string())?;
     TractEngine::new(1).map_err(|e| e.to_string())
 }
 

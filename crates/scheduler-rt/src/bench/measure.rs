@@ -8,7 +8,7 @@ use crate::timing::interleave::{Progress, Rounds, SETTLE_AFTER_SPINNING, TimedTr
 use crate::timing::load::Interference;
 use crate::{EngineFactory, ProcessorConfig, Runtime, RuntimeError, Trace};
 use engine::Spin;
-use engine::host as affinity;
+use engine::host;
 use engine::host::CoreSet;
 use graph_ir::Graph;
 use std::sync::Arc;
@@ -76,7 +76,7 @@ fn weight_bytes(g: &Graph) -> u64 {
 type Loaded<'c> = (Vec<(&'c str, Runtime, bool)>, Vec<Option<u64>>, Vec<String>);
 
 fn load<'c>(configs: &'c Configs, cores: &CoreSet, engines: &Arc<EngineFactory>) -> Result<Loaded<'c>, TimingError> {
-    let pin = || affinity::pin_current_thread(cores).map_err(|e| TimingError::Pin { reason: e.to_string() });
+    let pin = || host::pin_current_thread(cores).map_err(|e| TimingError::Pin { reason: e.to_string() });
     let mut names = Vec::new();
     let mut runtimes = Vec::with_capacity(configs.list.len());
     let mut loaded = Vec::with_capacity(configs.list.len());
@@ -152,7 +152,7 @@ pub fn measure(
             ms,
         })
         .collect();
-    affinity::pin_current_thread(cores).map_err(|e| TimingError::Pin { reason: e.to_string() })?;
+    host::pin_current_thread(cores).map_err(|e| TimingError::Pin { reason: e.to_string() })?;
     let trace = runtimes[configs.main].1.run_traced(vec![x.clone().into_tvalue()])?.1;
     if let Some(a) = configs.adaptive_row {
         let end = adaptive_runs

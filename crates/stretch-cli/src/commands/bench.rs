@@ -4,7 +4,7 @@ use crate::chrome_trace;
 use crate::model_args::ModelArgs;
 use crate::runtime_args::RuntimeArgs;
 use anyhow::{Context, Result, bail};
-use engine::host as affinity;
+use engine::host;
 use scheduler_rt::bench::{self, Measured, Models, measure::Options};
 use scheduler_rt::timing::interleave::Rounds;
 use scheduler_rt::{AdaptiveParams, ProcessorConfig};
@@ -143,7 +143,7 @@ pub fn run(args: Args) -> Result<()> {
              (its structure fingerprint is {have}; {label} records {want})"
         );
     }
-    let cores = affinity::allowed_cores()?;
+    let cores = host::allowed_cores()?;
     let processors: Vec<ProcessorConfig> = if args.runtime.is_configured() {
         args.runtime.processors(&branched)?
     } else {

@@ -1,7 +1,7 @@
 //! `stretch profile`: measure kernels on an inference engine.
 
 use anyhow::{Context, Result, bail};
-use engine::host::{self as affinity, CoreSet};
+use engine::host::{CoreSet, pin_current_thread};
 use engine::{Engine, EngineRegistry, TractEngine};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use predictor::profiler::csv::{COLUMNS, Row, Store};
@@ -180,7 +180,7 @@ pub fn run(args: Args) -> Result<()> {
             cores: cores.to_string(),
         });
     }
-    affinity::pin_current_thread(&cores)?;
+    pin_current_thread(&cores)?;
     if args.precision != predictor::Precision::Fp32 && (args.fusion || !args.in_model.is_empty()) {
         bail!(
             "--precision {} profiles isolated kernels; --fusion and --in-model time fp32 models",
