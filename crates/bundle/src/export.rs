@@ -258,7 +258,7 @@ fn reference(g: &Graph, dir: &Path, o: &Options) -> Result<Reference, BundleErro
     Ok(Reference {
         inputs: refs_in,
         outputs: refs_out,
-        computed_by: format!("tract {} on the whole model", scheduler_rt::TRACT_VERSION),
+        computed_by: format!("tract {} on the whole model", engine::TRACT_VERSION),
         rtol,
         atol,
     })

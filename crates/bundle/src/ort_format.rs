@@ -10,7 +10,7 @@ use std::process::Command;
 /// The project's Python with onnxruntime (`.venv/bin/python` above the
 /// working directory or the source tree), if there is one.
 pub fn python() -> Option<PathBuf> {
-    scheduler_rt::search_roots()
+    engine::search_roots()
         .into_iter()
         .map(|r| r.join(".venv/bin/python"))
         .find(|p| p.is_file())

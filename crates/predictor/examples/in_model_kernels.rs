@@ -23,12 +23,13 @@
 #[allow(dead_code)]
 mod models;
 
+use engine::Engine;
+use engine::host::CoreSet;
 use graph_ir::Graph;
 use models::{all_generated, fixtures, pinned_tract};
 use predictor::kernels::default_rules;
 use predictor::profiler::csv::Store;
 use predictor::profiler::in_model::{inputs, time_kernels};
-use predictor::profiler::{CoreSet, Engine};
 use predictor::{DeviceModel, LatencyModel};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

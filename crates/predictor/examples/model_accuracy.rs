@@ -54,11 +54,11 @@
 #[path = "common/models.rs"]
 mod models;
 
+use engine::Engine;
 use graph_ir::Graph;
 use models::Timed;
 use models::{Families, all_generated, dump_predictions, fixtures, generated, measure_or_load, pinned_tract};
 use predictor::calibration::{Calibration, Observation};
-use predictor::profiler::Engine;
 use predictor::profiler::timing::Statistic;
 use predictor::{DeviceModel, LatencyModel, Prediction};
 use std::path::PathBuf;

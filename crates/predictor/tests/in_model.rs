@@ -5,12 +5,14 @@
 
 use graph_ir::builder::{Builder, ConvSpec};
 
+use engine::TractEngine;
+use engine::host::CoreSet;
 use graph_ir::Graph;
 use predictor::features::features;
 use predictor::kernels::{OpClass, default_rules, detect};
 use predictor::profiler::csv::Row;
 use predictor::profiler::in_model::{inputs, time_kernels};
-use predictor::profiler::{CoreSet, KernelKind, Origin, TractEngine};
+use predictor::profiler::{KernelKind, Origin};
 
 fn model() -> Graph {
     let mut b = Builder::new("small-resnet");

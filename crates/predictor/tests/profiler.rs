@@ -2,28 +2,26 @@
 //! an interrupted write), rows of another setup are refused, adaptive rounds
 //! add neighbours, and tract runs a kernel of every class.
 
+use engine::host::CoreSet;
+use engine::{Compiled, Engine, EngineError, TractEngine, Value};
 use predictor::profiler::csv::{Row, Store};
-use predictor::profiler::{
-    CoreSet, Engine, EngineError, Event, KernelKind, Origin, Profiler, Runnable, Settings, Summary, TractEngine,
-};
-use std::cell::Cell;
+use predictor::profiler::{Event, KernelKind, Origin, Profiler, Settings, Summary};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tract_onnx::prelude::TVec;
 
 /// Counts compiled models; runs do nothing.
 struct Fake {
-    compiled: Cell<usize>,
+    compiled: AtomicUsize,
     threads: usize,
 }
 
 struct Noop;
 
-impl Runnable for Noop {
-    fn set_inputs(&mut self, _: &[graph_ir::Tensor]) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn run(&mut self) -> Result<(), EngineError> {
+impl Compiled for Noop {
+    fn run(&self, _: TVec<Value>) -> Result<TVec<Value>, EngineError> {
         std::hint::black_box(());
-        Ok(())
+        Ok(TVec::new())
     }
 }
 
@@ -37,8 +35,8 @@ impl Engine for Fake {
     fn threads(&self) -> usize {
         self.threads
     }
-    fn compile(&self, _: &[u8]) -> Result<Box<dyn Runnable>, EngineError> {
-        self.compiled.set(self.compiled.get() + 1);
+    fn compile(&self, _: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
+        self.compiled.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(Noop))
     }
 }
@@ -77,7 +75,7 @@ fn profile(
 
 fn fake() -> Fake {
     Fake {
-        compiled: Cell::new(0),
+        compiled: AtomicUsize::new(0),
         threads: 1,
     }
 }
@@ -94,12 +92,12 @@ fn rerun_measures_nothing_new() {
     let first = profile(&engine, &path, settings(1)).expect("first run");
     let n = first.measured;
     assert!(n >= 18, "{first:?}");
-    assert_eq!(engine.compiled.get(), n);
+    assert_eq!(engine.compiled.load(Ordering::Relaxed), n);
     let before = std::fs::read_to_string(&path).expect("csv");
 
     let second = profile(&engine, &path, settings(1)).expect("second run");
     assert_eq!((second.measured, second.resumed), (0, n), "{second:?}");
-    assert_eq!(engine.compiled.get(), n);
+    assert_eq!(engine.compiled.load(Ordering::Relaxed), n);
     assert_eq!(std::fs::read_to_string(&path).expect("csv"), before);
     assert_eq!(second.classes["act"].rows, first.classes["act"].rows);
 }
@@ -141,14 +139,14 @@ fn rows_of_another_setup_are_refused() {
     )
     .expect("first run");
     let two = Fake {
-        compiled: Cell::new(0),
+        compiled: AtomicUsize::new(0),
         threads: 2,
     };
     let e = profile(&two, &path, settings(0))
         .expect_err("threads differ")
         .to_string();
     assert!(e.contains("kernels.csv:2: row was measured with threads `1`"), "{e}");
-    assert_eq!(two.compiled.get(), 0);
+    assert_eq!(two.compiled.load(Ordering::Relaxed), 0);
 }
 
 #[test]
@@ -223,10 +221,11 @@ fn tract_runs_on_two_threads() {
         parts: vec![],
     };
     let kg = predictor::profiler::kernel_graph::KernelGraph::build(&c).expect("build");
-    let mut r = engine.compile(&kg.onnx(1).expect("onnx")).expect("compile");
-    r.set_inputs(&kg.inputs(1)).expect("inputs");
+    let r =
+        predictor::profiler::timing::Bound::new(&engine, &kg.onnx(1).expect("onnx"), &kg.inputs(1)).expect("compile");
     r.run().expect("run");
-    let e = r.set_inputs(&[]).expect_err("wrong input count").to_string();
+    let mut timed = engine.compile_node_timed(&kg.onnx(1).expect("onnx")).expect("compile");
+    let e = timed.set_inputs(&[]).expect_err("wrong input count").to_string();
     assert!(e.contains("the model has 1 inputs, 0 given"), "{e}");
     assert!(TractEngine::new(0).is_err());
 }

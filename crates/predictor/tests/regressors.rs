@@ -1,11 +1,12 @@
 //! Per-kernel regressors: fitted from profiler rows, saved, reloaded to
 //! identical predictions, and used by a device model for the classes they cover.
 
+use engine::host::CoreSet;
 use graph_ir::builder::{Builder, ConvSpec};
 use predictor::fit::{KernelRegressors, RegressorError};
 use predictor::profiler::csv::Row;
 use predictor::profiler::timing::Statistic;
-use predictor::profiler::{CoreSet, KernelKind, Origin};
+use predictor::profiler::{KernelKind, Origin};
 use predictor::{DeviceModel, DeviceProfile, LatencyModel, Source};
 
 fn row(kind: KernelKind, features: Vec<f64>, ms: f64) -> Row {

@@ -12,7 +12,8 @@
 
 mod common;
 
-use scheduler_rt::{EngineKind, ProcessorConfig, WorkerKind, make_engine};
+use engine::EngineRegistry;
+use scheduler_rt::{ProcessorConfig, WorkerKind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -21,12 +22,12 @@ const BLOCK: usize = 5;
 const CONDITIONS: [&str; 3] = ["core 0 idle", "core 0 runs cpu0's subgraphs", "core 0 spins"];
 const STOP: u8 = 3;
 
-fn main() -> Result<(), String> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 4 {
         return Err("usage: beside ENGINE(tract|ort) ROUNDS DIR".into());
     }
-    let engine_kind: EngineKind = args[1].parse()?;
+    let engine_kind = EngineRegistry::builtin().canonical(&args[1])?;
     let rounds: usize = args[2].parse().map_err(|_| format!("bad rounds '{}'", args[2]))?;
     let files = |suffix: &str| -> Result<Vec<String>, String> {
         let mut v: Vec<String> = std::fs::read_dir(&args[3])
@@ -41,13 +42,7 @@ fn main() -> Result<(), String> {
         Ok(v)
     };
     let (timed, load) = (files("-cpu1.onnx")?, files("-cpu0.onnx")?);
-    let engine_on = |core: usize| -> Result<Box<dyn scheduler_rt::Engine>, String> {
-        let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
-        cfg.engine = engine_kind;
-        cfg.cores = Some(predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?);
-        scheduler_rt::affinity::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
-        make_engine(&cfg).map_err(|e| e.to_string())
-    };
+    let engine_on = |core: usize| engine_on(engine_kind, core);
     let mode = Arc::new(AtomicU8::new(0));
     let loader = {
         let mode = mode.clone();
@@ -57,8 +52,8 @@ fn main() -> Result<(), String> {
             .map(|p| common::load(engine.as_ref(), p))
             .collect::<Result<Vec<_>, _>>()?;
         std::thread::spawn(move || -> Result<(), String> {
-            let core = predictor::profiler::CoreSet::new(vec![0]).ok_or("empty core set")?;
-            scheduler_rt::affinity::pin_current_thread(&core)?;
+            let core = engine::host::CoreSet::new(vec![0]).ok_or("empty core set")?;
+            engine::host::pin_current_thread(&core).map_err(|e| e.to_string())?;
             let mut next = 0;
             loop {
                 match mode.load(Ordering::Acquire) {
@@ -102,6 +97,29 @@ fn main() -> Result<(), String> {
     }
     mode.store(STOP, Ordering::Release);
     loader.join().map_err(|_| "the load thread panicked")??;
+    report(&mut times, &models);
+    println!(
+        "({} on core 1, {} files; load: {} files of cpu0 on core 0; {rounds} rounds of {BLOCK} runs per file and condition)",
+        engine.name(),
+        models.len(),
+        load.len()
+    );
+    Ok(())
+}
+
+/// The engine `name` made on a thread pinned to `core`.
+fn engine_on(name: &str, core: usize) -> Result<Box<dyn engine::Engine>, String> {
+    let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
+    cfg.engine = name.to_string();
+    cfg.cores = Some(engine::host::CoreSet::new(vec![core]).ok_or("empty core set")?);
+    engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?).map_err(|e| e.to_string())?;
+    EngineRegistry::builtin()
+        .make(&cfg.engine_config())
+        .map_err(|e| e.to_string())
+}
+
+/// Prints each file's median (min) per condition and their sums.
+fn report(times: &mut [Vec<Vec<f64>>], models: &[common::Loaded]) {
     let summary: Vec<Vec<(f64, f64)>> = times
         .iter_mut()
         .map(|per_file| per_file.iter_mut().map(|t| common::median_min(t)).collect())
@@ -124,11 +142,4 @@ fn main() -> Result<(), String> {
             min / sums[0].1
         );
     }
-    println!(
-        "({} on core 1, {} files; load: {} files of cpu0 on core 0; {rounds} rounds of {BLOCK} runs per file and condition)",
-        engine.name(),
-        models.len(),
-        load.len()
-    );
-    Ok(())
 }

@@ -13,7 +13,8 @@
 //! cargo run --release -p scheduler-rt --features ort --example idle_gap -- ENGINE MODEL.onnx CORE [ROUNDS [READER_CORE]]
 //! (ENGINE: tract or ort; the model's input is random, its shape read from the file)
 
-use scheduler_rt::{EngineKind, ProcessorConfig, Value, WorkerKind, make_engine};
+use engine::{EngineRegistry, Value};
+use scheduler_rt::{ProcessorConfig, WorkerKind};
 use std::time::{Duration, Instant};
 use tract_onnx::prelude::*;
 
@@ -63,21 +64,23 @@ impl Gap {
     }
 }
 
-fn main() -> Result<(), String> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
         return Err("usage: idle_gap ENGINE(tract|ort) MODEL.onnx CORE [ROUNDS]".into());
     }
-    let engine: EngineKind = args[1].parse()?;
+    let engine = EngineRegistry::builtin().canonical(&args[1])?;
     let core: usize = args[3].parse().map_err(|_| format!("bad core '{}'", args[3]))?;
     let rounds: usize = args
         .get(4)
         .map_or(Ok(4), |r| r.parse().map_err(|_| format!("bad rounds '{r}'")))?;
     let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
-    cfg.engine = engine;
-    cfg.cores = Some(predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?);
-    scheduler_rt::affinity::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
-    let e = make_engine(&cfg).map_err(|e| e.to_string())?;
+    cfg.engine = engine.to_string();
+    cfg.cores = Some(engine::host::CoreSet::new(vec![core]).ok_or("empty core set")?);
+    engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
+    let e = EngineRegistry::builtin()
+        .make(&cfg.engine_config())
+        .map_err(|e| e.to_string())?;
     let bytes = std::fs::read(&args[2]).map_err(|e| format!("{}: {e}", args[2]))?;
     let graph = graph_ir::onnx::import_file(&args[2], &Default::default()).map_err(|e| format!("{}: {e}", args[2]))?;
     let input = graph.inputs()[0].out(0);
@@ -155,11 +158,11 @@ type Reader = (
 /// A thread pinned to `core` that reads every f32 of each run's outputs it is
 /// sent, keeps the last `kept` of them alive and answers when done.
 fn reader_thread(core: usize) -> Result<Reader, String> {
-    let cores = predictor::profiler::CoreSet::new(vec![core]).ok_or("empty core set")?;
+    let cores = engine::host::CoreSet::new(vec![core]).ok_or("empty core set")?;
     let (tx, rx) = std::sync::mpsc::channel::<(TVec<Value>, usize)>();
     let (done_tx, done) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        if scheduler_rt::affinity::pin_current_thread(&cores).is_err() {
+        if engine::host::pin_current_thread(&cores).is_err() {
             return;
         }
         let mut kept = std::collections::VecDeque::new();

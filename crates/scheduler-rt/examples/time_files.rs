@@ -10,17 +10,18 @@
 
 mod common;
 
-use scheduler_rt::{EngineKind, ProcessorConfig, WorkerKind, make_engine};
+use engine::EngineRegistry;
+use scheduler_rt::{ProcessorConfig, WorkerKind};
 use std::time::Instant;
 
 const BLOCK: usize = 5;
 
-fn main() -> Result<(), String> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 5 {
         return Err("usage: time_files ENGINE(tract|ort) CORES ROUNDS FILE.onnx...".into());
     }
-    let engine: EngineKind = args[1].parse()?;
+    let engine = EngineRegistry::builtin().canonical(&args[1])?;
     let cores = args[2]
         .split(',')
         .map(|c| {
@@ -30,11 +31,13 @@ fn main() -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?;
     let rounds: usize = args[3].parse().map_err(|_| format!("bad rounds '{}'", args[3]))?;
     let mut cfg = ProcessorConfig::new("p", WorkerKind::Inline);
-    cfg.engine = engine;
+    cfg.engine = engine.to_string();
     cfg.threads = cores.len();
-    cfg.cores = Some(predictor::profiler::CoreSet::new(cores).ok_or("empty core set")?);
-    scheduler_rt::affinity::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
-    let e = make_engine(&cfg).map_err(|e| e.to_string())?;
+    cfg.cores = Some(engine::host::CoreSet::new(cores).ok_or("empty core set")?);
+    engine::host::pin_current_thread(cfg.cores.as_ref().ok_or("no core")?)?;
+    let e = EngineRegistry::builtin()
+        .make(&cfg.engine_config())
+        .map_err(|e| e.to_string())?;
     let models = args[4..]
         .iter()
         .map(|p| common::load(e.as_ref(), p))

@@ -21,7 +21,7 @@ fn main() -> Result<(), String> {
         .filter(|l| !l.is_empty())
         .map(String::from)
         .collect();
-    let mut m = predictor::profiler::tract_model(&bytes).map_err(|e| format!("{e:#}"))?;
+    let mut m = engine::tract_model(&bytes).map_err(|e| format!("{e:#}"))?;
     if !names.is_empty() {
         m.select_outputs_by_name(&names).map_err(|e| format!("{e:#}"))?;
     }

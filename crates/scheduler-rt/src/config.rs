@@ -7,7 +7,8 @@
 //! (an asynchronous in-order queue served by its own thread, paper's
 //! GPU-style worker), `CORES` a Linux cpulist with optional `core` prefix
 //! (`core1`, `0-1`, `0,2`), `N` the engine's intra-op threads (default 1)
-//! and `ENGINE` `tract` (default) or `ort` (onnxruntime, feature `ort`);
+//! and `ENGINE` a registered engine's name ([`engine::EngineRegistry`]:
+//! `tract`, the default, or `ort`, onnxruntime with feature `ort`);
 //! `SPIN` `off` (default), `run` or `on`: see [`Spin`].
 //! Example: `cpu0=inline:core0 cpu1=pool:core1,engine=ort`.
 //! A cloud worker offloads to a `stretch worker` server instead:
@@ -16,7 +17,8 @@
 //! `timeout_ms` fails).
 
 use crate::error::RuntimeError;
-use predictor::profiler::CoreSet;
+use engine::host::CoreSet;
+use engine::{EngineConfig, EngineRegistry, Remote, Spin};
 use std::str::FromStr;
 
 /// How a processor's subgraphs are executed.
@@ -51,47 +53,6 @@ impl FromStr for WorkerKind {
             "pool" => Ok(WorkerKind::Pool),
             "queue" => Ok(WorkerKind::Queue),
             other => Err(format!("unknown worker kind '{other}' (inline, pool, queue)")),
-        }
-    }
-}
-
-/// Which engine compiles and runs a processor's subgraphs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum EngineKind {
-    /// tract, built in.
-    #[default]
-    Tract,
-    /// onnxruntime, loaded at run time (needs the `ort` feature).
-    Ort,
-}
-
-impl EngineKind {
-    /// The spelling used in specs and config files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineKind::Tract => "tract",
-            EngineKind::Ort => "ort",
-        }
-    }
-
-    /// The engines this build can make.
-    pub fn available() -> Vec<EngineKind> {
-        let mut v = vec![EngineKind::Tract];
-        if cfg!(feature = "ort") {
-            v.push(EngineKind::Ort);
-        }
-        v
-    }
-}
-
-impl FromStr for EngineKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "tract" => Ok(EngineKind::Tract),
-            "ort" | "onnxruntime" => Ok(EngineKind::Ort),
-            other => Err(format!("unknown engine '{other}' (tract, ort)")),
         }
     }
 }
@@ -134,46 +95,6 @@ impl FromStr for Wait {
     }
 }
 
-/// Whether an engine's intra-op threads spin while they wait for work
-/// (onnxruntime's `session.intra_op.allow_spinning` and
-/// `session.force_spinning_stop`; tract starts no such threads).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Spin {
-    /// They block between parallel sections: each section pays a wake-up.
-    #[default]
-    Off,
-    /// They spin while a run is in progress and stop when it returns, so
-    /// that they leave the cores to the other processors' workers between
-    /// runs of this session.
-    Run,
-    /// onnxruntime's default: they also spin for tens of ms after a run
-    /// returns, taking time slices from whatever else runs on their cores.
-    On,
-}
-
-impl Spin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Spin::Off => "off",
-            Spin::Run => "run",
-            Spin::On => "on",
-        }
-    }
-}
-
-impl FromStr for Spin {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "off" => Ok(Spin::Off),
-            "run" => Ok(Spin::Run),
-            "on" => Ok(Spin::On),
-            other => Err(format!("unknown spin '{other}' (off, run, on)")),
-        }
-    }
-}
-
 /// One named processor of the runtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessorConfig {
@@ -189,7 +110,9 @@ pub struct ProcessorConfig {
     /// extra threads may run on any core the processors use. `None`:
     /// `threads`.
     pub alone_threads: Option<usize>,
-    pub engine: EngineKind,
+    /// The engine's registered name (`tract`, `ort`), checked against the
+    /// registry when parsed.
+    pub engine: String,
     /// How its thread waits while a request is in flight.
     pub wait: Wait,
     /// Whether the engine's intra-op threads spin while they wait for work.
@@ -202,70 +125,6 @@ pub struct ProcessorConfig {
     pub precision: Option<predictor::Precision>,
 }
 
-/// Where a cloud worker offloads to, and the link it emulates.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Remote {
-    pub address: String,
-    /// Link bandwidth in kbit/s; `None`: unshaped.
-    pub kbps: Option<u64>,
-    /// Round-trip time added to every request, µs.
-    pub rtt_us: u64,
-    /// A request unanswered after this long fails, ms.
-    pub timeout_ms: u64,
-}
-
-impl Remote {
-    pub const DEFAULT_TIMEOUT_MS: u64 = 2000;
-    /// The link options [`Remote::set`] takes.
-    pub const OPTIONS: [&'static str; 3] = ["mbps=", "rtt_ms=", "timeout_ms="];
-
-    pub fn new(address: &str) -> Remote {
-        Remote {
-            address: address.to_string(),
-            kbps: None,
-            rtt_us: 0,
-            timeout_ms: Self::DEFAULT_TIMEOUT_MS,
-        }
-    }
-
-    /// Applies one of [`Remote::OPTIONS`] (`mbps=249`, ...).
-    pub fn set(&mut self, option: &str) -> Result<(), String> {
-        let num = |v: &str, what: &str| {
-            v.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| format!("{what} must be a non-negative number, got '{v}'"))
-        };
-        if let Some(v) = option.strip_prefix("mbps=") {
-            let m = num(v, "mbps")?;
-            if m == 0.0 {
-                return Err("mbps must be positive".into());
-            }
-            self.kbps = Some((m * 1e3).round().max(1.0) as u64);
-        } else if let Some(v) = option.strip_prefix("rtt_ms=") {
-            self.rtt_us = (num(v, "rtt_ms")? * 1e3).round() as u64;
-        } else if let Some(v) = option.strip_prefix("timeout_ms=") {
-            self.timeout_ms = (num(v, "timeout_ms")?.round() as u64).max(1);
-        } else {
-            return Err(format!("unknown link option '{option}' (mbps=, rtt_ms=, timeout_ms=)"));
-        }
-        Ok(())
-    }
-
-    fn spec(&self) -> String {
-        let mut s = format!(
-            ",remote={},rtt_ms={},timeout_ms={}",
-            self.address,
-            self.rtt_us as f64 / 1e3,
-            self.timeout_ms
-        );
-        if let Some(k) = self.kbps {
-            s += &format!(",mbps={}", k as f64 / 1e3);
-        }
-        s
-    }
-}
-
 impl ProcessorConfig {
     pub fn new(name: &str, kind: WorkerKind) -> ProcessorConfig {
         ProcessorConfig {
@@ -274,7 +133,7 @@ impl ProcessorConfig {
             cores: None,
             threads: 1,
             alone_threads: None,
-            engine: EngineKind::Tract,
+            engine: "tract".to_string(),
             wait: Wait::Block,
             spin: Spin::Off,
             remote: None,
@@ -292,7 +151,7 @@ impl ProcessorConfig {
             self.threads,
             self.alone_threads
                 .map_or(String::new(), |t| format!(",alone_threads={t}")),
-            self.engine.as_str(),
+            self.engine,
             if self.wait == Wait::Block {
                 String::new()
             } else {
@@ -308,6 +167,17 @@ impl ProcessorConfig {
         )
     }
 
+    /// What its engine is made from ([`EngineRegistry::make`]).
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            processor: self.name.clone(),
+            engine: self.engine.clone(),
+            threads: self.threads,
+            spin: self.spin,
+            remote: self.remote.clone(),
+        }
+    }
+
     /// `cpu0` inline plus `cpu1..cpu{n-1}` as pool workers, unpinned.
     pub fn default_set(n: usize) -> Vec<ProcessorConfig> {
         (0..n.max(1))
@@ -319,10 +189,18 @@ impl ProcessorConfig {
     }
 }
 
+/// Parses a spec with the built-in engines ([`EngineRegistry::builtin`]).
 impl FromStr for ProcessorConfig {
     type Err = RuntimeError;
 
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        ProcessorConfig::parse(spec, &EngineRegistry::builtin())
+    }
+}
+
+impl ProcessorConfig {
+    /// Parses a spec (module docs); `engine=` must name an engine of `engines`.
+    pub fn parse(spec: &str, engines: &EngineRegistry) -> Result<ProcessorConfig, RuntimeError> {
         let bad = |reason: &str| RuntimeError::BadSpec {
             spec: spec.to_string(),
             reason: reason.to_string(),
@@ -343,7 +221,7 @@ impl FromStr for ProcessorConfig {
             .transpose()?;
         let mut threads = 1;
         let mut alone_threads = None;
-        let mut engine = EngineKind::Tract;
+        let mut engine = "tract";
         let mut wait = Wait::Block;
         let mut spin = Spin::Off;
         let mut remote: Option<Remote> = None;
@@ -364,7 +242,7 @@ impl FromStr for ProcessorConfig {
                         .ok_or_else(|| bad(&format!("alone_threads must be a positive integer, got '{n}'")))?,
                 );
             } else if let Some(e) = p.strip_prefix("engine=") {
-                engine = EngineKind::from_str(e).map_err(|e| bad(&e))?;
+                engine = engines.canonical(e).map_err(|e| bad(&e.to_string()))?;
             } else if let Some(w) = p.strip_prefix("wait=") {
                 wait = Wait::from_str(w).map_err(|e| bad(&e))?;
             } else if let Some(v) = p.strip_prefix("spin=") {
@@ -394,7 +272,7 @@ impl FromStr for ProcessorConfig {
             cores,
             threads,
             alone_threads,
-            engine,
+            engine: engine.to_string(),
             wait,
             spin,
             remote,
@@ -416,7 +294,7 @@ mod tests {
         assert_eq!(c.threads, 2);
         let c: ProcessorConfig = "cpu0=inline".parse().unwrap();
         assert_eq!((c.kind, c.cores, c.threads), (WorkerKind::Inline, None, 1));
-        assert_eq!(c.engine, EngineKind::Tract);
+        assert_eq!(c.engine, "tract");
         let c: ProcessorConfig = "cpu0=inline:0,engine=ort,alone_threads=2".parse().unwrap();
         assert_eq!((c.threads, c.alone_threads, c.wait), (1, Some(2), Wait::Block));
         let c: ProcessorConfig = "cpu1=pool:1,wait=poll".parse().unwrap();
@@ -428,7 +306,7 @@ mod tests {
             assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
         }
         let c: ProcessorConfig = "gpu=queue:0-1,engine=ort,threads=2".parse().unwrap();
-        assert_eq!((c.kind, c.engine, c.threads), (WorkerKind::Queue, EngineKind::Ort, 2));
+        assert_eq!((c.kind, c.engine.as_str(), c.threads), (WorkerKind::Queue, "ort", 2));
         assert_eq!(c.spec().parse::<ProcessorConfig>().unwrap(), c);
         let c: ProcessorConfig = "cloud=pool,remote=127.0.0.1:7000,mbps=12.5,rtt_ms=4".parse().unwrap();
         let r = c.remote.clone().unwrap();

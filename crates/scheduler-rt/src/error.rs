@@ -60,8 +60,10 @@ pub enum RuntimeError {
     InputCount { expected: usize, got: usize },
     #[error("every processor is disabled")]
     AllDisabled,
-    #[error("engine {engine} is not available: {reason}")]
-    EngineUnavailable { engine: &'static str, reason: String },
+    /// An engine cannot be made (not in this build, its library missing,
+    /// no registered engine builds the processor).
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
     #[error("model '{model}': {reason}")]
     Units { model: String, reason: String },
     #[error("scheduling policy: {reason}")]

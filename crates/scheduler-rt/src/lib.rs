@@ -3,8 +3,9 @@
 //!
 //! A model annotated with [`graph_ir::keys::PROCESSOR`] is cut into
 //! processor-level [`Subgraph`]s ([`partition`]); each subgraph is compiled
-//! once by the [`Engine`] of every processor (tract, or onnxruntime with the
-//! `ort` feature; [`EngineKind`]); a [`Runtime`] then serves requests from
+//! once by the [`engine::Engine`] of every processor, made by an
+//! [`EngineFactory`] from an [`engine::EngineRegistry`] (tract, or
+//! onnxruntime with the `ort` feature); a [`Runtime`] then serves requests from
 //! any number of client threads, dispatching subgraphs to pinned pool
 //! threads and in-order queue threads ([`WorkerKind`]) and running the
 //! scheduling thread's own subgraphs inline, joining at meeting points.
@@ -13,25 +14,19 @@
 //! subgraphs between processors as their observed latencies change.
 
 pub mod adaptive;
-pub mod affinity;
 pub mod bench;
 pub mod config;
-pub mod engine;
-pub mod engine_registry;
 pub mod error;
 pub mod extract;
+pub mod factory;
 mod load_checks;
 pub mod memory;
 pub mod npy;
-#[cfg(feature = "ort")]
-mod ort_engine;
 pub mod partition;
 pub mod policy;
-pub mod pool;
 pub mod priority;
 pub mod probe;
 pub mod queue;
-mod roots;
 mod runtime;
 mod runtime_config;
 pub mod spin;
@@ -42,15 +37,11 @@ mod trace;
 pub mod worker;
 
 pub use adaptive::{AdaptiveParams, AdaptivePolicy};
-pub use config::{EngineKind, ProcessorConfig, Remote, Spin, Wait, WorkerKind};
-pub use engine::{Compiled, Engine, EngineFactory, TRACT_VERSION, TractEngine, Value, default_factory, make_engine};
-pub use engine_registry::{EngineEntry, EngineRegistry};
+pub use config::{ProcessorConfig, Wait, WorkerKind};
 pub use error::RuntimeError;
 pub use extract::{extract, extract_onnx, value_name};
-#[cfg(feature = "ort")]
-pub use ort_engine::{OrtEngine, WHEEL_DIR, dylib_path};
+pub use factory::{EngineFactory, default_factory, factory};
 pub use partition::{Partition, Subgraph, partition};
-pub use roots::search_roots;
 pub use runtime::{LATENCY_EMA_ALPHA, Runtime};
 pub use runtime_config::{RuntimeConfig, toml_line};
 pub use spin::POLL_BEFORE_BLOCKING;

@@ -3,8 +3,8 @@
 //! and each batch's values are handed to a callback. Quantization
 //! calibrates activation ranges this way.
 
-use crate::engine::{Engine, TractEngine};
 use crate::error::RuntimeError;
+use engine::{Engine, TractEngine};
 use graph_ir::{Graph, Outlet};
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
 
@@ -47,7 +47,7 @@ pub fn probe(
         let t = Tensor::from_shape(&fact.shape, &x)
             .map_err(|e| fail(e.to_string()))?
             .into_tvalue();
-        let outs = compiled.run(TVec::from_vec(vec![t])).map_err(fail)?;
+        let outs = compiled.run(TVec::from_vec(vec![t])).map_err(|e| fail(e.reason()))?;
         each_f32(&outs, |k, view| seen(k, &view[..view.len() / batch * chunk.len()])).map_err(fail)?;
     }
     Ok(())
@@ -80,12 +80,12 @@ pub fn probe_once(
                 .into_tvalue(),
         );
     }
-    let outs = compiled.run(feed).map_err(fail)?;
+    let outs = compiled.run(feed).map_err(|e| fail(e.reason()))?;
     each_f32(&outs, seen).map_err(fail)
 }
 
 /// Calls `seen(k, values)` with the f32 values of each of `outs`.
-fn each_f32(outs: &[crate::Value], mut seen: impl FnMut(usize, &[f32])) -> Result<(), String> {
+fn each_f32(outs: &[engine::Value], mut seen: impl FnMut(usize, &[f32])) -> Result<(), String> {
     for (k, o) in outs.iter().enumerate() {
         let array = o.to_plain_array_view::<f32>().map_err(|e| format!("value {k}: {e}"))?;
         let view = array.as_slice().ok_or_else(|| format!("value {k} is not contiguous"))?;
@@ -95,7 +95,7 @@ fn each_f32(outs: &[crate::Value], mut seen: impl FnMut(usize, &[f32])) -> Resul
 }
 
 /// `g` with `values` as its outputs, compiled on tract.
-fn compiled_probe(g: &Graph, values: &[Outlet]) -> Result<Box<dyn crate::engine::Compiled>, String> {
+fn compiled_probe(g: &Graph, values: &[Outlet]) -> Result<Box<dyn engine::Compiled>, String> {
     let mut probe = g.clone();
     probe
         .set_outputs(
@@ -108,7 +108,8 @@ fn compiled_probe(g: &Graph, values: &[Outlet]) -> Result<Box<dyn crate::engine:
         .map_err(|e| e.to_string())?;
     probe.prune_dead();
     let onnx = graph_ir::onnx::export_bytes(&probe).map_err(|e| e.to_string())?;
-    TractEngine::new(1).compile(&onnx)
+    let tract = TractEngine::new(1).map_err(|e| e.reason())?;
+    tract.compile(&onnx).map_err(|e| e.reason())
 }
 
 #[cfg(test)]

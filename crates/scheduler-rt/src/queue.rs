@@ -7,7 +7,7 @@
 //! earlier job fills before its completion is signalled. Submitting never
 //! blocks; each job's completion comes back on the scheduler's reply channel.
 
-use crate::engine::Value;
+use engine::Value;
 use std::sync::{Arc, OnceLock};
 use tract_onnx::prelude::TVec;
 

@@ -2,18 +2,18 @@
 
 use crate::adaptive::{AdaptiveParams, AdaptivePolicy};
 use crate::config::{ProcessorConfig, Wait, WorkerKind};
-use crate::engine::EngineFactory;
-use crate::engine::{Compiled, Engine, Value};
 use crate::error::RuntimeError;
 use crate::extract::extract_onnx;
+use crate::factory::EngineFactory;
 use crate::load_checks::preflight;
 use crate::partition::{Partition, partition};
 use crate::policy::{Observation, PlacementPolicy, SubgraphInfo, SystemClock};
 use crate::queue::{Cell, Input};
 use crate::trace::{Moved, Span, Trace};
 use crate::worker::{self, Done, Job, Worker};
+use engine::host::CoreSet;
+use engine::{Compiled, Engine, EngineError, Value};
 use graph_ir::{Fact, Graph, Outlet};
-use predictor::profiler::CoreSet;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
@@ -203,11 +203,11 @@ impl Runtime {
             Some(threads) => self.compile_shared(worker.engine.as_ref(), &bytes, threads),
             None => worker.engine.compile(&bytes),
         };
-        let c = compiled.map_err(|reason| RuntimeError::Compile {
+        let c = compiled.map_err(|e| RuntimeError::Compile {
             engine: worker.engine.name(),
             subgraph: s.name.clone(),
             processor: worker.config.name.clone(),
-            reason,
+            reason: e.reason(),
         })?;
         Ok(self.compiled[i][w].get_or_init(|| Arc::from(c)))
     }
@@ -215,19 +215,28 @@ impl Runtime {
     /// Compiles `onnx` with `threads` intra-op threads on a thread free to
     /// run on every processor's cores, so the threads the engine starts
     /// for it may run on the other processors' idle cores.
-    fn compile_shared(&self, engine: &dyn Engine, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
+    fn compile_shared(
+        &self,
+        engine: &dyn Engine,
+        onnx: &[u8],
+        threads: usize,
+    ) -> Result<Box<dyn Compiled>, EngineError> {
+        let failed = |reason: String| EngineError::Load {
+            engine: engine.name(),
+            reason,
+        };
         let cores = match &self.shared_cores {
             Some(c) => c.clone(),
-            None => crate::affinity::allowed_cores()?,
+            None => engine::host::allowed_cores().map_err(|e| failed(e.to_string()))?,
         };
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
-                    crate::affinity::pin_current_thread(&cores)?;
+                    engine::host::pin_current_thread(&cores).map_err(|e| failed(e.to_string()))?;
                     engine.compile_threads(onnx, threads)
                 })
                 .join()
-                .map_err(|_| "the engine panicked while compiling".to_string())?
+                .map_err(|_| failed("the engine panicked while compiling".to_string()))?
         })
     }
 
@@ -539,7 +548,7 @@ impl Runtime {
                 processor: "-".into(),
                 reason: "an output was not produced".into(),
             })?;
-        let pool = crate::pool::pool();
+        let pool = engine::pool::pool();
         for (o, v) in values {
             if !self.outputs.contains(&o) {
                 pool.give_value(v);

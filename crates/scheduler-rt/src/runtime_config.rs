@@ -8,7 +8,7 @@
 //! cores = "0"            # cpulist, `core` prefix allowed; omit: unpinned
 //! threads = 1            # engine intra-op threads
 //! alone_threads = 2      # for subgraphs nothing runs beside (stem, head); omit: threads
-//! engine = "tract"       # tract | ort
+//! engine = "tract"       # a registered engine: tract | ort
 //! wait = "block"         # block | poll: how its thread waits while a request is in flight
 //! spin = "off"          # off | run | on: onnxruntime's intra-op threads spin while waiting (its own default: on)
 //! precision = "int8"     # fp32 | fp16 | int8: refuse a model that computes this processor's nodes otherwise
@@ -24,10 +24,11 @@
 //! ```
 
 use crate::adaptive::AdaptiveParams;
-use crate::config::{EngineKind, ProcessorConfig, WorkerKind};
+use crate::config::{ProcessorConfig, Wait, WorkerKind};
 use crate::error::RuntimeError;
 use crate::support::{OpSupport, known_op, known_ops};
-use predictor::profiler::CoreSet;
+use engine::host::CoreSet;
+use engine::{EngineRegistry, Remote, Spin};
 use serde::Deserialize;
 use std::path::Path;
 use std::str::FromStr;
@@ -93,158 +94,198 @@ pub fn toml_line(text: &str, e: &toml::de::Error) -> Option<usize> {
     e.span().map(|s| text[..s.start].matches('\n').count() + 1)
 }
 
+/// A configuration error: the key at fault and the reason.
+type Bad = (String, String);
+
+impl Processor {
+    /// This table, the `i`-th processor after `earlier`, as a processor's
+    /// configuration, its operator support and whether it is an accelerator.
+    fn resolve(
+        self,
+        i: usize,
+        earlier: &[ProcessorConfig],
+        engines: &EngineRegistry,
+    ) -> Result<(ProcessorConfig, OpSupport, bool), Bad> {
+        let key = |k: &str| format!("processor[{i}].{k}");
+        if self.name.is_empty() {
+            return Err((key("name"), "the processor name is empty".into()));
+        }
+        if earlier.iter().any(|q| q.name == self.name) {
+            return Err((key("name"), format!("processor '{}' is configured twice", self.name)));
+        }
+        let kind = WorkerKind::from_str(&self.kind).map_err(|e| (key("kind"), e))?;
+        let cores = self
+            .cores
+            .as_ref()
+            .map(|c| CoreSet::from_str(c.strip_prefix("core").unwrap_or(c)).map_err(|e| (key("cores"), e.to_string())))
+            .transpose()?;
+        let threads = match self.threads {
+            Some(0) => return Err((key("threads"), "must be a positive integer, got 0".into())),
+            Some(n) => n,
+            None => 1,
+        };
+        if self.alone_threads == Some(0) {
+            return Err((key("alone_threads"), "must be a positive integer, got 0".into()));
+        }
+        let engine = match &self.engine {
+            Some(e) => engines.canonical(e).map_err(|e| (key("engine"), e.to_string()))?,
+            None => "tract",
+        };
+        let wait = parsed(&self.wait, Wait::from_str).map_err(|e| (key("wait"), e))?;
+        let spin = parsed(&self.spin, Spin::from_str).map_err(|e| (key("spin"), e))?;
+        let support = self.support(&key)?;
+        let remote = self.remote(&key)?;
+        let precision = self
+            .precision
+            .as_deref()
+            .map(|v| predictor::Precision::from_str(v).map_err(|e| (key("precision"), e.to_string())))
+            .transpose()?;
+        let config = ProcessorConfig {
+            name: self.name,
+            kind,
+            cores,
+            threads,
+            alone_threads: self.alone_threads,
+            engine: engine.to_string(),
+            wait,
+            spin,
+            remote,
+            precision,
+        };
+        Ok((config, support, self.accelerator.unwrap_or(false)))
+    }
+
+    /// `supports` or `unsupported`, their operators checked.
+    fn support(&self, key: &dyn Fn(&str) -> String) -> Result<OpSupport, Bad> {
+        if self.supports.is_some() && self.unsupported.is_some() {
+            return Err((key("supports"), "give supports or unsupported, not both".into()));
+        }
+        for (k, list) in [("supports", &self.supports), ("unsupported", &self.unsupported)] {
+            if let Some(op) = list.iter().flatten().find(|o| !known_op(o)) {
+                return Err((
+                    key(k),
+                    format!("unknown operator '{op}' (known: {})", known_ops().join(", ")),
+                ));
+            }
+        }
+        Ok(OpSupport::from_lists(
+            self.supports.as_deref(),
+            self.unsupported.as_deref(),
+        ))
+    }
+
+    /// The cloud worker's server and link; link options without a server are refused.
+    fn remote(&self, key: &dyn Fn(&str) -> String) -> Result<Option<Remote>, Bad> {
+        let Some(a) = &self.remote else {
+            if self.mbps.is_some() || self.rtt_ms.is_some() || self.timeout_ms.is_some() {
+                return Err((
+                    key("remote"),
+                    "mbps, rtt_ms and timeout_ms apply to a cloud worker (give remote = \"HOST:PORT\")".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let mut r = Remote::new(a);
+        for (k, v) in [
+            ("mbps", self.mbps),
+            ("rtt_ms", self.rtt_ms),
+            ("timeout_ms", self.timeout_ms),
+        ] {
+            if let Some(v) = v {
+                r.set(&format!("{k}={v}")).map_err(|e| (key(k), e))?;
+            }
+        }
+        Ok(Some(r))
+    }
+}
+
+/// `value` parsed by `parse`; the default where it is absent.
+fn parsed<T: Default>(value: &Option<String>, parse: impl Fn(&str) -> Result<T, String>) -> Result<T, String> {
+    value.as_deref().map(parse).transpose().map(Option::unwrap_or_default)
+}
+
+impl Adaptive {
+    /// The adaptation parameters, defaults filled in and checked.
+    fn params(self) -> Result<AdaptiveParams, Bad> {
+        let d = AdaptiveParams::default();
+        let params = AdaptiveParams {
+            margin: self.margin.unwrap_or(d.margin),
+            runs: self.runs.unwrap_or(d.runs),
+            probe_ms: self.probe_ms.unwrap_or(d.probe_ms),
+        };
+        if !(params.margin > 1.0 && params.margin.is_finite()) {
+            return Err((
+                "adaptive.margin".into(),
+                format!("must be above 1, got {}", params.margin),
+            ));
+        }
+        if params.runs == 0 {
+            return Err(("adaptive.runs".into(), "must be at least 1".into()));
+        }
+        if !(params.probe_ms > 0.0 && params.probe_ms.is_finite()) {
+            return Err((
+                "adaptive.probe_ms".into(),
+                format!("must be positive, got {}", params.probe_ms),
+            ));
+        }
+        Ok(params)
+    }
+}
+
 impl RuntimeConfig {
-    /// Reads and validates `path`; errors name the file and the key.
+    /// Reads and validates `path` with the built-in engines; errors name
+    /// the file and the key.
     pub fn load(path: &Path) -> Result<RuntimeConfig, RuntimeError> {
+        Self::load_with(path, &EngineRegistry::builtin())
+    }
+
+    /// Reads and validates `path`; `engine` keys must name an engine of
+    /// `engines`. Errors name the file and the key.
+    pub fn load_with(path: &Path, engines: &EngineRegistry) -> Result<RuntimeConfig, RuntimeError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| RuntimeError::Config {
             file: file.clone(),
             key: String::new(),
             reason: format!("cannot read: {e}"),
         })?;
-        Self::parse(&text, &file)
+        Self::parse_with(&text, &file, engines)
     }
 
-    /// Parses TOML `text`; `file` names it in errors.
+    /// Parses TOML `text` with the built-in engines; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<RuntimeConfig, RuntimeError> {
-        let bad = |key: String, reason: String| RuntimeError::Config {
+        Self::parse_with(text, file, &EngineRegistry::builtin())
+    }
+
+    /// Parses TOML `text`; `engine` keys must name an engine of `engines`;
+    /// `file` names it in errors.
+    pub fn parse_with(text: &str, file: &str, engines: &EngineRegistry) -> Result<RuntimeConfig, RuntimeError> {
+        let bad = |(key, reason): Bad| RuntimeError::Config {
             file: file.to_string(),
             key,
             reason,
         };
         let raw: File = toml::from_str(text).map_err(|e| {
             let key = toml_line(text, &e).map_or_else(|| "-".to_string(), |l| format!("line {l}"));
-            bad(key, e.message().to_string())
+            bad((key, e.message().to_string()))
         })?;
         if raw.processor.is_empty() {
-            return Err(bad("processor".into(), "no [[processor]] is configured".into()));
+            return Err(bad(("processor".into(), "no [[processor]] is configured".into())));
         }
-        let mut processors: Vec<ProcessorConfig> = Vec::new();
-        let mut support = Vec::new();
-        let mut accelerator = Vec::new();
-        for (i, p) in raw.processor.into_iter().enumerate() {
-            let key = |k: &str| format!("processor[{i}].{k}");
-            if p.name.is_empty() {
-                return Err(bad(key("name"), "the processor name is empty".into()));
-            }
-            if processors.iter().any(|q| q.name == p.name) {
-                return Err(bad(key("name"), format!("processor '{}' is configured twice", p.name)));
-            }
-            let kind = WorkerKind::from_str(&p.kind).map_err(|e| bad(key("kind"), e))?;
-            let cores = p
-                .cores
-                .map(|c| {
-                    CoreSet::from_str(c.strip_prefix("core").unwrap_or(&c))
-                        .map_err(|e| bad(key("cores"), e.to_string()))
-                })
-                .transpose()?;
-            let threads = match p.threads {
-                Some(0) => return Err(bad(key("threads"), "must be a positive integer, got 0".into())),
-                Some(n) => n,
-                None => 1,
-            };
-            if p.alone_threads == Some(0) {
-                return Err(bad(key("alone_threads"), "must be a positive integer, got 0".into()));
-            }
-            let engine = p
-                .engine
-                .map(|e| EngineKind::from_str(&e).map_err(|e| bad(key("engine"), e)))
-                .transpose()?
-                .unwrap_or_default();
-            let wait = p
-                .wait
-                .map(|w| crate::config::Wait::from_str(&w).map_err(|e| bad(key("wait"), e)))
-                .transpose()?
-                .unwrap_or_default();
-            let spin = p
-                .spin
-                .map(|s| crate::config::Spin::from_str(&s).map_err(|e| bad(key("spin"), e)))
-                .transpose()?
-                .unwrap_or_default();
-            if p.supports.is_some() && p.unsupported.is_some() {
-                return Err(bad(key("supports"), "give supports or unsupported, not both".into()));
-            }
-            for (k, list) in [("supports", &p.supports), ("unsupported", &p.unsupported)] {
-                if let Some(op) = list.iter().flatten().find(|o| !known_op(o)) {
-                    return Err(bad(
-                        key(k),
-                        format!("unknown operator '{op}' (known: {})", known_ops().join(", ")),
-                    ));
-                }
-            }
-            support.push(OpSupport::from_lists(p.supports.as_deref(), p.unsupported.as_deref()));
-            accelerator.push(p.accelerator.unwrap_or(false));
-            let remote = match &p.remote {
-                None => {
-                    if p.mbps.is_some() || p.rtt_ms.is_some() || p.timeout_ms.is_some() {
-                        return Err(bad(
-                            key("remote"),
-                            "mbps, rtt_ms and timeout_ms apply to a cloud worker (give remote = \"HOST:PORT\")".into(),
-                        ));
-                    }
-                    None
-                }
-                Some(a) => {
-                    let mut r = crate::config::Remote::new(a);
-                    for (k, v) in [("mbps", p.mbps), ("rtt_ms", p.rtt_ms), ("timeout_ms", p.timeout_ms)] {
-                        if let Some(v) = v {
-                            r.set(&format!("{k}={v}")).map_err(|e| bad(key(k), e))?;
-                        }
-                    }
-                    Some(r)
-                }
-            };
-            let precision = p
-                .precision
-                .map(|v| predictor::Precision::from_str(&v).map_err(|e| bad(key("precision"), e.to_string())))
-                .transpose()?;
-            processors.push(ProcessorConfig {
-                name: p.name,
-                kind,
-                cores,
-                threads,
-                alone_threads: p.alone_threads,
-                engine,
-                wait,
-                spin,
-                remote,
-                precision,
-            });
-        }
-        let adaptive = raw
-            .adaptive
-            .map(|a| {
-                let d = AdaptiveParams::default();
-                let params = AdaptiveParams {
-                    margin: a.margin.unwrap_or(d.margin),
-                    runs: a.runs.unwrap_or(d.runs),
-                    probe_ms: a.probe_ms.unwrap_or(d.probe_ms),
-                };
-                if !(params.margin > 1.0 && params.margin.is_finite()) {
-                    return Err(bad(
-                        "adaptive.margin".into(),
-                        format!("must be above 1, got {}", params.margin),
-                    ));
-                }
-                if params.runs == 0 {
-                    return Err(bad("adaptive.runs".into(), "must be at least 1".into()));
-                }
-                if !(params.probe_ms > 0.0 && params.probe_ms.is_finite()) {
-                    return Err(bad(
-                        "adaptive.probe_ms".into(),
-                        format!("must be positive, got {}", params.probe_ms),
-                    ));
-                }
-                Ok(params)
-            })
-            .transpose()?;
-        Ok(RuntimeConfig {
-            processors,
-            adaptive,
-            support,
-            accelerator,
+        let mut config = RuntimeConfig {
+            processors: Vec::new(),
+            adaptive: None,
+            support: Vec::new(),
+            accelerator: Vec::new(),
             thermal: raw.thermal,
-        })
+        };
+        for (i, p) in raw.processor.into_iter().enumerate() {
+            let (processor, support, accelerator) = p.resolve(i, &config.processors, engines).map_err(bad)?;
+            config.processors.push(processor);
+            config.support.push(support);
+            config.accelerator.push(accelerator);
+        }
+        config.adaptive = raw.adaptive.map(Adaptive::params).transpose().map_err(bad)?;
+        Ok(config)
     }
 
     /// Applies command-line processors: one with a configured name replaces

@@ -6,8 +6,9 @@
 //! [`Slowed`] engines emulate a processor under outside load.
 
 use crate::config::ProcessorConfig;
-use crate::engine::{Compiled, Engine, EngineFactory, Value, make_engine};
+use crate::factory::EngineFactory;
 use crate::support::OpSupport;
+use engine::{Compiled, Engine, EngineError, EngineRegistry, Value};
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::ops::{Concat, UnaryOp};
 use graph_ir::{Graph, GraphError, Op, keys};
@@ -105,7 +106,7 @@ impl Engine for Slowed {
         self.inner.threads()
     }
 
-    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
         Ok(Box::new(SlowedCompiled {
             inner: self.inner.compile(onnx)?,
             delay_us: self.delay_us.clone(),
@@ -119,7 +120,7 @@ struct SlowedCompiled {
 }
 
 impl Compiled for SlowedCompiled {
-    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, EngineError> {
         let us = self.delay_us.load(Ordering::Relaxed);
         if us > 0 {
             std::thread::sleep(Duration::from_micros(us));
@@ -132,7 +133,7 @@ impl Compiled for SlowedCompiled {
 /// wrapped in [`Slowed`] with that shared delay.
 pub fn slowed_factory(delays: Vec<(String, Arc<AtomicU64>)>) -> Arc<EngineFactory> {
     Arc::new(move |config: &ProcessorConfig| {
-        let inner = make_engine(config)?;
+        let inner = EngineRegistry::builtin().make(&config.engine_config())?;
         Ok(match delays.iter().find(|(p, _)| *p == config.name) {
             Some((_, d)) => Box::new(Slowed {
                 inner,

@@ -1,9 +1,10 @@
 //! Workers: the thread (or lack of one) that runs a processor's subgraphs.
 
 use crate::config::{ProcessorConfig, Wait, WorkerKind};
-use crate::engine::{Compiled, Engine, EngineFactory, Value};
 use crate::error::RuntimeError;
+use crate::factory::EngineFactory;
 use crate::queue::{self, Cell, Input};
+use engine::{Compiled, Engine, Value};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -71,7 +72,7 @@ impl Job {
 /// Runs `compiled` once, turning a panic into an error.
 pub fn execute(index: usize, worker: usize, compiled: &dyn Compiled, inputs: TVec<Value>) -> Done {
     let start = Instant::now();
-    let result = catch_unwind(AssertUnwindSafe(|| compiled.run(inputs)))
+    let result = catch_unwind(AssertUnwindSafe(|| compiled.run(inputs).map_err(|e| e.reason())))
         .unwrap_or_else(|p| Err(format!("engine panicked: {}", panic_text(&p))));
     Done {
         index,
@@ -102,9 +103,9 @@ pub struct Worker {
 
 fn pin(config: &ProcessorConfig) -> Result<(), RuntimeError> {
     match &config.cores {
-        Some(c) => crate::affinity::pin_current_thread(c).map_err(|reason| RuntimeError::Pin {
+        Some(c) => engine::host::pin_current_thread(c).map_err(|e| RuntimeError::Pin {
             processor: config.name.clone(),
-            reason,
+            reason: e.to_string(),
         }),
         None => Ok(()),
     }
@@ -127,9 +128,9 @@ pub fn start(
     match config.kind {
         WorkerKind::Inline => {
             if let Some(c) = &config.cores {
-                crate::affinity::check(c).map_err(|reason| RuntimeError::Pin {
+                engine::host::check(c).map_err(|e| RuntimeError::Pin {
                     processor: config.name.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
             }
             Ok(Worker {

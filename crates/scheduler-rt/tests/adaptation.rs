@@ -2,8 +2,9 @@
 //! sleeps) gets its branch moved off by the adaptive runtime, and back once
 //! it is fast again; results stay right throughout.
 
+use engine::{Engine, TractEngine, Value};
 use scheduler_rt::testing::{INPUT, slowed_factory, two_branch};
-use scheduler_rt::{AdaptiveParams, Engine, ProcessorConfig, Runtime, TractEngine, Value};
+use scheduler_rt::{AdaptiveParams, ProcessorConfig, Runtime};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -52,6 +53,7 @@ fn a_slowed_processor_loses_its_branch_and_gets_it_back() {
         .unwrap();
     let name = rt.partition().subgraphs[branch].name.clone();
     let reference = TractEngine::new(1)
+        .unwrap()
         .compile(&graph_ir::onnx::export_bytes(&g).unwrap())
         .unwrap();
     let request = |seed: u64| {

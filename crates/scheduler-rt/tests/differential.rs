@@ -1,8 +1,9 @@
 //! The partitioned runtime against a whole-graph tract run of the same model.
 
+use engine::{Compiled, Engine, EngineError, TractEngine, Value};
 use graph_ir::Graph;
 use scheduler_rt::testing::{INPUT, three_branch, two_branch, unannotated};
-use scheduler_rt::{Compiled, Engine, EngineFactory, ProcessorConfig, Runtime, RuntimeError, TractEngine, Value};
+use scheduler_rt::{EngineFactory, ProcessorConfig, Runtime, RuntimeError};
 use std::sync::Arc;
 use tract_onnx::prelude::{IntoTValue, TVec, Tensor, tvec};
 
@@ -26,7 +27,7 @@ fn input_data(seed: u64) -> Vec<f32> {
 
 fn whole(g: &Graph) -> Box<dyn Compiled> {
     let bytes = graph_ir::onnx::export_bytes(g).unwrap();
-    TractEngine::new(1).compile(&bytes).unwrap()
+    TractEngine::new(1).unwrap().compile(&bytes).unwrap()
 }
 
 fn assert_close(got: &Value, want: &Value) {
@@ -100,7 +101,7 @@ struct Faulty {
 }
 
 impl Compiled for Faulty {
-    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, EngineError> {
         if inputs.iter().any(|v| {
             v.to_plain_array_view::<f32>()
                 .ok()
@@ -110,7 +111,10 @@ impl Compiled for Faulty {
             if self.panic {
                 panic!("injected panic");
             }
-            return Err("injected failure".into());
+            return Err(EngineError::Run {
+                engine: "faulty",
+                reason: "injected failure".into(),
+            });
         }
         self.inner.run(inputs)
     }
@@ -131,7 +135,7 @@ impl Engine for FaultyEngine {
     fn threads(&self) -> usize {
         1
     }
-    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
         Ok(Box::new(Faulty {
             inner: self.inner.compile(onnx)?,
             marker: 42.0,
@@ -148,7 +152,7 @@ fn a_failing_or_panicking_engine_fails_only_its_request() {
     for panic in [false, true] {
         let factory: Arc<EngineFactory> = Arc::new(move |_| {
             Ok(Box::new(FaultyEngine {
-                inner: TractEngine::new(1),
+                inner: TractEngine::new(1).unwrap(),
                 panic,
             }) as Box<dyn Engine>)
         });
@@ -404,13 +408,11 @@ impl Engine for Recording {
     fn threads(&self) -> usize {
         1
     }
-    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
         self.compile_threads(onnx, 1)
     }
-    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
-        let cores = predictor::profiler::affinity::available()
-            .map_err(|e| e.to_string())?
-            .len();
+    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, EngineError> {
+        let cores = engine::host::available().unwrap().len();
         self.calls.lock().unwrap().push((threads, cores));
         self.inner.compile_threads(onnx, threads)
     }
@@ -425,11 +427,11 @@ fn subgraphs_nothing_runs_beside_get_their_alone_threads_on_every_core() {
     let seen = calls.clone();
     let factory: Arc<EngineFactory> = Arc::new(move |_| {
         Ok(Box::new(Recording {
-            inner: TractEngine::new(1),
+            inner: TractEngine::new(1).unwrap(),
             calls: seen.clone(),
         }) as Box<dyn Engine>)
     });
-    let two_cores = scheduler_rt::affinity::allowed_cores().unwrap().len() >= 2;
+    let two_cores = engine::host::allowed_cores().unwrap().len() >= 2;
     let procs: Vec<ProcessorConfig> = if two_cores {
         ["cpu0=inline:core0,alone_threads=2", "cpu1=pool:core1,alone_threads=2"]
     } else {
@@ -499,7 +501,7 @@ fn polling_processors_match_the_whole_graph_and_block_between_requests() {
     assert_eq!(rt.requests_in_flight(), 0);
     let factory: Arc<EngineFactory> = Arc::new(|_| {
         Ok(Box::new(FaultyEngine {
-            inner: TractEngine::new(1),
+            inner: TractEngine::new(1).unwrap(),
             panic: false,
         }) as Box<dyn Engine>)
     });

@@ -4,8 +4,9 @@
 //! threads count in the process's CPU time.
 #![cfg(feature = "ort")]
 
+use engine::ort::OrtEngine;
+use engine::{Engine, Spin};
 use scheduler_rt::testing::{INPUT, two_branch};
-use scheduler_rt::{Engine, OrtEngine, Spin};
 use std::time::Duration;
 use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
 

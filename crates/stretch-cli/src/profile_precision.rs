@@ -2,8 +2,8 @@
 //! graph is rewritten as `stretch quantize` rewrites a model's nodes on a
 //! processor of that precision, then compiled by the wrapped engine.
 
+use engine::{Compiled, Engine, EngineError};
 use predictor::Precision;
-use predictor::profiler::{Engine, EngineError, Runnable};
 use quantize::PrecisionMap;
 
 /// The processor name every kernel node is assigned to while rewriting.
@@ -76,7 +76,7 @@ impl Engine for PrecisionEngine<'_> {
         self.inner.threads()
     }
 
-    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Runnable>, EngineError> {
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
         let rewritten = self.rewrite(onnx).map_err(|reason| EngineError::Load {
             engine: self.name,
             reason: format!("rewriting the kernel to {}: {reason}", self.precision),
@@ -88,9 +88,9 @@ impl Engine for PrecisionEngine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::TractEngine;
     use graph_ir::builder::{Builder, ConvSpec};
     use graph_ir::{DType, Op};
-    use predictor::profiler::TractEngine;
 
     fn kernel() -> Vec<u8> {
         let mut b = Builder::new("k");
@@ -126,13 +126,10 @@ mod tests {
         assert!(!names.iter().any(|n| n == "BatchNormalization"), "{names:?}");
         assert_eq!(names.iter().filter(|n| *n == "QuantizeLinear").count(), 2, "{names:?}");
         assert!(consts.contains(&DType::I8), "{consts:?}");
-        let mut run = int8.compile(&kernel()).unwrap();
-        run.set_inputs(
-            &graph_ir::onnx::import_bytes(kernel().into(), "k", &Default::default())
-                .unwrap()
-                .uniform_inputs(0),
-        )
-        .unwrap();
+        let inputs = graph_ir::onnx::import_bytes(kernel().into(), "k", &Default::default())
+            .unwrap()
+            .uniform_inputs(0);
+        let run = predictor::profiler::timing::Bound::new(&int8, &kernel(), &inputs).unwrap();
         run.run().unwrap();
 
         let fp16 = PrecisionEngine::new(&tract, Precision::Fp16).unwrap();

@@ -124,8 +124,12 @@ pub fn load_adaptive(
     adaptive: Option<AdaptiveParams>,
     label: &str,
 ) -> Result<Runtime> {
-    let rt = Runtime::load(g, processors, multi_dnn::splash::cloud::engines().factory())
-        .with_context(|| format!("cannot load {label} on the runtime"))?;
+    let rt = Runtime::load(
+        g,
+        processors,
+        scheduler_rt::factory(multi_dnn::splash::cloud::engines()),
+    )
+    .with_context(|| format!("cannot load {label} on the runtime"))?;
     Ok(match adaptive {
         Some(p) => rt
             .with_adaptation(p)

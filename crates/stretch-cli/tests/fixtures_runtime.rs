@@ -39,8 +39,9 @@
 mod common;
 
 use common::{INT8_PAIR, fixtures, python, repo, scratch, stretch_ok, stretch_run_ok};
+use engine::Value;
 use scheduler_rt::npy::{Array, random_values, read, write};
-use scheduler_rt::{ProcessorConfig, Runtime, Value, default_factory};
+use scheduler_rt::{ProcessorConfig, Runtime, default_factory};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;

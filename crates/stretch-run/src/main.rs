@@ -1,10 +1,12 @@
 //! `stretch-run`: runs a bundle written by `stretch export` from its
-//! manifest alone, on the subgraph runtime.
+//! manifest alone, on the subgraph runtime, with the built-in engines
+//! ([`stretch_run::processors`], [`stretch_run::load`]).
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Parser;
+use engine::{EngineRegistry, Value};
+use scheduler_rt::ProcessorConfig;
 use scheduler_rt::npy;
-use scheduler_rt::{EngineKind, ProcessorConfig, Runtime, Value, WorkerKind};
 use std::path::PathBuf;
 use std::time::Instant;
 use tract_onnx::prelude::{IntoTValue, Tensor};
@@ -36,7 +38,7 @@ struct Args {
     runs: usize,
 
     /// Engine of every processor not set by --processor.
-    #[arg(long, default_value = "tract", value_parser = ["tract", "ort"])]
+    #[arg(long, default_value = "tract", value_parser = engine_names())]
     engine: String,
 
     /// A processor's worker, as `stretch run` takes it:
@@ -54,53 +56,16 @@ struct Args {
     outputs: Vec<PathBuf>,
 }
 
+/// The registry's named engines.
+fn engine_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(EngineRegistry::builtin().named().map(|e| e.name))
+}
+
 fn main() {
     if let Err(e) = run(Args::parse()) {
         eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
         std::process::exit(1);
     }
-}
-
-fn configs(m: &bundle::Manifest, args: &Args) -> Result<Vec<ProcessorConfig>> {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let engine = match args.engine.as_str() {
-        "ort" => EngineKind::Ort,
-        _ => EngineKind::Tract,
-    };
-    let mut given: Vec<ProcessorConfig> = Vec::new();
-    for spec in &args.processors {
-        let c: ProcessorConfig = spec.parse().with_context(|| format!("--processor {spec}"))?;
-        if !m.processors.iter().any(|p| p.name == c.name) {
-            bail!(
-                "--processor {spec}: the bundle has no processor `{}` (it has {})",
-                c.name,
-                m.processors
-                    .iter()
-                    .map(|p| p.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        given.push(c);
-    }
-    m.processors
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let mut c = match given.iter().find(|c| c.name == p.name) {
-                Some(c) => c.clone(),
-                None => {
-                    let kind = if i == 0 { WorkerKind::Inline } else { WorkerKind::Pool };
-                    let spec = format!("{}={}:{}", p.name, kind.as_str(), i % cores);
-                    let mut c: ProcessorConfig = spec.parse()?;
-                    c.engine = engine;
-                    c
-                }
-            };
-            c.precision = Some(p.precision.parse().map_err(anyhow::Error::msg)?);
-            Ok(c)
-        })
-        .collect()
 }
 
 fn value(a: npy::Array) -> Result<Value> {
@@ -124,16 +89,9 @@ fn run(args: Args) -> Result<()> {
         }
         references.push(a.data);
     }
-    let configs = configs(m, &args)?;
-    let loaded = b.stitch()?;
-    let files = loaded.files.into_iter().map(Some).collect();
-    let rt = Runtime::load_partitioned(
-        &loaded.graph,
-        loaded.partition,
-        files,
-        &configs,
-        scheduler_rt::default_factory(),
-    )?;
+    let engines = EngineRegistry::builtin();
+    let configs = stretch_run::processors(m, &args.engine, &args.processors, &engines)?;
+    let rt = stretch_run::load(&b, &configs, engines)?;
     let inputs: Vec<Value> = if args.inputs.is_empty() {
         m.reference
             .inputs

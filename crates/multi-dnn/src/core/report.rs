@@ -61,10 +61,10 @@ pub struct RunLog {
     pub cloud_links: Vec<(usize, Option<LinkFit>, PredictionErrors)>,
     /// Whether the tensor pool was on, and the engine-boundary counters
     /// of the run (real runs only).
-    pub pool: Option<(bool, scheduler_rt::pool::PoolCounters)>,
+    pub pool: Option<(bool, engine::pool::PoolCounters)>,
     /// CPU time the hypervisor gave other guests during a real run
     /// (/proc/stat; `None` when simulated or unreadable).
-    pub steal: Option<predictor::profiler::steal::Steal>,
+    pub steal: Option<engine::host::Steal>,
 }
 
 impl RunLog {
@@ -232,7 +232,7 @@ pub struct Report {
     pub tensor_pool: Option<PoolReport>,
     /// CPU time the hypervisor stole during the run, per CPU (real runs;
     /// `None` when simulated or unreadable).
-    pub steal: Option<predictor::profiler::steal::Steal>,
+    pub steal: Option<engine::host::Steal>,
 }
 
 /// Engine-boundary tensor buffers and copies of a run, in all and per
@@ -520,7 +520,7 @@ impl Report {
 
 impl PoolReport {
     /// The counters of a run that completed `completed` requests.
-    pub fn new(enabled: bool, c: scheduler_rt::pool::PoolCounters, completed: usize) -> PoolReport {
+    pub fn new(enabled: bool, c: engine::pool::PoolCounters, completed: usize) -> PoolReport {
         let n = completed.max(1) as f64;
         PoolReport {
             enabled,

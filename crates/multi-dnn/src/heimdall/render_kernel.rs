@@ -6,7 +6,7 @@
 //! depends on what they do. A kernel shades a fixed number of tiles, so
 //! its time is set by calibration on the worker that runs it.
 
-use scheduler_rt::engine::{Compiled, Value};
+use engine::{Compiled, EngineError, Value};
 use std::sync::Mutex;
 use tract_onnx::prelude::TVec;
 
@@ -43,9 +43,12 @@ fn clear_upper_vector_state() {
 }
 
 impl Compiled for RenderKernel {
-    fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+    fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, EngineError> {
         clear_upper_vector_state();
-        let mut tile = self.tile.lock().map_err(|_| "render state poisoned".to_string())?;
+        let mut tile = self.tile.lock().map_err(|_| EngineError::Run {
+            engine: "render",
+            reason: "render state poisoned".to_string(),
+        })?;
         for r in 0..self.rows {
             let light = 0.25 + (r % 7) as f32 * 0.01;
             for p in tile.iter_mut() {

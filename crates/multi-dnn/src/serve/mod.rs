@@ -9,9 +9,10 @@ use crate::core::estimator::Estimator;
 use crate::core::report::{RunLog, quantile_or_zero};
 use crate::core::units::{ModelUnits, analyze};
 use crate::core::workload::Workload;
+use engine::{Compiled, Value};
 use graph_ir::{Graph, Outlet};
-use scheduler_rt::config::{EngineKind, ProcessorConfig, WorkerKind};
-use scheduler_rt::engine::{Compiled, EngineFactory, Value};
+use scheduler_rt::EngineFactory;
+use scheduler_rt::config::{ProcessorConfig, WorkerKind};
 use scheduler_rt::error::RuntimeError;
 use scheduler_rt::extract::extract_onnx;
 use scheduler_rt::priority;
@@ -48,7 +49,7 @@ pub fn set_thread_scheduling(on: bool) {
 /// for it: every processor pinned to cores no other has, and no
 /// [`set_thread_scheduling`]. Hand-offs then wake no thread, and the costs
 /// of a plan should be measured so.
-pub fn self_scheduling(cores: &[Option<predictor::profiler::CoreSet>]) -> bool {
+pub fn self_scheduling(cores: &[Option<engine::host::CoreSet>]) -> bool {
     !THREAD_SCHEDULING.load(Ordering::Relaxed) && spread::applies(cores)
 }
 
@@ -92,7 +93,7 @@ pub struct Server {
     /// The rendering task's worker, kernel and calibrated frame time (ms).
     render: Option<(usize, Arc<dyn Compiled>, f64)>,
     /// The cores each worker is pinned to, if any.
-    cores: Vec<Option<predictor::profiler::CoreSet>>,
+    cores: Vec<Option<engine::host::CoreSet>>,
 }
 
 fn random_tensor(shape: &[usize], seed: u64) -> Result<Value, RuntimeError> {
@@ -174,11 +175,11 @@ impl Server {
                     per.push(None);
                     continue;
                 }
-                let comp = wk.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                let comp = wk.engine.compile(&bytes).map_err(|e| RuntimeError::Compile {
                     engine: wk.engine.name(),
                     subgraph: format!("{}:{}", graph.name, c.subgraph.name),
                     processor: self.names[w].clone(),
-                    reason,
+                    reason: e.reason(),
                 })?;
                 per.push(Some(Arc::from(comp)));
             }
@@ -231,29 +232,25 @@ impl Server {
     /// reference every served output is compared with.
     pub fn compute_references(&mut self, factory: &Arc<EngineFactory>) -> Result<&'static str, RuntimeError> {
         let mut cfg = ProcessorConfig::new("reference", WorkerKind::Inline);
-        cfg.engine = if EngineKind::available().contains(&EngineKind::Ort) {
-            EngineKind::Ort
-        } else {
-            EngineKind::Tract
-        };
+        cfg.engine = if engine::ORT_BUILT { "ort" } else { "tract" }.to_string();
         let engine = factory(&cfg)?;
         for m in &mut self.models {
             let bytes = graph_ir::onnx::export_bytes(&m.graph).map_err(|e| RuntimeError::Export {
                 subgraph: m.graph.name.clone(),
                 reason: e.to_string(),
             })?;
-            let c = engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+            let c = engine.compile(&bytes).map_err(|e| RuntimeError::Compile {
                 engine: engine.name(),
                 subgraph: m.graph.name.clone(),
                 processor: "reference".into(),
-                reason,
+                reason: e.reason(),
             })?;
             let out = c
                 .run(m.input.iter().map(|(_, v)| v.clone()).collect())
-                .map_err(|reason| RuntimeError::Run {
+                .map_err(|e| RuntimeError::Run {
                     subgraph: m.graph.name.clone(),
                     processor: "reference".into(),
-                    reason,
+                    reason: e.reason(),
                 })?;
             m.reference = Some((out.into_iter().collect(), engine.name()));
         }

@@ -6,8 +6,8 @@ use crate::core::report::quantile_or_zero;
 use crate::core::units::operators;
 use crate::heimdall::render_kernel::{ROWS, RenderKernel};
 use crate::serve::{Server, random_tensor};
+use engine::{Compiled, Value};
 use graph_ir::Graph;
-use scheduler_rt::engine::{Compiled, Value};
 use scheduler_rt::error::RuntimeError;
 use scheduler_rt::extract::extract_onnx;
 use scheduler_rt::partition::subgraph_of;
@@ -55,11 +55,11 @@ impl Server {
                 .collect::<Result<_, _>>()?;
             for (w, wk) in self.workers.iter().enumerate() {
                 let comp: Arc<dyn Compiled> =
-                    Arc::from(wk.engine.compile(&bytes).map_err(|reason| RuntimeError::Compile {
+                    Arc::from(wk.engine.compile(&bytes).map_err(|e| RuntimeError::Compile {
                         engine: wk.engine.name(),
                         subgraph: format!("{}:{}", graph.name, sub.name),
                         processor: self.names[w].clone(),
-                        reason,
+                        reason: e.reason(),
                     })?);
                 let mut times = Vec::with_capacity(runs);
                 for k in 0..=runs {
@@ -120,17 +120,17 @@ impl Server {
 
 /// Pins the calling thread to some cores until dropped, then gives it back
 /// the cores it had.
-pub(super) struct PinGuard(Option<predictor::profiler::CoreSet>);
+pub(super) struct PinGuard(Option<engine::host::CoreSet>);
 
 impl PinGuard {
     /// Pins to `cores` (nothing when `None` or when pinning fails: the run
     /// then goes on unpinned).
-    pub(super) fn new(cores: Option<&predictor::profiler::CoreSet>) -> PinGuard {
+    pub(super) fn new(cores: Option<&engine::host::CoreSet>) -> PinGuard {
         let Some(cores) = cores else { return PinGuard(None) };
-        let Ok(before) = predictor::profiler::affinity::available() else {
+        let Ok(before) = engine::host::available() else {
             return PinGuard(None);
         };
-        match scheduler_rt::affinity::pin_current_thread(cores) {
+        match engine::host::pin_current_thread(cores) {
             Ok(()) => PinGuard(Some(before)),
             Err(_) => PinGuard(None),
         }
@@ -140,7 +140,7 @@ impl PinGuard {
 impl Drop for PinGuard {
     fn drop(&mut self) {
         if let Some(before) = &self.0 {
-            let _ = scheduler_rt::affinity::pin_current_thread(before);
+            let _ = engine::host::pin_current_thread(before);
         }
     }
 }

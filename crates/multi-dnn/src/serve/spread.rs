@@ -20,7 +20,7 @@ use std::time::Duration;
 
 /// True when every worker is pinned and no two share a core: the
 /// condition for [`run`].
-pub(super) fn applies(cores: &[Option<predictor::profiler::CoreSet>]) -> bool {
+pub(super) fn applies(cores: &[Option<engine::host::CoreSet>]) -> bool {
     let mut seen = std::collections::HashSet::new();
     cores
         .iter()
@@ -175,7 +175,7 @@ pub(super) fn run(
             let (shared, outboxes) = (&shared, &outboxes);
             s.spawn(move || {
                 if let Some(cores) = &server.cores[w]
-                    && let Err(reason) = scheduler_rt::affinity::pin_current_thread(cores)
+                    && let Err(reason) = engine::host::pin_current_thread(cores)
                 {
                     if let Ok(mut g) = shared.lock() {
                         let e = RuntimeError::Pin {
@@ -206,7 +206,7 @@ pub(super) fn run(
 #[cfg(test)]
 mod tests {
     use super::applies;
-    use predictor::profiler::CoreSet;
+    use engine::host::CoreSet;
 
     #[test]
     fn workers_schedule_themselves_only_on_cores_of_their_own() {

@@ -10,8 +10,8 @@ use crate::core::{JobId, Scheduler};
 use crate::serve::Server;
 use crate::splash::cloud::RemoteEngine;
 use crate::splash::thermal::driver::Change;
+use engine::{Compiled, Value};
 use graph_ir::Outlet;
-use scheduler_rt::engine::{Compiled, Value};
 use scheduler_rt::error::RuntimeError;
 use scheduler_rt::worker::Done;
 use std::collections::HashMap;
@@ -43,8 +43,8 @@ pub(super) struct RunState<'a> {
     /// seq -> worker, for frames of the rendering task.
     rendering: HashMap<u64, usize>,
     t0: Instant,
-    pool_at_start: scheduler_rt::pool::PoolCounters,
-    steal: Option<predictor::profiler::steal::Meter>,
+    pool_at_start: engine::pool::PoolCounters,
+    steal: Option<engine::host::Meter>,
     last_progress: f64,
     /// The emulated device's heat, in a thermal run.
     heat: Option<crate::serve::heat::Heat<'a>>,
@@ -107,8 +107,8 @@ impl<'a> RunState<'a> {
             flight: HashMap::new(),
             rendering: HashMap::new(),
             t0: Instant::now(),
-            pool_at_start: scheduler_rt::pool::pool().counters(),
-            steal: predictor::profiler::steal::Meter::start(),
+            pool_at_start: engine::pool::pool().counters(),
+            steal: engine::host::Meter::start(),
             last_progress: 0.0,
             heat: thermal.map(crate::serve::heat::Heat::new),
             probes: Vec::new(),
@@ -474,7 +474,7 @@ impl<'a> RunState<'a> {
         if let Some(completed) = completed {
             if let Some(vals) = self.values.remove(&job) {
                 self.server.check(m, &vals, &mut self.log);
-                let pool = scheduler_rt::pool::pool();
+                let pool = engine::pool::pool();
                 for v in vals.into_values() {
                     pool.give_value(v);
                 }
@@ -491,7 +491,7 @@ impl<'a> RunState<'a> {
         self.log.frames_done = self.arrivals.frames_done;
         self.log.decision_us = std::mem::take(&mut self.sched.decision_us);
         self.log.moves = self.sched.policy_moves();
-        let pool = scheduler_rt::pool::pool();
+        let pool = engine::pool::pool();
         self.log.pool = Some((pool.enabled(), pool.counters().since(&self.pool_at_start)));
         self.log.steal = self.steal.as_ref().and_then(|m| m.read());
         for (w, wk) in self.server.workers.iter().enumerate() {

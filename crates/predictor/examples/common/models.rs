@@ -3,15 +3,14 @@
 //! variants with random depth and width (seeded), the fixtures, random
 //! inputs, and timing every model's compilations in interleaved rounds.
 
+use engine::TractEngine;
+use engine::host::{self, CoreSet, Meter, Steal};
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::onnx::{ImportOptions, import_file};
 use graph_ir::ops::{Concat, Flatten, Op, UnaryOp};
 use graph_ir::{Graph, GraphError, Outlet};
 use predictor::forest::SplitMix64;
-use predictor::profiler::engine::Runnable;
-use predictor::profiler::steal::{Meter, Steal};
-use predictor::profiler::timing::Timing;
-use predictor::profiler::{CoreSet, Engine, TractEngine, affinity};
+use predictor::profiler::timing::{Bound, Timing};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -262,19 +261,16 @@ fn stem(p: &Path) -> String {
 /// One-thread tract with the calling thread pinned to `core`.
 pub fn pinned_tract(core: usize) -> Result<TractEngine, String> {
     let cores = CoreSet::new(vec![core]).ok_or("empty core set")?;
-    affinity::pin_current_thread(&cores).map_err(|e| e.to_string())?;
+    host::pin_current_thread(&cores).map_err(|e| e.to_string())?;
     TractEngine::new(1).map_err(|e| e.to_string())
 }
 
 /// `g` compiled on `engine` with its inputs set.
-pub fn compile(engine: &TractEngine, g: &Graph) -> Result<Box<dyn Runnable>, String> {
+pub fn compile(engine: &TractEngine, g: &Graph) -> Result<Bound, String> {
     let mut filled = g.clone();
     filled.fill_missing_weights(7);
     let bytes = graph_ir::onnx::export_bytes(&filled).map_err(|e| e.to_string())?;
-    let mut r = engine.compile(&bytes).map_err(|e| e.to_string())?;
-    r.set_inputs(&predictor::profiler::in_model::inputs(g, 3))
-        .map_err(|e| e.to_string())?;
-    Ok(r)
+    Bound::new(engine, &bytes, &predictor::profiler::in_model::inputs(g, 3)).map_err(|e| e.to_string())
 }
 
 /// Per model, (median, 10th percentile) in ms of each of its two compilations.

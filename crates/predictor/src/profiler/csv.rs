@@ -11,10 +11,10 @@
 //! timed runs, and the `engine`, its `threads` and the `cores` the run was
 //! pinned to (a cpulist, quoted when it holds a comma).
 
-use super::affinity::CoreSet;
 use super::error::ProfilerError;
 use super::space::{KernelKind, Origin};
 use crate::features::feature_names;
+use engine::host::CoreSet;
 use std::path::Path;
 
 /// The header row, in order.

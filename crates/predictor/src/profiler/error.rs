@@ -1,38 +1,17 @@
 //! Errors of the profiling harness.
 
+use engine::EngineError;
+use engine::host::HostError;
 use std::path::PathBuf;
 use thiserror::Error;
-
-/// An error from an inference engine: loading a kernel's model, binding its
-/// inputs or running it.
-#[derive(Debug, Error)]
-pub enum EngineError {
-    #[error("{engine}: --threads must be at least 1")]
-    ZeroThreads { engine: &'static str },
-    #[error("{engine} cannot load the model: {reason}")]
-    Load { engine: &'static str, reason: String },
-    #[error("{engine} rejects input {index}: {reason}")]
-    Input {
-        engine: &'static str,
-        index: usize,
-        reason: String,
-    },
-    #[error("{engine} failed to run the model: {reason}")]
-    Run { engine: &'static str, reason: String },
-}
 
 /// An error from profiling kernels: settings, cores, the CSV store, building
 /// a kernel's graph or running it on the engine.
 #[derive(Debug, Error)]
 pub enum ProfilerError {
-    #[error("cores `{spec}`: {reason} (write cores as `0`, `0,2` or `0-3`)")]
-    CoreSpec { spec: String, reason: String },
-    #[error("core {core} is not available to this process (it may run on cores {available})")]
-    CoreUnavailable { core: usize, available: String },
-    #[error("cannot pin a thread to cores {cores}: {error}")]
-    Affinity { cores: String, error: std::io::Error },
-    #[error("pinning threads to cores is only supported on Linux")]
-    AffinityUnsupported,
+    /// Cores that do not parse, are not available or cannot be pinned to.
+    #[error(transparent)]
+    Host(#[from] HostError),
     #[error("--threads {threads} needs at least {threads} cores in --cores, got {cores}")]
     ThreadsExceedCores { threads: usize, cores: String },
     #[error("setting `{name}`: {reason}")]

@@ -3,11 +3,12 @@
 //! cheaper one, `lat(a) + lat(b) - lat(a→b) > 0.5 · min(lat(a), lat(b))`,
 //! measured at one fixed shape (HW 28, Cin 64, Cout 128, k 3).
 
-use super::engine::Engine;
 use super::error::ProfilerError;
+use super::timing::Bound;
 use super::timing::measure;
 use crate::forest::SplitMix64;
 use crate::kernels::OpClass;
+use engine::Engine;
 use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::{Graph, GraphError, Outlet, Tensor};
 use serde::Serialize;
@@ -99,7 +100,6 @@ fn time(engine: &dyn Engine, classes: &[OpClass], warmup: usize, reps: usize, se
         kernel: kernel.clone(),
         error,
     };
-    let mut r = engine.compile(&bytes).map_err(engine_error)?;
     let mut rng = SplitMix64::new(seed);
     let inputs: Vec<Tensor> = g
         .inputs()
@@ -112,8 +112,8 @@ fn time(engine: &dyn Engine, classes: &[OpClass], warmup: usize, reps: usize, se
             Tensor::from_f32(shape, &v)
         })
         .collect();
-    r.set_inputs(&inputs).map_err(engine_error)?;
-    Ok(measure(r.as_mut(), warmup, reps).map_err(engine_error)?.median_ms)
+    let bound = Bound::new(engine, &bytes, &inputs).map_err(engine_error)?;
+    Ok(measure(|| bound.run(), warmup, reps).map_err(engine_error)?.median_ms)
 }
 
 /// Times every pair of [`PAIRS`]: each op alone and the two as a chain.

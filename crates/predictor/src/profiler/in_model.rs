@@ -13,14 +13,14 @@
 //! computes and can be written as CSV rows of origin `in-model` beside the
 //! isolated measurements.
 
-use super::affinity::CoreSet;
 use super::csv::Row;
-use super::engine::{Engine, PlanNode, TractEngine};
 use super::error::ProfilerError;
 use super::space::{KernelKind, Origin};
 use super::timing::Timing;
 use crate::features::{Work, features, work};
 use crate::kernels::{FusionRule, Kernel, OpClass, detect};
+use engine::host::CoreSet;
+use engine::{Engine, PlanNode, TractEngine};
 use graph_ir::ops::Op;
 use graph_ir::rng::SplitMix64;
 use graph_ir::{Graph, Outlet, Tensor};
@@ -73,7 +73,7 @@ impl InModelKernel {
     }
 }
 
-fn engine_error(model: &str, source: super::error::EngineError) -> ProfilerError {
+fn engine_error(model: &str, source: engine::EngineError) -> ProfilerError {
     ProfilerError::Engine {
         kernel: format!("model {model}"),
         error: source,

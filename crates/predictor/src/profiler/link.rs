@@ -3,9 +3,9 @@
 //! producer sends a filled buffer over a channel, the consumer copies it into
 //! its own buffer. Fitted as `latency + bytes / bandwidth`.
 
-use super::affinity::{CoreSet, pin_current_thread};
 use super::error::ProfilerError;
 use super::timing::Timing;
+use engine::host::{CoreSet, HostError, pin_current_thread};
 use serde::Serialize;
 use std::sync::mpsc;
 use std::time::Instant;
@@ -217,9 +217,11 @@ pub fn measure_with(
 }
 
 fn single(core: usize) -> Result<CoreSet, ProfilerError> {
-    CoreSet::new(vec![core]).ok_or_else(|| ProfilerError::CoreSpec {
-        spec: core.to_string(),
-        reason: "empty core set".into(),
+    CoreSet::new(vec![core]).ok_or_else(|| {
+        ProfilerError::Host(HostError::CoreSpec {
+            spec: core.to_string(),
+            reason: "empty core set".into(),
+        })
     })
 }
 

@@ -4,14 +4,14 @@
 //! appended at once.
 
 use super::adaptive::{self, MIN_ROWS};
-use super::affinity::CoreSet;
 use super::csv::{Existing, Row, Store, key};
-use super::engine::Engine;
 use super::error::ProfilerError;
 use super::kernel_graph::KernelGraph;
 use super::space::{self, KernelConfig, KernelKind, Origin};
 use super::timing;
 use crate::forest::SplitMix64;
+use engine::Engine;
+use engine::host::CoreSet;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 
@@ -379,9 +379,8 @@ impl Profiler<'_> {
             error,
         };
         let seed = self.settings.seed;
-        let mut runnable = self.engine.compile(&kg.onnx(seed)?).map_err(engine_error)?;
-        runnable.set_inputs(&kg.inputs(seed)).map_err(engine_error)?;
-        let t = timing::measure(runnable.as_mut(), self.settings.warmup, self.settings.reps).map_err(engine_error)?;
+        let bound = timing::Bound::new(self.engine, &kg.onnx(seed)?, &kg.inputs(seed)).map_err(engine_error)?;
+        let t = timing::measure(|| bound.run(), self.settings.warmup, self.settings.reps).map_err(engine_error)?;
         let row = Row {
             kind: kg.config.kind,
             round,

@@ -1,10 +1,43 @@
-//! Timing a runnable: warm-up runs, then repeated timed runs summarised by
-//! their median and 10th/90th percentiles.
+//! Timing a compiled model: its inputs bound once ([`Bound`]), warm-up
+//! runs, then repeated timed runs summarised by their median and 10th/90th
+//! percentiles.
 
-use super::engine::Runnable;
-use super::error::EngineError;
+use engine::{Compiled, Engine, EngineError, Value};
 use graph_ir::stats::quantile_sorted;
 use std::time::Instant;
+use tract_onnx::prelude::TVec;
+
+/// A compiled model with its inputs bound, so that a timed run holds
+/// neither model loading nor input conversion.
+pub struct Bound {
+    engine: &'static str,
+    compiled: Box<dyn Compiled>,
+    inputs: TVec<Value>,
+}
+
+impl Bound {
+    /// `onnx` compiled on `engine`, `inputs` (in graph-input order)
+    /// converted to its values.
+    pub fn new(engine: &dyn Engine, onnx: &[u8], inputs: &[graph_ir::Tensor]) -> Result<Bound, EngineError> {
+        let compiled = engine.compile(onnx)?;
+        Ok(Bound {
+            engine: engine.name(),
+            compiled,
+            inputs: engine::values(engine.name(), inputs)?,
+        })
+    }
+
+    /// Runs the model once on the bound inputs and discards its outputs.
+    pub fn run(&self) -> Result<(), EngineError> {
+        self.compiled.run(self.inputs.clone()).map(drop).map_err(|e| match e {
+            EngineError::Run { .. } => e,
+            other => EngineError::Run {
+                engine: self.engine,
+                reason: other.reason(),
+            },
+        })
+    }
+}
 
 /// Summary of repeated timings, in milliseconds (all zero for no runs).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -88,15 +121,19 @@ impl std::str::FromStr for Statistic {
     }
 }
 
-/// Runs `r` `warmup` times untimed, then `reps` (at least 1) times, each timed alone.
-pub fn measure(r: &mut dyn Runnable, warmup: usize, reps: usize) -> Result<Timing, EngineError> {
+/// Calls `run` `warmup` times untimed, then `reps` (at least 1) times, each timed alone.
+pub fn measure(
+    mut run: impl FnMut() -> Result<(), EngineError>,
+    warmup: usize,
+    reps: usize,
+) -> Result<Timing, EngineError> {
     for _ in 0..warmup {
-        r.run()?;
+        run()?;
     }
     let mut samples = Vec::with_capacity(reps.max(1));
     for _ in 0..reps.max(1) {
         let t = Instant::now();
-        r.run()?;
+        run()?;
         samples.push(t.elapsed().as_secs_f64() * 1e3);
     }
     Ok(Timing::of(samples).unwrap_or_default())
@@ -116,22 +153,18 @@ mod tests {
         assert!(Timing::of(vec![]).is_none());
     }
 
-    struct Counter(usize);
-
-    impl Runnable for Counter {
-        fn set_inputs(&mut self, _: &[graph_ir::Tensor]) -> Result<(), EngineError> {
-            Ok(())
-        }
-        fn run(&mut self) -> Result<(), EngineError> {
-            self.0 += 1;
-            Ok(())
-        }
-    }
-
     #[test]
     fn warmup_runs_are_not_timed() {
-        let mut c = Counter(0);
-        let t = measure(&mut c, 3, 7).unwrap();
-        assert_eq!((c.0, t.reps), (10, 7));
+        let mut runs = 0;
+        let t = measure(
+            || {
+                runs += 1;
+                Ok(())
+            },
+            3,
+            7,
+        )
+        .unwrap();
+        assert_eq!((runs, t.reps), (10, 7));
     }
 }

@@ -1,6 +1,6 @@
 //! Loading ONNX files for the timing examples.
 
-use scheduler_rt::{Compiled, Engine, Value};
+use engine::{Compiled, Engine, Value};
 use tract_onnx::prelude::*;
 
 /// A compiled file with random inputs of the shapes the file declares.
@@ -13,7 +13,10 @@ pub struct Loaded {
 impl Loaded {
     /// Runs the file once on its inputs.
     pub fn run(&self) -> Result<(), String> {
-        self.compiled.run(self.inputs.clone()).map(|_| ())
+        self.compiled
+            .run(self.inputs.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 

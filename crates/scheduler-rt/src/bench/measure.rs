@@ -6,9 +6,11 @@ use super::{Configs, Models};
 use crate::timing::TimingError;
 use crate::timing::interleave::{Progress, Rounds, SETTLE_AFTER_SPINNING, TimedTrace, recover, time_interleaved};
 use crate::timing::load::Interference;
-use crate::{EngineFactory, ProcessorConfig, Runtime, RuntimeError, Spin, Trace, affinity};
+use crate::{EngineFactory, ProcessorConfig, Runtime, RuntimeError, Trace};
+use engine::Spin;
+use engine::host;
+use engine::host::CoreSet;
 use graph_ir::Graph;
-use predictor::profiler::CoreSet;
 use std::sync::Arc;
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
@@ -74,7 +76,7 @@ fn weight_bytes(g: &Graph) -> u64 {
 type Loaded<'c> = (Vec<(&'c str, Runtime, bool)>, Vec<Option<u64>>, Vec<String>);
 
 fn load<'c>(configs: &'c Configs, cores: &CoreSet, engines: &Arc<EngineFactory>) -> Result<Loaded<'c>, TimingError> {
-    let pin = || affinity::pin_current_thread(cores).map_err(|reason| TimingError::Pin { reason });
+    let pin = || host::pin_current_thread(cores).map_err(|e| TimingError::Pin { reason: e.to_string() });
     let mut names = Vec::new();
     let mut runtimes = Vec::with_capacity(configs.list.len());
     let mut loaded = Vec::with_capacity(configs.list.len());
@@ -127,7 +129,7 @@ pub fn measure(
     let (runtimes, loaded, engines) = load(configs, cores, &options.engines)?;
     let mut keep: Vec<usize> = configs.ideal_pairs.iter().flat_map(|p| [p.0, p.1]).collect();
     keep.extend(configs.adaptive_row);
-    let meter = predictor::profiler::steal::Meter::start();
+    let meter = engine::host::Meter::start();
     let (times, mut traces) = time_interleaved(
         &runtimes,
         &x,
@@ -150,7 +152,7 @@ pub fn measure(
             ms,
         })
         .collect();
-    affinity::pin_current_thread(cores).map_err(|reason| TimingError::Pin { reason })?;
+    host::pin_current_thread(cores).map_err(|e| TimingError::Pin { reason: e.to_string() })?;
     let trace = runtimes[configs.main].1.run_traced(vec![x.clone().into_tvalue()])?.1;
     if let Some(a) = configs.adaptive_row {
         let end = adaptive_runs

@@ -13,9 +13,10 @@ mod text;
 pub use measure::{Measured, measure};
 pub use report::Report;
 
-use crate::{AdaptiveParams, EngineKind, ProcessorConfig, Spin, WorkerKind, make_engine};
+use crate::{AdaptiveParams, ProcessorConfig, WorkerKind};
+use engine::host::CoreSet;
+use engine::{EngineRegistry, Spin};
 use graph_ir::Graph;
-use predictor::profiler::CoreSet;
 
 /// One configuration to time.
 pub struct Config<'g> {
@@ -67,15 +68,46 @@ pub fn pinned(name: &str, kind: WorkerKind, core: usize, threads: usize, cores: 
     }
 }
 
+/// For each engine of this build that not every processor already uses
+/// (onnxruntime only where its reference loads, `ort`): its name with
+/// `one_core` on it, and `processors` on it.
+fn other_engines(
+    processors: &[ProcessorConfig],
+    one_core: &[ProcessorConfig],
+    ort: bool,
+) -> Vec<(&'static str, Vec<ProcessorConfig>, Vec<ProcessorConfig>)> {
+    let built: &[&'static str] = if engine::ORT_BUILT {
+        &["tract", "ort"]
+    } else {
+        &["tract"]
+    };
+    let on = |name: &str, ps: &[ProcessorConfig]| -> Vec<ProcessorConfig> {
+        ps.iter()
+            .map(|p| ProcessorConfig {
+                engine: name.to_string(),
+                ..p.clone()
+            })
+            .collect()
+    };
+    built
+        .iter()
+        .filter(|&&name| !processors.iter().all(|p| p.engine == name) && (name != "ort" || ort))
+        .map(|&name| (name, on(name, one_core), on(name, processors)))
+        .collect()
+}
+
 /// The onnxruntime reference configuration, or why there is none.
 fn ort_reference(cores: &CoreSet) -> Result<ProcessorConfig, String> {
-    if !EngineKind::available().contains(&EngineKind::Ort) {
+    if !engine::ORT_BUILT {
         return Err("not built (stretch-cli feature `ort`)".into());
     }
     let mut p = pinned("cpu0", WorkerKind::Inline, 0, 2, cores);
-    p.engine = EngineKind::Ort;
+    p.engine = "ort".into();
     p.spin = Spin::On;
-    make_engine(&p).map(|_| p).map_err(|e| e.to_string())
+    EngineRegistry::builtin()
+        .make(&p.engine_config())
+        .map(|_| p)
+        .map_err(|e| e.to_string())
 }
 
 /// What `bench` times: (1) the original on one core, (2) with one intra-op
@@ -101,7 +133,7 @@ pub fn configurations<'g>(
     let one_core: Vec<ProcessorConfig> = processors
         .iter()
         .map(|p| ProcessorConfig {
-            engine: p.engine,
+            engine: p.engine.clone(),
             ..pinned(&p.name, WorkerKind::Inline, 0, 1, cores)
         })
         .collect();
@@ -144,24 +176,18 @@ pub fn configurations<'g>(
         blabel,
     ));
     let mut ideal_pairs = vec![(main - 1, main)];
-    for engine in EngineKind::available() {
-        if processors.iter().all(|p| p.engine == engine) || (engine == EngineKind::Ort && reference.is_err()) {
-            continue;
-        }
-        let with = |ps: &[ProcessorConfig]| -> Vec<ProcessorConfig> {
-            ps.iter().map(|p| ProcessorConfig { engine, ..p.clone() }).collect()
-        };
-        let name = engine.as_str();
+    let ort = reference.is_ok();
+    for (name, one, all) in other_engines(&processors, &one_core, ort) {
         list.push(config(
             format!("branched, 1 core (sequential), {name}"),
             branched,
-            with(&one_core),
+            one,
             blabel,
         ));
         list.push(config(
             format!("branched, {n} processors, {name}"),
             branched,
-            with(&processors),
+            all,
             blabel,
         ));
         ideal_pairs.push((list.len() - 2, list.len() - 1));

@@ -1,7 +1,7 @@
 //! What `stretch bench` measured, printed as text or as JSON
 //! (`stretch.bench/1`); both come from the same [`Report`].
 
-use predictor::profiler::steal::Steal;
+use engine::host::Steal;
 use serde::Serialize;
 
 /// Every figure one `stretch bench` run prints.

@@ -1,7 +1,8 @@
 //! `stretch bench`'s report as text.
 
 use super::report::{Configuration, Report, SubgraphTimes};
-use crate::{ProcessorConfig, Spin};
+use crate::ProcessorConfig;
+use engine::Spin;
 use std::io::Write;
 
 /// Steal share of a CPU above which the report warns.

@@ -4,8 +4,9 @@
 
 use super::TimingError;
 use super::load::Interference;
-use crate::{Runtime, Trace, affinity};
-use predictor::profiler::CoreSet;
+use crate::{Runtime, Trace};
+use engine::host;
+use engine::host::CoreSet;
 use std::time::{Duration, Instant};
 use tract_onnx::prelude::{IntoTValue, Tensor};
 
@@ -74,7 +75,7 @@ pub fn time_interleaved(
     let total = (runtimes.len() * (args.runs + args.warmup + rounds)) as u64;
     progress.begin(total);
     let run = |rt: &Runtime| -> Result<Trace, TimingError> { Ok(rt.run_traced(vec![x.clone().into_tvalue()])?.1) };
-    let unpin = || affinity::pin_current_thread(cores).map_err(|reason| TimingError::Pin { reason });
+    let unpin = || host::pin_current_thread(cores).map_err(|e| TimingError::Pin { reason: e.to_string() });
     let settle = |spins: bool| {
         if spins {
             std::thread::sleep(SETTLE_AFTER_SPINNING);

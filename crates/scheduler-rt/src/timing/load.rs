@@ -2,8 +2,8 @@
 //! switched on.
 
 use super::TimingError;
-use crate::affinity;
-use predictor::profiler::CoreSet;
+use engine::host;
+use engine::host::CoreSet;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,12 +26,12 @@ impl Interference {
                 spec: spec.to_string(),
                 reason: e.to_string(),
             })?;
-        affinity::check(&cores).map_err(|reason| TimingError::Load { reason })?;
+        host::check(&cores).map_err(|e| TimingError::Load { reason: e.to_string() })?;
         let on = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let (on2, stop2) = (on.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
-            affinity::pin_current_thread(&cores)?;
+            host::pin_current_thread(&cores).map_err(|e| e.to_string())?;
             let mut x = 0u64;
             while !stop2.load(Ordering::Relaxed) {
                 if on2.load(Ordering::Relaxed) {

@@ -3,7 +3,8 @@
 //! a contention measurement).
 
 use crate::partition::subgraph_of;
-use crate::{Compiled, Engine, EngineFactory, ProcessorConfig, RuntimeError, Value};
+use crate::{EngineFactory, ProcessorConfig, RuntimeError};
+use engine::{Compiled, Engine, Value};
 use graph_ir::{Graph, NodeId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
@@ -56,7 +57,7 @@ pub fn timer(p: &ProcessorConfig, engines: Arc<EngineFactory>) -> mpsc::Sender<J
     std::thread::spawn(move || {
         let setup = || -> Result<Box<dyn Engine>, String> {
             if let Some(c) = &p.cores {
-                crate::affinity::pin_current_thread(c)?;
+                engine::host::pin_current_thread(c).map_err(|e| e.to_string())?;
             }
             engines(&p).map_err(|e| e.to_string())
         };
@@ -71,11 +72,11 @@ pub fn timer(p: &ProcessorConfig, engines: Arc<EngineFactory>) -> mpsc::Sender<J
                 }
                 (Job::Load(bytes, shapes, stop, reply), Ok(e)) => {
                     let run = || -> Result<(), String> {
-                        let compiled = e.compile(&bytes)?;
+                        let compiled = e.compile(&bytes).map_err(|e| e.reason())?;
                         let inputs = random_inputs(&shapes)?;
                         let _ = reply.send(Ok(()));
                         while !stop.load(Ordering::Relaxed) {
-                            compiled.run(inputs.clone())?;
+                            compiled.run(inputs.clone()).map_err(|e| e.reason())?;
                         }
                         Ok(())
                     };
@@ -129,7 +130,7 @@ fn run_keeping(
     kept: &mut std::collections::VecDeque<TVec<Value>>,
 ) -> Result<f64, String> {
     let t = Instant::now();
-    let outputs = compiled.run(inputs.clone())?;
+    let outputs = compiled.run(inputs.clone()).map_err(|e| e.reason())?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     kept.push_back(outputs);
     if kept.len() > KEPT_OUTPUTS {
@@ -145,7 +146,7 @@ fn time_piece(engine: &dyn Engine, bytes: &[u8], shapes: &[Vec<usize>], runs: us
     thread_local! {
         static JUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; POLLUTE_BYTES]);
     }
-    let compiled = engine.compile(bytes)?;
+    let compiled = engine.compile(bytes).map_err(|e| e.reason())?;
     let inputs = random_inputs(shapes)?;
     let mut times = Vec::with_capacity(runs);
     let mut kept = std::collections::VecDeque::with_capacity(KEPT_OUTPUTS + 1);
@@ -183,7 +184,7 @@ fn time_cadence(
 ) -> CadenceTimes {
     let compiled = pieces
         .iter()
-        .map(|(bytes, _)| engine.compile(bytes))
+        .map(|(bytes, _)| engine.compile(bytes).map_err(|e| e.reason()))
         .collect::<Result<Vec<_>, _>>()?;
     let inputs = pieces
         .iter()
@@ -227,6 +228,7 @@ pub fn combine_timings(timings: Vec<Vec<Vec<f64>>>) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::EngineError;
     use std::sync::{Mutex, Weak};
 
     /// What the fake engine's pieces did: per run, the piece (the first
@@ -252,10 +254,13 @@ mod tests {
     struct Piece(u8, Arc<Log>);
 
     impl Compiled for Piece {
-        fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+        fn run(&self, _inputs: TVec<Value>) -> Result<TVec<Value>, EngineError> {
             let alive = self.1.alive();
             self.1.runs.lock().unwrap().push((self.0, Instant::now(), alive));
-            let t = Arc::new(Tensor::zero::<f32>(&[1, 4]).map_err(|e| e.to_string())?);
+            let t = Arc::new(Tensor::zero::<f32>(&[1, 4]).map_err(|e| EngineError::Run {
+                engine: "fake",
+                reason: e.to_string(),
+            })?);
             self.1.outputs.lock().unwrap().push(Arc::downgrade(&t));
             Ok(tvec![TValue::from_const(t)])
         }
@@ -273,7 +278,7 @@ mod tests {
         fn threads(&self) -> usize {
             1
         }
-        fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+        fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
             Ok(Box::new(Piece(onnx[0], self.0.clone())))
         }
     }

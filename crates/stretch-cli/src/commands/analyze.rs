@@ -152,7 +152,7 @@ pub fn run(a: Args) -> Result<()> {
         &mut predicted
     } else {
         eprintln!("measuring hand-offs between processors...");
-        let engines = multi_dnn::splash::cloud::engines().factory();
+        let engines = scheduler_rt::factory(multi_dnn::splash::cloud::engines());
         measured = Measured::new(&sc.graphs, &sc.layers, &sc.procs, engines, Some(&a.cost_db))?;
         &mut measured
     };

@@ -4,9 +4,10 @@ use crate::chrome_trace;
 use crate::model_args::ModelArgs;
 use crate::runtime_args::RuntimeArgs;
 use anyhow::{Context, Result, bail};
+use engine::host;
 use scheduler_rt::bench::{self, Measured, Models, measure::Options};
 use scheduler_rt::timing::interleave::Rounds;
-use scheduler_rt::{AdaptiveParams, ProcessorConfig, affinity};
+use scheduler_rt::{AdaptiveParams, ProcessorConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -116,7 +117,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    scheduler_rt::pool::pool().set_enabled(args.tensor_pool == "on");
+    engine::pool::pool().set_enabled(args.tensor_pool == "on");
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -142,7 +143,7 @@ pub fn run(args: Args) -> Result<()> {
              (its structure fingerprint is {have}; {label} records {want})"
         );
     }
-    let cores = affinity::allowed_cores().map_err(anyhow::Error::msg)?;
+    let cores = host::allowed_cores()?;
     let processors: Vec<ProcessorConfig> = if args.runtime.is_configured() {
         args.runtime.processors(&branched)?
     } else {
@@ -168,7 +169,7 @@ pub fn run(args: Args) -> Result<()> {
             block: args.block,
         },
         interference: args.interference.as_deref(),
-        engines: multi_dnn::splash::cloud::engines().factory(),
+        engines: scheduler_rt::factory(multi_dnn::splash::cloud::engines()),
     };
     let bar = crate::progress::Runs(crate::progress::bar(0, "{bar:40} {pos}/{len} {msg}"));
     let measured = bench::measure(&models, &configs, &options, &cores, &bar);

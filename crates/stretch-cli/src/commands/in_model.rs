@@ -1,12 +1,13 @@
 //! `stretch profile --in-model`: kernels timed inside whole models.
 
 use anyhow::{Context, Result, bail};
+use engine::host::CoreSet;
+use engine::{Engine, TractEngine};
 use graph_ir::onnx::{ImportOptions, import_file};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use predictor::kernels::default_rules;
 use predictor::profiler::csv::Store;
 use predictor::profiler::in_model::{inputs, time_kernels};
-use predictor::profiler::{CoreSet, Engine, TractEngine};
 use std::path::{Path, PathBuf};
 
 /// The file `stretch profile --in-model` appends to and `stretch fit` reads.

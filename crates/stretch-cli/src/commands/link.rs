@@ -2,7 +2,8 @@
 //! cores) and `stretch profile --fusion` (the engine's fusion rules).
 
 use anyhow::{Context, Result, bail};
-use predictor::profiler::{Engine, fusion, link};
+use engine::Engine;
+use predictor::profiler::{fusion, link};
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -228,7 +228,7 @@ impl SearchArgs {
         let config =
             scheduler_rt::RuntimeConfig::load(runtime).with_context(|| format!("cannot load {}", runtime.display()))?;
         let (bar, ticks) = crate::progress::timing_spinner();
-        let engines = multi_dnn::splash::cloud::engines().factory();
+        let engines = scheduler_rt::factory(multi_dnn::splash::cloud::engines());
         let db = self.cost_db.as_deref();
         let measured = MeasuredModel::new(&model, runtime, config.processors, engines, db, ticks)?;
         let found =

@@ -1,10 +1,12 @@
 //! `stretch profile`: measure kernels on an inference engine.
 
 use anyhow::{Context, Result, bail};
+use engine::host::{CoreSet, pin_current_thread};
+use engine::{Engine, EngineRegistry, TractEngine};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use predictor::profiler::csv::{COLUMNS, Row, Store};
 use predictor::profiler::host::{self, Host};
-use predictor::profiler::{CoreSet, Engine, Event, Profiler, Settings, Summary, TractEngine, affinity};
+use predictor::profiler::{Event, Profiler, Settings, Summary};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -29,8 +31,8 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Inference engine that runs the kernels.
-    #[arg(long, value_enum, default_value = "tract")]
-    pub engine: EngineKind,
+    #[arg(long, default_value = "tract", value_parser = engine_names())]
+    pub engine: String,
 
     /// Precision the kernels run at: `fp32`, or `int8` / `fp16` with each
     /// kernel rewritten as `stretch quantize` rewrites the nodes of a
@@ -124,16 +126,15 @@ pub struct Args {
     pub quick: bool,
 }
 
-/// Engines `stretch profile` can measure on.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum EngineKind {
-    /// tract (sonos/tract), pure Rust.
-    Tract,
-    /// onnxruntime as the runtime's `engine=ort` processors run it (one
-    /// session per kernel, intra-op spinning off, outputs handed back as
-    /// the runtime receives them), so that plans for those processors can
-    /// be made on its costs.
-    Ort,
+/// The engines `stretch profile` can measure on: the registry's named
+/// engines, each with its summary.
+fn engine_names() -> clap::builder::PossibleValuesParser {
+    let registry = EngineRegistry::builtin();
+    let values: Vec<clap::builder::PossibleValue> = registry
+        .named()
+        .map(|e| clap::builder::PossibleValue::new(e.name).help(e.summary))
+        .collect();
+    clap::builder::PossibleValuesParser::new(values)
 }
 
 fn parse_class(s: &str) -> Result<predictor::profiler::KernelKind, String> {
@@ -179,7 +180,7 @@ pub fn run(args: Args) -> Result<()> {
             cores: cores.to_string(),
         });
     }
-    affinity::pin_current_thread(&cores)?;
+    pin_current_thread(&cores)?;
     if args.precision != predictor::Precision::Fp32 && (args.fusion || !args.in_model.is_empty()) {
         bail!(
             "--precision {} profiles isolated kernels; --fusion and --in-model time fp32 models",
@@ -187,7 +188,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     if !args.in_model.is_empty() {
-        if !matches!(args.engine, EngineKind::Tract) {
+        if args.engine != "tract" {
             bail!("--in-model times each kernel inside tract's optimised plan; it needs --engine tract");
         }
         return super::in_model::run(
@@ -199,13 +200,7 @@ pub fn run(args: Args) -> Result<()> {
             args.warmup.unwrap_or(1),
         );
     }
-    let engine: Box<dyn Engine> = match args.engine {
-        EngineKind::Tract => Box::new(TractEngine::new(args.threads)?),
-        EngineKind::Ort => Box::new(crate::profile_engine::RuntimeEngine::new(
-            scheduler_rt::EngineKind::Ort,
-            args.threads,
-        )?),
-    };
+    let engine = EngineRegistry::builtin().local("profile", &args.engine, args.threads)?;
     let rewritten;
     let engine: &dyn Engine = if args.precision == predictor::Precision::Fp32 {
         engine.as_ref()

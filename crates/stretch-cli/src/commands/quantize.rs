@@ -245,13 +245,13 @@ fn report_tract_fallbacks(quantized: &Graph) {
     if as_written.is_empty() {
         println!(
             "tract {}: {exact} of {} int8 matrix products computed as onnxruntime computes them ({forms})",
-            scheduler_rt::TRACT_VERSION,
+            engine::TRACT_VERSION,
             products.len()
         );
     } else {
         println!(
             "tract {}: {exact} of {} int8 matrix products computed as onnxruntime computes them ({forms}); {} run as written, in float on dequantized values: {}{}",
-            scheduler_rt::TRACT_VERSION,
+            engine::TRACT_VERSION,
             products.len(),
             as_written.len(),
             as_written

@@ -235,7 +235,7 @@ fn load_server(
             eprint!("\r\x1b[2K{msg}");
         }
     };
-    let factory = multi_dnn::splash::cloud::engines().factory();
+    let factory = scheduler_rt::factory(multi_dnn::splash::cloud::engines());
     let mut server = Server::load(procs, support, graphs, factory.clone(), &mut say)
         .with_context(|| format!("cannot load the models of {}", workload.file))?;
     if tty {
@@ -263,7 +263,7 @@ fn load_server(
 }
 
 pub fn run(a: Args) -> Result<()> {
-    scheduler_rt::pool::pool().set_enabled(a.tensor_pool == "on");
+    engine::pool::pool().set_enabled(a.tensor_pool == "on");
     multi_dnn::serve::set_thread_scheduling(a.scheduling == "thread");
     if a.rounds == 0 {
         bail!("--rounds 0: a run needs at least 1 round");

@@ -55,7 +55,7 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         apps: &sc.apps,
         graphs: &sc.graphs,
         layers: &sc.layers,
-        engines: multi_dnn::splash::cloud::engines().factory(),
+        engines: scheduler_rt::factory(multi_dnn::splash::cloud::engines()),
     };
     let periods_from = match &bases {
         Some((file, _)) => format!("group periods as analysed ({file})"),
@@ -135,7 +135,7 @@ fn traced(path: &Path, m: Option<f64>) -> PathBuf {
 /// the analyzer wrote into it), then `lst`.
 fn report(a: &Args, sc: &Scenario, files: &[(String, PlanFile)], served: &Served, rounds: usize) -> Report {
     let groups: Vec<String> = served.round.groups.iter().map(|g| g.name.clone()).collect();
-    let enabled = scheduler_rt::pool::pool().enabled();
+    let enabled = engine::pool::pool().enabled();
     let predicted: Vec<Option<Vec<Predicted>>> = files.iter().map(|(_, f)| predicted_groups(f)).collect();
     let predicted_apps: Vec<_> = files
         .iter()

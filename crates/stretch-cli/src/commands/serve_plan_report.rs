@@ -5,10 +5,10 @@
 //! measured unless its field says predicted or simulated.
 
 use crate::multi_common::GroupFigures;
+use engine::host::Steal;
 use multi_dnn::core::report::PoolReport;
 use multi_dnn::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
 use multi_dnn::puzzle::evaluate::Outcome;
-use predictor::profiler::steal::Steal;
 use serde::Serialize;
 use std::collections::HashMap;
 

@@ -49,7 +49,7 @@ type Servers = (Vec<ChunkMode>, Vec<(Chunked, Server)>, RenderSpec);
 /// modes, the servers and the render task as the chunker sees it.
 fn servers(a: &Args, p: &Processors, r: &Render, policies: &[String], graphs: &[Graph]) -> Result<Servers> {
     let mut spec = sr::spec(r, p.names);
-    let factory = multi_dnn::splash::cloud::engines().factory();
+    let factory = scheduler_rt::factory(multi_dnn::splash::cloud::engines());
     let mut probe = Server::start(p.procs, &factory).context("cannot start the workers")?;
     spec.render_ms = probe.set_render(spec.worker, r.fps, r.render_ms)?;
     let budget = multi_dnn::heimdall::chunk::budget_ms(r.fps, spec.render_ms)?;

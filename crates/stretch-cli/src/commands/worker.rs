@@ -2,8 +2,8 @@
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
+use engine::EngineRegistry;
 use multi_dnn::splash::cloud::CloudServer;
-use scheduler_rt::{EngineKind, ProcessorConfig, WorkerKind, make_engine};
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -22,26 +22,28 @@ pub struct Args {
 
     /// Engine that runs the models: ort (onnxruntime, the default where
     /// this build has it) or tract.
-    #[arg(long)]
-    pub engine: Option<EngineKind>,
+    #[arg(long, value_parser = engine_name)]
+    pub engine: Option<String>,
 
     /// Intra-op threads of the engine.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
 }
 
+/// A registered engine's name, as a configuration spells it.
+fn engine_name(s: &str) -> Result<String, String> {
+    EngineRegistry::builtin()
+        .canonical(s)
+        .map(str::to_string)
+        .map_err(|e| e.to_string())
+}
+
 pub fn run(a: Args) -> Result<()> {
-    let engine = a.engine.unwrap_or_else(|| {
-        if EngineKind::available().contains(&EngineKind::Ort) {
-            EngineKind::Ort
-        } else {
-            EngineKind::Tract
-        }
-    });
-    let mut config = ProcessorConfig::new("cloud", WorkerKind::Pool);
-    config.engine = engine;
-    config.threads = a.threads.max(1);
-    let engine = make_engine(&config).context("cannot start the worker's engine")?;
+    let default = if engine::ORT_BUILT { "ort" } else { "tract" };
+    let name = a.engine.as_deref().unwrap_or(default);
+    let engine = EngineRegistry::builtin()
+        .local("cloud", name, a.threads.max(1))
+        .context("cannot start the worker's engine")?;
     let listener = TcpListener::bind(&a.listen).with_context(|| format!("cannot listen on {}", a.listen))?;
     let addr = listener.local_addr()?;
     println!("listening on {addr}");

@@ -4,7 +4,9 @@
 
 use crate::splash::cloud::latency::{CloudCall, CloudLatencyModel};
 use crate::splash::cloud::wire::{Message, decode, encode, read_message, write_message};
-use scheduler_rt::engine::{Compiled, Engine, Value};
+use engine::{Compiled, Engine, EngineError, Value};
+
+const CLOUD: &str = "cloud";
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -72,7 +74,7 @@ impl RemoteEngine {
     }
 
     /// The engine of a processor configured with `remote`.
-    pub fn from_config(remote: &scheduler_rt::config::Remote) -> Result<RemoteEngine, String> {
+    pub fn from_config(remote: &engine::Remote) -> Result<RemoteEngine, String> {
         let link = Link {
             mbps: remote.kbps.map(|k| k as f64 / 1e3),
             rtt_ms: remote.rtt_us as f64 / 1e3,
@@ -190,8 +192,9 @@ impl Engine for RemoteEngine {
         Some(self)
     }
 
-    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
-        let id = compile_on(self.address, self.timeout, onnx)?;
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
+        let id = compile_on(self.address, self.timeout, onnx)
+            .map_err(|reason| EngineError::Load { engine: CLOUD, reason })?;
         Ok(Box::new(RemoteCompiled {
             address: self.address,
             link: self.link,
@@ -238,7 +241,15 @@ pub struct RemoteCompiled {
 }
 
 impl Compiled for RemoteCompiled {
-    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, EngineError> {
+        self.call(inputs)
+            .map_err(|reason| EngineError::Run { engine: CLOUD, reason })
+    }
+}
+
+impl RemoteCompiled {
+    /// One run on the server, recompiling there when it lost the model.
+    fn call(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
         let mut t = Instant::now();
         let body = encode(&inputs)?;
         let reply = match call_status(self.address, self.link, self.timeout, &self.path, &body) {
@@ -283,7 +294,7 @@ impl Compiled for RemoteCompiled {
 mod tests {
     use super::*;
     use crate::splash::cloud::CloudServer;
-    use scheduler_rt::engine::TractEngine;
+    use engine::TractEngine;
     use tract_onnx::prelude::{IntoTValue, Tensor};
 
     /// A real server on localhost behind a 13 Mbit/s link with an 8 ms
@@ -295,7 +306,7 @@ mod tests {
     fn the_latency_model_recovers_the_shaped_link() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let server = Arc::new(CloudServer::new(Box::new(TractEngine::new(1))));
+        let server = Arc::new(CloudServer::new(Box::new(TractEngine::new(1).unwrap())));
         std::thread::spawn(move || server.serve(listener));
         let link = Link {
             mbps: Some(13.0),

@@ -12,30 +12,29 @@ pub use client::{Link, Prober, RemoteEngine};
 pub use latency::{CloudCall, CloudLatencyModel, LinkFit, PredictionErrors};
 pub use server::CloudServer;
 
-use scheduler_rt::{EngineEntry, EngineRegistry};
+use engine::{Builds, EngineEntry, EngineError, EngineRegistry};
 
 /// The registry's cloud engine: a processor with `remote = ADDR`.
 pub const ENGINE: EngineEntry = EngineEntry {
-    kind: "cloud",
-    builds: |c| c.remote.is_some(),
+    name: "cloud",
+    aliases: &[],
+    summary: "a `stretch worker` server reached over a shaped link",
+    builds: Builds::When(|c| c.remote.is_some()),
     make: |c| {
-        let remote = c
-            .remote
-            .as_ref()
-            .ok_or_else(|| scheduler_rt::RuntimeError::EngineUnavailable {
-                engine: "cloud",
-                reason: format!("processor '{}' has no remote address", c.name),
-            })?;
+        let remote = c.remote.as_ref().ok_or_else(|| EngineError::Unavailable {
+            engine: "cloud",
+            reason: format!("processor '{}' has no remote address", c.processor),
+        })?;
         RemoteEngine::from_config(remote)
-            .map(|e| Box::new(e) as Box<dyn scheduler_rt::Engine>)
-            .map_err(|reason| scheduler_rt::RuntimeError::EngineUnavailable {
+            .map(|e| Box::new(e) as Box<dyn engine::Engine>)
+            .map_err(|reason| EngineError::Unavailable {
                 engine: "cloud",
                 reason,
             })
     },
 };
 
-/// scheduler-rt's engines and the cloud engine.
+/// The built-in engines and the cloud engine.
 pub fn engines() -> EngineRegistry {
     EngineRegistry::builtin().with(ENGINE)
 }

@@ -2,7 +2,7 @@
 //! models clients send and runs their requests with its own engine.
 
 use crate::splash::cloud::wire::{Message, decode, encode, read_message, write_message};
-use scheduler_rt::engine::{Compiled, Engine};
+use engine::{Compiled, Engine};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::{TcpListener, TcpStream};
@@ -81,7 +81,7 @@ impl CloudServer {
                 let c = self
                     .engine
                     .compile(&m.body)
-                    .map_err(|e| (422, format!("cannot compile: {e}")))?;
+                    .map_err(|e| (422, format!("cannot compile: {}", e.reason())))?;
                 self.models
                     .lock()
                     .map_err(|_| (500, "model table poisoned".to_string()))?
@@ -101,7 +101,7 @@ impl CloudServer {
             .ok_or_else(|| (404, format!("no model '{id}' (compile it first)")))?;
         let inputs = decode(&m.body).map_err(|e| (400, format!("inputs: {e}")))?;
         let t = Instant::now();
-        let outputs = c.run(inputs).map_err(|e| (500, format!("run: {e}")))?;
+        let outputs = c.run(inputs).map_err(|e| (500, format!("run: {}", e.reason())))?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let body = encode(&outputs).map_err(|e| (500, e))?;
         Ok((vec![("X-Compute-Ms", format!("{ms:.4}"))], body))

@@ -17,7 +17,7 @@
 //! offline machine), `curl` can talk to it, and a request per inference is
 //! the same shape as Splash's `RequestInference` call.
 
-use scheduler_rt::engine::Value;
+use engine::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use tract_onnx::prelude::*;

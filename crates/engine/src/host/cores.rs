@@ -1,8 +1,29 @@
-//! Sets of CPU cores and pinning the calling thread to them.
+//! Sets of CPU cores and pinning the calling thread to them, checked
+//! against the cores the process had when it first looked (pinning the
+//! calling thread later does not shrink that set).
 
-use super::error::ProfilerError;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
+use thiserror::Error;
+
+/// An error about cores: a cpulist that does not parse, a core the process
+/// may not use, or pinning that fails.
+#[derive(Debug, Error)]
+pub enum HostError {
+    #[error("cores `{spec}`: {reason} (write cores as `0`, `0,2` or `0-3`)")]
+    CoreSpec { spec: String, reason: String },
+    #[error("core {core} is not available to this process (it may run on cores {available})")]
+    CoreUnavailable { core: usize, available: String },
+    #[error("cannot pin a thread to cores {cores}: {error}")]
+    Affinity { cores: String, error: std::io::Error },
+    #[error("pinning threads to cores is only supported on Linux")]
+    AffinityUnsupported,
+    /// Reading the process's cores failed when [`allowed_cores`] first
+    /// looked; the message is that first failure's.
+    #[error("{0}")]
+    Allowed(String),
+}
 
 /// A non-empty set of CPU core ids, kept sorted and without duplicates.
 ///
@@ -36,14 +57,14 @@ impl CoreSet {
 }
 
 impl FromStr for CoreSet {
-    type Err = ProfilerError;
+    type Err = HostError;
 
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
-        let bad = |reason: String| ProfilerError::CoreSpec {
+        let bad = |reason: String| HostError::CoreSpec {
             spec: spec.to_string(),
             reason,
         };
-        let id = |s: &str| -> Result<usize, ProfilerError> {
+        let id = |s: &str| -> Result<usize, HostError> {
             let v: usize = s
                 .trim()
                 .parse()
@@ -98,13 +119,13 @@ impl fmt::Display for CoreSet {
 
 /// The cores this process may run on.
 #[cfg(target_os = "linux")]
-pub fn available() -> Result<CoreSet, ProfilerError> {
+pub fn available() -> Result<CoreSet, HostError> {
     // SAFETY: `set` is a plain bit set that sched_getaffinity fills; the size
     // passed is its own.
     let set = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(ProfilerError::Affinity {
+            return Err(HostError::Affinity {
                 cores: "(query)".into(),
                 error: std::io::Error::last_os_error(),
             });
@@ -115,27 +136,27 @@ pub fn available() -> Result<CoreSet, ProfilerError> {
     let ids = (0..=MAX_CORE)
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect();
-    CoreSet::new(ids).ok_or(ProfilerError::AffinityUnsupported)
+    CoreSet::new(ids).ok_or(HostError::AffinityUnsupported)
 }
 
 /// The cores this process may run on.
 #[cfg(not(target_os = "linux"))]
-pub fn available() -> Result<CoreSet, ProfilerError> {
-    Err(ProfilerError::AffinityUnsupported)
+pub fn available() -> Result<CoreSet, HostError> {
+    Err(HostError::AffinityUnsupported)
 }
 
 /// Checks that every core of `cores` is in `allowed` and below Linux's
 /// `CPU_SETSIZE`.
 ///
-/// Fails with [`ProfilerError::CoreUnavailable`] naming the first core that
+/// Fails with [`HostError::CoreUnavailable`] naming the first core that
 /// is not.
-pub fn check_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(), ProfilerError> {
+pub fn check_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(), HostError> {
     match cores
         .ids()
         .iter()
         .find(|&&c| c > MAX_CORE || !allowed.ids().contains(&c))
     {
-        Some(&core) => Err(ProfilerError::CoreUnavailable {
+        Some(&core) => Err(HostError::CoreUnavailable {
             core,
             available: allowed.to_string(),
         }),
@@ -143,19 +164,35 @@ pub fn check_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(), ProfilerEr
     }
 }
 
+static ALLOWED: OnceLock<Result<CoreSet, String>> = OnceLock::new();
+
+/// The cores the process may run on, read once on first use.
+pub fn allowed_cores() -> Result<CoreSet, HostError> {
+    ALLOWED
+        .get_or_init(|| available().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(HostError::Allowed)
+}
+
+/// Checks that every core of `cores` is in [`allowed_cores`].
+pub fn check(cores: &CoreSet) -> Result<(), HostError> {
+    check_within(cores, &allowed_cores()?)
+}
+
 /// Restricts the calling thread to `cores`. Threads it creates afterwards
 /// (an engine's thread pool) inherit the restriction.
 ///
-/// Fails with [`ProfilerError::CoreUnavailable`] naming the first core that
-/// this process may not run on (missing or excluded by its affinity mask).
-pub fn pin_current_thread(cores: &CoreSet) -> Result<(), ProfilerError> {
-    pin_current_thread_within(cores, &available()?)
+/// Fails with [`HostError::CoreUnavailable`] naming the first core that
+/// is not in [`allowed_cores`] (missing or excluded by the process's
+/// affinity mask).
+pub fn pin_current_thread(cores: &CoreSet) -> Result<(), HostError> {
+    pin_current_thread_within(cores, &allowed_cores()?)
 }
 
 /// Restricts the calling thread to `cores` after checking them against
 /// `allowed` (a set read earlier, e.g. before the caller pinned itself).
 #[cfg(target_os = "linux")]
-pub fn pin_current_thread_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(), ProfilerError> {
+pub fn pin_current_thread_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(), HostError> {
     check_within(cores, allowed)?;
     // SAFETY: the set is zero-initialised and only bits below CPU_SETSIZE
     // (checked by `check_within`) are set.
@@ -168,7 +205,7 @@ pub fn pin_current_thread_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if rc != 0 {
-        return Err(ProfilerError::Affinity {
+        return Err(HostError::Affinity {
             cores: cores.to_string(),
             error: std::io::Error::last_os_error(),
         });
@@ -178,8 +215,8 @@ pub fn pin_current_thread_within(cores: &CoreSet, allowed: &CoreSet) -> Result<(
 
 /// Restricts the calling thread to `cores`.
 #[cfg(not(target_os = "linux"))]
-pub fn pin_current_thread_within(_cores: &CoreSet, _allowed: &CoreSet) -> Result<(), ProfilerError> {
-    Err(ProfilerError::AffinityUnsupported)
+pub fn pin_current_thread_within(_cores: &CoreSet, _allowed: &CoreSet) -> Result<(), HostError> {
+    Err(HostError::AffinityUnsupported)
 }
 
 #[cfg(test)]
@@ -216,5 +253,18 @@ mod tests {
             let e = pin_current_thread(&missing).unwrap_err().to_string();
             assert!(e.contains("core 1023 is not available"), "{e}");
         }
+    }
+
+    #[test]
+    fn pins_narrow_then_wide_again() {
+        let all = allowed_cores().unwrap();
+        let first = CoreSet::new(vec![all.ids()[0]]).unwrap();
+        pin_current_thread(&first).unwrap();
+        pin_current_thread(&all).unwrap();
+        assert_eq!(available().unwrap(), all);
+        let e = pin_current_thread(&CoreSet::new(vec![1000]).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("core 1000"), "{e}");
     }
 }

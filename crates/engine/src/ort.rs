@@ -4,7 +4,7 @@
 
 use crate::config::Spin;
 use crate::engine::{Compiled, Engine, Value};
-use crate::error::RuntimeError;
+use crate::error::EngineError;
 use ort::environment::Environment;
 use ort::session::Session;
 use ort::value::{Tensor as OrtTensor, TensorElementType};
@@ -42,17 +42,19 @@ struct Loaded {
     version: String,
 }
 
+const ORT: &str = "ort";
+
 static ENVIRONMENT: OnceLock<Result<Loaded, String>> = OnceLock::new();
 
 /// The onnxruntime library to load: `$ORT_DYLIB_PATH` when set, else the
 /// first `libonnxruntime.so*` in [`WHEEL_DIR`] under the current directory,
 /// one of its ancestors, or the repository this crate was built from. The
 /// error lists every place looked at.
-pub fn dylib_path() -> Result<PathBuf, RuntimeError> {
-    locate(std::env::var_os("ORT_DYLIB_PATH"), &crate::search_roots())
+pub fn dylib_path() -> Result<PathBuf, EngineError> {
+    locate(std::env::var_os("ORT_DYLIB_PATH"), &crate::roots::search_roots())
 }
 
-fn locate(env: Option<std::ffi::OsString>, roots: &[PathBuf]) -> Result<PathBuf, RuntimeError> {
+fn locate(env: Option<std::ffi::OsString>, roots: &[PathBuf]) -> Result<PathBuf, EngineError> {
     if let Some(p) = env.filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_file() {
@@ -94,17 +96,17 @@ fn find_library(dir: &Path) -> Option<PathBuf> {
     found.into_iter().next()
 }
 
-fn unavailable(reason: String) -> RuntimeError {
-    RuntimeError::EngineUnavailable { engine: "ort", reason }
+fn unavailable(reason: String) -> EngineError {
+    EngineError::Unavailable { engine: ORT, reason }
 }
 
 /// Loads the library once per process and creates the one onnxruntime
 /// environment; later calls return the same result.
-fn environment() -> Result<&'static Loaded, RuntimeError> {
+fn environment() -> Result<&'static Loaded, EngineError> {
     ENVIRONMENT
         .get_or_init(|| {
             let path = dylib_path().map_err(|e| match e {
-                RuntimeError::EngineUnavailable { reason, .. } => reason,
+                EngineError::Unavailable { reason, .. } => reason,
                 other => other.to_string(),
             })?;
             let builder = ort::init_from(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -141,7 +143,7 @@ impl OrtEngine {
     /// An engine whose sessions use `threads` (≥ 1) intra-op threads, which
     /// wait for work as `spin` says; fails with the places looked at when
     /// the library cannot be loaded.
-    pub fn new(threads: usize, spin: Spin) -> Result<OrtEngine, RuntimeError> {
+    pub fn new(threads: usize, spin: Spin) -> Result<OrtEngine, EngineError> {
         Ok(OrtEngine {
             threads: threads.max(1),
             spin,
@@ -179,7 +181,7 @@ impl OrtEngine {
 
 impl Engine for OrtEngine {
     fn name(&self) -> &'static str {
-        "ort"
+        ORT
     }
 
     fn version(&self) -> &'static str {
@@ -190,17 +192,19 @@ impl Engine for OrtEngine {
         self.threads
     }
 
-    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, String> {
+    fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
         self.compile_threads(onnx, self.threads)
     }
 
-    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, String> {
+    fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, EngineError> {
         let engine = OrtEngine {
             threads: threads.max(1),
             spin: self.spin,
             loaded: self.loaded,
         };
-        let first = engine.session(onnx)?;
+        let first = engine
+            .session(onnx)
+            .map_err(|reason| EngineError::Load { engine: ORT, reason })?;
         Ok(Box::new(OrtCompiled {
             engine,
             onnx: onnx.to_vec(),
@@ -280,42 +284,50 @@ where
 }
 
 impl Compiled for OrtCompiled {
-    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, String> {
+    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, EngineError> {
+        let failed = |reason: String| EngineError::Run { engine: ORT, reason };
         let pooled = self
             .sessions
             .lock()
-            .map_err(|_| "session pool poisoned".to_string())?
+            .map_err(|_| failed("session pool poisoned".to_string()))?
             .pop();
         let mut session = match pooled {
             Some(s) => s,
-            None => self.engine.session(&self.onnx)?,
+            None => self.engine.session(&self.onnx).map_err(failed)?,
         };
         let out = Self::run_on(&mut session, &inputs);
         if let Ok(mut pool) = self.sessions.lock() {
             pool.push(session);
         }
-        out
+        out.map_err(failed)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::TractEngine;
-    use crate::testing::{INPUT, two_branch};
+    use crate::tract::TractEngine;
     use tract_onnx::prelude::{Tensor, tvec};
+
+    const INPUT: [usize; 4] = [1, 8, 6, 6];
 
     #[test]
     fn ort_matches_tract_on_a_whole_model() {
-        let g = two_branch(8, 1).unwrap();
+        let mut b = graph_ir::builder::Builder::new("m");
+        let x = b.input("x", &INPUT).unwrap();
+        let y = b.conv("conv", x, graph_ir::builder::ConvSpec::new(8, 3, 1)).unwrap();
+        let y = b.relu("relu", y).unwrap();
+        let mut g = b.finish("y", y).unwrap();
+        g.fill_missing_weights(3);
         let bytes = graph_ir::onnx::export_bytes(&g).unwrap();
-        let x = Tensor::from_shape(&INPUT, &crate::npy::random_values(3, INPUT.iter().product()))
-            .unwrap()
-            .into_tvalue();
+        let values: Vec<f32> = (0..INPUT.iter().product::<usize>())
+            .map(|i| ((i * 7919) % 201) as f32 / 100.0 - 1.0)
+            .collect();
+        let x = Tensor::from_shape(&INPUT, &values).unwrap().into_tvalue();
         let engine = OrtEngine::new(2, Spin::Off).unwrap();
         assert!(engine.version().starts_with("1."), "{}", engine.version());
         let ort = engine.compile(&bytes).unwrap();
-        let tract = TractEngine::new(1).compile(&bytes).unwrap();
+        let tract = TractEngine::new(1).unwrap().compile(&bytes).unwrap();
         let (a, b) = (
             ort.run(tvec![x.clone()]).unwrap().remove(0),
             tract.run(tvec![x]).unwrap().remove(0),
