@@ -13,7 +13,6 @@ mod multi_common;
 mod output;
 mod panics;
 mod plan_text;
-mod profile_precision;
 mod progress;
 mod puzzle_setup;
 mod recipe_args;

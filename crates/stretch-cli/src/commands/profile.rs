@@ -202,11 +202,12 @@ pub fn run(args: Args) -> Result<()> {
     }
     let engine = EngineRegistry::builtin().local("profile", &args.engine, args.threads)?;
     let rewritten;
-    let engine: &dyn Engine = if args.precision == predictor::Precision::Fp32 {
-        engine.as_ref()
-    } else {
-        rewritten = crate::profile_precision::PrecisionEngine::new(engine.as_ref(), args.precision)?;
-        &rewritten
+    let engine: &dyn Engine = match quantize::PrecisionEngine::new(engine.as_ref(), args.precision) {
+        None => engine.as_ref(),
+        Some(e) => {
+            rewritten = e;
+            &rewritten
+        }
     };
     if args.fusion {
         return super::link::run_fusion(engine, &args.out, args.reps.unwrap_or(50), args.warmup.unwrap_or(10));

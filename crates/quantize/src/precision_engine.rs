@@ -1,10 +1,10 @@
-//! Kernels at int8 or fp16 for `stretch profile --precision`: each kernel
-//! graph is rewritten as `stretch quantize` rewrites a model's nodes on a
-//! processor of that precision, then compiled by the wrapped engine.
+//! An engine at int8 or fp16 (`stretch profile --precision`): each model
+//! it compiles is rewritten as `stretch quantize` rewrites a model's nodes
+//! on a processor of that precision, then compiled by the wrapped engine.
 
+use crate::PrecisionMap;
 use engine::{Compiled, Engine, EngineError};
 use predictor::Precision;
-use quantize::PrecisionMap;
 
 /// The processor name every kernel node is assigned to while rewriting.
 const KERNEL: &str = "kernel";
@@ -23,13 +23,14 @@ pub struct PrecisionEngine<'a> {
 }
 
 impl<'a> PrecisionEngine<'a> {
-    /// `inner` running kernels at `precision` (int8 or fp16).
-    pub fn new(inner: &'a dyn Engine, precision: Precision) -> anyhow::Result<PrecisionEngine<'a>> {
+    /// `inner` running kernels at `precision`: int8 or fp16; `None` for
+    /// fp32, which needs no rewrite.
+    pub fn new(inner: &'a dyn Engine, precision: Precision) -> Option<PrecisionEngine<'a>> {
         if precision == Precision::Fp32 {
-            anyhow::bail!("--precision fp32 profiles the engine itself; no rewrite is needed");
+            return None;
         }
         let name: &'static str = Box::leak(format!("{}/{precision}", inner.name()).into_boxed_str());
-        Ok(PrecisionEngine { inner, precision, name })
+        Some(PrecisionEngine { inner, precision, name })
     }
 
     fn rewrite(&self, onnx: &[u8]) -> Result<Vec<u8>, String> {
@@ -42,8 +43,8 @@ impl<'a> PrecisionEngine<'a> {
         let map = PrecisionMap::new([(KERNEL.to_string(), self.precision)].into(), None);
         let out = match self.precision {
             Precision::Int8 => {
-                let (folded, _) = quantize::fold_bn::fold_batch_norms(&g).map_err(|e| e.to_string())?;
-                let acts = quantize::activations_to_calibrate(&folded, &map).map_err(|e| e.to_string())?;
+                let (folded, _) = crate::fold_bn::fold_batch_norms(&g).map_err(|e| e.to_string())?;
+                let acts = crate::activations_to_calibrate(&folded, &map).map_err(|e| e.to_string())?;
                 let inputs = folded.uniform_inputs(0);
                 let mut ranges = vec![(0.0f32, 0.0f32); acts.len()];
                 scheduler_rt::probe::probe_once(&folded, &acts, &inputs, |k, v| {
@@ -52,11 +53,9 @@ impl<'a> PrecisionEngine<'a> {
                     });
                 })
                 .map_err(|e| e.to_string())?;
-                quantize::insert_qdq(&folded, &map, &ranges)
-                    .map_err(|e| e.to_string())?
-                    .0
+                crate::insert_qdq(&folded, &map, &ranges).map_err(|e| e.to_string())?.0
             }
-            Precision::Fp16 => quantize::to_fp16(&g, &map).map_err(|e| e.to_string())?.0,
+            Precision::Fp16 => crate::to_fp16(&g, &map).map_err(|e| e.to_string())?.0,
             Precision::Fp32 => g,
         };
         graph_ir::onnx::export_bytes(&out).map_err(|e| e.to_string())
@@ -137,6 +136,6 @@ mod tests {
         let (names, consts) = ops(&fp16.rewrite(&kernel()).unwrap());
         assert_eq!(names.iter().filter(|n| *n == "Cast").count(), 2, "{names:?}");
         assert!(consts.iter().all(|d| *d == DType::F16), "{consts:?}");
-        assert!(PrecisionEngine::new(&tract, Precision::Fp32).is_err());
+        assert!(PrecisionEngine::new(&tract, Precision::Fp32).is_none());
     }
 }
