@@ -14,7 +14,7 @@
 //! select values (reshapes, slices, concatenation, max pooling, ReLU,
 //! clipping) need no rounding. Graph inputs and outputs keep their types.
 
-use super::qlinear::cast;
+use super::qlinear_view::cast;
 use crate::tensor::DType;
 use onnx_ir::{GraphProto, Message, ModelProto, NodeProto, TensorProto};
 use std::collections::{HashMap, HashSet};

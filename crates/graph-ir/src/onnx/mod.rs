@@ -22,6 +22,7 @@ mod qlinear;
 mod qlinear_add;
 mod qlinear_conv_float;
 mod qlinear_quantize;
+mod qlinear_view;
 mod tensor_proto;
 
 pub use export::{EXPORT_OPSET, export_bytes, export_file};

@@ -10,7 +10,7 @@
 //! multiply-add (exact: an 8-bit integer times a float32 has at most 32
 //! significant bits) cast to float32 once.
 
-use super::qlinear::{self, Fusion, View, eight_bit, lowest, scalar};
+use super::qlinear_view::{self as qlinear, Fusion, View, eight_bit, lowest, scalar};
 use crate::tensor::DType;
 
 /// The rewrite of the `Add` at `add`, when both its inputs are dequantized

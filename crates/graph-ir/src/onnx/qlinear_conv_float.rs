@@ -9,7 +9,7 @@
 //! onnxruntime's float32 product is, behind a cast no engine folds into the
 //! convolution's weights.
 
-use super::qlinear::{self, Fusion, Quantized, View, lowest, scalar};
+use super::qlinear_view::{self as qlinear, Fusion, Quantized, View, lowest, scalar};
 use crate::tensor::DType;
 
 /// The float form of the convolution or `Gemm` (`transB` = 1: weights laid

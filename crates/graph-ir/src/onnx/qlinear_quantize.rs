@@ -6,7 +6,7 @@
 //! cast to float32 (the correctly rounded float32 quotient but in cases
 //! rarer than one in 10⁸), and quantizes the quotient at scale 1.
 
-use super::qlinear::{self, View, eight_bit, scalar};
+use super::qlinear_view::{self as qlinear, View, eight_bit, scalar};
 use crate::tensor::DType;
 use onnx_ir::{NodeProto, TensorProto};
 

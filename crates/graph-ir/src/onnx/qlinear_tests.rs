@@ -1,5 +1,8 @@
 use super::*;
+use crate::onnx::tensor_proto::tensor_from_proto;
+use crate::tensor::DType;
 use onnx_ir::AttributeProto;
+use onnx_ir::TensorProto;
 
 fn tensor(name: &str, dtype: DType, dims: &[i64], raw: Vec<u8>) -> TensorProto {
     let mut t = TensorProto::new();
