@@ -3,7 +3,7 @@
 use super::ImportError;
 use super::attrs::Attrs;
 use super::fold;
-use super::{import_blocks, import_matmul, import_resize, import_window};
+use super::{import_blocks, import_matmul, import_resize, import_unary, import_window};
 use crate::graph::{Graph, Outlet};
 use crate::ops::*;
 use crate::tensor::Tensor;
@@ -135,23 +135,6 @@ impl<'a> NodeCtx<'a> {
             },
         }
     }
-}
-
-fn unary(ctx: &NodeCtx, op: UnaryOp) -> Result<Lowered, ImportError> {
-    Ok(Lowered::Op(Op::Unary(Unary { op }), ctx.data_inputs(1)?))
-}
-
-fn clip(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
-    let a = ctx.attrs();
-    let (min, max) = if ctx.opset < 11 {
-        (
-            a.has("min").then(|| a.float("min", 0.0)).transpose()?,
-            a.has("max").then(|| a.float("max", 0.0)).transpose()?,
-        )
-    } else {
-        (ctx.const_scalar_f32(g, 1)?, ctx.const_scalar_f32(g, 2)?)
-    };
-    unary(ctx, UnaryOp::Clip { min, max })
 }
 
 fn split(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
@@ -491,11 +474,31 @@ fn softmax(ctx: &NodeCtx, g: &Graph, log: bool) -> Result<Lowered, ImportError> 
     Ok(Lowered::Op(Op::Softmax(Softmax { axis, log }), vec![x]))
 }
 
+/// `LRN`: a positive window size and its coefficients.
+fn lrn(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    Ok(Lowered::Op(
+        Op::Lrn(Lrn {
+            size: usize::try_from(a.int("size", 0)?)
+                .ok()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| a.err("size", "must be a positive integer"))?,
+            alpha: a.float("alpha", 1e-4)?,
+            beta: a.float("beta", 0.75)?,
+            bias: a.float("bias", 1.0)?,
+        }),
+        ctx.data_inputs(1)?,
+    ))
+}
+
 /// Lowers one node of the default ONNX domain; `None` for an unknown op type.
 pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportError> {
     let a = ctx.attrs();
     if let Some(consts) = fold::try_fold(ctx, g)? {
         return Ok(Some(Lowered::Consts(consts)));
+    }
+    if let Some(lowered) = import_unary::lower(ctx, g)? {
+        return Ok(Some(lowered));
     }
     let lowered = match ctx.proto.op_type.as_str() {
         "Identity" => Lowered::Alias(vec![ctx.input(0)?]),
@@ -512,46 +515,6 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             ctx.data_inputs(2)?,
         ),
         "BatchNormalization" => batch_norm(ctx)?,
-        "Relu" => unary(ctx, UnaryOp::Relu)?,
-        "Clip" => clip(ctx, g)?,
-        "Sigmoid" => unary(ctx, UnaryOp::Sigmoid)?,
-        "Tanh" => unary(ctx, UnaryOp::Tanh)?,
-        "HardSigmoid" => unary(
-            ctx,
-            UnaryOp::HardSigmoid {
-                alpha: a.float("alpha", 0.2)?,
-                beta: a.float("beta", 0.5)?,
-            },
-        )?,
-        "HardSwish" => unary(ctx, UnaryOp::HardSwish)?,
-        "LeakyRelu" => unary(
-            ctx,
-            UnaryOp::LeakyRelu {
-                alpha: a.float("alpha", 0.01)?,
-            },
-        )?,
-        "Elu" => unary(
-            ctx,
-            UnaryOp::Elu {
-                alpha: a.float("alpha", 1.0)?,
-            },
-        )?,
-        "Selu" => unary(
-            ctx,
-            UnaryOp::Selu {
-                alpha: a.float("alpha", 1.673_263_2)?,
-                gamma: a.float("gamma", 1.050_701)?,
-            },
-        )?,
-        "Softplus" => unary(ctx, UnaryOp::Softplus)?,
-        "Softsign" => unary(ctx, UnaryOp::Softsign)?,
-        "Exp" => unary(ctx, UnaryOp::Exp)?,
-        "Sqrt" => unary(ctx, UnaryOp::Sqrt)?,
-        "Neg" => unary(ctx, UnaryOp::Neg)?,
-        "Abs" => unary(ctx, UnaryOp::Abs)?,
-        "Erf" => unary(ctx, UnaryOp::Erf)?,
-        "Mish" => unary(ctx, UnaryOp::Mish)?,
-        "Log" => unary(ctx, UnaryOp::Log)?,
         "Gelu" => import_blocks::gelu(ctx)?,
         "LayerNormalization" => import_blocks::layer_norm(ctx)?,
         "DepthToSpace" => import_blocks::depth_to_space(ctx)?,
@@ -574,18 +537,7 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             }),
             ctx.data_inputs(3)?,
         ),
-        "LRN" => Lowered::Op(
-            Op::Lrn(Lrn {
-                size: usize::try_from(a.int("size", 0)?)
-                    .ok()
-                    .filter(|s| *s > 0)
-                    .ok_or_else(|| a.err("size", "must be a positive integer"))?,
-                alpha: a.float("alpha", 1e-4)?,
-                beta: a.float("beta", 0.75)?,
-                bias: a.float("bias", 1.0)?,
-            }),
-            ctx.data_inputs(1)?,
-        ),
+        "LRN" => lrn(ctx)?,
         "Softmax" => softmax(ctx, g, false)?,
         "LogSoftmax" => softmax(ctx, g, true)?,
         "Concat" => Lowered::Op(
