@@ -212,19 +212,7 @@ fn run() -> Result<(), String> {
     list.truncate(held);
     timed.truncate(held);
     predictions.truncate(held);
-    let applied = |c: &Calibration| -> Vec<Prediction> {
-        predictions
-            .iter()
-            .map(|p| {
-                let mut p = p.clone();
-                c.apply(&mut p);
-                p
-            })
-            .collect()
-    };
-    let calibrated: Option<Vec<Prediction>> = fitted.as_ref().map(|(c, _, _)| applied(c));
-    let sped: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, s, _)| applied(s));
-    let sped_by_kind: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, _, s)| applied(s));
+    let calibrated: Option<Vec<Prediction>> = fitted.as_ref().map(|(c, _, _)| applied(&predictions, c));
     let (agree, agree_p10) = table(&list, &predictions, &timed, calibrated.as_deref(), stat);
     if let Some(path) = &o.dump {
         dump_predictions(path, &list, &timed, &predictions)?;
@@ -235,11 +223,11 @@ fn run() -> Result<(), String> {
     if let Some(c) = &calibrated {
         summary("calibrated on the models timed with them", c, &timed, stat);
     }
-    if let Some(c) = &sped {
-        summary("scaled by the machine's speed now", c, &timed, stat);
-    }
-    if let Some(c) = &sped_by_kind {
-        summary("scaled by the machine's speed now by kind", c, &timed, stat);
+    if let Some((_, speed, by_kind)) = &fitted {
+        let sped = applied(&predictions, speed);
+        summary("scaled by the machine's speed now", &sped, &timed, stat);
+        let sped = applied(&predictions, by_kind);
+        summary("scaled by the machine's speed now by kind", &sped, &timed, stat);
     }
     println!(
         "repeatability: {agree}/{} models ({:.1}%) have two independent measurements within ±10% of each other; by the 10th percentile of the runs instead of the median: {agree_p10}/{} ({:.1}%)",
@@ -258,6 +246,18 @@ fn run() -> Result<(), String> {
         time_prediction(&model, g, &o.processor);
     }
     Ok(())
+}
+
+/// `predictions` with calibration `c` applied.
+fn applied(predictions: &[Prediction], c: &Calibration) -> Vec<Prediction> {
+    predictions
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            c.apply(&mut p);
+            p
+        })
+        .collect()
 }
 
 /// The device model with the calibration the options ask for.
