@@ -4,7 +4,7 @@
 //! `Tile`, `Add`/`Sub`/`Mul`/`Div`) whose inputs are all constants.
 
 use super::ImportError;
-use super::import_ops::{MAX_SHAPE_OPERAND_LEN, NodeCtx};
+use super::node_ctx::{MAX_SHAPE_OPERAND_LEN, NodeCtx};
 use super::tensor_proto::tensor_from_proto;
 use crate::graph::Graph;
 use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis, slice::slice_len};

@@ -1,7 +1,8 @@
 //! Reading an ONNX model into a [`Graph`].
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx, Src, lower};
+use super::import_ops::lower;
+use super::node_ctx::{Lowered, NodeCtx, Src};
 use super::tensor_proto::tensor_from_proto;
 use crate::graph::{Graph, NodeId, Outlet};
 use crate::tensor::{DType, Fact};

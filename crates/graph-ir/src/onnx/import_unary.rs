@@ -2,7 +2,7 @@
 //! [`Op::Unary`].
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx};
+use super::node_ctx::{Lowered, NodeCtx};
 use crate::graph::Graph;
 use crate::ops::*;
 

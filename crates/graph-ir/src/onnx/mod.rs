@@ -20,6 +20,7 @@ mod import_ops;
 mod import_resize;
 mod import_unary;
 mod import_window;
+mod node_ctx;
 mod qlinear;
 mod qlinear_add;
 mod qlinear_conv_float;
