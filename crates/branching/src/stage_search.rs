@@ -90,6 +90,10 @@ impl Whole {
 /// its branches and its stage time.
 type Kept = (f64, f64, Vec<BranchPlan>, f64);
 
+/// A branch body: its depth, its width and its graph.
+type Body = (usize, usize, Graph);
+type Bodies = Vec<Body>;
+
 /// What the enumeration of candidates gathers.
 #[derive(Default)]
 struct Tally {
@@ -231,11 +235,10 @@ impl StageSearch<'_> {
 
     /// A branch body per (depth, width) of the grid; `Err` with the reason
     /// the stage stays whole when its branches cannot be built.
-    #[allow(clippy::type_complexity)]
-    fn bodies(&self) -> Result<Result<Vec<(usize, usize, Graph)>, String>, BranchError> {
+    fn bodies(&self) -> Result<Result<Bodies, String>, BranchError> {
         let stage = self.stage;
         let (depths, widths) = grid(stage.blocks.len(), channels(self.g, stage.output()), self.settings);
-        let mut bodies: Vec<(usize, usize, Graph)> = Vec::new();
+        let mut bodies: Bodies = Vec::new();
         let mut unbuilt = None;
         for &d in &depths {
             for &w in &widths {
@@ -268,7 +271,7 @@ impl StageSearch<'_> {
     }
 
     /// Every body's time and cost, per processor.
-    fn options(&self, bodies: &[(usize, usize, Graph)]) -> Result<Vec<Vec<Option_>>, BranchError> {
+    fn options(&self, bodies: &[Body]) -> Result<Vec<Vec<Option_>>, BranchError> {
         let mut options: Vec<Vec<Option_>> = Vec::new();
         for p in self.processors {
             let mut list = Vec::new();

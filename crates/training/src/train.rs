@@ -289,14 +289,18 @@ impl<'a> Session<'a> {
             for (b, host) in prepared.into_iter().enumerate() {
                 let (n, labels) = (host.len(), host.labels.clone());
                 let global_step = (epoch - 1) * batches + b;
-                let (value, kd, scores) =
-                    step.run(host, global_step, total_steps)
-                        .map_err(|value| TrainError::NonFinite {
-                            value,
-                            epoch,
-                            batch: b + 1,
-                            checkpoint: String::new(),
-                        })?;
+                let Stepped {
+                    loss: value,
+                    kd,
+                    scores,
+                } = step
+                    .run(host, global_step, total_steps)
+                    .map_err(|value| TrainError::NonFinite {
+                        value,
+                        epoch,
+                        batch: b + 1,
+                        checkpoint: String::new(),
+                    })?;
                 if let Some(k) = kd {
                     kd_sum += k as f64 * n as f64;
                 }
@@ -435,6 +439,15 @@ impl<'a> Session<'a> {
     }
 }
 
+/// What one training batch gives the epoch's figures.
+struct Stepped {
+    loss: f32,
+    /// The distillation term alone, when distilling.
+    kd: Option<f32>,
+    /// Logits, `n × classes`, row-major.
+    scores: Vec<f32>,
+}
+
 /// The parts of a [`Session`] one training batch reads or changes.
 struct BatchStep<'s> {
     program: &'s Program,
@@ -453,13 +466,7 @@ impl BatchStep<'_> {
     /// `total_steps`: the weights and running statistics updated, and the
     /// loss, distillation term and scores returned; `Err` with the loss
     /// when it is not finite (nothing updated).
-    #[allow(clippy::type_complexity)]
-    fn run(
-        &mut self,
-        host: HostBatch,
-        global_step: usize,
-        total_steps: usize,
-    ) -> Result<(f32, Option<f32>, Vec<f32>), f32> {
+    fn run(&mut self, host: HostBatch, global_step: usize, total_steps: usize) -> Result<Stepped, f32> {
         let classes = self.program.classes();
         let mut laps = Laps {
             clock: self.phases.is_some().then(Instant::now),
@@ -521,6 +528,10 @@ impl BatchStep<'_> {
                 p.steps += 1;
             }
         }
-        Ok((value, out.kd, scores))
+        Ok(Stepped {
+            loss: value,
+            kd: out.kd,
+            scores,
+        })
     }
 }
