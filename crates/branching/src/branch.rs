@@ -17,8 +17,8 @@
 use crate::error::BranchError;
 use crate::init::{batch_norm, filled, kaiming};
 use graph_ir::analysis::Stage;
-use graph_ir::ops::{BatchNorm, BinaryOp, Conv, Op};
-use graph_ir::{Graph, NodeId, Outlet};
+use graph_ir::ops::{BatchNorm, Binary, BinaryOp, Conv, LayerNorm, Op};
+use graph_ir::{Graph, Node, NodeId, Outlet};
 use std::collections::HashMap;
 
 /// New weights: drawn ([`kaiming`]) or declared without data (structure
@@ -115,12 +115,6 @@ pub fn build_branch_at(
     seed: u64,
     prefix: &str,
 ) -> Result<Graph, BranchError> {
-    let unsupported = |node: &str, op: &'static str, reason: String| BranchError::Unsupported {
-        stage: stage.index,
-        node: node.to_string(),
-        op,
-        reason,
-    };
     if spec.depth == 0 || spec.depth > stage.blocks.len() {
         return Err(BranchError::Mismatch {
             reason: format!(
@@ -138,7 +132,7 @@ pub fn build_branch_at(
         });
     }
     let ratio = spec.width as f64 / stage_width as f64;
-    let spec = &BranchSpec {
+    let spec = BranchSpec {
         multiple: if spec.width == stage_width { 1 } else { spec.multiple },
         ..*spec
     };
@@ -150,154 +144,25 @@ pub fn build_branch_at(
         *d = c;
     }
     let x = b.add_input(format!("{prefix}input"), input_fact)?;
-    let mut map: HashMap<Outlet, Outlet> = HashMap::from([(stage.input(), x)]);
+    let mut builder = Builder {
+        g,
+        stage,
+        spec,
+        ratio,
+        seed,
+        prefix,
+        b,
+        map: HashMap::from([(stage.input(), x)]),
+    };
     for block in &stage.blocks[..spec.depth] {
         for &id in &block.segment.nodes {
-            let node = g.node(id);
-            let name = format!("{prefix}{}", node.name);
-            let data = |slot: usize| -> Result<Outlet, BranchError> {
-                let o = node.inputs[slot];
-                map.get(&o).copied().ok_or_else(|| {
-                    unsupported(
-                        &node.name,
-                        node.op.name(),
-                        format!("input {slot} comes from outside the stage"),
-                    )
-                })
-            };
-            let new = match &node.op {
-                Op::Conv(c) => {
-                    let x = data(0)?;
-                    let w = g.fact(node.inputs[1]).map(|f| f.shape.clone()).unwrap_or_default();
-                    let (cin_old, cout_old) = (w.get(1).copied().unwrap_or(0) * c.group, w[0]);
-                    let cin = channels(&b, x);
-                    let (cout, group) = if c.group > 1 && c.group == cin_old {
-                        (cin * (cout_old / cin_old).max(1), cin)
-                    } else if c.group > 1 {
-                        let cout = scale(cout_old, ratio, spec.multiple);
-                        let want = ((c.group as f64) * cin as f64 / cin_old as f64).round() as usize;
-                        (cout, group_count(cin, cout, want))
-                    } else {
-                        (scale(cout_old, ratio, spec.multiple), 1)
-                    };
-                    let weight = b.add_const(
-                        format!("{name}.weight"),
-                        weight(
-                            spec.weights,
-                            vec![cout, cin / group, w[2], w[3]],
-                            seed,
-                            &format!("{name}.weight"),
-                        ),
-                    )?;
-                    let mut inputs = vec![x, weight];
-                    if node.inputs.len() > 2 {
-                        inputs.push(b.add_const(format!("{name}.bias"), filled(cout, 0.0))?);
-                    }
-                    let op = Op::Conv(Conv { group, ..c.clone() });
-                    b.add_node(name, op, &inputs)?
-                }
-                Op::BatchNorm(bn) => {
-                    let x = data(0)?;
-                    fresh_batch_norm(&mut b, x, &name, bn.clone())?
-                }
-                Op::MatMul(_) if g.const_tensor(node.inputs[1]).is_some_and(|t| t.shape().len() == 2) => {
-                    let x = data(0)?;
-                    let cin = last_dim(&b, x);
-                    let cout_old = g.const_tensor(node.inputs[1]).map_or(0, |t| t.shape()[1]);
-                    let cout = scale(cout_old, ratio, spec.multiple);
-                    let wname = format!("{name}.weight");
-                    let fanned = weight(spec.weights, vec![cout, cin], seed, &wname);
-                    let w = fanned.reshaped(vec![cin, cout]).expect("the same number of values");
-                    let w = b.add_const(wname, w)?;
-                    b.add_node(name, node.op.clone(), &[x, w])?
-                }
-                Op::Gemm(_) | Op::MatMul(_) => {
-                    return Err(unsupported(
-                        &node.name,
-                        node.op.name(),
-                        "only matrix products of a value with a constant matrix are scaled inside a stage".into(),
-                    ));
-                }
-                Op::LayerNorm(ln) => {
-                    let x = data(0)?;
-                    let rank = b.fact(x).map_or(0, |f| f.rank());
-                    if ln.first_axis(rank).ok() != Some(rank.saturating_sub(1)) {
-                        return Err(unsupported(
-                            &node.name,
-                            node.op.name(),
-                            "only a LayerNorm over the last axis is scaled inside a stage".into(),
-                        ));
-                    }
-                    let c = last_dim(&b, x);
-                    let mut inputs = vec![x, b.add_const(format!("{name}.weight"), filled(c, 1.0))?];
-                    if node.inputs.len() > 2 {
-                        inputs.push(b.add_const(format!("{name}.bias"), filled(c, 0.0))?);
-                    }
-                    b.add_node(name, node.op.clone(), &inputs)?
-                }
-                Op::Binary(bin)
-                    if node.inputs.len() == 2
-                        && g.const_tensor(node.inputs[1]).is_some_and(|t| t.shape().len() == 1)
-                        && g.const_tensor(node.inputs[0]).is_none() =>
-                {
-                    let x = data(0)?;
-                    let c = last_dim(&b, x);
-                    let old = g.const_tensor(node.inputs[1]).expect("checked");
-                    let t = if old.shape()[0] == c || old.shape()[0] == 1 {
-                        old.clone()
-                    } else {
-                        let neutral = matches!(bin.op, BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow);
-                        filled(c, if neutral { 1.0 } else { 0.0 })
-                    };
-                    let k = b.add_const(format!("{name}.const1"), t)?;
-                    b.add_node(name, node.op.clone(), &[x, k])?
-                }
-                Op::InstanceNorm(_) => {
-                    return Err(unsupported(
-                        &node.name,
-                        node.op.name(),
-                        "instance normalisation inside a stage is not scaled".into(),
-                    ));
-                }
-                Op::Binary(_)
-                    if node.inputs.len() == 2
-                        && node.inputs.iter().all(|o| g.const_tensor(*o).is_none())
-                        && channels(&b, data(0)?) != channels(&b, data(1)?) =>
-                {
-                    let (mut x, mut y) = (data(0)?, data(1)?);
-                    let input = map[&stage.input()];
-                    if x == input || (y != input && channels(&b, x) < channels(&b, y)) {
-                        std::mem::swap(&mut x, &mut y);
-                    }
-                    let c = channels(&b, x);
-                    let fixed = project(&mut b, y, c, spec.weights, seed, &format!("{name}.shortcut"))?;
-                    b.add_node(name, node.op.clone(), &[x, fixed])?
-                }
-                op => {
-                    let mut inputs = Vec::with_capacity(node.inputs.len());
-                    for (slot, o) in node.inputs.iter().enumerate() {
-                        if let Some(t) = g.const_tensor(*o) {
-                            if t.shape().iter().product::<usize>() > 1 && t.shape().len() > 1 {
-                                return Err(unsupported(
-                                    &node.name,
-                                    node.op.name(),
-                                    format!("per-channel constant input {slot} cannot be rescaled"),
-                                ));
-                            }
-                            let cname = format!("{name}.const{slot}");
-                            inputs.push(b.add_const(cname, t.clone())?);
-                        } else {
-                            inputs.push(data(slot)?);
-                        }
-                    }
-                    b.add_node(name, op.clone(), &inputs)?
-                }
-            };
+            let new = builder.node(g.node(id))?;
             for slot in 0..g.node(id).outputs.len() {
-                map.insert(id.out(slot), new.out(slot));
+                builder.map.insert(id.out(slot), new.out(slot));
             }
         }
     }
+    let Builder { mut b, map, .. } = builder;
     let end = stage.blocks[spec.depth - 1].segment.output;
     let mut y = *map.get(&end).ok_or_else(|| BranchError::Mismatch {
         reason: format!("stage {}: block output was not built", stage.index),
@@ -308,6 +173,199 @@ pub fn build_branch_at(
     b.set_outputs(vec![(format!("{prefix}output"), y)])?;
     b.check()?;
     Ok(b)
+}
+
+/// One branch being built: the stage it scales, its spec (the rounding
+/// multiple already settled) and width ratio, the graph so far and where
+/// each of the stage's values went in it.
+struct Builder<'a> {
+    g: &'a Graph,
+    stage: &'a Stage,
+    spec: BranchSpec,
+    ratio: f64,
+    seed: u64,
+    prefix: &'a str,
+    b: Graph,
+    map: HashMap<Outlet, Outlet>,
+}
+
+impl Builder<'_> {
+    fn unsupported(&self, node: &Node, reason: String) -> BranchError {
+        BranchError::Unsupported {
+            stage: self.stage.index,
+            node: node.name.clone(),
+            op: node.op.name(),
+            reason,
+        }
+    }
+
+    /// The branch's value for input `slot` of `node`; refused when it
+    /// comes from outside the stage.
+    fn data(&self, node: &Node, slot: usize) -> Result<Outlet, BranchError> {
+        let o = node.inputs[slot];
+        self.map
+            .get(&o)
+            .copied()
+            .ok_or_else(|| self.unsupported(node, format!("input {slot} comes from outside the stage")))
+    }
+
+    /// Adds the scaled copy of `node` to the branch.
+    fn node(&mut self, node: &Node) -> Result<NodeId, BranchError> {
+        let g = self.g;
+        let name = format!("{}{}", self.prefix, node.name);
+        match &node.op {
+            Op::Conv(c) => self.conv(node, c, name),
+            Op::BatchNorm(bn) => {
+                let x = self.data(node, 0)?;
+                fresh_batch_norm(&mut self.b, x, &name, bn.clone())
+            }
+            Op::MatMul(_) if g.const_tensor(node.inputs[1]).is_some_and(|t| t.shape().len() == 2) => {
+                self.mat_mul(node, name)
+            }
+            Op::Gemm(_) | Op::MatMul(_) => Err(self.unsupported(
+                node,
+                "only matrix products of a value with a constant matrix are scaled inside a stage".into(),
+            )),
+            Op::LayerNorm(ln) => self.layer_norm(node, ln, name),
+            Op::Binary(bin)
+                if node.inputs.len() == 2
+                    && g.const_tensor(node.inputs[1]).is_some_and(|t| t.shape().len() == 1)
+                    && g.const_tensor(node.inputs[0]).is_none() =>
+            {
+                self.binary_const(node, bin, name)
+            }
+            Op::InstanceNorm(_) => {
+                Err(self.unsupported(node, "instance normalisation inside a stage is not scaled".into()))
+            }
+            Op::Binary(_)
+                if node.inputs.len() == 2
+                    && node.inputs.iter().all(|o| g.const_tensor(*o).is_none())
+                    && channels(&self.b, self.data(node, 0)?) != channels(&self.b, self.data(node, 1)?) =>
+            {
+                self.shortcut(node, name)
+            }
+            op => self.copied(node, op, name),
+        }
+    }
+
+    /// A convolution with scaled output channels: a depthwise one follows
+    /// its input, a grouped one keeps a group count dividing both sides.
+    fn conv(&mut self, node: &Node, c: &Conv, name: String) -> Result<NodeId, BranchError> {
+        let (spec, b) = (self.spec, &self.b);
+        let x = self.data(node, 0)?;
+        let w = self.g.fact(node.inputs[1]).map(|f| f.shape.clone()).unwrap_or_default();
+        let (cin_old, cout_old) = (w.get(1).copied().unwrap_or(0) * c.group, w[0]);
+        let cin = channels(b, x);
+        let (cout, group) = if c.group > 1 && c.group == cin_old {
+            (cin * (cout_old / cin_old).max(1), cin)
+        } else if c.group > 1 {
+            let cout = scale(cout_old, self.ratio, spec.multiple);
+            let want = ((c.group as f64) * cin as f64 / cin_old as f64).round() as usize;
+            (cout, group_count(cin, cout, want))
+        } else {
+            (scale(cout_old, self.ratio, spec.multiple), 1)
+        };
+        let weight = self.b.add_const(
+            format!("{name}.weight"),
+            weight(
+                spec.weights,
+                vec![cout, cin / group, w[2], w[3]],
+                self.seed,
+                &format!("{name}.weight"),
+            ),
+        )?;
+        let mut inputs = vec![x, weight];
+        if node.inputs.len() > 2 {
+            inputs.push(self.b.add_const(format!("{name}.bias"), filled(cout, 0.0))?);
+        }
+        let op = Op::Conv(Conv { group, ..c.clone() });
+        Ok(self.b.add_node(name, op, &inputs)?)
+    }
+
+    /// A product with a constant matrix whose output columns scale.
+    fn mat_mul(&mut self, node: &Node, name: String) -> Result<NodeId, BranchError> {
+        let x = self.data(node, 0)?;
+        let cin = last_dim(&self.b, x);
+        let cout_old = self.g.const_tensor(node.inputs[1]).map_or(0, |t| t.shape()[1]);
+        let cout = scale(cout_old, self.ratio, self.spec.multiple);
+        let wname = format!("{name}.weight");
+        let fanned = weight(self.spec.weights, vec![cout, cin], self.seed, &wname);
+        let w = fanned.reshaped(vec![cin, cout]).expect("the same number of values");
+        let w = self.b.add_const(wname, w)?;
+        Ok(self.b.add_node(name, node.op.clone(), &[x, w])?)
+    }
+
+    /// A LayerNorm over the last axis with fresh parameters at its input's
+    /// width.
+    fn layer_norm(&mut self, node: &Node, ln: &LayerNorm, name: String) -> Result<NodeId, BranchError> {
+        let x = self.data(node, 0)?;
+        let rank = self.b.fact(x).map_or(0, |f| f.rank());
+        if ln.first_axis(rank).ok() != Some(rank.saturating_sub(1)) {
+            return Err(self.unsupported(
+                node,
+                "only a LayerNorm over the last axis is scaled inside a stage".into(),
+            ));
+        }
+        let c = last_dim(&self.b, x);
+        let mut inputs = vec![x, self.b.add_const(format!("{name}.weight"), filled(c, 1.0))?];
+        if node.inputs.len() > 2 {
+            inputs.push(self.b.add_const(format!("{name}.bias"), filled(c, 0.0))?);
+        }
+        Ok(self.b.add_node(name, node.op.clone(), &inputs)?)
+    }
+
+    /// A binary operator with a per-channel constant: kept when it still
+    /// broadcasts, else replaced by the operator's neutral value.
+    fn binary_const(&mut self, node: &Node, bin: &Binary, name: String) -> Result<NodeId, BranchError> {
+        let x = self.data(node, 0)?;
+        let c = last_dim(&self.b, x);
+        let old = self.g.const_tensor(node.inputs[1]).expect("checked");
+        let t = if old.shape()[0] == c || old.shape()[0] == 1 {
+            old.clone()
+        } else {
+            let neutral = matches!(bin.op, BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow);
+            filled(c, if neutral { 1.0 } else { 0.0 })
+        };
+        let k = self.b.add_const(format!("{name}.const1"), t)?;
+        Ok(self.b.add_node(name, node.op.clone(), &[x, k])?)
+    }
+
+    /// A residual join whose sides no longer match: the narrower side (the
+    /// stage input first) gets a projection to the other's width.
+    fn shortcut(&mut self, node: &Node, name: String) -> Result<NodeId, BranchError> {
+        let (mut x, mut y) = (self.data(node, 0)?, self.data(node, 1)?);
+        let input = self.map[&self.stage.input()];
+        if x == input || (y != input && channels(&self.b, x) < channels(&self.b, y)) {
+            std::mem::swap(&mut x, &mut y);
+        }
+        let c = channels(&self.b, x);
+        let fixed = project(
+            &mut self.b,
+            y,
+            c,
+            self.spec.weights,
+            self.seed,
+            &format!("{name}.shortcut"),
+        )?;
+        Ok(self.b.add_node(name, node.op.clone(), &[x, fixed])?)
+    }
+
+    /// Any other operator, copied with its scalar constants.
+    fn copied(&mut self, node: &Node, op: &Op, name: String) -> Result<NodeId, BranchError> {
+        let mut inputs = Vec::with_capacity(node.inputs.len());
+        for (slot, o) in node.inputs.iter().enumerate() {
+            if let Some(t) = self.g.const_tensor(*o) {
+                if t.shape().iter().product::<usize>() > 1 && t.shape().len() > 1 {
+                    return Err(self.unsupported(node, format!("per-channel constant input {slot} cannot be rescaled")));
+                }
+                let cname = format!("{name}.const{slot}");
+                inputs.push(self.b.add_const(cname, t.clone())?);
+            } else {
+                inputs.push(self.data(node, slot)?);
+            }
+        }
+        Ok(self.b.add_node(name, op.clone(), &inputs)?)
+    }
 }
 
 /// The length of the last axis of `x` (the channels of a channels-last value).

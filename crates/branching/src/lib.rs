@@ -16,6 +16,7 @@ pub mod merge_cost;
 pub mod plan;
 pub mod rewrite;
 pub mod search;
+mod stage_search;
 pub mod stem_split;
 
 pub use error::BranchError;

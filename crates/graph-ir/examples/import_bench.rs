@@ -16,7 +16,7 @@
 //! missed, 0 if both are met.
 
 use graph_ir::onnx::{ImportOptions, import_file};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -105,36 +105,67 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let file_size = match std::fs::metadata(&args.model) {
-        Ok(m) if m.is_file() => m.len(),
-        Ok(_) => {
-            eprintln!("error: {} is not a file", args.model.display());
-            return ExitCode::from(2);
-        }
+    let m = match file_size(&args.model).and_then(|size| measure(&args, size)) {
+        Ok(m) => m,
         Err(e) => {
-            eprintln!(
-                "error: model {} not found ({e}).\n\
-                 The full-weight models are not in the repository; generate them with\n  \
-                 python scripts/fixtures/export_torchvision.py --out-full fixtures-full\n\
-                 (needs torch, torchvision, onnx and onnxruntime) and pass the path of resnet50.onnx.",
-                args.model.display()
-            );
+            eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
+    println!("model:        {}", args.model.display());
+    println!("file size:    {} bytes ({})", m.file_size, mib(m.file_size));
+    println!(
+        "graph:        {} nodes, {} of weight data ({} bytes)",
+        m.nodes,
+        mib(m.weight_bytes as u64),
+        m.weight_bytes
+    );
+    let time_ok = report_time(&m, args.time_target);
+    let mem_ok = report_memory(&m);
+    println!("result:       {}", if time_ok && mem_ok { "PASS" } else { "FAIL" });
+    if time_ok && mem_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
 
+/// The model file's size; the error says how to get the full-weight
+/// models when it is missing.
+fn file_size(model: &Path) -> Result<u64, String> {
+    match std::fs::metadata(model) {
+        Ok(m) if m.is_file() => Ok(m.len()),
+        Ok(_) => Err(format!("error: {} is not a file", model.display())),
+        Err(e) => Err(format!(
+            "error: model {} not found ({e}).\n\
+             The full-weight models are not in the repository; generate them with\n  \
+             python scripts/fixtures/export_torchvision.py --out-full fixtures-full\n\
+             (needs torch, torchvision, onnx and onnxruntime) and pass the path of resnet50.onnx.",
+            model.display()
+        )),
+    }
+}
+
+/// What the imports measured: the first import's memory, every import's time.
+struct Measured {
+    file_size: u64,
+    nodes: usize,
+    weight_bytes: usize,
+    first: Duration,
+    times: Vec<Duration>,
+    baseline_hwm: Option<u64>,
+    peak_hwm: Option<u64>,
+    rss_with_graph: Option<u64>,
+}
+
+/// Imports the model `args.repeat` times; the memory figures belong to
+/// the first import, read while its graph is alive.
+fn measure(args: &Args, file_size: u64) -> Result<Measured, String> {
     let options = ImportOptions::default();
     let baseline_hwm = proc_status_bytes("VmHWM");
-
-    // First import: the one whose memory is measured.
     let start = Instant::now();
-    let graph = match import_file(&args.model, &options) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: importing {} failed: {e}", args.model.display());
-            return ExitCode::from(2);
-        }
-    };
+    let graph = import_file(&args.model, &options)
+        .map_err(|e| format!("error: importing {} failed: {e}", args.model.display()))?;
     let first = start.elapsed();
     let peak_hwm = proc_status_bytes("VmHWM");
     let rss_with_graph = proc_status_bytes("VmRSS");
@@ -154,21 +185,29 @@ fn main() -> ExitCode {
         std::hint::black_box(&g);
         drop(g);
     }
+    Ok(Measured {
+        file_size,
+        nodes,
+        weight_bytes,
+        first,
+        times,
+        baseline_hwm,
+        peak_hwm,
+        rss_with_graph,
+    })
+}
+
+/// Prints the import times and whether their median meets `target`.
+fn report_time(m: &Measured, target: Duration) -> bool {
+    let times = &m.times;
     let secs_of: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();
     let min = times.iter().min().copied().unwrap_or_default();
     let median = Duration::from_secs_f64(graph_ir::stats::median(&secs_of).unwrap_or(0.0));
-
-    println!("model:        {}", args.model.display());
-    println!("file size:    {} bytes ({})", file_size, mib(file_size));
-    println!(
-        "graph:        {nodes} nodes, {} of weight data ({weight_bytes} bytes)",
-        mib(weight_bytes as u64)
-    );
     println!(
         "import time:  min {}  median {}  first {}  ({} runs: {})",
         secs(min),
         secs(median),
-        secs(first),
+        secs(m.first),
         times.len(),
         times
             .iter()
@@ -176,16 +215,20 @@ fn main() -> ExitCode {
             .collect::<Vec<_>>()
             .join(" ")
     );
-
-    let time_ok = median < args.time_target;
+    let time_ok = median < target;
     println!(
         "  target: median < {}  -> {} ({:.2}x the budget)",
-        secs(args.time_target),
+        secs(target),
         verdict(time_ok),
-        median.as_secs_f64() / args.time_target.as_secs_f64()
+        median.as_secs_f64() / target.as_secs_f64()
     );
+    time_ok
+}
 
-    let mem_ok = match (baseline_hwm, peak_hwm) {
+/// Prints the first import's peak memory and whether it meets the target.
+fn report_memory(m: &Measured) -> bool {
+    let file_size = m.file_size;
+    match (m.baseline_hwm, m.peak_hwm) {
         (Some(base), Some(peak)) => {
             let delta = peak.saturating_sub(base);
             let ratio = peak as f64 / file_size as f64;
@@ -196,7 +239,7 @@ fn main() -> ExitCode {
                 mib(base),
                 mib(delta)
             );
-            if let Some(rss) = rss_with_graph {
+            if let Some(rss) = m.rss_with_graph {
                 println!("              VmRSS {} with the imported graph alive", mib(rss));
             }
             println!("  peak / file size:            {ratio:.3}");
@@ -213,12 +256,5 @@ fn main() -> ExitCode {
             println!("peak memory:  unavailable (no VmHWM in /proc/self/status; Linux only)  -> FAIL");
             false
         }
-    };
-
-    println!("result:       {}", if time_ok && mem_ok { "PASS" } else { "FAIL" });
-    if time_ok && mem_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
     }
 }

@@ -154,22 +154,7 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let o = options()?;
-    let mut model = DeviceModel::load(&o.device).map_err(|e| e.to_string())?;
-    if o.uncalibrated {
-        model = model.without_calibration();
-    }
-    if o.calibration.is_some() && o.calibrate_with > 0 {
-        return Err("--calibration and --calibrate-with exclude each other: the second fits its own".into());
-    }
-    if let Some(file) = &o.calibration {
-        model.calibrate(&o.processor, file).map_err(|e| e.to_string())?;
-    }
-    if let Some(w) = model
-        .profile()
-        .measured_elsewhere(&predictor::profiler::host::this_cpu_model())
-    {
-        eprintln!("warning: {w}");
-    }
+    let mut model = load_model(&o)?;
     let engine = pinned_tract(o.core)?;
     let mut list: Vec<(String, Graph)> = fixtures(&o.fixtures)?;
     list.extend(all_generated(o.generated, o.wide, o.branch_widths, o.seed)?);
@@ -220,71 +205,150 @@ fn run() -> Result<(), String> {
                 measured_ms: 0.5 * (pick(stat, timed[i][0]) + pick(stat, timed[i][1])),
             })
             .collect();
-        let fitted_on = format!(
-            "{} generated models (seeds {CAL_SEED} and {}) timed in the same interleaved rounds as the held-out ones, {measured}, mean of two {}s",
-            observed.len(),
-            CAL_SEED + 1000,
-            stat.name()
-        );
-        let c = Calibration::fit(&observed, o.ridge, &fitted_on).map_err(|e| e.to_string())?;
-        println!(
-            "calibration fitted on {} models timed with them: {}; per kernel {:+.1} us; fit RMSPE {:.1}% -> {:.1}%",
-            observed.len(),
-            c.factors
-                .iter()
-                .map(|(k, v)| format!("{k} {v:.3}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            c.per_kernel_us,
-            100.0 * c.fit_rmspe_before,
-            100.0 * c.fit_rmspe_after
-        );
-        if let Some(out) = &o.calibration_out {
-            let text = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())? + "\n";
-            std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
-            println!("wrote {}", out.display());
-        }
-        let k = o.speed_probe.min(observed.len());
-        let probe: Vec<Observation> = (0..k).map(|j| observed[j * observed.len() / k].clone()).collect();
-        let speed = Calibration::speed(
-            &probe,
-            &format!("{k} of the {fitted_on}: the median of measured / predicted"),
-        )
-        .map_err(|e| e.to_string())?;
-        println!(
-            "machine speed now: x{:.3} (median of measured / predicted over {k} of the models timed with them)",
-            speed.factors.get("conv").copied().unwrap_or(1.0)
-        );
-        let by_kind = Calibration::speed_by_kind(
-            &probe,
-            &format!("{k} of the {fitted_on}: least squares, grouped and depthwise convolutions apart"),
-        )
-        .map_err(|e| e.to_string())?;
-        println!(
-            "machine speed now by kind: x{:.3} dense and the rest, x{:.3} grouped and depthwise convolutions (the same {k} models)",
-            by_kind.factors.get("conv").copied().unwrap_or(1.0),
-            by_kind.factors.get("dwconv").copied().unwrap_or(1.0)
-        );
-        Some((c, speed, by_kind))
+        Some(fit_calibrations(&o, &observed, stat, &measured)?)
     } else {
         None
     };
     list.truncate(held);
     timed.truncate(held);
     predictions.truncate(held);
-    let applied = |c: &Calibration| -> Vec<Prediction> {
-        predictions
+    let calibrated: Option<Vec<Prediction>> = fitted.as_ref().map(|(c, _, _)| applied(&predictions, c));
+    let (agree, agree_p10) = table(&list, &predictions, &timed, calibrated.as_deref(), stat);
+    if let Some(path) = &o.dump {
+        dump_predictions(path, &list, &timed, &predictions)?;
+    }
+    let n = list.len() as f64;
+    println!();
+    summary("as the profile predicts", &predictions, &timed, stat);
+    if let Some(c) = &calibrated {
+        summary("calibrated on the models timed with them", c, &timed, stat);
+    }
+    if let Some((_, speed, by_kind)) = &fitted {
+        let sped = applied(&predictions, speed);
+        summary("scaled by the machine's speed now", &sped, &timed, stat);
+        let sped = applied(&predictions, by_kind);
+        summary("scaled by the machine's speed now by kind", &sped, &timed, stat);
+    }
+    println!(
+        "repeatability: {agree}/{} models ({:.1}%) have two independent measurements within ±10% of each other; by the 10th percentile of the runs instead of the median: {agree_p10}/{} ({:.1}%)",
+        list.len(),
+        100.0 * agree as f64 / n,
+        list.len(),
+        100.0 * agree_p10 as f64 / n
+    );
+    println!(
+        "{} timed runs per measurement in {} interleaved rounds; {}",
+        o.reps.div_ceil(o.rounds).max(1) * o.rounds,
+        o.rounds,
+        stolen
+    );
+    if let Some((_, g)) = list.iter().find(|(n, _)| n == "resnet50") {
+        time_prediction(&model, g, &o.processor);
+    }
+    Ok(())
+}
+
+/// `predictions` with calibration `c` applied.
+fn applied(predictions: &[Prediction], c: &Calibration) -> Vec<Prediction> {
+    predictions
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            c.apply(&mut p);
+            p
+        })
+        .collect()
+}
+
+/// The device model with the calibration the options ask for.
+fn load_model(o: &Options) -> Result<DeviceModel, String> {
+    let mut model = DeviceModel::load(&o.device).map_err(|e| e.to_string())?;
+    if o.uncalibrated {
+        model = model.without_calibration();
+    }
+    if o.calibration.is_some() && o.calibrate_with > 0 {
+        return Err("--calibration and --calibrate-with exclude each other: the second fits its own".into());
+    }
+    if let Some(file) = &o.calibration {
+        model.calibrate(&o.processor, file).map_err(|e| e.to_string())?;
+    }
+    if let Some(w) = model
+        .profile()
+        .measured_elsewhere(&predictor::profiler::host::this_cpu_model())
+    {
+        eprintln!("warning: {w}");
+    }
+    Ok(model)
+}
+
+/// The in-model calibration fitted to the calibration models `observed`
+/// (written to `--calibration-out`), and the machine's speed now from
+/// `--speed-probe` of them: one factor, and one per kind.
+fn fit_calibrations(
+    o: &Options,
+    observed: &[Observation],
+    stat: Statistic,
+    measured: &str,
+) -> Result<(Calibration, Calibration, Calibration), String> {
+    let fitted_on = format!(
+        "{} generated models (seeds {CAL_SEED} and {}) timed in the same interleaved rounds as the held-out ones, {measured}, mean of two {}s",
+        observed.len(),
+        CAL_SEED + 1000,
+        stat.name()
+    );
+    let c = Calibration::fit(observed, o.ridge, &fitted_on).map_err(|e| e.to_string())?;
+    println!(
+        "calibration fitted on {} models timed with them: {}; per kernel {:+.1} us; fit RMSPE {:.1}% -> {:.1}%",
+        observed.len(),
+        c.factors
             .iter()
-            .map(|p| {
-                let mut p = p.clone();
-                c.apply(&mut p);
-                p
-            })
-            .collect()
-    };
-    let calibrated: Option<Vec<Prediction>> = fitted.as_ref().map(|(c, _, _)| applied(c));
-    let sped: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, s, _)| applied(s));
-    let sped_by_kind: Option<Vec<Prediction>> = fitted.as_ref().map(|(_, _, s)| applied(s));
+            .map(|(k, v)| format!("{k} {v:.3}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        c.per_kernel_us,
+        100.0 * c.fit_rmspe_before,
+        100.0 * c.fit_rmspe_after
+    );
+    if let Some(out) = &o.calibration_out {
+        let text = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())? + "\n";
+        std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+        println!("wrote {}", out.display());
+    }
+    let k = o.speed_probe.min(observed.len());
+    let probe: Vec<Observation> = (0..k).map(|j| observed[j * observed.len() / k].clone()).collect();
+    let speed = Calibration::speed(
+        &probe,
+        &format!("{k} of the {fitted_on}: the median of measured / predicted"),
+    )
+    .map_err(|e| e.to_string())?;
+    println!(
+        "machine speed now: x{:.3} (median of measured / predicted over {k} of the models timed with them)",
+        speed.factors.get("conv").copied().unwrap_or(1.0)
+    );
+    let by_kind = Calibration::speed_by_kind(
+        &probe,
+        &format!("{k} of the {fitted_on}: least squares, grouped and depthwise convolutions apart"),
+    )
+    .map_err(|e| e.to_string())?;
+    println!(
+        "machine speed now by kind: x{:.3} dense and the rest, x{:.3} grouped and depthwise convolutions (the same {k} models)",
+        by_kind.factors.get("conv").copied().unwrap_or(1.0),
+        by_kind.factors.get("dwconv").copied().unwrap_or(1.0)
+    );
+    Ok((c, speed, by_kind))
+}
+
+/// Prints one line per model (measurements, prediction, calibrated
+/// prediction, kernels predicted by a regressor); returns how many models'
+/// two measurements agree within ±10%, by the median and by the 10th
+/// percentile.
+fn table(
+    list: &[(String, Graph)],
+    predictions: &[Prediction],
+    timed: &Timed,
+    calibrated: Option<&[Prediction]>,
+    stat: Statistic,
+) -> (usize, usize) {
     println!(
         "predictions estimate the {} of runs (the statistic the forests were fitted to); measurements below are that statistic of each measurement's runs",
         stat.name()
@@ -316,7 +380,7 @@ fn run() -> Result<(), String> {
         if ((q2 - q1) / q1).abs() <= 0.10 {
             agree_p10 += 1;
         }
-        let cal = calibrated.as_ref().map_or_else(
+        let cal = calibrated.map_or_else(
             || format!("{:>10} {:>8}", "-", "-"),
             |c| format!("{:>10.3} {:>+7.1}%", c[i].total_ms, 100.0 * (c[i].total_ms - s1) / s1),
         );
@@ -328,46 +392,20 @@ fn run() -> Result<(), String> {
             p.kernels.len()
         );
     }
-    if let Some(path) = &o.dump {
-        dump_predictions(path, &list, &timed, &predictions)?;
-    }
-    let n = list.len() as f64;
-    println!();
-    summary("as the profile predicts", &predictions, &timed, stat);
-    if let Some(c) = &calibrated {
-        summary("calibrated on the models timed with them", c, &timed, stat);
-    }
-    if let Some(c) = &sped {
-        summary("scaled by the machine's speed now", c, &timed, stat);
-    }
-    if let Some(c) = &sped_by_kind {
-        summary("scaled by the machine's speed now by kind", c, &timed, stat);
-    }
-    println!(
-        "repeatability: {agree}/{} models ({:.1}%) have two independent measurements within ±10% of each other; by the 10th percentile of the runs instead of the median: {agree_p10}/{} ({:.1}%)",
-        list.len(),
-        100.0 * agree as f64 / n,
-        list.len(),
-        100.0 * agree_p10 as f64 / n
-    );
-    println!(
-        "{} timed runs per measurement in {} interleaved rounds; {}",
-        o.reps.div_ceil(o.rounds).max(1) * o.rounds,
-        o.rounds,
-        stolen
-    );
-    if let Some((_, g)) = list.iter().find(|(n, _)| n == "resnet50") {
-        let mut times: Vec<f64> = (0..20)
-            .map(|_| {
-                let t = Instant::now();
-                let _ = model.predict_graph(g, &o.processor);
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        times.sort_by(f64::total_cmp);
-        println!("predict_graph(resnet50): median {:.2} ms over 20 runs", times[10]);
-    }
-    Ok(())
+    (agree, agree_p10)
+}
+
+/// Prints the median time of 20 predictions of `g`.
+fn time_prediction(model: &DeviceModel, g: &Graph, processor: &str) {
+    let mut times: Vec<f64> = (0..20)
+        .map(|_| {
+            let t = Instant::now();
+            let _ = model.predict_graph(g, processor);
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!("predict_graph(resnet50): median {:.2} ms over 20 runs", times[10]);
 }
 
 /// Seeds of the calibration models (`--calibrate-with`): none of them is

@@ -1,5 +1,7 @@
 //! The runtime: load a partitioned model once, serve requests from many threads.
 
+mod request;
+
 use crate::adaptive::{AdaptiveParams, AdaptivePolicy};
 use crate::config::{ProcessorConfig, Wait, WorkerKind};
 use crate::error::RuntimeError;
@@ -8,18 +10,17 @@ use crate::factory::EngineFactory;
 use crate::load_checks::preflight;
 use crate::partition::{Partition, partition};
 use crate::policy::{Observation, PlacementPolicy, SubgraphInfo, SystemClock};
-use crate::queue::{Cell, Input};
-use crate::trace::{Moved, Span, Trace};
-use crate::worker::{self, Done, Job, Worker};
+use crate::trace::{Moved, Trace};
+use crate::worker::{self, Worker};
 use engine::host::CoreSet;
 use engine::{Compiled, Engine, EngineError, Value};
 use graph_ir::{Fact, Graph, Outlet};
+use request::Request;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-use tract_onnx::prelude::{DatumType, TVec};
+use tract_onnx::prelude::DatumType;
 
 /// A loaded model: its subgraphs compiled on the workers of their processors.
 /// `Send + Sync`: share it (e.g. in an `Arc`) and call [`Runtime::run`] from
@@ -418,144 +419,7 @@ impl Runtime {
             self.busy.fetch_add(1, Ordering::AcqRel);
             self.busy.as_ref()
         }));
-        let t0 = Instant::now();
-        let subs = &self.partition.subgraphs;
-        let mut values: HashMap<Outlet, Value> = HashMap::new();
-        for ((_, _, o), v) in self.inputs.iter().zip(inputs) {
-            values.insert(*o, v);
-        }
-        let mut started = vec![false; subs.len()];
-        let mut remaining = subs.len();
-        let mut in_flight = 0usize;
-        let mut spans = Vec::with_capacity(subs.len());
-        let (reply, results) = channel::<Done>();
-        let mut queued: HashMap<Outlet, (usize, Cell)> = HashMap::new();
-        let mut observed = Vec::with_capacity(subs.len());
-        let mut pinned = false;
-        while remaining > 0 {
-            let mut inline_ready = None;
-            for (i, s) in subs.iter().enumerate() {
-                if started[i] {
-                    continue;
-                }
-                let wi = self.placement(i)?;
-                let w = &self.workers[wi];
-                let chains = w.config.kind == WorkerKind::Queue;
-                let ready = s
-                    .inputs
-                    .iter()
-                    .all(|o| values.contains_key(o) || (chains && queued.get(o).is_some_and(|(q, _)| *q == wi)));
-                if !ready {
-                    continue;
-                }
-                match &w.queue {
-                    Some(q) => {
-                        started[i] = true;
-                        in_flight += 1;
-                        let inputs = s
-                            .inputs
-                            .iter()
-                            .map(|o| match values.get(o) {
-                                Some(v) => Input::Ready(v.clone()),
-                                None => Input::Queued(queued[o].1.clone()),
-                            })
-                            .collect();
-                        let publish: Vec<Cell> = if chains {
-                            s.outputs.iter().map(|_| Cell::default()).collect()
-                        } else {
-                            Vec::new()
-                        };
-                        for (o, c) in s.outputs.iter().zip(&publish) {
-                            queued.insert(*o, (wi, c.clone()));
-                        }
-                        let job = Job {
-                            index: i,
-                            worker: wi,
-                            compiled: self.compiled_on(i, wi)?.clone(),
-                            inputs,
-                            publish,
-                            reply: reply.clone(),
-                        };
-                        q.send(job).map_err(|_| RuntimeError::WorkerGone {
-                            processor: w.config.name.clone(),
-                        })?;
-                    }
-                    None if inline_ready.is_none() => inline_ready = Some((i, wi)),
-                    None => {}
-                }
-            }
-            let done = match inline_ready {
-                Some((i, wi)) => {
-                    if !pinned {
-                        worker::pin_inline(&self.workers[wi].config)?;
-                        pinned = true;
-                    }
-                    started[i] = true;
-                    let ins: TVec<Value> = subs[i].inputs.iter().map(|o| values[o].clone()).collect();
-                    worker::execute(i, wi, self.compiled_on(i, wi)?.as_ref(), ins)
-                }
-                None if in_flight > 0 => {
-                    in_flight -= 1;
-                    let got = if self.poll_results {
-                        crate::spin::recv_while(&results, &self.busy, crate::spin::POLL_BEFORE_BLOCKING)
-                    } else {
-                        crate::spin::recv(&results, crate::spin::POLL_BEFORE_BLOCKING)
-                    };
-                    got.map_err(|_| RuntimeError::WorkerGone { processor: "?".into() })?
-                }
-                None => break,
-            };
-            for o in &subs[done.index].outputs {
-                queued.remove(o);
-            }
-            let s = &subs[done.index];
-            let processor = &self.workers[done.worker].config.name;
-            let Some(result) = done.result else {
-                started[done.index] = false;
-                continue;
-            };
-            let outs = result.map_err(|reason| RuntimeError::Run {
-                subgraph: s.name.clone(),
-                processor: processor.clone(),
-                reason,
-            })?;
-            let ms = done.end.duration_since(done.start).as_secs_f64() * 1e3;
-            self.record(done.index, done.worker, ms);
-            observed.push(Observation {
-                subgraph: done.index,
-                processor: done.worker,
-                ms,
-            });
-            for (o, v) in s.outputs.iter().zip(outs) {
-                values.insert(*o, v);
-            }
-            spans.push(Span {
-                subgraph: s.name.clone(),
-                processor: processor.clone(),
-                start_s: done.start.duration_since(t0).as_secs_f64(),
-                end_s: done.end.duration_since(t0).as_secs_f64(),
-                meeting_point: s.meeting_point,
-            });
-            remaining -= 1;
-        }
-        let outputs = self
-            .outputs
-            .iter()
-            .map(|o| values.get(o).cloned())
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| RuntimeError::Run {
-                subgraph: "graph".into(),
-                processor: "-".into(),
-                reason: "an output was not produced".into(),
-            })?;
-        let pool = engine::pool::pool();
-        for (o, v) in values {
-            if !self.outputs.contains(&o) {
-                pool.give_value(v);
-            }
-        }
-        let moves = self.adapt(&observed, t0);
-        Ok((outputs, Trace { spans, moves }))
+        Request::new(self, inputs).run()
     }
 
     /// Feeds a finished request to the policy and applies its moves.

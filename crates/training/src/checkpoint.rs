@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Transform;
 use crate::error::TrainError;
-use crate::train::{EpochMetrics, Recipe};
+use crate::recipe::{EpochMetrics, Recipe};
 
 const MAGIC: &[u8; 8] = b"STRETCH1";
 

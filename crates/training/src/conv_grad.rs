@@ -175,7 +175,7 @@ mod libtorch {
     use burn::tensor::Tensor;
     use burn::tensor::ops::ConvOptions;
 
-    use crate::torch_step::{burn_of, tch_of};
+    use crate::tch_tensor::{burn_of, tch_of};
 
     /// LibTorch's `im2col` when `x` lives on LibTorch; `None` otherwise.
     pub fn im2col(

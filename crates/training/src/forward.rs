@@ -1,10 +1,13 @@
-//! Running a [`Program`] on burn tensors, in inference or training mode.
+//! Running a [`Program`] on burn tensors, in inference or training mode:
+//! burn's [`Kernels`] for the one interpreter ([`crate::interpret`]).
 
-use burn::tensor::{Tensor, activation, module};
-use graph_ir::ops::{BinaryOp, ReduceKind, UnaryOp};
+use burn::tensor::ops::{AvgPoolOptions, ConvOptions, ConvTransposeOptions, InterpolateOptions, MaxPoolOptions};
+use burn::tensor::{Device, Tensor, activation, module};
+use graph_ir::ops::{BinaryOp, Lrn, ReduceKind, UnaryOp};
 
 use crate::conv_grad::{ConvGrad, ConvTap};
-use crate::lower::{Kernel, Operand, Program, aligned4, pad4};
+use crate::interpret::{self, Kernels};
+use crate::lower::{Program, aligned4, pad4};
 
 /// Batch statistics of one BatchNorm in a training-mode forward pass.
 pub struct BatchStats {
@@ -45,9 +48,6 @@ impl Program {
     /// `conv_grad` in training mode ([`Forward::taps`]).
     pub fn forward_with(&self, params: &[Tensor<1>], x: Tensor<4>, train: bool, conv_grad: ConvGrad) -> Forward {
         let n = x.dims()[0];
-        let mut taps = Vec::new();
-        let mut slots: Vec<Option<Tensor<4>>> = vec![None; self.slots.len()];
-        slots[self.input] = Some(self.fake.activation(self.input, x));
         let rounded;
         let params = if self.fake.is_empty() {
             params
@@ -55,293 +55,316 @@ impl Program {
             rounded = self.fake.weights(self, params);
             rounded.as_slice()
         };
-        let mut stats = Vec::new();
-        let device = params
-            .first()
-            .map(|p| p.device())
-            .unwrap_or_else(|| slots[self.input].as_ref().expect("set").device());
-        for step in &self.steps {
-            let read = |i: usize, slots: &[Option<Tensor<4>>]| -> Tensor<4> {
-                match step.inputs[i] {
-                    Operand::Slot(s) => slots[s].clone().expect("topological order"),
-                    Operand::Param(p) => params[p].clone().reshape(pad4(&self.params[p].shape)),
-                }
-            };
-            let shape_of = |i: usize| -> Vec<usize> {
-                match step.inputs[i] {
-                    Operand::Slot(s) => self.shape(s, n),
-                    Operand::Param(p) => self.params[p].shape.clone(),
-                }
-            };
-            let out_shape = self.shape(step.outputs[0], n);
-            let outputs: Vec<Tensor<4>> = match &step.kernel {
-                Kernel::Conv { options, weight, bias } => {
-                    let w = params[*weight].clone().reshape(pad4(&self.params[*weight].shape));
-                    let b = bias.map(|b| params[b].clone());
-                    if train && conv_grad != ConvGrad::Autodiff && ConvTap::applies(options) {
-                        let (y, tap) =
-                            ConvTap::run(read(0, &slots), w, b, options.clone(), *weight, &device, conv_grad);
-                        taps.push(tap);
-                        vec![y]
-                    } else {
-                        vec![module::conv2d(read(0, &slots), w, b, options.clone())]
-                    }
-                }
-                Kernel::BatchNorm {
-                    epsilon,
-                    momentum,
-                    scale,
-                    shift,
-                    mean,
-                    var,
-                } => {
-                    let x = read(0, &slots);
-                    let (g, b) = (params[*scale].clone(), params[*shift].clone());
-                    if train {
-                        let dims = x.dims();
-                        let out = module::batch_norm_train(x, g, b, *epsilon);
-                        stats.push(BatchStats {
-                            mean_param: *mean,
-                            var_param: *var,
-                            momentum: *momentum,
-                            mean: out.mean,
-                            var: out.variance,
-                            count: dims[0] * dims[2] * dims[3],
-                        });
-                        vec![out.output]
-                    } else {
-                        let (m, v) = (params[*mean].clone(), params[*var].clone());
-                        vec![module::batch_norm(x, g, b, m, v, *epsilon)]
-                    }
-                }
-                Kernel::Unary(op) => vec![unary(*op, read(0, &slots))],
-                Kernel::Binary(op) => {
-                    let r = out_shape.len();
-                    let a = align(read(0, &slots), &shape_of(0), r);
-                    let b = align(read(1, &slots), &shape_of(1), r);
-                    vec![match op {
-                        BinaryOp::Add => a + b,
-                        BinaryOp::Sub => a - b,
-                        BinaryOp::Mul => a * b,
-                        BinaryOp::Div => a / b,
-                        BinaryOp::Pow => a.powf(b),
-                        BinaryOp::Max => a.clone() + activation::relu(b - a),
-                        BinaryOp::Min => a.clone() - activation::relu(a - b),
-                        BinaryOp::PRelu => activation::relu(a.clone()) - activation::relu(a.neg()) * b,
-                    }]
-                }
-                Kernel::InstanceNorm { epsilon, scale, shift } => {
-                    let x = read(0, &slots);
-                    let c = x.dims()[1];
-                    let mean = x.clone().mean_dim(3).mean_dim(2);
-                    let centered = x - mean;
-                    let var = (centered.clone() * centered.clone()).mean_dim(3).mean_dim(2);
-                    let g = params[*scale].clone().reshape([1, c, 1, 1]);
-                    let b = params[*shift].clone().reshape([1, c, 1, 1]);
-                    vec![centered / var.add_scalar(*epsilon).sqrt() * g + b]
-                }
-                Kernel::Lrn(l) => {
-                    let x = read(0, &slots);
-                    let [n, c, h, w] = x.dims();
-                    let (before, after) = l.window();
-                    let sq = x.clone() * x.clone();
-                    let device = sq.device();
-                    let zeros = |k: usize| Tensor::<4>::zeros([n, k, h, w], &device);
-                    let mut parts = Vec::new();
-                    if before > 0 {
-                        parts.push(zeros(before));
-                    }
-                    parts.push(sq);
-                    if after > 0 {
-                        parts.push(zeros(after));
-                    }
-                    let padded = Tensor::cat(parts, 1);
-                    let sum = (0..l.size)
-                        .map(|k| padded.clone().narrow(1, k, c))
-                        .reduce(|a, b| a + b)
-                        .expect("size >= 1");
-                    let scale = (sum * (l.alpha as f64 / l.size as f64)).add_scalar(l.bias as f64);
-                    vec![x / scale.powf_scalar(l.beta as f64)]
-                }
-                Kernel::Softmax { axis, log: false } => vec![activation::softmax(read(0, &slots), *axis)],
-                Kernel::Softmax { axis, log: true } => vec![activation::log_softmax(read(0, &slots), *axis)],
-                Kernel::Concat(axis) => {
-                    let parts = (0..step.inputs.len()).map(|i| read(i, &slots)).collect();
-                    vec![Tensor::cat(parts, *axis)]
-                }
-                Kernel::Split { axis, sizes } => {
-                    let x = read(0, &slots);
-                    let mut start = 0;
-                    sizes
-                        .iter()
-                        .map(|&len| {
-                            let part = x.clone().narrow(*axis, start, len);
-                            start += len;
-                            part
-                        })
-                        .collect()
-                }
-                Kernel::Narrow(ranges) => {
-                    let mut x = read(0, &slots);
-                    for &(axis, start, len) in ranges {
-                        x = x.narrow(axis, start, len);
-                    }
-                    vec![x]
-                }
-                Kernel::Reshape => vec![read(0, &slots).reshape(pad4(&out_shape))],
-                Kernel::Transpose(perm) => vec![read(0, &slots).permute(*perm)],
-                Kernel::MaxPool(o) => vec![module::max_pool2d(read(0, &slots), o.clone())],
-                Kernel::AvgPool(o) => vec![module::avg_pool2d(read(0, &slots), o.clone())],
-                Kernel::GlobalAveragePool => {
-                    vec![read(0, &slots).mean_dim(2).mean_dim(3)]
-                }
-                Kernel::Reduce(kind, axes) => {
-                    let mut x = read(0, &slots);
-                    for &a in axes {
-                        x = match kind {
-                            ReduceKind::Mean => x.mean_dim(a),
-                            ReduceKind::Sum => x.sum_dim(a),
-                        };
-                    }
-                    vec![x.reshape(pad4(&out_shape))]
-                }
-                Kernel::ConvTranspose { options, weight, bias } => {
-                    let w = params[*weight].clone().reshape(pad4(&self.params[*weight].shape));
-                    let b = bias.map(|b| params[b].clone());
-                    vec![module::conv_transpose2d(read(0, &slots), w, b, options.clone())]
-                }
-                Kernel::Interpolate(options) => vec![module::interpolate(read(0, &slots), options.clone())],
-                Kernel::Tile(reps) => vec![read(0, &slots).repeat(reps)],
-                Kernel::Gemm { alpha, beta, trans_b } => {
-                    let (k, bs) = (shape_of(0)[1], shape_of(1));
-                    let a: Tensor<2> = read(0, &slots).reshape([n, k]);
-                    let mut b: Tensor<2> = read(1, &slots).reshape([bs[0], bs[1]]);
-                    if *trans_b {
-                        b = b.swap_dims(0, 1);
-                    }
-                    let m = b.dims()[1];
-                    let mut y = a.matmul(b);
-                    if *alpha != 1.0 {
-                        y = y.mul_scalar(*alpha);
-                    }
-                    if step.inputs.len() > 2 && *beta != 0.0 {
-                        let cs = shape_of(2);
-                        let vol: usize = cs.iter().product();
-                        let rows = if vol == m || vol == 1 { 1 } else { n };
-                        let c: Tensor<2> = read(2, &slots).reshape([rows, vol / rows]);
-                        y = y + c.mul_scalar(*beta);
-                    }
-                    vec![y.reshape([n, m, 1, 1])]
-                }
-                Kernel::MatMul => {
-                    let (sa, sb) = (shape_of(0), shape_of(1));
-                    let k = sa[sa.len() - 1];
-                    let rows = sa.iter().product::<usize>() / k.max(1);
-                    let a: Tensor<2> = read(0, &slots).reshape([rows, k]);
-                    let b: Tensor<2> = read(1, &slots).reshape([sb[0], sb.get(1).copied().unwrap_or(1)]);
-                    vec![a.matmul(b).reshape(pad4(&out_shape))]
-                }
-                Kernel::LayerNorm {
-                    first,
-                    epsilon,
-                    scale,
-                    shift,
-                } => {
-                    let x = read(0, &slots);
-                    let r = shape_of(0).len();
-                    let stat = |t: Tensor<4>| (*first..4).fold(t, |t, d| t.mean_dim(d));
-                    let mean = stat(x.clone());
-                    let centered = x - mean.clone();
-                    let var = stat(centered.clone() * centered.clone());
-                    let inv = var.add_scalar(*epsilon).sqrt().recip();
-                    let param = |p: usize| {
-                        let shape = &self.params[p].shape;
-                        let s = aligned4(shape, r).unwrap_or_else(|| pad4(shape));
-                        params[p].clone().reshape(s)
-                    };
-                    let mut y = centered * inv.clone() * param(*scale);
-                    if let Some(b) = shift {
-                        y = y + param(*b);
-                    }
-                    vec![y, mean, inv]
-                }
-                Kernel::GlobalMaxPool => vec![read(0, &slots).max_dim(2).max_dim(3)],
-                Kernel::DepthToSpace { block: b, crd } => {
-                    let x = read(0, &slots);
-                    let [n, c, h, w] = x.dims();
-                    let c = c / (b * b);
-                    let y: Tensor<6> = if *crd {
-                        x.reshape([n, c, *b, *b, h, w]).permute([0, 1, 4, 2, 5, 3])
-                    } else {
-                        x.reshape([n, *b, *b, c, h, w]).permute([0, 3, 4, 1, 5, 2])
-                    };
-                    vec![y.reshape([n, c, h * b, w * b])]
-                }
-                Kernel::SpaceToDepth { block: b, crd } => {
-                    let x = read(0, &slots);
-                    let [n, c, h, w] = x.dims();
-                    let blocks: Tensor<6> = x.reshape([n, c, h / b, *b, w / b, *b]);
-                    let y = if *crd {
-                        blocks.permute([0, 1, 3, 5, 2, 4])
-                    } else {
-                        blocks.permute([0, 3, 5, 1, 2, 4])
-                    };
-                    vec![y.reshape([n, c * b * b, h / b, w / b])]
-                }
-                Kernel::Resample {
-                    rows,
-                    cols,
-                    input,
-                    output,
-                } => {
-                    let x = read(0, &slots);
-                    let [n, c, _, _] = x.dims();
-                    let matrix = |m: &[f32], o: usize, i: usize| {
-                        Tensor::<1>::from_floats(m, &device)
-                            .reshape([1, 1, o, i])
-                            .expand([n, c, o, i])
-                    };
-                    let across = x.matmul(matrix(cols, output[1], input[1]).swap_dims(2, 3));
-                    vec![matrix(rows, output[0], input[0]).matmul(across)]
-                }
-                Kernel::Pad(pads, value) => {
-                    let mut x = read(0, &slots);
-                    for &(axis, before, after) in pads {
-                        let mut dims = x.dims();
-                        let mut parts = Vec::new();
-                        if before > 0 {
-                            dims[axis] = before;
-                            parts.push(Tensor::full(dims, *value, &device));
-                        }
-                        parts.push(x);
-                        if after > 0 {
-                            dims[axis] = after;
-                            parts.push(Tensor::full(dims, *value, &device));
-                        }
-                        x = Tensor::cat(parts, axis);
-                    }
-                    vec![x]
-                }
-            };
-            for (slot, t) in step.outputs.iter().zip(outputs) {
-                slots[*slot] = Some(self.fake.activation(*slot, t));
-            }
-        }
-        let out = slots[self.output].take().expect("output computed");
+        let device = params.first().map(|p| p.device()).unwrap_or_else(|| x.device());
+        let mut burn = Burn {
+            program: self,
+            params,
+            train,
+            conv_grad,
+            device,
+            stats: Vec::new(),
+            taps: Vec::new(),
+        };
+        let out = interpret::run(self, &mut burn, x, n);
         Forward {
             logits: out.reshape([n, self.classes()]),
-            stats,
-            taps,
+            stats: burn.stats,
+            taps: burn.taps,
         }
     }
 }
 
-/// Reshapes a value of logical shape `shape` to rank `rank` by numpy broadcasting
-/// rules (leading ones), then pads to the rank-4 layout.
-fn align(x: Tensor<4>, shape: &[usize], rank: usize) -> Tensor<4> {
-    match aligned4(shape, rank) {
-        Some(s) => x.reshape(s),
-        None => x,
+/// burn's kernels for one forward pass: the parameter values (rounded
+/// where the program fake-quantizes), the mode, and what a training pass
+/// gathers (batch statistics, convolution taps).
+struct Burn<'p> {
+    program: &'p Program,
+    params: &'p [Tensor<1>],
+    train: bool,
+    conv_grad: ConvGrad,
+    device: Device,
+    stats: Vec<BatchStats>,
+    taps: Vec<ConvTap>,
+}
+
+impl Kernels for Burn<'_> {
+    type Value = Tensor<4>;
+
+    fn share(&self, v: &Tensor<4>) -> Tensor<4> {
+        v.clone()
+    }
+
+    fn store(&self, slot: usize, v: Tensor<4>) -> Tensor<4> {
+        self.program.fake.activation(slot, v)
+    }
+
+    fn param(&self, p: usize) -> Tensor<4> {
+        self.params[p].clone().reshape(pad4(&self.program.params[p].shape))
+    }
+
+    fn reshape(&self, x: Tensor<4>, shape: [usize; 4]) -> Tensor<4> {
+        x.reshape(shape)
+    }
+
+    fn narrow(&self, x: Tensor<4>, axis: usize, start: usize, len: usize) -> Tensor<4> {
+        x.narrow(axis, start, len)
+    }
+
+    fn cat(&self, parts: Vec<Tensor<4>>, axis: usize) -> Tensor<4> {
+        Tensor::cat(parts, axis)
+    }
+
+    fn permute(&self, x: Tensor<4>, perm: [usize; 4]) -> Tensor<4> {
+        x.permute(perm)
+    }
+
+    fn conv(&mut self, x: Tensor<4>, options: &ConvOptions<2>, weight: usize, bias: Option<usize>) -> Tensor<4> {
+        let w = self.param(weight);
+        let b = bias.map(|b| self.params[b].clone());
+        if self.train && self.conv_grad != ConvGrad::Autodiff && ConvTap::applies(options) {
+            let (y, tap) = ConvTap::run(x, w, b, options.clone(), weight, &self.device, self.conv_grad);
+            self.taps.push(tap);
+            y
+        } else {
+            module::conv2d(x, w, b, options.clone())
+        }
+    }
+
+    fn batch_norm(&mut self, x: Tensor<4>, epsilon: f64, momentum: f64, params: [usize; 4]) -> Tensor<4> {
+        let [scale, shift, mean, var] = params;
+        let (g, b) = (self.params[scale].clone(), self.params[shift].clone());
+        if self.train {
+            let dims = x.dims();
+            let out = module::batch_norm_train(x, g, b, epsilon);
+            self.stats.push(BatchStats {
+                mean_param: mean,
+                var_param: var,
+                momentum,
+                mean: out.mean,
+                var: out.variance,
+                count: dims[0] * dims[2] * dims[3],
+            });
+            out.output
+        } else {
+            let (m, v) = (self.params[mean].clone(), self.params[var].clone());
+            module::batch_norm(x, g, b, m, v, epsilon)
+        }
+    }
+
+    fn unary(&self, op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
+        unary(op, x)
+    }
+
+    fn binary(&self, op: BinaryOp, a: Tensor<4>, b: Tensor<4>) -> Tensor<4> {
+        match op {
+            BinaryOp::Add => a + b,
+            BinaryOp::Sub => a - b,
+            BinaryOp::Mul => a * b,
+            BinaryOp::Div => a / b,
+            BinaryOp::Pow => a.powf(b),
+            BinaryOp::Max => a.clone() + activation::relu(b - a),
+            BinaryOp::Min => a.clone() - activation::relu(a - b),
+            BinaryOp::PRelu => activation::relu(a.clone()) - activation::relu(a.neg()) * b,
+        }
+    }
+
+    fn softmax(&self, x: Tensor<4>, axis: usize, log: bool) -> Tensor<4> {
+        if log {
+            activation::log_softmax(x, axis)
+        } else {
+            activation::softmax(x, axis)
+        }
+    }
+
+    fn max_pool(&self, x: Tensor<4>, options: &MaxPoolOptions<2>) -> Tensor<4> {
+        module::max_pool2d(x, options.clone())
+    }
+
+    fn avg_pool(&self, x: Tensor<4>, options: &AvgPoolOptions<2>) -> Tensor<4> {
+        module::avg_pool2d(x, options.clone())
+    }
+
+    fn global_average_pool(&self, x: Tensor<4>) -> Tensor<4> {
+        x.mean_dim(2).mean_dim(3)
+    }
+
+    fn reduce(&self, mut x: Tensor<4>, kind: ReduceKind, axes: &[usize]) -> Tensor<4> {
+        for &a in axes {
+            x = match kind {
+                ReduceKind::Mean => x.mean_dim(a),
+                ReduceKind::Sum => x.sum_dim(a),
+            };
+        }
+        x
+    }
+
+    fn gemm(
+        &self,
+        (a, a_shape): (Tensor<4>, [usize; 2]),
+        (b, b_shape): (Tensor<4>, [usize; 2]),
+        trans_b: bool,
+        alpha: f64,
+        c: Option<(Tensor<4>, [usize; 2], f64)>,
+        out: [usize; 4],
+    ) -> Tensor<4> {
+        let a: Tensor<2> = a.reshape(a_shape);
+        let mut b: Tensor<2> = b.reshape(b_shape);
+        if trans_b {
+            b = b.swap_dims(0, 1);
+        }
+        let mut y = a.matmul(b);
+        if alpha != 1.0 {
+            y = y.mul_scalar(alpha);
+        }
+        if let Some((c, c_shape, beta)) = c {
+            let c: Tensor<2> = c.reshape(c_shape);
+            y = y + c.mul_scalar(beta);
+        }
+        y.reshape(out)
+    }
+
+    fn matmul(
+        &self,
+        (a, a_shape): (Tensor<4>, [usize; 2]),
+        (b, b_shape): (Tensor<4>, [usize; 2]),
+        out: [usize; 4],
+    ) -> Tensor<4> {
+        let a: Tensor<2> = a.reshape(a_shape);
+        let b: Tensor<2> = b.reshape(b_shape);
+        a.matmul(b).reshape(out)
+    }
+
+    fn pad(&self, mut x: Tensor<4>, pads: &[(usize, usize, usize)], value: f32) -> Tensor<4> {
+        for &(axis, before, after) in pads {
+            let mut dims = x.dims();
+            let mut parts = Vec::new();
+            if before > 0 {
+                dims[axis] = before;
+                parts.push(Tensor::full(dims, value, &self.device));
+            }
+            parts.push(x);
+            if after > 0 {
+                dims[axis] = after;
+                parts.push(Tensor::full(dims, value, &self.device));
+            }
+            x = Tensor::cat(parts, axis);
+        }
+        x
+    }
+
+    fn instance_norm(&self, x: Tensor<4>, epsilon: f64, scale: usize, shift: usize) -> Tensor<4> {
+        let c = x.dims()[1];
+        let mean = x.clone().mean_dim(3).mean_dim(2);
+        let centered = x - mean;
+        let var = (centered.clone() * centered.clone()).mean_dim(3).mean_dim(2);
+        let g = self.params[scale].clone().reshape([1, c, 1, 1]);
+        let b = self.params[shift].clone().reshape([1, c, 1, 1]);
+        centered / var.add_scalar(epsilon).sqrt() * g + b
+    }
+
+    fn lrn(&self, x: Tensor<4>, l: &Lrn) -> Tensor<4> {
+        let [n, c, h, w] = x.dims();
+        let (before, after) = l.window();
+        let sq = x.clone() * x.clone();
+        let device = sq.device();
+        let zeros = |k: usize| Tensor::<4>::zeros([n, k, h, w], &device);
+        let mut parts = Vec::new();
+        if before > 0 {
+            parts.push(zeros(before));
+        }
+        parts.push(sq);
+        if after > 0 {
+            parts.push(zeros(after));
+        }
+        let padded = Tensor::cat(parts, 1);
+        let sum = (0..l.size)
+            .map(|k| padded.clone().narrow(1, k, c))
+            .reduce(|a, b| a + b)
+            .expect("size >= 1");
+        let scale = (sum * (l.alpha as f64 / l.size as f64)).add_scalar(l.bias as f64);
+        x / scale.powf_scalar(l.beta as f64)
+    }
+
+    fn conv_transpose(
+        &self,
+        x: Tensor<4>,
+        options: &ConvTransposeOptions<2>,
+        weight: usize,
+        bias: Option<usize>,
+    ) -> Tensor<4> {
+        let w = self.param(weight);
+        let b = bias.map(|b| self.params[b].clone());
+        module::conv_transpose2d(x, w, b, options.clone())
+    }
+
+    fn interpolate(&self, x: Tensor<4>, options: &InterpolateOptions) -> Tensor<4> {
+        module::interpolate(x, options.clone())
+    }
+
+    fn tile(&self, x: Tensor<4>, reps: [usize; 4]) -> Tensor<4> {
+        x.repeat(&reps)
+    }
+
+    fn layer_norm(
+        &self,
+        x: Tensor<4>,
+        rank: usize,
+        first: usize,
+        epsilon: f64,
+        (scale, shift): (usize, Option<usize>),
+    ) -> [Tensor<4>; 3] {
+        let stat = |t: Tensor<4>| (first..4).fold(t, |t, d| t.mean_dim(d));
+        let mean = stat(x.clone());
+        let centered = x - mean.clone();
+        let var = stat(centered.clone() * centered.clone());
+        let inv = var.add_scalar(epsilon).sqrt().recip();
+        let param = |p: usize| {
+            let shape = &self.program.params[p].shape;
+            let s = aligned4(shape, rank).unwrap_or_else(|| pad4(shape));
+            self.params[p].clone().reshape(s)
+        };
+        let mut y = centered * inv.clone() * param(scale);
+        if let Some(b) = shift {
+            y = y + param(b);
+        }
+        [y, mean, inv]
+    }
+
+    fn global_max_pool(&self, x: Tensor<4>) -> Tensor<4> {
+        x.max_dim(2).max_dim(3)
+    }
+
+    fn depth_to_space(&self, x: Tensor<4>, b: usize, crd: bool) -> Tensor<4> {
+        let [n, c, h, w] = x.dims();
+        let c = c / (b * b);
+        let y: Tensor<6> = if crd {
+            x.reshape([n, c, b, b, h, w]).permute([0, 1, 4, 2, 5, 3])
+        } else {
+            x.reshape([n, b, b, c, h, w]).permute([0, 3, 4, 1, 5, 2])
+        };
+        y.reshape([n, c, h * b, w * b])
+    }
+
+    fn space_to_depth(&self, x: Tensor<4>, b: usize, crd: bool) -> Tensor<4> {
+        let [n, c, h, w] = x.dims();
+        let blocks: Tensor<6> = x.reshape([n, c, h / b, b, w / b, b]);
+        let y = if crd {
+            blocks.permute([0, 1, 3, 5, 2, 4])
+        } else {
+            blocks.permute([0, 3, 5, 1, 2, 4])
+        };
+        y.reshape([n, c * b * b, h / b, w / b])
+    }
+
+    fn resample(&self, x: Tensor<4>, rows: &[f32], cols: &[f32], input: [usize; 2], output: [usize; 2]) -> Tensor<4> {
+        let [n, c, _, _] = x.dims();
+        let matrix = |m: &[f32], o: usize, i: usize| {
+            Tensor::<1>::from_floats(m, &self.device)
+                .reshape([1, 1, o, i])
+                .expand([n, c, o, i])
+        };
+        let across = x.matmul(matrix(cols, output[1], input[1]).swap_dims(2, 3));
+        matrix(rows, output[0], input[0]).matmul(across)
     }
 }
 

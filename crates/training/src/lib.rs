@@ -18,14 +18,18 @@ mod forward;
 mod head;
 mod infer;
 mod init;
+mod interpret;
 mod lower;
 mod metrics;
 mod optim;
 mod params;
 mod prefetch;
+mod recipe;
 mod resample;
 pub mod result;
 mod step;
+#[cfg(feature = "tch")]
+mod tch_tensor;
 #[cfg(feature = "tch")]
 mod torch_step;
 mod train;
@@ -43,9 +47,10 @@ pub use lower::{ParamSpec, Program, Role, lower};
 pub use metrics::{PhaseTimes, Tally, cross_entropy};
 pub use optim::{Optimizer, OptimizerState, Schedule};
 pub use params::{Params, host_vec};
+pub use recipe::{Distill, EpochMetrics, Recipe};
 pub use result::{FileScore, QuantizedScores, TrainResult};
 pub use step::Autograd;
-pub use train::{Distill, EpochMetrics, Progress, Recipe, Session};
+pub use train::{Progress, Session};
 
 /// Runs `f` with burn's CPU kernels limited to `threads` threads (0: all cores).
 pub fn with_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {

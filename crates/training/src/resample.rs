@@ -4,8 +4,6 @@
 use burn::tensor::ops::{ConvTransposeOptions, InterpolateMode, InterpolateOptions};
 use graph_ir::ops::{ConvTranspose, CoordMode, NearestMode, Resize, ResizeMode, ResizeTarget};
 
-use crate::lower::Kernel;
-
 /// The interpolation that computes `r` from `[h, w]` to `out`, exactly as
 /// ONNX defines it. burn's nearest mode takes the floor of the asymmetric
 /// coordinate, and its bilinear mode uses half-pixel (or corner-aligned)
@@ -67,8 +65,9 @@ pub(crate) fn conv_transpose(c: &ConvTranspose) -> Result<ConvTransposeOptions<2
 
 /// Bicubic resizing as two weight matrices (ONNX's definition: Keys'
 /// kernel over the four nearest input positions, edge values beyond the
-/// border, or zero weights there renormalised with `exclude_outside`).
-pub(crate) fn cubic(r: &Resize, input: [usize; 2], output: [usize; 2]) -> Kernel {
+/// border, or zero weights there renormalised with `exclude_outside`):
+/// the `[out_h, in_h]` and `[out_w, in_w]` matrices, row-major.
+pub(crate) fn cubic(r: &Resize, input: [usize; 2], output: [usize; 2]) -> (Vec<f32>, Vec<f32>) {
     let ResizeMode::Cubic { a, exclude_outside } = r.mode else {
         unreachable!("called for cubic resizing only")
     };
@@ -79,12 +78,7 @@ pub(crate) fn cubic(r: &Resize, input: [usize; 2], output: [usize; 2]) -> Kernel
         };
         cubic_weights(r.coord, a as f64, exclude_outside, scale, input[i], output[i])
     };
-    Kernel::Resample {
-        rows: axis(0),
-        cols: axis(1),
-        input,
-        output,
-    }
+    (axis(0), axis(1))
 }
 
 /// The `[output, input]` weights of cubic resampling along one axis

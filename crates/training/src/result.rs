@@ -4,7 +4,7 @@
 //! written.
 
 use crate::metrics::Tally;
-use crate::train::EpochMetrics;
+use crate::recipe::EpochMetrics;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;

@@ -14,7 +14,7 @@ use crate::forward::BatchStats;
 use crate::lower::Program;
 use crate::metrics::PhaseTimes;
 use crate::params::host_vec;
-use crate::train::Distill;
+use crate::recipe::Distill;
 
 /// Which automatic differentiation a training step uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -9,16 +9,17 @@
 //! [`supported`] before training.
 #![allow(deprecated)]
 
-use burn::backend::LibTorch;
-use burn::backend::libtorch::TchTensor;
 use burn::tensor::Tensor;
-use graph_ir::ops::{BinaryOp, ReduceKind, UnaryOp};
+use burn::tensor::ops::{AvgPoolOptions, ConvOptions, ConvTransposeOptions, InterpolateOptions, MaxPoolOptions};
+use graph_ir::ops::{BinaryOp, Lrn, ReduceKind, UnaryOp};
 use tch::{Kind, Tensor as T};
 
 use crate::error::TrainError;
 use crate::forward::BatchStats;
-use crate::lower::{Kernel, Operand, Program, Role, aligned4, pad4};
+use crate::interpret::{self, Kernels};
+use crate::lower::{Kernel, Program, Role, pad4};
 use crate::step::{Batch, Laps, StepOut, wait_for};
+use crate::tch_tensor::{burn_of, dims, to_tch};
 
 /// `Ok` when every kernel of `program` has a LibTorch port; otherwise the
 /// first kernel that has none.
@@ -45,26 +46,6 @@ pub fn supported(program: &Program) -> Result<(), TrainError> {
         });
     }
     Ok(())
-}
-
-/// The LibTorch tensor behind `t` (its inner tensor when `t` is on an
-/// autodiff device); `None` when `t` does not live on LibTorch.
-pub(crate) fn tch_of<const D: usize>(t: &Tensor<D>) -> Option<T> {
-    let inner = if t.is_autodiff() { t.clone().inner() } else { t.clone() };
-    Some(inner.try_into_primitive::<LibTorch>().ok()?.tensor)
-}
-
-/// `t` as a burn tensor on LibTorch's (non-autodiff) device.
-pub(crate) fn burn_of<const D: usize>(t: T) -> Tensor<D> {
-    Tensor::from_primitive::<LibTorch>(TchTensor::new(t))
-}
-
-fn to_tch<const D: usize>(t: &Tensor<D>) -> T {
-    tch_of(t).expect("--autograd libtorch on a LibTorch device")
-}
-
-fn dims(shape: &[usize]) -> Vec<i64> {
-    shape.iter().map(|&d| d as i64).collect()
 }
 
 /// One step on `batch`; `params` are the session's (autodiff) parameter
@@ -160,202 +141,238 @@ struct TchStats {
     var: T,
 }
 
+/// Runs `program` on `x`, a batch of `n`, with LibTorch's kernels: the
+/// `[n, classes]` logits and the BatchNorm batch statistics.
 fn forward(program: &Program, params: &[T], x: T, n: usize) -> (T, Vec<TchStats>) {
-    let mut slots: Vec<Option<T>> = (0..program.slots.len()).map(|_| None).collect();
-    slots[program.input] = Some(x);
-    let mut stats = Vec::new();
-    let param = |p: usize| params[p].reshape(dims(&pad4(&program.params[p].shape)));
-    for step in &program.steps {
-        let read = |i: usize, slots: &[Option<T>]| -> T {
-            match step.inputs[i] {
-                Operand::Slot(s) => slots[s].as_ref().expect("topological order").shallow_clone(),
-                Operand::Param(p) => param(p),
-            }
-        };
-        let shape_of = |i: usize| -> Vec<usize> {
-            match step.inputs[i] {
-                Operand::Slot(s) => program.shape(s, n),
-                Operand::Param(p) => program.params[p].shape.clone(),
-            }
-        };
-        let out_shape = program.shape(step.outputs[0], n);
-        let outputs: Vec<T> = match &step.kernel {
-            Kernel::Conv { options, weight, bias } => {
-                let mut x = read(0, &slots);
-                let [(t, b), (l, r)] = options.padding.map(|(a, b)| (a as i64, b as i64));
-                let sym = t == b && l == r;
-                if !sym {
-                    x = x.constant_pad_nd([l, r, t, b]);
-                }
-                let pad = if sym { [t, l] } else { [0, 0] };
-                let bias = bias.map(|b| params[b].shallow_clone());
-                vec![x.conv2d(
-                    &param(*weight),
-                    bias.as_ref(),
-                    options.stride.map(|s| s as i64),
-                    pad,
-                    options.dilation.map(|d| d as i64),
-                    options.groups as i64,
-                )]
-            }
-            Kernel::BatchNorm {
-                epsilon,
-                momentum,
-                scale,
-                shift,
-                mean,
-                var,
-            } => {
-                let x = read(0, &slots);
-                let count = (x.size()[0] * x.size()[2] * x.size()[3]) as usize;
-                let (y, save_mean, save_invstd) = x.native_batch_norm(
-                    Some(&params[*scale]),
-                    Some(&params[*shift]),
-                    None::<&T>,
-                    None::<&T>,
-                    true,
-                    0.0,
-                    *epsilon,
-                );
-                let var_batch = (save_invstd.detach().square().reciprocal() - *epsilon).clamp_min(0.0);
-                stats.push(TchStats {
-                    mean_param: *mean,
-                    var_param: *var,
-                    momentum: *momentum,
-                    count,
-                    mean: save_mean.detach(),
-                    var: var_batch,
-                });
-                vec![y]
-            }
-            Kernel::Unary(op) => vec![unary(*op, read(0, &slots))],
-            Kernel::Binary(op) => {
-                let r = out_shape.len();
-                let a = align(read(0, &slots), &shape_of(0), r);
-                let b = align(read(1, &slots), &shape_of(1), r);
-                vec![match op {
-                    BinaryOp::Add => a + b,
-                    BinaryOp::Sub => a - b,
-                    BinaryOp::Mul => a * b,
-                    BinaryOp::Div => a / b,
-                    BinaryOp::Pow => a.pow(&b),
-                    BinaryOp::Max => a.maximum(&b),
-                    BinaryOp::Min => a.minimum(&b),
-                    BinaryOp::PRelu => a.relu() - (-a).relu() * b,
-                }]
-            }
-            Kernel::Softmax { axis, log: false } => vec![read(0, &slots).softmax(*axis as i64, Kind::Float)],
-            Kernel::Softmax { axis, log: true } => vec![read(0, &slots).log_softmax(*axis as i64, Kind::Float)],
-            Kernel::Concat(axis) => {
-                let parts: Vec<T> = (0..step.inputs.len()).map(|i| read(i, &slots)).collect();
-                vec![T::cat(&parts, *axis as i64)]
-            }
-            Kernel::Split { axis, sizes } => {
-                let x = read(0, &slots);
-                let mut start = 0;
-                sizes
-                    .iter()
-                    .map(|&len| {
-                        let part = x.narrow(*axis as i64, start, len as i64);
-                        start += len as i64;
-                        part
-                    })
-                    .collect()
-            }
-            Kernel::Narrow(ranges) => {
-                let mut x = read(0, &slots);
-                for &(axis, start, len) in ranges {
-                    x = x.narrow(axis as i64, start as i64, len as i64);
-                }
-                vec![x]
-            }
-            Kernel::Reshape => vec![read(0, &slots).reshape(dims(&pad4(&out_shape)))],
-            Kernel::Transpose(perm) => vec![read(0, &slots).permute(perm.map(|p| p as i64))],
-            Kernel::MaxPool(o) => vec![read(0, &slots).max_pool2d(
-                o.kernel_size.map(|k| k as i64),
-                o.stride.map(|s| s as i64),
-                o.padding.map(|(a, _)| a as i64),
-                o.dilation.map(|d| d as i64),
-                o.ceil_mode,
-            )],
-            Kernel::AvgPool(o) => vec![read(0, &slots).avg_pool2d(
-                o.kernel_size.map(|k| k as i64),
-                o.stride.map(|s| s as i64),
-                o.padding.map(|(a, _)| a as i64),
-                o.ceil_mode,
-                o.count_include_pad,
-                None::<i64>,
-            )],
-            Kernel::GlobalAveragePool => vec![read(0, &slots).mean_dim([2i64, 3].as_slice(), true, Kind::Float)],
-            Kernel::Reduce(kind, axes) => {
-                let axes: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
-                let x = read(0, &slots);
-                let y = match kind {
-                    ReduceKind::Mean => x.mean_dim(axes.as_slice(), true, Kind::Float),
-                    ReduceKind::Sum => x.sum_dim_intlist(axes.as_slice(), true, Kind::Float),
-                };
-                vec![y.reshape(dims(&pad4(&out_shape)))]
-            }
-            Kernel::Gemm { alpha, beta, trans_b } => {
-                let (k, bs) = (shape_of(0)[1], shape_of(1));
-                let a = read(0, &slots).reshape(dims(&[n, k]));
-                let mut b = read(1, &slots).reshape(dims(&[bs[0], bs[1]]));
-                if *trans_b {
-                    b = b.transpose(0, 1);
-                }
-                let m = b.size()[1];
-                let y = a.matmul(&b);
-                let y = if *alpha != 1.0 { y * *alpha } else { y };
-                let y = if step.inputs.len() > 2 && *beta != 0.0 {
-                    let vol: usize = shape_of(2).iter().product();
-                    let rows = if vol as i64 == m || vol == 1 { 1 } else { n };
-                    y + read(2, &slots).reshape(dims(&[rows, vol / rows])) * *beta
-                } else {
-                    y
-                };
-                vec![y.reshape([n as i64, m, 1, 1])]
-            }
-            Kernel::MatMul => {
-                let (sa, sb) = (shape_of(0), shape_of(1));
-                let k = sa[sa.len() - 1];
-                let a = read(0, &slots).reshape(dims(&[sa.iter().product::<usize>() / k.max(1), k]));
-                let b = read(1, &slots).reshape(dims(&[sb[0], sb.get(1).copied().unwrap_or(1)]));
-                vec![a.matmul(&b).reshape(dims(&pad4(&out_shape)))]
-            }
-            Kernel::Pad(pads, value) => {
-                let mut x = read(0, &slots);
-                for &(axis, before, after) in pads {
-                    let mut spec = vec![0i64; 2 * (4 - axis)];
-                    let at = 2 * (3 - axis);
-                    spec[at] = before as i64;
-                    spec[at + 1] = after as i64;
-                    x = x.pad(spec, "constant", Some(*value as f64));
-                }
-                vec![x]
-            }
-            Kernel::InstanceNorm { .. }
-            | Kernel::Lrn(_)
-            | Kernel::ConvTranspose { .. }
-            | Kernel::Interpolate(_)
-            | Kernel::Tile(_)
-            | Kernel::LayerNorm { .. }
-            | Kernel::GlobalMaxPool
-            | Kernel::DepthToSpace { .. }
-            | Kernel::SpaceToDepth { .. }
-            | Kernel::Resample { .. } => unreachable!("refused by supported()"),
-        };
-        for (slot, t) in step.outputs.iter().zip(outputs) {
-            slots[*slot] = Some(t);
-        }
-    }
-    let out = slots[program.output].take().expect("output computed");
-    (out.reshape(dims(&[n, program.classes()])), stats)
+    let mut tch = Tch {
+        program,
+        params,
+        stats: Vec::new(),
+    };
+    let out = interpret::run(program, &mut tch, x, n);
+    (out.reshape(dims(&[n, program.classes()])), tch.stats)
 }
 
-fn align(x: T, shape: &[usize], rank: usize) -> T {
-    match aligned4(shape, rank) {
-        Some(s) => x.reshape(dims(&s)),
-        None => x,
+/// LibTorch's kernels for one training forward pass: the parameter leaves
+/// and the batch statistics gathered.
+struct Tch<'p> {
+    program: &'p Program,
+    params: &'p [T],
+    stats: Vec<TchStats>,
+}
+
+/// The kernels [`supported`] refuses.
+const REFUSED: &str = "refused by supported()";
+
+impl Kernels for Tch<'_> {
+    type Value = T;
+
+    fn share(&self, v: &T) -> T {
+        v.shallow_clone()
+    }
+
+    fn store(&self, _slot: usize, v: T) -> T {
+        v
+    }
+
+    fn param(&self, p: usize) -> T {
+        self.params[p].reshape(dims(&pad4(&self.program.params[p].shape)))
+    }
+
+    fn reshape(&self, x: T, shape: [usize; 4]) -> T {
+        x.reshape(dims(&shape))
+    }
+
+    fn narrow(&self, x: T, axis: usize, start: usize, len: usize) -> T {
+        x.narrow(axis as i64, start as i64, len as i64)
+    }
+
+    fn cat(&self, parts: Vec<T>, axis: usize) -> T {
+        T::cat(&parts, axis as i64)
+    }
+
+    fn permute(&self, x: T, perm: [usize; 4]) -> T {
+        x.permute(perm.map(|p| p as i64))
+    }
+
+    fn conv(&mut self, mut x: T, options: &ConvOptions<2>, weight: usize, bias: Option<usize>) -> T {
+        let [(t, b), (l, r)] = options.padding.map(|(a, b)| (a as i64, b as i64));
+        let sym = t == b && l == r;
+        if !sym {
+            x = x.constant_pad_nd([l, r, t, b]);
+        }
+        let pad = if sym { [t, l] } else { [0, 0] };
+        let bias = bias.map(|b| self.params[b].shallow_clone());
+        x.conv2d(
+            &self.param(weight),
+            bias.as_ref(),
+            options.stride.map(|s| s as i64),
+            pad,
+            options.dilation.map(|d| d as i64),
+            options.groups as i64,
+        )
+    }
+
+    fn batch_norm(&mut self, x: T, epsilon: f64, momentum: f64, params: [usize; 4]) -> T {
+        let [scale, shift, mean, var] = params;
+        let count = (x.size()[0] * x.size()[2] * x.size()[3]) as usize;
+        let (y, save_mean, save_invstd) = x.native_batch_norm(
+            Some(&self.params[scale]),
+            Some(&self.params[shift]),
+            None::<&T>,
+            None::<&T>,
+            true,
+            0.0,
+            epsilon,
+        );
+        let var_batch = (save_invstd.detach().square().reciprocal() - epsilon).clamp_min(0.0);
+        self.stats.push(TchStats {
+            mean_param: mean,
+            var_param: var,
+            momentum,
+            count,
+            mean: save_mean.detach(),
+            var: var_batch,
+        });
+        y
+    }
+
+    fn unary(&self, op: UnaryOp, x: T) -> T {
+        unary(op, x)
+    }
+
+    fn binary(&self, op: BinaryOp, a: T, b: T) -> T {
+        match op {
+            BinaryOp::Add => a + b,
+            BinaryOp::Sub => a - b,
+            BinaryOp::Mul => a * b,
+            BinaryOp::Div => a / b,
+            BinaryOp::Pow => a.pow(&b),
+            BinaryOp::Max => a.maximum(&b),
+            BinaryOp::Min => a.minimum(&b),
+            BinaryOp::PRelu => a.relu() - (-a).relu() * b,
+        }
+    }
+
+    fn softmax(&self, x: T, axis: usize, log: bool) -> T {
+        if log {
+            x.log_softmax(axis as i64, Kind::Float)
+        } else {
+            x.softmax(axis as i64, Kind::Float)
+        }
+    }
+
+    fn max_pool(&self, x: T, o: &MaxPoolOptions<2>) -> T {
+        x.max_pool2d(
+            o.kernel_size.map(|k| k as i64),
+            o.stride.map(|s| s as i64),
+            o.padding.map(|(a, _)| a as i64),
+            o.dilation.map(|d| d as i64),
+            o.ceil_mode,
+        )
+    }
+
+    fn avg_pool(&self, x: T, o: &AvgPoolOptions<2>) -> T {
+        x.avg_pool2d(
+            o.kernel_size.map(|k| k as i64),
+            o.stride.map(|s| s as i64),
+            o.padding.map(|(a, _)| a as i64),
+            o.ceil_mode,
+            o.count_include_pad,
+            None::<i64>,
+        )
+    }
+
+    fn global_average_pool(&self, x: T) -> T {
+        x.mean_dim([2i64, 3].as_slice(), true, Kind::Float)
+    }
+
+    fn reduce(&self, x: T, kind: ReduceKind, axes: &[usize]) -> T {
+        let axes: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+        match kind {
+            ReduceKind::Mean => x.mean_dim(axes.as_slice(), true, Kind::Float),
+            ReduceKind::Sum => x.sum_dim_intlist(axes.as_slice(), true, Kind::Float),
+        }
+    }
+
+    fn gemm(
+        &self,
+        (a, a_shape): (T, [usize; 2]),
+        (b, b_shape): (T, [usize; 2]),
+        trans_b: bool,
+        alpha: f64,
+        c: Option<(T, [usize; 2], f64)>,
+        out: [usize; 4],
+    ) -> T {
+        let a = a.reshape(dims(&a_shape));
+        let mut b = b.reshape(dims(&b_shape));
+        if trans_b {
+            b = b.transpose(0, 1);
+        }
+        let y = a.matmul(&b);
+        let y = if alpha != 1.0 { y * alpha } else { y };
+        let y = match c {
+            Some((c, c_shape, beta)) => y + c.reshape(dims(&c_shape)) * beta,
+            None => y,
+        };
+        y.reshape(dims(&out))
+    }
+
+    fn matmul(&self, (a, a_shape): (T, [usize; 2]), (b, b_shape): (T, [usize; 2]), out: [usize; 4]) -> T {
+        let a = a.reshape(dims(&a_shape));
+        let b = b.reshape(dims(&b_shape));
+        a.matmul(&b).reshape(dims(&out))
+    }
+
+    fn pad(&self, mut x: T, pads: &[(usize, usize, usize)], value: f32) -> T {
+        for &(axis, before, after) in pads {
+            let mut spec = vec![0i64; 2 * (4 - axis)];
+            let at = 2 * (3 - axis);
+            spec[at] = before as i64;
+            spec[at + 1] = after as i64;
+            x = x.pad(spec, "constant", Some(value as f64));
+        }
+        x
+    }
+
+    fn instance_norm(&self, _: T, _: f64, _: usize, _: usize) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn lrn(&self, _: T, _: &Lrn) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn conv_transpose(&self, _: T, _: &ConvTransposeOptions<2>, _: usize, _: Option<usize>) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn interpolate(&self, _: T, _: &InterpolateOptions) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn tile(&self, _: T, _: [usize; 4]) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn layer_norm(&self, _: T, _: usize, _: usize, _: f64, _: (usize, Option<usize>)) -> [T; 3] {
+        unreachable!("{REFUSED}")
+    }
+
+    fn global_max_pool(&self, _: T) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn depth_to_space(&self, _: T, _: usize, _: bool) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn space_to_depth(&self, _: T, _: usize, _: bool) -> T {
+        unreachable!("{REFUSED}")
+    }
+
+    fn resample(&self, _: T, _: &[f32], _: &[f32], _: [usize; 2], _: [usize; 2]) -> T {
+        unreachable!("{REFUSED}")
     }
 }
 
@@ -397,8 +414,8 @@ mod tests {
     use crate::init::reinitialise;
     use crate::lower::lower;
     use crate::params::{Params, host_vec};
+    use crate::recipe::Distill;
     use crate::step;
-    use crate::train::Distill;
     use graph_ir::rng::SplitMix64;
     use graph_ir::zoo::{ZooOptions, build};
 

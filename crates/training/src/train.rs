@@ -7,90 +7,20 @@ use std::time::Instant;
 use burn::tensor::{Device, Tensor, TensorData};
 use graph_ir::Graph;
 use graph_ir::rng::SplitMix64;
-use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, LibTorchTarget};
 use crate::checkpoint::{Checkpoint, Header, SCHEMA};
 use crate::conv_grad::ConvGrad;
-use crate::data::{Augment, Dataset, Split, Transform, split_of};
+use crate::data::{Dataset, Split, Transform, split_of};
 use crate::error::TrainError;
 use crate::infer::Inference;
 use crate::lower::{Program, Role, lower};
 use crate::metrics::{PhaseTimes, Tally, cross_entropy, softmax};
-use crate::optim::{Optimizer, OptimizerState, Schedule};
+use crate::optim::OptimizerState;
 use crate::params::{Params, host_vec};
-use crate::prefetch;
+use crate::prefetch::{self, HostBatch};
+use crate::recipe::{EpochMetrics, Recipe, check_recipe, recipe_difference};
 use crate::step::{self, Autograd, Batch, Laps, wait_for};
-
-/// Soft-label distillation from a teacher model.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Distill {
-    /// Weight of the teacher's soft labels; `1 - alpha` goes to the true labels.
-    pub alpha: f64,
-    /// Softmax temperature for both teacher and student (the soft term is scaled by T²).
-    pub temperature: f64,
-}
-
-/// A training recipe. Two runs with equal recipes, data and model produce the
-/// same weights on one CPU thread.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Recipe {
-    pub epochs: usize,
-    pub batch_size: usize,
-    pub lr: f64,
-    pub optimizer: Optimizer,
-    pub weight_decay: f64,
-    pub schedule: Schedule,
-    pub seed: u64,
-    /// Share of the dataset held out for validation when it has no test
-    /// split of its own (see [`crate::data::Dataset::test_start`]).
-    pub val_fraction: f64,
-    /// Train on the first `limit` images only (of the training part when
-    /// the dataset has a test split); `None`: all.
-    #[serde(default)]
-    pub limit: Option<usize>,
-    pub augment: Augment,
-    pub distill: Option<Distill>,
-}
-
-impl Default for Recipe {
-    fn default() -> Recipe {
-        Recipe {
-            epochs: 30,
-            batch_size: 64,
-            lr: 0.05,
-            optimizer: Optimizer::Sgd { momentum: 0.9 },
-            weight_decay: 5e-4,
-            schedule: Schedule::Cosine,
-            seed: 0,
-            val_fraction: 0.2,
-            limit: None,
-            augment: Augment::default(),
-            distill: None,
-        }
-    }
-}
-
-/// What one epoch measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EpochMetrics {
-    /// 1-based.
-    pub epoch: usize,
-    /// Learning rate at the epoch's first batch.
-    pub lr: f64,
-    pub train_loss: f64,
-    pub train_top1: f64,
-    pub val_loss: f64,
-    pub val_top1: f64,
-    pub val_top5: f64,
-    /// Wall-clock seconds of the epoch's training batches (validation excluded).
-    pub seconds: f64,
-    pub images_per_second: f64,
-    /// With a teacher: the mean distillation term of the training loss
-    /// (α·T²·cross-entropy against the teacher's softened labels).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kd_loss: Option<f64>,
-}
 
 /// Receives progress; every method has an empty default.
 pub trait Progress {
@@ -343,77 +273,36 @@ impl<'a> Session<'a> {
         }
         let start = Instant::now();
         let (transform, data, batch_size) = (&self.transform, self.data, self.recipe.batch_size);
+        let mut step = BatchStep {
+            program: &self.program,
+            params: &mut self.params,
+            optimizer: &mut self.optimizer,
+            teacher: self.teacher.as_ref(),
+            phases: self.phases.as_mut(),
+            recipe: &self.recipe,
+            autograd: self.autograd,
+            conv_grad: self.conv_grad,
+            train_device: &self.train_device,
+        };
         std::thread::scope(|scope| -> Result<(), TrainError> {
             let prepared = prefetch::batches(scope, transform, data, &order, batch_size, classes, rng);
             for (b, host) in prepared.into_iter().enumerate() {
-                let mut laps = Laps {
-                    clock: self.phases.is_some().then(Instant::now),
-                    phases: self.phases.as_mut(),
-                };
-                let n = host.len();
-                let (images, labels, onehot) = (host.images, host.labels, host.onehot);
-                let soft = self.teacher.as_ref().map(|t| {
-                    let d = self.recipe.distill.expect("teacher implies distillation");
-                    (softmax(&t.scores(&images, n), classes, d.temperature), d)
-                });
-                laps.lap(|p| &mut p.prepare);
-                let batch = Batch {
-                    n,
-                    images,
-                    target: onehot,
-                    soft,
-                };
-                let out = match self.autograd {
-                    Autograd::Burn => step::burn(
-                        &self.program,
-                        &self.params.values,
-                        self.conv_grad,
-                        &self.train_device,
-                        batch,
-                        &mut laps,
-                    ),
-                    #[cfg(feature = "tch")]
-                    Autograd::LibTorch => crate::torch_step::step(&self.program, &self.params.values, batch, &mut laps),
-                    #[cfg(not(feature = "tch"))]
-                    Autograd::LibTorch => unreachable!("set_autograd refuses libtorch without the tch feature"),
-                };
-                let value = out.loss;
-                if !value.is_finite() {
-                    return Err(TrainError::NonFinite {
+                let (n, labels) = (host.len(), host.labels.clone());
+                let global_step = (epoch - 1) * batches + b;
+                let Stepped {
+                    loss: value,
+                    kd,
+                    scores,
+                } = step
+                    .run(host, global_step, total_steps)
+                    .map_err(|value| TrainError::NonFinite {
                         value,
                         epoch,
                         batch: b + 1,
                         checkpoint: String::new(),
-                    });
-                }
-                if let Some(k) = out.kd {
+                    })?;
+                if let Some(k) = kd {
                     kd_sum += k as f64 * n as f64;
-                }
-                let (scores, mut grads) = (out.scores, out.grads);
-                let global_step = (epoch - 1) * batches + b;
-                let lr = self.recipe.schedule.at(self.recipe.lr, global_step, total_steps);
-                let mut items = Vec::new();
-                for (i, spec) in self.program.params().iter().enumerate() {
-                    if spec.role != Role::Learnable {
-                        continue;
-                    }
-                    if let Some(g) = grads[i].take() {
-                        items.push((i, self.params.values[i].clone().inner(), g));
-                    }
-                }
-                for (i, updated) in self.optimizer.update_all(items, lr) {
-                    self.params.values[i] = Tensor::from_inner(updated).require_grad();
-                }
-                self.optimizer.step += 1;
-                self.params.update_running(out.stats);
-                if laps.clock.is_some() {
-                    if let Some(p) = self.params.values.first() {
-                        wait_for(p);
-                    }
-                    laps.lap(|p| &mut p.update);
-                    if let Some(p) = laps.phases.as_deref_mut() {
-                        p.steps += 1;
-                    }
                 }
                 tally.add(&scores, &labels, value as f64);
                 progress.batch_done(value as f64);
@@ -550,48 +439,99 @@ impl<'a> Session<'a> {
     }
 }
 
-fn check_recipe(r: &Recipe) -> Result<(), TrainError> {
-    let bad = |key, reason: String| Err(TrainError::Option { key, reason });
-    if r.epochs == 0 {
-        return bad("epochs", "must be at least 1".into());
-    }
-    if r.batch_size == 0 {
-        return bad("batch-size", "must be at least 1".into());
-    }
-    if !(r.lr > 0.0 && r.lr.is_finite()) {
-        return bad("lr", format!("{} is not a positive number", r.lr));
-    }
-    if r.limit.is_some_and(|n| n < 2) {
-        return bad("limit", format!("{} images: need at least 2", r.limit.unwrap_or(0)));
-    }
-    if !(0.0..1.0).contains(&r.val_fraction) || r.val_fraction == 0.0 {
-        return bad("val-fraction", format!("{} is not in (0, 1)", r.val_fraction));
-    }
-    if let Some(d) = r.distill {
-        if !(0.0..=1.0).contains(&d.alpha) {
-            return bad("kd-alpha", format!("{} is not in [0, 1]", d.alpha));
-        }
-        if d.temperature.is_nan() || d.temperature <= 0.0 {
-            return bad("kd-temperature", format!("{} is not positive", d.temperature));
-        }
-    }
-    Ok(())
+/// What one training batch gives the epoch's figures.
+struct Stepped {
+    loss: f32,
+    /// The distillation term alone, when distilling.
+    kd: Option<f32>,
+    /// Logits, `n × classes`, row-major.
+    scores: Vec<f32>,
 }
 
-fn recipe_difference(a: &Recipe, b: &Recipe) -> String {
-    let ja = serde_json::to_value(a).expect("serialisable");
-    let jb = serde_json::to_value(b).expect("serialisable");
-    let (Some(ma), Some(mb)) = (ja.as_object(), jb.as_object()) else {
-        return "recipes differ".into();
-    };
-    ma.iter()
-        .filter(|(k, v)| mb.get(*k) != Some(v))
-        .map(|(k, v)| {
-            format!(
-                "{k} {v} in the checkpoint, {} now",
-                mb.get(k).cloned().unwrap_or_default()
-            )
+/// The parts of a [`Session`] one training batch reads or changes.
+struct BatchStep<'s> {
+    program: &'s Program,
+    params: &'s mut Params,
+    optimizer: &'s mut OptimizerState,
+    teacher: Option<&'s Inference>,
+    phases: Option<&'s mut PhaseTimes>,
+    recipe: &'s Recipe,
+    autograd: Autograd,
+    conv_grad: ConvGrad,
+    train_device: &'s Device,
+}
+
+impl BatchStep<'_> {
+    /// One step on the prepared batch `host` at `global_step` of
+    /// `total_steps`: the weights and running statistics updated, and the
+    /// loss, distillation term and scores returned; `Err` with the loss
+    /// when it is not finite (nothing updated).
+    fn run(&mut self, host: HostBatch, global_step: usize, total_steps: usize) -> Result<Stepped, f32> {
+        let classes = self.program.classes();
+        let mut laps = Laps {
+            clock: self.phases.is_some().then(Instant::now),
+            phases: self.phases.as_deref_mut(),
+        };
+        let n = host.len();
+        let (images, onehot) = (host.images, host.onehot);
+        let soft = self.teacher.map(|t| {
+            let d = self.recipe.distill.expect("teacher implies distillation");
+            (softmax(&t.scores(&images, n), classes, d.temperature), d)
+        });
+        laps.lap(|p| &mut p.prepare);
+        let batch = Batch {
+            n,
+            images,
+            target: onehot,
+            soft,
+        };
+        let out = match self.autograd {
+            Autograd::Burn => step::burn(
+                self.program,
+                &self.params.values,
+                self.conv_grad,
+                self.train_device,
+                batch,
+                &mut laps,
+            ),
+            #[cfg(feature = "tch")]
+            Autograd::LibTorch => crate::torch_step::step(self.program, &self.params.values, batch, &mut laps),
+            #[cfg(not(feature = "tch"))]
+            Autograd::LibTorch => unreachable!("set_autograd refuses libtorch without the tch feature"),
+        };
+        let value = out.loss;
+        if !value.is_finite() {
+            return Err(value);
+        }
+        let (scores, mut grads) = (out.scores, out.grads);
+        let lr = self.recipe.schedule.at(self.recipe.lr, global_step, total_steps);
+        let mut items = Vec::new();
+        for (i, spec) in self.program.params().iter().enumerate() {
+            if spec.role != Role::Learnable {
+                continue;
+            }
+            if let Some(g) = grads[i].take() {
+                items.push((i, self.params.values[i].clone().inner(), g));
+            }
+        }
+        for (i, updated) in self.optimizer.update_all(items, lr) {
+            self.params.values[i] = Tensor::from_inner(updated).require_grad();
+        }
+        self.optimizer.step += 1;
+        self.params.update_running(out.stats);
+        if laps.clock.is_some() {
+            if let Some(p) = self.params.values.first() {
+                wait_for(p);
+            }
+            laps.lap(|p| &mut p.update);
+            if let Some(p) = laps.phases.as_deref_mut() {
+                p.steps += 1;
+            }
+        }
+        Ok(Stepped {
+            loss: value,
+            kd: out.kd,
+            scores,
         })
-        .collect::<Vec<_>>()
-        .join("; ")
+    }
 }

@@ -5,7 +5,8 @@
 //! transpose and reshape for `SpaceToDepth`). Every node written carries
 //! the annotations of the IR node; the last one takes its name and output.
 
-use super::export::{Writer, ints};
+use super::export::Writer;
+use super::export_attrs::ints;
 use crate::graph::NodeId;
 use crate::ops::{DepthOrder, Op, SpaceToDepth, UnaryOp};
 use crate::tensor::Tensor;

@@ -4,7 +4,7 @@
 //! `Tile`, `Add`/`Sub`/`Mul`/`Div`) whose inputs are all constants.
 
 use super::ImportError;
-use super::import_ops::{MAX_SHAPE_OPERAND_LEN, NodeCtx};
+use super::node_ctx::{MAX_SHAPE_OPERAND_LEN, NodeCtx};
 use super::tensor_proto::tensor_from_proto;
 use crate::graph::Graph;
 use crate::ops::{binary::broadcast, layout::reshape_target, resolve_axis, slice::slice_len};
@@ -152,28 +152,14 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         return constant(ctx).map(|t| Some(vec![t]));
     }
     if op_type == "Shape" {
-        let f = g.fact(ctx.input(0)?).ok_or_else(|| ctx.err("input has no fact"))?;
-        let a = ctx.attrs();
-        let r = f.rank() as i64;
-        let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) } as usize;
-        let (s, e) = (clamp(a.int("start", 0)?), clamp(a.int("end", r)?));
-        let dims: Vec<i64> = f.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
-        return Ok(Some(vec![Tensor::from_i64([dims.len()], &dims)]));
+        return shape(ctx, g).map(|t| Some(vec![t]));
     }
     if !super::FOLDED_OPS.contains(&op_type) {
         return Ok(None);
     }
-    let mut vals = Vec::new();
-    for o in &ctx.inputs {
-        let Some(o) = o else {
-            vals.push(None);
-            continue;
-        };
-        match g.const_tensor(*o).and_then(Val::from_tensor) {
-            Some(v) => vals.push(Some(v)),
-            None => return Ok(None),
-        }
-    }
+    let Some(vals) = const_inputs(ctx, g) else {
+        return Ok(None);
+    };
     let arg = |i: usize| -> Result<&Val, ImportError> {
         vals.get(i)
             .and_then(|v| v.as_ref())
@@ -191,33 +177,8 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
             };
             squeeze(ctx, x, axes, op_type == "Unsqueeze")?
         }
-        "Cast" => {
-            let to = a.int("to", 1)?;
-            let dtype =
-                DType::from_onnx(to as i32).ok_or_else(|| a.err("to", format!("type {to} is not supported")))?;
-            let x = arg(0)?.clone();
-            let data = if dtype.is_float() {
-                Data::F(x.floats())
-            } else {
-                Data::I(x.ints())
-            };
-            Val { dtype, data, ..x }
-        }
-        "ConstantOfShape" => {
-            let shape: Vec<usize> = arg(0)?.ints().iter().map(|&d| d.max(0) as usize).collect();
-            let fill = match a.tensor("value")? {
-                Some(t) => tensor_from_proto(t)?,
-                None => Tensor::from_f32([1], &[0.0]),
-            };
-            let Some(one) = fill.raw().filter(|_| fill.volume() == 1) else {
-                return Err(a.err("value", "must hold exactly one element with data"));
-            };
-            let n = folded_len(ctx, &shape)?;
-            let bytes = Bytes::from(one.repeat(n));
-            let t = Tensor::from_bytes(Fact::new(fill.dtype(), shape), bytes)
-                .map_err(|e| ctx.err(format!("cannot build the constant: {e}")))?;
-            return Ok(Some(vec![t]));
-        }
+        "Cast" => cast(ctx, arg(0)?)?,
+        "ConstantOfShape" => return constant_of_shape(ctx, arg(0)?).map(|t| Some(vec![t])),
         "Concat" => {
             let parts: Vec<&Val> = (0..vals.len()).map(arg).collect::<Result<_, _>>()?;
             concat(ctx, &parts, a.int("axis", 0)?)?
@@ -247,6 +208,64 @@ pub(super) fn try_fold(ctx: &NodeCtx, g: &Graph) -> Result<Option<Vec<Tensor>>, 
         _ => arithmetic(ctx, op_type, arg(0)?, arg(1)?)?,
     };
     Ok(Some(vec![out.into_tensor()]))
+}
+
+/// The node's inputs as values (`None` for an absent optional input);
+/// `None` when one is not a foldable constant.
+fn const_inputs(ctx: &NodeCtx, g: &Graph) -> Option<Vec<Option<Val>>> {
+    let mut vals = Vec::new();
+    for o in &ctx.inputs {
+        let Some(o) = o else {
+            vals.push(None);
+            continue;
+        };
+        vals.push(Some(g.const_tensor(*o).and_then(Val::from_tensor)?));
+    }
+    Some(vals)
+}
+
+/// `Shape` of a value whose shape is known: its dimensions from `start`
+/// to `end`.
+fn shape(ctx: &NodeCtx, g: &Graph) -> Result<Tensor, ImportError> {
+    let f = g.fact(ctx.input(0)?).ok_or_else(|| ctx.err("input has no fact"))?;
+    let a = ctx.attrs();
+    let r = f.rank() as i64;
+    let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) } as usize;
+    let (s, e) = (clamp(a.int("start", 0)?), clamp(a.int("end", r)?));
+    let dims: Vec<i64> = f.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
+    Ok(Tensor::from_i64([dims.len()], &dims))
+}
+
+/// `Cast` of a constant to the `to` type.
+fn cast(ctx: &NodeCtx, x: &Val) -> Result<Val, ImportError> {
+    let a = ctx.attrs();
+    let to = a.int("to", 1)?;
+    let dtype = DType::from_onnx(to as i32).ok_or_else(|| a.err("to", format!("type {to} is not supported")))?;
+    let x = x.clone();
+    let data = if dtype.is_float() {
+        Data::F(x.floats())
+    } else {
+        Data::I(x.ints())
+    };
+    Ok(Val { dtype, data, ..x })
+}
+
+/// `ConstantOfShape`: the one-element `value` repeated to `shape`, within
+/// the import's fold budget.
+fn constant_of_shape(ctx: &NodeCtx, shape: &Val) -> Result<Tensor, ImportError> {
+    let a = ctx.attrs();
+    let shape: Vec<usize> = shape.ints().iter().map(|&d| d.max(0) as usize).collect();
+    let fill = match a.tensor("value")? {
+        Some(t) => tensor_from_proto(t)?,
+        None => Tensor::from_f32([1], &[0.0]),
+    };
+    let Some(one) = fill.raw().filter(|_| fill.volume() == 1) else {
+        return Err(a.err("value", "must hold exactly one element with data"));
+    };
+    let n = folded_len(ctx, &shape)?;
+    let bytes = Bytes::from(one.repeat(n));
+    Tensor::from_bytes(Fact::new(fill.dtype(), shape), bytes)
+        .map_err(|e| ctx.err(format!("cannot build the constant: {e}")))
 }
 
 fn constant(ctx: &NodeCtx) -> Result<Tensor, ImportError> {
@@ -557,52 +576,5 @@ fn arithmetic(ctx: &NodeCtx, op: &str, a: &Val, b: &Val) -> Result<Val, ImportEr
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use onnx_ir::NodeProto;
-    use std::cell::Cell;
-
-    fn ctx<'a>(proto: &'a NodeProto, budget: &'a Cell<usize>) -> NodeCtx<'a> {
-        NodeCtx {
-            proto,
-            name: "fold".into(),
-            inputs: vec![],
-            opset: 17,
-            fold_budget: budget,
-        }
-    }
-
-    #[test]
-    fn expand_and_tile_fold() {
-        let (proto, budget) = (NodeProto::new(), Cell::new(1 << 20));
-        let ctx = ctx(&proto, &budget);
-        let x = Val {
-            dtype: DType::I64,
-            shape: vec![2, 1],
-            data: Data::I(vec![1, 2]),
-        };
-        let e = expand(&ctx, &x, &[3, 1, 3]).unwrap();
-        assert_eq!(e.shape, [3, 2, 3]);
-        assert_eq!(e.ints()[..6], [1, 1, 1, 2, 2, 2]);
-        let t = tile(&ctx, &x, &[2, 3]).unwrap();
-        assert_eq!(t.shape, [4, 3]);
-        assert_eq!(t.ints(), [1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2]);
-        assert!(expand(&ctx, &x, &[3, 2]).is_err());
-        assert!(tile(&ctx, &x, &[2]).is_err());
-    }
-
-    #[test]
-    fn budget_is_shared_by_every_fold_of_an_import() {
-        assert_eq!(fold_budget(9_311), FOLD_BUDGET_FLOOR);
-        assert_eq!(fold_budget(3 << 30), 6 << 30);
-        assert_eq!(fold_budget(usize::MAX), FOLD_BUDGET_CEILING);
-        let (proto, budget) = (NodeProto::new(), Cell::new(100));
-        let ctx = ctx(&proto, &budget);
-        assert_eq!(folded_len(&ctx, &[5, 2]).unwrap(), 10);
-        assert_eq!(budget.get(), 20);
-        let err = folded_len(&ctx, &[3]).unwrap_err().to_string();
-        assert!(err.contains("too large to fold"), "{err}");
-        assert_eq!(budget.get(), 20, "a refused fold takes nothing");
-        assert!(folded_len(&ctx, &[usize::MAX, 2]).is_err());
-    }
-}
+#[path = "fold_tests.rs"]
+mod tests;

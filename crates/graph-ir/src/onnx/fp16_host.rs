@@ -158,31 +158,63 @@ fn rewrite(graph: &mut GraphProto) -> bool {
     if !any_half {
         return false;
     }
-    let mut names = Names(
-        graph
-            .node
-            .iter()
-            .flat_map(|n| n.output.iter().chain(&n.input).cloned().chain([n.name.clone()]))
-            .chain(graph.input.iter().map(|v| v.name.clone()))
-            .chain(graph.initializer.iter().map(|t| t.name.clone()))
-            .collect(),
-    );
-    let mut half: HashSet<String> = HashSet::new();
+    let mut r = Rounding {
+        names: Names(
+            graph
+                .node
+                .iter()
+                .flat_map(|n| n.output.iter().chain(&n.input).cloned().chain([n.name.clone()]))
+                .chain(graph.input.iter().map(|v| v.name.clone()))
+                .chain(graph.initializer.iter().map(|t| t.name.clone()))
+                .collect(),
+        ),
+        half: HashSet::new(),
+        renamed: HashMap::new(),
+        nodes: Vec::with_capacity(graph.node.len()),
+    };
     for t in graph.initializer.iter_mut().filter(|t| t.data_type == FLOAT16) {
         widen(t);
-        half.insert(t.name.clone());
+        r.half.insert(t.name.clone());
     }
-    let mut renamed: HashMap<String, String> = HashMap::new();
-    let mut nodes = Vec::with_capacity(graph.node.len());
     for v in graph.input.iter().filter(|v| elem_type(v) == Some(FLOAT16)) {
-        let wide = names.fresh(&format!("{}.f32", v.name));
-        nodes.push(names.cast(&v.name, DType::F32, &wide, &NodeProto::new()));
-        renamed.insert(v.name.clone(), wide.clone());
-        half.insert(wide);
+        let wide = r.names.fresh(&format!("{}.f32", v.name));
+        r.nodes
+            .push(r.names.cast(&v.name, DType::F32, &wide, &NodeProto::new()));
+        r.renamed.insert(v.name.clone(), wide.clone());
+        r.half.insert(wide);
     }
-    for mut n in std::mem::take(&mut graph.node) {
+    for n in std::mem::take(&mut graph.node) {
+        r.node(n);
+    }
+    for v in graph.output.iter().filter(|v| elem_type(v) == Some(FLOAT16)) {
+        r.half_output(&v.name);
+    }
+    graph.node = r.nodes;
+    for v in graph.value_info.iter_mut() {
+        if elem_type(v) == Some(FLOAT16) {
+            set_elem_type(v, FLOAT);
+        }
+    }
+    true
+}
+
+/// The graph being rewritten: the values that hold float16 numbers (kept
+/// as float32), the float16 inputs renamed to their float32 copies, and
+/// the nodes written so far.
+struct Rounding {
+    names: Names,
+    half: HashSet<String>,
+    renamed: HashMap<String, String>,
+    nodes: Vec<NodeProto>,
+}
+
+impl Rounding {
+    /// Writes `n` reading float32 values: a `Cast` to float16 becomes a
+    /// round trip through float16, an operator computing on float16
+    /// values has each output rounded, others are kept.
+    fn node(&mut self, mut n: NodeProto) {
         for i in n.input.iter_mut() {
-            if let Some(r) = renamed.get(i) {
+            if let Some(r) = self.renamed.get(i) {
                 *i = r.clone();
             }
         }
@@ -197,24 +229,23 @@ fn rewrite(graph: &mut GraphProto) -> bool {
         }
         let op_type = n.op_type.clone();
         let op = op_type.as_str();
-        let reads_half = n.input.iter().any(|i| half.contains(i));
-        let to_half = casts_to_half(&n);
+        let reads_half = n.input.iter().any(|i| self.half.contains(i));
         if widened || (reads_half && EXACT.contains(&op)) {
-            half.extend(n.output.iter().cloned());
+            self.half.extend(n.output.iter().cloned());
         }
-        if to_half {
+        if casts_to_half(&n) {
             let y = n.output[0].clone();
-            let narrow = names.fresh(&format!("{y}.f16"));
+            let narrow = self.names.fresh(&format!("{y}.f16"));
             n.output[0] = narrow.clone();
-            let back = names.cast(&narrow, DType::F32, &y, &n);
-            nodes.push(n);
-            nodes.push(back);
-            half.insert(y);
-            continue;
+            let back = self.names.cast(&narrow, DType::F32, &y, &n);
+            self.nodes.push(n);
+            self.nodes.push(back);
+            self.half.insert(y);
+            return;
         }
         if !reads_half || op == "Cast" || op == "Constant" || EXACT.contains(&op) || NOT_FLOAT.contains(&op) {
-            nodes.push(n);
-            continue;
+            self.nodes.push(n);
+            return;
         }
         let meta = n.clone();
         let mut after = Vec::new();
@@ -223,35 +254,32 @@ fn rewrite(graph: &mut GraphProto) -> bool {
             if y.is_empty() {
                 continue;
             }
-            let wide = names.fresh(&format!("{y}.unrounded"));
-            let narrow = names.fresh(&format!("{y}.f16"));
+            let wide = self.names.fresh(&format!("{y}.unrounded"));
+            let narrow = self.names.fresh(&format!("{y}.f16"));
             n.output[slot] = wide.clone();
-            after.push(names.cast(&wide, DType::F16, &narrow, &meta));
-            after.push(names.cast(&narrow, DType::F32, &y, &meta));
-            half.insert(y);
+            after.push(self.names.cast(&wide, DType::F16, &narrow, &meta));
+            after.push(self.names.cast(&narrow, DType::F32, &y, &meta));
+            self.half.insert(y);
         }
-        nodes.push(n);
-        nodes.extend(after);
+        self.nodes.push(n);
+        self.nodes.extend(after);
     }
-    for v in graph.output.iter().filter(|v| elem_type(v) == Some(FLOAT16)) {
-        let inner = names.fresh(&format!("{}.f32", v.name));
-        for n in nodes.iter_mut() {
-            for o in n.output.iter_mut().filter(|o| **o == v.name) {
+
+    /// Keeps graph output `name` float16: the value computed under it
+    /// takes a new name and a final `Cast` writes `name`.
+    fn half_output(&mut self, name: &str) {
+        let inner = self.names.fresh(&format!("{name}.f32"));
+        for n in self.nodes.iter_mut() {
+            for o in n.output.iter_mut().filter(|o| **o == name) {
                 *o = inner.clone();
             }
-            for i in n.input.iter_mut().filter(|i| **i == v.name) {
+            for i in n.input.iter_mut().filter(|i| **i == name) {
                 *i = inner.clone();
             }
         }
-        nodes.push(names.cast(&inner, DType::F16, &v.name, &NodeProto::new()));
+        self.nodes
+            .push(self.names.cast(&inner, DType::F16, name, &NodeProto::new()));
     }
-    graph.node = nodes;
-    for v in graph.value_info.iter_mut() {
-        if elem_type(v) == Some(FLOAT16) {
-            set_elem_type(v, FLOAT);
-        }
-    }
-    true
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Reading an ONNX model into a [`Graph`].
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx, Src, lower};
+use super::import_ops::lower;
+use super::node_ctx::{Lowered, NodeCtx, Src};
 use super::tensor_proto::tensor_from_proto;
 use crate::graph::{Graph, NodeId, Outlet};
 use crate::tensor::{DType, Fact};
@@ -139,26 +140,7 @@ fn printable_names(g: &onnx_ir::GraphProto) -> Result<(), ImportError> {
 
 /// Imports an ONNX model from its serialized bytes; `label` names the source in errors.
 pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Result<Graph, ImportError> {
-    let not_onnx = |reason: String| ImportError::NotOnnx {
-        path: label.to_string(),
-        reason,
-    };
-    let model = ModelProto::parse_from_tokio_bytes(&bytes).map_err(|e| {
-        not_onnx(format!(
-            "protobuf decoding failed: {e}; the file may be truncated or not ONNX"
-        ))
-    })?;
-    if model.ir_version <= 0 || model.graph.is_none() || model.opset_import.is_empty() {
-        return Err(not_onnx("no IR version, graph or opset import".into()));
-    }
-    if model.ir_version > NEWEST_IR_VERSION {
-        return Err(ImportError::IrVersion {
-            version: model.ir_version,
-            newest: NEWEST_IR_VERSION,
-        });
-    }
-    let opset = default_opset(model.opset_import.iter().map(|o| (o.domain.as_str(), o.version)))?
-        .ok_or_else(|| not_onnx("no opset for the default ONNX domain".into()))?;
+    let (model, opset) = decode(&bytes, label)?;
     let proto = model.graph.as_ref().expect("checked above");
     printable_names(proto)?;
     let mut imp = Importer {
@@ -174,64 +156,13 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
     for p in &model.metadata_props {
         imp.graph.metadata.insert(p.key.clone(), p.value.clone());
     }
-    let initializers: HashSet<&str> = proto.initializer.iter().map(|t| t.name.as_str()).collect();
-    let declared: Vec<&ValueInfoProto> = proto
-        .input
-        .iter()
-        .filter(|i| !initializers.contains(i.name.as_str()))
-        .collect();
-    for (k, vi) in declared.iter().enumerate() {
-        let fact = input_fact(vi, k, options)?;
-        let outlet = imp.graph.add_input(vi.name.clone(), fact)?;
-        for p in &vi.metadata_props {
-            imp.graph.annotate(outlet.node, p.key.clone(), p.value.clone());
-        }
-        imp.values.insert(vi.name.clone(), outlet);
-    }
-    for shape in &options.input_shapes {
-        if let Some(n) = &shape.name
-            && !declared.iter().any(|vi| &vi.name == n)
-        {
-            return Err(ImportError::Input {
-                name: n.clone(),
-                reason: "--input-shape names an input the model does not have".into(),
-            });
-        }
-    }
-    for t in &proto.initializer {
-        let tensor = tensor_from_proto(t)?;
-        let name = imp.graph.unique_name(&t.name);
-        let outlet = imp.graph.add_const(name, tensor)?;
-        for p in &t.metadata_props {
-            imp.graph.annotate(outlet.node, p.key.clone(), p.value.clone());
-        }
-        imp.values.insert(t.name.clone(), outlet);
-    }
+    imp.inputs(proto, options)?;
+    imp.initializers(proto)?;
     let known: HashSet<&str> = imp.values.keys().map(|s| s.as_str()).collect();
     for i in topo_order(&proto.node, &known)? {
         imp.node(&proto.node[i], i)?;
     }
-    let mut outputs = Vec::new();
-    for o in &proto.output {
-        let Some(outlet) = imp.values.get(&o.name).copied() else {
-            let writer = proto.node.iter().enumerate().find_map(|(i, n)| {
-                let k = n.output.iter().position(|x| *x == o.name)?;
-                Some((k, i, n))
-            });
-            return Err(match writer {
-                Some((k, i, n)) => ImportError::Node {
-                    node: node_label(n, i),
-                    op_type: n.op_type.clone(),
-                    reason: format!(
-                        "graph output `{}` is its output {k}, which the importer does not produce (only its first output is supported)",
-                        o.name
-                    ),
-                },
-                None => ImportError::Output { name: o.name.clone() },
-            });
-        };
-        outputs.push((o.name.clone(), outlet));
-    }
+    let outputs = imp.outputs(proto)?;
     let mut graph = imp.graph;
     graph.set_outputs(outputs)?;
     graph.prune_dead();
@@ -240,6 +171,32 @@ pub fn import_bytes(bytes: Bytes, label: &str, options: &ImportOptions) -> Resul
     }
     graph.check()?;
     Ok(graph)
+}
+
+/// The model in `bytes` and the opset of its default domain; refuses bytes
+/// that are not ONNX and IR versions newer than [`NEWEST_IR_VERSION`].
+fn decode(bytes: &Bytes, label: &str) -> Result<(ModelProto, i64), ImportError> {
+    let not_onnx = |reason: String| ImportError::NotOnnx {
+        path: label.to_string(),
+        reason,
+    };
+    let model = ModelProto::parse_from_tokio_bytes(bytes).map_err(|e| {
+        not_onnx(format!(
+            "protobuf decoding failed: {e}; the file may be truncated or not ONNX"
+        ))
+    })?;
+    if model.ir_version <= 0 || model.graph.is_none() || model.opset_import.is_empty() {
+        return Err(not_onnx("no IR version, graph or opset import".into()));
+    }
+    if model.ir_version > NEWEST_IR_VERSION {
+        return Err(ImportError::IrVersion {
+            version: model.ir_version,
+            newest: NEWEST_IR_VERSION,
+        });
+    }
+    let opset = default_opset(model.opset_import.iter().map(|o| (o.domain.as_str(), o.version)))?
+        .ok_or_else(|| not_onnx("no opset for the default ONNX domain".into()))?;
+    Ok((model, opset))
 }
 
 /// The static fact of a graph input: the declared shape with a dynamic batch
@@ -382,6 +339,76 @@ struct Importer {
 }
 
 impl Importer {
+    /// The graph's declared inputs (those no initializer defines), with
+    /// their facts; refuses an `--input-shape` naming no input.
+    fn inputs(&mut self, proto: &onnx_ir::GraphProto, options: &ImportOptions) -> Result<(), ImportError> {
+        let initializers: HashSet<&str> = proto.initializer.iter().map(|t| t.name.as_str()).collect();
+        let declared: Vec<&ValueInfoProto> = proto
+            .input
+            .iter()
+            .filter(|i| !initializers.contains(i.name.as_str()))
+            .collect();
+        for (k, vi) in declared.iter().enumerate() {
+            let fact = input_fact(vi, k, options)?;
+            let outlet = self.graph.add_input(vi.name.clone(), fact)?;
+            for p in &vi.metadata_props {
+                self.graph.annotate(outlet.node, p.key.clone(), p.value.clone());
+            }
+            self.values.insert(vi.name.clone(), outlet);
+        }
+        for shape in &options.input_shapes {
+            if let Some(n) = &shape.name
+                && !declared.iter().any(|vi| &vi.name == n)
+            {
+                return Err(ImportError::Input {
+                    name: n.clone(),
+                    reason: "--input-shape names an input the model does not have".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The graph's initializers as constants.
+    fn initializers(&mut self, proto: &onnx_ir::GraphProto) -> Result<(), ImportError> {
+        for t in &proto.initializer {
+            let tensor = tensor_from_proto(t)?;
+            let name = self.graph.unique_name(&t.name);
+            let outlet = self.graph.add_const(name, tensor)?;
+            for p in &t.metadata_props {
+                self.graph.annotate(outlet.node, p.key.clone(), p.value.clone());
+            }
+            self.values.insert(t.name.clone(), outlet);
+        }
+        Ok(())
+    }
+
+    /// The graph's outputs by name; refuses one no imported node produces.
+    fn outputs(&self, proto: &onnx_ir::GraphProto) -> Result<Vec<(String, Outlet)>, ImportError> {
+        let mut outputs = Vec::new();
+        for o in &proto.output {
+            let Some(outlet) = self.values.get(&o.name).copied() else {
+                let writer = proto.node.iter().enumerate().find_map(|(i, n)| {
+                    let k = n.output.iter().position(|x| *x == o.name)?;
+                    Some((k, i, n))
+                });
+                return Err(match writer {
+                    Some((k, i, n)) => ImportError::Node {
+                        node: node_label(n, i),
+                        op_type: n.op_type.clone(),
+                        reason: format!(
+                            "graph output `{}` is its output {k}, which the importer does not produce (only its first output is supported)",
+                            o.name
+                        ),
+                    },
+                    None => ImportError::Output { name: o.name.clone() },
+                });
+            };
+            outputs.push((o.name.clone(), outlet));
+        }
+        Ok(outputs)
+    }
+
     fn node(&mut self, proto: &NodeProto, index: usize) -> Result<(), ImportError> {
         let name = self.graph.unique_name(&node_label(proto, index));
         let inputs = proto

@@ -3,7 +3,7 @@
 //! of quantized graphs (`QuantizeLinear`, `DequantizeLinear`, `Cast`).
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx};
+use super::node_ctx::{Lowered, NodeCtx};
 use crate::ops::*;
 
 /// `LayerNormalization` (opset 17): Y, Mean and InvStdDev, statistics in

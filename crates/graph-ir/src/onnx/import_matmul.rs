@@ -1,7 +1,7 @@
 //! Lowering of ONNX `MatMul`.
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx, Src, Step};
+use super::node_ctx::{Lowered, NodeCtx, Src, Step};
 use crate::graph::{Graph, Outlet};
 use crate::ops::*;
 

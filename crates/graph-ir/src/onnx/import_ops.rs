@@ -1,158 +1,11 @@
 //! Lowering of one ONNX node to an IR op (or an alias, or folded constants).
 
 use super::ImportError;
-use super::attrs::Attrs;
 use super::fold;
-use super::{import_blocks, import_matmul, import_resize, import_window};
-use crate::graph::{Graph, Outlet};
+use super::node_ctx::{Lowered, NodeCtx, Src, Step};
+use super::{import_blocks, import_matmul, import_resize, import_unary, import_window};
+use crate::graph::Graph;
 use crate::ops::*;
-use crate::tensor::Tensor;
-use onnx_ir::NodeProto;
-
-/// The most values a shape-deciding integer input (Reshape target, pads,
-/// axes, Slice ranges, Split sizes) may hold.
-pub(super) const MAX_SHAPE_OPERAND_LEN: usize = 1024;
-
-/// One ONNX node being imported.
-pub(super) struct NodeCtx<'a> {
-    pub proto: &'a NodeProto,
-    pub name: String,
-    pub inputs: Vec<Option<Outlet>>,
-    pub opset: i64,
-    /// Bytes folding may still allocate in this import ([`fold::fold_budget`]).
-    pub fold_budget: &'a std::cell::Cell<usize>,
-}
-
-/// What an ONNX node becomes.
-pub(super) enum Lowered {
-    /// Its outputs are these existing values (Identity, Dropout).
-    Alias(Vec<Outlet>),
-    /// An IR node reading these inputs.
-    Op(Op, Vec<Outlet>),
-    /// Constants computed at import time.
-    Consts(Vec<Tensor>),
-    /// Several IR nodes in order: the last one takes the ONNX node's name
-    /// and gives its outputs; earlier ones are named `<node>.<suffix>`.
-    Chain(Vec<Step>),
-}
-
-/// One node of a [`Lowered::Chain`].
-pub(super) struct Step {
-    pub suffix: &'static str,
-    pub op: Op,
-    pub inputs: Vec<Src>,
-}
-
-/// Where a chained node reads a value.
-pub(super) enum Src {
-    /// An existing value.
-    Value(Outlet),
-    /// Output 0 of an earlier step of the chain.
-    Step(usize),
-    /// A new constant.
-    Const(Tensor),
-}
-
-impl<'a> NodeCtx<'a> {
-    pub fn attrs(&self) -> Attrs<'_> {
-        Attrs {
-            node: self.proto,
-            name: &self.name,
-        }
-    }
-
-    pub fn err(&self, reason: impl Into<String>) -> ImportError {
-        ImportError::Node {
-            node: self.name.clone(),
-            op_type: self.proto.op_type.clone(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Required input `i`.
-    pub fn input(&self, i: usize) -> Result<Outlet, ImportError> {
-        self.inputs
-            .get(i)
-            .copied()
-            .flatten()
-            .ok_or_else(|| self.err(format!("missing required input {i}")))
-    }
-
-    /// Inputs 0 and 1, and input 2 (a bias) when the node has it.
-    pub fn inputs_with_bias(&self) -> Result<Vec<Outlet>, ImportError> {
-        let n = if self.inputs.get(2).copied().flatten().is_some() {
-            3
-        } else {
-            2
-        };
-        self.data_inputs(n)
-    }
-
-    /// The first `n` inputs, all required.
-    pub fn data_inputs(&self, n: usize) -> Result<Vec<Outlet>, ImportError> {
-        (0..n).map(|i| self.input(i)).collect()
-    }
-
-    /// Optional constant input `i` as a tensor with data.
-    pub fn const_input<'g>(&self, g: &'g Graph, i: usize) -> Result<Option<&'g Tensor>, ImportError> {
-        let Some(Some(o)) = self.inputs.get(i) else {
-            return Ok(None);
-        };
-        let what = self.proto.input.get(i).cloned().unwrap_or_default();
-        let t = g.const_tensor(*o).ok_or_else(|| {
-            self.err(format!(
-                "input {i} (`{what}`) must be a constant; computed values are not supported here"
-            ))
-        })?;
-        if !t.has_data() {
-            return Err(self.err(format!(
-                "input {i} (`{what}`) is a constant without data (structure-only model), but its values decide shapes"
-            )));
-        }
-        Ok(Some(t))
-    }
-
-    pub fn const_ints(&self, g: &Graph, i: usize) -> Result<Option<Vec<i64>>, ImportError> {
-        match self.const_input(g, i)? {
-            None => Ok(None),
-            Some(t) if t.volume() > MAX_SHAPE_OPERAND_LEN => Err(self.err(format!(
-                "input {i} holds {} values, more than the {MAX_SHAPE_OPERAND_LEN} a shape operand may have",
-                t.volume()
-            ))),
-            Some(t) => t
-                .to_i64_vec()
-                .map(Some)
-                .ok_or_else(|| self.err(format!("input {i} must hold integers"))),
-        }
-    }
-
-    pub fn const_scalar_f32(&self, g: &Graph, i: usize) -> Result<Option<f32>, ImportError> {
-        match self.const_input(g, i)? {
-            None => Ok(None),
-            Some(t) => match t.to_f64_vec().as_deref() {
-                Some([v]) => Ok(Some(*v as f32)),
-                _ => Err(self.err(format!("input {i} must be a scalar"))),
-            },
-        }
-    }
-}
-
-fn unary(ctx: &NodeCtx, op: UnaryOp) -> Result<Lowered, ImportError> {
-    Ok(Lowered::Op(Op::Unary(Unary { op }), ctx.data_inputs(1)?))
-}
-
-fn clip(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
-    let a = ctx.attrs();
-    let (min, max) = if ctx.opset < 11 {
-        (
-            a.has("min").then(|| a.float("min", 0.0)).transpose()?,
-            a.has("max").then(|| a.float("max", 0.0)).transpose()?,
-        )
-    } else {
-        (ctx.const_scalar_f32(g, 1)?, ctx.const_scalar_f32(g, 2)?)
-    };
-    unary(ctx, UnaryOp::Clip { min, max })
-}
 
 fn split(ctx: &NodeCtx, g: &Graph) -> Result<Lowered, ImportError> {
     let a = ctx.attrs();
@@ -491,11 +344,31 @@ fn softmax(ctx: &NodeCtx, g: &Graph, log: bool) -> Result<Lowered, ImportError> 
     Ok(Lowered::Op(Op::Softmax(Softmax { axis, log }), vec![x]))
 }
 
+/// `LRN`: a positive window size and its coefficients.
+fn lrn(ctx: &NodeCtx) -> Result<Lowered, ImportError> {
+    let a = ctx.attrs();
+    Ok(Lowered::Op(
+        Op::Lrn(Lrn {
+            size: usize::try_from(a.int("size", 0)?)
+                .ok()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| a.err("size", "must be a positive integer"))?,
+            alpha: a.float("alpha", 1e-4)?,
+            beta: a.float("beta", 0.75)?,
+            bias: a.float("bias", 1.0)?,
+        }),
+        ctx.data_inputs(1)?,
+    ))
+}
+
 /// Lowers one node of the default ONNX domain; `None` for an unknown op type.
 pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportError> {
     let a = ctx.attrs();
     if let Some(consts) = fold::try_fold(ctx, g)? {
         return Ok(Some(Lowered::Consts(consts)));
+    }
+    if let Some(lowered) = import_unary::lower(ctx, g)? {
+        return Ok(Some(lowered));
     }
     let lowered = match ctx.proto.op_type.as_str() {
         "Identity" => Lowered::Alias(vec![ctx.input(0)?]),
@@ -512,46 +385,6 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             ctx.data_inputs(2)?,
         ),
         "BatchNormalization" => batch_norm(ctx)?,
-        "Relu" => unary(ctx, UnaryOp::Relu)?,
-        "Clip" => clip(ctx, g)?,
-        "Sigmoid" => unary(ctx, UnaryOp::Sigmoid)?,
-        "Tanh" => unary(ctx, UnaryOp::Tanh)?,
-        "HardSigmoid" => unary(
-            ctx,
-            UnaryOp::HardSigmoid {
-                alpha: a.float("alpha", 0.2)?,
-                beta: a.float("beta", 0.5)?,
-            },
-        )?,
-        "HardSwish" => unary(ctx, UnaryOp::HardSwish)?,
-        "LeakyRelu" => unary(
-            ctx,
-            UnaryOp::LeakyRelu {
-                alpha: a.float("alpha", 0.01)?,
-            },
-        )?,
-        "Elu" => unary(
-            ctx,
-            UnaryOp::Elu {
-                alpha: a.float("alpha", 1.0)?,
-            },
-        )?,
-        "Selu" => unary(
-            ctx,
-            UnaryOp::Selu {
-                alpha: a.float("alpha", 1.673_263_2)?,
-                gamma: a.float("gamma", 1.050_701)?,
-            },
-        )?,
-        "Softplus" => unary(ctx, UnaryOp::Softplus)?,
-        "Softsign" => unary(ctx, UnaryOp::Softsign)?,
-        "Exp" => unary(ctx, UnaryOp::Exp)?,
-        "Sqrt" => unary(ctx, UnaryOp::Sqrt)?,
-        "Neg" => unary(ctx, UnaryOp::Neg)?,
-        "Abs" => unary(ctx, UnaryOp::Abs)?,
-        "Erf" => unary(ctx, UnaryOp::Erf)?,
-        "Mish" => unary(ctx, UnaryOp::Mish)?,
-        "Log" => unary(ctx, UnaryOp::Log)?,
         "Gelu" => import_blocks::gelu(ctx)?,
         "LayerNormalization" => import_blocks::layer_norm(ctx)?,
         "DepthToSpace" => import_blocks::depth_to_space(ctx)?,
@@ -574,18 +407,7 @@ pub(super) fn lower(ctx: &NodeCtx, g: &Graph) -> Result<Option<Lowered>, ImportE
             }),
             ctx.data_inputs(3)?,
         ),
-        "LRN" => Lowered::Op(
-            Op::Lrn(Lrn {
-                size: usize::try_from(a.int("size", 0)?)
-                    .ok()
-                    .filter(|s| *s > 0)
-                    .ok_or_else(|| a.err("size", "must be a positive integer"))?,
-                alpha: a.float("alpha", 1e-4)?,
-                beta: a.float("beta", 0.75)?,
-                bias: a.float("bias", 1.0)?,
-            }),
-            ctx.data_inputs(1)?,
-        ),
+        "LRN" => lrn(ctx)?,
         "Softmax" => softmax(ctx, g, false)?,
         "LogSoftmax" => softmax(ctx, g, true)?,
         "Concat" => Lowered::Op(

@@ -2,7 +2,7 @@
 //! a [`Resize`] of H and W with constant scales or sizes.
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx};
+use super::node_ctx::{Lowered, NodeCtx};
 use crate::graph::Graph;
 use crate::ops::*;
 

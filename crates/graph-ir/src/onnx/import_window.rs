@@ -3,7 +3,7 @@
 //! `[N, C, 1, L]` before and back to `[N, C', L']` after).
 
 use super::ImportError;
-use super::import_ops::{Lowered, NodeCtx, Src, Step};
+use super::node_ctx::{Lowered, NodeCtx, Src, Step};
 use crate::graph::{Graph, Outlet};
 use crate::ops::*;
 use crate::tensor::Tensor;

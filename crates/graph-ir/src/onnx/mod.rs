@@ -8,6 +8,7 @@
 
 mod attrs;
 mod export;
+mod export_attrs;
 mod export_compose;
 
 mod fold;
@@ -17,7 +18,9 @@ mod import_blocks;
 mod import_matmul;
 mod import_ops;
 mod import_resize;
+mod import_unary;
 mod import_window;
+mod node_ctx;
 mod qlinear;
 mod qlinear_add;
 mod qlinear_conv_float;
@@ -254,6 +257,10 @@ mod op_list_tests {
             include_str!("import_ops.rs"),
             "let lowered = match ctx.proto.op_type.as_str() {",
         );
+        lowered.extend(arms(
+            include_str!("import_unary.rs"),
+            "let op = match ctx.proto.op_type.as_str() {",
+        ));
         lowered.sort();
         let mut listed: Vec<String> = SUPPORTED_OPS.iter().map(|s| s.to_string()).collect();
         listed.sort();

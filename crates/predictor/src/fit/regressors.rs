@@ -155,6 +155,95 @@ fn params(class: &str, in_model: bool) -> ForestParams {
 /// A class's feature rows, their times, and whether any was timed in a model.
 type ClassRows = (Vec<Vec<f64>>, Vec<f64>, bool);
 
+/// The engine, thread count and core set every row shares; refuses an
+/// empty list and a row measured otherwise than the first.
+fn one_setting(rows: &[(usize, Row)], source_csv: &str) -> Result<(String, usize, String), RegressorError> {
+    let first = rows.first().ok_or_else(|| RegressorError::TooFewRows {
+        source_csv: source_csv.into(),
+    })?;
+    let (engine, threads, cores) = (&first.1.engine, first.1.threads, first.1.cores.to_string());
+    for (line, r) in rows {
+        let mixed = |what, found: String, expected: String| RegressorError::Mixed {
+            source_csv: source_csv.into(),
+            line: *line,
+            what,
+            found,
+            expected,
+        };
+        if &r.engine != engine {
+            return Err(mixed("engine", r.engine.clone(), engine.clone()));
+        }
+        if r.threads != threads {
+            return Err(mixed("threads", r.threads.to_string(), threads.to_string()));
+        }
+        if r.cores.to_string() != cores {
+            return Err(mixed("cores", r.cores.to_string(), cores.clone()));
+        }
+    }
+    Ok((engine.clone(), threads, cores))
+}
+
+/// Each op class's feature rows and targets (milliseconds, or per GFLOP
+/// for [`PER_GFLOP`] classes); rows without a positive time are left out.
+fn class_rows(rows: &[(usize, Row)], statistic: Statistic) -> BTreeMap<&'static str, ClassRows> {
+    let mut by_class: BTreeMap<&'static str, ClassRows> = BTreeMap::new();
+    for (_, r) in rows {
+        let ms = match r.origin {
+            Origin::InModel => r.ms(statistic).max(IN_MODEL_FLOOR_MS),
+            _ => r.ms(statistic),
+        };
+        let class = r.kind.op_class();
+        let target = if PER_GFLOP.contains(&class) {
+            gflops(class, &r.features).map(|g| ms / g)
+        } else {
+            Some(ms)
+        };
+        if let (true, Some(target)) = (ms > 0.0, target) {
+            let entry = by_class.entry(class.name()).or_default();
+            entry.0.push(crate::features::model_features(class, &r.features));
+            entry.1.push(target);
+            entry.2 |= r.origin == Origin::InModel;
+        }
+    }
+    by_class
+}
+
+/// One class's forest and its out-of-fold accuracy.
+fn fit_class(
+    class: &'static str,
+    x: &[Vec<f64>],
+    y: &[f64],
+    in_model: bool,
+    seed: u64,
+    label: &Path,
+) -> Result<(Forest, ClassReport), RegressorError> {
+    let wrap = |error| RegressorError::Forest {
+        path: label.to_path_buf(),
+        class: class.into(),
+        error,
+    };
+    let params = params(class, in_model);
+    let errors = out_of_fold_errors_with(x, y, seed, &params).map_err(wrap)?;
+    let rmspe = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
+    let names = crate::features::model_feature_names(class_of(class).unwrap_or(OpClass::Act));
+    let mut f = forest::fit(x, y, &params, seed)
+        .and_then(|f| f.with_feature_names(names))
+        .map_err(wrap)?;
+    f.set_metadata("class", class.into());
+    f.set_metadata("rows", x.len().into());
+    let report = ClassReport {
+        rows: x.len(),
+        within_5: share(&errors, 0.05),
+        within_10: share(&errors, 0.10),
+        within_15: share(&errors, 0.15),
+        rmspe,
+        feature_max: (0..x[0].len())
+            .map(|i| x.iter().map(|r| r[i]).fold(f64::NEG_INFINITY, f64::max))
+            .collect(),
+    };
+    Ok((f, report))
+}
+
 fn share(errors: &[f64], within: f64) -> f64 {
     errors.iter().filter(|e| **e <= within).count() as f64 / errors.len().max(1) as f64
 }
@@ -170,82 +259,17 @@ impl KernelRegressors {
         seed: u64,
         statistic: Statistic,
     ) -> Result<KernelRegressors, RegressorError> {
-        let first = rows.first().ok_or_else(|| RegressorError::TooFewRows {
-            source_csv: source_csv.into(),
-        })?;
-        let (engine, threads, cores) = (&first.1.engine, first.1.threads, first.1.cores.to_string());
-        for (line, r) in rows {
-            let mixed = |what, found: String, expected: String| RegressorError::Mixed {
-                source_csv: source_csv.into(),
-                line: *line,
-                what,
-                found,
-                expected,
-            };
-            if &r.engine != engine {
-                return Err(mixed("engine", r.engine.clone(), engine.clone()));
-            }
-            if r.threads != threads {
-                return Err(mixed("threads", r.threads.to_string(), threads.to_string()));
-            }
-            if r.cores.to_string() != cores {
-                return Err(mixed("cores", r.cores.to_string(), cores.clone()));
-            }
-        }
-        let mut by_class: BTreeMap<&'static str, ClassRows> = BTreeMap::new();
-        for (_, r) in rows {
-            let ms = match r.origin {
-                Origin::InModel => r.ms(statistic).max(IN_MODEL_FLOOR_MS),
-                _ => r.ms(statistic),
-            };
-            let class = r.kind.op_class();
-            let target = if PER_GFLOP.contains(&class) {
-                gflops(class, &r.features).map(|g| ms / g)
-            } else {
-                Some(ms)
-            };
-            if let (true, Some(target)) = (ms > 0.0, target) {
-                let entry = by_class.entry(class.name()).or_default();
-                entry.0.push(crate::features::model_features(class, &r.features));
-                entry.1.push(target);
-                entry.2 |= r.origin == Origin::InModel;
-            }
-        }
+        let (engine, threads, cores) = one_setting(rows, source_csv)?;
         let label = PathBuf::from(source_csv);
         let mut forests = BTreeMap::new();
         let mut report = BTreeMap::new();
-        for (class, (x, y, in_model)) in by_class {
+        for (class, (x, y, in_model)) in class_rows(rows, statistic) {
             if x.len() < MIN_ROWS {
                 continue;
             }
-            let wrap = |error| RegressorError::Forest {
-                path: label.clone(),
-                class: class.into(),
-                error,
-            };
-            let params = params(class, in_model);
-            let errors = out_of_fold_errors_with(&x, &y, seed, &params).map_err(wrap)?;
-            let rmspe = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
-            let names = crate::features::model_feature_names(class_of(class).unwrap_or(OpClass::Act));
-            let mut f = forest::fit(&x, &y, &params, seed)
-                .and_then(|f| f.with_feature_names(names))
-                .map_err(wrap)?;
-            f.set_metadata("class", class.into());
-            f.set_metadata("rows", x.len().into());
+            let (f, r) = fit_class(class, &x, &y, in_model, seed, &label)?;
             forests.insert(class.to_string(), f);
-            report.insert(
-                class.to_string(),
-                ClassReport {
-                    rows: x.len(),
-                    within_5: share(&errors, 0.05),
-                    within_10: share(&errors, 0.10),
-                    within_15: share(&errors, 0.15),
-                    rmspe,
-                    feature_max: (0..x[0].len())
-                        .map(|i| x.iter().map(|r| r[i]).fold(f64::NEG_INFINITY, f64::max))
-                        .collect(),
-                },
-            );
+            report.insert(class.to_string(), r);
         }
         if forests.is_empty() {
             return Err(RegressorError::TooFewRows {
@@ -255,7 +279,7 @@ impl KernelRegressors {
         Ok(KernelRegressors {
             format: FORMAT.into(),
             source_csv: source_csv.into(),
-            engine: engine.clone(),
+            engine,
             threads,
             cores,
             seed,

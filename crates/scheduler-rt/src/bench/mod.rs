@@ -121,15 +121,7 @@ pub fn configurations<'g>(
     adaptive: Option<AdaptiveParams>,
     cores: &CoreSet,
 ) -> Configs<'g> {
-    let config = |name: String, graph, processors, label| Config {
-        name,
-        graph,
-        processors,
-        label,
-        adaptive: None,
-    };
-    let (original, branched) = (models.original, models.branched);
-    let (olabel, blabel) = (models.original_label, models.branched_label);
+    let (branched, blabel) = (models.branched, models.branched_label);
     let one_core: Vec<ProcessorConfig> = processors
         .iter()
         .map(|p| ProcessorConfig {
@@ -138,30 +130,8 @@ pub fn configurations<'g>(
         })
         .collect();
     let n = processors.len();
-    let mut list = vec![
-        config(
-            "original, 1 core".into(),
-            original,
-            vec![pinned("cpu0", WorkerKind::Inline, 0, 1, cores)],
-            olabel,
-        ),
-        config(
-            format!("original, {} intra-op threads", cores.len()),
-            original,
-            vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), cores)],
-            olabel,
-        ),
-    ];
     let reference = ort_reference(cores);
-    let ort_row = reference.as_ref().ok().map(|p| {
-        list.push(config(
-            "original, onnxruntime 2 threads".into(),
-            original,
-            vec![p.clone()],
-            olabel,
-        ));
-        list.len() - 1
-    });
+    let (mut list, ort_row) = originals(models, cores, &reference);
     list.push(config(
         "branched, 1 core (sequential)".into(),
         branched,
@@ -213,4 +183,49 @@ pub fn configurations<'g>(
         reference,
         processors,
     }
+}
+
+fn config<'g>(name: String, graph: &'g Graph, processors: Vec<ProcessorConfig>, label: &'g str) -> Config<'g> {
+    Config {
+        name,
+        graph,
+        processors,
+        label,
+        adaptive: None,
+    }
+}
+
+/// The original model on one core, with one intra-op thread per core of
+/// `cores` and, where there is one, on the onnxruntime `reference` (its
+/// row returned beside).
+fn originals<'g>(
+    models: &Models<'g>,
+    cores: &CoreSet,
+    reference: &Result<ProcessorConfig, String>,
+) -> (Vec<Config<'g>>, Option<usize>) {
+    let (original, olabel) = (models.original, models.original_label);
+    let mut list = vec![
+        config(
+            "original, 1 core".into(),
+            original,
+            vec![pinned("cpu0", WorkerKind::Inline, 0, 1, cores)],
+            olabel,
+        ),
+        config(
+            format!("original, {} intra-op threads", cores.len()),
+            original,
+            vec![pinned("cpu0", WorkerKind::Inline, 0, cores.len(), cores)],
+            olabel,
+        ),
+    ];
+    let ort_row = reference.as_ref().ok().map(|p| {
+        list.push(config(
+            "original, onnxruntime 2 threads".into(),
+            original,
+            vec![p.clone()],
+            olabel,
+        ));
+        list.len() - 1
+    });
+    (list, ort_row)
 }
