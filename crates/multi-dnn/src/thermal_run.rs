@@ -8,8 +8,8 @@ use crate::core::estimator::{Estimator, EstimatorParams};
 use crate::core::workload::Workload;
 use crate::core::{SchedError, Scheduler};
 use crate::policy::PolicyOptions;
+use crate::predicted::CostError;
 use crate::predicted::{self, LatencyTable};
-use crate::puzzle::PuzzleError;
 use crate::registry::{PolicyError, Registry};
 use crate::sim::{Latency, SimOptions, Truth, simulate_thermal};
 use crate::splash::thermal::ThermalParams;
@@ -24,7 +24,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum ThermalRunError {
     #[error(transparent)]
-    Predicted(#[from] PuzzleError),
+    Predicted(#[from] CostError),
     #[error(transparent)]
     Profile(#[from] ThermalProfileError),
     #[error(transparent)]
@@ -128,13 +128,13 @@ impl Row {
 }
 
 /// A policy spec `NAME` or `NAME+cloud`: the name and whether the cloud
-/// worker is offered; fails naming the known policies.
-pub fn split(spec: &str) -> Result<(String, bool), ThermalRunError> {
+/// worker is offered; fails naming the policies of `registry` a thermal
+/// run knows.
+pub fn split(registry: &Registry, spec: &str) -> Result<(String, bool), ThermalRunError> {
     let (name, cloud) = match spec.strip_suffix("+cloud") {
         Some(n) => (n, true),
         None => (spec, false),
     };
-    let registry = Registry::builtin();
     if registry.get(name).is_none_or(|e| e.needs.render) {
         return Err(ThermalRunError::UnknownPolicy {
             spec: spec.into(),
@@ -152,12 +152,14 @@ pub struct Platforms {
     pub options: SimOptions,
     /// The ETA policies' factor (`None`: theirs).
     pub eta: Option<f64>,
+    /// Where the runs' policies come from.
+    pub registry: Registry,
 }
 
 impl Platforms {
     /// A run of policy `spec` (`NAME` or `NAME+cloud`) on `w`.
     pub fn run(&self, w: &Workload, spec: &str) -> Result<Row, ThermalRunError> {
-        let (name, with_cloud) = split(spec)?;
+        let (name, with_cloud) = split(&self.registry, spec)?;
         let p = if with_cloud { &self.cloud } else { &self.local };
         let p = p
             .as_ref()
@@ -167,7 +169,7 @@ impl Platforms {
             eta: self.eta,
             ..PolicyOptions::for_workload(w, &p.names)
         };
-        let policy = Registry::builtin().make(&name, &options)?;
+        let policy = self.registry.make(&name, &options)?;
         let mut sched = Scheduler::new(p.units.clone(), &p.names, policy, p.base.clone());
         let mut driver = ThermalDriver::new(p.params.clone())?;
         if let Some((w, mbps)) = p.cloud {

@@ -179,7 +179,7 @@ pub fn serve(
         false => None,
     };
     let retime_notes: Vec<String> = retimer.as_ref().map_or(Vec::new(), |m| {
-        use super::costs::Costs;
+        use crate::predicted::costs::Costs;
         m.notes().into_iter().filter(|n| !n.starts_with("pieces:")).collect()
     });
     let mut runs: Vec<Totals> = (0..=plans.len()).map(|_| Totals::default()).collect();

@@ -7,6 +7,7 @@
 use super::simulate::Args;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
+use multi_dnn::Registry;
 use multi_dnn::core::workload::{Arrival, Workload};
 use multi_dnn::sim::SimOptions;
 use multi_dnn::splash::thermal::profile::{CloudSpec, cloud_spec, thermal_params};
@@ -146,7 +147,7 @@ fn policies(a: &Args, file: &str, cloud: Option<&CloudSpec>) -> Result<(Vec<Stri
         .collect();
     let mut uses = [false; 2];
     for p in &policies {
-        let with_cloud = split(p)?.1;
+        let with_cloud = split(&Registry::builtin(), p)?.1;
         if with_cloud && cloud.is_none() {
             bail!("{file}: policy '{p}' needs the cloud worker, and the profile has no [cloud] section");
         }
@@ -228,6 +229,7 @@ pub fn run(a: &Args) -> Result<()> {
             ..SimOptions::default()
         },
         eta: a.eta,
+        registry: Registry::builtin(),
     };
     let mut rows = Vec::new();
     for p in &policies {
