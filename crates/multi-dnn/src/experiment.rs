@@ -40,8 +40,9 @@ pub struct Sweep {
     /// 1/rounds of the workload's duration and a configuration's rounds
     /// are appended into one log. At least 1.
     pub rounds: usize,
-    /// Options beyond those the workload configures (`eta`).
-    pub eta: Option<f64>,
+    /// Options beyond those the workload configures, set over them
+    /// ([`PolicyOptions::overlaid`]).
+    pub options: PolicyOptions,
 }
 
 /// One configuration of a sweep, as a world is asked to run it.
@@ -133,10 +134,7 @@ pub fn run(
             let mut w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
             w.duration_s = w.duration_s.map(|d| d / rounds as f64);
             let slo = w.slos(isolated_ms);
-            let options = PolicyOptions {
-                eta: sweep.eta,
-                ..PolicyOptions::for_workload(&w, world.names())
-            };
+            let options = registry.options_for(&w, world.names()).overlaid(&sweep.options);
             let policy = registry.make(p, &options)?;
             let mut sched = world.scheduler(p, policy)?;
             let config = Config {

@@ -4,7 +4,8 @@
 //! a policy (the commands, their `--help` and errors, the experiments)
 //! asks a [`Registry`].
 
-use crate::heimdall::{fifo, utility};
+use crate::core::workload::Workload;
+use crate::heimdall::{self, fifo, utility};
 use crate::policy::{Policy, PolicyEntry, PolicyOptions, fixed, heft, lst, round_robin, sel};
 use crate::splash::{max_weighted_ppt, min_heat};
 use thiserror::Error;
@@ -25,7 +26,12 @@ pub enum PolicyError {
 #[derive(Clone, Debug)]
 pub struct Registry {
     entries: Vec<PolicyEntry>,
+    configure: Vec<Configure>,
 }
+
+/// How an extension sets its policies' options from a workload on
+/// processors `names` (in worker order).
+pub type Configure = fn(&Workload, &[String], &mut PolicyOptions);
 
 impl Registry {
     /// Every policy this crate implements, Band's first.
@@ -41,7 +47,10 @@ impl Registry {
         entries.extend([min_heat::ENTRY, max_weighted_ppt::ENTRY]);
         entries.extend(fifo::ENTRIES);
         entries.extend(utility::ENTRIES);
-        Registry { entries }
+        Registry {
+            entries,
+            configure: vec![heimdall::options::configure],
+        }
     }
 
     /// This registry with `entry` added (replacing one of the same name).
@@ -49,6 +58,23 @@ impl Registry {
         self.entries.retain(|e| e.name != entry.name);
         self.entries.push(entry);
         self
+    }
+
+    /// This registry with `configure` also setting options from a workload.
+    pub fn configured_by(mut self, configure: Configure) -> Registry {
+        self.configure.push(configure);
+        self
+    }
+
+    /// What `workload` configures on processors `names` (in worker order):
+    /// the core's options ([`PolicyOptions::for_workload`]), then each
+    /// extension's.
+    pub fn options_for(&self, workload: &Workload, names: &[String]) -> PolicyOptions {
+        let mut options = PolicyOptions::for_workload(workload, names);
+        for c in &self.configure {
+            c(workload, names, &mut options);
+        }
+        options
     }
 
     pub fn entries(&self) -> &[PolicyEntry] {
@@ -151,13 +177,10 @@ mod tests {
     #[test]
     fn every_entry_makes_the_policy_it_names() {
         let r = Registry::builtin();
-        let options = PolicyOptions {
-            heimdall: Some(crate::policy::HeimdallOptions {
-                offload: Some((0, 1, 0.1, 100.0)),
-                ..Default::default()
-            }),
-            ..PolicyOptions::default()
-        };
+        let options = PolicyOptions::default().with(crate::heimdall::HeimdallOptions {
+            offload: Some((0, 1, 0.1, 100.0)),
+            ..Default::default()
+        });
         for e in r.entries() {
             let p = r.make(e.name, &options).unwrap();
             let expect = match e.name {

@@ -7,11 +7,11 @@
 use crate::core::estimator::{Estimator, EstimatorParams};
 use crate::core::workload::Workload;
 use crate::core::{SchedError, Scheduler};
-use crate::policy::PolicyOptions;
 use crate::predicted::CostError;
 use crate::predicted::{self, LatencyTable};
 use crate::registry::{PolicyError, Registry};
 use crate::sim::{Latency, SimOptions, Truth, simulate_thermal};
+use crate::splash::max_weighted_ppt::Eta;
 use crate::splash::thermal::ThermalParams;
 use crate::splash::thermal::driver::{ThermalDriver, WorkerHeat};
 use crate::splash::thermal::emulator::ThermalError;
@@ -165,10 +165,10 @@ impl Platforms {
             .as_ref()
             .ok_or_else(|| ThermalRunError::NoPlatform { spec: spec.into() })?;
         let slo = w.slos(&p.fastest);
-        let options = PolicyOptions {
-            eta: self.eta,
-            ..PolicyOptions::for_workload(w, &p.names)
-        };
+        let mut options = self.registry.options_for(w, &p.names);
+        if let Some(eta) = self.eta {
+            options.set(Eta(eta));
+        }
         let policy = self.registry.make(&name, &options)?;
         let mut sched = Scheduler::new(p.units.clone(), &p.names, policy, p.base.clone());
         let mut driver = ThermalDriver::new(p.params.clone())?;

@@ -10,7 +10,7 @@ use graph_ir::ops::UnaryOp;
 use multi_dnn::core::report::RunLog;
 use multi_dnn::core::workload::{Workload, parse};
 use multi_dnn::experiment::{self, Outcome, SimSetup, SimWorld, Sweep};
-use multi_dnn::policy::{Needs, PolicyEntry};
+use multi_dnn::policy::{Needs, PolicyEntry, PolicyOptions};
 use multi_dnn::serve::Server;
 use multi_dnn::serve::world::{ServeSetup, ServeWorld};
 use multi_dnn::sim::{Latency, SimOptions, Truth};
@@ -103,7 +103,7 @@ fn a_policy_defined_here_runs_under_simulate_and_serve_through_the_registry() {
         multipliers: vec![None],
         policies: vec!["last-idle".into()],
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
 
     let units = vec![multi_dnn::analyze(&g, &names, &support).unwrap()];

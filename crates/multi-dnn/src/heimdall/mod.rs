@@ -7,6 +7,7 @@
 pub mod chunk;
 pub mod fifo;
 pub mod offload;
+pub mod options;
 pub mod render_kernel;
 pub mod utility;
 
@@ -17,6 +18,8 @@ use graph_ir::Graph;
 use std::collections::HashMap;
 use std::ops::Range;
 use thiserror::Error;
+
+pub use options::HeimdallOptions;
 
 #[derive(Debug, Error)]
 pub enum HeimdallError {

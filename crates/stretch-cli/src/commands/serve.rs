@@ -291,7 +291,7 @@ pub fn run(a: Args) -> Result<()> {
         };
         return super::serve_render::run(&a, &policies, &on, workload, graphs);
     }
-    let options = PolicyOptions::for_workload(&workload, &names);
+    let options = Registry::builtin().options_for(&workload, &names);
     Registry::builtin().check(&policies, &options, a.thermal)?;
     let thermal = thermal_setup(&a, &config)?;
     let rounds = a.rounds.max(1);
@@ -324,7 +324,7 @@ pub fn run(a: Args) -> Result<()> {
         multipliers,
         policies,
         rounds,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let mut recorder = Recorder::new(&units, names.len());
     let mut warned_priority = false;

@@ -14,7 +14,7 @@ use multi_dnn::heimdall::{ChunkMode, RenderSpec};
 use multi_dnn::serve::Server;
 use multi_dnn::serve::render::{self as sr, Chunked};
 use multi_dnn::serve::world::{ServeSetup, ServeWorld};
-use multi_dnn::{OpSupport, Registry};
+use multi_dnn::{OpSupport, PolicyOptions, Registry};
 use scheduler_rt::ProcessorConfig;
 use std::io::{IsTerminal, Write};
 
@@ -143,7 +143,7 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
         multipliers,
         policies: policies.to_vec(),
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let names = p.names;
     let outcomes = experiment::run(

@@ -10,7 +10,7 @@ use multi_dnn::experiment::{self, SimSetup, SimWorld, Sweep};
 use multi_dnn::predicted;
 use multi_dnn::sim::measured::Measured;
 use multi_dnn::sim::{SimOptions, Truth};
-use multi_dnn::{ModelUnits, Registry, analyze};
+use multi_dnn::{ModelUnits, PolicyOptions, Registry, analyze};
 use predictor::DeviceModel;
 use scheduler_rt::ProcessorConfig;
 use std::path::PathBuf;
@@ -268,7 +268,7 @@ pub fn run(a: Args) -> Result<()> {
         multipliers,
         policies,
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let outcomes = experiment::run(
         &mut world,

@@ -13,7 +13,7 @@ use multi_dnn::experiment::{self, SimSetup, SimWorld, Sweep};
 use multi_dnn::heimdall::ChunkMode;
 use multi_dnn::serve::render as sr;
 use multi_dnn::sim::{Latency, SimOptions, Truth};
-use multi_dnn::{Registry, predicted};
+use multi_dnn::{PolicyOptions, Registry, predicted};
 use predictor::DeviceModel;
 
 /// One simulated set-up per chunk mode the policies need: models cut on
@@ -101,7 +101,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         multipliers,
         policies: policies.to_vec(),
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let outcomes = experiment::run(
         &mut world,
