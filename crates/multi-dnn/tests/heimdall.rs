@@ -6,9 +6,10 @@
 use graph_ir::Graph;
 use graph_ir::builder::Builder;
 use graph_ir::ops::UnaryOp;
-use multi_dnn::core::report::{RenderReport, RunLog};
+use multi_dnn::core::report::RunLog;
 use multi_dnn::core::workload::{Utility, Workload, parse};
 use multi_dnn::heimdall::HeimdallOptions;
+use multi_dnn::heimdall::report::RenderReport;
 use multi_dnn::heimdall::{ChunkMode, RenderSpec, chunk_estimates, chunk_model};
 use multi_dnn::policy::PolicyOptions;
 use multi_dnn::policy_by_name;

@@ -7,7 +7,7 @@ use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
 use multi_dnn::Registry;
 use multi_dnn::core::report::{Report, RunLog};
-use multi_dnn::core::workload::{Arrival, Workload};
+use multi_dnn::core::workload::Workload;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -59,8 +59,8 @@ impl SweepArgs {
     }
 }
 
-/// The report of one run of `w` under policy `p`: over the arrival window,
-/// or until the last job finished when the workload counts requests.
+/// The report of one run of `w` under policy `p`, with every extension's
+/// sections ([`multi_dnn::run_report::report`]).
 pub fn report_for(
     kind: &'static str,
     p: &str,
@@ -69,10 +69,7 @@ pub fn report_for(
     names: &[String],
     log: &RunLog,
 ) -> Report {
-    let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
-    let apps: Vec<(String, Option<f64>)> = w.apps.iter().map(|x| x.name.clone()).zip(slo.iter().copied()).collect();
-    let frames = w.apps.iter().any(|x| matches!(x.arrival, Arrival::Frame { .. }));
-    Report::new(kind, p, &apps, names, log, duration, frames)
+    multi_dnn::run_report::report(kind, p, w, slo, names, log)
 }
 
 /// One report per (SLO multiplier, policy) run.

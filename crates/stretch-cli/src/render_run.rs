@@ -2,12 +2,12 @@
 //! MobiCom '20): models cut into chunks per policy, the render task on its
 //! processor, and the rendering and per-app latency tables.
 
-use crate::multi_common as mc;
 use anyhow::{Result, bail};
 use multi_dnn::Registry;
-use multi_dnn::core::report::{RenderReport, Report, RunLog, quantile_or_zero};
+use multi_dnn::core::report::{Report, RunLog, quantile_or_zero};
 use multi_dnn::core::workload::Workload;
 use multi_dnn::heimdall::ChunkMode;
+use multi_dnn::heimdall::report::{Moves, RenderSection};
 use multi_dnn::serve::render::{Chunked, Isolated};
 use std::fmt::Write as _;
 
@@ -98,23 +98,6 @@ pub fn chunk_lines(c: &Chunked, budget_ms: f64, margin_ms: f64, spill: Option<&s
     s
 }
 
-/// The report of one run with its rendering summary.
-pub fn report(
-    kind: &'static str,
-    policy: &str,
-    w: &Workload,
-    slo: &[Option<f64>],
-    names: &[String],
-    log: &RunLog,
-) -> Report {
-    let mut rep = mc::report_for(kind, policy, w, slo, names, log);
-    if let Some(r) = &w.render {
-        let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
-        rep.render = Some(RenderReport::new(log, &r.processor, r.fps, r.render_ms, duration));
-    }
-    rep
-}
-
 /// Rendering and per-app latency, one row per (policy, multiplier).
 pub fn table(rows: &[(Option<f64>, Report)]) -> String {
     let mut s = String::new();
@@ -129,7 +112,9 @@ pub fn table(rows: &[(Option<f64>, Report)]) -> String {
     }
     let _ = writeln!(s, " {:>8} {:>6}", "SLO met", "moves");
     for (_, r) in rows {
-        let Some(rr) = &r.render else { continue };
+        let Some(rr) = r.section::<RenderSection>().and_then(|s| s.0.as_ref()) else {
+            continue;
+        };
         let _ = write!(
             s,
             "{:<26} {:>10.2} {:>11.1} {:>8} {:>7.1} ms",
@@ -138,7 +123,12 @@ pub fn table(rows: &[(Option<f64>, Report)]) -> String {
         for a in &r.apps {
             let _ = write!(s, " {:>22}", format!("{:.0} / {:.0}", a.mean_ms, a.max_ms));
         }
-        let _ = writeln!(s, " {:>7.1}% {:>6}", r.slo_satisfaction, r.moves.len());
+        let _ = writeln!(
+            s,
+            " {:>7.1}% {:>6}",
+            r.slo_satisfaction,
+            r.section::<Moves>().map_or(0, |m| m.0.len())
+        );
     }
     s
 }

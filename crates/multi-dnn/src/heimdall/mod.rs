@@ -9,6 +9,7 @@ pub mod fifo;
 pub mod offload;
 pub mod options;
 pub mod render_kernel;
+pub mod report;
 pub mod utility;
 
 use crate::core::units::{ModelUnits, UnitsError, chunked, operators};

@@ -16,6 +16,7 @@ use crate::core::report::RunLog;
 use crate::core::workload::Workload;
 use crate::policy::Lst;
 use crate::serve::Server;
+use crate::serve::host::HostLog;
 use crate::{ModelUnits, Policy, Scheduler};
 use graph_ir::Graph;
 use predictor::profiler::steal::Steal;
@@ -84,13 +85,14 @@ impl Totals {
     }
 
     fn add(&mut self, log: RunLog, w: &Workload) {
-        if let Some(s) = &log.steal {
+        let host = log.section::<HostLog>();
+        if let Some(s) = host.and_then(|h| h.steal.as_ref()) {
             match &mut self.steal {
                 Some(a) => a.merge(s),
                 None => self.steal = Some(s.clone()),
             }
         }
-        if let Some((_, c)) = log.pool {
+        if let Some((_, c)) = host.and_then(|h| h.pool) {
             self.boundary.0 += c;
         }
         self.boundary.1 += log.completed.len();

@@ -8,10 +8,11 @@ use super::serve_plan_report::{Gathered, Predicted, Report, RunReport};
 use crate::multi_common as mc;
 use crate::puzzle_setup::{self as ps, Scenario};
 use anyhow::{Result, bail};
-use multi_dnn::core::report::{PoolReport, RunLog};
+use multi_dnn::core::report::RunLog;
 use multi_dnn::puzzle::evaluate::Outcome;
 use multi_dnn::puzzle::plan_file::PlanFile;
 use multi_dnn::puzzle::served::{self, Options, Plan, Served, Setup};
+use multi_dnn::serve::host::PoolReport;
 use std::path::{Path, PathBuf};
 
 /// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn,

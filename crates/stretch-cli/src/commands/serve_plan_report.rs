@@ -5,9 +5,9 @@
 //! measured unless its field says predicted or simulated.
 
 use crate::multi_common::GroupFigures;
-use multi_dnn::core::report::PoolReport;
 use multi_dnn::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
 use multi_dnn::puzzle::evaluate::Outcome;
+use multi_dnn::serve::host::PoolReport;
 use predictor::profiler::steal::Steal;
 use serde::Serialize;
 use std::collections::HashMap;

@@ -156,7 +156,7 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
             say("");
             eprintln!("[{}] {}", r.config.policy, rr::overhead_line(r.log));
             if single {
-                let report = rr::report("measured", r.config.policy, r.workload, r.slo_ms, names, r.log);
+                let report = mc::report_for("measured", r.config.policy, r.workload, r.slo_ms, names, r.log);
                 print!("{}", report.text());
             }
         },
@@ -166,7 +166,7 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
         .map(|o| {
             (
                 o.multiplier,
-                rr::report("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log),
+                mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log),
             )
         })
         .collect();

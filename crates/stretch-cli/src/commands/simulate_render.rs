@@ -111,7 +111,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         &sweep,
         &mut |r| {
             if single {
-                let report = rr::report("simulated", r.config.policy, r.workload, r.slo_ms, &names, r.log);
+                let report = mc::report_for("simulated", r.config.policy, r.workload, r.slo_ms, &names, r.log);
                 print!("{}", report.text());
             }
         },
@@ -121,7 +121,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         .map(|o| {
             (
                 o.multiplier,
-                rr::report("simulated", &o.policy, &o.workload, &o.slo_ms, &names, &o.log),
+                mc::report_for("simulated", &o.policy, &o.workload, &o.slo_ms, &names, &o.log),
             )
         })
         .collect();
