@@ -27,6 +27,9 @@ pub enum PolicyError {
 pub struct Registry {
     entries: Vec<PolicyEntry>,
     configure: Vec<Configure>,
+    /// The policy a run takes when none is named: without and with a
+    /// rendering task.
+    defaults: [&'static str; 2],
 }
 
 /// How an extension sets its policies' options from a workload on
@@ -50,6 +53,7 @@ impl Registry {
         Registry {
             entries,
             configure: vec![heimdall::options::configure],
+            defaults: [lst::ENTRY.name, utility::ENTRIES[1].name],
         }
     }
 
@@ -128,6 +132,59 @@ impl Registry {
     /// Policies that need a rendering task (Heimdall's and its baselines).
     pub fn render_names(&self) -> Vec<&'static str> {
         self.names_where(|e| e.needs.render)
+    }
+
+    /// The policy a run takes when none is named, for a workload with a
+    /// rendering task (`render`) or without.
+    pub fn default_policy(&self, render: bool) -> &'static str {
+        self.defaults[usize::from(render)]
+    }
+
+    /// This registry with `plain` and `render` the policies runs take when
+    /// none is named, without and with a rendering task.
+    pub fn with_defaults(mut self, plain: &'static str, render: &'static str) -> Registry {
+        self.defaults = [plain, render];
+        self
+    }
+
+    /// `--policy`'s help: the policies without and with a rendering task
+    /// (each with its aliases) and the defaults.
+    pub fn policy_help(&self) -> String {
+        format!(
+            "Scheduling policy: {}; for workloads with a render task (Heimdall): {}. Default: {}, or {} for a workload with a render task",
+            self.listed(|e| !e.needs.thermal && !e.needs.render),
+            self.listed(|e| e.needs.render),
+            self.default_policy(false),
+            self.default_policy(true)
+        )
+    }
+
+    /// The policies a thermal run takes (all but those that need a
+    /// rendering task), each with its aliases, comma-separated.
+    pub fn thermal_run_list(&self) -> String {
+        self.listed(|e| !e.needs.render)
+    }
+
+    /// The thermal policies' names as prose: `a`, `a and b`, `a, b and c`.
+    pub fn thermal_prose(&self) -> String {
+        let names = self.thermal_names();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+
+    /// `name (alias, ...)` of each entry that satisfies `keep`, comma-separated.
+    fn listed(&self, keep: impl Fn(&PolicyEntry) -> bool) -> String {
+        self.entries
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| match e.aliases {
+                [] => e.name.to_string(),
+                a => format!("{} ({})", e.name, a.join(", ")),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// One line per policy: name, aliases and summary, for `--help`.

@@ -127,6 +127,10 @@ impl Row {
     }
 }
 
+/// The policies a thermal run compares when none is named (Splash §6.2:
+/// Band, Band+Cloud and Splash's two).
+pub const DEFAULT_POLICIES: &str = "heft,heft+cloud,min-heat+cloud,max-weighted-ppt+cloud";
+
 /// A policy spec `NAME` or `NAME+cloud`: the name and whether the cloud
 /// worker is offered; fails naming the policies of `registry` a thermal
 /// run knows.

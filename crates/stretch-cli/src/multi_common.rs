@@ -14,12 +14,8 @@ use std::path::{Path, PathBuf};
 /// The policy sweep and outputs `serve` and `simulate` share.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole;
-    /// for workloads with a render task (Heimdall): whole, ops5,
-    /// maxmin-utility, maxtotal-utility, maxmin-utility-offload,
-    /// maxtotal-utility-offload. Default: lst, or maxtotal-utility for a
-    /// workload with a render task.
-    #[arg(long)]
+    // Its help lists the registry's policies and defaults.
+    #[arg(long, help = Registry::builtin().policy_help())]
     pub policy: Option<String>,
 
     /// Run the same workload under each of these policies (comma-separated)
@@ -54,7 +50,7 @@ impl SweepArgs {
     /// The policies to run: `--compare`, else `--policy`, else the
     /// default for the workload (`render`: whether it has a render task).
     pub fn policies_for(&self, render: bool) -> Result<Vec<String>> {
-        let default = if render { "maxtotal-utility" } else { "lst" };
+        let default = Registry::builtin().default_policy(render);
         policy_list(self.compare.as_deref().or(self.policy.as_deref()).unwrap_or(default))
     }
 }

@@ -77,16 +77,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
 
-    /// Emulate the device's heat beside the real run (Splash): the
-    /// --runtime-config's [thermal] section gives each processor's thermal
-    /// node (the format of a device profile's; see
-    /// configs/runtime/splash_host.toml). The emulator is fed by the
-    /// workers' real busy times; a processor that throttles is slowed for
-    /// real (each of its results is held back as a duty-cycled core would
-    /// be), one that switches off is an outage until it cools. Reports time
-    /// to throttling and each processor's peak temperature; with the
-    /// thermal policies min-heat and max-weighted-ppt.
-    #[arg(long, requires = "runtime_config")]
+    // Its help names the registry's thermal policies.
+    #[arg(long, requires = "runtime_config", help = thermal_help())]
     pub thermal: bool,
 
     /// Run static plans from `stretch analyze --runtime-config -o` (Puzzle;
@@ -391,4 +383,12 @@ fn emit(a: &Args, outcomes: &[Outcome], names: &[String], workload: &Workload, h
         }
     }
     Ok(rows.iter().any(|r| r.1.mismatches > 0))
+}
+
+/// `--thermal`'s help, its policies from the registry.
+fn thermal_help() -> String {
+    format!(
+        "Emulate the device's heat beside the real run (Splash): the --runtime-config's [thermal] section gives each processor's thermal node (the format of a device profile's; see configs/runtime/splash_host.toml). The emulator is fed by the workers' real busy times; a processor that throttles is slowed for real (each of its results is held back as a duty-cycled core would be), one that switches off is an outage until it cools. Reports time to throttling and each processor's peak temperature; with the thermal policies {}",
+        Registry::builtin().thermal_prose()
+    )
 }

@@ -68,14 +68,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Model the device's heat (Splash): the --device profile's [thermal]
-    /// emulator drives the simulated processors (CPU/GPU slow down, DSP/NPU
-    /// switch off when hot) and each policy is reported by time to
-    /// throttling, SLO satisfaction and performance per temperature.
-    /// Policies: heft, lst, fixed, rr, sel, min-heat, max-weighted-ppt, each
-    /// with +cloud to add the profile's [cloud] server as a worker; default
-    /// --compare heft,heft+cloud,min-heat+cloud,max-weighted-ppt+cloud.
-    #[arg(long, requires = "device")]
+    // Its help lists the registry's policies a thermal run takes.
+    #[arg(long, requires = "device", help = thermal_help())]
     pub thermal: bool,
 
     /// With --thermal: the cloud link's bandwidth in Mbit/s, replacing the
@@ -307,5 +301,14 @@ pub fn run(a: Args) -> Result<()> {
         last.as_ref(),
         &setup.names,
         &workload,
+    )
+}
+
+/// `--thermal`'s help, its policies from the registry.
+fn thermal_help() -> String {
+    format!(
+        "Model the device's heat (Splash): the --device profile's [thermal] emulator drives the simulated processors (CPU/GPU slow down, DSP/NPU switch off when hot) and each policy is reported by time to throttling, SLO satisfaction and performance per temperature. Policies: {}, each with +cloud to add the profile's [cloud] server as a worker; default --compare {}",
+        Registry::builtin().thermal_run_list(),
+        multi_dnn::thermal_run::DEFAULT_POLICIES
     )
 }

@@ -140,7 +140,7 @@ fn policies(a: &Args, file: &str, cloud: Option<&CloudSpec>) -> Result<(Vec<Stri
         .compare
         .as_deref()
         .or(a.sweep.policy.as_deref())
-        .unwrap_or("heft,heft+cloud,min-heat+cloud,max-weighted-ppt+cloud")
+        .unwrap_or(multi_dnn::thermal_run::DEFAULT_POLICIES)
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
