@@ -3,12 +3,15 @@
 //! ([`SimWorld`]), or real workers (`serve`'s world). The sweep resolves
 //! every run's SLOs by the one rule ([`Workload::slos`]) and makes every
 //! policy through a [`Registry`], so the commands that serve or simulate
-//! only parse, call this, and print.
+//! only parse, call this, and print. A world of static plans is swept over
+//! its groups' period multipliers ([`period_sweep`]); a thermal world over
+//! its policies ([`crate::thermal_run::Platforms::run_all`]) and camera
+//! rates ([`crate::thermal_run::Platforms::fps_sweep`]).
 
 use crate::core::estimator::Estimator;
 use crate::core::report::RunLog;
 use crate::core::units::ModelUnits;
-use crate::core::workload::Workload;
+use crate::core::workload::{Workload, WorkloadError};
 use crate::core::{SchedError, Scheduler};
 use crate::policy::{Policy, PolicyOptions};
 use crate::registry::{PolicyError, Registry};
@@ -177,6 +180,31 @@ pub fn run(
             })
         })
         .collect())
+}
+
+/// Runs `run` once per period multiplier of `multipliers`, in order, on
+/// `workload` with its groups' periods scaled by it
+/// ([`Workload::with_period_multiplier`]; `None`: as written) and its
+/// duration set to `duration_s` where given; the results in order. `run`
+/// reports each as it ends (a static plan's world prints as it goes).
+pub fn period_sweep<T, E: From<WorkloadError>>(
+    workload: &Workload,
+    multipliers: &[Option<f64>],
+    duration_s: Option<f64>,
+    run: &mut dyn FnMut(Option<f64>, &Workload) -> Result<T, E>,
+) -> Result<Vec<T>, E> {
+    let mut out = Vec::with_capacity(multipliers.len());
+    for &m in multipliers {
+        let mut w = match m {
+            Some(m) => workload.with_period_multiplier(m),
+            None => workload.clone(),
+        };
+        if let Some(d) = duration_s {
+            w.set_duration_s(d, "--duration-s")?;
+        }
+        out.push(run(m, &w)?);
+    }
+    Ok(out)
 }
 
 /// The units, estimates and simulated latencies one group of policies

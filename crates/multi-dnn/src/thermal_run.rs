@@ -37,6 +37,8 @@ pub enum ThermalRunError {
     UnknownPolicy { spec: String, known: String },
     #[error(transparent)]
     Workload(#[from] crate::core::workload::WorkloadError),
+    #[error("{file}: policy '{spec}' needs the cloud worker, and the profile has no [cloud] section")]
+    NoCloud { file: String, spec: String },
     #[error("no platform built for policy '{spec}'")]
     NoPlatform { spec: String },
 }
@@ -148,6 +150,29 @@ pub fn split(registry: &Registry, spec: &str) -> Result<(String, bool), ThermalR
     Ok((name.to_string(), cloud))
 }
 
+/// Checks each policy spec of `policies` against `registry` (a `+cloud`
+/// one needs a cloud: `has_cloud`, else fails naming the profile `file`);
+/// whether any runs without and any with the cloud.
+pub fn uses(
+    registry: &Registry,
+    policies: &[String],
+    has_cloud: bool,
+    file: &str,
+) -> Result<[bool; 2], ThermalRunError> {
+    let mut uses = [false; 2];
+    for p in policies {
+        let with_cloud = split(registry, p)?.1;
+        if with_cloud && !has_cloud {
+            return Err(ThermalRunError::NoCloud {
+                file: file.into(),
+                spec: p.clone(),
+            });
+        }
+        uses[usize::from(with_cloud)] = true;
+    }
+    Ok(uses)
+}
+
 /// The platforms the runs use, each built once: without and with the cloud.
 pub struct Platforms {
     pub local: Option<Platform>,
@@ -196,6 +221,23 @@ impl Platforms {
             workers: driver.heat.clone(),
             policy_notes: sched.policy_notes(),
         })
+    }
+
+    /// A run of each policy spec of `policies` on `w`, in order; `after`
+    /// hears each as it ends.
+    pub fn run_all(
+        &self,
+        w: &Workload,
+        policies: &[String],
+        after: &mut dyn FnMut(&Row),
+    ) -> Result<Vec<Row>, ThermalRunError> {
+        let mut rows = Vec::with_capacity(policies.len());
+        for p in policies {
+            let r = self.run(w, p)?;
+            after(&r);
+            rows.push(r);
+        }
+        Ok(rows)
     }
 
     /// Per policy of `policies`, the highest camera rate of `fps` at which it

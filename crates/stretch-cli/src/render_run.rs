@@ -2,7 +2,7 @@
 //! MobiCom '20): models cut into chunks per policy, the render task on its
 //! processor, and the rendering and per-app latency tables.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use multi_dnn::Registry;
 use multi_dnn::core::report::{Report, RunLog, quantile_or_zero};
 use multi_dnn::core::workload::Workload;
@@ -14,30 +14,11 @@ use std::fmt::Write as _;
 /// Render workloads take only the policies that need a render task, other
 /// workloads none of them.
 pub fn check_policies(w: &Workload, policies: &[String]) -> Result<()> {
-    let render_names = Registry::builtin().render_names();
-    for p in policies {
-        let heimdall = render_names.contains(&p.as_str());
-        if w.render.is_some() && !heimdall {
-            bail!(
-                "{}: policy '{p}' does not know the workload's render task; use one of {}",
-                w.file,
-                render_names.join(", ")
-            );
-        }
-        if w.render.is_none() && heimdall {
-            bail!(
-                "{}: policy '{p}' needs a render task ([render] in the workload)",
-                w.file
-            );
-        }
-        if p.ends_with("-offload") && w.render.as_ref().is_some_and(|r| r.offload_to.is_none()) {
-            bail!(
-                "{}: policy '{p}' needs render.offload_to, the processor to offload to",
-                w.file
-            );
-        }
-    }
-    Ok(())
+    Ok(multi_dnn::heimdall::check_policies(
+        &Registry::builtin().render_names(),
+        w,
+        policies,
+    )?)
 }
 
 /// An app's chunking overhead and isolated p99, as lines.

@@ -66,12 +66,7 @@ fn servers(a: &Args, p: &Processors, r: &Render, policies: &[String], graphs: &[
     eprintln!(
         "operator latencies: each operator compiled alone and timed on each processor (median of {OPERATOR_RUNS}, measured)"
     );
-    let mut modes: Vec<ChunkMode> = vec![ChunkMode::Whole];
-    for p in policies {
-        if !modes.contains(&ChunkMode::for_policy(p)) {
-            modes.push(ChunkMode::for_policy(p));
-        }
-    }
+    let modes = ChunkMode::needed(&[ChunkMode::Whole], policies);
     let mut setups = Vec::new();
     for mode in &modes {
         let chunked = sr::chunk_all(graphs, p.names, p.accel, &op_ms, &spec, *mode)?;

@@ -28,12 +28,7 @@ fn setups(
 ) -> Result<(Vec<ChunkMode>, Vec<SimSetup>)> {
     let spec = sr::spec(r, names);
     let budget = multi_dnn::heimdall::chunk::budget_ms(r.fps, r.render_ms)?;
-    let mut modes: Vec<ChunkMode> = Vec::new();
-    for p in policies {
-        if !modes.contains(&ChunkMode::for_policy(p)) {
-            modes.push(ChunkMode::for_policy(p));
-        }
-    }
+    let modes = ChunkMode::needed(&[], policies);
     let mut setups = Vec::new();
     for mode in &modes {
         let c = sr::chunk_all(graphs, names, accel, op_ms, &spec, *mode)?;
