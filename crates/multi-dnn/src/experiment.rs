@@ -182,6 +182,9 @@ pub fn run(
         .collect())
 }
 
+/// One run of [`period_sweep`]: a multiplier and the workload it gives.
+pub type PeriodRun<'a, T, E> = dyn FnMut(Option<f64>, &Workload) -> Result<T, E> + 'a;
+
 /// Runs `run` once per period multiplier of `multipliers`, in order, on
 /// `workload` with its groups' periods scaled by it
 /// ([`Workload::with_period_multiplier`]; `None`: as written) and its
@@ -191,7 +194,7 @@ pub fn period_sweep<T, E: From<WorkloadError>>(
     workload: &Workload,
     multipliers: &[Option<f64>],
     duration_s: Option<f64>,
-    run: &mut dyn FnMut(Option<f64>, &Workload) -> Result<T, E>,
+    run: &mut PeriodRun<T, E>,
 ) -> Result<Vec<T>, E> {
     let mut out = Vec::with_capacity(multipliers.len());
     for &m in multipliers {

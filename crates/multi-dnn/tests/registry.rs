@@ -151,6 +151,33 @@ fn a_policy_defined_here_runs_under_simulate_and_serve_through_the_registry() {
     check(&out, "served");
 }
 
+/// `simulate --help` and `serve --help` print [`Registry::policy_help`]
+/// and `simulate --help` [`Registry::thermal_run_list`]: the policy added
+/// with one registry line is listed there, after the built-in plain ones
+/// and before those that need a render task, with its alias.
+#[test]
+fn a_policy_defined_here_is_in_the_help_the_commands_print() {
+    let registry = Registry::builtin().with(LAST_IDLE);
+    let help = registry.policy_help();
+    assert!(
+        help.contains("lst, lst-whole, last-idle (li); for workloads with a render task"),
+        "{help}"
+    );
+    assert!(!Registry::builtin().policy_help().contains("last-idle"));
+    assert!(
+        registry.thermal_run_list().contains("last-idle (li)"),
+        "{}",
+        registry.thermal_run_list()
+    );
+    assert_eq!(registry.default_policy(false), "lst");
+    let defaulted = registry.with_defaults("last-idle", "maxtotal-utility");
+    assert!(
+        defaulted
+            .policy_help()
+            .contains("Default: last-idle, or maxtotal-utility")
+    );
+}
+
 /// Every request of the 0.3-s run at 50 fps completed under the policy,
 /// each on worker 1 (the last idle one when requests arrive one at a time).
 fn check(out: &[Outcome], world: &str) {

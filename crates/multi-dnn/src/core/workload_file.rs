@@ -529,7 +529,7 @@ impl Check<'_> {
                 "a camera drives frame apps; the workload has none".into(),
             ));
         }
-        camera_rate(&apps, fps).map_err(|reason| (self.err)("camera.fps", reason))?;
+        camera_rate(apps, fps).map_err(|reason| (self.err)("camera.fps", reason))?;
         Ok(Camera {
             fps,
             slo_ms: self.positive("camera.slo_ms", c.slo_ms.unwrap_or(1e3 / fps))?,
