@@ -3,12 +3,15 @@
 //! ([`SimWorld`]), or real workers (`serve`'s world). The sweep resolves
 //! every run's SLOs by the one rule ([`Workload::slos`]) and makes every
 //! policy through a [`Registry`], so the commands that serve or simulate
-//! only parse, call this, and print.
+//! only parse, call this, and print. A world of static plans is swept over
+//! its groups' period multipliers ([`period_sweep`]); a thermal world over
+//! its policies ([`crate::thermal_run::Platforms::run_all`]) and camera
+//! rates ([`crate::thermal_run::Platforms::fps_sweep`]).
 
 use crate::core::estimator::Estimator;
 use crate::core::report::RunLog;
 use crate::core::units::ModelUnits;
-use crate::core::workload::Workload;
+use crate::core::workload::{Workload, WorkloadError};
 use crate::core::{SchedError, Scheduler};
 use crate::policy::{Policy, PolicyOptions};
 use crate::registry::{PolicyError, Registry};
@@ -40,8 +43,9 @@ pub struct Sweep {
     /// 1/rounds of the workload's duration and a configuration's rounds
     /// are appended into one log. At least 1.
     pub rounds: usize,
-    /// Options beyond those the workload configures (`eta`).
-    pub eta: Option<f64>,
+    /// Options beyond those the workload configures, set over them
+    /// ([`PolicyOptions::overlaid`]).
+    pub options: PolicyOptions,
 }
 
 /// One configuration of a sweep, as a world is asked to run it.
@@ -133,10 +137,7 @@ pub fn run(
             let mut w = m.map_or(workload.clone(), |m| workload.with_multiplier(m));
             w.duration_s = w.duration_s.map(|d| d / rounds as f64);
             let slo = w.slos(isolated_ms);
-            let options = PolicyOptions {
-                eta: sweep.eta,
-                ..PolicyOptions::for_workload(&w, world.names())
-            };
+            let options = registry.options_for(&w, world.names()).overlaid(&sweep.options);
             let policy = registry.make(p, &options)?;
             let mut sched = world.scheduler(p, policy)?;
             let config = Config {
@@ -179,6 +180,34 @@ pub fn run(
             })
         })
         .collect())
+}
+
+/// One run of [`period_sweep`]: a multiplier and the workload it gives.
+pub type PeriodRun<'a, T, E> = dyn FnMut(Option<f64>, &Workload) -> Result<T, E> + 'a;
+
+/// Runs `run` once per period multiplier of `multipliers`, in order, on
+/// `workload` with its groups' periods scaled by it
+/// ([`Workload::with_period_multiplier`]; `None`: as written) and its
+/// duration set to `duration_s` where given; the results in order. `run`
+/// reports each as it ends (a static plan's world prints as it goes).
+pub fn period_sweep<T, E: From<WorkloadError>>(
+    workload: &Workload,
+    multipliers: &[Option<f64>],
+    duration_s: Option<f64>,
+    run: &mut PeriodRun<T, E>,
+) -> Result<Vec<T>, E> {
+    let mut out = Vec::with_capacity(multipliers.len());
+    for &m in multipliers {
+        let mut w = match m {
+            Some(m) => workload.with_period_multiplier(m),
+            None => workload.clone(),
+        };
+        if let Some(d) = duration_s {
+            w.set_duration_s(d, "--duration-s")?;
+        }
+        out.push(run(m, &w)?);
+    }
+    Ok(out)
 }
 
 /// The units, estimates and simulated latencies one group of policies

@@ -13,6 +13,7 @@ pub mod policy;
 pub mod predicted;
 pub mod puzzle;
 pub mod registry;
+pub mod run_report;
 pub mod serve;
 pub mod sim;
 pub mod splash;

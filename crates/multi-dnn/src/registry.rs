@@ -4,7 +4,8 @@
 //! a policy (the commands, their `--help` and errors, the experiments)
 //! asks a [`Registry`].
 
-use crate::heimdall::{fifo, utility};
+use crate::core::workload::Workload;
+use crate::heimdall::{self, fifo, utility};
 use crate::policy::{Policy, PolicyEntry, PolicyOptions, fixed, heft, lst, round_robin, sel};
 use crate::splash::{max_weighted_ppt, min_heat};
 use thiserror::Error;
@@ -25,7 +26,15 @@ pub enum PolicyError {
 #[derive(Clone, Debug)]
 pub struct Registry {
     entries: Vec<PolicyEntry>,
+    configure: Vec<Configure>,
+    /// The policy a run takes when none is named: without and with a
+    /// rendering task.
+    defaults: [&'static str; 2],
 }
+
+/// How an extension sets its policies' options from a workload on
+/// processors `names` (in worker order).
+pub type Configure = fn(&Workload, &[String], &mut PolicyOptions);
 
 impl Registry {
     /// Every policy this crate implements, Band's first.
@@ -41,7 +50,11 @@ impl Registry {
         entries.extend([min_heat::ENTRY, max_weighted_ppt::ENTRY]);
         entries.extend(fifo::ENTRIES);
         entries.extend(utility::ENTRIES);
-        Registry { entries }
+        Registry {
+            entries,
+            configure: vec![heimdall::options::configure],
+            defaults: [lst::ENTRY.name, utility::ENTRIES[1].name],
+        }
     }
 
     /// This registry with `entry` added (replacing one of the same name).
@@ -49,6 +62,23 @@ impl Registry {
         self.entries.retain(|e| e.name != entry.name);
         self.entries.push(entry);
         self
+    }
+
+    /// This registry with `configure` also setting options from a workload.
+    pub fn configured_by(mut self, configure: Configure) -> Registry {
+        self.configure.push(configure);
+        self
+    }
+
+    /// What `workload` configures on processors `names` (in worker order):
+    /// the core's options ([`PolicyOptions::for_workload`]), then each
+    /// extension's.
+    pub fn options_for(&self, workload: &Workload, names: &[String]) -> PolicyOptions {
+        let mut options = PolicyOptions::for_workload(workload, names);
+        for c in &self.configure {
+            c(workload, names, &mut options);
+        }
+        options
     }
 
     pub fn entries(&self) -> &[PolicyEntry] {
@@ -104,6 +134,59 @@ impl Registry {
         self.names_where(|e| e.needs.render)
     }
 
+    /// The policy a run takes when none is named, for a workload with a
+    /// rendering task (`render`) or without.
+    pub fn default_policy(&self, render: bool) -> &'static str {
+        self.defaults[usize::from(render)]
+    }
+
+    /// This registry with `plain` and `render` the policies runs take when
+    /// none is named, without and with a rendering task.
+    pub fn with_defaults(mut self, plain: &'static str, render: &'static str) -> Registry {
+        self.defaults = [plain, render];
+        self
+    }
+
+    /// `--policy`'s help: the policies without and with a rendering task
+    /// (each with its aliases) and the defaults.
+    pub fn policy_help(&self) -> String {
+        format!(
+            "Scheduling policy: {}; for workloads with a render task (Heimdall): {}. Default: {}, or {} for a workload with a render task",
+            self.listed(|e| !e.needs.thermal && !e.needs.render),
+            self.listed(|e| e.needs.render),
+            self.default_policy(false),
+            self.default_policy(true)
+        )
+    }
+
+    /// The policies a thermal run takes (all but those that need a
+    /// rendering task), each with its aliases, comma-separated.
+    pub fn thermal_run_list(&self) -> String {
+        self.listed(|e| !e.needs.render)
+    }
+
+    /// The thermal policies' names as prose: `a`, `a and b`, `a, b and c`.
+    pub fn thermal_prose(&self) -> String {
+        let names = self.thermal_names();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+
+    /// `name (alias, ...)` of each entry that satisfies `keep`, comma-separated.
+    fn listed(&self, keep: impl Fn(&PolicyEntry) -> bool) -> String {
+        self.entries
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| match e.aliases {
+                [] => e.name.to_string(),
+                a => format!("{} ({})", e.name, a.join(", ")),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// One line per policy: name, aliases and summary, for `--help`.
     /// The names in a line: plain ones with their aliases, the thermal
     /// ones, and those that need a render task.
@@ -151,13 +234,10 @@ mod tests {
     #[test]
     fn every_entry_makes_the_policy_it_names() {
         let r = Registry::builtin();
-        let options = PolicyOptions {
-            heimdall: Some(crate::policy::HeimdallOptions {
-                offload: Some((0, 1, 0.1, 100.0)),
-                ..Default::default()
-            }),
-            ..PolicyOptions::default()
-        };
+        let options = PolicyOptions::default().with(crate::heimdall::HeimdallOptions {
+            offload: Some((0, 1, 0.1, 100.0)),
+            ..Default::default()
+        });
         for e in r.entries() {
             let p = r.make(e.name, &options).unwrap();
             let expect = match e.name {

@@ -7,11 +7,11 @@
 use crate::core::estimator::{Estimator, EstimatorParams};
 use crate::core::workload::Workload;
 use crate::core::{SchedError, Scheduler};
-use crate::policy::PolicyOptions;
+use crate::predicted::CostError;
 use crate::predicted::{self, LatencyTable};
-use crate::puzzle::PuzzleError;
 use crate::registry::{PolicyError, Registry};
 use crate::sim::{Latency, SimOptions, Truth, simulate_thermal};
+use crate::splash::max_weighted_ppt::Eta;
 use crate::splash::thermal::ThermalParams;
 use crate::splash::thermal::driver::{ThermalDriver, WorkerHeat};
 use crate::splash::thermal::emulator::ThermalError;
@@ -24,7 +24,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum ThermalRunError {
     #[error(transparent)]
-    Predicted(#[from] PuzzleError),
+    Predicted(#[from] CostError),
     #[error(transparent)]
     Profile(#[from] ThermalProfileError),
     #[error(transparent)]
@@ -37,6 +37,8 @@ pub enum ThermalRunError {
     UnknownPolicy { spec: String, known: String },
     #[error(transparent)]
     Workload(#[from] crate::core::workload::WorkloadError),
+    #[error("{file}: policy '{spec}' needs the cloud worker, and the profile has no [cloud] section")]
+    NoCloud { file: String, spec: String },
     #[error("no platform built for policy '{spec}'")]
     NoPlatform { spec: String },
 }
@@ -127,14 +129,18 @@ impl Row {
     }
 }
 
+/// The policies a thermal run compares when none is named (Splash §6.2:
+/// Band, Band+Cloud and Splash's two).
+pub const DEFAULT_POLICIES: &str = "heft,heft+cloud,min-heat+cloud,max-weighted-ppt+cloud";
+
 /// A policy spec `NAME` or `NAME+cloud`: the name and whether the cloud
-/// worker is offered; fails naming the known policies.
-pub fn split(spec: &str) -> Result<(String, bool), ThermalRunError> {
+/// worker is offered; fails naming the policies of `registry` a thermal
+/// run knows.
+pub fn split(registry: &Registry, spec: &str) -> Result<(String, bool), ThermalRunError> {
     let (name, cloud) = match spec.strip_suffix("+cloud") {
         Some(n) => (n, true),
         None => (spec, false),
     };
-    let registry = Registry::builtin();
     if registry.get(name).is_none_or(|e| e.needs.render) {
         return Err(ThermalRunError::UnknownPolicy {
             spec: spec.into(),
@@ -142,6 +148,29 @@ pub fn split(spec: &str) -> Result<(String, bool), ThermalRunError> {
         });
     }
     Ok((name.to_string(), cloud))
+}
+
+/// Checks each policy spec of `policies` against `registry` (a `+cloud`
+/// one needs a cloud: `has_cloud`, else fails naming the profile `file`);
+/// whether any runs without and any with the cloud.
+pub fn uses(
+    registry: &Registry,
+    policies: &[String],
+    has_cloud: bool,
+    file: &str,
+) -> Result<[bool; 2], ThermalRunError> {
+    let mut uses = [false; 2];
+    for p in policies {
+        let with_cloud = split(registry, p)?.1;
+        if with_cloud && !has_cloud {
+            return Err(ThermalRunError::NoCloud {
+                file: file.into(),
+                spec: p.clone(),
+            });
+        }
+        uses[usize::from(with_cloud)] = true;
+    }
+    Ok(uses)
 }
 
 /// The platforms the runs use, each built once: without and with the cloud.
@@ -152,22 +181,24 @@ pub struct Platforms {
     pub options: SimOptions,
     /// The ETA policies' factor (`None`: theirs).
     pub eta: Option<f64>,
+    /// Where the runs' policies come from.
+    pub registry: Registry,
 }
 
 impl Platforms {
     /// A run of policy `spec` (`NAME` or `NAME+cloud`) on `w`.
     pub fn run(&self, w: &Workload, spec: &str) -> Result<Row, ThermalRunError> {
-        let (name, with_cloud) = split(spec)?;
+        let (name, with_cloud) = split(&self.registry, spec)?;
         let p = if with_cloud { &self.cloud } else { &self.local };
         let p = p
             .as_ref()
             .ok_or_else(|| ThermalRunError::NoPlatform { spec: spec.into() })?;
         let slo = w.slos(&p.fastest);
-        let options = PolicyOptions {
-            eta: self.eta,
-            ..PolicyOptions::for_workload(w, &p.names)
-        };
-        let policy = Registry::builtin().make(&name, &options)?;
+        let mut options = self.registry.options_for(w, &p.names);
+        if let Some(eta) = self.eta {
+            options.set(Eta(eta));
+        }
+        let policy = self.registry.make(&name, &options)?;
         let mut sched = Scheduler::new(p.units.clone(), &p.names, policy, p.base.clone());
         let mut driver = ThermalDriver::new(p.params.clone())?;
         if let Some((w, mbps)) = p.cloud {
@@ -190,6 +221,23 @@ impl Platforms {
             workers: driver.heat.clone(),
             policy_notes: sched.policy_notes(),
         })
+    }
+
+    /// A run of each policy spec of `policies` on `w`, in order; `after`
+    /// hears each as it ends.
+    pub fn run_all(
+        &self,
+        w: &Workload,
+        policies: &[String],
+        after: &mut dyn FnMut(&Row),
+    ) -> Result<Vec<Row>, ThermalRunError> {
+        let mut rows = Vec::with_capacity(policies.len());
+        for p in policies {
+            let r = self.run(w, p)?;
+            after(&r);
+            rows.push(r);
+        }
+        Ok(rows)
     }
 
     /// Per policy of `policies`, the highest camera rate of `fps` at which it

@@ -6,10 +6,12 @@
 use graph_ir::Graph;
 use graph_ir::builder::Builder;
 use graph_ir::ops::UnaryOp;
-use multi_dnn::core::report::{RenderReport, RunLog};
+use multi_dnn::core::report::RunLog;
 use multi_dnn::core::workload::{Utility, Workload, parse};
+use multi_dnn::heimdall::HeimdallOptions;
+use multi_dnn::heimdall::report::RenderReport;
 use multi_dnn::heimdall::{ChunkMode, RenderSpec, chunk_estimates, chunk_model};
-use multi_dnn::policy::{HeimdallOptions, PolicyOptions};
+use multi_dnn::policy::PolicyOptions;
 use multi_dnn::policy_by_name;
 use multi_dnn::sim::{Latency, SimOptions, Truth, simulate};
 use multi_dnn::{Estimator, EstimatorParams, ModelUnits, Scheduler};
@@ -150,15 +152,12 @@ fn run_ops(policy: &str, w: &Workload, ops: &[Vec<Vec<f64>>], cv: f64, offload: 
         _ => ChunkMode::Budget,
     };
     let (units, est, truth) = setup(mode, ops, cv);
-    let options = PolicyOptions {
-        heimdall: Some(HeimdallOptions {
-            utility: w.apps.iter().map(|a| a.utility).collect(),
-            home: vec![GPU; 3],
-            margin_ms: 5.0,
-            offload: offload.then_some((GPU, CPU, 0.1, 1000.0)),
-        }),
-        ..PolicyOptions::default()
-    };
+    let options = PolicyOptions::default().with(HeimdallOptions {
+        utility: w.apps.iter().map(|a| a.utility).collect(),
+        home: vec![GPU; 3],
+        margin_ms: 5.0,
+        offload: offload.then_some((GPU, CPU, 0.1, 1000.0)),
+    });
     let p = policy_by_name(policy, &options).unwrap();
     let mut sched = Scheduler::new(units, &names(), p, est);
     let slo = w.apps.iter().map(|a| match a.slo {

@@ -10,7 +10,7 @@ use graph_ir::ops::UnaryOp;
 use multi_dnn::core::report::RunLog;
 use multi_dnn::core::workload::{Workload, parse};
 use multi_dnn::experiment::{self, Outcome, SimSetup, SimWorld, Sweep};
-use multi_dnn::policy::{Needs, PolicyEntry};
+use multi_dnn::policy::{Needs, PolicyEntry, PolicyOptions};
 use multi_dnn::serve::Server;
 use multi_dnn::serve::world::{ServeSetup, ServeWorld};
 use multi_dnn::sim::{Latency, SimOptions, Truth};
@@ -103,7 +103,7 @@ fn a_policy_defined_here_runs_under_simulate_and_serve_through_the_registry() {
         multipliers: vec![None],
         policies: vec!["last-idle".into()],
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
 
     let units = vec![multi_dnn::analyze(&g, &names, &support).unwrap()];
@@ -149,6 +149,33 @@ fn a_policy_defined_here_runs_under_simulate_and_serve_through_the_registry() {
     };
     let out = experiment::run(&mut served, &registry, &w, &[1.0], &sweep, &mut |_| {}).unwrap();
     check(&out, "served");
+}
+
+/// `simulate --help` and `serve --help` print [`Registry::policy_help`]
+/// and `simulate --help` [`Registry::thermal_run_list`]: the policy added
+/// with one registry line is listed there, after the built-in plain ones
+/// and before those that need a render task, with its alias.
+#[test]
+fn a_policy_defined_here_is_in_the_help_the_commands_print() {
+    let registry = Registry::builtin().with(LAST_IDLE);
+    let help = registry.policy_help();
+    assert!(
+        help.contains("lst, lst-whole, last-idle (li); for workloads with a render task"),
+        "{help}"
+    );
+    assert!(!Registry::builtin().policy_help().contains("last-idle"));
+    assert!(
+        registry.thermal_run_list().contains("last-idle (li)"),
+        "{}",
+        registry.thermal_run_list()
+    );
+    assert_eq!(registry.default_policy(false), "lst");
+    let defaulted = registry.with_defaults("last-idle", "maxtotal-utility");
+    assert!(
+        defaulted
+            .policy_help()
+            .contains("Default: last-idle, or maxtotal-utility")
+    );
 }
 
 /// Every request of the 0.3-s run at 50 fps completed under the policy,

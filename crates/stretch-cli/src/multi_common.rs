@@ -7,19 +7,15 @@ use graph_ir::Graph;
 use graph_ir::onnx::{ImportOptions, import_file};
 use multi_dnn::Registry;
 use multi_dnn::core::report::{Report, RunLog};
-use multi_dnn::core::workload::{Arrival, Workload};
+use multi_dnn::core::workload::Workload;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The policy sweep and outputs `serve` and `simulate` share.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Scheduling policy: fixed, round-robin (rr), sel, heft, lst, lst-whole;
-    /// for workloads with a render task (Heimdall): whole, ops5,
-    /// maxmin-utility, maxtotal-utility, maxmin-utility-offload,
-    /// maxtotal-utility-offload. Default: lst, or maxtotal-utility for a
-    /// workload with a render task.
-    #[arg(long)]
+    // Its help lists the registry's policies and defaults.
+    #[arg(long, help = Registry::builtin().policy_help())]
     pub policy: Option<String>,
 
     /// Run the same workload under each of these policies (comma-separated)
@@ -54,13 +50,13 @@ impl SweepArgs {
     /// The policies to run: `--compare`, else `--policy`, else the
     /// default for the workload (`render`: whether it has a render task).
     pub fn policies_for(&self, render: bool) -> Result<Vec<String>> {
-        let default = if render { "maxtotal-utility" } else { "lst" };
+        let default = Registry::builtin().default_policy(render);
         policy_list(self.compare.as_deref().or(self.policy.as_deref()).unwrap_or(default))
     }
 }
 
-/// The report of one run of `w` under policy `p`: over the arrival window,
-/// or until the last job finished when the workload counts requests.
+/// The report of one run of `w` under policy `p`, with every extension's
+/// sections ([`multi_dnn::run_report::report`]).
 pub fn report_for(
     kind: &'static str,
     p: &str,
@@ -69,10 +65,7 @@ pub fn report_for(
     names: &[String],
     log: &RunLog,
 ) -> Report {
-    let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
-    let apps: Vec<(String, Option<f64>)> = w.apps.iter().map(|x| x.name.clone()).zip(slo.iter().copied()).collect();
-    let frames = w.apps.iter().any(|x| matches!(x.arrival, Arrival::Frame { .. }));
-    Report::new(kind, p, &apps, names, log, duration, frames)
+    multi_dnn::run_report::report(kind, p, w, slo, names, log)
 }
 
 /// One report per (SLO multiplier, policy) run.

@@ -6,8 +6,8 @@ use anyhow::{Context, Result, bail};
 use graph_ir::Graph;
 use multi_dnn::OpSupport;
 use multi_dnn::core::workload::{Arrival, Workload};
+use multi_dnn::predicted::costs::Costs;
 use multi_dnn::puzzle::chromosome::LayerGraph;
-use multi_dnn::puzzle::costs::Costs;
 use multi_dnn::puzzle::evaluate::Problem;
 use predictor::DeviceModel;
 use std::path::Path;
@@ -116,9 +116,9 @@ fn load_with(
 }
 
 /// The predictor's costs for a scenario loaded with a device profile.
-pub fn predicted(sc: &Scenario) -> Result<multi_dnn::puzzle::costs::Predicted<'_>> {
+pub fn predicted(sc: &Scenario) -> Result<multi_dnn::predicted::costs::Predicted<'_>> {
     let device = sc.device.as_ref().context("costs need a device profile (--device)")?;
-    Ok(multi_dnn::puzzle::costs::Predicted::new(
+    Ok(multi_dnn::predicted::costs::Predicted::new(
         device, &sc.graphs, &sc.layers,
     )?)
 }

@@ -2,42 +2,23 @@
 //! MobiCom '20): models cut into chunks per policy, the render task on its
 //! processor, and the rendering and per-app latency tables.
 
-use crate::multi_common as mc;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use multi_dnn::Registry;
-use multi_dnn::core::report::{RenderReport, Report, RunLog, quantile_or_zero};
+use multi_dnn::core::report::{Report, RunLog, quantile_or_zero};
 use multi_dnn::core::workload::Workload;
 use multi_dnn::heimdall::ChunkMode;
+use multi_dnn::heimdall::report::{Moves, RenderSection};
 use multi_dnn::serve::render::{Chunked, Isolated};
 use std::fmt::Write as _;
 
 /// Render workloads take only the policies that need a render task, other
 /// workloads none of them.
 pub fn check_policies(w: &Workload, policies: &[String]) -> Result<()> {
-    let render_names = Registry::builtin().render_names();
-    for p in policies {
-        let heimdall = render_names.contains(&p.as_str());
-        if w.render.is_some() && !heimdall {
-            bail!(
-                "{}: policy '{p}' does not know the workload's render task; use one of {}",
-                w.file,
-                render_names.join(", ")
-            );
-        }
-        if w.render.is_none() && heimdall {
-            bail!(
-                "{}: policy '{p}' needs a render task ([render] in the workload)",
-                w.file
-            );
-        }
-        if p.ends_with("-offload") && w.render.as_ref().is_some_and(|r| r.offload_to.is_none()) {
-            bail!(
-                "{}: policy '{p}' needs render.offload_to, the processor to offload to",
-                w.file
-            );
-        }
-    }
-    Ok(())
+    Ok(multi_dnn::heimdall::check_policies(
+        &Registry::builtin().render_names(),
+        w,
+        policies,
+    )?)
 }
 
 /// An app's chunking overhead and isolated p99, as lines.
@@ -98,23 +79,6 @@ pub fn chunk_lines(c: &Chunked, budget_ms: f64, margin_ms: f64, spill: Option<&s
     s
 }
 
-/// The report of one run with its rendering summary.
-pub fn report(
-    kind: &'static str,
-    policy: &str,
-    w: &Workload,
-    slo: &[Option<f64>],
-    names: &[String],
-    log: &RunLog,
-) -> Report {
-    let mut rep = mc::report_for(kind, policy, w, slo, names, log);
-    if let Some(r) = &w.render {
-        let duration = w.duration_s.map_or(log.end_ms, |d| d * 1e3);
-        rep.render = Some(RenderReport::new(log, &r.processor, r.fps, r.render_ms, duration));
-    }
-    rep
-}
-
 /// Rendering and per-app latency, one row per (policy, multiplier).
 pub fn table(rows: &[(Option<f64>, Report)]) -> String {
     let mut s = String::new();
@@ -129,7 +93,9 @@ pub fn table(rows: &[(Option<f64>, Report)]) -> String {
     }
     let _ = writeln!(s, " {:>8} {:>6}", "SLO met", "moves");
     for (_, r) in rows {
-        let Some(rr) = &r.render else { continue };
+        let Some(rr) = r.section::<RenderSection>().and_then(|s| s.0.as_ref()) else {
+            continue;
+        };
         let _ = write!(
             s,
             "{:<26} {:>10.2} {:>11.1} {:>8} {:>7.1} ms",
@@ -138,7 +104,12 @@ pub fn table(rows: &[(Option<f64>, Report)]) -> String {
         for a in &r.apps {
             let _ = write!(s, " {:>22}", format!("{:.0} / {:.0}", a.mean_ms, a.max_ms));
         }
-        let _ = writeln!(s, " {:>7.1}% {:>6}", r.slo_satisfaction, r.moves.len());
+        let _ = writeln!(
+            s,
+            " {:>7.1}% {:>6}",
+            r.slo_satisfaction,
+            r.section::<Moves>().map_or(0, |m| m.0.len())
+        );
     }
     s
 }

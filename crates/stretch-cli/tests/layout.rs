@@ -2,8 +2,8 @@
 //! checked on the source tree:
 //! - `scheduler-rt` serves one model and knows nothing of multi-DNN
 //!   serving: no `multi` module, no dependency on `multi-dnn`;
-//! - no file of `multi-dnn/src/policy/` imports a paper's folder
-//!   (`heimdall/`, `splash/`, `puzzle/`);
+//! - no file of `multi-dnn/src/policy/` or `multi-dnn/src/core/` imports a
+//!   paper's folder (`heimdall/`, `splash/`, `puzzle/`);
 //! - no import circle crosses `multi-dnn`'s folders;
 //! - one percentile rule: no quantile, percentile or median function is
 //!   defined outside `graph-ir/src/stats.rs` (tests aside);
@@ -85,6 +85,24 @@ fn policies_import_no_paper() {
         let used = crate_folders(&code_of(&f));
         for paper in ["heimdall", "splash", "puzzle"] {
             assert!(!used.contains(paper), "{} imports {paper}/", f.display());
+        }
+    }
+}
+
+#[test]
+fn the_core_imports_no_paper() {
+    let mut files = Vec::new();
+    rust_files(&crates().join("multi-dnn/src/core"), &mut files);
+    assert!(files.len() >= 10, "core/ has {} files", files.len());
+    for f in files {
+        let code = code_of(&f);
+        let used = crate_folders(&code);
+        for paper in ["heimdall", "splash", "puzzle"] {
+            assert!(
+                !used.contains(paper) && !code.contains(&format!("super::super::{paper}")),
+                "{} imports {paper}/",
+                f.display()
+            );
         }
     }
 }

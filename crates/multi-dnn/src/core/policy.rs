@@ -4,6 +4,8 @@
 //! Policies themselves live in `policy/` and in the papers' folders.
 
 use crate::core::{Assignment, Completed, JobId, Requeue, View};
+use std::any::Any;
+use std::sync::Arc;
 
 /// Band's `GetNextJob` and `EnqueueRemaining`.
 pub trait Policy: Send {
@@ -39,74 +41,75 @@ pub trait Policy: Send {
     }
 }
 
-/// What policies may be configured with, beyond the view.
+/// What policies may be configured with, beyond the view: the core's
+/// `fixed`, and one value per type an extension sets ([`PolicyOptions::set`])
+/// and its policies read back ([`PolicyOptions::get`]).
 #[derive(Clone, Debug, Default)]
 pub struct PolicyOptions {
     /// `fixed`: the processor of each model (index in the workers), `None`
     /// for the one with the shortest estimated whole-model latency.
     pub fixed: Vec<Option<usize>>,
-    /// The policies that need a rendering task ([`Needs::render`]).
-    pub heimdall: Option<HeimdallOptions>,
-    /// `max-weighted-ppt`: η of `η · latency (ms) + (1 − η) · Δtemp (°C)`;
-    /// `None` for the policy's default.
-    pub eta: Option<f64>,
+    extensions: Vec<Extension>,
+}
+
+/// One extension's options, by type.
+#[derive(Clone)]
+struct Extension {
+    type_name: &'static str,
+    value: Arc<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Extension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.type_name)
+    }
 }
 
 impl PolicyOptions {
-    /// The render-task options, or why a render policy cannot be made.
-    pub fn render(&self) -> Result<&HeimdallOptions, String> {
-        self.heimdall
-            .as_ref()
-            .ok_or_else(|| "needs a workload with a [render] task".to_string())
-    }
-
-    /// What `workload` configures on processors `names` (in worker order):
-    /// each app's `processor` for `fixed`, and with a `[render]` task the
-    /// render-task options (each app starts on its `processor`, else the
-    /// render processor; offloading to `render.offload_to`). `eta` stays
-    /// unset.
+    /// What `workload` configures for the core's policies on processors
+    /// `names` (in worker order): each app's `processor` for `fixed`.
+    /// Extensions add theirs through the registry
+    /// ([`crate::registry::Registry::options_for`]).
     pub fn for_workload(workload: &crate::core::workload::Workload, names: &[String]) -> PolicyOptions {
-        let index = |p: &str| names.iter().position(|n| n == p).unwrap_or(0);
         let fixed = workload
             .apps
             .iter()
             .map(|a| a.processor.as_ref().and_then(|p| names.iter().position(|n| n == p)))
             .collect();
-        let heimdall = workload.render.as_ref().map(|r| HeimdallOptions {
-            utility: workload.apps.iter().map(|a| a.utility).collect(),
-            home: workload
-                .apps
-                .iter()
-                .map(|a| index(a.processor.as_deref().unwrap_or(&r.processor)))
-                .collect(),
-            margin_ms: r.margin_ms,
-            offload: r.offload_to.as_ref().map(|cpu| {
-                (
-                    index(&r.processor),
-                    index(cpu),
-                    r.offload_margin,
-                    r.offload_cycle_s * 1e3,
-                )
-            }),
-        });
         PolicyOptions {
             fixed,
-            heimdall,
-            eta: None,
+            extensions: Vec::new(),
         }
     }
-}
 
-/// What Heimdall's coordinator and its baselines are configured with.
-#[derive(Clone, Debug, Default)]
-pub struct HeimdallOptions {
-    /// Per app.
-    pub utility: Vec<crate::core::workload::Utility>,
-    /// Per model: the worker it starts on.
-    pub home: Vec<usize>,
-    pub margin_ms: f64,
-    /// (render worker, CPU worker, m, cycle ms) for the `-offload` variants.
-    pub offload: Option<(usize, usize, f64, f64)>,
+    /// Sets the options of type `T`, replacing any set before.
+    pub fn set<T: Any + Send + Sync>(&mut self, value: T) {
+        self.extensions.retain(|e| !e.value.is::<T>());
+        self.extensions.push(Extension {
+            type_name: std::any::type_name::<T>(),
+            value: Arc::new(value),
+        });
+    }
+
+    /// These options with those of type `T` set to `value`.
+    pub fn with<T: Any + Send + Sync>(mut self, value: T) -> PolicyOptions {
+        self.set(value);
+        self
+    }
+
+    /// The options of type `T`, if set.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.extensions.iter().find_map(|e| e.value.downcast_ref::<T>())
+    }
+
+    /// These options with every extension option of `other` set over them.
+    pub fn overlaid(mut self, other: &PolicyOptions) -> PolicyOptions {
+        for e in &other.extensions {
+            self.extensions.retain(|x| (*x.value).type_id() != (*e.value).type_id());
+            self.extensions.push(e.clone());
+        }
+        self
+    }
 }
 
 /// What a policy needs from the run beyond the [`View`]'s queue, workers
@@ -116,7 +119,7 @@ pub struct Needs {
     /// A thermal oracle ([`View::thermal`]): without a run that models the
     /// device's heat the policy sees no temperature rise.
     pub thermal: bool,
-    /// A workload with a rendering task, and [`PolicyOptions::render`].
+    /// A workload with a rendering task, and its options.
     pub render: bool,
 }
 

@@ -1,7 +1,6 @@
 //! What a serve or simulate run reports: per app, in total, per processor.
 
-use crate::core::link::{LinkFit, PredictionErrors};
-pub use crate::core::render_report::{RENDER_DRIFT, RenderReport};
+use crate::core::sections::{LogSection, LogSections, Place, Section, Sections};
 use crate::core::{Completed, Dropped, Frame, JobId};
 use serde::Serialize;
 
@@ -53,18 +52,8 @@ pub struct RunLog {
     pub dropped_frames: Vec<f64>,
     /// Models the policy moved between processors: (ms, model, worker).
     pub moves: Vec<(f64, usize, usize)>,
-    /// Cloud workers that failed during the run and were taken out of it:
-    /// (ms, worker, reason).
-    pub worker_failures: Vec<(f64, usize, String)>,
-    /// Per cloud worker, its fitted link and the latency model's one-step
-    /// errors: (worker, fit, errors).
-    pub cloud_links: Vec<(usize, Option<LinkFit>, PredictionErrors)>,
-    /// Whether the tensor pool was on, and the engine-boundary counters
-    /// of the run (real runs only).
-    pub pool: Option<(bool, engine::pool::PoolCounters)>,
-    /// CPU time the hypervisor gave other guests during a real run
-    /// (/proc/stat; `None` when simulated or unreadable).
-    pub steal: Option<engine::host::Steal>,
+    /// What the run's extensions recorded, by type.
+    pub sections: LogSections,
 }
 
 impl RunLog {
@@ -92,22 +81,7 @@ impl RunLog {
         self.completed.append(&mut other.completed);
         self.spans.append(&mut other.spans);
         self.outages.append(&mut other.outages);
-        for f in &mut other.worker_failures {
-            f.0 += offset_ms;
-        }
-        self.worker_failures.append(&mut other.worker_failures);
-        self.cloud_links.append(&mut other.cloud_links);
-        self.pool = match (self.pool, other.pool) {
-            (Some((on, mut a)), Some((_, b))) => {
-                a += b;
-                Some((on, a))
-            }
-            (a, b) => a.or(b),
-        };
-        match (&mut self.steal, other.steal.take()) {
-            (Some(a), Some(b)) => a.merge(&b),
-            (a, b) => *a = a.take().or(b),
-        }
+        self.sections.append(std::mem::take(&mut other.sections), offset_ms);
         self.frames_done += other.frames_done;
         self.end_ms = self.end_ms.max(other.end_ms + offset_ms);
         self.decision_us.append(&mut other.decision_us);
@@ -126,6 +100,16 @@ impl RunLog {
             .extend(other.dropped_frames.iter().map(|t| t + offset_ms));
         self.moves
             .extend(other.moves.iter().map(|(t, m, w)| (t + offset_ms, *m, *w)));
+    }
+
+    /// The record of type `T` an extension made, if any.
+    pub fn section<T: LogSection>(&self) -> Option<&T> {
+        self.sections.get()
+    }
+
+    /// The record of type `T`, made empty if there is none yet.
+    pub fn section_mut<T: LogSection>(&mut self) -> &mut T {
+        self.sections.get_mut()
     }
 
     /// Records that `worker` went away (`up` false) or came back at `now`.
@@ -220,43 +204,9 @@ pub struct Report {
     pub outputs_checked: usize,
     pub mismatches: usize,
     pub outages: Vec<OutageReport>,
-    /// The rendering task, in a render workload.
-    pub render: Option<RenderReport>,
-    /// Models moved between processors by offloading: (s, model, processor).
-    pub moves: Vec<(f64, usize, String)>,
-    /// Cloud workers taken out of the run when they failed: (s, processor, reason).
-    pub worker_failures: Vec<(f64, String, String)>,
-    /// What each cloud worker's latency model learnt.
-    pub cloud_links: Vec<CloudLinkReport>,
-    /// Engine-boundary buffers and copies (real runs only).
-    pub tensor_pool: Option<PoolReport>,
-    /// CPU time the hypervisor stole during the run, per CPU (real runs;
-    /// `None` when simulated or unreadable).
-    pub steal: Option<engine::host::Steal>,
-}
-
-/// Engine-boundary tensor buffers and copies of a run, in all and per
-/// completed request.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct PoolReport {
-    pub enabled: bool,
-    pub allocations: u64,
-    pub reused: u64,
-    pub bytes_copied: u64,
-    pub allocations_per_request: f64,
-    pub bytes_copied_per_request: f64,
-    /// Minor page faults of the whole process during the run.
-    pub page_faults: u64,
-    pub page_faults_per_request: f64,
-}
-
-/// A cloud worker's fitted communication model and how well compute +
-/// communication predicted each call, beside an EMA of the total.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct CloudLinkReport {
-    pub processor: String,
-    pub fit: Option<LinkFit>,
-    pub errors: PredictionErrors,
+    /// What extensions add ([`Report::add`]), each under its key.
+    #[serde(flatten)]
+    pub sections: Sections,
 }
 
 /// Completed requests per second of `log` finishing in `[from, to)` ms.
@@ -302,8 +252,70 @@ pub fn quantile_or_zero(v: &[f64], q: f64) -> f64 {
     graph_ir::stats::quantile(v, q).unwrap_or(0.0)
 }
 
+/// Per app of `apps` (name, SLO): its requests and latencies in `log`.
+fn app_reports(apps: &[(String, Option<f64>)], log: &RunLog) -> Vec<AppReport> {
+    apps.iter()
+        .enumerate()
+        .map(|(i, (name, slo))| {
+            let done: Vec<&Completed> = log.completed.iter().filter(|c| c.spec.app == i).collect();
+            let lat: Vec<f64> = done.iter().map(|c| c.latency_ms()).collect();
+            let met = done.iter().filter(|c| c.met_slo()).count();
+            let dropped = log.dropped.iter().filter(|d| d.spec.app == i).count();
+            AppReport {
+                name: name.clone(),
+                slo_ms: *slo,
+                requests: log.submitted.get(i).copied().unwrap_or(0),
+                completed: done.len(),
+                dropped,
+                slo_satisfaction: if done.len() + dropped == 0 {
+                    0.0
+                } else {
+                    100.0 * met as f64 / (done.len() + dropped) as f64
+                },
+                p50_ms: quantile_or_zero(&lat, 0.5),
+                p99_ms: quantile_or_zero(&lat, 0.99),
+                mean_ms: if lat.is_empty() {
+                    0.0
+                } else {
+                    lat.iter().sum::<f64>() / lat.len() as f64
+                },
+                max_ms: lat.iter().copied().fold(0.0, f64::max),
+            }
+        })
+        .collect()
+}
+
+/// Busy share (percent) of each of `workers` over `span_end` ms.
+fn utilisation(log: &RunLog, workers: &[String], span_end: f64) -> Vec<(String, f64)> {
+    workers
+        .iter()
+        .enumerate()
+        .map(|(w, n)| {
+            let busy: f64 = log
+                .spans
+                .iter()
+                .filter(|s| s.worker == w)
+                .fold(0.0, |a, s| a + (s.end_ms - s.start_ms));
+            (n.clone(), 100.0 * busy / span_end)
+        })
+        .collect()
+}
+
+/// Requests completed in each second of `span_end` ms.
+fn per_second(log: &RunLog, span_end: f64) -> Vec<usize> {
+    let mut per_second = vec![0usize; (span_end / 1e3).ceil() as usize];
+    for c in &log.completed {
+        let b = ((c.finish_ms / 1e3) as usize).min(per_second.len().saturating_sub(1));
+        if let Some(x) = per_second.get_mut(b) {
+            *x += 1;
+        }
+    }
+    per_second
+}
+
 impl Report {
-    /// Summarises `log` over `duration_ms` (the arrival window, or the run's length).
+    /// Summarises `log` over `duration_ms` (the arrival window, or the
+    /// run's length), with no section ([`Report::add`]).
     pub fn new(
         kind: &'static str,
         policy: &str,
@@ -314,65 +326,16 @@ impl Report {
         has_frames: bool,
     ) -> Report {
         let duration_ms = duration_ms.max(1e-9);
-        let app_reports: Vec<AppReport> = apps
-            .iter()
-            .enumerate()
-            .map(|(i, (name, slo))| {
-                let done: Vec<&Completed> = log.completed.iter().filter(|c| c.spec.app == i).collect();
-                let lat: Vec<f64> = done.iter().map(|c| c.latency_ms()).collect();
-                let met = done.iter().filter(|c| c.met_slo()).count();
-                let dropped = log.dropped.iter().filter(|d| d.spec.app == i).count();
-                AppReport {
-                    name: name.clone(),
-                    slo_ms: *slo,
-                    requests: log.submitted.get(i).copied().unwrap_or(0),
-                    completed: done.len(),
-                    dropped,
-                    slo_satisfaction: if done.len() + dropped == 0 {
-                        0.0
-                    } else {
-                        100.0 * met as f64 / (done.len() + dropped) as f64
-                    },
-                    p50_ms: quantile_or_zero(&lat, 0.5),
-                    p99_ms: quantile_or_zero(&lat, 0.99),
-                    mean_ms: if lat.is_empty() {
-                        0.0
-                    } else {
-                        lat.iter().sum::<f64>() / lat.len() as f64
-                    },
-                    max_ms: lat.iter().copied().fold(0.0, f64::max),
-                }
-            })
-            .collect();
         let requests: usize = log.submitted.iter().sum();
         let completed = log.completed.len();
         let met = log.completed.iter().filter(|c| c.met_slo()).count();
         let dropped = log.dropped.len();
         let span_end = log.end_ms.max(duration_ms);
-        let utilisation = workers
-            .iter()
-            .enumerate()
-            .map(|(w, n)| {
-                let busy: f64 = log
-                    .spans
-                    .iter()
-                    .filter(|s| s.worker == w)
-                    .fold(0.0, |a, s| a + (s.end_ms - s.start_ms));
-                (n.clone(), 100.0 * busy / span_end)
-            })
-            .collect();
-        let mut per_second = vec![0usize; (span_end / 1e3).ceil() as usize];
-        for c in &log.completed {
-            let b = ((c.finish_ms / 1e3) as usize).min(per_second.len().saturating_sub(1));
-            if let Some(x) = per_second.get_mut(b) {
-                *x += 1;
-            }
-        }
         Report {
             kind,
             policy: policy.to_string(),
             duration_s: duration_ms / 1e3,
-            apps: app_reports,
+            apps: app_reports(apps, log),
             requests,
             completed,
             lost: requests - (completed + dropped).min(requests),
@@ -385,36 +348,25 @@ impl Report {
             throughput_rps: log.completed.iter().filter(|c| c.finish_ms <= duration_ms).count() as f64
                 / (duration_ms / 1e3),
             fps: has_frames.then(|| log.frames_done as f64 / (duration_ms / 1e3)),
-            utilisation,
+            utilisation: utilisation(log, workers, span_end),
             decision_p50_us: quantile_or_zero(&log.decision_us, 0.5),
             decision_p99_us: quantile_or_zero(&log.decision_us, 0.99),
-            per_second,
+            per_second: per_second(log, span_end),
             outputs_checked: log.outputs_checked,
             mismatches: log.mismatches,
             outages: log.outages.iter().map(|o| outage_report(log, o, workers)).collect(),
-            render: None,
-            worker_failures: log
-                .worker_failures
-                .iter()
-                .map(|(t, w, r)| (t / 1e3, workers.get(*w).cloned().unwrap_or_default(), r.clone()))
-                .collect(),
-            tensor_pool: log.pool.map(|(enabled, c)| PoolReport::new(enabled, c, completed)),
-            steal: log.steal.clone(),
-            cloud_links: log
-                .cloud_links
-                .iter()
-                .map(|(w, fit, errors)| CloudLinkReport {
-                    processor: workers.get(*w).cloned().unwrap_or_default(),
-                    fit: *fit,
-                    errors: *errors,
-                })
-                .collect(),
-            moves: log
-                .moves
-                .iter()
-                .map(|(t, m, w)| (t / 1e3, *m, workers.get(*w).cloned().unwrap_or_default()))
-                .collect(),
+            sections: Sections::default(),
         }
+    }
+
+    /// Adds `section` after those added before.
+    pub fn add(&mut self, section: impl Section) {
+        self.sections.push(section);
+    }
+
+    /// The section of type `T`, if one was added.
+    pub fn section<T: Section>(&self) -> Option<&T> {
+        self.sections.get()
     }
 
     /// A human-readable table.
@@ -449,22 +401,8 @@ impl Report {
             self.throughput_rps,
             self.fps.map_or(String::new(), |f| format!("; {f:.2} frames/s"))
         );
-        if let Some(st) = &self.steal {
-            let _ = writeln!(s, "{}", st.line());
-        }
-        if self.render.is_some() {
-            let _ = writeln!(s, "{:<14} {:>9} {:>9}", "app", "mean ms", "max ms");
-            for a in &self.apps {
-                let _ = writeln!(s, "{:<14} {:>9.1} {:>9.1}", a.name, a.mean_ms, a.max_ms);
-            }
-        }
-        if let Some(r) = &self.render {
-            let _ = writeln!(s, "{}", r.line());
-        }
-        for (t, m, p) in &self.moves {
-            let name = self.apps.get(*m).map_or("?", |a| a.name.as_str());
-            let _ = writeln!(s, "offloading: at {t:.1} s {name} moved to {p}");
-        }
+        s.push_str(&self.sections.text(self, Place::Host));
+        s.push_str(&self.sections.text(self, Place::Run));
         let util: Vec<String> = self.utilisation.iter().map(|(n, u)| format!("{n} {u:.0}%")).collect();
         let _ = writeln!(s, "utilisation: {}", util.join(", "));
         let _ = writeln!(
@@ -479,18 +417,7 @@ impl Report {
                 self.outputs_checked, self.mismatches
             );
         }
-        for (t, w, reason) in &self.worker_failures {
-            let _ = writeln!(
-                s,
-                "{w} failed at {t:.1} s and was taken out of the run (probed from 0.5 s on, back when it answers; see its outages); its subgraph ran again elsewhere: {reason}"
-            );
-        }
-        for c in &self.cloud_links {
-            let _ = writeln!(s, "{}", c.line());
-        }
-        if let Some(p) = &self.tensor_pool {
-            let _ = writeln!(s, "{}", p.line());
-        }
+        s.push_str(&self.sections.text(self, Place::Checks));
         for o in &self.outages {
             let back = match (o.up_s, o.resumed_after_ms) {
                 (Some(u), Some(r)) => format!("back at {u:.1} s, running again {r:.0} ms later"),
@@ -515,66 +442,6 @@ impl Report {
             );
         }
         s
-    }
-}
-
-impl PoolReport {
-    /// The counters of a run that completed `completed` requests.
-    pub fn new(enabled: bool, c: engine::pool::PoolCounters, completed: usize) -> PoolReport {
-        let n = completed.max(1) as f64;
-        PoolReport {
-            enabled,
-            allocations: c.allocations,
-            reused: c.reused,
-            bytes_copied: c.bytes_copied,
-            allocations_per_request: c.allocations as f64 / n,
-            bytes_copied_per_request: c.bytes_copied as f64 / n,
-            page_faults: c.page_faults,
-            page_faults_per_request: c.page_faults as f64 / n,
-        }
-    }
-
-    /// One line: per request, then in all.
-    pub fn line(&self) -> String {
-        format!(
-            "engine boundary (tensor pool {}): {:.2} buffer allocations and {:.1} KB copied per request ({} allocated, {} reused in all); {:.1} minor page faults per request (whole process)",
-            if self.enabled { "on" } else { "off" },
-            self.allocations_per_request,
-            self.bytes_copied_per_request / 1e3,
-            self.allocations,
-            self.reused,
-            self.page_faults_per_request
-        )
-    }
-}
-
-impl CloudLinkReport {
-    /// One line: the fitted link and the prediction errors.
-    pub fn line(&self) -> String {
-        let Some(f) = self.fit else {
-            return format!("cloud link ({}): too few calls to fit", self.processor);
-        };
-        let up = match f.uplink_mbps() {
-            Some(m) => format!(" (uplink about {m:.0} Mbit/s)"),
-            None if !f.sizes_vary => {
-                " (every call sent inputs of one size: the per-MB cost is not identifiable)".into()
-            }
-            None => String::new(),
-        };
-        let errors = if self.errors.calls > 0 {
-            format!(
-                "; one-step error over {} calls: compute + communication {:.1}%, EMA of the total {:.1}%",
-                self.errors.calls,
-                100.0 * self.errors.model_mape,
-                100.0 * self.errors.ema_mape
-            )
-        } else {
-            String::new()
-        };
-        format!(
-            "cloud link ({}): communication fitted as {:.2} ms + {:.2} ms/MB in + {:.2} ms/MB out{up} on {} calls{errors}",
-            self.processor, f.fixed_ms, f.ms_per_mb_in, f.ms_per_mb_out, f.calls
-        )
     }
 }
 

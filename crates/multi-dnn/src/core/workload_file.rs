@@ -120,15 +120,9 @@ impl Workload {
     }
 
     fn build(f: File, dir: &Path, err: &dyn Fn(&str, String) -> WorkloadError) -> Result<Workload, WorkloadError> {
-        let positive = |key: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(v)
-            } else {
-                Err(err(key, format!("must be a positive number, got {v}")))
-            }
-        };
+        let c = Check { err };
         if let Some(d) = f.duration_s {
-            positive("duration_s", d)?;
+            c.positive("duration_s", d)?;
         }
         if f.duration_s.is_none() && f.requests.is_none() {
             return Err(err("duration_s", "give duration_s or requests".into()));
@@ -142,246 +136,21 @@ impl Workload {
             ));
         }
         if let Some(m) = f.slo_multiplier {
-            positive("slo_multiplier", m)?;
+            c.positive("slo_multiplier", m)?;
         }
         if f.app.is_empty() {
             return Err(err("app", "the workload has no [[app]]".into()));
         }
         let groups = crate::core::groups::parse(f.group, err)?;
+        let camera_given = f.camera.is_some();
         let mut apps = Vec::new();
         for (i, a) in f.app.into_iter().enumerate() {
-            let key = |k: &str| format!("app[{i}].{k}");
-            let name = a.name.clone().unwrap_or_else(|| format!("app{i}"));
-            if apps.iter().any(|x: &App| x.name == name) {
-                return Err(err(&key("name"), format!("'{name}' is used twice")));
-            }
-            let model = dir.join(&a.model);
-            graph_ir::plain_file::check_plain(&model).map_err(|e| err(&key("model"), e.to_string()))?;
-            let rate = |k: &str, v: f64| {
-                let v = positive(&key(k), v)?;
-                if v > MAX_RATE_HZ {
-                    return Err(err(
-                        &key(k),
-                        format!("{v} requests/s is above the {MAX_RATE_HZ} a workload may ask (one per 0.1 ms)"),
-                    ));
-                }
-                Ok(v)
-            };
-            let need = |k: &str, v: Option<f64>| match v {
-                Some(v) => rate(k, v),
-                None => Err(err(&key(k), format!("arrival '{}' needs {k}", a.arrival))),
-            };
-            let arrival = match a.arrival.as_str() {
-                "periodic" => Arrival::Periodic {
-                    fps: need("fps", a.fps)?,
-                },
-                "poisson" => Arrival::Poisson {
-                    rate: need("rate", a.rate)?,
-                },
-                "closed" => match a.fps {
-                    Some(fps) => Arrival::Paced { fps: rate("fps", fps)? },
-                    None => Arrival::Closed,
-                },
-                "group" => {
-                    let name = a
-                        .group
-                        .as_deref()
-                        .ok_or_else(|| err(&key("group"), "arrival 'group' needs group = \"NAME\"".into()))?;
-                    Arrival::Group {
-                        group: crate::core::groups::index_of(&groups, name)
-                            .map_err(|reason| err(&key("group"), reason))?,
-                    }
-                }
-                "frame" => Arrival::Frame {
-                    per_frame: a
-                        .per_frame
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| err(&key("per_frame"), "arrival 'frame' needs per_frame >= 1".into()))?,
-                    after: match &a.after {
-                        None => None,
-                        Some(n) => Some(
-                            apps.iter()
-                                .position(|x: &App| x.name == *n && matches!(x.arrival, Arrival::Frame { .. }))
-                                .ok_or_else(|| {
-                                    err(
-                                        &key("after"),
-                                        format!("'{n}' is not a frame app defined before this one"),
-                                    )
-                                })?,
-                        ),
-                    },
-                },
-                other => {
-                    return Err(err(
-                        &key("arrival"),
-                        format!("unknown arrival '{other}' (periodic, poisson, closed, frame, group)"),
-                    ));
-                }
-            };
-            if a.after.is_some() && !matches!(arrival, Arrival::Frame { .. }) {
-                return Err(err(
-                    &key("after"),
-                    "only apps with arrival = \"frame\" follow another".into(),
-                ));
-            }
-            if f.camera.is_some()
-                && matches!(arrival, Arrival::Frame { .. })
-                && (a.slo_ms.is_some() || a.slo_multiplier.is_some())
-            {
-                return Err(err(
-                    &key("slo_ms"),
-                    "with [camera] the frame apps' SLO is camera.slo_ms".into(),
-                ));
-            }
-            if a.group.is_some() && !matches!(arrival, Arrival::Group { .. }) {
-                return Err(err(
-                    &key("group"),
-                    "only apps with arrival = \"group\" belong to a group".into(),
-                ));
-            }
-            let slo = match (a.slo_ms, a.slo_multiplier.or(f.slo_multiplier)) {
-                (Some(ms), _) => Slo::Ms(positive(&key("slo_ms"), ms)?),
-                (None, Some(m)) => Slo::Multiplier(positive(&key("slo_multiplier"), m)?),
-                (None, None) => Slo::None,
-            };
-            let mut utility = Utility::default();
-            if let Some(u) = &a.utility {
-                utility.l0 = u.l0.unwrap_or(utility.l0);
-                if !utility.l0.is_finite() {
-                    return Err(err(&key("utility.l0"), format!("must be finite, got {}", utility.l0)));
-                }
-                utility.beta = positive(&key("utility.beta"), u.beta.unwrap_or(utility.beta))?;
-                utility.gamma = u.gamma.unwrap_or(utility.gamma);
-                if !(utility.gamma.is_finite() && utility.gamma > 1.0) {
-                    return Err(err(
-                        &key("utility.gamma"),
-                        format!(
-                            "must be > 1 so that the latency utility falls ever faster (Heimdall Eq. 3), got {}",
-                            utility.gamma
-                        ),
-                    ));
-                }
-            }
-            let frames = match (&a.frames, &a.frames_dir) {
-                (Some(_), Some(_)) => return Err(err(&key("frames"), "give frames or frames_dir, not both".into())),
-                (Some(f), None) => {
-                    if !(f.variation.is_finite() && (0.0..=1.0).contains(&f.variation)) {
-                        return Err(err(
-                            &key("frames.variation"),
-                            format!("must be a share in [0, 1], got {}", f.variation),
-                        ));
-                    }
-                    Frames::Synthetic { variation: f.variation }
-                }
-                (None, Some(d)) => {
-                    let d = dir.join(d);
-                    if !d.is_dir() {
-                        return Err(err(&key("frames_dir"), format!("no such folder: {}", d.display())));
-                    }
-                    let frames = Frames::Dir(d);
-                    crate::core::content::FrameSource::open(&frames, 0)
-                        .map_err(|e| err(&key("frames_dir"), e.to_string()))?;
-                    frames
-                }
-                (None, None) => Frames::None,
-            };
-            let input_shape = match &a.input_shape {
-                None => None,
-                Some(text) => Some(
-                    text.parse::<graph_ir::onnx::InputShape>()
-                        .map_err(|reason| err(&key("input_shape"), reason))?,
-                ),
-            };
-            let scale_like = match &a.scale_like {
-                None => None,
-                Some(n) => Some(apps.iter().position(|x: &App| x.name == *n).ok_or_else(|| {
-                    err(
-                        &key("scale_like"),
-                        format!("'{n}' is not an app defined before this one"),
-                    )
-                })?),
-            };
-            apps.push(App {
-                scale_like,
-                input_shape,
-                name,
-                model,
-                random_weights: a.random_weights,
-                arrival,
-                slo,
-                processor: a.processor,
-                utility,
-                frames,
-            });
+            let app = c.app(i, a, &apps, &groups, camera_given, f.slo_multiplier, dir)?;
+            apps.push(app);
         }
-        let mut outages = Vec::new();
-        for (i, o) in f.outage.into_iter().enumerate() {
-            if !(o.at_s.is_finite() && o.at_s >= 0.0) {
-                return Err(err(
-                    &format!("outage[{i}].at_s"),
-                    format!("must be >= 0, got {}", o.at_s),
-                ));
-            }
-            positive(&format!("outage[{i}].for_s"), o.for_s)?;
-            outages.push(Outage {
-                processor: o.processor,
-                at_s: o.at_s,
-                for_s: o.for_s,
-            });
-        }
-        let render = match f.render {
-            None => None,
-            Some(r) => {
-                let fps = positive("render.fps", r.fps)?;
-                if fps > MAX_RATE_HZ {
-                    return Err(err(
-                        "render.fps",
-                        format!("{fps} frames/s is above the {MAX_RATE_HZ} a workload may ask (one per 0.1 ms)"),
-                    ));
-                }
-                let render_ms = positive("render.render_ms", r.render_ms)?;
-                let margin_ms = r.margin_ms.unwrap_or(5.0);
-                if !(margin_ms.is_finite() && margin_ms >= 0.0) {
-                    return Err(err("render.margin_ms", format!("must be >= 0, got {margin_ms}")));
-                }
-                let offload_margin = r.offload_margin.unwrap_or(0.1);
-                if !(offload_margin.is_finite() && offload_margin >= 0.0) {
-                    return Err(err(
-                        "render.offload_margin",
-                        format!("must be >= 0, got {offload_margin}"),
-                    ));
-                }
-                let offload_cycle_s = positive("render.offload_cycle_s", r.offload_cycle_s.unwrap_or(1.0))?;
-                crate::core::workload::render_budget_ms(fps, render_ms)
-                    .map_err(|e| err("render.render_ms", e.to_string()))?;
-                Some(Render {
-                    processor: r.processor,
-                    fps,
-                    render_ms,
-                    margin_ms,
-                    offload_to: r.offload_to,
-                    offload_margin,
-                    offload_cycle_s,
-                })
-            }
-        };
-        let camera = match f.camera {
-            None => None,
-            Some(c) => {
-                let fps = positive("camera.fps", c.fps)?;
-                if !apps.iter().any(|a| matches!(a.arrival, Arrival::Frame { .. })) {
-                    return Err(err(
-                        "camera",
-                        "a camera drives frame apps; the workload has none".into(),
-                    ));
-                }
-                camera_rate(&apps, fps).map_err(|reason| err("camera.fps", reason))?;
-                Some(Camera {
-                    fps,
-                    slo_ms: positive("camera.slo_ms", c.slo_ms.unwrap_or(1e3 / fps))?,
-                })
-            }
-        };
+        let outages = c.outages(f.outage)?;
+        let render = f.render.map(|r| c.render(r)).transpose()?;
+        let camera = f.camera.map(|cam| c.camera(cam, &apps)).transpose()?;
         let w = Workload {
             camera,
             drop_late: f.drop_late.unwrap_or(false),
@@ -471,6 +240,300 @@ impl Workload {
         }
         *self = w;
         Ok(())
+    }
+}
+
+/// The checks of one workload file; `err` makes the error at a key.
+struct Check<'a> {
+    err: &'a dyn Fn(&str, String) -> WorkloadError,
+}
+
+impl Check<'_> {
+    fn positive(&self, key: &str, v: f64) -> Result<f64, WorkloadError> {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err((self.err)(key, format!("must be a positive number, got {v}")))
+        }
+    }
+
+    /// A positive request rate at most [`MAX_RATE_HZ`].
+    fn rate(&self, key: &str, v: f64) -> Result<f64, WorkloadError> {
+        let v = self.positive(key, v)?;
+        if v > MAX_RATE_HZ {
+            return Err((self.err)(
+                key,
+                format!("{v} requests/s is above the {MAX_RATE_HZ} a workload may ask (one per 0.1 ms)"),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// App `i` of the file, after `apps`; `camera`: the file has a
+    /// `[camera]`; `slo_multiplier`: the file's.
+    #[allow(clippy::too_many_arguments)]
+    fn app(
+        &self,
+        i: usize,
+        a: AppFile,
+        apps: &[App],
+        groups: &[crate::core::groups::Group],
+        camera: bool,
+        slo_multiplier: Option<f64>,
+        dir: &Path,
+    ) -> Result<App, WorkloadError> {
+        let key = |k: &str| format!("app[{i}].{k}");
+        let name = a.name.clone().unwrap_or_else(|| format!("app{i}"));
+        if apps.iter().any(|x: &App| x.name == name) {
+            return Err((self.err)(&key("name"), format!("'{name}' is used twice")));
+        }
+        let model = dir.join(&a.model);
+        graph_ir::plain_file::check_plain(&model).map_err(|e| (self.err)(&key("model"), e.to_string()))?;
+        let arrival = self.arrival(i, &a, apps, groups)?;
+        if a.after.is_some() && !matches!(arrival, Arrival::Frame { .. }) {
+            return Err((self.err)(
+                &key("after"),
+                "only apps with arrival = \"frame\" follow another".into(),
+            ));
+        }
+        if camera && matches!(arrival, Arrival::Frame { .. }) && (a.slo_ms.is_some() || a.slo_multiplier.is_some()) {
+            return Err((self.err)(
+                &key("slo_ms"),
+                "with [camera] the frame apps' SLO is camera.slo_ms".into(),
+            ));
+        }
+        if a.group.is_some() && !matches!(arrival, Arrival::Group { .. }) {
+            return Err((self.err)(
+                &key("group"),
+                "only apps with arrival = \"group\" belong to a group".into(),
+            ));
+        }
+        let slo = match (a.slo_ms, a.slo_multiplier.or(slo_multiplier)) {
+            (Some(ms), _) => Slo::Ms(self.positive(&key("slo_ms"), ms)?),
+            (None, Some(m)) => Slo::Multiplier(self.positive(&key("slo_multiplier"), m)?),
+            (None, None) => Slo::None,
+        };
+        let utility = self.utility(i, a.utility.as_ref())?;
+        let frames = self.frames(i, &a, dir)?;
+        let input_shape = match &a.input_shape {
+            None => None,
+            Some(text) => Some(
+                text.parse::<graph_ir::onnx::InputShape>()
+                    .map_err(|reason| (self.err)(&key("input_shape"), reason))?,
+            ),
+        };
+        let scale_like = match &a.scale_like {
+            None => None,
+            Some(n) => Some(apps.iter().position(|x: &App| x.name == *n).ok_or_else(|| {
+                (self.err)(
+                    &key("scale_like"),
+                    format!("'{n}' is not an app defined before this one"),
+                )
+            })?),
+        };
+        Ok(App {
+            scale_like,
+            input_shape,
+            name,
+            model,
+            random_weights: a.random_weights,
+            arrival,
+            slo,
+            processor: a.processor,
+            utility,
+            frames,
+        })
+    }
+
+    /// App `i`'s arrival pattern; `after` and `group` name earlier apps and
+    /// the file's groups.
+    fn arrival(
+        &self,
+        i: usize,
+        a: &AppFile,
+        apps: &[App],
+        groups: &[crate::core::groups::Group],
+    ) -> Result<Arrival, WorkloadError> {
+        let key = |k: &str| format!("app[{i}].{k}");
+        let need = |k: &str, v: Option<f64>| match v {
+            Some(v) => self.rate(&key(k), v),
+            None => Err((self.err)(&key(k), format!("arrival '{}' needs {k}", a.arrival))),
+        };
+        Ok(match a.arrival.as_str() {
+            "periodic" => Arrival::Periodic {
+                fps: need("fps", a.fps)?,
+            },
+            "poisson" => Arrival::Poisson {
+                rate: need("rate", a.rate)?,
+            },
+            "closed" => match a.fps {
+                Some(fps) => Arrival::Paced {
+                    fps: self.rate(&key("fps"), fps)?,
+                },
+                None => Arrival::Closed,
+            },
+            "group" => {
+                let name = a
+                    .group
+                    .as_deref()
+                    .ok_or_else(|| (self.err)(&key("group"), "arrival 'group' needs group = \"NAME\"".into()))?;
+                Arrival::Group {
+                    group: crate::core::groups::index_of(groups, name)
+                        .map_err(|reason| (self.err)(&key("group"), reason))?,
+                }
+            }
+            "frame" => Arrival::Frame {
+                per_frame: a
+                    .per_frame
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| (self.err)(&key("per_frame"), "arrival 'frame' needs per_frame >= 1".into()))?,
+                after: match &a.after {
+                    None => None,
+                    Some(n) => Some(
+                        apps.iter()
+                            .position(|x: &App| x.name == *n && matches!(x.arrival, Arrival::Frame { .. }))
+                            .ok_or_else(|| {
+                                (self.err)(
+                                    &key("after"),
+                                    format!("'{n}' is not a frame app defined before this one"),
+                                )
+                            })?,
+                    ),
+                },
+            },
+            other => {
+                return Err((self.err)(
+                    &key("arrival"),
+                    format!("unknown arrival '{other}' (periodic, poisson, closed, frame, group)"),
+                ));
+            }
+        })
+    }
+
+    /// App `i`'s latency utility (Heimdall Eq. 3), the defaults where unset.
+    fn utility(&self, i: usize, u: Option<&UtilityFile>) -> Result<Utility, WorkloadError> {
+        let key = |k: &str| format!("app[{i}].{k}");
+        let mut utility = Utility::default();
+        if let Some(u) = u {
+            utility.l0 = u.l0.unwrap_or(utility.l0);
+            if !utility.l0.is_finite() {
+                return Err((self.err)(
+                    &key("utility.l0"),
+                    format!("must be finite, got {}", utility.l0),
+                ));
+            }
+            utility.beta = self.positive(&key("utility.beta"), u.beta.unwrap_or(utility.beta))?;
+            utility.gamma = u.gamma.unwrap_or(utility.gamma);
+            if !(utility.gamma.is_finite() && utility.gamma > 1.0) {
+                return Err((self.err)(
+                    &key("utility.gamma"),
+                    format!(
+                        "must be > 1 so that the latency utility falls ever faster (Heimdall Eq. 3), got {}",
+                        utility.gamma
+                    ),
+                ));
+            }
+        }
+        Ok(utility)
+    }
+
+    /// App `i`'s input frames: synthetic, a folder of frames, or none.
+    fn frames(&self, i: usize, a: &AppFile, dir: &Path) -> Result<Frames, WorkloadError> {
+        let key = |k: &str| format!("app[{i}].{k}");
+        Ok(match (&a.frames, &a.frames_dir) {
+            (Some(_), Some(_)) => return Err((self.err)(&key("frames"), "give frames or frames_dir, not both".into())),
+            (Some(f), None) => {
+                if !(f.variation.is_finite() && (0.0..=1.0).contains(&f.variation)) {
+                    return Err((self.err)(
+                        &key("frames.variation"),
+                        format!("must be a share in [0, 1], got {}", f.variation),
+                    ));
+                }
+                Frames::Synthetic { variation: f.variation }
+            }
+            (None, Some(d)) => {
+                let d = dir.join(d);
+                if !d.is_dir() {
+                    return Err((self.err)(
+                        &key("frames_dir"),
+                        format!("no such folder: {}", d.display()),
+                    ));
+                }
+                let frames = Frames::Dir(d);
+                crate::core::content::FrameSource::open(&frames, 0)
+                    .map_err(|e| (self.err)(&key("frames_dir"), e.to_string()))?;
+                frames
+            }
+            (None, None) => Frames::None,
+        })
+    }
+
+    fn outages(&self, file: Vec<OutageFile>) -> Result<Vec<Outage>, WorkloadError> {
+        let mut outages = Vec::new();
+        for (i, o) in file.into_iter().enumerate() {
+            if !(o.at_s.is_finite() && o.at_s >= 0.0) {
+                return Err((self.err)(
+                    &format!("outage[{i}].at_s"),
+                    format!("must be >= 0, got {}", o.at_s),
+                ));
+            }
+            self.positive(&format!("outage[{i}].for_s"), o.for_s)?;
+            outages.push(Outage {
+                processor: o.processor,
+                at_s: o.at_s,
+                for_s: o.for_s,
+            });
+        }
+        Ok(outages)
+    }
+
+    fn render(&self, r: RenderFile) -> Result<Render, WorkloadError> {
+        let fps = self.positive("render.fps", r.fps)?;
+        if fps > MAX_RATE_HZ {
+            return Err((self.err)(
+                "render.fps",
+                format!("{fps} frames/s is above the {MAX_RATE_HZ} a workload may ask (one per 0.1 ms)"),
+            ));
+        }
+        let render_ms = self.positive("render.render_ms", r.render_ms)?;
+        let margin_ms = r.margin_ms.unwrap_or(5.0);
+        if !(margin_ms.is_finite() && margin_ms >= 0.0) {
+            return Err((self.err)("render.margin_ms", format!("must be >= 0, got {margin_ms}")));
+        }
+        let offload_margin = r.offload_margin.unwrap_or(0.1);
+        if !(offload_margin.is_finite() && offload_margin >= 0.0) {
+            return Err((self.err)(
+                "render.offload_margin",
+                format!("must be >= 0, got {offload_margin}"),
+            ));
+        }
+        let offload_cycle_s = self.positive("render.offload_cycle_s", r.offload_cycle_s.unwrap_or(1.0))?;
+        crate::core::workload::render_budget_ms(fps, render_ms)
+            .map_err(|e| (self.err)("render.render_ms", e.to_string()))?;
+        Ok(Render {
+            processor: r.processor,
+            fps,
+            render_ms,
+            margin_ms,
+            offload_to: r.offload_to,
+            offload_margin,
+            offload_cycle_s,
+        })
+    }
+
+    fn camera(&self, c: CameraFile, apps: &[App]) -> Result<Camera, WorkloadError> {
+        let fps = self.positive("camera.fps", c.fps)?;
+        if !apps.iter().any(|a| matches!(a.arrival, Arrival::Frame { .. })) {
+            return Err((self.err)(
+                "camera",
+                "a camera drives frame apps; the workload has none".into(),
+            ));
+        }
+        camera_rate(apps, fps).map_err(|reason| (self.err)("camera.fps", reason))?;
+        Ok(Camera {
+            fps,
+            slo_ms: self.positive("camera.slo_ms", c.slo_ms.unwrap_or(1e3 / fps))?,
+        })
     }
 }
 

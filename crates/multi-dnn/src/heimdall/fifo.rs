@@ -4,11 +4,11 @@
 //! operators (MACE's partial runs), depending on how the models were cut.
 
 use crate::core::{Assignment, JobId, Requeue, View};
-use crate::heimdall::{Placement, chunk_from};
+use crate::heimdall::{Placement, chunk_from, options};
 use crate::policy::{Needs, Policy, PolicyEntry, PolicyOptions};
 
 fn make(o: &PolicyOptions) -> Result<Box<dyn Policy>, String> {
-    let h = o.render()?;
+    let h = options::render(o)?;
     Ok(Box::new(Fifo::new(h.home.clone())))
 }
 

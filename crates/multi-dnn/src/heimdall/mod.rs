@@ -7,16 +7,21 @@
 pub mod chunk;
 pub mod fifo;
 pub mod offload;
+pub mod options;
 pub mod render_kernel;
+pub mod report;
 pub mod utility;
 
 use crate::core::units::{ModelUnits, UnitsError, chunked, operators};
+use crate::core::workload::Workload;
 use crate::core::{Job, View};
 use chunk::ChunkError;
 use graph_ir::Graph;
 use std::collections::HashMap;
 use std::ops::Range;
 use thiserror::Error;
+
+pub use options::HeimdallOptions;
 
 #[derive(Debug, Error)]
 pub enum HeimdallError {
@@ -33,6 +38,48 @@ pub enum HeimdallError {
     },
 }
 
+/// Why a policy does not fit a workload's rendering task (or its absence).
+#[derive(Debug, Error)]
+pub enum RenderPolicyError {
+    #[error("{file}: policy '{policy}' does not know the workload's render task; use one of {known}")]
+    NotRender {
+        file: String,
+        policy: String,
+        known: String,
+    },
+    #[error("{file}: policy '{policy}' needs a render task ([render] in the workload)")]
+    NeedsRender { file: String, policy: String },
+    #[error("{file}: policy '{policy}' needs render.offload_to, the processor to offload to")]
+    NeedsOffload { file: String, policy: String },
+}
+
+/// Checks that a workload with a rendering task takes only the policies
+/// that need one (`render_names`, [`crate::registry::Registry::render_names`]),
+/// and a workload without one none of them.
+pub fn check_policies(render_names: &[&str], w: &Workload, policies: &[String]) -> Result<(), RenderPolicyError> {
+    for p in policies {
+        let heimdall = render_names.contains(&p.as_str());
+        let fail = |file: &str| (file.to_string(), p.clone());
+        if w.render.is_some() && !heimdall {
+            let (file, policy) = fail(&w.file);
+            return Err(RenderPolicyError::NotRender {
+                file,
+                policy,
+                known: render_names.join(", "),
+            });
+        }
+        if w.render.is_none() && heimdall {
+            let (file, policy) = fail(&w.file);
+            return Err(RenderPolicyError::NeedsRender { file, policy });
+        }
+        if p.ends_with("-offload") && w.render.as_ref().is_some_and(|r| r.offload_to.is_none()) {
+            let (file, policy) = fail(&w.file);
+            return Err(RenderPolicyError::NeedsOffload { file, policy });
+        }
+    }
+    Ok(())
+}
+
 /// How models are cut for the render processor (every other processor
 /// runs a model whole).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,6 +93,18 @@ pub enum ChunkMode {
 }
 
 impl ChunkMode {
+    /// The chunkings `policies` run on, each once, in the order first
+    /// needed, after `first`.
+    pub fn needed(first: &[ChunkMode], policies: &[String]) -> Vec<ChunkMode> {
+        let mut modes = first.to_vec();
+        for p in policies {
+            if !modes.contains(&ChunkMode::for_policy(p)) {
+                modes.push(ChunkMode::for_policy(p));
+            }
+        }
+        modes
+    }
+
     /// The chunking a render-workload policy runs on: `whole` whole
     /// models, `ops5` 5-operator chunks, the utility policies Heimdall's.
     pub fn for_policy(policy: &str) -> ChunkMode {

@@ -4,7 +4,7 @@
 use crate::core::workload::Utility;
 use crate::core::{Assignment, Completed, Job, Requeue, Task, View};
 use crate::heimdall::offload::{Latencies, Offloader};
-use crate::heimdall::{Placement, chunk_from, chunks_on, remaining_ms};
+use crate::heimdall::{Placement, chunk_from, chunks_on, options, remaining_ms};
 use crate::policy::{Needs, Policy, PolicyEntry, PolicyOptions};
 
 /// Weight of the content variation in the utility (Heimdall: 0.01).
@@ -167,7 +167,7 @@ fn whole_ms(view: &View, model: usize, worker: usize) -> Option<f64> {
 }
 
 fn make(o: &PolicyOptions, objective: Objective, offload: bool) -> Result<Box<dyn Policy>, String> {
-    let h = o.render()?;
+    let h = options::render(o)?;
     let offloader = if offload {
         let (acc, cpu, m, cycle) = h
             .offload

@@ -11,7 +11,7 @@ pub mod plan;
 pub mod round_robin;
 pub mod sel;
 
-pub use crate::core::policy::{HeimdallOptions, Needs, Policy, PolicyEntry, PolicyOptions};
+pub use crate::core::policy::{Needs, Policy, PolicyEntry, PolicyOptions};
 pub use fixed::Fixed;
 pub use heft::Heft;
 pub use lst::Lst;

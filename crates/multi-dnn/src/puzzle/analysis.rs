@@ -7,13 +7,14 @@
 use super::PuzzleError;
 use super::bound;
 use super::chromosome::{Chromosome, LayerGraph};
-use super::costs::Costs;
-use super::evaluate::{Built, Outcome, Problem, candidate_rows};
+use super::evaluate::{Built, Outcome, Problem};
 use super::ga::{self, GaOptions, Generation};
 use super::mapping::{best_mappings, whole_on};
 use super::retime::{self, Retimed};
 use crate::core::units::{ModelUnits, analyze as band_units};
 use crate::policy::Lst;
+use crate::predicted::costs::Costs;
+use crate::predicted::costs::candidate_rows;
 use crate::sim::Truth;
 use graph_ir::Graph;
 use scheduler_rt::support::OpSupport;

@@ -7,9 +7,9 @@ use crate::core::estimator::{Estimator, EstimatorParams};
 use crate::core::report::RunLog;
 use crate::core::units::{ModelUnits, from_pieces};
 use crate::core::workload::{Arrival, Workload};
+use crate::predicted::costs::{Costs, Wanted};
 use crate::puzzle::PuzzleError;
 use crate::puzzle::chromosome::{Chromosome, LayerGraph, Piece};
-use crate::puzzle::costs::{Costs, Wanted};
 use crate::puzzle::score;
 use crate::puzzle::static_plan::StaticPlan;
 use crate::sim::{Latency, SimOptions, Truth, simulate};
@@ -80,41 +80,6 @@ pub fn outcome_from_log(log: &RunLog, w: &Workload) -> Outcome {
             .collect(),
         periods_ms: w.groups.iter().map(|g| g.period_ms.unwrap_or(f64::NAN)).collect(),
     }
-}
-
-/// Each candidate of `u` (model `m`, whose layers are `lg`) on each of
-/// `n` processors: its cost where it can run (alone, and while another
-/// processor is busy, spread as [`Costs::spread`]), infinite elsewhere.
-pub fn candidate_rows(
-    costs: &mut dyn Costs,
-    m: usize,
-    lg: &LayerGraph,
-    u: &ModelUnits,
-    n: usize,
-) -> Result<Vec<Vec<Latency>>, PuzzleError> {
-    let at: HashMap<NodeId, usize> = lg.layers.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    let mut rows = Vec::with_capacity(u.candidates.len());
-    for c in &u.candidates {
-        let mut ls: Vec<usize> = c.subgraph.nodes.iter().filter_map(|id| at.get(id).copied()).collect();
-        ls.sort_unstable();
-        let mut row = Vec::with_capacity(n);
-        for p in 0..n {
-            row.push(if c.support.contains(p) {
-                let ms = costs.compute_ms(m, &ls, p)?;
-                let (alone_shape, shared_shape) = costs.spread(p);
-                Latency {
-                    shared_ms: ms * costs.shared_factor(p),
-                    alone_shape,
-                    shared_shape,
-                    ..Latency::exact(ms)
-                }
-            } else {
-                Latency::exact(f64::INFINITY)
-            });
-        }
-        rows.push(row);
-    }
-    Ok(rows)
 }
 
 /// The units of one model's plan: one region per piece, runnable only on
@@ -394,6 +359,8 @@ impl Problem<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::predicted::CostError;
+    use crate::predicted::costs::candidate_rows;
     use graph_ir::builder::Builder;
     use graph_ir::ops::UnaryOp;
     use scheduler_rt::support::OpSupport;
@@ -402,10 +369,10 @@ mod tests {
     struct Spread;
 
     impl Costs for Spread {
-        fn compute_ms(&mut self, _model: usize, layers: &[usize], _p: usize) -> Result<f64, PuzzleError> {
+        fn compute_ms(&mut self, _model: usize, layers: &[usize], _p: usize) -> Result<f64, CostError> {
             Ok(layers.len() as f64)
         }
-        fn comm_ms(&mut self, _from: usize, _to: usize, _bytes: u64) -> Result<f64, PuzzleError> {
+        fn comm_ms(&mut self, _from: usize, _to: usize, _bytes: u64) -> Result<f64, CostError> {
             Ok(0.0)
         }
         fn spread(&self, p: usize) -> (Vec<f64>, Vec<f64>) {
@@ -497,13 +464,13 @@ mod tests {
     struct Asked(Vec<Vec<Wanted>>);
 
     impl Costs for Asked {
-        fn compute_ms(&mut self, _model: usize, _layers: &[usize], _p: usize) -> Result<f64, PuzzleError> {
+        fn compute_ms(&mut self, _model: usize, _layers: &[usize], _p: usize) -> Result<f64, CostError> {
             Ok(1.0)
         }
-        fn comm_ms(&mut self, _from: usize, _to: usize, _bytes: u64) -> Result<f64, PuzzleError> {
+        fn comm_ms(&mut self, _from: usize, _to: usize, _bytes: u64) -> Result<f64, CostError> {
             Ok(0.0)
         }
-        fn prefetch(&mut self, wanted: &[Wanted]) -> Result<(), PuzzleError> {
+        fn prefetch(&mut self, wanted: &[Wanted]) -> Result<(), CostError> {
             self.0.push(wanted.to_vec());
             Ok(())
         }

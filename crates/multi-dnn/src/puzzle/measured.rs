@@ -7,9 +7,9 @@
 //! the piecewise-linear fit of thread hand-offs measured between their
 //! cores (`stretch profile --link`).
 
-use super::PuzzleError;
 use super::chromosome::LayerGraph;
-use super::costs::{Costs, Wanted};
+use crate::predicted::CostError;
+use crate::predicted::costs::{Costs, Wanted};
 use graph_ir::{Graph, NodeId};
 use predictor::profiler::link;
 use predictor::profiler::timing::Timing;
@@ -37,11 +37,11 @@ type Probe = (String, Vec<u8>, Vec<Vec<usize>>);
 pub const CONTENTION_ROUNDS: usize = 7;
 pub const CONTENTION_RUNS: usize = 30;
 
-type Result<T, E = PuzzleError> = std::result::Result<T, E>;
+type Result<T, E = CostError> = std::result::Result<T, E>;
 
 /// A step of the measurement that failed, and why.
-fn failed(step: impl Into<String>, reason: impl ToString) -> PuzzleError {
-    PuzzleError::Measure {
+fn failed(step: impl Into<String>, reason: impl ToString) -> CostError {
+    CostError::Measure {
         step: step.into(),
         reason: reason.to_string(),
     }
@@ -399,14 +399,14 @@ impl<'a> Measured<'a> {
 }
 
 impl Costs for Measured<'_> {
-    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError> {
+    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, CostError> {
         let memo_key = (model, p, layers.to_vec());
         if let Some(ms) = self.known(&memo_key) {
             return Ok(ms);
         }
         let nodes = self.nodes(model, layers);
         let (model_name, processor) = (self.graphs[model].name.clone(), self.procs[p].name.clone());
-        let cost_error = move |reason| PuzzleError::Cost {
+        let cost_error = move |reason| CostError::Cost {
             model: model_name,
             processor,
             reason,
@@ -446,7 +446,7 @@ impl Costs for Measured<'_> {
     /// the plan's figure.
     /// During the search (a database, not re-timing) each piece is timed on
     /// its own, back to back, when first asked for.
-    fn prefetch(&mut self, wanted: &[Wanted]) -> Result<(), PuzzleError> {
+    fn prefetch(&mut self, wanted: &[Wanted]) -> Result<(), CostError> {
         if self.fresh.is_none() && self.path.is_some() {
             return Ok(());
         }
@@ -456,7 +456,7 @@ impl Costs for Measured<'_> {
                 by_processor.entry(w.processor).or_default().push(w);
             }
         }
-        let cost_error = |b: &Batch, reason: String| PuzzleError::Cost {
+        let cost_error = |b: &Batch, reason: String| CostError::Cost {
             model: b.models.clone(),
             processor: self.procs[b.processor].name.clone(),
             reason,
@@ -507,7 +507,7 @@ impl Costs for Measured<'_> {
         Ok(())
     }
 
-    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError> {
+    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, CostError> {
         Ok(self.links.get(&(from, to)).map_or(0.0, |f| f.us(bytes).max(0.0) / 1e3))
     }
 

@@ -5,7 +5,6 @@
 //!
 //! - [`breakdown`]: where a plan's request latencies go;
 //! - [`chromosome`]: the three chromosomes and their decoding;
-//! - [`costs`]: pieces' compute and hand-off times;
 //! - [`evaluate`]: a plan through the multi-DNN simulator, makespans;
 //! - [`score`]: XRBench score, saturation multiplier;
 //! - [`bound`]: the ideal α* no plan beats, on a relaxation of the costs;
@@ -20,7 +19,6 @@ pub mod analysis;
 pub mod bound;
 pub mod breakdown;
 pub mod chromosome;
-pub mod costs;
 pub mod evaluate;
 pub mod ga;
 pub mod mapping;
@@ -54,6 +52,8 @@ pub enum PuzzleError {
     Measure { step: String, reason: String },
     #[error(transparent)]
     Timing(#[from] scheduler_rt::timing::TimingError),
+    #[error(transparent)]
+    Costs(#[from] crate::predicted::CostError),
     #[error(transparent)]
     Workload(#[from] crate::core::workload::WorkloadError),
 }

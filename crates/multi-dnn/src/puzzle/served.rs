@@ -16,6 +16,7 @@ use crate::core::report::RunLog;
 use crate::core::workload::Workload;
 use crate::policy::Lst;
 use crate::serve::Server;
+use crate::serve::host::HostLog;
 use crate::{ModelUnits, Policy, Scheduler};
 use engine::host::Steal;
 use engine::pool::PoolCounters;
@@ -84,13 +85,14 @@ impl Totals {
     }
 
     fn add(&mut self, log: RunLog, w: &Workload) {
-        if let Some(s) = &log.steal {
+        let host = log.section::<HostLog>();
+        if let Some(s) = host.and_then(|h| h.steal.as_ref()) {
             match &mut self.steal {
                 Some(a) => a.merge(s),
                 None => self.steal = Some(s.clone()),
             }
         }
-        if let Some((_, c)) = log.pool {
+        if let Some((_, c)) = host.and_then(|h| h.pool) {
             self.boundary.0 += c;
         }
         self.boundary.1 += log.completed.len();
@@ -179,7 +181,7 @@ pub fn serve(
         false => None,
     };
     let retime_notes: Vec<String> = retimer.as_ref().map_or(Vec::new(), |m| {
-        use super::costs::Costs;
+        use crate::predicted::costs::Costs;
         m.notes().into_iter().filter(|n| !n.starts_with("pieces:")).collect()
     });
     let mut runs: Vec<Totals> = (0..=plans.len()).map(|_| Totals::default()).collect();

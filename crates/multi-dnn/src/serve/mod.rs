@@ -26,6 +26,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 mod heat;
+pub mod host;
 pub mod render;
 mod setup;
 mod spread;

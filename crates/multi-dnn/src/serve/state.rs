@@ -8,7 +8,9 @@ use crate::core::report::{RunLog, Span};
 use crate::core::workload::Workload;
 use crate::core::{JobId, Scheduler};
 use crate::serve::Server;
+use crate::serve::host::HostLog;
 use crate::splash::cloud::RemoteEngine;
+use crate::splash::cloud::report::CloudLog;
 use crate::splash::thermal::driver::Change;
 use engine::{Compiled, Value};
 use graph_ir::Outlet;
@@ -284,7 +286,11 @@ impl<'a> RunState<'a> {
         let Some(prober) = RemoteEngine::of(self.server.workers[w].engine.as_ref()).map(RemoteEngine::prober) else {
             return;
         };
-        let failures = self.log.worker_failures.iter().filter(|f| f.1 == w).count().max(1);
+        let failures = self
+            .log
+            .section::<CloudLog>()
+            .map_or(0, |c| c.worker_failures.iter().filter(|f| f.1 == w).count())
+            .max(1);
         let period = PROBE_PERIOD * (1u32 << (failures - 1).min(6));
         let up = Arc::new(AtomicBool::new(false));
         let (flag, stop) = (up.clone(), self.probing.0.clone());
@@ -432,7 +438,10 @@ impl<'a> RunState<'a> {
                     s.counted = false;
                 }
                 self.set_up(done.worker, false, finish_at);
-                self.log.worker_failures.push((finish_at, done.worker, reason));
+                self.log
+                    .section_mut::<CloudLog>()
+                    .worker_failures
+                    .push((finish_at, done.worker, reason));
                 self.probe(done.worker);
                 return Ok(());
             }
@@ -492,13 +501,14 @@ impl<'a> RunState<'a> {
         self.log.decision_us = std::mem::take(&mut self.sched.decision_us);
         self.log.moves = self.sched.policy_moves();
         let pool = engine::pool::pool();
-        self.log.pool = Some((pool.enabled(), pool.counters().since(&self.pool_at_start)));
-        self.log.steal = self.steal.as_ref().and_then(|m| m.read());
+        let host = self.log.section_mut::<HostLog>();
+        host.pool = Some((pool.enabled(), pool.counters().since(&self.pool_at_start)));
+        host.steal = self.steal.as_ref().and_then(|m| m.read());
         for (w, wk) in self.server.workers.iter().enumerate() {
             if let Some(r) = RemoteEngine::of(wk.engine.as_ref())
                 && let Ok(m) = r.latency_model().lock()
             {
-                self.log.cloud_links.push((w, m.fit(), m.errors()));
+                self.log.section_mut::<CloudLog>().links.push((w, m.fit(), m.errors()));
             }
         }
         self.log

@@ -2,13 +2,17 @@
 //! objects: only the clock (simulated) and the workers (latencies from a
 //! table, optionally with noise and contention) differ from `serve`.
 
+mod draw;
 pub mod measured;
+
+pub use draw::{correlated_uniform, lag1_correlation};
+use draw::{normal, pick, pick_at};
 
 use crate::core::arrivals::Arrivals;
 use crate::core::hooks::ThermalOracle;
 use crate::core::report::{RunLog, Span};
 use crate::core::workload::Workload;
-use crate::core::{JobSpec, SchedError, Scheduler};
+use crate::core::{Dispatch, JobSpec, SchedError, Scheduler};
 use crate::splash::thermal::driver::{Change, ThermalDriver};
 use graph_ir::rng::SplitMix64;
 use std::cmp::Ordering;
@@ -192,10 +196,9 @@ pub fn simulate_thermal(
     slo_ms: Vec<Option<f64>>,
     truth: &Truth,
     options: SimOptions,
-    mut thermal: Option<&mut ThermalDriver>,
+    thermal: Option<&mut ThermalDriver>,
 ) -> Result<RunLog, SchedError> {
     let names: Vec<String> = sched.workers().iter().map(|w| w.name.clone()).collect();
-    let mut arrivals = Arrivals::new(workload, slo_ms);
     let mut events = Events::default();
     for o in &workload.outages {
         if let Some(w) = names.iter().position(|n| *n == o.processor) {
@@ -203,184 +206,310 @@ pub fn simulate_thermal(
             events.push((o.at_s + o.for_s) * 1e3, Event::Up(w));
         }
     }
-    let mut rng = SplitMix64::new(options.seed);
-    let mut log = RunLog {
-        submitted: vec![0; workload.apps.len()],
-        ..RunLog::default()
-    };
-    let mut busy: Vec<Option<Span>> = vec![None; names.len()];
-    let mut speed: (Option<u64>, f64) = (None, 1.0);
-    let mut spread_state: Vec<Option<f64>> = Vec::new();
     sched.set_drop_late(workload.drop_late);
     let render_ms = sched
         .set_render_from(workload)
         .and(workload.render.as_ref().map(|r| r.render_ms));
+    let mut run = Run {
+        arrivals: Arrivals::new(workload, slo_ms),
+        events,
+        log: RunLog {
+            submitted: vec![0; workload.apps.len()],
+            ..RunLog::default()
+        },
+        busy: vec![None; names.len()],
+        draws: Draws {
+            rng: SplitMix64::new(options.seed),
+            speed: (None, 1.0),
+            spread: Vec::new(),
+        },
+        sched,
+        truth,
+        options,
+        thermal,
+        render_ms,
+    };
     let mut now = 0.0f64;
     let mut missed = false;
     while !missed {
-        let next_event = events.heap.peek().map(|t: &Timed| t.0);
-        let next_tick = sched
+        let next_event = run.events.heap.peek().map(|t: &Timed| t.0);
+        let next_tick = run
+            .sched
             .next_tick_ms()
-            .filter(|t| arrivals.ticking_at(*t, sched.in_system()));
-        let next = [arrivals.next_ms(), next_event, next_tick]
+            .filter(|t| run.arrivals.ticking_at(*t, run.sched.in_system()));
+        let next = [run.arrivals.next_ms(), next_event, next_tick]
             .into_iter()
             .flatten()
             .min_by(f64::total_cmp);
-        let next = match (next, thermal.as_deref()) {
-            (None, Some(t)) if t.any_off() && sched.in_system() > 0 => Some(now + POLL_MS),
+        let next = match (next, run.thermal.as_deref()) {
+            (None, Some(t)) if t.any_off() && run.sched.in_system() > 0 => Some(now + POLL_MS),
             (next, _) => next,
         };
-        let Some(mut next) = next else { break };
-        if let Some(t) = thermal.as_deref_mut() {
-            let busy_now: Vec<bool> = busy.iter().map(Option::is_some).collect();
-            let (stop, changes) = t.advance_until(next, &busy_now)?;
-            next = next.min(stop);
-            for c in changes {
-                if let Change::Off { worker, off } = c {
-                    set_up(worker, !off, stop, &mut busy, sched, &mut log, Some(&mut *t));
-                }
-            }
-        }
+        let Some(next) = next else { break };
+        let next = run.heat_until(next)?;
         now = now.max(next);
         if next_tick.is_some_and(|t| t <= now) {
-            log.dropped_frames.extend(sched.render_ticks(now));
+            run.log.dropped_frames.extend(run.sched.render_ticks(now));
         } else if next_tick.is_none() {
-            sched.stop_render();
+            run.sched.stop_render();
         }
-        admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
-        while events.heap.peek().is_some_and(|t| t.0 <= now) {
-            let Some(Timed(_, _, ev)) = events.heap.pop() else {
+        run.admit(now);
+        while run.events.heap.peek().is_some_and(|t| t.0 <= now) {
+            let Some(Timed(_, _, ev)) = run.events.heap.pop() else {
                 break;
             };
-            match ev {
-                Event::Finish { worker, seq } => {
-                    let Some(mut span) = busy[worker].take() else { continue };
-                    let current = sched.workers()[worker].running.as_ref().is_some_and(|r| r.seq == seq);
-                    if !current {
-                        continue;
-                    }
-                    span.end_ms = now;
-                    let ms = span.end_ms - span.start_ms;
-                    if let (Some(t), Some(r)) = (thermal.as_deref_mut(), sched.workers()[worker].running.as_ref()) {
-                        let c = &sched.models()[r.model].candidates[r.candidate];
-                        t.finished(worker, (r.model, r.candidate), (c.in_bytes, c.out_bytes), ms);
-                    }
-                    log.spans.push(span);
-                    if let Some(c) = sched.finish(now, worker, seq, Some(ms)) {
-                        missed |= options.stop_at_first_miss && !c.met_slo();
-                        arrivals.completed(&c, now);
-                        log.end_ms = log.end_ms.max(now);
-                        log.completed.push(c);
-                    }
-                }
-                Event::Down(w) => set_up(w, false, now, &mut busy, sched, &mut log, thermal.as_deref_mut()),
-                Event::Up(w) => set_up(w, true, now, &mut busy, sched, &mut log, thermal.as_deref_mut()),
-                Event::Submit(spec) => {
-                    sched.submit(*spec);
-                }
-                Event::RenderDone { worker, seq, ms } => {
-                    if let Some(f) = sched.finish_render(now, worker, seq, ms) {
-                        log.frames.push(f);
-                    }
-                }
-            }
+            missed |= run.handle(ev, now);
         }
-        admit(arrivals.due(now), now, truth, &mut rng, &mut events, sched, &mut log);
+        run.admit(now);
         let dispatches = {
-            let oracle = thermal.as_deref().map(|t| t.oracle());
-            sched.schedule_with(now, oracle.as_ref().map(|o| o as &dyn ThermalOracle))?
+            let oracle = run.thermal.as_deref().map(|t| t.oracle());
+            run.sched
+                .schedule_with(now, oracle.as_ref().map(|o| o as &dyn ThermalOracle))?
         };
-        for d in sched.take_dropped() {
-            arrivals.completed(&d.as_finished(), now);
-            log.dropped.push(d);
+        for d in run.sched.take_dropped() {
+            run.arrivals.completed(&d.as_finished(), now);
+            run.log.dropped.push(d);
         }
         for d in dispatches {
-            if d.render.is_some() {
-                let mut ms = render_ms.unwrap_or(d.expected_ms);
-                if options.noise > 0.0 {
-                    let sigma = options.noise;
-                    ms *= (sigma * normal(&mut rng) - sigma * sigma / 2.0).exp();
-                }
-                events.push(
-                    now + ms,
-                    Event::RenderDone {
-                        worker: d.worker,
-                        seq: d.seq,
-                        ms,
-                    },
-                );
-                continue;
-            }
-            let others_busy = busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
-            let t = &truth.table[d.model][d.candidate][d.worker];
-            let (mut ms, cv, shape) = if others_busy {
-                (t.shared_ms * options.contention, t.shared_cv, &t.shared_shape)
-            } else {
-                (t.alone_ms, t.alone_cv, &t.alone_shape)
-            };
-            if options.noise == 0.0 && !shape.is_empty() {
-                let rho = truth.spread_correlation.get(d.worker).copied().unwrap_or(0.0);
-                if rho > 0.0 {
-                    if spread_state.len() <= d.worker {
-                        spread_state.resize(d.worker + 1, None);
-                    }
-                    ms *= pick_at(correlated_uniform(&mut spread_state[d.worker], rho, &mut rng), shape);
-                } else {
-                    ms *= pick(&mut rng, shape);
-                }
-            } else {
-                let sigma = if options.noise > 0.0 {
-                    options.noise
-                } else {
-                    (1.0 + cv * cv).ln().sqrt()
-                };
-                if sigma > 0.0 {
-                    let z = normal(&mut rng);
-                    ms *= (sigma * z - sigma * sigma / 2.0).exp();
-                }
-            }
-            if options.drift && !truth.speed.is_empty() {
-                let window = if truth.speed_window_ms > 0.0 {
-                    (now / truth.speed_window_ms) as u64
-                } else {
-                    0
-                };
-                if speed.0 != Some(window) {
-                    speed = (Some(window), pick(&mut rng, &truth.speed));
-                }
-                ms *= speed.1;
-            }
-            if let Some(t) = thermal.as_deref_mut() {
-                ms *= t.latency_factor(d.worker);
-                t.started(d.worker);
-            }
-            ms += if truth.overhead_quantiles.is_empty() {
-                truth.overhead_ms
-            } else {
-                pick(&mut rng, &truth.overhead_quantiles)
-            };
-            busy[d.worker] = Some(Span {
-                worker: d.worker,
-                app: d.app,
-                job: d.job,
-                candidate: d.candidate,
-                start_ms: now,
-                end_ms: now + ms,
-                counted: true,
-            });
-            events.push(
-                now + ms,
-                Event::Finish {
-                    worker: d.worker,
-                    seq: d.seq,
-                },
-            );
+            run.start(&d, now);
         }
     }
-    log.frames_done = arrivals.frames_done;
-    log.decision_us = std::mem::take(&mut sched.decision_us);
-    log.moves = sched.policy_moves();
+    let mut log = run.log;
+    log.frames_done = run.arrivals.frames_done;
+    log.decision_us = std::mem::take(&mut run.sched.decision_us);
+    log.moves = run.sched.policy_moves();
     Ok(log)
+}
+
+/// The random state of a run's latency draws.
+struct Draws {
+    rng: SplitMix64,
+    /// Per worker, the last uniform of its correlated spread.
+    spread: Vec<Option<f64>>,
+    /// The drift window drawn last and its speed factor.
+    speed: (Option<u64>, f64),
+}
+
+impl Draws {
+    /// How long dispatch `d`, started at `now`, runs in the engine:
+    /// `truth`'s figure (shared when `others_busy`, times the contention)
+    /// drawn with its spread or the options' noise, and the drift.
+    fn subgraph_ms(&mut self, d: &Dispatch, others_busy: bool, now: f64, truth: &Truth, options: SimOptions) -> f64 {
+        let t = &truth.table[d.model][d.candidate][d.worker];
+        let (mut ms, cv, shape) = if others_busy {
+            (t.shared_ms * options.contention, t.shared_cv, &t.shared_shape)
+        } else {
+            (t.alone_ms, t.alone_cv, &t.alone_shape)
+        };
+        if options.noise == 0.0 && !shape.is_empty() {
+            let rho = truth.spread_correlation.get(d.worker).copied().unwrap_or(0.0);
+            if rho > 0.0 {
+                if self.spread.len() <= d.worker {
+                    self.spread.resize(d.worker + 1, None);
+                }
+                ms *= pick_at(
+                    correlated_uniform(&mut self.spread[d.worker], rho, &mut self.rng),
+                    shape,
+                );
+            } else {
+                ms *= pick(&mut self.rng, shape);
+            }
+        } else {
+            let sigma = if options.noise > 0.0 {
+                options.noise
+            } else {
+                (1.0 + cv * cv).ln().sqrt()
+            };
+            if sigma > 0.0 {
+                let z = normal(&mut self.rng);
+                ms *= (sigma * z - sigma * sigma / 2.0).exp();
+            }
+        }
+        if options.drift && !truth.speed.is_empty() {
+            let window = if truth.speed_window_ms > 0.0 {
+                (now / truth.speed_window_ms) as u64
+            } else {
+                0
+            };
+            if self.speed.0 != Some(window) {
+                self.speed = (Some(window), pick(&mut self.rng, &truth.speed));
+            }
+            ms *= self.speed.1;
+        }
+        ms
+    }
+}
+
+/// A simulation in progress: what its event loop steps.
+struct Run<'a> {
+    sched: &'a mut Scheduler,
+    truth: &'a Truth,
+    options: SimOptions,
+    thermal: Option<&'a mut ThermalDriver>,
+    arrivals: Arrivals,
+    events: Events,
+    log: RunLog,
+    /// Per worker, the subgraph it runs.
+    busy: Vec<Option<Span>>,
+    draws: Draws,
+    /// The workload's frame time, where it has a rendering task.
+    render_ms: Option<f64>,
+}
+
+impl Run<'_> {
+    /// Steps the thermal driver (if any) towards `next`; returns when to
+    /// look next: `next`, or earlier where a processor switched off or on.
+    fn heat_until(&mut self, next: f64) -> Result<f64, SchedError> {
+        let Some(t) = self.thermal.as_deref_mut() else {
+            return Ok(next);
+        };
+        let busy_now: Vec<bool> = self.busy.iter().map(Option::is_some).collect();
+        let (stop, changes) = t.advance_until(next, &busy_now)?;
+        for c in changes {
+            if let Change::Off { worker, off } = c {
+                set_up(
+                    worker,
+                    !off,
+                    stop,
+                    &mut self.busy,
+                    self.sched,
+                    &mut self.log,
+                    Some(&mut *t),
+                );
+            }
+        }
+        Ok(next.min(stop))
+    }
+
+    fn admit(&mut self, now: f64) {
+        let due = self.arrivals.due(now);
+        admit(
+            due,
+            now,
+            self.truth,
+            &mut self.draws.rng,
+            &mut self.events,
+            self.sched,
+            &mut self.log,
+        );
+    }
+
+    /// Handles `ev` at `now`; whether a job missed its SLO and the run
+    /// stops at the first miss.
+    fn handle(&mut self, ev: Event, now: f64) -> bool {
+        match ev {
+            Event::Finish { worker, seq } => return self.finish(worker, seq, now),
+            Event::Down(w) => set_up(
+                w,
+                false,
+                now,
+                &mut self.busy,
+                self.sched,
+                &mut self.log,
+                self.thermal.as_deref_mut(),
+            ),
+            Event::Up(w) => set_up(
+                w,
+                true,
+                now,
+                &mut self.busy,
+                self.sched,
+                &mut self.log,
+                self.thermal.as_deref_mut(),
+            ),
+            Event::Submit(spec) => {
+                self.sched.submit(*spec);
+            }
+            Event::RenderDone { worker, seq, ms } => {
+                if let Some(f) = self.sched.finish_render(now, worker, seq, ms) {
+                    self.log.frames.push(f);
+                }
+            }
+        }
+        false
+    }
+
+    /// Dispatch `seq` on `worker` finished at `now` (ignored when the
+    /// worker runs another by now); whether its job missed its SLO and the
+    /// run stops at the first miss.
+    fn finish(&mut self, worker: usize, seq: u64, now: f64) -> bool {
+        let Some(mut span) = self.busy[worker].take() else {
+            return false;
+        };
+        let current = self.sched.workers()[worker]
+            .running
+            .as_ref()
+            .is_some_and(|r| r.seq == seq);
+        if !current {
+            return false;
+        }
+        span.end_ms = now;
+        let ms = span.end_ms - span.start_ms;
+        if let (Some(t), Some(r)) = (
+            self.thermal.as_deref_mut(),
+            self.sched.workers()[worker].running.as_ref(),
+        ) {
+            let c = &self.sched.models()[r.model].candidates[r.candidate];
+            t.finished(worker, (r.model, r.candidate), (c.in_bytes, c.out_bytes), ms);
+        }
+        self.log.spans.push(span);
+        let mut missed = false;
+        if let Some(c) = self.sched.finish(now, worker, seq, Some(ms)) {
+            missed = self.options.stop_at_first_miss && !c.met_slo();
+            self.arrivals.completed(&c, now);
+            self.log.end_ms = self.log.end_ms.max(now);
+            self.log.completed.push(c);
+        }
+        missed
+    }
+
+    /// Starts dispatch `d` at `now`: its finish (or its frame's) becomes
+    /// an event after its drawn latency.
+    fn start(&mut self, d: &Dispatch, now: f64) {
+        if d.render.is_some() {
+            let mut ms = self.render_ms.unwrap_or(d.expected_ms);
+            if self.options.noise > 0.0 {
+                let sigma = self.options.noise;
+                ms *= (sigma * normal(&mut self.draws.rng) - sigma * sigma / 2.0).exp();
+            }
+            self.events.push(
+                now + ms,
+                Event::RenderDone {
+                    worker: d.worker,
+                    seq: d.seq,
+                    ms,
+                },
+            );
+            return;
+        }
+        let others_busy = self.busy.iter().enumerate().any(|(w, b)| w != d.worker && b.is_some());
+        let mut ms = self.draws.subgraph_ms(d, others_busy, now, self.truth, self.options);
+        if let Some(t) = self.thermal.as_deref_mut() {
+            ms *= t.latency_factor(d.worker);
+            t.started(d.worker);
+        }
+        ms += if self.truth.overhead_quantiles.is_empty() {
+            self.truth.overhead_ms
+        } else {
+            pick(&mut self.draws.rng, &self.truth.overhead_quantiles)
+        };
+        self.busy[d.worker] = Some(Span {
+            worker: d.worker,
+            app: d.app,
+            job: d.job,
+            candidate: d.candidate,
+            start_ms: now,
+            end_ms: now + ms,
+            counted: true,
+        });
+        self.events.push(
+            now + ms,
+            Event::Finish {
+                worker: d.worker,
+                seq: d.seq,
+            },
+        );
+    }
 }
 
 /// Takes worker `w` away at `at` (its running subgraph is abandoned and
@@ -410,79 +539,3 @@ fn set_up(
 /// How often a thermal run looks again while a switched-off processor
 /// holds the only work left (ms).
 const POLL_MS: f64 = 10.0;
-
-/// One of the non-empty `values`, uniformly at random.
-fn pick(rng: &mut SplitMix64, values: &[f64]) -> f64 {
-    pick_at(rng.next_f64(), values)
-}
-
-/// The value of non-empty `values` (evenly spaced quantiles) at uniform draw `u`.
-fn pick_at(u: f64, values: &[f64]) -> f64 {
-    values[((u * values.len() as f64) as usize).min(values.len() - 1)]
-}
-
-/// The lag-1 correlation of a series (`None` under 3 values or with no spread).
-pub fn lag1_correlation(v: &[f64]) -> Option<f64> {
-    if v.len() < 3 {
-        return None;
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    let var: f64 = v.iter().map(|x| (x - m).powi(2)).sum();
-    let cov: f64 = v.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
-    (var > 0.0).then(|| cov / var)
-}
-
-/// The next uniform draw of a worker whose draws correlate: its state `z`
-/// (a standard normal; drawn afresh when `None`) steps as
-/// `z' = rho z + sqrt(1 - rho²) e` and the draw is `Φ(z')`, so every draw is
-/// uniform and consecutive ones correlate about as `rho`.
-pub fn correlated_uniform(z: &mut Option<f64>, rho: f64, rng: &mut SplitMix64) -> f64 {
-    let rho = rho.clamp(0.0, 0.999);
-    let next = match *z {
-        Some(prev) => rho * prev + (1.0 - rho * rho).sqrt() * normal(rng),
-        None => normal(rng),
-    };
-    *z = Some(next);
-    0.5 * (1.0 + erf(next / std::f64::consts::SQRT_2))
-}
-
-/// The error function (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7).
-fn erf(x: f64) -> f64 {
-    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
-    let poly =
-        t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    let y = 1.0 - poly * (-x * x).exp();
-    if x < 0.0 { -y } else { y }
-}
-
-/// A standard normal draw (Box-Muller).
-fn normal(rng: &mut SplitMix64) -> f64 {
-    let u = |r: &mut SplitMix64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let (a, b) = (u(rng), u(rng));
-    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn draws(rho: f64, n: usize) -> Vec<f64> {
-        let mut rng = SplitMix64::new(11);
-        let mut z = None;
-        (0..n).map(|_| correlated_uniform(&mut z, rho, &mut rng)).collect()
-    }
-
-    #[test]
-    fn correlated_draws_stay_uniform_and_follow_their_correlation() {
-        for rho in [0.0, 0.5, 0.9] {
-            let u = draws(rho, 200_000);
-            let mean = u.iter().sum::<f64>() / u.len() as f64;
-            let low = u.iter().filter(|x| **x < 0.1).count() as f64 / u.len() as f64;
-            assert!((mean - 0.5).abs() < 0.02, "rho {rho}: mean {mean}");
-            assert!((low - 0.1).abs() < 0.02, "rho {rho}: share below 0.1 {low}");
-            let r = lag1_correlation(&u).unwrap();
-            assert!((r - rho).abs() < 0.06, "rho {rho}: lag-1 correlation {r}");
-        }
-        assert!((erf(0.5) - 0.520_499_877_8).abs() < 1e-6 && (erf(-1.0) + 0.842_700_792_9).abs() < 1e-6);
-    }
-}

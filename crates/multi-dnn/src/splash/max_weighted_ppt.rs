@@ -44,6 +44,12 @@ impl MaxWeightedPpt {
     }
 }
 
+/// η of `η · latency (ms) + (1 − η) · Δtemp (°C)`, set in
+/// [`PolicyOptions`](crate::policy::PolicyOptions); without it the
+/// policy's default ([`MaxWeightedPpt::DEFAULT_ETA`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Eta(pub f64);
+
 /// The registry's entry.
 pub const ENTRY: PolicyEntry = PolicyEntry {
     name: "max-weighted-ppt",
@@ -52,7 +58,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     needs: Needs::THERMAL,
     make: |o| {
         Ok(Box::new(MaxWeightedPpt::new(
-            o.eta.unwrap_or(MaxWeightedPpt::DEFAULT_ETA),
+            o.get::<Eta>().map_or(MaxWeightedPpt::DEFAULT_ETA, |e| e.0),
         )))
     },
 };

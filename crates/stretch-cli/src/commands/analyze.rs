@@ -3,10 +3,10 @@
 use crate::puzzle_setup::{self as ps, Scenario};
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
+use multi_dnn::predicted::costs::Costs;
 use multi_dnn::puzzle::analysis::{self, Analysis, Event, Options};
 use multi_dnn::puzzle::breakdown::Breakdown;
 use multi_dnn::puzzle::chromosome::Piece;
-use multi_dnn::puzzle::costs::Costs;
 use multi_dnn::puzzle::evaluate::{Built, Outcome, Problem};
 use multi_dnn::puzzle::ga::GaOptions;
 use multi_dnn::puzzle::mapping::shortest_first;

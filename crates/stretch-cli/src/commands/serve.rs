@@ -77,16 +77,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
 
-    /// Emulate the device's heat beside the real run (Splash): the
-    /// --runtime-config's [thermal] section gives each processor's thermal
-    /// node (the format of a device profile's; see
-    /// configs/runtime/splash_host.toml). The emulator is fed by the
-    /// workers' real busy times; a processor that throttles is slowed for
-    /// real (each of its results is held back as a duty-cycled core would
-    /// be), one that switches off is an outage until it cools. Reports time
-    /// to throttling and each processor's peak temperature; with the
-    /// thermal policies min-heat and max-weighted-ppt.
-    #[arg(long, requires = "runtime_config")]
+    // Its help names the registry's thermal policies.
+    #[arg(long, requires = "runtime_config", help = thermal_help())]
     pub thermal: bool,
 
     /// Run static plans from `stretch analyze --runtime-config -o` (Puzzle;
@@ -291,7 +283,7 @@ pub fn run(a: Args) -> Result<()> {
         };
         return super::serve_render::run(&a, &policies, &on, workload, graphs);
     }
-    let options = PolicyOptions::for_workload(&workload, &names);
+    let options = Registry::builtin().options_for(&workload, &names);
     Registry::builtin().check(&policies, &options, a.thermal)?;
     let thermal = thermal_setup(&a, &config)?;
     let rounds = a.rounds.max(1);
@@ -324,7 +316,7 @@ pub fn run(a: Args) -> Result<()> {
         multipliers,
         policies,
         rounds,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let mut recorder = Recorder::new(&units, names.len());
     let mut warned_priority = false;
@@ -391,4 +383,12 @@ fn emit(a: &Args, outcomes: &[Outcome], names: &[String], workload: &Workload, h
         }
     }
     Ok(rows.iter().any(|r| r.1.mismatches > 0))
+}
+
+/// `--thermal`'s help, its policies from the registry.
+fn thermal_help() -> String {
+    format!(
+        "Emulate the device's heat beside the real run (Splash): the --runtime-config's [thermal] section gives each processor's thermal node (the format of a device profile's; see configs/runtime/splash_host.toml). The emulator is fed by the workers' real busy times; a processor that throttles is slowed for real (each of its results is held back as a duty-cycled core would be), one that switches off is an outage until it cools. Reports time to throttling and each processor's peak temperature; with the thermal policies {}",
+        Registry::builtin().thermal_prose()
+    )
 }

@@ -8,10 +8,12 @@ use super::serve_plan_report::{Gathered, Predicted, Report, RunReport};
 use crate::multi_common as mc;
 use crate::puzzle_setup::{self as ps, Scenario};
 use anyhow::{Result, bail};
-use multi_dnn::core::report::{PoolReport, RunLog};
+use multi_dnn::core::report::RunLog;
+use multi_dnn::experiment;
 use multi_dnn::puzzle::evaluate::Outcome;
 use multi_dnn::puzzle::plan_file::PlanFile;
 use multi_dnn::puzzle::served::{self, Options, Plan, Served, Setup};
+use multi_dnn::serve::host::PoolReport;
 use std::path::{Path, PathBuf};
 
 /// Runs every plan of `plans` and `lst`, `a.rounds` times each in turn,
@@ -68,17 +70,9 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
         retime: a.retime,
         base_periods: bases.map(|b| b.1),
     };
-    let mut reports = Vec::with_capacity(multipliers.len());
     let mut mismatches = 0;
-    for m in multipliers {
-        let mut workload = match m {
-            Some(m) => sc.workload.with_period_multiplier(m),
-            None => sc.workload.clone(),
-        };
-        if let Some(d) = a.sweep.duration_s {
-            workload.set_duration_s(d, "--duration-s")?;
-        }
-        let served = served::serve(&setup, &loaded, &workload, &options, &mut |note| eprintln!("{note}"))?;
+    let reports = experiment::period_sweep(&sc.workload, &multipliers, a.sweep.duration_s, &mut |m, workload| {
+        let served = served::serve(&setup, &loaded, workload, &options, &mut |note| eprintln!("{note}"))?;
         let mut report = report(a, &sc, &files, &served, options.rounds);
         report.period_multiplier = m;
         report.periods_from = periods_from.clone();
@@ -92,8 +86,8 @@ pub fn run(a: &Args, plans: &[PathBuf]) -> Result<()> {
             print(&sc, &report, served.round.groups.len());
         }
         mismatches += served.runs.iter().map(|t| t.mismatches).sum::<usize>();
-        reports.push(report);
-    }
+        Ok::<_, anyhow::Error>(report)
+    })?;
     if a.sweep.json {
         let text = match a.sweep.slo_multipliers {
             None => serde_json::to_string_pretty(&reports[0])?,

@@ -6,9 +6,9 @@
 
 use crate::multi_common::GroupFigures;
 use engine::host::Steal;
-use multi_dnn::core::report::PoolReport;
 use multi_dnn::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
 use multi_dnn::puzzle::evaluate::Outcome;
+use multi_dnn::serve::host::PoolReport;
 use serde::Serialize;
 use std::collections::HashMap;
 

@@ -14,7 +14,7 @@ use multi_dnn::heimdall::{ChunkMode, RenderSpec};
 use multi_dnn::serve::Server;
 use multi_dnn::serve::render::{self as sr, Chunked};
 use multi_dnn::serve::world::{ServeSetup, ServeWorld};
-use multi_dnn::{OpSupport, Registry};
+use multi_dnn::{OpSupport, PolicyOptions, Registry};
 use scheduler_rt::ProcessorConfig;
 use std::io::{IsTerminal, Write};
 
@@ -66,12 +66,7 @@ fn servers(a: &Args, p: &Processors, r: &Render, policies: &[String], graphs: &[
     eprintln!(
         "operator latencies: each operator compiled alone and timed on each processor (median of {OPERATOR_RUNS}, measured)"
     );
-    let mut modes: Vec<ChunkMode> = vec![ChunkMode::Whole];
-    for p in policies {
-        if !modes.contains(&ChunkMode::for_policy(p)) {
-            modes.push(ChunkMode::for_policy(p));
-        }
-    }
+    let modes = ChunkMode::needed(&[ChunkMode::Whole], policies);
     let mut setups = Vec::new();
     for mode in &modes {
         let chunked = sr::chunk_all(graphs, p.names, p.accel, &op_ms, &spec, *mode)?;
@@ -143,7 +138,7 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
         multipliers,
         policies: policies.to_vec(),
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let names = p.names;
     let outcomes = experiment::run(
@@ -156,7 +151,7 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
             say("");
             eprintln!("[{}] {}", r.config.policy, rr::overhead_line(r.log));
             if single {
-                let report = rr::report("measured", r.config.policy, r.workload, r.slo_ms, names, r.log);
+                let report = mc::report_for("measured", r.config.policy, r.workload, r.slo_ms, names, r.log);
                 print!("{}", report.text());
             }
         },
@@ -166,7 +161,7 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
         .map(|o| {
             (
                 o.multiplier,
-                rr::report("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log),
+                mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log),
             )
         })
         .collect();

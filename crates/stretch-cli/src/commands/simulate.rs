@@ -10,7 +10,7 @@ use multi_dnn::experiment::{self, SimSetup, SimWorld, Sweep};
 use multi_dnn::predicted;
 use multi_dnn::sim::measured::Measured;
 use multi_dnn::sim::{SimOptions, Truth};
-use multi_dnn::{ModelUnits, Registry, analyze};
+use multi_dnn::{ModelUnits, PolicyOptions, Registry, analyze};
 use predictor::DeviceModel;
 use scheduler_rt::ProcessorConfig;
 use std::path::PathBuf;
@@ -68,14 +68,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Model the device's heat (Splash): the --device profile's [thermal]
-    /// emulator drives the simulated processors (CPU/GPU slow down, DSP/NPU
-    /// switch off when hot) and each policy is reported by time to
-    /// throttling, SLO satisfaction and performance per temperature.
-    /// Policies: heft, lst, fixed, rr, sel, min-heat, max-weighted-ppt, each
-    /// with +cloud to add the profile's [cloud] server as a worker; default
-    /// --compare heft,heft+cloud,min-heat+cloud,max-weighted-ppt+cloud.
-    #[arg(long, requires = "device")]
+    // Its help lists the registry's policies a thermal run takes.
+    #[arg(long, requires = "device", help = thermal_help())]
     pub thermal: bool,
 
     /// With --thermal: the cloud link's bandwidth in Mbit/s, replacing the
@@ -268,7 +262,7 @@ pub fn run(a: Args) -> Result<()> {
         multipliers,
         policies,
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let outcomes = experiment::run(
         &mut world,
@@ -307,5 +301,14 @@ pub fn run(a: Args) -> Result<()> {
         last.as_ref(),
         &setup.names,
         &workload,
+    )
+}
+
+/// `--thermal`'s help, its policies from the registry.
+fn thermal_help() -> String {
+    format!(
+        "Model the device's heat (Splash): the --device profile's [thermal] emulator drives the simulated processors (CPU/GPU slow down, DSP/NPU switch off when hot) and each policy is reported by time to throttling, SLO satisfaction and performance per temperature. Policies: {}, each with +cloud to add the profile's [cloud] server as a worker; default --compare {}",
+        Registry::builtin().thermal_run_list(),
+        multi_dnn::thermal_run::DEFAULT_POLICIES
     )
 }

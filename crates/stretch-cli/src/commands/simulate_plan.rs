@@ -6,6 +6,7 @@ use super::simulate::Args;
 use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result};
+use multi_dnn::experiment;
 use multi_dnn::puzzle::plan_file::PlanFile;
 
 pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
@@ -69,13 +70,9 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
         Some(_) => "group periods as analysed (from the plan)".into(),
         None => "group periods from the profile's fastest isolated latencies (the plan records none)".into(),
     });
-    let mut rows = Vec::new();
-    for m in multipliers {
-        let w = match m {
-            Some(m) => problem.workload.with_period_multiplier(m),
-            None => problem.workload.clone(),
-        };
-        let o = problem.simulate(&b, &w)?;
+    let base = problem.workload.clone();
+    let rows = experiment::period_sweep(&base, &multipliers, None, &mut |m, w| {
+        let o = problem.simulate(&b, w)?;
         say(format!(
             "period multiplier {}: score {:.3}",
             m.map_or("as written".into(), |m| format!("{m}")),
@@ -84,8 +81,10 @@ pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
         for line in group_lines(&o, &groups) {
             say(line);
         }
-        rows.push(serde_json::json!({"multiplier": m, "score": o.score(), "makespans_ms": o.makespans, "periods_ms": o.periods_ms}));
-    }
+        Ok::<_, anyhow::Error>(
+            serde_json::json!({"multiplier": m, "score": o.score(), "makespans_ms": o.makespans, "periods_ms": o.periods_ms}),
+        )
+    })?;
     let sat = problem.saturation(&b, 4.0)?;
     say(format!(
         "saturation multiplier α*: {}",

@@ -13,7 +13,7 @@ use multi_dnn::experiment::{self, SimSetup, SimWorld, Sweep};
 use multi_dnn::heimdall::ChunkMode;
 use multi_dnn::serve::render as sr;
 use multi_dnn::sim::{Latency, SimOptions, Truth};
-use multi_dnn::{Registry, predicted};
+use multi_dnn::{PolicyOptions, Registry, predicted};
 use predictor::DeviceModel;
 
 /// One simulated set-up per chunk mode the policies need: models cut on
@@ -28,12 +28,7 @@ fn setups(
 ) -> Result<(Vec<ChunkMode>, Vec<SimSetup>)> {
     let spec = sr::spec(r, names);
     let budget = multi_dnn::heimdall::chunk::budget_ms(r.fps, r.render_ms)?;
-    let mut modes: Vec<ChunkMode> = Vec::new();
-    for p in policies {
-        if !modes.contains(&ChunkMode::for_policy(p)) {
-            modes.push(ChunkMode::for_policy(p));
-        }
-    }
+    let modes = ChunkMode::needed(&[], policies);
     let mut setups = Vec::new();
     for mode in &modes {
         let c = sr::chunk_all(graphs, names, accel, op_ms, &spec, *mode)?;
@@ -101,7 +96,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         multipliers,
         policies: policies.to_vec(),
         rounds: 1,
-        eta: None,
+        options: PolicyOptions::default(),
     };
     let outcomes = experiment::run(
         &mut world,
@@ -111,7 +106,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         &sweep,
         &mut |r| {
             if single {
-                let report = rr::report("simulated", r.config.policy, r.workload, r.slo_ms, &names, r.log);
+                let report = mc::report_for("simulated", r.config.policy, r.workload, r.slo_ms, &names, r.log);
                 print!("{}", report.text());
             }
         },
@@ -121,7 +116,7 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         .map(|o| {
             (
                 o.multiplier,
-                rr::report("simulated", &o.policy, &o.workload, &o.slo_ms, &names, &o.log),
+                mc::report_for("simulated", &o.policy, &o.workload, &o.slo_ms, &names, &o.log),
             )
         })
         .collect();

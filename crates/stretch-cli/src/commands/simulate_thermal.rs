@@ -7,10 +7,11 @@
 use super::simulate::Args;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
+use multi_dnn::Registry;
 use multi_dnn::core::workload::{Arrival, Workload};
 use multi_dnn::sim::SimOptions;
 use multi_dnn::splash::thermal::profile::{CloudSpec, cloud_spec, thermal_params};
-use multi_dnn::thermal_run::{Platform, Platforms, Row, split};
+use multi_dnn::thermal_run::{Platform, Platforms, Row, uses};
 use predictor::DeviceModel;
 use std::fmt::Write as _;
 
@@ -139,19 +140,12 @@ fn policies(a: &Args, file: &str, cloud: Option<&CloudSpec>) -> Result<(Vec<Stri
         .compare
         .as_deref()
         .or(a.sweep.policy.as_deref())
-        .unwrap_or("heft,heft+cloud,min-heat+cloud,max-weighted-ppt+cloud")
+        .unwrap_or(multi_dnn::thermal_run::DEFAULT_POLICIES)
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
-    let mut uses = [false; 2];
-    for p in &policies {
-        let with_cloud = split(p)?.1;
-        if with_cloud && cloud.is_none() {
-            bail!("{file}: policy '{p}' needs the cloud worker, and the profile has no [cloud] section");
-        }
-        uses[usize::from(with_cloud)] = true;
-    }
+    let uses = uses(&Registry::builtin(), &policies, cloud.is_some(), file)?;
     Ok((policies, uses))
 }
 
@@ -228,14 +222,12 @@ pub fn run(a: &Args) -> Result<()> {
             ..SimOptions::default()
         },
         eta: a.eta,
+        registry: Registry::builtin(),
     };
-    let mut rows = Vec::new();
-    for p in &policies {
-        let r = platforms.run(&w, p)?;
+    let rows = platforms.run_all(&w, &policies, &mut |r| {
         let throttled = r.throttle_s.map_or("never".into(), |t| format!("at {t:.1} s"));
         eprintln!("[{}] simulated {:.0} s: throttled {throttled}", r.label(), r.duration_s);
-        rows.push(r);
-    }
+    })?;
     if a.sweep.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {

@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod latency;
+pub mod report;
 pub mod server;
 pub mod wire;
 

@@ -2,20 +2,44 @@
 //! the profile's processors (and any beyond it), each candidate's latency
 //! per processor predicted by the profile, the estimator registered as
 //! `serve` registers it at start-up, and each model's isolated latency.
-//! What `simulate` and `simulate --thermal` run on.
+//! What `simulate` and `simulate --thermal` run on; [`costs`] and
+//! [`layers`]: the cost model they price pieces with.
 
 use crate::core::estimator::Estimator;
 use crate::core::units::{Candidate, ModelUnits, analyze, operators};
 use crate::core::workload::Workload;
-use crate::puzzle::PuzzleError;
-use crate::puzzle::chromosome::LayerGraph;
-use crate::puzzle::costs::Predicted;
-use crate::puzzle::evaluate::candidate_rows;
+use crate::predicted::costs::{Predicted, candidate_rows};
+use crate::predicted::layers::LayerGraph;
 use crate::sim::{Latency, Truth};
 use crate::{OpSupport, ProcSet};
 use graph_ir::Graph;
 use predictor::profile::ProcessorKind;
 use predictor::{DeviceModel, LatencyModel};
+use thiserror::Error;
+
+pub mod costs;
+pub mod layers;
+
+/// Why a piece, a hand-off or a model cannot be priced.
+#[derive(Debug, Error)]
+pub enum CostError {
+    #[error("cannot cost model '{model}' on {processor}: {reason}")]
+    Cost {
+        model: String,
+        processor: String,
+        reason: String,
+    },
+    #[error(
+        "cannot price a hand-off from {from} to {to}: {reason} (the profile's [[links]] must join every pair of processors a plan may cut between)"
+    )]
+    Link { from: String, to: String, reason: String },
+    #[error("model '{model}': {reason}")]
+    Model { model: String, reason: String },
+    #[error("{step}: {reason}")]
+    Measure { step: String, reason: String },
+    #[error(transparent)]
+    Timing(#[from] scheduler_rt::timing::TimingError),
+}
 
 /// Latencies per model, candidate and processor ([`Truth::table`]).
 pub type LatencyTable = Vec<Vec<Vec<Latency>>>;
@@ -38,8 +62,8 @@ pub fn processors(model: &DeviceModel) -> (Vec<String>, Vec<OpSupport>, Vec<bool
     (names, support, accel)
 }
 
-fn model_error(g: &Graph) -> impl Fn(crate::UnitsError) -> PuzzleError + '_ {
-    move |e| PuzzleError::Model {
+fn model_error(g: &Graph) -> impl Fn(crate::UnitsError) -> CostError + '_ {
+    move |e| CostError::Model {
         model: g.name.clone(),
         reason: e.to_string(),
     }
@@ -56,12 +80,12 @@ pub fn table(
     names: &[String],
     support: &[OpSupport],
     extra: &dyn Fn(&Candidate) -> Vec<Latency>,
-) -> Result<(Vec<ModelUnits>, LatencyTable), PuzzleError> {
+) -> Result<(Vec<ModelUnits>, LatencyTable), CostError> {
     let n_dev = model.profile().processors.len();
     let mut layers = Vec::new();
     for g in graphs {
         layers.push(
-            LayerGraph::new(g, &names[..n_dev], &support[..n_dev]).map_err(|e| PuzzleError::Model {
+            LayerGraph::new(g, &names[..n_dev], &support[..n_dev]).map_err(|e| CostError::Model {
                 model: g.name.clone(),
                 reason: e.to_string(),
             })?,
@@ -127,7 +151,7 @@ pub fn operator_ms(
     model: &DeviceModel,
     g: &Graph,
     names: &[String],
-) -> Result<(Vec<Vec<f64>>, Vec<String>), PuzzleError> {
+) -> Result<(Vec<Vec<f64>>, Vec<String>), CostError> {
     let ops = operators(g).map_err(model_error(g))?;
     let profile = model.profile();
     let mut out = Vec::new();
@@ -138,7 +162,7 @@ pub fn operator_ms(
             per.push(
                 model
                     .predict(g, &[*id], n)
-                    .map_err(|e| PuzzleError::Model {
+                    .map_err(|e| CostError::Model {
                         model: g.name.clone(),
                         reason: format!("cannot predict '{}' on {n}: {e}", g.node(*id).name),
                     })?

@@ -1,8 +1,10 @@
-//! What the analyzer's simulator charges: each piece's compute time on
-//! its processor and the hand-off of every value that crosses processors.
+//! What a simulated device charges: each piece's compute time on its
+//! processor and the hand-off of every value that crosses processors.
 
-use crate::puzzle::PuzzleError;
-use crate::puzzle::chromosome::LayerGraph;
+use crate::core::units::ModelUnits;
+use crate::predicted::CostError;
+use crate::predicted::layers::LayerGraph;
+use crate::sim::Latency;
 use graph_ir::{Graph, NodeId};
 use predictor::{DeviceModel, LatencyModel};
 use std::collections::HashMap;
@@ -22,16 +24,16 @@ pub struct Wanted {
 pub trait Costs {
     /// Layers `layers` (indices into model `model`'s [`LayerGraph`],
     /// increasing) run as one subgraph on processor `p`.
-    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError>;
+    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, CostError>;
     /// Called with every piece of a plan before [`Costs::compute_ms`] is
     /// asked for them: costs that measure may time the ones they do not
     /// know yet together, as the plan would serve them. The default does
     /// nothing.
-    fn prefetch(&mut self, _wanted: &[Wanted]) -> Result<(), PuzzleError> {
+    fn prefetch(&mut self, _wanted: &[Wanted]) -> Result<(), CostError> {
         Ok(())
     }
     /// Handing `bytes` from processor `from` to processor `to`.
-    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError>;
+    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, CostError>;
     /// How the figures were made, one line per model and processor where it matters.
     fn notes(&self) -> Vec<String> {
         Vec::new()
@@ -101,7 +103,7 @@ pub struct Predicted<'a> {
 }
 
 impl<'a> Predicted<'a> {
-    pub fn new(model: &'a DeviceModel, graphs: &'a [Graph], layers: &'a [LayerGraph]) -> Result<Self, PuzzleError> {
+    pub fn new(model: &'a DeviceModel, graphs: &'a [Graph], layers: &'a [LayerGraph]) -> Result<Self, CostError> {
         let names: Vec<String> = model.profile().processors.keys().cloned().collect();
         for (i, a) in names.iter().enumerate() {
             for b in &names[i + 1..] {
@@ -172,19 +174,19 @@ impl<'a> Predicted<'a> {
     }
 }
 
-fn link_error(from: &str, to: &str, e: impl std::fmt::Display) -> PuzzleError {
-    PuzzleError::Link {
+fn link_error(from: &str, to: &str, e: impl std::fmt::Display) -> CostError {
+    CostError::Link {
         from: from.to_string(),
         to: to.to_string(),
         reason: e.to_string(),
     }
 }
 
-fn predict(model: &DeviceModel, g: &Graph, nodes: &[NodeId], p: &str) -> Result<f64, PuzzleError> {
+fn predict(model: &DeviceModel, g: &Graph, nodes: &[NodeId], p: &str) -> Result<f64, CostError> {
     model
         .predict(g, nodes, p)
         .map(|x| x.total_ms)
-        .map_err(|e| PuzzleError::Cost {
+        .map_err(|e| CostError::Cost {
             model: g.name.clone(),
             processor: p.to_string(),
             reason: e.to_string(),
@@ -192,7 +194,7 @@ fn predict(model: &DeviceModel, g: &Graph, nodes: &[NodeId], p: &str) -> Result<
 }
 
 impl Costs for Predicted<'_> {
-    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, PuzzleError> {
+    fn compute_ms(&mut self, model: usize, layers: &[usize], p: usize) -> Result<f64, CostError> {
         let key = (model, p, layers.to_vec());
         if let Some(ms) = self.cache.get(&key) {
             return Ok(*ms);
@@ -204,7 +206,7 @@ impl Costs for Predicted<'_> {
         Ok(ms)
     }
 
-    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, PuzzleError> {
+    fn comm_ms(&mut self, from: usize, to: usize, bytes: u64) -> Result<f64, CostError> {
         self.model
             .comm_ms(&self.names[from], &self.names[to], bytes)
             .map_err(|e| link_error(&self.names[from], &self.names[to], e))
@@ -217,4 +219,39 @@ impl Costs for Predicted<'_> {
     fn prices_without_running(&self) -> bool {
         true
     }
+}
+
+/// Each candidate of `u` (model `m`, whose layers are `lg`) on each of
+/// `n` processors: its cost where it can run (alone, and while another
+/// processor is busy, spread as [`Costs::spread`]), infinite elsewhere.
+pub fn candidate_rows(
+    costs: &mut dyn Costs,
+    m: usize,
+    lg: &LayerGraph,
+    u: &ModelUnits,
+    n: usize,
+) -> Result<Vec<Vec<Latency>>, CostError> {
+    let at: HashMap<NodeId, usize> = lg.layers.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let mut rows = Vec::with_capacity(u.candidates.len());
+    for c in &u.candidates {
+        let mut ls: Vec<usize> = c.subgraph.nodes.iter().filter_map(|id| at.get(id).copied()).collect();
+        ls.sort_unstable();
+        let mut row = Vec::with_capacity(n);
+        for p in 0..n {
+            row.push(if c.support.contains(p) {
+                let ms = costs.compute_ms(m, &ls, p)?;
+                let (alone_shape, shared_shape) = costs.spread(p);
+                Latency {
+                    shared_ms: ms * costs.shared_factor(p),
+                    alone_shape,
+                    shared_shape,
+                    ..Latency::exact(ms)
+                }
+            } else {
+                Latency::exact(f64::INFINITY)
+            });
+        }
+        rows.push(row);
+    }
+    Ok(rows)
 }

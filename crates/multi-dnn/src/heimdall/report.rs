@@ -1,9 +1,13 @@
 //! The rendering task's summary of a run (Heimdall §9): frames per second,
 //! the worst 1/3-s window, lateness and how long frames ran against the
-//! frame time the workload asked for.
+//! frame time the workload asked for; and the report sections Heimdall
+//! adds: the rendering task and the models offloading moved.
 
-use crate::core::report::{RunLog, quantile_or_zero};
+use crate::core::report::{Report, RunLog, quantile_or_zero};
+use crate::core::sections::{Place, Section};
+use crate::core::workload::Workload;
 use serde::Serialize;
+use std::fmt::Write as _;
 
 /// How the rendering task kept its rate (Heimdall §9: frames per 1/3 s).
 #[derive(Clone, Debug, Serialize)]
@@ -87,6 +91,78 @@ impl RenderReport {
             }
         )
     }
+}
+
+/// The report's `render` section: the rendering task, in a render
+/// workload (`null` otherwise).
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct RenderSection(pub Option<RenderReport>);
+
+impl Section for RenderSection {
+    fn key(&self) -> &'static str {
+        "render"
+    }
+
+    fn place(&self) -> Place {
+        Place::Run
+    }
+
+    /// With a rendering task: each app's mean and max latency, then the
+    /// rendering line.
+    fn text(&self, report: &Report) -> String {
+        let mut s = String::new();
+        if let Some(r) = &self.0 {
+            let _ = writeln!(s, "{:<14} {:>9} {:>9}", "app", "mean ms", "max ms");
+            for a in &report.apps {
+                let _ = writeln!(s, "{:<14} {:>9.1} {:>9.1}", a.name, a.mean_ms, a.max_ms);
+            }
+            let _ = writeln!(s, "{}", r.line());
+        }
+        s
+    }
+}
+
+/// The report's `moves` section: models moved between processors by
+/// offloading, (s, model, processor).
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(transparent)]
+pub struct Moves(pub Vec<(f64, usize, String)>);
+
+impl Section for Moves {
+    fn key(&self) -> &'static str {
+        "moves"
+    }
+
+    fn place(&self) -> Place {
+        Place::Run
+    }
+
+    fn text(&self, report: &Report) -> String {
+        let mut s = String::new();
+        for (t, m, p) in &self.0 {
+            let name = report.apps.get(*m).map_or("?", |a| a.name.as_str());
+            let _ = writeln!(s, "offloading: at {t:.1} s {name} moved to {p}");
+        }
+        s
+    }
+}
+
+/// Adds Heimdall's sections to `report` of `log`, a run of `w` on
+/// `workers` over `duration_ms`: the rendering task's summary where `w`
+/// has one, and the policy's moves.
+pub fn add_sections(report: &mut Report, log: &RunLog, w: &Workload, workers: &[String], duration_ms: f64) {
+    let render = w
+        .render
+        .as_ref()
+        .map(|r| RenderReport::new(log, &r.processor, r.fps, r.render_ms, duration_ms));
+    report.add(RenderSection(render));
+    report.add(Moves(
+        log.moves
+            .iter()
+            .map(|(t, m, w)| (t / 1e3, *m, workers.get(*w).cloned().unwrap_or_default()))
+            .collect(),
+    ));
 }
 
 #[cfg(test)]
