@@ -3,7 +3,8 @@
 //! processors far slower, so that the queue grows by thousands of tasks.
 
 use graph_ir::ops::UnaryOp;
-use multi_dnn::core::workload::{MAX_RATE_HZ, Workload, parse};
+use multi_dnn::core::workload::Workload;
+use multi_dnn::core::workload_file::{MAX_RATE_HZ, parse};
 use multi_dnn::sim::{Latency, SimOptions, Truth, simulate};
 use multi_dnn::{Estimator, EstimatorParams, OpSupport, PolicyOptions, Scheduler, analyze, policy_by_name};
 use scheduler_rt::testing::unary_chain;

@@ -8,7 +8,8 @@
 use graph_ir::builder::Builder;
 use graph_ir::ops::UnaryOp;
 use multi_dnn::core::report::RunLog;
-use multi_dnn::core::workload::{Workload, parse};
+use multi_dnn::core::workload::Workload;
+use multi_dnn::core::workload_file::parse;
 use multi_dnn::experiment::{self, Outcome, SimSetup, SimWorld, Sweep};
 use multi_dnn::policy::{Needs, PolicyEntry, PolicyOptions};
 use multi_dnn::serve::Server;

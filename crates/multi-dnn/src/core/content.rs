@@ -3,11 +3,22 @@
 //! requests, here divided by the pixel count and the luminance range so
 //! that it is a share in [0, 1] whatever the frame size.
 
-use crate::core::workload::Frames;
 use graph_ir::rng::SplitMix64;
 use scheduler_rt::npy;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
+
+/// Where an app's input frames come from (content variation, Heimdall Eq. 4).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frames {
+    None,
+    /// Synthetic frames: this share of pixels changes between requests.
+    Synthetic {
+        variation: f64,
+    },
+    /// `.npy` frames in name order, cycled.
+    Dir(PathBuf),
+}
 
 #[derive(Debug, Error)]
 pub enum ContentError {

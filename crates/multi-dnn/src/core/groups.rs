@@ -175,7 +175,7 @@ impl Workload {
 
 #[cfg(test)]
 mod tests {
-    use crate::core::workload::parse;
+    use crate::core::workload_file::parse;
     use std::path::PathBuf;
 
     fn dir() -> PathBuf {

@@ -18,7 +18,7 @@ pub mod sections;
 pub mod trace;
 pub mod units;
 pub mod workload;
-mod workload_file;
+pub mod workload_file;
 
 pub use jobs::*;
 pub use scheduler::*;

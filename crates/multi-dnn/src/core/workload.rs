@@ -55,6 +55,8 @@
 use std::path::PathBuf;
 use thiserror::Error;
 
+pub use crate::core::content::Frames;
+
 /// `key` empty: the file as a whole (it cannot be read or parsed).
 #[derive(Debug, Error)]
 #[error("{file}: {}{reason}", scheduler_rt::error::key_prefix(.key))]
@@ -126,18 +128,6 @@ impl Utility {
     pub fn latency(&self, waited_ms: f64) -> f64 {
         self.l0 - self.beta * (waited_ms.max(0.0) / 1e3).powf(self.gamma)
     }
-}
-
-/// Where an app's input frames come from (content variation, Heimdall Eq. 4).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Frames {
-    None,
-    /// Synthetic frames: this share of pixels changes between requests.
-    Synthetic {
-        variation: f64,
-    },
-    /// `.npy` frames in name order, cycled.
-    Dir(PathBuf),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -285,8 +275,6 @@ impl Workload {
     }
 }
 
-pub use crate::core::workload_file::{MAX_RATE_HZ, MAX_REQUESTS, parse};
-
 /// A render task's frame leaves no time for DNNs.
 #[derive(Debug, Error, PartialEq)]
 #[error(
@@ -316,6 +304,7 @@ pub fn render_budget_ms(fps: f64, render_ms: f64) -> Result<f64, NoBudget> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::workload_file::parse;
 
     #[test]
     fn an_unreadable_file_is_named_without_a_key() {

@@ -405,7 +405,7 @@ mod tests {
     fn workload(arrival: &str) -> Workload {
         let text = format!("requests = 1\n[[app]]\nname = \"chain\"\nmodel = \"resnet18.onnx\"\n{arrival}\n");
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
-        crate::core::workload::parse(&text, &dir, "w.toml").unwrap()
+        crate::core::workload_file::parse(&text, &dir, "w.toml").unwrap()
     }
 
     /// A problem over `graphs` simulated for one period of its slowest group.

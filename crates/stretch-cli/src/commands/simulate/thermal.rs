@@ -4,7 +4,7 @@
 //! satisfaction and performance per temperature, with or without the
 //! profile's cloud server as one more worker.
 
-use super::simulate::Args;
+use super::Args;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use multi_dnn::Registry;

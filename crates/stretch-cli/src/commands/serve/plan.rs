@@ -3,8 +3,8 @@
 //! session for comparison; each model group's makespans and score,
 //! measured, beside what the analyzer predicted.
 
-use super::serve::Args;
-use super::serve_plan_report::{Gathered, Predicted, Report, RunReport};
+use super::Args;
+use super::plan_report::{Gathered, Predicted, Report, RunReport};
 use crate::multi_common as mc;
 use crate::puzzle_setup::{self as ps, Scenario};
 use anyhow::{Result, bail};

@@ -2,7 +2,7 @@
 //! simulated processors of a device profile, with the model groups'
 //! makespans and the XRBench score.
 
-use super::simulate::Args;
+use super::Args;
 use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result};

@@ -3,7 +3,7 @@
 //! scaled to the profile's whole-model figures (`[models.APP]`) where it has
 //! them; chunks, estimates and the simulated truth all come from them.
 
-use super::simulate::Args;
+use super::Args;
 use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result};

@@ -1,6 +1,10 @@
 //! `stretch simulate`: the multi-DNN scheduler on simulated processors.
 
-use super::serve::processors;
+mod plan;
+mod render;
+mod thermal;
+
+use crate::commands::serve::processors;
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
@@ -194,7 +198,7 @@ fn run_render(a: &Args, mut w: Workload, graphs: Vec<graph_ir::Graph>) -> Result
     }
     let policies = a.sweep.policies_for(true)?;
     crate::render_run::check_policies(&w, &policies)?;
-    super::simulate_render::run(a, &policies, w, graphs)
+    render::run(a, &policies, w, graphs)
 }
 
 /// The workload on `setup`'s processors with its groups resolved, each
@@ -217,10 +221,10 @@ fn prepare(a: &Args, setup: &Setup) -> Result<(Workload, Vec<f64>, Estimator)> {
 
 pub fn run(a: Args) -> Result<()> {
     if a.thermal {
-        return super::simulate_thermal::run(&a);
+        return thermal::run(&a);
     }
     if let Some(plan) = &a.plan {
-        return super::simulate_plan::run(&a, plan);
+        return plan::run(&a, plan);
     }
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     if !(a.noise >= 0.0 && a.noise.is_finite() && a.contention >= 1.0 && a.contention.is_finite()) {

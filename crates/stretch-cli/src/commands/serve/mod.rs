@@ -1,5 +1,9 @@
 //! `stretch serve`: several models' requests on real workers (Band).
 
+mod plan;
+mod plan_report;
+mod render;
+
 use crate::multi_common as mc;
 use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
@@ -28,10 +32,10 @@ use std::path::PathBuf;
 /// A workload with a `[render]` task (Heimdall, MobiCom '20) runs a
 /// calibrated rendering kernel at its fps on its processor, first at every
 /// frame; each operator is timed alone on every processor and models are
-/// cut into chunks per policy (`whole`, `ops5`, or chunks that fit between
-/// two frames for `maxmin-utility` / `maxtotal-utility`, default), and the
-/// report adds rendering fps (mean and worst 1/3-s window), dropped frames
-/// and per-app mean and max latency.
+/// cut into chunks as each render policy asks (whole models, a few
+/// operators, or chunks that fit between two frames; --policy lists them),
+/// and the report adds rendering fps (mean and worst 1/3-s window), dropped
+/// frames and per-app mean and max latency.
 #[derive(ClapArgs, Debug)]
 pub struct Args {
     /// Workload (TOML): apps with model, SLO and arrivals, and outages; see configs/workloads/.
@@ -264,7 +268,7 @@ pub fn run(a: Args) -> Result<()> {
         bail!("--thermal runs each policy once in one piece: no --rounds or --plan");
     }
     if !a.plan.is_empty() {
-        return super::serve_plan::run(&a, &a.plan);
+        return plan::run(&a, &a.plan);
     }
     let multipliers = mc::multipliers(&a.sweep.slo_multipliers)?;
     let config = processors(&a.runtime_config, &a.processors)?;
@@ -275,13 +279,13 @@ pub fn run(a: Args) -> Result<()> {
     crate::render_run::check_policies(&workload, &policies)?;
     if workload.render.is_some() {
         let graphs = mc::load_runnable_graphs(&workload)?;
-        let on = super::serve_render::Processors {
+        let on = render::Processors {
             procs,
             support,
             accel,
             names: &names,
         };
-        return super::serve_render::run(&a, &policies, &on, workload, graphs);
+        return render::run(&a, &policies, &on, workload, graphs);
     }
     let options = Registry::builtin().options_for(&workload, &names);
     Registry::builtin().check(&policies, &options, a.thermal)?;

@@ -2,7 +2,7 @@
 //! operator timed alone on every processor, models cut per policy, the
 //! render kernel calibrated on its core, and the policies run in turn.
 
-use super::serve::Args;
+use super::Args;
 use crate::multi_common as mc;
 use crate::render_run as rr;
 use anyhow::{Context, Result, bail};
