@@ -89,24 +89,6 @@ fn policies_import_no_paper() {
     }
 }
 
-#[test]
-fn the_core_imports_no_paper() {
-    let mut files = Vec::new();
-    rust_files(&crates().join("multi-dnn/src/core"), &mut files);
-    assert!(files.len() >= 10, "core/ has {} files", files.len());
-    for f in files {
-        let code = code_of(&f);
-        let used = crate_folders(&code);
-        for paper in ["heimdall", "splash", "puzzle"] {
-            assert!(
-                !used.contains(paper) && !code.contains(&format!("super::super::{paper}")),
-                "{} imports {paper}/",
-                f.display()
-            );
-        }
-    }
-}
-
 /// Folder-level import edges of multi-dnn (files at the crate root, such
 /// as the registry that lists every folder's policies, are not folders).
 fn folder_edges() -> BTreeMap<String, BTreeSet<String>> {
