@@ -103,10 +103,6 @@ impl Scheduler {
         &self.workers
     }
 
-    pub fn policy_name(&self) -> &'static str {
-        self.policy.name()
-    }
-
     /// Models the policy moved between processors: (ms, model, worker).
     pub fn policy_moves(&self) -> Vec<(f64, usize, usize)> {
         self.policy.moves().to_vec()

@@ -509,9 +509,4 @@ impl Server {
             log.mismatches += 1;
         }
     }
-
-    /// The reference engine's name, if references were computed.
-    pub fn reference_engine(&self) -> Option<&'static str> {
-        self.models.first().and_then(|m| m.reference.as_ref().map(|r| r.1))
-    }
 }
