@@ -21,6 +21,7 @@ pub mod breakdown;
 pub mod chromosome;
 pub mod evaluate;
 pub mod ga;
+pub mod group_figures;
 pub mod mapping;
 pub mod measured;
 pub mod nsga;

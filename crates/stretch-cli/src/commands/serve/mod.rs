@@ -363,7 +363,7 @@ fn emit(a: &Args, outcomes: &[Outcome], names: &[String], workload: &Workload, h
         let report = mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log);
         if !a.sweep.json && outcomes.len() == 1 {
             print!("{}", report.text());
-            print!("{}", mc::group_text(&o.workload, &o.log));
+            print!("{}", multi_dnn::puzzle::group_figures::group_text(&o.workload, &o.log));
         }
         rows.push((o.multiplier, report));
     }

@@ -4,10 +4,10 @@
 //! each piece's engine time; as text or JSON (`--json`), every figure
 //! measured unless its field says predicted or simulated.
 
-use crate::multi_common::GroupFigures;
 use engine::host::Steal;
 use multi_dnn::puzzle::breakdown::{AppFigures, Breakdown, WINDOW_RUNS};
 use multi_dnn::puzzle::evaluate::Outcome;
+use multi_dnn::puzzle::group_figures::GroupFigures;
 use multi_dnn::serve::host::PoolReport;
 use serde::Serialize;
 use std::collections::HashMap;

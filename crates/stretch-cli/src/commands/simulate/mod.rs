@@ -278,7 +278,7 @@ pub fn run(a: Args) -> Result<()> {
             let report = mc::report_for("simulated", r.config.policy, r.workload, r.slo_ms, &setup.names, r.log);
             if single {
                 print!("{}", report.text());
-                print!("{}", mc::group_text(r.workload, r.log));
+                print!("{}", multi_dnn::puzzle::group_figures::group_text(r.workload, r.log));
             }
             let label = r.config.label();
             eprintln!("[{label}] simulated {:.1} s in {:.3} s", report.duration_s, r.wall_s);

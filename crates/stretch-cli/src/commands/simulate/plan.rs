@@ -3,10 +3,10 @@
 //! makespans and the XRBench score.
 
 use super::Args;
-use crate::multi_common::group_lines;
 use crate::puzzle_setup as ps;
 use anyhow::{Context, Result};
 use multi_dnn::experiment;
+use multi_dnn::puzzle::group_figures::group_lines;
 use multi_dnn::puzzle::plan_file::PlanFile;
 
 pub fn run(a: &Args, plan_path: &std::path::Path) -> Result<()> {
