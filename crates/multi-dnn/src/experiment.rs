@@ -9,7 +9,7 @@
 //! rates ([`crate::thermal_run::Platforms::fps_sweep`]).
 
 use crate::core::estimator::Estimator;
-use crate::core::report::RunLog;
+use crate::core::report::{Report, RunLog};
 use crate::core::units::ModelUnits;
 use crate::core::workload::{Workload, WorkloadError};
 use crate::core::{SchedError, Scheduler};
@@ -102,6 +102,15 @@ pub struct Outcome {
     pub log: RunLog,
 }
 
+impl Outcome {
+    /// This run's report on processors `names`, with every extension's
+    /// sections ([`crate::run_report::report`]); `kind` is `measured` or
+    /// `simulated`.
+    pub fn report(&self, kind: &'static str, names: &[String]) -> Report {
+        crate::run_report::report(kind, &self.policy, &self.workload, &self.slo_ms, names, &self.log)
+    }
+}
+
 /// One run as it ends.
 pub struct Ran<'a> {
     pub config: Config<'a>,
@@ -111,6 +120,13 @@ pub struct Ran<'a> {
     pub log: &'a RunLog,
     /// Wall-clock seconds the world took to run it (measured).
     pub wall_s: f64,
+}
+
+impl Ran<'_> {
+    /// This run's report on processors `names` ([`Outcome::report`]).
+    pub fn report(&self, kind: &'static str, names: &[String]) -> Report {
+        crate::run_report::report(kind, self.config.policy, self.workload, self.slo_ms, names, self.log)
+    }
 }
 
 /// Runs every configuration of `sweep` on `workload` in `world`, SLOs from

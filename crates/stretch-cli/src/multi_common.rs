@@ -55,19 +55,6 @@ impl SweepArgs {
     }
 }
 
-/// The report of one run of `w` under policy `p`, with every extension's
-/// sections ([`multi_dnn::run_report::report`]).
-pub fn report_for(
-    kind: &'static str,
-    p: &str,
-    w: &Workload,
-    slo: &[Option<f64>],
-    names: &[String],
-    log: &RunLog,
-) -> Report {
-    multi_dnn::run_report::report(kind, p, w, slo, names, log)
-}
-
 /// One report per (SLO multiplier, policy) run.
 pub type Rows = [(Option<f64>, Report)];
 

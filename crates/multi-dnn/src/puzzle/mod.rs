@@ -35,16 +35,6 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum PuzzleError {
-    #[error("cannot cost model '{model}' on {processor}: {reason}")]
-    Cost {
-        model: String,
-        processor: String,
-        reason: String,
-    },
-    #[error(
-        "cannot price a hand-off from {from} to {to}: {reason} (the profile's [[links]] must join every pair of processors a plan may cut between)"
-    )]
-    Link { from: String, to: String, reason: String },
     #[error("model '{model}': {reason}")]
     Model { model: String, reason: String },
     #[error("{file}: {reason}")]

@@ -360,7 +360,7 @@ pub fn run(a: Args) -> Result<()> {
 fn emit(a: &Args, outcomes: &[Outcome], names: &[String], workload: &Workload, heat: &[String]) -> Result<bool> {
     let mut rows = Vec::new();
     for o in outcomes {
-        let report = mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log);
+        let report = o.report("measured", names);
         if !a.sweep.json && outcomes.len() == 1 {
             print!("{}", report.text());
             print!("{}", multi_dnn::puzzle::group_figures::group_text(&o.workload, &o.log));

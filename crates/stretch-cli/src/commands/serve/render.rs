@@ -151,19 +151,14 @@ pub fn run(a: &Args, policies: &[String], p: &Processors, workload: Workload, gr
             say("");
             eprintln!("[{}] {}", r.config.policy, rr::overhead_line(r.log));
             if single {
-                let report = mc::report_for("measured", r.config.policy, r.workload, r.slo_ms, names, r.log);
+                let report = r.report("measured", names);
                 print!("{}", report.text());
             }
         },
     )?;
     let rows: Vec<_> = outcomes
         .iter()
-        .map(|o| {
-            (
-                o.multiplier,
-                mc::report_for("measured", &o.policy, &o.workload, &o.slo_ms, names, &o.log),
-            )
-        })
+        .map(|o| (o.multiplier, o.report("measured", names)))
         .collect();
     let last = outcomes.last().map(|o| o.log.clone());
     let footer = "(measured on this machine; render fps over the run and in its worst 1/3-s window; late = frame start after its tick)";

@@ -275,7 +275,7 @@ pub fn run(a: Args) -> Result<()> {
         &isolated,
         &sweep,
         &mut |r| {
-            let report = mc::report_for("simulated", r.config.policy, r.workload, r.slo_ms, &setup.names, r.log);
+            let report = r.report("simulated", &setup.names);
             if single {
                 print!("{}", report.text());
                 print!("{}", multi_dnn::puzzle::group_figures::group_text(r.workload, r.log));
@@ -287,7 +287,7 @@ pub fn run(a: Args) -> Result<()> {
     let rows: Vec<_> = outcomes
         .iter()
         .map(|o| {
-            let report = mc::report_for("simulated", &o.policy, &o.workload, &o.slo_ms, &setup.names, &o.log);
+            let report = o.report("simulated", &setup.names);
             (o.multiplier, report)
         })
         .collect();

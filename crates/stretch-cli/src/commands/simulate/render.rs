@@ -106,19 +106,14 @@ pub fn run(a: &Args, policies: &[String], workload: Workload, graphs: Vec<Graph>
         &sweep,
         &mut |r| {
             if single {
-                let report = mc::report_for("simulated", r.config.policy, r.workload, r.slo_ms, &names, r.log);
+                let report = r.report("simulated", &names);
                 print!("{}", report.text());
             }
         },
     )?;
     let rows: Vec<_> = outcomes
         .iter()
-        .map(|o| {
-            (
-                o.multiplier,
-                mc::report_for("simulated", &o.policy, &o.workload, &o.slo_ms, &names, &o.log),
-            )
-        })
+        .map(|o| (o.multiplier, o.report("simulated", &names)))
         .collect();
     let last = outcomes.last().map(|o| o.log.clone());
     let footer = format!(
