@@ -164,6 +164,7 @@ fn processors(g: &Graph, partition: &Partition, o: &Options) -> Result<(Vec<Proc
             execution_provider: ep.into(),
             provider_options: options,
             pinning: pinning.into(),
+            litert: None,
         });
     }
     Ok((processors, warnings))
@@ -201,6 +202,7 @@ fn subgraph_files(
             processor: s.processor.clone(),
             model,
             ort_model: None,
+            tflite_model: None,
             inputs: s.inputs.iter().map(|o| spec(g, *o)).collect::<Result<_, _>>()?,
             outputs: s.outputs.iter().map(|o| spec(g, *o)).collect::<Result<_, _>>()?,
             after,

@@ -23,6 +23,9 @@ pub use error::BundleError;
 pub use export::{FP16_RTOL, export, save, tensor_name, write};
 pub use hash::sha256_hex;
 pub use load::{Bundle, Loaded};
-pub use manifest::{FileRef, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA, Subgraph, TensorSpec};
+pub use manifest::{
+    FileRef, LAYOUTS, LiteQuant, LiteRtDelegate, LiteTensor, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA,
+    Subgraph, TensorSpec, TfliteModel,
+};
 pub use options::{Options, default_processor, normalisation};
 pub use staging::Staging;

@@ -71,6 +71,61 @@ pub struct Processor {
     pub provider_options: Vec<(String, String)>,
     /// How to place its thread(s) on a phone.
     pub pinning: String,
+    /// The LiteRT delegate that runs this processor's `.tflite` files,
+    /// where the bundle has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub litert: Option<LiteRtDelegate>,
+}
+
+/// A LiteRT delegate and its options, in the words of LiteRT's own API.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiteRtDelegate {
+    /// `gpu` (the GPU delegate, OpenCL/OpenGL), `qnn` (Qualcomm's NPU/DSP
+    /// delegate) or `xnnpack` (CPU cores).
+    pub delegate: String,
+    pub options: Vec<(String, String)>,
+}
+
+/// The layout of a tensor in a `.tflite` file: `nhwc` for a rank-4
+/// activation the ONNX files hold as NCHW, `onnx` for one stored in the
+/// ONNX files' axis order.
+pub const LAYOUTS: [&str; 2] = ["nhwc", "onnx"];
+
+/// A tensor at a `.tflite` file's boundary: the bundle's name for it, and
+/// how the file holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiteTensor {
+    pub name: String,
+    /// `f32` or `i8`.
+    pub dtype: String,
+    /// The shape in the file's layout.
+    pub shape: Vec<usize>,
+    /// One of [`LAYOUTS`].
+    pub layout: String,
+    /// An `i8` tensor's real value is `scale · (q − zero_point)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<LiteQuant>,
+}
+
+/// Per-tensor affine quantization of an `i8` tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiteQuant {
+    pub scale: f32,
+    pub zero_point: i64,
+}
+
+/// A subgraph as a LiteRT file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TfliteModel {
+    pub model: FileRef,
+    /// In the order of the subgraph's `inputs`, by the same names.
+    pub inputs: Vec<LiteTensor>,
+    /// In the order of the subgraph's `outputs`, by the same names.
+    pub outputs: Vec<LiteTensor>,
+    /// What the file does differently from the ONNX file, one line each
+    /// (weights re-quantized, transposes inserted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One subgraph: a model file run on one processor.
@@ -82,6 +137,9 @@ pub struct Subgraph {
     /// The same model in onnxruntime's `.ort` format, where its tools ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ort_model: Option<FileRef>,
+    /// The same subgraph as a LiteRT file, where asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tflite_model: Option<TfliteModel>,
     /// The file's inputs in order: model inputs or earlier subgraphs' outputs.
     pub inputs: Vec<TensorSpec>,
     /// The file's outputs in order.
@@ -258,6 +316,9 @@ impl Manifest {
             out.push((format!("subgraphs[{i}].model"), &s.model));
             if let Some(f) = &s.ort_model {
                 out.push((format!("subgraphs[{i}].ort_model"), f));
+            }
+            if let Some(t) = &s.tflite_model {
+                out.push((format!("subgraphs[{i}].tflite_model"), &t.model));
             }
         }
         for (i, f) in self.reference.inputs.iter().enumerate() {
