@@ -52,6 +52,8 @@ pub enum BundleError {
         what: String,
         message: String,
     },
+    #[error("LiteRT file: {0}")]
+    LiteRt(#[from] litert::LiteRtError),
     #[error("the model has no input with a channel dimension to normalise")]
     NoChannels,
     #[error(

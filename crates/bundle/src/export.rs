@@ -101,7 +101,7 @@ fn files(g: &Graph, dir: &Path, o: &Options) -> Result<Manifest, BundleError> {
     let partition =
         scheduler_rt::partition(g, o.default_processor).map_err(|e| BundleError::Export { reason: e.to_string() })?;
     let (processors, warnings) = processors(g, &partition, o)?;
-    let (subgraphs, ops) = subgraph_files(g, &partition, dir)?;
+    let (subgraphs, ops) = subgraph_files(g, &partition, dir, o.tflite)?;
     let input_outlets: Vec<Outlet> = g.inputs().iter().map(|id| id.out(0)).collect();
     let output_outlets: Vec<Outlet> = g.outputs().iter().map(|(_, o)| *o).collect();
     let reference = reference(original, dir, o)?;
@@ -157,6 +157,7 @@ fn processors(g: &Graph, partition: &Partition, o: &Options) -> Result<(Vec<Proc
                 runs.join(", ")
             ));
         }
+        let litert = o.tflite.then(|| crate::litert_files::delegate(p.kind, &precision));
         processors.push(Processor {
             name: name.to_string(),
             kind: format!("{:?}", p.kind).to_lowercase(),
@@ -164,18 +165,19 @@ fn processors(g: &Graph, partition: &Partition, o: &Options) -> Result<(Vec<Proc
             execution_provider: ep.into(),
             provider_options: options,
             pinning: pinning.into(),
-            litert: None,
+            litert,
         });
     }
     Ok((processors, warnings))
 }
 
-/// One ONNX file per subgraph of `partition`, their manifest entries and
-/// the operators they use.
+/// One ONNX file per subgraph of `partition` (and a LiteRT file each when
+/// `tflite`), their manifest entries and the operators they use.
 fn subgraph_files(
     g: &Graph,
     partition: &Partition,
     dir: &Path,
+    tflite: bool,
 ) -> Result<(Vec<Subgraph>, BTreeSet<&'static str>), BundleError> {
     let mut producer: HashMap<Outlet, String> = HashMap::new();
     let mut subgraphs = Vec::new();
@@ -193,6 +195,16 @@ fn subgraph_files(
         })?;
         let file = format!("sg{i:02}-{}.onnx", s.processor);
         let model = write_file(dir, &file, &bytes)?;
+        let tflite_model = if tflite {
+            Some(crate::litert_files::write(
+                &sub,
+                &s.name,
+                dir,
+                &format!("sg{i:02}-{}.tflite", s.processor),
+            )?)
+        } else {
+            None
+        };
         let mut after: Vec<String> = s.inputs.iter().filter_map(|o| producer.get(o).cloned()).collect();
         after.dedup();
         after.sort();
@@ -202,7 +214,7 @@ fn subgraph_files(
             processor: s.processor.clone(),
             model,
             ort_model: None,
-            tflite_model: None,
+            tflite_model,
             inputs: s.inputs.iter().map(|o| spec(g, *o)).collect::<Result<_, _>>()?,
             outputs: s.outputs.iter().map(|o| spec(g, *o)).collect::<Result<_, _>>()?,
             after,

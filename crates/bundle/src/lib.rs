@@ -11,6 +11,7 @@ mod dir;
 mod error;
 pub mod export;
 mod hash;
+mod litert_files;
 mod load;
 mod manifest;
 mod options;
@@ -24,8 +25,8 @@ pub use export::{FP16_RTOL, export, save, tensor_name, write};
 pub use hash::sha256_hex;
 pub use load::{Bundle, Loaded};
 pub use manifest::{
-    FileRef, LAYOUTS, LiteQuant, LiteRtDelegate, LiteTensor, MANIFEST, Manifest, Normalisation, Processor, Reference, SCHEMA,
-    Subgraph, TensorSpec, TfliteModel,
+    FileRef, LAYOUTS, LiteQuant, LiteRtDelegate, LiteTensor, MANIFEST, Manifest, Normalisation, Processor, Reference,
+    SCHEMA, Subgraph, TensorSpec, TfliteModel,
 };
 pub use options::{Options, default_processor, normalisation};
 pub use staging::Staging;

@@ -1,6 +1,6 @@
 //! What an export is asked for besides the model: the device, where
 //! unannotated nodes run, reference inputs, input normalisation and
-//! whether to add onnxruntime's mobile format.
+//! which formats to add (onnxruntime's mobile format, LiteRT).
 
 use crate::error::BundleError;
 use crate::manifest::Normalisation;
@@ -22,6 +22,8 @@ pub struct Options<'a> {
     /// the project's Python has onnxruntime ([`crate::ort_format::python`]);
     /// without it the bundle has ONNX files only.
     pub ort: bool,
+    /// Also write every subgraph as a LiteRT (`.tflite`) file.
+    pub tflite: bool,
 }
 
 /// Where a device runs what no annotation places: its first CPU, else its

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 /// Cuts the model into the subgraphs the runtime would run (by the
 /// `processor` annotations of `stretch branch`/`stretch stretch`, quantized
 /// or not) and writes into DIR: `sgNN-PROCESSOR.onnx` per subgraph (and
-/// `.ort`, onnxruntime's mobile format, when its Python tools are found),
+/// `.ort`, onnxruntime's mobile format, when its Python tools are found;
+/// `sgNN-PROCESSOR.tflite` with `--format onnx,tflite`),
 /// `bundle.json` (schema stretch.bundle/2: the device's processors with
 /// kind, precision, the onnxruntime execution provider each maps to on a
 /// phone and a pinning hint; each subgraph's file, processor, input and
@@ -52,6 +53,15 @@ pub struct Args {
     #[arg(long)]
     pub no_ort: bool,
 
+    /// File formats per subgraph, comma-separated: `onnx` (always
+    /// written: the reference every other format is checked against) and
+    /// `tflite` (LiteRT, NHWC, at each processor's precision: int8
+    /// full-integer, float16 weights, or float32; the manifest names the
+    /// LiteRT delegate of each processor). A node with no LiteRT form
+    /// fails the export, naming it.
+    #[arg(long, value_delimiter = ',', default_value = "onnx", value_parser = ["onnx", "tflite"], value_name = "onnx[,tflite]")]
+    pub format: Vec<String>,
+
     /// The bundle directory: new or empty, or with --force a bundle to
     /// replace. The bundle is written beside it and moved into place when
     /// complete; a failed export leaves nothing.
@@ -87,6 +97,7 @@ pub fn run(args: Args) -> Result<()> {
         inputs,
         normalisation: normalisation(&args, &graph)?,
         ort: !args.no_ort,
+        tflite: args.format.iter().any(|f| f == "tflite"),
     };
     let label = args.model.model.display().to_string();
     let manifest = bundle::write(&graph, &label, &args.out, args.force, &options)?;
@@ -108,14 +119,21 @@ fn print_summary(out: &Path, manifest: &bundle::Manifest) {
     }
     for s in &manifest.subgraphs {
         println!(
-            "{:8} {:6} {:>3} in {:>3} out {}{}",
+            "{:8} {:6} {:>3} in {:>3} out {}{}{}",
             s.name,
             s.processor,
             s.inputs.len(),
             s.outputs.len(),
             s.model.file,
+            s.tflite_model
+                .as_ref()
+                .map(|t| format!(" {}", t.model.file))
+                .unwrap_or_default(),
             if s.meeting_point { "  (meeting point)" } else { "" }
         );
+        for note in s.tflite_model.iter().flat_map(|t| &t.notes) {
+            println!("         note: {note}");
+        }
     }
     println!(
         "wrote {}: {} subgraphs on {} for {}, reference outputs by {}",
