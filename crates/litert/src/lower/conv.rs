@@ -81,15 +81,6 @@ pub(crate) fn conv(l: &mut Lower, id: NodeId, c: &Conv) -> Result<(), LiteRtErro
         return Err(l.refuse(id, format!("a convolution of a rank-{} input", xs.len())));
     }
     let depthwise = c.group > 1 && c.group == xs[1] && ws[1] == 1;
-    if c.group > 1 && !depthwise {
-        return Err(l.refuse(
-            id,
-            format!(
-                "a grouped convolution ({} groups) that is not depthwise: LiteRT's delegates lack it",
-                c.group
-            ),
-        ));
-    }
     let k = [(ws[2] - 1) * c.dilations[0] + 1, (ws[3] - 1) * c.dilations[1] + 1];
     let pad = padding([xs[2], xs[3]], k, c.strides, c.pads, [ys[2], ys[3]]);
     let weights = l.value(n.inputs[1])?.clone();
