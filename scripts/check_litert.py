@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check a stretch bundle's LiteRT (.tflite) files against its ONNX files.
 
-  check_litert.py BUNDLE_DIR [--json OUT.json] [--rtol 1e-5] [--steps 1]
+  check_litert.py BUNDLE_DIR... [--json OUT.json] [--rtol 1e-5] [--steps 1] [--chain-steps K]
 
 Uses only numpy, onnx/onnxruntime and LiteRT's own interpreter
 (ai_edge_litert), never stretch's code. Every file it reads must lie inside
@@ -244,13 +244,13 @@ class Check:
             raise Fail(f"no scale/zero point for the {dt} tensor `{name}` in the ONNX files or the manifest")
         return (lite_q(t)[0], lite_q(t)[1] + (128 if dt == "u8" and t["dtype"] == "i8" else 0))
 
-    def outputs(self, louts, got, tol):
+    def outputs(self, louts, got, tol, steps=None):
         cs = []
         for t in louts:
             n, dt = t["name"], self.dtype[t["name"]]
             step = None if dt in QRANGE else self.dq_step.get(n, lite_q(t)[0] if t["dtype"] in QRANGE else None)
             y = from_lite(got[n], t, dt, self.oq(n, t))
-            cs.append(compare(n, y, self.env[n], dt, self.oq(n, t), step, tol, self.a.steps))
+            cs.append(compare(n, y, self.env[n], dt, self.oq(n, t), step, tol, self.a.steps if steps is None else steps))
         return cs
 
     def subgraph(self, s):
@@ -302,13 +302,13 @@ class Check:
             self.failures.append(f"whole chain: {rec['why']}")
             return print(f"{'whole chain':<24}  {rec['why']}  FAIL")
         outs = [lite[t["name"]][1] for t in self.m["outputs"]]
-        rec["outputs"] = self.outputs(outs, {t["name"]: lite[t["name"]][0] for t in outs}, tol)
+        rec["outputs"] = self.outputs(outs, {t["name"]: lite[t["name"]][0] for t in outs}, tol, self.a.chain_steps)
         ref = self.m["reference"]
         for t, r in zip(outs, self.refs_out):
             n = t["name"]
             for who, y in (("litert", from_lite(lite[n][0], t, self.dtype[n], self.oq(n, t))), ("onnx", self.env[n])):
                 d = float(np.max(np.abs(y.astype(np.float64) - r), initial=0)) if y.shape == r.shape else float("inf")
-                allowed = ref["atol"] + (ref["rtol"] + tol) * float(np.max(np.abs(r), initial=0))
+                allowed = ref["atol"] * max(1.0, self.a.chain_steps) + (ref["rtol"] + tol) * float(np.max(np.abs(r), initial=0))
                 rec["reference"].append({"tensor": n, "run": who, "max_abs": d, "tol": allowed, "ok": d <= allowed})
         judged = rec["outputs"] + [c for c in rec["reference"] if c["run"] == "litert"]
         rec["ok"] = all(c["ok"] for c in judged)
@@ -323,22 +323,41 @@ class Check:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bundle", help="a bundle directory (bundle.json and its files)")
-    ap.add_argument("--json", help=f"write the figures as JSON (schema {SCHEMA})")
+    ap.add_argument("bundle", nargs="+", help="bundle directories (bundle.json and its files)")
+    ap.add_argument("--json", help=f"write the figures as JSON (schema {SCHEMA}; one bundle only)")
     ap.add_argument("--rtol", type=float, default=1e-5,
                     help="float outputs: max |a - b| relative to max |onnx| (default 1e-5; fp16 processors: 1/256)")
-    ap.add_argument("--steps", type=float, default=1, help="quantized outputs: integer steps (default 1)")
+    ap.add_argument("--steps", type=float, default=1, help="quantized outputs of each subgraph: integer steps (default 1)")
+    ap.add_argument("--chain-steps", type=float, default=None,
+                    help="quantized outputs of the whole chain, and its distance to the reference in steps of the "
+                         "reference's atol (default: --steps); rounding differences of two int8 kernels compound "
+                         "through the subgraphs after them")
     a = ap.parse_args()
+    if a.chain_steps is None:
+        a.chain_steps = a.steps
+    if a.json and len(a.bundle) > 1:
+        sys.exit("check_litert: --json takes one bundle")
+    worst = 0
+    for d in a.bundle:
+        if len(a.bundle) > 1:
+            print(f"== {d}")
+        worst = max(worst, check(d, a))
+    return worst
+
+
+def check(bundle, a):
+    """Checks one bundle: 0 when every comparison passes, 1 when one fails, 2 without .tflite files."""
     try:
-        with open(os.path.join(a.bundle, "bundle.json")) as f:
+        with open(os.path.join(bundle, "bundle.json")) as f:
             m = json.load(f)
     except (OSError, ValueError) as e:
-        sys.exit(f"check_litert: {a.bundle}: cannot read bundle.json ({e})")
+        print(f"check_litert: {bundle}: cannot read bundle.json ({e})", file=sys.stderr)
+        return 1
     if not any(s.get("tflite_model") for s in m["subgraphs"]):
-        print(f"{a.bundle} has no .tflite files (export with --format onnx,tflite)", file=sys.stderr)
+        print(f"{bundle} has no .tflite files (export with --format onnx,tflite)", file=sys.stderr)
         return 2
     try:
-        c = Check(a.bundle, m, a)
+        c = Check(bundle, m, a)
         c.onnx_chain()
     except Fail as e:
         print(f"check_litert: {e}", file=sys.stderr)
@@ -352,10 +371,9 @@ def main():
             json.dump(c.report, f, indent=1)
     if c.failures:
         more = f" (and {len(c.failures) - 1} more)" if len(c.failures) > 1 else ""
-        print(f"check_litert: {c.failures[0]}{more}", file=sys.stderr)
+        print(f"check_litert: {bundle}: {c.failures[0]}{more}", file=sys.stderr)
         return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

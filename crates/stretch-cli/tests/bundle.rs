@@ -2,14 +2,16 @@
 //! host and a quantized (int8 + fp16) branched model for snapdragon855
 //! export, load as the manifest (schema `stretch.bundle/2`) describes and
 //! pass `stretch-run --check` on tract and onnxruntime; onnxruntime's
-//! `.ort` files and required-operators list come with them. The branched
+//! `.ort` files and required-operators list come with them, and LiteRT
+//! files that match their ONNX subgraphs in LiteRT's own interpreter
+//! (fp32 within 1e-5, int8 within one step, fp16 within 1/256). The branched
 //! fixtures are exported and run in `fixtures_runtime.rs`. Each bad bundle
 //! is one error line and a non-zero exit before anything runs. `stretch
 //! predict --bundle` prices a bundle per subgraph at its precisions.
 
 mod common;
 
-use common::{arg, repo, scratch, stretch_ok, stretch_run, stretch_run_ok};
+use common::{arg, check_litert, repo, scratch, stretch_ok, stretch_run, stretch_run_ok};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -71,7 +73,9 @@ fn zoo_models_export_with_ort_files_and_run_on_both_engines() {
         } else {
             &[]
         };
-        let m = export(&b, &host(), &out, norm);
+        let mut extra = norm.to_vec();
+        extra.extend(["--format", "onnx,tflite"]);
+        let m = export(&b, &host(), &out, &extra);
         let want = (name == "mbnet-mini").then(|| bundle::Normalisation {
             mean: vec![0.5, 0.25, 0.125],
             std: vec![0.2, 0.3, 0.4],
@@ -95,7 +99,14 @@ fn zoo_models_export_with_ort_files_and_run_on_both_engines() {
             "the operator list names a path of this machine:\n{ops}"
         );
         assert_eq!(m.processors[0].execution_provider, "XnnpackExecutionProvider");
+        let xnnpack = m.processors[0].litert.as_ref().expect("a LiteRT delegate");
+        assert_eq!(xnnpack.delegate, "xnnpack");
+        assert!(
+            m.subgraphs.iter().all(|s| s.tflite_model.is_some()),
+            "{name}: a .tflite per subgraph"
+        );
         check_both(&out);
+        check_litert(&[out], &[]);
     }
 }
 
@@ -136,7 +147,7 @@ fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step()
     ];
     stretch_ok(&args);
     let out = dir.join("bundle");
-    let m = export(&q, &sd, &out, &["--no-ort"]);
+    let m = export(&q, &sd, &out, &["--no-ort", "--format", "onnx,tflite"]);
     let precision = |p: &str| m.processors.iter().find(|x| x.name == p).unwrap().precision.clone();
     assert_eq!(
         (precision("cpu"), precision("gpu"), precision("dsp")),
@@ -144,6 +155,25 @@ fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step()
     );
     let dsp = m.processors.iter().find(|x| x.name == "dsp").unwrap();
     assert_eq!(dsp.execution_provider, "QNNExecutionProvider");
+    let delegate = |p: &str| {
+        m.processors
+            .iter()
+            .find(|x| x.name == p)
+            .unwrap()
+            .litert
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(delegate("dsp").delegate, "qnn");
+    let gpu = delegate("gpu");
+    assert_eq!(gpu.delegate, "gpu");
+    assert!(
+        gpu.options
+            .contains(&("inference_priority1".into(), "MIN_LATENCY".into())),
+        "an fp16 GPU may compute in fp16: {gpu:?}"
+    );
+    let report = check_litert(std::slice::from_ref(&out), &[]);
+    assert!(report.contains("int8") && report.contains("fp16"), "{report}");
     assert!(m.reference.atol > 0.0 || m.reference.rtol > 0.0);
     check_both(&out);
     let predicted = stretch_ok(&["predict", "--bundle", &arg(&out), "--device", &sd]);
@@ -302,6 +332,8 @@ fn regnet_on(processor: &str, out: &Path) -> String {
         "--processor",
         processor,
         "--no-ort",
+        "--format",
+        "onnx,tflite",
         "-o",
         &o,
     ])
@@ -336,8 +368,11 @@ fn grouped_convolutions_are_rewritten_for_a_gpu_that_lacks_them_and_still_match(
         );
     }
     check_both(&out);
+    check_litert(std::slice::from_ref(&out), &[]);
+    let cpu = dir.join("cpu");
     assert!(
-        !regnet_on("cpu", &dir.join("cpu")).contains("rewrote"),
+        !regnet_on("cpu", &cpu).contains("rewrote"),
         "the CPU has grouped convolutions"
     );
+    check_litert(&[cpu], &[]);
 }

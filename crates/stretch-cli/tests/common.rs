@@ -90,6 +90,25 @@ pub fn python() -> PathBuf {
     if venv.exists() { venv } else { PathBuf::from("python3") }
 }
 
+/// Runs `scripts/check_litert.py` on `bundles` (with `extra` options) and
+/// fails the test, with its report, unless every bundle passes; returns
+/// the report.
+pub fn check_litert(bundles: &[PathBuf], extra: &[&str]) -> String {
+    let out = Command::new(python())
+        .arg(repo().join("scripts/check_litert.py"))
+        .args(bundles)
+        .args(extra)
+        .output()
+        .expect("run python (install the reference tools with scripts/setup.sh)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "LiteRT files differ from their ONNX subgraphs:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 /// Runs `scripts/check_onnx.py` and fails the test unless it succeeds.
 pub fn reference(args: &[&str]) -> String {
     reference_script("check_onnx.py", args)

@@ -12,9 +12,12 @@
 //!   runtime, every output checked against its own input's reference.
 //!
 //! Each branched model is also exported as a bundle (`stretch export`, the
-//! first input as its reference input): the bundle's reference output
-//! matches onnxruntime's whole-model output, and `stretch-run --check`
-//! passes on tract and on onnxruntime.
+//! first input as its reference input, ONNX and LiteRT files): the
+//! bundle's reference output matches onnxruntime's whole-model output,
+//! `stretch-run --check` passes on tract and on onnxruntime, and every
+//! `.tflite` file run in LiteRT's interpreter matches its ONNX subgraph in
+//! onnxruntime within 1e-5 of the largest magnitude, each subgraph and
+//! the whole chain (`scripts/check_litert.py`, one Python call for all).
 //!
 //! And each is quantized for two int8 cores (`stretch quantize`, 8 digits
 //! images): the file cuts into the same subgraphs as the fp32 one, and its
@@ -38,7 +41,7 @@
 
 mod common;
 
-use common::{INT8_PAIR, fixtures, python, repo, scratch, stretch_ok, stretch_run_ok};
+use common::{INT8_PAIR, check_litert, fixtures, python, repo, scratch, stretch_ok, stretch_run_ok};
 use engine::Value;
 use scheduler_rt::npy::{Array, random_values, read, write};
 use scheduler_rt::{ProcessorConfig, Runtime, default_factory};
@@ -119,7 +122,20 @@ fn bundle(model: &Path, reference: &Array, dir: &Path) {
     let (m, x, o) = (model.to_string_lossy(), x.to_string_lossy(), out.to_string_lossy());
     let device = repo().join("configs/devices/host.toml");
     let d = device.to_string_lossy();
-    stretch_ok(&["export", &m, "--device", &d, "--input", &x, "--no-ort", "-o", &o]);
+    let args = [
+        "export",
+        &m,
+        "--device",
+        &d,
+        "--input",
+        &x,
+        "--no-ort",
+        "--format",
+        "onnx,tflite",
+        "-o",
+        &o,
+    ];
+    stretch_ok(&args);
     let got = read(&out.join("reference-output0.npy")).expect("reference output");
     let value = Tensor::from_shape(&got.shape, &got.data).expect("tensor").into_tvalue();
     check(stem, "bundle reference", &value, reference, 0);
@@ -334,6 +350,16 @@ fn every_fixture_branched_runs_like_onnxruntime_on_one_two_and_three_workers_and
             .collect();
         halves.into_iter().flat_map(|h| h.join().expect("checks")).collect()
     });
+    let bundles: Vec<PathBuf> = models
+        .iter()
+        .map(|m| {
+            dir.join(format!(
+                "{}-bundle",
+                m.file_stem().and_then(|s| s.to_str()).expect("name")
+            ))
+        })
+        .collect();
+    check_litert(&bundles, &[]);
     let batch = dir.join("quantized-checks.txt");
     std::fs::write(&batch, checks.join("\n")).expect("write the checks");
     let out = Command::new(python())
