@@ -131,6 +131,9 @@ pub(crate) fn dequantize_node(l: &mut Lower, id: NodeId, axis: i64) -> Result<()
     let (x, scale, zp) = (n.inputs[0], n.inputs[1], n.inputs.get(2).copied());
     let (s, z, dtype) =
         scalar_params(l, scale, zp).ok_or_else(|| l.refuse(id, "a dequantization without constant parameters"))?;
+    if let Some(bad) = s.iter().find(|v| !(v.is_finite() && **v > 0.0)) {
+        return Err(l.quant_error(id, format!("scale {bad}: LiteRT needs positive finite scales")));
+    }
     match l.value(x)?.clone() {
         Value::Const(c) => {
             let values = c
