@@ -18,57 +18,7 @@ pub fn write<'a>(
     use fb::BuiltinOptions as U;
     let (kind, table) = match o {
         Options::None => return (U::NONE, None),
-        Options::Conv {
-            same,
-            stride,
-            dilation,
-            act,
-        } => {
-            let args = fb::Conv2DOptionsArgs {
-                padding: padding(*same),
-                stride_h: stride[0] as i32,
-                stride_w: stride[1] as i32,
-                dilation_h_factor: dilation[0] as i32,
-                dilation_w_factor: dilation[1] as i32,
-                fused_activation_function: act_fb(*act),
-            };
-            (U::Conv2DOptions, fb::Conv2DOptions::create(b, &args).as_union_value())
-        }
-        Options::Depthwise {
-            same,
-            stride,
-            dilation,
-            multiplier,
-            act,
-        } => {
-            let args = fb::DepthwiseConv2DOptionsArgs {
-                padding: padding(*same),
-                stride_h: stride[0] as i32,
-                stride_w: stride[1] as i32,
-                depth_multiplier: *multiplier as i32,
-                dilation_h_factor: dilation[0] as i32,
-                dilation_w_factor: dilation[1] as i32,
-                fused_activation_function: act_fb(*act),
-            };
-            let t = fb::DepthwiseConv2DOptions::create(b, &args);
-            (U::DepthwiseConv2DOptions, t.as_union_value())
-        }
-        Options::Pool {
-            same,
-            stride,
-            filter,
-            act,
-        } => {
-            let args = fb::Pool2DOptionsArgs {
-                padding: padding(*same),
-                stride_h: stride[0] as i32,
-                stride_w: stride[1] as i32,
-                filter_height: filter[0] as i32,
-                filter_width: filter[1] as i32,
-                fused_activation_function: act_fb(*act),
-            };
-            (U::Pool2DOptions, fb::Pool2DOptions::create(b, &args).as_union_value())
-        }
+        Options::Conv { .. } | Options::Depthwise { .. } | Options::Pool { .. } => window(b, o),
         Options::FullyConnected { act } => {
             let args = fb::FullyConnectedOptionsArgs {
                 fused_activation_function: act_fb(*act),
@@ -152,6 +102,65 @@ pub fn write<'a>(
         Options::Empty(e) => empty(b, *e),
     };
     (kind, Some(table))
+}
+
+/// The options of the window operators (convolutions and pools).
+fn window<'a>(b: &mut FlatBufferBuilder<'a>, o: &Options) -> (fb::BuiltinOptions, WIPOffset<UnionWIPOffset>) {
+    use fb::BuiltinOptions as U;
+    match o {
+        Options::Conv {
+            same,
+            stride,
+            dilation,
+            act,
+        } => {
+            let args = fb::Conv2DOptionsArgs {
+                padding: padding(*same),
+                stride_h: stride[0] as i32,
+                stride_w: stride[1] as i32,
+                dilation_h_factor: dilation[0] as i32,
+                dilation_w_factor: dilation[1] as i32,
+                fused_activation_function: act_fb(*act),
+            };
+            (U::Conv2DOptions, fb::Conv2DOptions::create(b, &args).as_union_value())
+        }
+        Options::Depthwise {
+            same,
+            stride,
+            dilation,
+            multiplier,
+            act,
+        } => {
+            let args = fb::DepthwiseConv2DOptionsArgs {
+                padding: padding(*same),
+                stride_h: stride[0] as i32,
+                stride_w: stride[1] as i32,
+                depth_multiplier: *multiplier as i32,
+                dilation_h_factor: dilation[0] as i32,
+                dilation_w_factor: dilation[1] as i32,
+                fused_activation_function: act_fb(*act),
+            };
+            let t = fb::DepthwiseConv2DOptions::create(b, &args);
+            (U::DepthwiseConv2DOptions, t.as_union_value())
+        }
+        Options::Pool {
+            same,
+            stride,
+            filter,
+            act,
+        } => {
+            let args = fb::Pool2DOptionsArgs {
+                padding: padding(*same),
+                stride_h: stride[0] as i32,
+                stride_w: stride[1] as i32,
+                filter_height: filter[0] as i32,
+                filter_width: filter[1] as i32,
+                fused_activation_function: act_fb(*act),
+            };
+            (U::Pool2DOptions, fb::Pool2DOptions::create(b, &args).as_union_value())
+        }
+        _ => unreachable!("window() takes convolutions and pools"),
+    }
 }
 
 fn empty<'a>(b: &mut FlatBufferBuilder<'a>, e: EmptyOptions) -> (fb::BuiltinOptions, WIPOffset<UnionWIPOffset>) {

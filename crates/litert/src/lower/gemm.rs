@@ -72,61 +72,7 @@ pub(crate) fn gemm(
         None => quant::int8_inputs(l, &[a]),
     };
     if let (Some(t), Some(x), Value::QConst(wq), true) = (&target, int8, &weights, alpha == 1.0 && beta == 1.0) {
-        let x = x[0];
-        let mut w = wq.clone();
-        w.values = (0..m * kk)
-            .map(|i| pick(&wq.values, i / kk, cols[i % kk], m, kk, trans_b))
-            .collect();
-        let per_channel = wq.scale.len() > 1;
-        w.shape = vec![m, kk];
-        w.axis = 0;
-        if per_channel && (trans_b != (wq.axis == 0)) {
-            return Err(l.quant_error(id, "weights quantized per input feature, which LiteRT cannot take"));
-        }
-        let (q, scales, requantized) = quant::symmetric(&w);
-        if requantized {
-            l.notes.push(format!(
-                "{}: weights re-quantized symmetric per channel (LiteRT's int8 rule)",
-                n.name
-            ));
-        }
-        let wqp = Quant {
-            scale: scales.clone(),
-            zero_point: vec![0; m],
-            axis: 0,
-        };
-        let data = q.iter().map(|v| *v as u8).collect();
-        let wt =
-            l.m.constant(&format!("{}_weights", n.name), Elem::I8, vec![m, kk], data, Some(wqp));
-        let sx = l.m.tensor(x).quant.as_ref().map(|q| q.scale[0]).unwrap_or(1.0);
-        let bscale: Vec<f32> = scales.iter().map(|s| s * sx).collect();
-        let reals = match &bias {
-            Some(Value::QConst(b)) => b.reals(),
-            Some(Value::Const(c)) => c.to_f32_vec().unwrap_or_default(),
-            _ => vec![0.0; m],
-        };
-        if reals.len() != m {
-            return Err(l.refuse(id, "a bias that is not one value per output"));
-        }
-        let bq: Vec<i32> = reals
-            .iter()
-            .zip(&bscale)
-            .map(|(r, s)| (r / s).round_ties_even() as i32)
-            .collect();
-        let bqp = Quant {
-            scale: bscale,
-            zero_point: vec![0; m],
-            axis: 0,
-        };
-        let bt = l.m.const_i32(&format!("{}_bias", n.name), vec![m], &bq, Some(bqp));
-        let out = quant::output(l, t)?;
-        l.emit(
-            B::FULLY_CONNECTED,
-            &[x, wt, bt],
-            &[out],
-            Options::FullyConnected { act: t.act },
-        );
-        return Ok(());
+        return int8_fc(l, id, t, x[0], wq, bias.as_ref(), &cols, trans_b);
     }
     let x = match src {
         Some(f) if l.m.tensor(f).elem == Elem::F32 => f,
@@ -195,4 +141,74 @@ fn scaled(l: &Lower, id: NodeId, elem: Elem, data: Vec<u8>, k: f32) -> Result<Ve
         .map(|c| k * f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
     Ok(consts::f32_bytes(&v))
+}
+
+/// The int8 FULLY_CONNECTED of node `id` writing `t`'s target.
+#[allow(clippy::too_many_arguments)]
+fn int8_fc(
+    l: &mut Lower,
+    id: NodeId,
+    t: &quant::Target,
+    x: i32,
+    wq: &quant::QConst,
+    bias: Option<&Value>,
+    cols: &[usize],
+    trans_b: bool,
+) -> Result<(), LiteRtError> {
+    let n = l.g.node(id).clone();
+    let (m, kk) = (if trans_b { wq.shape[0] } else { wq.shape[1] }, cols.len());
+    let mut w = wq.clone();
+    w.values = (0..m * kk)
+        .map(|i| pick(&wq.values, i / kk, cols[i % kk], m, kk, trans_b))
+        .collect();
+    let per_channel = wq.scale.len() > 1;
+    w.shape = vec![m, kk];
+    w.axis = 0;
+    if per_channel && (trans_b != (wq.axis == 0)) {
+        return Err(l.quant_error(id, "weights quantized per input feature, which LiteRT cannot take"));
+    }
+    let (q, scales, requantized) = quant::symmetric(&w);
+    if requantized {
+        l.notes.push(format!(
+            "{}: weights re-quantized symmetric per channel (LiteRT's int8 rule)",
+            n.name
+        ));
+    }
+    let wqp = Quant {
+        scale: scales.clone(),
+        zero_point: vec![0; m],
+        axis: 0,
+    };
+    let data = q.iter().map(|v| *v as u8).collect();
+    let wt =
+        l.m.constant(&format!("{}_weights", n.name), Elem::I8, vec![m, kk], data, Some(wqp));
+    let sx = l.m.tensor(x).quant.as_ref().map(|q| q.scale[0]).unwrap_or(1.0);
+    let bscale: Vec<f32> = scales.iter().map(|s| s * sx).collect();
+    let reals = match bias {
+        Some(Value::QConst(b)) => b.reals(),
+        Some(Value::Const(c)) => c.to_f32_vec().unwrap_or_default(),
+        _ => vec![0.0; m],
+    };
+    if reals.len() != m {
+        return Err(l.refuse(id, "a bias that is not one value per output"));
+    }
+    let bq: Vec<i32> = reals
+        .iter()
+        .zip(&bscale)
+        .map(|(r, s)| (r / s).round_ties_even() as i32)
+        .collect();
+    let bqp = Quant {
+        scale: bscale,
+        zero_point: vec![0; m],
+        axis: 0,
+    };
+    let bt = l.m.const_i32(&format!("{}_bias", n.name), vec![m], &bq, Some(bqp));
+    let out = quant::output(l, t)?;
+    l.emit(
+        B::FULLY_CONNECTED,
+        &[x, wt, bt],
+        &[out],
+        Options::FullyConnected { act: t.act },
+    );
+    Ok(())
 }
