@@ -31,6 +31,9 @@ pub enum LiteRtError {
         tensor: String,
         dtype: String,
     },
+    /// A LiteRT file that cannot be read back.
+    #[error("{file}: {reason}")]
+    Read { file: String, reason: String },
     #[error("subgraph {subgraph}: {what}")]
     Internal { subgraph: String, what: String },
 }

@@ -17,6 +17,8 @@ mod error;
 mod lower;
 mod model;
 mod options;
+mod read;
+mod read_ops;
 #[allow(clippy::all, unsafe_op_in_unsafe_fn, mismatched_lifetime_syntaxes, dead_code)]
 #[rustfmt::skip]
 pub mod schema {
@@ -28,6 +30,7 @@ pub mod schema {
 
 pub use error::LiteRtError;
 pub use model::Elem;
+pub use read::cost_graph;
 
 use graph_ir::Graph;
 

@@ -193,6 +193,15 @@ fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step()
             .all(|l| l.contains("analytic roofline (") || l.contains("regressor ")),
         "every row names what priced it:\n{predicted}"
     );
+    let lite = stretch_ok(&["predict", "--bundle", &arg(&out), "--device", &sd, "--format", "tflite"]);
+    let rows = lite.lines().filter(|l| l.starts_with("sg")).count();
+    assert_eq!(rows, m.subgraphs.len(), "{lite}");
+    assert!(lite.contains("priced as exported to LiteRT"), "{lite}");
+    assert_ne!(
+        lite.lines().last(),
+        predicted.lines().last(),
+        "the .tflite files are priced, not the ONNX ones"
+    );
     let json = stretch_ok(&["predict", "--bundle", &arg(&out), "--device", &sd, "--json"]);
     let doc: Value = serde_json::from_str(&json).expect("--json prints JSON");
     assert_eq!(doc["schema"], "stretch.predict-bundle/1");

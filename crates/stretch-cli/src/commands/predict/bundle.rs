@@ -64,21 +64,35 @@ fn model_for(m: &bundle::Manifest, device: &Path, analytic: bool) -> Result<(Dev
 /// have finished and their outputs have crossed over the profile's links,
 /// and its processor is free). Each row names the models that priced it;
 /// `json` prints the document `stretch.predict-bundle/1` instead.
-pub fn run(dir: &Path, device: &Path, analytic: bool, json: bool) -> Result<()> {
+pub fn run(dir: &Path, device: &Path, analytic: bool, json: bool, tflite: bool) -> Result<()> {
     let b = bundle::Bundle::open(dir)?;
     let m = &b.manifest;
-    let (model, notes) = model_for(m, device, analytic)?;
+    let (model, mut notes) = model_for(m, device, analytic)?;
     let loaded = b.stitch()?;
     let g = &loaded.graph;
+    let files = if tflite {
+        let lite = litert_graphs(&b)?;
+        let (ops, onnx) = (lite.iter().map(|(_, n)| n.len()).sum::<usize>(), onnx_ops(&loaded));
+        notes.push(format!(
+            "priced as exported to LiteRT: the .tflite files read back ({ops} operators against the ONNX files' {onnx} nodes: NHWC, with the transposes, pads, reshapes and (de)quantizations the export inserted)"
+        ));
+        Some(lite)
+    } else {
+        None
+    };
     let mut finish: HashMap<String, f64> = HashMap::new();
     let mut free: HashMap<String, f64> = HashMap::new();
     let mut busy: BTreeMap<String, f64> = m.processors.iter().map(|p| (p.name.clone(), 0.0)).collect();
     let mut producer: HashMap<String, &bundle::Subgraph> = HashMap::new();
     let mut rows = Vec::new();
-    for (s, part) in m.subgraphs.iter().zip(&loaded.partition.subgraphs) {
+    for (k, (s, part)) in m.subgraphs.iter().zip(&loaded.partition.subgraphs).enumerate() {
+        let (sg, nodes, file) = match &files {
+            Some(f) => (&f[k].0, &f[k].1, s.tflite_model.as_ref().map_or(&s.model, |t| &t.model)),
+            None => (g, &part.nodes, &s.model),
+        };
         let p = model
-            .predict(g, &part.nodes, &s.processor)
-            .with_context(|| format!("predicting {} on {}", s.model.file, s.processor))?;
+            .predict(sg, nodes, &s.processor)
+            .with_context(|| format!("predicting {} on {}", file.file, s.processor))?;
         let mut ready = 0.0f64;
         for (t, outlet) in s.inputs.iter().zip(&part.inputs) {
             let Some(from) = producer.get(&t.name) else { continue };
@@ -124,6 +138,7 @@ pub fn run(dir: &Path, device: &Path, analytic: bool, json: bool) -> Result<()> 
             "model": m.model,
             "device": device.display().to_string(),
             "hand_offs": "the profile's links",
+            "format": if tflite { "tflite" } else { "onnx" },
             "subgraphs": rows,
             "busy_ms": busy,
             "makespan_ms": makespan,
@@ -179,4 +194,27 @@ fn print_table(
             format!(", {} nodes rewritten", m.rewrites.len())
         }
     );
+}
+
+/// Every subgraph's `.tflite` file read back as a graph to price
+/// ([`litert::cost_graph`]), with the nodes that compute.
+fn litert_graphs(b: &bundle::Bundle) -> Result<Vec<(graph_ir::Graph, Vec<graph_ir::NodeId>)>> {
+    let mut out = Vec::new();
+    for s in &b.manifest.subgraphs {
+        let t = s.tflite_model.as_ref().with_context(|| {
+            format!(
+                "subgraph {} has no .tflite file: export with --format onnx,tflite",
+                s.name
+            )
+        })?;
+        let g = litert::cost_graph(&b.bytes(&t.model)?, &t.model.file)?;
+        let nodes = g.compute_order()?;
+        out.push((g, nodes));
+    }
+    Ok(out)
+}
+
+/// The computing nodes of the stitched ONNX files.
+fn onnx_ops(loaded: &bundle::Loaded) -> usize {
+    loaded.partition.subgraphs.iter().map(|s| s.nodes.len()).sum()
 }

@@ -87,11 +87,17 @@ pub struct Args {
     /// Print the JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// With --bundle: price the subgraphs' `onnx` files, or their `tflite`
+    /// files as exported (read back: NHWC, with the transposes, pads and
+    /// (de)quantizations the LiteRT export inserted).
+    #[arg(long, default_value = "onnx", value_parser = ["onnx", "tflite"], requires = "bundle")]
+    pub format: String,
 }
 
 pub fn run(args: Args) -> Result<()> {
     if let Some(dir) = &args.bundle {
-        return bundle::run(dir, &args.device, args.analytic, args.json);
+        return bundle::run(dir, &args.device, args.analytic, args.json, args.format == "tflite");
     }
     let model_args = ModelArgs {
         model: args.model.clone().context("give MODEL.onnx or --bundle DIR")?,

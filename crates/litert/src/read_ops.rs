@@ -1,0 +1,288 @@
+//! Each LiteRT operator stretch writes as the graph-IR operator that
+//! computes the same on the NCHW view of its tensors ([`crate::read`]).
+
+use crate::error::LiteRtError;
+use crate::lower::{TO_NCHW, TO_NHWC};
+use crate::read::{Reader, view, view_axis};
+use crate::schema::litert as fb;
+use graph_ir::ops::{
+    Binary, BinaryOp, Cast, Concat, Conv, CoordMode, Gemm, GlobalMaxPool, NearestMode, Pad, PadMode, Pool, PoolKind,
+    Reduce, ReduceKind, Reshape, Resize, ResizeMode, ResizeTarget, Slice, Softmax, Transpose, Unary, UnaryOp,
+};
+use graph_ir::{DType, Op};
+
+use fb::BuiltinOperator as B;
+
+/// Begin and end padding of SAME on an axis of `input` giving `out`.
+fn same(input: usize, out: usize, k: usize, stride: usize) -> (usize, usize) {
+    let total = ((out.max(1) - 1) * stride + k).saturating_sub(input);
+    (total / 2, total - total / 2)
+}
+
+/// `[top, left, bottom, right]` of a window operator on NHWC `x` giving `y`.
+fn pads(x: &[usize], y: &[usize], k: [usize; 2], stride: [usize; 2], is_same: bool) -> [usize; 4] {
+    if !is_same {
+        return [0; 4];
+    }
+    let (t, b) = same(x[1], y[1], k[0], stride[0]);
+    let (l, r) = same(x[2], y[2], k[1], stride[1]);
+    [t, l, b, r]
+}
+
+pub(crate) fn operator<'a>(
+    r: &mut Reader<'a>,
+    k: usize,
+    code: B,
+    op: &fb::Operator<'a>,
+    ins: &[i32],
+    x: i32,
+    y: i32,
+) -> Result<(), LiteRtError> {
+    let (xs, ys) = (r.shape(x)?, r.shape(y)?);
+    let one = |r: &mut Reader<'a>, op: Op| -> Result<(), LiteRtError> {
+        let a = r.value_as(x, None)?;
+        r.add(k, op, &[a], y)
+    };
+    match code {
+        B::CONV_2D | B::DEPTHWISE_CONV_2D => conv(r, k, code, op, ins, (&xs, &ys, y)),
+        B::FULLY_CONNECTED => {
+            let ws = r.shape(ins[1])?;
+            let mut inputs = vec![r.value_as(x, None)?, r.value_as(ins[1], Some(ws.clone()))?];
+            if let Some(&b) = ins.get(2).filter(|b| **b >= 0) {
+                inputs.push(r.value_as(b, Some(vec![ws[0]]))?);
+            }
+            let gemm = Gemm {
+                alpha: 1.0,
+                beta: 1.0,
+                trans_a: false,
+                trans_b: true,
+            };
+            r.add(k, Op::Gemm(gemm), &inputs, y)
+        }
+        B::AVERAGE_POOL_2D | B::MAX_POOL_2D => {
+            let o = op
+                .builtin_options_as_pool_2_doptions()
+                .ok_or_else(|| r.bad(format!("operator {k}: a pool without options")))?;
+            let kernel = [o.filter_height() as usize, o.filter_width() as usize];
+            let strides = [o.stride_h() as usize, o.stride_w() as usize];
+            let kind = if code == B::MAX_POOL_2D {
+                PoolKind::Max
+            } else {
+                PoolKind::Average {
+                    count_include_pad: false,
+                }
+            };
+            let pool = Pool {
+                kind,
+                kernel,
+                strides,
+                pads: pads(&xs, &ys, kernel, strides, o.padding() == fb::Padding::SAME),
+                dilations: [1, 1],
+                ceil_mode: false,
+            };
+            one(r, Op::Pool(pool))
+        }
+        B::MEAN | B::SUM | B::REDUCE_MAX => {
+            let axes: Vec<usize> = r.ints(ins[1])?.iter().map(|a| *a as usize).collect();
+            let keep = op.builtin_options_as_reducer_options().is_some_and(|o| o.keep_dims());
+            if code == B::REDUCE_MAX {
+                if xs.len() == 4 && keep && axes == [1, 2] {
+                    return one(r, Op::GlobalMaxPool(GlobalMaxPool));
+                }
+                return Err(r.bad(format!("operator {k}: a REDUCE_MAX other than over H and W")));
+            }
+            let kind = if code == B::MEAN {
+                ReduceKind::Mean
+            } else {
+                ReduceKind::Sum
+            };
+            let axes = axes.iter().map(|a| view_axis(*a, xs.len()) as i64).collect();
+            one(
+                r,
+                Op::Reduce(Reduce {
+                    kind,
+                    axes,
+                    keepdims: keep,
+                }),
+            )
+        }
+        B::ADD | B::SUB | B::MUL | B::DIV | B::MAXIMUM | B::MINIMUM => binary(r, k, code, ins, y),
+        B::RELU | B::RELU6 | B::LOGISTIC | B::TANH | B::HARD_SWISH | B::LEAKY_RELU => {
+            let u = match code {
+                B::RELU => UnaryOp::Relu,
+                B::RELU6 => UnaryOp::Clip {
+                    min: Some(0.0),
+                    max: Some(6.0),
+                },
+                B::LOGISTIC => UnaryOp::Sigmoid,
+                B::TANH => UnaryOp::Tanh,
+                B::HARD_SWISH => UnaryOp::HardSwish,
+                _ => UnaryOp::LeakyRelu {
+                    alpha: op.builtin_options_as_leaky_relu_options().map_or(0.01, |o| o.alpha()),
+                },
+            };
+            one(r, Op::Unary(Unary { op: u }))
+        }
+        B::CONCATENATION => {
+            let axis = op.builtin_options_as_concatenation_options().map_or(0, |o| o.axis());
+            let axis = if axis < 0 { axis + ys.len() as i32 } else { axis } as usize;
+            let inputs = ins
+                .iter()
+                .map(|i| r.value_as(*i, None))
+                .collect::<Result<Vec<_>, _>>()?;
+            let concat = Concat {
+                axis: view_axis(axis, ys.len()) as i64,
+            };
+            r.add(k, Op::Concat(concat), &inputs, y)
+        }
+        B::RESHAPE => {
+            let shape = view(&ys).iter().map(|d| *d as i64).collect();
+            one(
+                r,
+                Op::Reshape(Reshape {
+                    shape,
+                    allowzero: false,
+                }),
+            )
+        }
+        B::TRANSPOSE => {
+            let p: Vec<usize> = r.ints(ins[1])?.iter().map(|a| *a as usize).collect();
+            let perm = if p.len() == 4 {
+                (0..4).map(|i| TO_NHWC[p[TO_NCHW[i]]]).collect()
+            } else {
+                p
+            };
+            one(r, Op::Transpose(Transpose { perm }))
+        }
+        B::PAD | B::PADV2 => {
+            let pairs = r.ints(ins[1])?;
+            let n = xs.len();
+            let axis = |v: usize| if n == 4 { TO_NCHW[v] } else { v };
+            let mut pads: Vec<i64> = (0..n).map(|v| pairs[2 * axis(v)]).collect();
+            pads.extend((0..n).map(|v| pairs[2 * axis(v) + 1]));
+            let pad = Pad {
+                pads,
+                mode: PadMode::Constant,
+                value: 0.0,
+            };
+            one(r, Op::Pad(pad))
+        }
+        B::SLICE => {
+            let (begin, size) = (r.ints(ins[1])?, r.ints(ins[2])?);
+            let n = xs.len();
+            let axis = |v: usize| if n == 4 { TO_NCHW[v] } else { v };
+            let starts: Vec<i64> = (0..n).map(|v| begin[axis(v)]).collect();
+            let ends = (0..n).map(|v| begin[axis(v)] + size[axis(v)]).collect();
+            let slice = Slice {
+                starts,
+                ends,
+                axes: (0..n as i64).collect(),
+                steps: vec![1; n],
+            };
+            one(r, Op::Slice(slice))
+        }
+        B::QUANTIZE | B::DEQUANTIZE => one(r, Op::Cast(Cast { to: DType::F32 })),
+        B::RESIZE_BILINEAR | B::RESIZE_NEAREST_NEIGHBOR => {
+            let (mode, align, half) = match code {
+                B::RESIZE_BILINEAR => {
+                    let o = op.builtin_options_as_resize_bilinear_options();
+                    let f = |g: fn(&fb::ResizeBilinearOptions<'a>) -> bool| o.as_ref().is_some_and(g);
+                    (
+                        ResizeMode::Linear,
+                        f(|o| o.align_corners()),
+                        f(|o| o.half_pixel_centers()),
+                    )
+                }
+                _ => {
+                    let o = op.builtin_options_as_resize_nearest_neighbor_options();
+                    let f = |g: fn(&fb::ResizeNearestNeighborOptions<'a>) -> bool| o.as_ref().is_some_and(g);
+                    let mode = ResizeMode::Nearest(NearestMode::Floor);
+                    (mode, f(|o| o.align_corners()), f(|o| o.half_pixel_centers()))
+                }
+            };
+            let coord = match (align, half) {
+                (true, _) => CoordMode::AlignCorners,
+                (_, true) => CoordMode::HalfPixel,
+                _ => CoordMode::Asymmetric,
+            };
+            let resize = Resize {
+                mode,
+                coord,
+                target: ResizeTarget::Sizes([ys[1], ys[2]]),
+            };
+            one(r, Op::Resize(resize))
+        }
+        B::SOFTMAX => {
+            let axis = view_axis(xs.len() - 1, xs.len()) as i64;
+            one(r, Op::Softmax(Softmax { axis, log: false }))
+        }
+        other => Err(r.bad(format!("operator {k} is {other:?}, which stretch does not write"))),
+    }
+}
+
+fn conv<'a>(
+    r: &mut Reader<'a>,
+    k: usize,
+    code: B,
+    op: &fb::Operator<'a>,
+    ins: &[i32],
+    (xs, ys, y): (&[usize], &[usize], i32),
+) -> Result<(), LiteRtError> {
+    let ws = r.shape(ins[1])?;
+    let (stride, dilation, is_same) = if code == B::CONV_2D {
+        let o = op
+            .builtin_options_as_conv_2_doptions()
+            .ok_or_else(|| r.bad(format!("operator {k}: a convolution without options")))?;
+        let s = [o.stride_h() as usize, o.stride_w() as usize];
+        let d = [o.dilation_h_factor() as usize, o.dilation_w_factor() as usize];
+        (s, d, o.padding() == fb::Padding::SAME)
+    } else {
+        let o = op
+            .builtin_options_as_depthwise_conv_2_doptions()
+            .ok_or_else(|| r.bad(format!("operator {k}: a convolution without options")))?;
+        let s = [o.stride_h() as usize, o.stride_w() as usize];
+        let d = [o.dilation_h_factor() as usize, o.dilation_w_factor() as usize];
+        (s, d, o.padding() == fb::Padding::SAME)
+    };
+    let (weights, out, group) = if code == B::CONV_2D {
+        (vec![ws[0], ws[3], ws[1], ws[2]], ws[0], xs[3] / ws[3].max(1))
+    } else {
+        (vec![ws[3], 1, ws[1], ws[2]], ws[3], xs[3])
+    };
+    let keff = [(ws[1] - 1) * dilation[0] + 1, (ws[2] - 1) * dilation[1] + 1];
+    let c = Conv {
+        strides: stride,
+        pads: pads(xs, ys, keff, stride, is_same),
+        dilations: dilation,
+        group,
+    };
+    let mut inputs = vec![r.value_as(ins[0], None)?, r.value_as(ins[1], Some(weights))?];
+    if let Some(&b) = ins.get(2).filter(|b| **b >= 0) {
+        inputs.push(r.value_as(b, Some(vec![out]))?);
+    }
+    r.add(k, Op::Conv(c), &inputs, y)
+}
+
+fn binary<'a>(r: &mut Reader<'a>, k: usize, code: B, ins: &[i32], y: i32) -> Result<(), LiteRtError> {
+    let op = match code {
+        B::ADD => BinaryOp::Add,
+        B::SUB => BinaryOp::Sub,
+        B::MUL => BinaryOp::Mul,
+        B::DIV => BinaryOp::Div,
+        B::MAXIMUM => BinaryOp::Max,
+        _ => BinaryOp::Min,
+    };
+    let rank = |r: &Reader<'_>, i: i32| r.shape(i).map(|s| s.len());
+    let peer = rank(r, ins[0])?.max(rank(r, ins[1])?);
+    let mut inputs = Vec::new();
+    for &i in &ins[..2] {
+        let mut s = r.shape(i)?;
+        if peer == 4 && s.len() < 4 {
+            while s.len() < 4 {
+                s.insert(0, 1);
+            }
+        }
+        inputs.push(r.value_as(i, Some(view(&s)))?);
+    }
+    r.add(k, Op::Binary(Binary { op }), &inputs, y)
+}
