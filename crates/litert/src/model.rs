@@ -79,25 +79,8 @@ pub struct TensorDef {
 #[derive(Clone, Debug)]
 pub enum Options {
     None,
-    Conv {
-        same: bool,
-        stride: [usize; 2],
-        dilation: [usize; 2],
-        act: Act,
-    },
-    Depthwise {
-        same: bool,
-        stride: [usize; 2],
-        dilation: [usize; 2],
-        multiplier: usize,
-        act: Act,
-    },
-    Pool {
-        same: bool,
-        stride: [usize; 2],
-        filter: [usize; 2],
-        act: Act,
-    },
+    /// A convolution or pool.
+    Window(Window),
     FullyConnected {
         act: Act,
     },
@@ -124,6 +107,30 @@ pub enum Options {
         half_pixel: bool,
     },
     Empty(EmptyOptions),
+}
+
+/// The options of window operators.
+#[derive(Clone, Debug)]
+pub enum Window {
+    Conv {
+        same: bool,
+        stride: [usize; 2],
+        dilation: [usize; 2],
+        act: Act,
+    },
+    Depthwise {
+        same: bool,
+        stride: [usize; 2],
+        dilation: [usize; 2],
+        multiplier: usize,
+        act: Act,
+    },
+    Pool {
+        same: bool,
+        stride: [usize; 2],
+        filter: [usize; 2],
+        act: Act,
+    },
 }
 
 /// Builtin options tables without fields, by the union member they fill.

@@ -1,7 +1,7 @@
 //! Builtin options tables: an operator's [`Options`] written as the union
 //! member LiteRT's schema gives its operator.
 
-use crate::model::{EmptyOptions, Options};
+use crate::model::{EmptyOptions, Options, Window};
 use crate::schema::litert as fb;
 use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, WIPOffset};
 
@@ -18,7 +18,7 @@ pub fn write<'a>(
     use fb::BuiltinOptions as U;
     let (kind, table) = match o {
         Options::None => return (U::NONE, None),
-        Options::Conv { .. } | Options::Depthwise { .. } | Options::Pool { .. } => window(b, o),
+        Options::Window(w) => window(b, w),
         Options::FullyConnected { act } => {
             let args = fb::FullyConnectedOptionsArgs {
                 fused_activation_function: act_fb(*act),
@@ -105,10 +105,10 @@ pub fn write<'a>(
 }
 
 /// The options of the window operators (convolutions and pools).
-fn window<'a>(b: &mut FlatBufferBuilder<'a>, o: &Options) -> (fb::BuiltinOptions, WIPOffset<UnionWIPOffset>) {
+fn window<'a>(b: &mut FlatBufferBuilder<'a>, w: &Window) -> (fb::BuiltinOptions, WIPOffset<UnionWIPOffset>) {
     use fb::BuiltinOptions as U;
-    match o {
-        Options::Conv {
+    match w {
+        Window::Conv {
             same,
             stride,
             dilation,
@@ -124,7 +124,7 @@ fn window<'a>(b: &mut FlatBufferBuilder<'a>, o: &Options) -> (fb::BuiltinOptions
             };
             (U::Conv2DOptions, fb::Conv2DOptions::create(b, &args).as_union_value())
         }
-        Options::Depthwise {
+        Window::Depthwise {
             same,
             stride,
             dilation,
@@ -143,7 +143,7 @@ fn window<'a>(b: &mut FlatBufferBuilder<'a>, o: &Options) -> (fb::BuiltinOptions
             let t = fb::DepthwiseConv2DOptions::create(b, &args);
             (U::DepthwiseConv2DOptions, t.as_union_value())
         }
-        Options::Pool {
+        Window::Pool {
             same,
             stride,
             filter,
@@ -159,7 +159,6 @@ fn window<'a>(b: &mut FlatBufferBuilder<'a>, o: &Options) -> (fb::BuiltinOptions
             };
             (U::Pool2DOptions, fb::Pool2DOptions::create(b, &args).as_union_value())
         }
-        _ => unreachable!("window() takes convolutions and pools"),
     }
 }
 

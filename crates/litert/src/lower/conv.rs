@@ -5,7 +5,7 @@
 use super::quant::{self, QConst};
 use super::{Lower, Value, consts};
 use crate::error::LiteRtError;
-use crate::model::{Act, Elem, EmptyOptions, Options, Quant};
+use crate::model::{Act, Elem, EmptyOptions, Options, Quant, Window};
 use crate::schema::litert::BuiltinOperator as B;
 use graph_ir::NodeId;
 use graph_ir::ops::Conv;
@@ -117,20 +117,20 @@ pub(crate) fn conv(l: &mut Lower, id: NodeId, c: &Conv) -> Result<(), LiteRtErro
         Padding::Explicit(p) => (pad_hw(l, input, p, None, &n.name), false),
     };
     let options = if depthwise {
-        Options::Depthwise {
+        Options::Window(Window::Depthwise {
             same,
             stride: c.strides,
             dilation: c.dilations,
             multiplier: ws[0] / xs[1],
             act,
-        }
+        })
     } else {
-        Options::Conv {
+        Options::Window(Window::Conv {
             same,
             stride: c.strides,
             dilation: c.dilations,
             act,
-        }
+        })
     };
     let code = if depthwise { B::DEPTHWISE_CONV_2D } else { B::CONV_2D };
     l.emit(code, &[input, wt, bt], &[out], options);

@@ -5,7 +5,7 @@
 use super::conv::{Padding, pad_hw, padding};
 use super::{Lower, Value, nhwc_axis, quant};
 use crate::error::LiteRtError;
-use crate::model::{Act, Elem, Options};
+use crate::model::{Act, Elem, Options, Window};
 use crate::schema::litert::BuiltinOperator as B;
 use graph_ir::NodeId;
 use graph_ir::ops::{Pool, PoolKind, Reduce, ReduceKind};
@@ -102,12 +102,12 @@ pub(crate) fn pool(l: &mut Lower, id: NodeId, p: &Pool) -> Result<(), LiteRtErro
         PoolKind::Max => B::MAX_POOL_2D,
         PoolKind::Average { .. } => B::AVERAGE_POOL_2D,
     };
-    let options = Options::Pool {
+    let options = Options::Window(Window::Pool {
         same,
         stride: p.strides,
         filter: p.kernel,
         act,
-    };
+    });
     l.emit(code, &[input], &[out], options);
     finish(l, out, last);
     Ok(())
