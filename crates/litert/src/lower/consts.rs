@@ -98,3 +98,19 @@ pub(crate) fn weights(l: &mut Lower, name: &str, c: &Tensor, perm: &[usize]) -> 
 pub(crate) fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::permute;
+
+    #[test]
+    fn permute_moves_channels_last() {
+        // NCHW [1, 2, 1, 3] holding 0..6 → NHWC [1, 1, 3, 2].
+        let data: Vec<u8> = (0..6).collect();
+        let (out, shape) = permute(&data, &[1, 2, 1, 3], &super::TO_NHWC, 1);
+        assert_eq!(shape, [1, 1, 3, 2]);
+        assert_eq!(out, [0, 3, 1, 4, 2, 5]);
+        let (back, _) = permute(&out, &shape, &super::super::TO_NCHW, 1);
+        assert_eq!(back, data);
+    }
+}

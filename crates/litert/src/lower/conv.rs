@@ -239,3 +239,21 @@ fn requantize_bias(reals: &[f32], scales: &[f32]) -> Vec<i32> {
         .map(|(r, s)| (r / s).round_ties_even().clamp(i32::MIN as f32, i32::MAX as f32) as i32)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Padding, padding};
+
+    #[test]
+    fn padding_is_valid_same_or_explicit_as_onnx_places_the_windows() {
+        assert_eq!(padding([8, 8], [3, 3], [1, 1], [0; 4], [6, 6]), Padding::Valid);
+        assert_eq!(padding([8, 8], [3, 3], [1, 1], [1, 1, 1, 1], [8, 8]), Padding::Same);
+        // Stride 2 on an even input: SAME pads (0, 1), ONNX's (1, 1) start a row earlier.
+        assert_eq!(
+            padding([8, 8], [3, 3], [2, 2], [1, 1, 1, 1], [4, 4]),
+            Padding::Explicit([1, 1, 1, 1])
+        );
+        assert_eq!(padding([7, 7], [3, 3], [2, 2], [1, 1, 1, 1], [4, 4]), Padding::Same);
+        assert_eq!(padding([8, 8], [1, 1], [2, 2], [0; 4], [4, 4]), Padding::Valid);
+    }
+}

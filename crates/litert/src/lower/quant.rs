@@ -318,3 +318,31 @@ impl Lower<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{QConst, symmetric};
+
+    #[test]
+    fn symmetric_weights_are_kept_and_others_requantized_per_channel() {
+        let w = QConst {
+            values: vec![-127, 5, 127, 3],
+            shape: vec![2, 2],
+            scale: vec![0.5, 0.25],
+            zero_point: vec![0, 0],
+            axis: 0,
+        };
+        let (q, s, requantized) = symmetric(&w);
+        assert_eq!((q, s, requantized), (vec![-127, 5, 127, 3], vec![0.5, 0.25], false));
+        let asymmetric = QConst {
+            zero_point: vec![10, 0],
+            ..w
+        };
+        let (q, s, requantized) = symmetric(&asymmetric);
+        assert!(requantized);
+        // Channel 0's reals 0.5·(-137, -5) = (-68.5, -2.5): scale 68.5/127.
+        assert!((s[0] - 68.5 / 127.0).abs() < 1e-6, "{s:?}");
+        assert_eq!(q[0], -127);
+        assert_eq!(q[2..], [127, 3]);
+    }
+}
