@@ -251,10 +251,14 @@ fn explain(e: &TractError) -> String {
                     .next()
             })
             .unwrap_or("?");
-        return format!("tract-tflite {} has no operator {op}", TRACT_VERSION);
+        return format!("tract-tflite {TRACT_VERSION} has no operator {op}");
     }
     let root = e.root_cause().to_string();
-    root.lines().next().unwrap_or("").trim().to_string()
+    let line = root.lines().next().unwrap_or("").trim();
+    if line.starts_with("Inconsistent convolution") {
+        return format!("tract-tflite {TRACT_VERSION} reads CONV_2D without groups: {line}");
+    }
+    line.to_string()
 }
 
 /// The datum types of the model's inputs, checked against the file's
