@@ -2,7 +2,8 @@
 //!
 //! An [`Engine`] compiles an ONNX model once into a [`Compiled`] model that
 //! runs many times ([`engine`]); tract is built in ([`tract`]), onnxruntime
-//! is loaded at run time with the `ort` feature ([`ort`]). The
+//! is loaded at run time with the `ort` feature ([`ort`]); a bundle's
+//! LiteRT files run on tract-tflite ([`tflite`], an entry a runner adds). The
 //! [`EngineRegistry`] is the one list of engines: configurations name an
 //! engine by its registered name, and the runtime, the profiler and the
 //! bundle runner make their engines from the registry they are given, so
@@ -19,6 +20,8 @@ pub mod ort;
 pub mod pool;
 pub mod registry;
 mod roots;
+pub mod tflite;
+mod tflite_io;
 pub mod tract;
 
 pub use config::{EngineConfig, Remote, Spin};

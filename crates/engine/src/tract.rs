@@ -83,7 +83,7 @@ impl TractEngine {
 
 /// A pool of `threads` threads named `name`; `None` (the calling thread
 /// alone) for one thread.
-fn executor(threads: usize, name: &str) -> Option<Executor> {
+pub(crate) fn executor(threads: usize, name: &str) -> Option<Executor> {
     (threads > 1).then(|| Executor::multithread_with_name(threads, name))
 }
 
@@ -127,17 +127,22 @@ impl Engine for TractEngine {
 }
 
 /// A tract plan plus a pool of run states, so buffers are reused between runs.
-struct TractCompiled {
+pub(crate) struct TractCompiled {
     plan: Arc<TypedRunnableModel>,
     states: Mutex<Vec<TypedSimpleState>>,
 }
 
 impl TractCompiled {
-    fn boxed(plan: Arc<TypedRunnableModel>) -> Result<Box<dyn Compiled>, EngineError> {
-        Ok(Box::new(TractCompiled {
+    /// `plan`, with no run state yet.
+    pub(crate) fn new(plan: Arc<TypedRunnableModel>) -> TractCompiled {
+        TractCompiled {
             plan,
             states: Mutex::new(Vec::new()),
-        }))
+        }
+    }
+
+    fn boxed(plan: Arc<TypedRunnableModel>) -> Result<Box<dyn Compiled>, EngineError> {
+        Ok(Box::new(TractCompiled::new(plan)))
     }
 }
 

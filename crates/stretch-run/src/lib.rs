@@ -7,6 +7,8 @@ use engine::EngineRegistry;
 use scheduler_rt::{ProcessorConfig, Runtime, RuntimeError, WorkerKind};
 use thiserror::Error;
 
+mod tflite;
+
 /// An error configuring or loading a bundle for a run.
 #[derive(Debug, Error)]
 pub enum RunError {
@@ -20,6 +22,14 @@ pub enum RunError {
     Runtime(Box<RuntimeError>),
     #[error(transparent)]
     Bundle(#[from] bundle::BundleError),
+    /// `--format tflite` on a bundle without a `.tflite` file for a subgraph.
+    #[error(
+        "--format tflite: subgraph `{subgraph}` has no .tflite file in this bundle (export it with --format onnx,tflite)"
+    )]
+    NoTflite { subgraph: String },
+    /// A `.tflite` boundary the manifest describes inconsistently.
+    #[error("--format tflite: subgraph `{subgraph}`: {reason}")]
+    TfliteBoundary { subgraph: String, reason: String },
 }
 
 impl From<RuntimeError> for RunError {
@@ -82,7 +92,7 @@ pub fn processors(
 }
 
 /// `b` on the runtime as its manifest cuts it, each processor of
-/// `configs` with its engine made from `engines`.
+/// `configs` with its engine made from `engines`, from its ONNX files.
 pub fn load(b: &Bundle, configs: &[ProcessorConfig], engines: EngineRegistry) -> Result<Runtime, RunError> {
     let loaded = b.stitch()?;
     let files = loaded.files.into_iter().map(Some).collect();
@@ -93,4 +103,35 @@ pub fn load(b: &Bundle, configs: &[ProcessorConfig], engines: EngineRegistry) ->
         configs,
         scheduler_rt::factory(engines),
     )?)
+}
+
+/// `b` on the runtime as [`load`] runs it, from its `.tflite` files: every
+/// processor of `configs` runs tract-tflite ([`engine::tflite`]), which
+/// takes and returns values in the ONNX files' form; the stitched ONNX
+/// graph gives the partition and meeting points. Fails on a subgraph
+/// without a `.tflite` file.
+pub fn load_tflite(b: &Bundle, configs: &[ProcessorConfig], engines: EngineRegistry) -> Result<Runtime, RunError> {
+    let loaded = b.stitch()?;
+    let files = tflite::envelopes(b)?.into_iter().map(Some).collect();
+    let configs = on_tflite(configs);
+    Ok(Runtime::load_partitioned(
+        &loaded.graph,
+        loaded.partition,
+        files,
+        &configs,
+        scheduler_rt::factory(engines.with(engine::tflite::TFLITE_ENTRY)),
+    )?)
+}
+
+/// `configs` with every processor's engine the tflite engine, as
+/// [`load_tflite`] runs them.
+pub fn on_tflite(configs: &[ProcessorConfig]) -> Vec<ProcessorConfig> {
+    configs
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c.engine = engine::tflite::TFLITE_ENTRY.name.to_string();
+            c
+        })
+        .collect()
 }

@@ -37,9 +37,17 @@ struct Args {
     #[arg(long, default_value_t = 1, value_name = "N")]
     runs: usize,
 
-    /// Engine of every processor not set by --processor.
+    /// Engine of every processor not set by --processor (with --format
+    /// onnx).
     #[arg(long, default_value = "tract", value_parser = engine_names())]
     engine: String,
+
+    /// Which files of the bundle run: the ONNX files on --engine, or the
+    /// LiteRT (.tflite) files on tract-tflite (every processor; --engine
+    /// and --processor engines are not used), converted to and from the
+    /// ONNX files' layouts and types where subgraphs meet.
+    #[arg(long, value_enum, default_value_t = Format::Onnx)]
+    format: Format,
 
     /// A processor's worker, as `stretch run` takes it:
     /// `NAME=inline|pool|thread[:CORES][,threads=N][,engine=ort]...`.
@@ -54,6 +62,13 @@ struct Args {
     /// Write the outputs here (.npy), one per model output.
     #[arg(long = "output", value_name = "Y.npy")]
     outputs: Vec<PathBuf>,
+}
+
+/// The files `--format` runs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Onnx,
+    Tflite,
 }
 
 /// The registry's named engines.
@@ -90,8 +105,14 @@ fn run(args: Args) -> Result<()> {
         references.push(a.data);
     }
     let engines = EngineRegistry::builtin();
-    let configs = stretch_run::processors(m, &args.engine, &args.processors, &engines)?;
-    let rt = stretch_run::load(&b, &configs, engines)?;
+    let mut configs = stretch_run::processors(m, &args.engine, &args.processors, &engines)?;
+    if args.format == Format::Tflite {
+        configs = stretch_run::on_tflite(&configs);
+    }
+    let rt = match args.format {
+        Format::Onnx => stretch_run::load(&b, &configs, engines)?,
+        Format::Tflite => stretch_run::load_tflite(&b, &configs, engines)?,
+    };
     let inputs: Vec<Value> = if args.inputs.is_empty() {
         m.reference
             .inputs
