@@ -123,6 +123,26 @@ pub(crate) fn operator<'a>(
             };
             one(r, Op::Unary(Unary { op: u }))
         }
+        _ => moving(r, k, code, op, ins, x, y),
+    }
+}
+
+/// Operators that move or convert data, and softmax.
+fn moving<'a>(
+    r: &mut Reader<'a>,
+    k: usize,
+    code: B,
+    op: &fb::Operator<'a>,
+    ins: &[i32],
+    x: i32,
+    y: i32,
+) -> Result<(), LiteRtError> {
+    let (xs, ys) = (r.shape(x)?, r.shape(y)?);
+    let one = |r: &mut Reader<'a>, op: Op| -> Result<(), LiteRtError> {
+        let a = r.value_as(x, None)?;
+        r.add(k, op, &[a], y)
+    };
+    match code {
         B::CONCATENATION => {
             let axis = op.builtin_options_as_concatenation_options().map_or(0, |o| o.axis());
             let axis = if axis < 0 { axis + ys.len() as i32 } else { axis } as usize;
@@ -182,41 +202,43 @@ pub(crate) fn operator<'a>(
             one(r, Op::Slice(slice))
         }
         B::QUANTIZE | B::DEQUANTIZE => one(r, Op::Cast(Cast { to: DType::F32 })),
-        B::RESIZE_BILINEAR | B::RESIZE_NEAREST_NEIGHBOR => {
-            let (mode, align, half) = match code {
-                B::RESIZE_BILINEAR => {
-                    let o = op.builtin_options_as_resize_bilinear_options();
-                    let f = |g: fn(&fb::ResizeBilinearOptions<'a>) -> bool| o.as_ref().is_some_and(g);
-                    (
-                        ResizeMode::Linear,
-                        f(|o| o.align_corners()),
-                        f(|o| o.half_pixel_centers()),
-                    )
-                }
-                _ => {
-                    let o = op.builtin_options_as_resize_nearest_neighbor_options();
-                    let f = |g: fn(&fb::ResizeNearestNeighborOptions<'a>) -> bool| o.as_ref().is_some_and(g);
-                    let mode = ResizeMode::Nearest(NearestMode::Floor);
-                    (mode, f(|o| o.align_corners()), f(|o| o.half_pixel_centers()))
-                }
-            };
-            let coord = match (align, half) {
-                (true, _) => CoordMode::AlignCorners,
-                (_, true) => CoordMode::HalfPixel,
-                _ => CoordMode::Asymmetric,
-            };
-            let resize = Resize {
-                mode,
-                coord,
-                target: ResizeTarget::Sizes([ys[1], ys[2]]),
-            };
-            one(r, Op::Resize(resize))
-        }
+        B::RESIZE_BILINEAR | B::RESIZE_NEAREST_NEIGHBOR => one(r, Op::Resize(resize(code, op, &ys))),
         B::SOFTMAX => {
             let axis = view_axis(xs.len() - 1, xs.len()) as i64;
             one(r, Op::Softmax(Softmax { axis, log: false }))
         }
         other => Err(r.bad(format!("operator {k} is {other:?}, which stretch does not write"))),
+    }
+}
+
+/// RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR to NHWC shape `ys`.
+fn resize<'a>(code: B, op: &fb::Operator<'a>, ys: &[usize]) -> Resize {
+    let (mode, align, half) = match code {
+        B::RESIZE_BILINEAR => {
+            let o = op.builtin_options_as_resize_bilinear_options();
+            let f = |g: fn(&fb::ResizeBilinearOptions<'a>) -> bool| o.as_ref().is_some_and(g);
+            (
+                ResizeMode::Linear,
+                f(|o| o.align_corners()),
+                f(|o| o.half_pixel_centers()),
+            )
+        }
+        _ => {
+            let o = op.builtin_options_as_resize_nearest_neighbor_options();
+            let f = |g: fn(&fb::ResizeNearestNeighborOptions<'a>) -> bool| o.as_ref().is_some_and(g);
+            let mode = ResizeMode::Nearest(NearestMode::Floor);
+            (mode, f(|o| o.align_corners()), f(|o| o.half_pixel_centers()))
+        }
+    };
+    let coord = match (align, half) {
+        (true, _) => CoordMode::AlignCorners,
+        (_, true) => CoordMode::HalfPixel,
+        _ => CoordMode::Asymmetric,
+    };
+    Resize {
+        mode,
+        coord,
+        target: ResizeTarget::Sizes([ys[1], ys[2]]),
     }
 }
 
