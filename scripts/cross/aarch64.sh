@@ -8,8 +8,9 @@
 #   scripts/cross/aarch64.sh [BUNDLE_DIR ...]
 #
 # Without bundles it exports two: resnet18 (torchvision structure, random
-# weights, 224x224) branched on the host's two cores in fp32, and the
-# same branched model quantized (both cores int8, 32 digits images).
+# weights, 224x224) branched on the host's two cores in fp32 (with LiteRT
+# files, run with --format onnx and --format tflite), and the same
+# branched model quantized (both cores int8, 32 digits images).
 #
 # Toolchain: the distribution's Rust (rustc 1.63, rustc-web 1.85) is older
 # than this workspace needs (1.92; let-chains are stable from 1.88), so
@@ -77,7 +78,8 @@ if [[ ${#BUNDLES[@]} -eq 0 ]]; then
   S="$CARGO_TARGET_DIR/release/stretch"
   "$S" stretch fixtures/models/resnet18.onnx --device configs/devices/host.toml --processors cpu0,cpu1 \
     --random-weights 1 -o "$OUT/resnet18-branched.onnx" | tail -1
-  "$S" export "$OUT/resnet18-branched.onnx" --device configs/devices/host.toml --no-ort -o "$OUT/resnet18-fp32" | tail -1
+  "$S" export "$OUT/resnet18-branched.onnx" --device configs/devices/host.toml --no-ort --format onnx,tflite \
+    -o "$OUT/resnet18-fp32" | tail -1
   {
     echo 'name = "host-int8"'
     echo 'description = "the host cores at int8, for quantizing the bundle (scripts/cross/aarch64.sh)"'
@@ -101,13 +103,21 @@ fi
 echo "== 4. each bundle on x86 and under qemu-aarch64"
 X86="$CARGO_TARGET_DIR/release/stretch-run"
 for B in "${BUNDLES[@]}"; do
-  echo "-- $B"
-  "$X86" "$B" --check --output "$OUT/$(basename "$B")-x86.npy" | grep -E "^check|^ran" | sed 's/^/   x86:     /'
+  # Its LiteRT files too, where tract-tflite runs them (float bundles: it
+  # has no QUANTIZE or DEQUANTIZE).
+  formats=(onnx)
+  if grep -q '"tflite_model"' "$B/bundle.json" && ! grep -Eq '"precision": "(int8|fp16)"' "$B/bundle.json"; then
+    formats+=(tflite)
+  fi
+  for F in "${formats[@]}"; do
+  echo "-- $B ($F files)"
+  N="$OUT/$(basename "$B")-$F"
+  "$X86" "$B" --format "$F" --check --output "$N-x86.npy" | grep -E "^check|^ran" | sed 's/^/   x86:     /'
   lap
-  qemu-aarch64-static "$OUT/stretch-run-aarch64" "$B" --check --output "$OUT/$(basename "$B")-aarch64.npy" |
+  qemu-aarch64-static "$OUT/stretch-run-aarch64" "$B" --format "$F" --check --output "$N-aarch64.npy" |
     grep -E "^check|^ran" | sed 's/^/   aarch64: /'
   lap
-  python3 - "$OUT/$(basename "$B")-x86.npy" "$OUT/$(basename "$B")-aarch64.npy" "$B/bundle.json" <<'PYEOF'
+  python3 - "$N-x86.npy" "$N-aarch64.npy" "$B/bundle.json" <<'PYEOF'
 import json, struct, sys
 def npy(path):
     raw = open(path, "rb").read()
@@ -122,4 +132,5 @@ tol = ref["atol"] + max(ref["rtol"], 1e-5) * peak
 print(f"   aarch64 vs x86: max difference {worst:.3e} (tolerance {tol:.3e}: {'within' if worst <= tol else 'OVER'})")
 sys.exit(0 if worst <= tol else 1)
 PYEOF
+  done
 done
