@@ -29,13 +29,19 @@ fn moved_out(l: &mut Lower, id: NodeId, slot: usize, like: i32, shape: Vec<usize
     let def = l.m.tensor(like).clone();
     let name = l.g.node(id).name.clone();
     let out = l.m.activation(&name, def.elem, shape, def.quant.clone());
-    let v = if def.elem == Elem::I8 {
-        Value::Deq(out)
+    set_moved(l, id, slot, out);
+    out
+}
+
+/// Sets `t`, a data-moving operator's result, as output `slot` of `id`:
+/// an int8 result stays the quantized view of the float value.
+fn set_moved(l: &mut Lower, id: NodeId, slot: usize, t: i32) {
+    let v = if l.m.tensor(t).elem == Elem::I8 {
+        Value::Deq(t)
     } else {
-        Value::T(out)
+        Value::T(t)
     };
     l.set(id.out(slot), v);
-    out
 }
 
 /// Whether a rank-4 NCHW shape has the same element order as NHWC.
@@ -111,12 +117,7 @@ pub(crate) fn reshape(l: &mut Lower, id: NodeId) -> Result<(), LiteRtError> {
     let from = l.fact(n.inputs[0]).shape.clone();
     let (t, _) = moved(l, id)?;
     let r = reshape_value(l, t, &from, &n.outputs[0].shape, &n.name);
-    let v = if l.m.tensor(r).elem == Elem::I8 {
-        Value::Deq(r)
-    } else {
-        Value::T(r)
-    };
-    l.set(id.out(0), v);
+    set_moved(l, id, 0, r);
     Ok(())
 }
 
@@ -132,12 +133,7 @@ pub(crate) fn flatten(l: &mut Lower, id: NodeId) -> Result<(), LiteRtError> {
         return Ok(());
     }
     let r = reshape_value(l, t, &from, &to, &n.name);
-    let v = if l.m.tensor(r).elem == Elem::I8 {
-        Value::Deq(r)
-    } else {
-        Value::T(r)
-    };
-    l.set(id.out(0), v);
+    set_moved(l, id, 0, r);
     Ok(())
 }
 
@@ -150,12 +146,7 @@ pub(crate) fn transpose(l: &mut Lower, id: NodeId, perm: &[usize]) -> Result<(),
         perm.to_vec()
     };
     let r = l.transpose(t, &file_perm, &n.name);
-    let v = if l.m.tensor(r).elem == Elem::I8 {
-        Value::Deq(r)
-    } else {
-        Value::T(r)
-    };
-    l.set(id.out(0), v);
+    set_moved(l, id, 0, r);
     Ok(())
 }
 
