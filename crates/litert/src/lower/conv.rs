@@ -211,12 +211,12 @@ fn int8_weights(
             if same {
                 (bq.values.iter().map(|v| *v as i32).collect(), true)
             } else {
-                (requantize_bias(&bq.reals(), &bscale), false)
+                (quant::bias_values(&bq.reals(), &bscale), false)
             }
         }
         Some(Value::Const(t)) => {
             let reals = t.to_f32_vec().ok_or_else(|| weights_not_constant(l, name))?;
-            (requantize_bias(&reals, &bscale), false)
+            (quant::bias_values(&reals, &bscale), false)
         }
         Some(_) => return Err(weights_not_constant(l, name)),
         None => (vec![0; channels], true),
@@ -230,14 +230,6 @@ fn int8_weights(
     let bt =
         l.m.const_i32(&format!("{name}_bias"), vec![channels], &values, Some(bqp));
     Ok((wt, bt, requantized))
-}
-
-fn requantize_bias(reals: &[f32], scales: &[f32]) -> Vec<i32> {
-    reals
-        .iter()
-        .zip(scales)
-        .map(|(r, s)| (r / s).round_ties_even().clamp(i32::MIN as f32, i32::MAX as f32) as i32)
-        .collect()
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! ONNX file's parameters), compositions of MUL, ADD, MAXIMUM and
 //! MINIMUM otherwise.
 
-use super::pool::{finish, operand, result};
+use super::quant::{finish, result};
 use super::{Lower, Value, consts, quant};
 use crate::error::LiteRtError;
 use crate::model::{Act, Elem, EmptyOptions, Options, Quant};
@@ -33,13 +33,7 @@ pub(crate) fn unary(l: &mut Lower, id: NodeId, op: &UnaryOp) -> Result<(), LiteR
     let Some((code, options, fixed)) = unary_code(op) else {
         return composed(l, id, op);
     };
-    let (mut input, mut target) = operand(l, id, false)?;
-    if let (Some(t), Some(fixed)) = (&target, &fixed)
-        && quant::q_params(l, t.q)? != *fixed
-    {
-        target = None;
-        input = l.float(l.g.node(id).inputs[0])?;
-    }
+    let (input, target) = quant::operand_fixed(l, id, fixed.as_ref())?;
     let (out, last) = result(l, id, input, &target, false)?;
     l.emit(code, &[input], &[out], options);
     finish(l, out, last);

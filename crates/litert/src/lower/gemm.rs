@@ -192,11 +192,7 @@ fn int8_fc(
     if reals.len() != m {
         return Err(l.refuse(id, "a bias that is not one value per output"));
     }
-    let bq: Vec<i32> = reals
-        .iter()
-        .zip(&bscale)
-        .map(|(r, s)| (r / s).round_ties_even() as i32)
-        .collect();
+    let bq = quant::bias_values(&reals, &bscale);
     let bqp = Quant {
         scale: bscale,
         zero_point: vec![0; m],

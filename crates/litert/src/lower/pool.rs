@@ -3,61 +3,13 @@
 //! tensor, keeping them).
 
 use super::conv::{Padding, pad_hw, padding};
-use super::{Lower, Value, nhwc_axis, quant};
+use super::quant::{finish, operand, result};
+use super::{Lower, nhwc_axis};
 use crate::error::LiteRtError;
 use crate::model::{Act, Elem, Options, Window};
 use crate::schema::litert::BuiltinOperator as B;
 use graph_ir::NodeId;
 use graph_ir::ops::{Pool, PoolKind, Reduce, ReduceKind};
-
-/// The input of a pool or reduction, int8 when a quantized form applies:
-/// `(input tensor, int8 target)`.
-pub(crate) fn operand(l: &mut Lower, id: NodeId, fuse: bool) -> Result<(i32, Option<quant::Target>), LiteRtError> {
-    let x = l.g.node(id).inputs[0];
-    if let (Some(t), Some(xi)) = (quant::target(l, id, fuse), quant::int8_inputs(l, &[x])) {
-        return Ok((xi[0], Some(t)));
-    }
-    Ok((l.float(x)?, None))
-}
-
-/// The output tensor of an operator that keeps its input's quantization
-/// (`same_params`) or takes the target's, and the step that finishes it.
-pub(crate) fn result(
-    l: &mut Lower,
-    id: NodeId,
-    input: i32,
-    target: &Option<quant::Target>,
-    same_params: bool,
-) -> Result<(i32, Option<i32>), LiteRtError> {
-    match target {
-        None => {
-            let out = l.f32_out(id, 0);
-            l.set(id.out(0), Value::T(out));
-            Ok((out, None))
-        }
-        Some(t) if !same_params => Ok((quant::output(l, t)?, None)),
-        Some(t) => {
-            let def = l.m.tensor(input).clone();
-            if def.quant.as_ref() == Some(&quant::q_params(l, t.q)?) {
-                return Ok((quant::output(l, t)?, None));
-            }
-            let shape = super::nhwc(&l.g.node(id).outputs[0].shape);
-            let name = l.g.node(id).name.clone();
-            let tmp = l.m.activation(&name, Elem::I8, shape, def.quant.clone());
-            let out = quant::output(l, t)?;
-            Ok((tmp, Some(out)))
-        }
-    }
-}
-
-/// Requantizes `tmp` into `out` where the operator had to keep its
-/// input's parameters.
-pub(crate) fn finish(l: &mut Lower, tmp: i32, out: Option<i32>) {
-    if let Some(out) = out {
-        let options = Options::Empty(crate::model::EmptyOptions::Quantize);
-        l.emit(B::QUANTIZE, &[tmp], &[out], options);
-    }
-}
 
 pub(crate) fn pool(l: &mut Lower, id: NodeId, p: &Pool) -> Result<(), LiteRtError> {
     let n = l.g.node(id).clone();

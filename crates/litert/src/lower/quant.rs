@@ -269,6 +269,81 @@ pub(crate) fn output(l: &mut Lower, target: &Target) -> Result<i32, LiteRtError>
     Ok(t)
 }
 
+/// The input of a one-input operator, int8 when a quantized form
+/// applies: `(input tensor, int8 target)`.
+pub(crate) fn operand(l: &mut Lower, id: NodeId, fuse: bool) -> Result<(i32, Option<Target>), LiteRtError> {
+    let x = l.g.node(id).inputs[0];
+    if let (Some(t), Some(xi)) = (target(l, id, fuse), int8_inputs(l, &[x])) {
+        return Ok((xi[0], Some(t)));
+    }
+    Ok((l.float(x)?, None))
+}
+
+/// The output tensor of an operator that keeps its input's quantization
+/// (`same_params`) or takes the target's, and the step that finishes it.
+pub(crate) fn result(
+    l: &mut Lower,
+    id: NodeId,
+    input: i32,
+    target: &Option<Target>,
+    same_params: bool,
+) -> Result<(i32, Option<i32>), LiteRtError> {
+    match target {
+        None => {
+            let out = l.f32_out(id, 0);
+            l.set(id.out(0), Value::T(out));
+            Ok((out, None))
+        }
+        Some(t) if !same_params => Ok((output(l, t)?, None)),
+        Some(t) => {
+            let def = l.m.tensor(input).clone();
+            if def.quant.as_ref() == Some(&q_params(l, t.q)?) {
+                return Ok((output(l, t)?, None));
+            }
+            let shape = super::nhwc(&l.g.node(id).outputs[0].shape);
+            let name = l.g.node(id).name.clone();
+            let tmp = l.m.activation(&name, Elem::I8, shape, def.quant.clone());
+            let out = output(l, t)?;
+            Ok((tmp, Some(out)))
+        }
+    }
+}
+
+/// Requantizes `tmp` into `out` where the operator had to keep its
+/// input's parameters.
+pub(crate) fn finish(l: &mut Lower, tmp: i32, out: Option<i32>) {
+    if let Some(out) = out {
+        let options = Options::Empty(EmptyOptions::Quantize);
+        l.emit(B::QUANTIZE, &[tmp], &[out], options);
+    }
+}
+
+/// [`operand`] for an operator whose int8 kernel fixes its output
+/// parameters to `fixed`: float where the ONNX file's differ.
+pub(crate) fn operand_fixed(
+    l: &mut Lower,
+    id: NodeId,
+    fixed: Option<&Quant>,
+) -> Result<(i32, Option<Target>), LiteRtError> {
+    let (input, target) = operand(l, id, false)?;
+    if let (Some(t), Some(fixed)) = (&target, fixed)
+        && q_params(l, t.q)? != *fixed
+    {
+        return Ok((l.float(l.g.node(id).inputs[0])?, None));
+    }
+    Ok((input, target))
+}
+
+/// Biases at `scales`, from their real values (round half to even,
+/// saturating).
+pub(crate) fn bias_values(reals: &[f32], scales: &[f32]) -> Vec<i32> {
+    reals
+        .iter()
+        .zip(scales)
+        .map(|(r, s)| (r / s).round_ties_even().clamp(i32::MIN as f32, i32::MAX as f32) as i32)
+        .collect()
+}
+
 /// Symmetric int8 weights per slice along `axis` of `c`'s real values
 /// (LiteRT's rule: zero points 0, values in -127..127), as the file
 /// stores them after `perm`; the scales, and whether `c` had to be

@@ -5,7 +5,7 @@
 //! Split, Resize, and Softmax over the channel. On an int8 tensor they
 //! keep its quantization, and the result stays int8.
 
-use super::pool::{finish, result};
+use super::quant::{finish, result};
 use super::{Lower, TO_NCHW, TO_NHWC, Value, consts, nhwc, nhwc_axis, quant};
 use crate::error::LiteRtError;
 use crate::model::{Act, Elem, EmptyOptions, Options, Quant};
@@ -319,13 +319,7 @@ pub(crate) fn softmax(l: &mut Lower, id: NodeId, axis: i64, log: bool) -> Result
         return Err(l.refuse(id, "a (log-)softmax LiteRT cannot place on its last axis"));
     }
     let fixed = Quant::tensor(1.0 / 256.0, -128);
-    let (mut input, mut target) = super::pool::operand(l, id, false)?;
-    if let Some(t) = &target
-        && quant::q_params(l, t.q)? != fixed
-    {
-        target = None;
-        input = l.float(n.inputs[0])?;
-    }
+    let (input, target) = quant::operand_fixed(l, id, Some(&fixed))?;
     let (out, last) = result(l, id, input, &target, false)?;
     l.emit(B::SOFTMAX, &[input], &[out], Options::Softmax);
     finish(l, out, last);
