@@ -29,6 +29,25 @@ fn pads(x: &[usize], y: &[usize], k: [usize; 2], stride: [usize; 2], is_same: bo
     [t, l, b, r]
 }
 
+/// The operator being read: its index, input and output tensors, and the
+/// file's shapes of its first input and output.
+pub(crate) struct At<'s> {
+    k: usize,
+    ins: &'s [i32],
+    x: i32,
+    y: i32,
+    xs: Vec<usize>,
+    ys: Vec<usize>,
+}
+
+impl At<'_> {
+    /// `op` on the operator's first input, computing its output.
+    fn one(&self, r: &mut Reader, op: Op) -> Result<(), LiteRtError> {
+        let a = r.value_as(self.x, None)?;
+        r.add(self.k, op, &[a], self.y)
+    }
+}
+
 pub(crate) fn operator<'a>(
     r: &mut Reader<'a>,
     k: usize,
@@ -38,13 +57,18 @@ pub(crate) fn operator<'a>(
     x: i32,
     y: i32,
 ) -> Result<(), LiteRtError> {
-    let (xs, ys) = (r.shape(x)?, r.shape(y)?);
-    let one = |r: &mut Reader<'a>, op: Op| -> Result<(), LiteRtError> {
-        let a = r.value_as(x, None)?;
-        r.add(k, op, &[a], y)
+    let at = At {
+        k,
+        ins,
+        x,
+        y,
+        xs: r.shape(x)?,
+        ys: r.shape(y)?,
     };
+    let (xs, ys) = (&at.xs, &at.ys);
+    let one = |r: &mut Reader<'a>, op: Op| at.one(r, op);
     match code {
-        B::CONV_2D | B::DEPTHWISE_CONV_2D => conv(r, k, code, op, ins, (&xs, &ys, y)),
+        B::CONV_2D | B::DEPTHWISE_CONV_2D => conv(r, code, op, &at),
         B::FULLY_CONNECTED => {
             let ws = r.shape(ins[1])?;
             let mut inputs = vec![r.value_as(x, None)?, r.value_as(ins[1], Some(ws.clone()))?];
@@ -76,7 +100,7 @@ pub(crate) fn operator<'a>(
                 kind,
                 kernel,
                 strides,
-                pads: pads(&xs, &ys, kernel, strides, o.padding() == fb::Padding::SAME),
+                pads: pads(xs, ys, kernel, strides, o.padding() == fb::Padding::SAME),
                 dilations: [1, 1],
                 ceil_mode: false,
             };
@@ -123,25 +147,14 @@ pub(crate) fn operator<'a>(
             };
             one(r, Op::Unary(Unary { op: u }))
         }
-        _ => moving(r, k, code, op, ins, x, y),
+        _ => moving(r, code, op, &at),
     }
 }
 
 /// Operators that move or convert data, and softmax.
-fn moving<'a>(
-    r: &mut Reader<'a>,
-    k: usize,
-    code: B,
-    op: &fb::Operator<'a>,
-    ins: &[i32],
-    x: i32,
-    y: i32,
-) -> Result<(), LiteRtError> {
-    let (xs, ys) = (r.shape(x)?, r.shape(y)?);
-    let one = |r: &mut Reader<'a>, op: Op| -> Result<(), LiteRtError> {
-        let a = r.value_as(x, None)?;
-        r.add(k, op, &[a], y)
-    };
+fn moving<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Result<(), LiteRtError> {
+    let (k, ins, y, xs, ys) = (at.k, at.ins, at.y, &at.xs, &at.ys);
+    let one = |r: &mut Reader<'a>, op: Op| at.one(r, op);
     match code {
         B::CONCATENATION => {
             let axis = op.builtin_options_as_concatenation_options().map_or(0, |o| o.axis());
@@ -156,7 +169,7 @@ fn moving<'a>(
             r.add(k, Op::Concat(concat), &inputs, y)
         }
         B::RESHAPE => {
-            let shape = view(&ys).iter().map(|d| *d as i64).collect();
+            let shape = view(ys).iter().map(|d| *d as i64).collect();
             one(
                 r,
                 Op::Reshape(Reshape {
@@ -202,7 +215,7 @@ fn moving<'a>(
             one(r, Op::Slice(slice))
         }
         B::QUANTIZE | B::DEQUANTIZE => one(r, Op::Cast(Cast { to: DType::F32 })),
-        B::RESIZE_BILINEAR | B::RESIZE_NEAREST_NEIGHBOR => one(r, Op::Resize(resize(code, op, &ys))),
+        B::RESIZE_BILINEAR | B::RESIZE_NEAREST_NEIGHBOR => one(r, Op::Resize(resize(code, op, ys))),
         B::SOFTMAX => {
             let axis = view_axis(xs.len() - 1, xs.len()) as i64;
             one(r, Op::Softmax(Softmax { axis, log: false }))
@@ -242,14 +255,8 @@ fn resize<'a>(code: B, op: &fb::Operator<'a>, ys: &[usize]) -> Resize {
     }
 }
 
-fn conv<'a>(
-    r: &mut Reader<'a>,
-    k: usize,
-    code: B,
-    op: &fb::Operator<'a>,
-    ins: &[i32],
-    (xs, ys, y): (&[usize], &[usize], i32),
-) -> Result<(), LiteRtError> {
+fn conv<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Result<(), LiteRtError> {
+    let (k, ins, y, xs, ys) = (at.k, at.ins, at.y, &at.xs[..], &at.ys[..]);
     let ws = r.shape(ins[1])?;
     let (stride, dilation, is_same) = if code == B::CONV_2D {
         let o = op
