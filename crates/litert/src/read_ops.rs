@@ -48,6 +48,60 @@ impl At<'_> {
     }
 }
 
+/// Refuses an operator with fewer inputs than its code reads, or whose
+/// window operands are not rank 4, before anything indexes them.
+fn check(r: &Reader, at: &At, code: B) -> Result<(), LiteRtError> {
+    let (inputs, rank4) = match code {
+        B::CONV_2D | B::DEPTHWISE_CONV_2D => (2, true),
+        B::AVERAGE_POOL_2D | B::MAX_POOL_2D | B::RESIZE_BILINEAR | B::RESIZE_NEAREST_NEIGHBOR => (1, true),
+        B::SLICE => (3, false),
+        B::FULLY_CONNECTED
+        | B::MEAN
+        | B::SUM
+        | B::REDUCE_MAX
+        | B::ADD
+        | B::SUB
+        | B::MUL
+        | B::DIV
+        | B::MAXIMUM
+        | B::MINIMUM
+        | B::TRANSPOSE
+        | B::PAD
+        | B::PADV2 => (2, false),
+        _ => (1, false),
+    };
+    if at.ins.len() < inputs {
+        return Err(r.bad(format!(
+            "operator {} ({code:?}) has {} inputs; it takes {inputs}",
+            at.k,
+            at.ins.len()
+        )));
+    }
+    if (rank4 && (at.xs.len() != 4 || at.ys.len() != 4)) || at.xs.is_empty() {
+        return Err(r.bad(format!(
+            "operator {} ({code:?}) reads a tensor of shape {:?} into {:?}",
+            at.k, at.xs, at.ys
+        )));
+    }
+    Ok(())
+}
+
+/// `values` when it holds `n` entries, each below `bound` when given.
+fn sized(
+    r: &Reader,
+    k: usize,
+    what: &str,
+    values: Vec<i64>,
+    n: usize,
+    bound: Option<i64>,
+) -> Result<Vec<i64>, LiteRtError> {
+    let inside = |v: &i64| bound.is_none_or(|b| (0..b).contains(v));
+    if values.len() != n || !values.iter().all(inside) {
+        return Err(r.bad(format!("operator {k}: {what} {values:?} does not fit its input")));
+    }
+    Ok(values)
+}
+
 pub(crate) fn operator<'a>(
     r: &mut Reader<'a>,
     k: usize,
@@ -65,12 +119,16 @@ pub(crate) fn operator<'a>(
         xs: r.shape(x)?,
         ys: r.shape(y)?,
     };
+    check(r, &at, code)?;
     let (xs, ys) = (&at.xs, &at.ys);
     let one = |r: &mut Reader<'a>, op: Op| at.one(r, op);
     match code {
         B::CONV_2D | B::DEPTHWISE_CONV_2D => conv(r, code, op, &at),
         B::FULLY_CONNECTED => {
             let ws = r.shape(ins[1])?;
+            if ws.len() != 2 {
+                return Err(r.bad(format!("operator {k}: fully-connected weights of shape {ws:?}")));
+            }
             let mut inputs = vec![r.value_as(x, None)?, r.value_as(ins[1], Some(ws.clone()))?];
             if let Some(&b) = ins.get(2).filter(|b| **b >= 0) {
                 inputs.push(r.value_as(b, Some(vec![ws[0]]))?);
@@ -108,6 +166,9 @@ pub(crate) fn operator<'a>(
         }
         B::MEAN | B::SUM | B::REDUCE_MAX => {
             let axes: Vec<usize> = r.ints(ins[1])?.iter().map(|a| *a as usize).collect();
+            if axes.iter().any(|a| *a >= xs.len()) {
+                return Err(r.bad(format!("operator {k}: axes {axes:?} of a rank-{} input", xs.len())));
+            }
             let keep = op.builtin_options_as_reducer_options().is_some_and(|o| o.keep_dims());
             if code == B::REDUCE_MAX {
                 if xs.len() == 4 && keep && axes == [1, 2] {
@@ -179,7 +240,9 @@ fn moving<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Re
             )
         }
         B::TRANSPOSE => {
-            let p: Vec<usize> = r.ints(ins[1])?.iter().map(|a| *a as usize).collect();
+            let n = xs.len();
+            let p = sized(r, k, "permutation", r.ints(ins[1])?, n, Some(n as i64))?;
+            let p: Vec<usize> = p.iter().map(|a| *a as usize).collect();
             let perm = if p.len() == 4 {
                 (0..4).map(|i| TO_NHWC[p[TO_NCHW[i]]]).collect()
             } else {
@@ -188,8 +251,8 @@ fn moving<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Re
             one(r, Op::Transpose(Transpose { perm }))
         }
         B::PAD | B::PADV2 => {
-            let pairs = r.ints(ins[1])?;
             let n = xs.len();
+            let pairs = sized(r, k, "paddings", r.ints(ins[1])?, 2 * n, None)?;
             let axis = |v: usize| if n == 4 { TO_NCHW[v] } else { v };
             let mut pads: Vec<i64> = (0..n).map(|v| pairs[2 * axis(v)]).collect();
             pads.extend((0..n).map(|v| pairs[2 * axis(v) + 1]));
@@ -201,8 +264,9 @@ fn moving<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Re
             one(r, Op::Pad(pad))
         }
         B::SLICE => {
-            let (begin, size) = (r.ints(ins[1])?, r.ints(ins[2])?);
             let n = xs.len();
+            let begin = sized(r, k, "begin", r.ints(ins[1])?, n, None)?;
+            let size = sized(r, k, "size", r.ints(ins[2])?, n, None)?;
             let axis = |v: usize| if n == 4 { TO_NCHW[v] } else { v };
             let starts: Vec<i64> = (0..n).map(|v| begin[axis(v)]).collect();
             let ends = (0..n).map(|v| begin[axis(v)] + size[axis(v)]).collect();
@@ -258,6 +322,9 @@ fn resize<'a>(code: B, op: &fb::Operator<'a>, ys: &[usize]) -> Resize {
 fn conv<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Result<(), LiteRtError> {
     let (k, ins, y, xs, ys) = (at.k, at.ins, at.y, &at.xs[..], &at.ys[..]);
     let ws = r.shape(ins[1])?;
+    if ws.len() != 4 || ws[1] == 0 || ws[2] == 0 {
+        return Err(r.bad(format!("operator {k}: convolution weights of shape {ws:?}")));
+    }
     let (stride, dilation, is_same) = if code == B::CONV_2D {
         let o = op
             .builtin_options_as_conv_2_doptions()
@@ -314,4 +381,41 @@ fn binary<'a>(r: &mut Reader<'a>, k: usize, code: B, ins: &[i32], y: i32) -> Res
         inputs.push(r.value_as(i, Some(view(&s)))?);
     }
     r.add(k, Op::Binary(Binary { op }), &inputs, y)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{Act, Elem, ModelBuilder, Options};
+    use crate::schema::litert::BuiltinOperator as B;
+
+    /// A file of one operator `code` on `inputs` (of a rank-2 input `x`).
+    fn file(code: B, extra: &[i32], options: Options) -> Vec<u8> {
+        let mut m = ModelBuilder::new();
+        let x = m.activation("x", Elem::F32, vec![1, 4], None);
+        let y = m.activation("y", Elem::F32, vec![1, 4], None);
+        let mut ins = vec![x];
+        ins.extend(extra);
+        m.op((code, 1), &ins, &[y], options);
+        m.finish(&[x], &[y], "test")
+    }
+
+    #[test]
+    fn operators_that_do_not_fit_their_inputs_are_refused_not_indexed() {
+        let fc = file(B::FULLY_CONNECTED, &[], Options::FullyConnected { act: Act::None });
+        let err = crate::cost_graph(&fc, "fc.tflite").unwrap_err().to_string();
+        assert!(err.contains("has 1 inputs; it takes 2"), "{err}");
+        let pool = file(B::MAX_POOL_2D, &[], Options::None);
+        let err = crate::cost_graph(&pool, "pool.tflite").unwrap_err().to_string();
+        assert!(err.contains("reads a tensor of shape [1, 4]"), "{err}");
+        let mut m = ModelBuilder::new();
+        let x = m.activation("x", Elem::F32, vec![1, 4], None);
+        let y = m.activation("y", Elem::F32, vec![1, 4], None);
+        let perm = m.const_i32("perm", vec![2], &[0, 7], None);
+        let options = Options::Empty(crate::model::EmptyOptions::Transpose);
+        m.op((B::TRANSPOSE, 1), &[x, perm], &[y], options);
+        let err = crate::cost_graph(&m.finish(&[x], &[y], "t"), "t.tflite")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("permutation [0, 7]"), "{err}");
+    }
 }
