@@ -164,33 +164,7 @@ pub(crate) fn operator<'a>(
             };
             one(r, Op::Pool(pool))
         }
-        B::MEAN | B::SUM | B::REDUCE_MAX => {
-            let axes: Vec<usize> = r.ints(ins[1])?.iter().map(|a| *a as usize).collect();
-            if axes.iter().any(|a| *a >= xs.len()) {
-                return Err(r.bad(format!("operator {k}: axes {axes:?} of a rank-{} input", xs.len())));
-            }
-            let keep = op.builtin_options_as_reducer_options().is_some_and(|o| o.keep_dims());
-            if code == B::REDUCE_MAX {
-                if xs.len() == 4 && keep && axes == [1, 2] {
-                    return one(r, Op::GlobalMaxPool(GlobalMaxPool));
-                }
-                return Err(r.bad(format!("operator {k}: a REDUCE_MAX other than over H and W")));
-            }
-            let kind = if code == B::MEAN {
-                ReduceKind::Mean
-            } else {
-                ReduceKind::Sum
-            };
-            let axes = axes.iter().map(|a| view_axis(*a, xs.len()) as i64).collect();
-            one(
-                r,
-                Op::Reduce(Reduce {
-                    kind,
-                    axes,
-                    keepdims: keep,
-                }),
-            )
-        }
+        B::MEAN | B::SUM | B::REDUCE_MAX => reduce(r, code, op, &at),
         B::ADD | B::SUB | B::MUL | B::DIV | B::MAXIMUM | B::MINIMUM => binary(r, k, code, ins, y),
         B::RELU | B::RELU6 | B::LOGISTIC | B::TANH | B::HARD_SWISH | B::LEAKY_RELU => {
             let u = match code {
@@ -317,6 +291,37 @@ fn resize<'a>(code: B, op: &fb::Operator<'a>, ys: &[usize]) -> Resize {
         coord,
         target: ResizeTarget::Sizes([ys[1], ys[2]]),
     }
+}
+
+/// MEAN, SUM, or REDUCE_MAX over H and W.
+fn reduce<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Result<(), LiteRtError> {
+    let (k, ins, xs) = (at.k, at.ins, &at.xs);
+    let one = |r: &mut Reader<'a>, op: Op| at.one(r, op);
+    let axes: Vec<usize> = r.ints(ins[1])?.iter().map(|a| *a as usize).collect();
+    if axes.iter().any(|a| *a >= xs.len()) {
+        return Err(r.bad(format!("operator {k}: axes {axes:?} of a rank-{} input", xs.len())));
+    }
+    let keep = op.builtin_options_as_reducer_options().is_some_and(|o| o.keep_dims());
+    if code == B::REDUCE_MAX {
+        if xs.len() == 4 && keep && axes == [1, 2] {
+            return one(r, Op::GlobalMaxPool(GlobalMaxPool));
+        }
+        return Err(r.bad(format!("operator {k}: a REDUCE_MAX other than over H and W")));
+    }
+    let kind = if code == B::MEAN {
+        ReduceKind::Mean
+    } else {
+        ReduceKind::Sum
+    };
+    let axes = axes.iter().map(|a| view_axis(*a, xs.len()) as i64).collect();
+    one(
+        r,
+        Op::Reduce(Reduce {
+            kind,
+            axes,
+            keepdims: keep,
+        }),
+    )
 }
 
 fn conv<'a>(r: &mut Reader<'a>, code: B, op: &fb::Operator<'a>, at: &At) -> Result<(), LiteRtError> {
