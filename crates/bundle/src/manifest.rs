@@ -286,6 +286,10 @@ impl Manifest {
                     )));
                 }
             }
+            if let Some(t) = &s.tflite_model {
+                check_lite(&s.name, &s.inputs, &t.inputs)?;
+                check_lite(&s.name, &s.outputs, &t.outputs)?;
+            }
             known.extend(s.outputs.iter());
         }
         for t in &self.outputs {
@@ -330,6 +334,43 @@ impl Manifest {
         out.push(("required_operators".into(), &self.required_operators));
         out
     }
+}
+
+/// A subgraph's LiteRT tensors name its tensors in order, each with a
+/// layout of [`LAYOUTS`], type `f32` or `i8`, and an `i8` one a positive
+/// finite scale.
+fn check_lite(subgraph: &str, onnx: &[TensorSpec], lite: &[LiteTensor]) -> Result<(), BundleError> {
+    let names = |v: Vec<&str>| v.join(", ");
+    if onnx.len() != lite.len() || onnx.iter().zip(lite).any(|(a, b)| a.name != b.name) {
+        return Err(inconsistent(format!(
+            "subgraph `{subgraph}`'s LiteRT file lists tensors {}; the subgraph's are {}",
+            names(lite.iter().map(|t| t.name.as_str()).collect()),
+            names(onnx.iter().map(|t| t.name.as_str()).collect())
+        )));
+    }
+    for t in lite {
+        let bad = |what: String| inconsistent(format!("subgraph `{subgraph}`'s LiteRT tensor `{}` {what}", t.name));
+        if !LAYOUTS.contains(&t.layout.as_str()) {
+            return Err(bad(format!(
+                "has layout `{}`; the layouts are {}",
+                t.layout,
+                LAYOUTS.join(", ")
+            )));
+        }
+        match (t.dtype.as_str(), &t.quantization) {
+            ("f32", _) => {}
+            ("i8", Some(q)) if q.scale.is_finite() && q.scale > 0.0 && (-128..=127).contains(&q.zero_point) => {}
+            ("i8", Some(q)) => {
+                return Err(bad(format!(
+                    "is i8 with scale {} and zero point {}; LiteRT takes a positive finite scale and a zero point in -128..127",
+                    q.scale, q.zero_point
+                )));
+            }
+            ("i8", None) => return Err(bad("is i8 without scale and zero point".into())),
+            (d, _) => return Err(bad(format!("has type `{d}`; LiteRT files here hold f32 or i8"))),
+        }
+    }
+    Ok(())
 }
 
 fn inconsistent(what: String) -> BundleError {

@@ -300,6 +300,32 @@ fn bad_bundles_are_refused_with_one_line() {
     edit(&d, |v| v["schema"] = "stretch.bundle/1".into());
     fails(&[&arg(&d)], "(an older stretch wrote it: export the model again)");
 
+    let lite = dir.join("lite");
+    export(&b, &host(), &lite, &["--no-ort", "--format", "onnx,tflite"]);
+    let d = copy(&lite, &dir.join("lite-layout"));
+    edit(&d, |v| {
+        v["subgraphs"][0]["tflite_model"]["inputs"][0]["layout"] = "nchw".into()
+    });
+    fails(
+        &[&arg(&d)],
+        "LiteRT tensor `input` has layout `nchw`; the layouts are nhwc, onnx",
+    );
+    let d = copy(&lite, &dir.join("lite-scale"));
+    edit(&d, |v| {
+        let t = &mut v["subgraphs"][0]["tflite_model"]["outputs"][0];
+        t["dtype"] = "i8".into();
+        t["quantization"] = serde_json::json!({"scale": 0.0, "zero_point": 0});
+    });
+    fails(
+        &[&arg(&d)],
+        "is i8 with scale 0 and zero point 0; LiteRT takes a positive finite scale",
+    );
+    let d = copy(&lite, &dir.join("lite-names"));
+    edit(&d, |v| {
+        v["subgraphs"][1]["tflite_model"]["outputs"][0]["name"] = "other".into()
+    });
+    fails(&[&arg(&d)], "LiteRT file lists tensors other; the subgraph's are");
+
     let d = copy(&good, &dir.join("unconnected"));
     edit(&d, |v| v["subgraphs"][1]["inputs"][0]["name"] = "nowhere".into());
     fails(
