@@ -66,10 +66,28 @@ impl Bundle {
         })
     }
 
-    /// Joins the subgraph files into one graph.
+    /// Joins the subgraph files (ONNX) into one graph.
     pub fn stitch(&self) -> Result<Loaded, BundleError> {
-        stitch(self)
+        stitch(self, Files::Onnx)
     }
+
+    /// Joins the subgraphs' `.tflite` files into one graph, each read as
+    /// [`litert::cost_graph`] reads it (rank-4 tensors seen NCHW, every
+    /// value priced as float32): the partition and meeting points a runner
+    /// of the LiteRT files needs, with no ONNX file read. A boundary
+    /// tensor must have the manifest's shape; its type is the manifest's
+    /// ONNX one only at the runner's side of the file. `files` holds the
+    /// `.tflite` bytes.
+    pub fn stitch_tflite(&self) -> Result<Loaded, BundleError> {
+        stitch(self, Files::Tflite)
+    }
+}
+
+/// Which file of each subgraph [`stitch`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Files {
+    Onnx,
+    Tflite,
 }
 
 fn dtype(name: &str) -> Option<DType> {
@@ -94,7 +112,7 @@ fn fact(t: &TensorSpec) -> Result<Fact, BundleError> {
     Ok(Fact::new(d, t.shape.clone()))
 }
 
-fn stitch(b: &Bundle) -> Result<Loaded, BundleError> {
+fn stitch(b: &Bundle, from: Files) -> Result<Loaded, BundleError> {
     let m = &b.manifest;
     let mut g = Graph::new(m.model.clone());
     let mut values: HashMap<String, Outlet> = HashMap::new();
@@ -106,18 +124,32 @@ fn stitch(b: &Bundle) -> Result<Loaded, BundleError> {
     let mut subgraphs = Vec::new();
     let mut files = Vec::new();
     for s in &m.subgraphs {
-        let path = b.path(&s.model);
-        let bytes = b.bytes(&s.model)?;
+        let file = match from {
+            Files::Onnx => &s.model,
+            Files::Tflite => {
+                &s.tflite_model
+                    .as_ref()
+                    .ok_or_else(|| BundleError::Inconsistent {
+                        what: format!("subgraph `{}` has no .tflite file", s.name),
+                    })?
+                    .model
+            }
+        };
+        let path = b.path(file);
+        let bytes = b.bytes(file)?;
         let bad = |reason: String| BundleError::Model {
             path: path.clone(),
             reason,
         };
-        let sub = graph_ir::onnx::import_bytes(
-            bytes::Bytes::copy_from_slice(&bytes),
-            &path.display().to_string(),
-            &Default::default(),
-        )
-        .map_err(|e| bad(e.to_string()))?;
+        let sub = match from {
+            Files::Onnx => graph_ir::onnx::import_bytes(
+                bytes::Bytes::copy_from_slice(&bytes),
+                &path.display().to_string(),
+                &Default::default(),
+            )
+            .map_err(|e| bad(e.to_string()))?,
+            Files::Tflite => litert::cost_graph(&bytes, &path.display().to_string()).map_err(|e| bad(e.to_string()))?,
+        };
         if sub.inputs().len() != s.inputs.len() || sub.outputs().len() != s.outputs.len() {
             return Err(bad(format!(
                 "has {} inputs and {} outputs; the manifest lists {} and {}",
@@ -130,7 +162,12 @@ fn stitch(b: &Bundle) -> Result<Loaded, BundleError> {
         let mut map: HashMap<Outlet, Outlet> = HashMap::new();
         for (id, t) in sub.inputs().iter().zip(&s.inputs) {
             let have = &sub.node(*id).outputs[0];
-            if *have != fact(t)? {
+            let want = fact(t)?;
+            let differs = match from {
+                Files::Onnx => *have != want,
+                Files::Tflite => have.shape != want.shape,
+            };
+            if differs {
                 return Err(bad(format!(
                     "input `{}` is {have}; the manifest says {} {:?}",
                     t.name, t.dtype, t.shape

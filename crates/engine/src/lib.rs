@@ -3,7 +3,7 @@
 //! An [`Engine`] compiles an ONNX model once into a [`Compiled`] model that
 //! runs many times ([`engine`]); tract is built in ([`tract`]), onnxruntime
 //! is loaded at run time with the `ort` feature ([`ort`]); a bundle's
-//! LiteRT files run on tract-tflite ([`tflite`], an entry a runner adds). The
+//! LiteRT files run on tract through stretch's own reader ([`tflite`], an entry a runner adds; [`tflite_load`]). The
 //! [`EngineRegistry`] is the one list of engines: configurations name an
 //! engine by its registered name, and the runtime, the profiler and the
 //! bundle runner make their engines from the registry they are given, so
@@ -22,6 +22,7 @@ pub mod registry;
 mod roots;
 pub mod tflite;
 mod tflite_io;
+pub mod tflite_load;
 pub mod tract;
 
 pub use config::{EngineConfig, Remote, Spin};

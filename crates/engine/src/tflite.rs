@@ -1,5 +1,5 @@
-//! LiteRT (`.tflite`) files on tract (tract-tflite), for runners that keep
-//! their values as the ONNX files hold them.
+//! LiteRT (`.tflite`) files on tract (read by [`crate::tflite_load`]), for
+//! runners that keep their values as the ONNX files hold them.
 //!
 //! A `.tflite` file of a bundle holds rank-4 activations NHWC where the
 //! ONNX files hold them NCHW, and int8 where the ONNX files hand uint8 (or
@@ -15,8 +15,8 @@ use crate::registry::{Builds, EngineEntry};
 use crate::tract::{TRACT_VERSION, TractCompiled, executor};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use tract_onnx::prelude::*;
-use tract_onnx::tract_core::internal::tract_linalg::multithread::Executor;
+use tract_core::internal::tract_linalg::multithread::Executor;
+use tract_core::prelude::*;
 
 const TFLITE: &str = "tflite";
 
@@ -30,7 +30,7 @@ pub const MAGIC: &[u8; 8] = b"STRTFL1\n";
 pub const TFLITE_ENTRY: EngineEntry = EngineEntry {
     name: TFLITE,
     aliases: &[],
-    summary: "LiteRT (.tflite) files of a bundle on tract-tflite, converted to and from ONNX form at their boundary",
+    summary: "LiteRT (.tflite) files of a bundle on tract, converted to and from ONNX form at their boundary",
     builds: Builds::Named,
     make: |c| Ok(Box::new(TfliteEngine::new(c.threads)?)),
 };
@@ -155,8 +155,8 @@ impl TfliteFile {
     }
 }
 
-/// The tflite engine: tract-tflite loads the file, tract optimises and
-/// runs it; with `threads > 1` matrix products split over a private pool.
+/// The tflite engine: [`crate::tflite_load`] reads the file, tract
+/// optimises and runs it; with `threads > 1` matrix products split over a private pool.
 #[derive(Debug)]
 pub struct TfliteEngine {
     threads: usize,
@@ -180,11 +180,7 @@ impl TfliteEngine {
         for b in f.inputs.iter().chain(&f.outputs) {
             b.check().map_err(|e| load(format!("{}: {e}", f.file)))?;
         }
-        let model = guarded(&f.file, || {
-            let mut m = tract_tflite::tflite().model_for_read(&mut &f.model[..])?;
-            float_scales_as_products(&mut m)?;
-            Ok(m)
-        })?;
+        let model = crate::tflite_load::typed_model(&f.model).map_err(|e| load(format!("{}: {e}", f.file)))?;
         let input_types = facts(&f, &model)?;
         let plan = guarded(&f.file, || {
             let options = RunOptions {
@@ -201,64 +197,24 @@ impl TfliteEngine {
     }
 }
 
-/// Runs `f` (tract-tflite loading or optimising `file`), its error or
-/// panic as one line naming the file (and the operator tract-tflite
-/// lacks, where that is the error).
+/// Runs `f` (tract optimising the model of `file`), its error or panic
+/// as one line naming the file.
 fn guarded<T>(file: &str, f: impl FnOnce() -> TractResult<T>) -> Result<T, EngineError> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(load(format!("{file}: {}", explain(&e)))),
+        Ok(Err(e)) => Err(load(format!(
+            "{file}: {}",
+            e.root_cause().to_string().lines().next().unwrap_or("").trim()
+        ))),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "a panic".into());
-            Err(load(format!("{file}: tract-tflite panicked: {what}")))
+            Err(load(format!("{file}: tract panicked: {what}")))
         }
     }
-}
-
-/// tract-tflite 0.23.9 reads MEAN as a sum scaled by `1/n` with tract's
-/// `Scale`, which rounds its result to an integer (right for quantized
-/// values, wrong for floats): each `Scale` of float values becomes a
-/// product.
-fn float_scales_as_products(m: &mut TypedModel) -> TractResult<()> {
-    use tract_onnx::tract_core::ops::binary::TypedBinOp;
-    for id in 0..m.nodes().len() {
-        let is_scale = m
-            .node(id)
-            .op_as::<TypedBinOp>()
-            .is_some_and(|op| op.0.name() == "Scale");
-        if is_scale && m.node(id).outputs[0].fact.datum_type.is_float() {
-            m.node_mut(id).op = Box::new(tract_onnx::tract_core::ops::math::mul());
-        }
-    }
-    Ok(())
-}
-
-/// tract-tflite's error in one line: the operator it has no translation
-/// for, else the innermost cause.
-fn explain(e: &TractError) -> String {
-    let unsupported = e.chain().map(|c| c.to_string()).find(|m| m.starts_with("Unsupported:"));
-    if let Some(m) = unsupported {
-        let op = m
-            .match_indices("builtin_code: ")
-            .find(|(i, _)| !m[..*i].ends_with('_'))
-            .and_then(|(i, k)| {
-                m[i + k.len()..]
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .next()
-            })
-            .unwrap_or("?");
-        return format!("tract-tflite {TRACT_VERSION} has no operator {op}");
-    }
-    let root = e.root_cause().to_string();
-    let line = root.lines().next().unwrap_or("").trim();
-    if line.starts_with("Inconsistent convolution") {
-        return format!("tract-tflite {TRACT_VERSION} reads CONV_2D without groups: {line}");
-    }
-    line.to_string()
 }
 
 /// The datum types of the model's inputs, checked against the file's

@@ -3,8 +3,8 @@
 //! 128), float32 ↔ int8 (affine, round half to even, clamped).
 
 use crate::tflite::{Boundary, LiteElem, OnnxElem};
-use tract_onnx::prelude::*;
-use tract_onnx::tract_core::internal::{bail, ensure};
+use tract_core::internal::{bail, ensure};
+use tract_core::prelude::*;
 
 /// `v` (ONNX form of `b`) as the file takes it, of datum type `dt` (the
 /// model input's, QI8 with its parameters for a quantized input).
@@ -74,7 +74,7 @@ pub(crate) fn from_lite(v: &Tensor, b: &Boundary) -> TractResult<Tensor> {
 }
 
 /// The elements of `v`, which must hold `T` (quantized or not).
-fn view<T: Datum>(v: &Tensor) -> TractResult<tract_onnx::prelude::tract_ndarray::ArrayViewD<'_, T>> {
+fn view<T: Datum>(v: &Tensor) -> TractResult<tract_core::prelude::tract_ndarray::ArrayViewD<'_, T>> {
     v.to_plain_array_view::<T>()
 }
 

@@ -62,6 +62,19 @@ fn check_both(out: &Path) {
     }
 }
 
+/// `stretch-run --format tflite --check` passes on `out`, its output
+/// holding every `want`.
+fn check_tflite(out: &Path, want: &[&str]) {
+    let text = stretch_run_ok(&[&arg(out), "--format", "tflite", "--check"]);
+    assert!(
+        text.contains("engine=tflite") && text.contains("check: output 0"),
+        "{text}"
+    );
+    for w in want {
+        assert!(text.contains(w), "want `{w}`:\n{text}");
+    }
+}
+
 #[test]
 fn zoo_models_export_with_ort_files_and_run_on_both_engines() {
     let dir = scratch("bundle-zoo");
@@ -106,6 +119,7 @@ fn zoo_models_export_with_ort_files_and_run_on_both_engines() {
             "{name}: a .tflite per subgraph"
         );
         check_both(&out);
+        check_tflite(&out, &[]);
         check_litert(&[out], &[]);
     }
 }
@@ -176,6 +190,7 @@ fn a_quantized_branched_model_exports_at_its_precisions_and_runs_within_a_step()
     assert!(report.contains("int8") && report.contains("fp16"), "{report}");
     assert!(m.reference.atol > 0.0 || m.reference.rtol > 0.0);
     check_both(&out);
+    check_tflite(&out, &["precision=int8", "precision=fp16"]);
     let predicted = stretch_ok(&["predict", "--bundle", &arg(&out), "--device", &sd]);
     let rows = predicted.lines().filter(|l| l.starts_with("sg")).count();
     assert_eq!(rows, m.subgraphs.len(), "{predicted}");
@@ -404,10 +419,12 @@ fn grouped_convolutions_are_rewritten_for_a_gpu_that_lacks_them_and_still_match(
     }
     check_both(&out);
     check_litert(std::slice::from_ref(&out), &[]);
+    check_tflite(&out, &[]);
     let cpu = dir.join("cpu");
     assert!(
         !regnet_on("cpu", &cpu).contains("rewrote"),
         "the CPU has grouped convolutions"
     );
-    check_litert(&[cpu], &[]);
+    check_litert(std::slice::from_ref(&cpu), &[]);
+    check_tflite(&cpu, &[]);
 }

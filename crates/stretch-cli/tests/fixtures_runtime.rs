@@ -14,7 +14,8 @@
 //! Each branched model is also exported as a bundle (`stretch export`, the
 //! first input as its reference input, ONNX and LiteRT files): the
 //! bundle's reference output matches onnxruntime's whole-model output,
-//! `stretch-run --check` passes on tract and on onnxruntime, and every
+//! `stretch-run --check` passes on tract, on onnxruntime and on its
+//! LiteRT files (`--format tflite`), and every
 //! `.tflite` file run in LiteRT's interpreter matches its ONNX subgraph in
 //! onnxruntime within 1e-5 of the largest magnitude, each subgraph and
 //! the whole chain (`scripts/check_litert.py`, one Python call for all).
@@ -139,9 +140,9 @@ fn bundle(model: &Path, reference: &Array, dir: &Path) {
     let got = read(&out.join("reference-output0.npy")).expect("reference output");
     let value = Tensor::from_shape(&got.shape, &got.data).expect("tensor").into_tvalue();
     check(stem, "bundle reference", &value, reference, 0);
-    for engine in ["tract", "ort"] {
-        let text = stretch_run_ok(&[&o, "--check", "--engine", engine]);
-        assert!(text.contains("check: output 0"), "{stem} on {engine}: {text}");
+    for run in [["--engine", "tract"], ["--engine", "ort"], ["--format", "tflite"]] {
+        let text = stretch_run_ok(&[&o, "--check", run[0], run[1]]);
+        assert!(text.contains("check: output 0"), "{stem} with {run:?}: {text}");
     }
 }
 

@@ -105,14 +105,15 @@ pub fn load(b: &Bundle, configs: &[ProcessorConfig], engines: EngineRegistry) ->
     )?)
 }
 
-/// `b` on the runtime as [`load`] runs it, from its `.tflite` files: every
-/// processor of `configs` runs tract-tflite ([`engine::tflite`]), which
-/// takes and returns values in the ONNX files' form; the stitched ONNX
-/// graph gives the partition and meeting points. Fails on a subgraph
-/// without a `.tflite` file.
+/// `b` on the runtime as [`load`] runs it, from its `.tflite` files alone:
+/// every processor of `configs` runs the tflite engine
+/// ([`engine::tflite`]), which takes and returns values in the ONNX
+/// files' form; the `.tflite` files joined ([`Bundle::stitch_tflite`])
+/// give the partition and meeting points. Fails on a subgraph without a
+/// `.tflite` file.
 pub fn load_tflite(b: &Bundle, configs: &[ProcessorConfig], engines: EngineRegistry) -> Result<Runtime, RunError> {
-    let loaded = b.stitch()?;
     let files = tflite::envelopes(b)?.into_iter().map(Some).collect();
+    let loaded = b.stitch_tflite()?;
     let configs = on_tflite(configs);
     Ok(Runtime::load_partitioned(
         &loaded.graph,
