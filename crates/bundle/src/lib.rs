@@ -9,8 +9,10 @@
 
 mod dir;
 mod error;
+#[cfg(feature = "onnx")]
 pub mod export;
 mod hash;
+#[cfg(feature = "onnx")]
 mod litert_files;
 mod load;
 mod manifest;
@@ -21,6 +23,7 @@ mod staging;
 
 pub use dir::{BundleDir, MAX_FILE_BYTES, MAX_MANIFEST_BYTES};
 pub use error::BundleError;
+#[cfg(feature = "onnx")]
 pub use export::{FP16_RTOL, export, save, tensor_name, write};
 pub use hash::sha256_hex;
 pub use load::{Bundle, Loaded};

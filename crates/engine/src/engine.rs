@@ -2,7 +2,7 @@
 //! [`Compiled`] model that runs many times, from several threads at once.
 
 use crate::error::EngineError;
-use tract_onnx::prelude::{TValue, TVec};
+use tract_core::prelude::{TValue, TVec};
 
 /// A tensor crossing an engine's boundary (shared, cheap to clone).
 pub type Value = TValue;
@@ -43,7 +43,7 @@ pub trait Compiled: Send + Sync {
 /// `inputs` as engine values (f32 only), for the engine named `engine`;
 /// the first that is not f32 data is named by its index.
 pub fn values(engine: &'static str, inputs: &[graph_ir::Tensor]) -> Result<TVec<Value>, EngineError> {
-    use tract_onnx::prelude::IntoTValue;
+    use tract_core::prelude::IntoTValue;
     inputs
         .iter()
         .enumerate()
@@ -52,7 +52,7 @@ pub fn values(engine: &'static str, inputs: &[graph_ir::Tensor]) -> Result<TVec<
             let data = t
                 .to_f32_vec()
                 .ok_or_else(|| bad(format!("{} is not f32 data", t.fact())))?;
-            tract_onnx::prelude::Tensor::from_shape(t.shape(), &data)
+            tract_core::prelude::Tensor::from_shape(t.shape(), &data)
                 .map(|t| t.into_tvalue())
                 .map_err(|e| bad(format!("{e:#}")))
         })

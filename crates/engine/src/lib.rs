@@ -23,11 +23,15 @@ mod roots;
 pub mod tflite;
 mod tflite_io;
 pub mod tflite_load;
+#[cfg(feature = "onnx")]
 pub mod tract;
+mod tract_plan;
 
 pub use config::{EngineConfig, Remote, Spin};
 pub use engine::{Compiled, Engine, Value, values};
 pub use error::EngineError;
 pub use registry::{Builds, EngineEntry, EngineRegistry, ORT_BUILT};
 pub use roots::search_roots;
-pub use tract::{NodeTimed, PlanNode, TRACT_VERSION, TractEngine, tract_model};
+#[cfg(feature = "onnx")]
+pub use tract::{NodeTimed, PlanNode, TractEngine, tract_model};
+pub use tract_plan::TRACT_VERSION;

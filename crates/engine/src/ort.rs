@@ -10,7 +10,7 @@ use ort::session::Session;
 use ort::value::{Tensor as OrtTensor, TensorElementType};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use tract_onnx::prelude::{Datum, DatumType, IntoTValue, TVec, Tensor};
+use tract_core::prelude::{Datum, DatumType, IntoTValue, TVec, Tensor};
 
 /// Where the pip wheel of onnxruntime keeps its library, relative to a
 /// repository root holding the project's `.venv`, for any Python 3
@@ -303,11 +303,11 @@ impl Compiled for OrtCompiled {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "onnx"))]
 mod tests {
     use super::*;
     use crate::tract::TractEngine;
-    use tract_onnx::prelude::{Tensor, tvec};
+    use tract_core::prelude::{Tensor, tvec};
 
     const INPUT: [usize; 4] = [1, 8, 6, 6];
 

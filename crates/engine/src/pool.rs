@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use tract_onnx::prelude::{Datum, DatumType, IntoArcTensor, TValue, Tensor};
+use tract_core::prelude::{Datum, DatumType, IntoArcTensor, TValue, Tensor};
 
 /// Puzzle's chunk size (bytes).
 pub const CHUNK_BYTES: usize = 2048;

@@ -9,7 +9,6 @@
 use crate::config::EngineConfig;
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::tract::TractEngine;
 
 /// Which configurations an entry builds.
 #[derive(Clone, Copy)]
@@ -55,13 +54,14 @@ pub struct EngineRegistry {
     entries: Vec<EngineEntry>,
 }
 
-/// tract, built in.
+/// tract, built in (feature `onnx`: tract's ONNX loader).
+#[cfg(feature = "onnx")]
 pub const TRACT: EngineEntry = EngineEntry {
     name: "tract",
     aliases: &[],
     summary: "tract (sonos/tract), pure Rust",
     builds: Builds::Named,
-    make: |c| Ok(Box::new(TractEngine::new(c.threads)?)),
+    make: |c| Ok(Box::new(crate::tract::TractEngine::new(c.threads)?)),
 };
 
 /// onnxruntime, loaded at run time (feature `ort`).
@@ -92,11 +92,21 @@ fn ort(_: &EngineConfig) -> Result<Box<dyn Engine>, EngineError> {
 }
 
 impl EngineRegistry {
-    /// tract and onnxruntime, for local processors.
+    /// tract and onnxruntime, for local processors (onnxruntime alone in
+    /// a build without the `onnx` feature).
     pub fn builtin() -> EngineRegistry {
         EngineRegistry {
+            #[cfg(feature = "onnx")]
             entries: vec![TRACT, ORT],
+            #[cfg(not(feature = "onnx"))]
+            entries: vec![ORT],
         }
+    }
+
+    /// No engine: a runner that links only the engines it adds with
+    /// [`EngineRegistry::with`] (the slim runner of LiteRT files).
+    pub fn empty() -> EngineRegistry {
+        EngineRegistry { entries: Vec::new() }
     }
 
     /// This registry with `entry` asked before the others.
@@ -160,7 +170,7 @@ impl EngineRegistry {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "onnx"))]
 mod tests {
     use super::*;
     use crate::config::Remote;

@@ -12,7 +12,7 @@
 use crate::engine::{Compiled, Engine, Value};
 use crate::error::EngineError;
 use crate::registry::{Builds, EngineEntry};
-use crate::tract::{TRACT_VERSION, TractCompiled, executor};
+use crate::tract_plan::{TRACT_VERSION, TractCompiled, executor};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tract_core::internal::tract_linalg::multithread::Executor;
@@ -190,7 +190,7 @@ impl TfliteEngine {
             model.into_optimized()?.into_runnable_with_options(&options)
         })?;
         Ok(Box::new(TfliteCompiled {
-            inner: TractCompiled::new(plan),
+            inner: TractCompiled::new(TFLITE, plan),
             input_types,
             file: f,
         }))

@@ -1,13 +1,11 @@
 //! tract (sonos/tract): pure Rust, optimises the model at compile time.
 
-use crate::engine::{Compiled, Engine, Value, values};
+use crate::engine::{Compiled, Engine, values};
 use crate::error::EngineError;
-use std::sync::{Arc, Mutex};
+use crate::tract_plan::{TRACT_VERSION, TractCompiled, executor, run_error};
+use std::sync::Arc;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::tract_linalg::multithread::Executor;
-
-/// The exact tract release this build links (checked against Cargo.lock in tests).
-pub const TRACT_VERSION: &str = "0.23.9";
 
 const TRACT: &str = "tract";
 
@@ -81,21 +79,8 @@ impl TractEngine {
     }
 }
 
-/// A pool of `threads` threads named `name`; `None` (the calling thread
-/// alone) for one thread.
-pub(crate) fn executor(threads: usize, name: &str) -> Option<Executor> {
-    (threads > 1).then(|| Executor::multithread_with_name(threads, name))
-}
-
 fn load(e: TractError) -> EngineError {
     EngineError::Load {
-        engine: TRACT,
-        reason: format!("{e:#}"),
-    }
-}
-
-fn run_error(e: TractError) -> EngineError {
-    EngineError::Run {
         engine: TRACT,
         reason: format!("{e:#}"),
     }
@@ -115,53 +100,18 @@ impl Engine for TractEngine {
     }
 
     fn compile(&self, onnx: &[u8]) -> Result<Box<dyn Compiled>, EngineError> {
-        TractCompiled::boxed(Self::plan(onnx, self.executor.clone())?)
+        Ok(Box::new(TractCompiled::new(
+            TRACT,
+            Self::plan(onnx, self.executor.clone())?,
+        )))
     }
 
     fn compile_threads(&self, onnx: &[u8], threads: usize) -> Result<Box<dyn Compiled>, EngineError> {
         if threads == self.threads {
             return self.compile(onnx);
         }
-        TractCompiled::boxed(Self::plan(onnx, executor(threads, "stretch-tract-alone"))?)
-    }
-}
-
-/// A tract plan plus a pool of run states, so buffers are reused between runs.
-pub(crate) struct TractCompiled {
-    plan: Arc<TypedRunnableModel>,
-    states: Mutex<Vec<TypedSimpleState>>,
-}
-
-impl TractCompiled {
-    /// `plan`, with no run state yet.
-    pub(crate) fn new(plan: Arc<TypedRunnableModel>) -> TractCompiled {
-        TractCompiled {
-            plan,
-            states: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn boxed(plan: Arc<TypedRunnableModel>) -> Result<Box<dyn Compiled>, EngineError> {
-        Ok(Box::new(TractCompiled::new(plan)))
-    }
-}
-
-impl Compiled for TractCompiled {
-    fn run(&self, inputs: TVec<Value>) -> Result<TVec<Value>, EngineError> {
-        let poisoned = || EngineError::Run {
-            engine: TRACT,
-            reason: "state pool poisoned".into(),
-        };
-        let pooled = self.states.lock().map_err(|_| poisoned())?.pop();
-        let mut state = match pooled {
-            Some(s) => s,
-            None => self.plan.spawn().map_err(run_error)?,
-        };
-        let out = state.run(inputs).map_err(run_error)?;
-        if let Ok(mut pool) = self.states.lock() {
-            pool.push(state);
-        }
-        Ok(out)
+        let plan = Self::plan(onnx, executor(threads, "stretch-tract-alone"))?;
+        Ok(Box::new(TractCompiled::new(TRACT, plan)))
     }
 }
 
@@ -225,7 +175,7 @@ impl NodeTimed {
                 out
             })
             .map(drop)
-            .map_err(run_error)?;
+            .map_err(|e| run_error(TRACT, e))?;
         Ok(times)
     }
 }

@@ -8,7 +8,7 @@ use predictor::profiler::csv::{Row, Store};
 use predictor::profiler::{Event, KernelKind, Origin, Profiler, Settings, Summary};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tract_onnx::prelude::TVec;
+use tract_core::prelude::TVec;
 
 /// Counts compiled models; runs do nothing.
 struct Fake {

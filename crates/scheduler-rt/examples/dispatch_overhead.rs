@@ -17,7 +17,7 @@ use graph_ir::builder::{Builder, ConvSpec};
 use graph_ir::keys;
 use scheduler_rt::{ProcessorConfig, Runtime, WorkerKind, default_factory};
 use std::time::Instant;
-use tract_onnx::prelude::{IntoTValue, Tensor};
+use tract_core::prelude::{IntoTValue, Tensor};
 
 fn chain(n: usize, heavy: bool) -> Result<graph_ir::Graph, graph_ir::GraphError> {
     let mut b = Builder::new("chain");

@@ -16,7 +16,7 @@
 use engine::{EngineRegistry, Value};
 use scheduler_rt::{ProcessorConfig, WorkerKind};
 use std::time::{Duration, Instant};
-use tract_onnx::prelude::*;
+use tract_core::prelude::*;
 
 const RUNS: usize = 60;
 

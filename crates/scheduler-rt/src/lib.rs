@@ -25,6 +25,7 @@ pub mod npy;
 pub mod partition;
 pub mod policy;
 pub mod priority;
+#[cfg(feature = "onnx")]
 pub mod probe;
 pub mod queue;
 mod runtime;

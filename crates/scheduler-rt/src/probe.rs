@@ -6,7 +6,7 @@
 use crate::error::RuntimeError;
 use engine::{Engine, TractEngine};
 use graph_ir::{Graph, Outlet};
-use tract_onnx::prelude::{IntoTValue, TVec, Tensor};
+use tract_core::prelude::{IntoTValue, TVec, Tensor};
 
 /// Runs `g` on `samples` (`[S, ...]` row-major, each sample the volume of
 /// the graph's one input divided by its batch), the input's batch at a

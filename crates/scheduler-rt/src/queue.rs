@@ -9,7 +9,7 @@
 
 use engine::Value;
 use std::sync::{Arc, OnceLock};
-use tract_onnx::prelude::TVec;
+use tract_core::prelude::TVec;
 
 /// A value a job will hold when it runs.
 #[derive(Clone)]
@@ -49,7 +49,7 @@ pub fn publish(cells: &[Cell], outputs: &TVec<Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
+    use tract_core::prelude::{IntoTValue, Tensor, tvec};
 
     #[test]
     fn queued_inputs_resolve_once_published() {

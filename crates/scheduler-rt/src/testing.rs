@@ -15,7 +15,7 @@ use graph_ir::{Graph, GraphError, Op, keys};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tract_onnx::prelude::TVec;
+use tract_core::prelude::TVec;
 
 /// Input shape of the models built here.
 pub const INPUT: [usize; 4] = [1, 3, 32, 32];

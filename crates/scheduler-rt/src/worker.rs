@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::Instant;
-use tract_onnx::prelude::TVec;
+use tract_core::prelude::TVec;
 
 /// What a subgraph run produced: its index, the worker that ran it, outputs
 /// or error (`None`: the worker was disabled and did not run it), start and end.

@@ -8,7 +8,7 @@ use scheduler_rt::{AdaptiveParams, ProcessorConfig, Runtime};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
+use tract_core::prelude::{IntoTValue, Tensor, tvec};
 
 fn input(seed: u64) -> Value {
     Tensor::from_shape(&INPUT, &scheduler_rt::npy::random_values(seed, INPUT.iter().product()))

@@ -5,7 +5,7 @@ use graph_ir::Graph;
 use scheduler_rt::testing::{INPUT, three_branch, two_branch, unannotated};
 use scheduler_rt::{EngineFactory, ProcessorConfig, Runtime, RuntimeError};
 use std::sync::Arc;
-use tract_onnx::prelude::{IntoTValue, TVec, Tensor, tvec};
+use tract_core::prelude::{IntoTValue, TVec, Tensor, tvec};
 
 const TOLERANCE: f32 = 1e-4;
 

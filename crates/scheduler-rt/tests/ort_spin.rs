@@ -8,7 +8,7 @@ use engine::ort::OrtEngine;
 use engine::{Engine, Spin};
 use scheduler_rt::testing::{INPUT, two_branch};
 use std::time::Duration;
-use tract_onnx::prelude::{IntoTValue, Tensor, tvec};
+use tract_core::prelude::{IntoTValue, Tensor, tvec};
 
 /// CPU time of every thread of this process but the calling one, in ms.
 fn other_threads_cpu_ms() -> f64 {

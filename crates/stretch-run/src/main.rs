@@ -4,12 +4,13 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
+use engine::tflite::TFLITE_ENTRY;
 use engine::{EngineRegistry, Value};
 use scheduler_rt::ProcessorConfig;
 use scheduler_rt::npy;
 use std::path::PathBuf;
 use std::time::Instant;
-use tract_onnx::prelude::{IntoTValue, Tensor};
+use tract_core::prelude::{IntoTValue, Tensor};
 
 /// Run a stretch bundle (`stretch export`) on this machine.
 ///
@@ -38,15 +39,17 @@ struct Args {
     runs: usize,
 
     /// Engine of every processor not set by --processor (with --format
-    /// onnx).
-    #[arg(long, default_value = "tract", value_parser = engine_names())]
+    /// onnx): tract, or ort (onnxruntime, loaded at run time).
+    #[arg(long, default_value = "tract")]
     engine: String,
 
     /// Which files of the bundle run: the ONNX files on --engine, or the
-    /// LiteRT (.tflite) files on tract-tflite (every processor; --engine
-    /// and --processor engines are not used), converted to and from the
-    /// ONNX files' layouts and types where subgraphs meet.
-    #[arg(long, value_enum, default_value_t = Format::Onnx)]
+    /// LiteRT (.tflite) files on tract through stretch's own LiteRT reader
+    /// (every processor; --engine and --processor engines are not used),
+    /// converted to and from the ONNX files' layouts and types where
+    /// subgraphs meet. A runner built without the `onnx` feature runs
+    /// tflite only.
+    #[arg(long, value_enum, default_value_t = DEFAULT_FORMAT)]
     format: Format,
 
     /// A processor's worker, as `stretch run` takes it:
@@ -71,9 +74,38 @@ enum Format {
     Tflite,
 }
 
-/// The registry's named engines.
-fn engine_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(EngineRegistry::builtin().named().map(|e| e.name))
+#[cfg(feature = "onnx")]
+const DEFAULT_FORMAT: Format = Format::Onnx;
+#[cfg(not(feature = "onnx"))]
+const DEFAULT_FORMAT: Format = Format::Tflite;
+
+/// The engines of the ONNX files: tract and onnxruntime.
+#[cfg(feature = "onnx")]
+fn onnx_engines() -> Result<EngineRegistry> {
+    Ok(EngineRegistry::builtin())
+}
+
+/// The ONNX files of `b` on the runtime.
+#[cfg(feature = "onnx")]
+fn load_onnx(
+    b: &bundle::Bundle,
+    configs: &[ProcessorConfig],
+    engines: EngineRegistry,
+) -> Result<scheduler_rt::Runtime> {
+    Ok(stretch_run::load(b, configs, engines)?)
+}
+
+#[cfg(not(feature = "onnx"))]
+const NO_ONNX: &str = "--format onnx: this stretch-run was built without its ONNX loader (cargo feature `onnx`); it runs a bundle's LiteRT files (--format tflite)";
+
+#[cfg(not(feature = "onnx"))]
+fn onnx_engines() -> Result<EngineRegistry> {
+    bail!(NO_ONNX)
+}
+
+#[cfg(not(feature = "onnx"))]
+fn load_onnx(_: &bundle::Bundle, _: &[ProcessorConfig], _: EngineRegistry) -> Result<scheduler_rt::Runtime> {
+    bail!(NO_ONNX)
 }
 
 fn main() {
@@ -104,13 +136,13 @@ fn run(args: Args) -> Result<()> {
         }
         references.push(a.data);
     }
-    let engines = EngineRegistry::builtin();
-    let mut configs = stretch_run::processors(m, &args.engine, &args.processors, &engines)?;
-    if args.format == Format::Tflite {
-        configs = stretch_run::on_tflite(&configs);
-    }
+    let (engines, engine) = match args.format {
+        Format::Onnx => (onnx_engines()?, args.engine.as_str()),
+        Format::Tflite => (EngineRegistry::empty().with(TFLITE_ENTRY), TFLITE_ENTRY.name),
+    };
+    let configs = stretch_run::processors(m, engine, &args.processors, &engines)?;
     let rt = match args.format {
-        Format::Onnx => stretch_run::load(&b, &configs, engines)?,
+        Format::Onnx => load_onnx(&b, &configs, engines)?,
         Format::Tflite => stretch_run::load_tflite(&b, &configs, engines)?,
     };
     let inputs: Vec<Value> = if args.inputs.is_empty() {

@@ -16,6 +16,7 @@ pub mod csv;
 mod error;
 pub mod fusion;
 pub mod host;
+#[cfg(feature = "onnx")]
 pub mod in_model;
 pub mod kernel_graph;
 pub mod link;

@@ -5,7 +5,7 @@
 use engine::{Compiled, Engine, EngineError, Value};
 use graph_ir::stats::quantile_sorted;
 use std::time::Instant;
-use tract_onnx::prelude::TVec;
+use tract_core::prelude::TVec;
 
 /// A compiled model with its inputs bound, so that a timed run holds
 /// neither model loading nor input conversion.

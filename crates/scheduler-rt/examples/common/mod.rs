@@ -1,7 +1,7 @@
 //! Loading ONNX files for the timing examples.
 
 use engine::{Compiled, Engine, Value};
-use tract_onnx::prelude::*;
+use tract_core::prelude::*;
 
 /// A compiled file with random inputs of the shapes the file declares.
 pub struct Loaded {

@@ -12,7 +12,7 @@ use engine::host;
 use engine::host::CoreSet;
 use graph_ir::Graph;
 use std::sync::Arc;
-use tract_onnx::prelude::{IntoTValue, Tensor};
+use tract_core::prelude::{IntoTValue, Tensor};
 
 /// A benchmark's figures, one traced run of the branched model on its
 /// processors, and every run of the adaptive runtime (load, then none)

@@ -17,7 +17,7 @@ use graph_ir::Outlet;
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Instant;
-use tract_onnx::prelude::TVec;
+use tract_core::prelude::TVec;
 
 /// A request in progress: the values computed so far, the subgraphs
 /// started and left, the values promised by queue workers, and what the

@@ -8,7 +8,7 @@ use crate::{Runtime, Trace};
 use engine::host;
 use engine::host::CoreSet;
 use std::time::{Duration, Instant};
-use tract_onnx::prelude::{IntoTValue, Tensor};
+use tract_core::prelude::{IntoTValue, Tensor};
 
 /// How long the benchmark pauses after every block of a configuration whose
 /// engine threads spin after a run ([`Spin::On`]): onnxruntime's intra-op

@@ -9,7 +9,7 @@ use graph_ir::{Graph, NodeId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
-use tract_onnx::prelude::*;
+use tract_core::prelude::*;
 
 /// Bytes written before each timed run of a piece, so that it starts with
 /// its weights and inputs out of the core's private caches, as in a
