@@ -8,16 +8,17 @@
 #   scripts/cross/aarch64.sh [BUNDLE_DIR ...]
 #
 # Without bundles it exports two: resnet18 (torchvision structure, random
-# weights, 224x224) branched on the host's two cores in fp32 (with LiteRT
-# files, run with --format onnx and --format tflite), and the same
-# branched model quantized (both cores int8, 32 digits images).
+# weights, 224x224) branched on the host's two cores in fp32, and the same
+# branched model quantized (both cores int8, 32 digits images), both with
+# LiteRT files, each run with --format onnx and --format tflite.
 #
 # Toolchain: the distribution's Rust (rustc 1.63, rustc-web 1.85) is older
 # than this workspace needs (1.92; let-chains are stable from 1.88), so
 # the aarch64 standard library comes from rustup (`rustup target add`);
 # the cross linker (gcc-aarch64-linux-gnu) and qemu-user-static come from
 # the system's package repositories. The binary is built without the
-# onnxruntime engine: a static binary cannot load libonnxruntime.so.
+# onnxruntime engine (`--no-default-features --features onnx`): a static
+# binary cannot load libonnxruntime.so.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/stretch/target}"
@@ -60,10 +61,10 @@ echo "   $(qemu-aarch64-static --version | head -1)"
 echo "   $(rustc --version), rust-std for $T from rustup"
 lap
 
-echo "== 2. cargo build --release -p stretch-run --target $T (static, tract only)"
+echo "== 2. cargo build --release -p stretch-run --target $T (static, tract: ONNX and LiteRT files)"
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
 RUSTFLAGS="-C target-feature=+crt-static" \
-  cargo build --release -q -p stretch-run --no-default-features --target "$T"
+  cargo build --release -q -p stretch-run --no-default-features --features onnx --target "$T"
 BIN="$CARGO_TARGET_DIR/$T/release/stretch-run"
 cp "$BIN" "$OUT/stretch-run-aarch64"
 aarch64-linux-gnu-strip "$OUT/stretch-run-aarch64"
@@ -95,7 +96,8 @@ if [[ ${#BUNDLES[@]} -eq 0 ]]; then
   } >"$OUT/host-int8.toml"
   "$S" quantize "$OUT/resnet18-branched.onnx" --device "$OUT/host-int8.toml" --calibration digits --samples 32 \
     -o "$OUT/resnet18-int8.onnx" | head -1
-  "$S" export "$OUT/resnet18-int8.onnx" --device "$OUT/host-int8.toml" --no-ort -o "$OUT/resnet18-int8" | tail -1
+  "$S" export "$OUT/resnet18-int8.onnx" --device "$OUT/host-int8.toml" --no-ort --format onnx,tflite \
+    -o "$OUT/resnet18-int8" | tail -1
   BUNDLES=("$OUT/resnet18-fp32" "$OUT/resnet18-int8")
   lap
 fi
@@ -103,10 +105,9 @@ fi
 echo "== 4. each bundle on x86 and under qemu-aarch64"
 X86="$CARGO_TARGET_DIR/release/stretch-run"
 for B in "${BUNDLES[@]}"; do
-  # Its LiteRT files too, where tract-tflite runs them (float bundles: it
-  # has no QUANTIZE or DEQUANTIZE).
+  # Its LiteRT files too, where it has them.
   formats=(onnx)
-  if grep -q '"tflite_model"' "$B/bundle.json" && ! grep -Eq '"precision": "(int8|fp16)"' "$B/bundle.json"; then
+  if grep -q '"tflite_model"' "$B/bundle.json"; then
     formats+=(tflite)
   fi
   for F in "${formats[@]}"; do
