@@ -112,6 +112,37 @@ fn fact(t: &TensorSpec) -> Result<Fact, BundleError> {
     Ok(Fact::new(d, t.shape.clone()))
 }
 
+/// Subgraph `s`'s file of kind `from` as a graph, its bytes and its path.
+fn read_subgraph(
+    b: &Bundle,
+    s: &crate::manifest::Subgraph,
+    from: Files,
+) -> Result<(Graph, Arc<[u8]>, PathBuf), BundleError> {
+    let file = match from {
+        Files::Onnx => &s.model,
+        Files::Tflite => {
+            &s.tflite_model
+                .as_ref()
+                .ok_or_else(|| BundleError::Inconsistent {
+                    what: format!("subgraph `{}` has no .tflite file", s.name),
+                })?
+                .model
+        }
+    };
+    let path = b.path(file);
+    let bytes = b.bytes(file)?;
+    let name = path.display().to_string();
+    let sub = match from {
+        Files::Onnx => graph_ir::onnx::import_bytes(bytes::Bytes::copy_from_slice(&bytes), &name, &Default::default())
+            .map_err(|e| e.to_string()),
+        Files::Tflite => litert::cost_graph(&bytes, &name).map_err(|e| e.to_string()),
+    };
+    match sub {
+        Ok(g) => Ok((g, bytes, path)),
+        Err(reason) => Err(BundleError::Model { path, reason }),
+    }
+}
+
 fn stitch(b: &Bundle, from: Files) -> Result<Loaded, BundleError> {
     let m = &b.manifest;
     let mut g = Graph::new(m.model.clone());
@@ -124,31 +155,10 @@ fn stitch(b: &Bundle, from: Files) -> Result<Loaded, BundleError> {
     let mut subgraphs = Vec::new();
     let mut files = Vec::new();
     for s in &m.subgraphs {
-        let file = match from {
-            Files::Onnx => &s.model,
-            Files::Tflite => {
-                &s.tflite_model
-                    .as_ref()
-                    .ok_or_else(|| BundleError::Inconsistent {
-                        what: format!("subgraph `{}` has no .tflite file", s.name),
-                    })?
-                    .model
-            }
-        };
-        let path = b.path(file);
-        let bytes = b.bytes(file)?;
+        let (sub, bytes, path) = read_subgraph(b, s, from)?;
         let bad = |reason: String| BundleError::Model {
             path: path.clone(),
             reason,
-        };
-        let sub = match from {
-            Files::Onnx => graph_ir::onnx::import_bytes(
-                bytes::Bytes::copy_from_slice(&bytes),
-                &path.display().to_string(),
-                &Default::default(),
-            )
-            .map_err(|e| bad(e.to_string()))?,
-            Files::Tflite => litert::cost_graph(&bytes, &path.display().to_string()).map_err(|e| bad(e.to_string()))?,
         };
         if sub.inputs().len() != s.inputs.len() || sub.outputs().len() != s.outputs.len() {
             return Err(bad(format!(

@@ -25,9 +25,10 @@ pub struct Args {
     #[command(flatten)]
     pub model: ModelArgs,
 
-    /// Device profile whose processors the model's annotations name.
+    /// Device profile whose processors the model's annotations name
+    /// (required for a bundle; not read by --format torch).
     #[arg(long, value_name = "PROFILE.toml")]
-    pub device: PathBuf,
+    pub device: Option<PathBuf>,
 
     /// Processor for nodes without a `processor` annotation (default: the
     /// device's first CPU).
@@ -58,8 +59,13 @@ pub struct Args {
     /// `tflite` (LiteRT, NHWC, at each processor's precision: int8
     /// full-integer, float16 weights, or float32; the manifest names the
     /// LiteRT delegate of each processor). A node with no LiteRT form
-    /// fails the export, naming it.
-    #[arg(long, value_delimiter = ',', default_value = "onnx", value_parser = ["onnx", "tflite"], value_name = "onnx[,tflite]")]
+    /// fails the export, naming it. `torch` alone writes no bundle but the
+    /// whole model as a PyTorch module to train in one's own pipeline:
+    /// `model.py` (imports only torch; a submodule per stem, stage branch,
+    /// merge and head), `weights.safetensors` and `stretch-torch.json`
+    /// (structure fingerprint, key ↔ initializer map, input shape and
+    /// normalisation); `stretch import-weights` brings trained weights back.
+    #[arg(long, value_delimiter = ',', default_value = "onnx", value_parser = ["onnx", "tflite", "torch"], value_name = "onnx[,tflite]|torch")]
     pub format: Vec<String>,
 
     /// The bundle directory: new or empty, or with --force a bundle to
@@ -75,8 +81,18 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.format.iter().any(|f| f == "torch") {
+        if args.format.len() > 1 {
+            anyhow::bail!("--format torch writes a PyTorch module, not a bundle: give it alone");
+        }
+        let graph = args.model.load_runnable()?;
+        return super::export_torch::run(&graph, &args.out, args.force);
+    }
+    let Some(device_path) = &args.device else {
+        anyhow::bail!("--device PROFILE.toml is required to write a bundle (--format onnx[,tflite])");
+    };
     let graph = args.model.load_runnable()?;
-    let device = DeviceProfile::load(&args.device).with_context(|| format!("device {}", args.device.display()))?;
+    let device = DeviceProfile::load(device_path).with_context(|| format!("device {}", device_path.display()))?;
     let default = match &args.processor {
         Some(p) => p.clone(),
         None => bundle::default_processor(&device).context("the device profile has no processors")?,
