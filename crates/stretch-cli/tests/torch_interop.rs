@@ -78,6 +78,7 @@ fn an_exported_model_comes_back_unchanged_and_model_py_compiles() {
         .args(["-m", "py_compile", &arg(&out.join("model.py"))])
         .arg(scripts.join("train.py"))
         .arg(scripts.join("to_safetensors.py"))
+        .arg(scripts.join("check_forward.py"))
         .output()
         .expect("run python");
     assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
