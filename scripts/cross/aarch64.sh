@@ -79,7 +79,7 @@ if [[ ${#BUNDLES[@]} -eq 0 ]]; then
   S="$CARGO_TARGET_DIR/release/stretch"
   "$S" stretch fixtures/models/resnet18.onnx --device configs/devices/host.toml --processors cpu0,cpu1 \
     --random-weights 1 -o "$OUT/resnet18-branched.onnx" | tail -1
-  "$S" export "$OUT/resnet18-branched.onnx" --device configs/devices/host.toml --no-ort --format onnx,tflite \
+  "$S" export "$OUT/resnet18-branched.onnx" --device configs/devices/host.toml --no-ort --format onnx,tflite --force \
     -o "$OUT/resnet18-fp32" | tail -1
   {
     echo 'name = "host-int8"'
@@ -96,7 +96,7 @@ if [[ ${#BUNDLES[@]} -eq 0 ]]; then
   } >"$OUT/host-int8.toml"
   "$S" quantize "$OUT/resnet18-branched.onnx" --device "$OUT/host-int8.toml" --calibration digits --samples 32 \
     -o "$OUT/resnet18-int8.onnx" | head -1
-  "$S" export "$OUT/resnet18-int8.onnx" --device "$OUT/host-int8.toml" --no-ort --format onnx,tflite \
+  "$S" export "$OUT/resnet18-int8.onnx" --device "$OUT/host-int8.toml" --no-ort --format onnx,tflite --force \
     -o "$OUT/resnet18-int8" | tail -1
   BUNDLES=("$OUT/resnet18-fp32" "$OUT/resnet18-int8")
   lap

@@ -142,7 +142,11 @@ pub fn layout(g: &Graph) -> Result<Layout, TorchError> {
         let group = match n.annotations.get(keys::STAGE) {
             Some(stage) => {
                 seen_stage = true;
-                let s = ident(stage);
+                let s = if stage.chars().all(|c| c.is_ascii_digit()) {
+                    stage.clone()
+                } else {
+                    format!("_{}", ident(stage))
+                };
                 match n.annotations.get(keys::BRANCH) {
                     Some(b) => format!("stage{s}.{}", branch_names[&(stage.clone(), b.clone())]),
                     None => format!("stage{s}.merge"),
