@@ -26,13 +26,16 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 
+DOUBLE = False
+
+
 def build(d):
     spec = importlib.util.spec_from_file_location("stretch_model", d / "model.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     m = mod.build()
     m.load_state_dict(load_file(d / "weights.safetensors"))
-    return m.eval()
+    return m.eval().double() if DOUBLE else m.eval()
 
 
 def main():
@@ -42,7 +45,10 @@ def main():
     p.add_argument("--batch", type=int, default=16, help="global batch")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--tolerance", type=float, default=1e-5)
+    p.add_argument("--double", action="store_true", help="train in float64: tells rounding apart from a real difference")
     a = p.parse_args()
+    global DOUBLE
+    DOUBLE = a.double
     cuda = torch.cuda.is_available()
     dist.init_process_group("nccl" if cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -52,7 +58,8 @@ def main():
     d = Path(a.dir)
     shape = json.loads((d / "stretch-torch.json").read_text())["inputs"][0]["shape"]
     gen = torch.Generator().manual_seed(0)
-    xs = torch.rand([a.steps * a.batch] + shape[1:], generator=gen) * 2 - 1
+    xs = torch.rand([a.steps * a.batch] + shape[1:], generator=gen, dtype=torch.float64) * 2 - 1
+    xs = xs if a.double else xs.float()
     torch.manual_seed(0)
     ddp = torch.nn.parallel.DistributedDataParallel(build(d).to(dev))
     classes = ddp(xs[:1].to(dev)).shape[1]
