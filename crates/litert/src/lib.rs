@@ -19,6 +19,7 @@ mod model;
 mod options;
 mod read;
 mod read_ops;
+mod view;
 #[allow(clippy::all, unsafe_op_in_unsafe_fn, mismatched_lifetime_syntaxes, dead_code)]
 #[rustfmt::skip]
 pub mod schema {
@@ -31,6 +32,7 @@ pub mod schema {
 pub use error::LiteRtError;
 pub use model::Elem;
 pub use read::cost_graph;
+pub use view::{FileView, OpenError};
 
 use graph_ir::Graph;
 

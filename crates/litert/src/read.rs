@@ -8,6 +8,7 @@
 use crate::error::LiteRtError;
 use crate::lower::{TO_NCHW, TO_NHWC};
 use crate::schema::litert as fb;
+use crate::view::FileView;
 use graph_ir::{DType, Fact, Graph, Op, Outlet, Tensor};
 use std::collections::HashMap;
 
@@ -18,15 +19,11 @@ pub fn cost_graph(bytes: &[u8], file: &str) -> Result<Graph, LiteRtError> {
         file: file.to_string(),
         reason,
     };
-    let model = fb::root_as_model(bytes).map_err(|e| bad(format!("not a LiteRT model: {e}")))?;
-    let sub = model
-        .subgraphs()
-        .and_then(|s| (!s.is_empty()).then(|| s.get(0)))
-        .ok_or_else(|| bad("no subgraph".into()))?;
+    let f = FileView::open(bytes).map_err(|e| bad(e.to_string()))?;
+    let sub = f.subgraph;
     let mut r = Reader {
         g: Graph::new(file),
-        tensors: sub.tensors().map(|t| t.iter().collect()).unwrap_or_default(),
-        buffers: model.buffers().map(|b| b.iter().collect()).unwrap_or_default(),
+        f,
         values: HashMap::new(),
         file: file.to_string(),
     };
@@ -35,15 +32,10 @@ pub fn cost_graph(bytes: &[u8], file: &str) -> Result<Graph, LiteRtError> {
         let o = r.g.add_input(r.name(i), fact).map_err(|e| bad(e.to_string()))?;
         r.values.insert(i, o);
     }
-    let codes: Vec<fb::BuiltinOperator> = model
-        .operator_codes()
-        .map(|c| c.iter().map(|c| c.builtin_code()).collect())
-        .unwrap_or_default();
     for (k, op) in sub.operators().into_iter().flatten().enumerate() {
-        let code = codes
-            .get(op.opcode_index() as usize)
-            .copied()
-            .ok_or_else(|| bad(format!("operator {k} names no operator code")))?;
+        let code =
+            r.f.code(&op)
+                .ok_or_else(|| bad(format!("operator {k} names no operator code")))?;
         r.operator(k, code, &op)?;
     }
     let mut outputs = Vec::new();
@@ -55,11 +47,10 @@ pub fn cost_graph(bytes: &[u8], file: &str) -> Result<Graph, LiteRtError> {
     Ok(r.g)
 }
 
-/// A file being read: its tensors and buffers, and the graph made so far.
+/// A file being read and the graph made so far.
 pub(crate) struct Reader<'a> {
     g: Graph,
-    tensors: Vec<fb::Tensor<'a>>,
-    buffers: Vec<fb::Buffer<'a>>,
+    f: FileView<'a>,
     values: HashMap<i32, Outlet>,
     file: String,
 }
@@ -87,17 +78,13 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn tensor(&self, i: i32) -> Result<fb::Tensor<'a>, LiteRtError> {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| self.tensors.get(i).copied())
+        self.f
+            .tensor(i)
             .ok_or_else(|| self.bad(format!("tensor {i} does not exist")))
     }
 
     pub(crate) fn name(&self, i: i32) -> String {
-        self.tensor(i)
-            .ok()
-            .and_then(|t| t.name().map(str::to_string))
-            .unwrap_or_else(|| format!("t{i}"))
+        self.f.name(i)
     }
 
     /// The file's shape of tensor `i`.
@@ -126,6 +113,7 @@ impl<'a> Reader<'a> {
     pub(crate) fn ints(&self, i: i32) -> Result<Vec<i64>, LiteRtError> {
         let t = self.tensor(i)?;
         let data = self
+            .f
             .buffers
             .get(t.buffer() as usize)
             .and_then(|b| b.data())
@@ -145,11 +133,7 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn is_const(&self, i: i32) -> bool {
-        self.tensor(i).is_ok_and(|t| {
-            self.buffers
-                .get(t.buffer() as usize)
-                .is_some_and(|b| b.data().is_some_and(|d| !d.is_empty()))
-        })
+        self.f.data(i).is_some()
     }
 
     /// The value of tensor `i`: computed, an input, or a constant made

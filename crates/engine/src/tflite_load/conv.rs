@@ -62,29 +62,13 @@ pub(super) fn conv2d(l: &mut Loader, name: &str, op: &fb::Operator, ins: &[i32])
         per_group > 0 && cin % per_group == 0 && ks[0] % (cin / per_group) == 0,
         "has a filter of shape {ks:?} for {cin} input channels"
     );
-    let spec = PoolSpec {
-        data_format: DataFormat::NHWC,
-        kernel_shape: tvec!(ks[1], ks[2]),
-        padding: padding(o.padding())?,
-        dilations: Some(tvec!(
-            positive("dilation", o.dilation_h_factor())?,
-            positive("dilation", o.dilation_w_factor())?
-        )),
-        strides: Some(tvec!(
-            positive("stride", o.stride_h())?,
-            positive("stride", o.stride_w())?
-        )),
-        input_channels: cin,
-        output_channels: ks[0],
-    };
-    let conv = Conv {
-        pool_spec: spec,
-        kernel_fmt: KernelFormat::OIHW,
-        group: cin / per_group,
-        q_params: None,
-    };
     let kernel = Arc::new(kernel.as_ref().clone().permute_axes(&[0, 3, 1, 2])?);
-    let w = convolve(l, name, conv, ins[0], kernel, bias)?;
+    let window = Window {
+        padding: o.padding(),
+        strides: (o.stride_h(), o.stride_w()),
+        dilations: (o.dilation_h_factor(), o.dilation_w_factor()),
+    };
+    let w = convolve(l, name, ins[0], kernel, bias, cin / per_group, &window)?;
     l.activation(name, w, o.fused_activation_function())
 }
 
@@ -102,41 +86,57 @@ pub(super) fn depthwise(l: &mut Loader, name: &str, op: &fb::Operator, ins: &[i3
         "has a filter of shape {ks:?} for {cin} input channels"
     );
     let kernel = Arc::new(kernel.as_ref().clone().permute_axes(&[3, 0, 1, 2])?);
+    let window = Window {
+        padding: o.padding(),
+        strides: (o.stride_h(), o.stride_w()),
+        dilations: (o.dilation_h_factor(), o.dilation_w_factor()),
+    };
+    let w = convolve(l, name, ins[0], kernel, bias, cin, &window)?;
+    l.activation(name, w, o.fused_activation_function())
+}
+
+/// The window options of a CONV_2D or DEPTHWISE_CONV_2D: LiteRT's
+/// padding, strides and dilations `(h, w)`.
+struct Window {
+    padding: fb::Padding,
+    strides: (i32, i32),
+    dilations: (i32, i32),
+}
+
+/// Tensor `x` (NHWC) convolved in `group` groups by `kernel` plus `bias`.
+/// The kernel is OIHW, `[O, I/group, H, W]`: tract reads a grouped OHWI
+/// filter with the groups on O.
+fn convolve(
+    l: &mut Loader,
+    name: &str,
+    x: i32,
+    kernel: Arc<Tensor>,
+    bias: Arc<Tensor>,
+    group: usize,
+    w: &Window,
+) -> TractResult<OutletId> {
+    let ks = kernel.shape();
     let spec = PoolSpec {
         data_format: DataFormat::NHWC,
-        kernel_shape: tvec!(ks[1], ks[2]),
-        padding: padding(o.padding())?,
+        kernel_shape: tvec!(ks[2], ks[3]),
+        padding: padding(w.padding)?,
         dilations: Some(tvec!(
-            positive("dilation", o.dilation_h_factor())?,
-            positive("dilation", o.dilation_w_factor())?
+            positive("dilation", w.dilations.0)?,
+            positive("dilation", w.dilations.1)?
         )),
         strides: Some(tvec!(
-            positive("stride", o.stride_h())?,
-            positive("stride", o.stride_w())?
+            positive("stride", w.strides.0)?,
+            positive("stride", w.strides.1)?
         )),
-        input_channels: cin,
-        output_channels: ks[3],
+        input_channels: ks[1] * group,
+        output_channels: ks[0],
     };
     let conv = Conv {
         pool_spec: spec,
         kernel_fmt: KernelFormat::OIHW,
-        group: cin,
+        group,
         q_params: None,
     };
-    let w = convolve(l, name, conv, ins[0], kernel, bias)?;
-    l.activation(name, w, o.fused_activation_function())
-}
-
-/// `conv` of tensor `x` by `kernel` (OIHW: tract reads a grouped OHWI
-/// filter with the groups on O) plus `bias`.
-fn convolve(
-    l: &mut Loader,
-    name: &str,
-    conv: Conv,
-    x: i32,
-    kernel: Arc<Tensor>,
-    bias: Arc<Tensor>,
-) -> TractResult<OutletId> {
     let x = l.float(x)?;
     let k = l.konst(&format!("{name}.filter"), kernel)?;
     let b = l.konst(&format!("{name}.bias"), bias)?;

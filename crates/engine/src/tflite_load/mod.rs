@@ -19,6 +19,7 @@ mod pointwise;
 mod shape;
 
 use litert::schema::litert as fb;
+use litert::{FileView, OpenError};
 use std::collections::HashMap;
 use thiserror::Error;
 use tract_core::internal::*;
@@ -45,15 +46,14 @@ pub enum LiteLoadError {
 /// The tract model of the LiteRT file `bytes`: its first subgraph, inputs
 /// and outputs in the file's orders and types (QI8 for int8 tensors).
 pub fn typed_model(bytes: &[u8]) -> Result<TypedModel, LiteLoadError> {
-    let model = fb::root_as_model(bytes).map_err(|e| LiteLoadError::NotLiteRt(e.to_string()))?;
-    let sub = model
-        .subgraphs()
-        .and_then(|s| (!s.is_empty()).then(|| s.get(0)))
-        .ok_or_else(|| LiteLoadError::NotLiteRt("no subgraph".into()))?;
+    let f = FileView::open(bytes).map_err(|e| match e {
+        OpenError::NotLiteRt(reason) => LiteLoadError::NotLiteRt(reason),
+        OpenError::NoSubgraph => LiteLoadError::NotLiteRt("no subgraph".into()),
+    })?;
+    let sub = f.subgraph;
     let mut l = Loader {
         model: TypedModel::default(),
-        tensors: sub.tensors().map(|t| t.iter().collect()).unwrap_or_default(),
-        buffers: model.buffers().map(|b| b.iter().collect()).unwrap_or_default(),
+        f,
         wires: HashMap::new(),
         floats: HashMap::new(),
         consts: HashMap::new(),
@@ -66,24 +66,17 @@ pub fn typed_model(bytes: &[u8]) -> Result<TypedModel, LiteLoadError> {
         let wire = source.map_err(|e| l.tensor_error(i, e))?;
         l.wires.insert(i, wire);
     }
-    let codes: Vec<fb::BuiltinOperator> = model
-        .operator_codes()
-        .map(|c| c.iter().map(|c| c.builtin_code()).collect())
-        .unwrap_or_default();
     for (index, op) in sub.operators().into_iter().flatten().enumerate() {
-        let code = codes
-            .get(op.opcode_index() as usize)
-            .copied()
-            .ok_or_else(|| LiteLoadError::Operator {
-                index,
-                code: "?".into(),
-                output: "?".into(),
-                reason: format!(
-                    "names operator code {}, the file has {}",
-                    op.opcode_index(),
-                    codes.len()
-                ),
-            })?;
+        let code = l.f.code(&op).ok_or_else(|| LiteLoadError::Operator {
+            index,
+            code: "?".into(),
+            output: "?".into(),
+            reason: format!(
+                "names operator code {}, the file has {}",
+                op.opcode_index(),
+                l.f.codes.len()
+            ),
+        })?;
         l.operator(index, code, &op)?;
     }
     let mut outputs = Vec::new();
@@ -101,11 +94,10 @@ pub fn typed_model(bytes: &[u8]) -> Result<TypedModel, LiteLoadError> {
     Ok(l.model)
 }
 
-/// A file being read: its tensors and buffers, and the model made so far.
+/// A file being read and the model made so far.
 pub(crate) struct Loader<'a> {
     pub(crate) model: TypedModel,
-    tensors: Vec<fb::Tensor<'a>>,
-    buffers: Vec<fb::Buffer<'a>>,
+    f: FileView<'a>,
     /// Tensor → its wire, in the file's type (QI8 for per-tensor int8).
     wires: HashMap<i32, OutletId>,
     /// Tensor → its float32 wire.
@@ -125,17 +117,11 @@ pub(crate) struct Quant {
 
 impl<'a> Loader<'a> {
     fn tensor(&self, i: i32) -> TractResult<fb::Tensor<'a>> {
-        usize::try_from(i)
-            .ok()
-            .and_then(|k| self.tensors.get(k).copied())
-            .with_context(|| format!("tensor {i} does not exist"))
+        self.f.tensor(i).with_context(|| format!("tensor {i} does not exist"))
     }
 
     pub(crate) fn name(&self, i: i32) -> String {
-        self.tensor(i)
-            .ok()
-            .and_then(|t| t.name().map(str::to_string))
-            .unwrap_or_else(|| format!("t{i}"))
+        self.f.name(i)
     }
 
     fn tensor_error(&self, i: i32, e: TractError) -> LiteLoadError {
@@ -212,13 +198,8 @@ impl<'a> Loader<'a> {
 
     /// The bytes of constant tensor `i`, `None` for a computed tensor.
     fn data(&self, i: i32) -> TractResult<Option<&'a [u8]>> {
-        let t = self.tensor(i)?;
-        Ok(self
-            .buffers
-            .get(t.buffer() as usize)
-            .and_then(|b| b.data())
-            .map(|d| d.bytes())
-            .filter(|d| !d.is_empty()))
+        self.tensor(i)?;
+        Ok(self.f.data(i))
     }
 
     /// Constant tensor `i` with its element type as stored (no
