@@ -4,7 +4,10 @@
 # branched on the host's two cores (--alpha 1), exported with
 # `stretch export --format torch`; scripts/torch/check_forward.py runs the
 # module's forward in eval mode and onnxruntime on the branched ONNX file
-# on the same input, within 1e-5 of the largest magnitude.
+# on the same input, within 1e-5 of the largest magnitude, and
+# scripts/torch/check_gradients.py compares one training step's gradients
+# (train mode, a batch of 8) with `stretch gradients` (burn's, as `stretch
+# train` takes them), within 1e-4 of each tensor's largest.
 #
 #   PY=/path/to/python-with-torch scripts/benchmarks/torch_interop.sh [MODELS...]
 #
@@ -30,6 +33,7 @@ if [ ${#models[@]} -eq 0 ]; then
   models+=(zoo:resnet-mini zoo:mbnet-mini)
 fi
 fails=0
+gfails=0
 for m in "${models[@]}"; do
   name="${m#zoo:}"
   src="fixtures/models/$m.onnx"
@@ -43,6 +47,9 @@ for m in "${models[@]}"; do
     -o "$out/$name-b.onnx" > /dev/null
   "$S" export "$out/$name-b.onnx" --format torch --force -o "$out/$name-torch" > /dev/null
   "$PY" scripts/torch/check_forward.py "$out/$name-b.onnx" "$out/$name-torch" || fails=$((fails + 1))
+  "$PY" scripts/torch/check_gradients.py "$out/$name-b.onnx" "$out/$name-torch" --stretch "$S" ||
+    gfails=$((gfails + 1))
 done
-echo "$fails of ${#models[@]} over the tolerance"
+echo "forward: $fails of ${#models[@]} over the tolerance; gradients: $gfails of ${#models[@]} over"
+fails=$((fails + gfails))
 [ "$fails" -eq 0 ]

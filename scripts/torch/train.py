@@ -12,7 +12,10 @@ label smoothing); AMP on GPUs; distillation from a teacher exported the
 same way (--teacher DIR). Data: `fashion-mnist:DIR` (the IDX files),
 `folder:DIR` (torchvision ImageFolder) or `torchvision:NAME:ROOT`. Images
 are resized to the model's input and normalised as stretch-torch.json
-says. Rank 0 writes the trained state dict with the export's metadata.
+says, or else, as `stretch train` does, by the training images' mean and
+deviation per channel. Rank 0 writes the trained state dict with the
+export's metadata and that normalisation, which `stretch import-weights`
+records in the model.
 An example of integration to copy into a pipeline, not a second trainer.
 """
 import argparse
@@ -53,13 +56,13 @@ def idx(path):
     return np.frombuffer(raw, np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
-def dataset(spec, train, shape, norm):
+def dataset(spec, train, shape, limit=None):
     kind, _, rest = spec.partition(":")
     if kind == "fashion-mnist":
         part = "train" if train else "t10k"
         find = lambda s: next(p for p in Path(rest).iterdir() if p.name.startswith(f"{part}-{s}"))
-        x = torch.from_numpy(idx(find("images")).copy()).float().div(255).unsqueeze(1)
-        y = torch.from_numpy(idx(find("labels")).astype(np.int64))
+        x = torch.from_numpy(idx(find("images"))[:limit].copy()).float().div(255).unsqueeze(1)
+        y = torch.from_numpy(idx(find("labels"))[:limit].astype(np.int64))
     else:
         import torchvision
         if kind == "folder":
@@ -69,16 +72,17 @@ def dataset(spec, train, shape, norm):
             name, _, root = rest.partition(":")
             ds = getattr(torchvision.datasets, name)(root, train=train, download=False,
                                                      transform=torchvision.transforms.ToTensor())
-        x = torch.stack([ds[i][0] for i in range(len(ds))])
-        y = torch.tensor([ds[i][1] for i in range(len(ds))])
+        n = len(ds) if limit is None else min(limit, len(ds))
+        x = torch.stack([ds[i][0] for i in range(n)])
+        y = torch.tensor([ds[i][1] for i in range(n)])
     _, c, h, w = shape
     x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False) if x.shape[2:] != (h, w) else x
     x = x.expand(-1, c, -1, -1) if x.shape[1] == 1 and c > 1 else x
-    if norm:
-        mean = torch.tensor([float(v) for v in norm["mean"].split(",")]).view(1, -1, 1, 1)
-        std = torch.tensor([float(v) for v in norm["std"].split(",")]).view(1, -1, 1, 1)
-        x = (x - mean) / std
-    return TensorDataset(x.contiguous(), y)
+    return x.contiguous(), y
+
+
+def normalise(x, y, mean, std):
+    return TensorDataset((x - mean.view(1, -1, 1, 1)) / std.view(1, -1, 1, 1), y)
 
 
 def main():
@@ -93,6 +97,7 @@ def main():
     p.add_argument("--alpha", type=float, default=0.5, help="weight of the distillation loss")
     p.add_argument("--temperature", type=float, default=4.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=int, help="train on the first LIMIT training images (stretch train --limit)")
     p.add_argument("-o", "--output", required=True)
     a = p.parse_args()
     cuda = torch.cuda.is_available()
@@ -105,8 +110,16 @@ def main():
     model = torch.nn.parallel.DistributedDataParallel(model.to(dev))
     teacher = load(a.teacher)[0].to(dev).eval() if a.teacher else None
     shape = manifest["inputs"][0]["shape"]
-    train = dataset(a.data, True, shape, manifest.get("normalisation"))
-    test = dataset(a.data, False, shape, manifest.get("normalisation"))
+    (x, y), (tx, ty) = dataset(a.data, True, shape, a.limit), dataset(a.data, False, shape)
+    norm = manifest.get("normalisation")
+    if norm:
+        mean, std = (torch.tensor([float(v) for v in norm[k].split(",")]) for k in ("mean", "std"))
+    else:  # as stretch train: per channel over the training images, population deviation
+        mean, std = x.mean((0, 2, 3), dtype=torch.float64), x.double().std((0, 2, 3), correction=0)
+        mean, std = mean.float(), std.float()
+    meta = {**meta, "stretch.input_mean": ",".join(f"{v:.9g}" for v in mean.tolist()),
+            "stretch.input_std": ",".join(f"{v:.9g}" for v in std.tolist())}
+    train, test = normalise(x, y, mean, std), normalise(tx, ty, mean, std)
     sampler = DistributedSampler(train, world, rank, shuffle=True, seed=a.seed)
     loader = DataLoader(train, batch_size=a.batch_size // world, sampler=sampler, drop_last=True)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=a.weight_decay)

@@ -231,3 +231,51 @@ fn bad_weights_and_models_are_refused_by_name() {
         &["branched", "no stage annotations"],
     );
 }
+
+#[test]
+fn the_trained_normalisation_is_recorded_and_bad_ones_are_refused() {
+    let dir = scratch("torch-normalisation");
+    let (_, b) = branched(&dir);
+    let out = dir.join("torch");
+    stretch_ok(&["export", &b, "--format", "torch", "-o", &arg(&out)]);
+    let good = torch_io::safetensors::read(&std::fs::read(out.join("weights.safetensors")).unwrap(), "w").unwrap();
+    let with = |name: &str, pairs: &[(&str, &str)]| {
+        let mut meta = good.metadata.clone();
+        for (k, v) in pairs {
+            meta.insert(k.to_string(), v.to_string());
+        }
+        let p = dir.join(name);
+        std::fs::write(&p, torch_io::safetensors::write(&good.tensors, &meta)).unwrap();
+        arg(&p)
+    };
+    let (mean, std) = ("stretch.input_mean", "stretch.input_std");
+    let t = arg(&dir.join("t.onnx"));
+    let norm = with("norm.safetensors", &[(mean, "0.25,0.5,0.75"), (std, "0.5,1,2")]);
+    let text = stretch_ok(&["import-weights", &b, "--from", &norm, "-o", &t]);
+    assert!(text.contains("input normalisation from the file"), "{text}");
+    assert_eq!(
+        import(&t).input_normalisation(),
+        Some((vec![0.25, 0.5, 0.75], vec![0.5, 1.0, 2.0]))
+    );
+    let one = with("one.safetensors", &[(mean, "0.1,0.2,0.3")]);
+    fails(
+        &["import-weights", &b, "--from", &one, "-o", &t],
+        &[
+            "one.safetensors",
+            "has `stretch.input_mean` but not `stretch.input_std`",
+        ],
+    );
+    let two = with("two.safetensors", &[(mean, "0.1,0.2"), (std, "1,1")]);
+    fails(
+        &["import-weights", &b, "--from", &two, "-o", &t],
+        &[
+            "two.safetensors",
+            "`stretch.input_mean` has 2 value(s) for a 3-channel input",
+        ],
+    );
+    let zero = with("zero.safetensors", &[(mean, "0,0,0"), (std, "1,0,1")]);
+    fails(
+        &["import-weights", &b, "--from", &zero, "-o", &t],
+        &["zero.safetensors", "`stretch.input_std` holds 0"],
+    );
+}

@@ -219,6 +219,64 @@ pub fn import_weights(g: &Graph, bytes: &[u8], file: &str) -> Result<(Graph, usi
         out.replace_op(k.node, Op::Const(Tensor::from_f32(k.shape.clone(), values)))
             .map_err(|e| TorchError::Graph(e.to_string()))?;
     }
+    normalisation(&mut out, &st.metadata, file)?;
     out.check().map_err(|e| TorchError::Graph(e.to_string()))?;
     Ok((out, l.keys.len()))
+}
+
+/// Records in `g` the input normalisation the file's metadata holds (keys
+/// [`keys::INPUT_MEAN`] and [`keys::INPUT_STD`], comma-separated, one value
+/// per input channel, as `scripts/torch/train.py` writes them): the
+/// normalisation the weights were trained with. Neither key: `g` keeps its
+/// own. One key only, a value that is not a finite number, a standard
+/// deviation that is not positive or another channel count is refused.
+fn normalisation(g: &mut Graph, meta: &BTreeMap<String, String>, file: &str) -> Result<(), TorchError> {
+    let bad = |reason: String| TorchError::Safetensors {
+        file: file.to_string(),
+        reason,
+    };
+    let (mean, std) = match (meta.get(keys::INPUT_MEAN), meta.get(keys::INPUT_STD)) {
+        (None, None) => return Ok(()),
+        (Some(m), Some(s)) => (m, s),
+        (m, _) => {
+            let (has, lacks) = if m.is_some() {
+                (keys::INPUT_MEAN, keys::INPUT_STD)
+            } else {
+                (keys::INPUT_STD, keys::INPUT_MEAN)
+            };
+            return Err(bad(format!("metadata has `{has}` but not `{lacks}`")));
+        }
+    };
+    let channels = g
+        .inputs()
+        .first()
+        .and_then(|id| g.node(*id).outputs[0].shape.get(1).copied());
+    let parse = |key: &str, text: &str| -> Result<Vec<f32>, TorchError> {
+        let values = text
+            .split(',')
+            .map(|v| v.trim().parse::<f32>().ok().filter(|x| x.is_finite()))
+            .collect::<Option<Vec<f32>>>()
+            .ok_or_else(|| {
+                bad(format!(
+                    "metadata `{key}` is `{text}`, not finite numbers separated by commas"
+                ))
+            })?;
+        if channels.is_some_and(|c| c != values.len()) {
+            return Err(bad(format!(
+                "metadata `{key}` has {} value(s) for a {}-channel input",
+                values.len(),
+                channels.unwrap_or(0)
+            )));
+        }
+        Ok(values)
+    };
+    let (mean, std) = (parse(keys::INPUT_MEAN, mean)?, parse(keys::INPUT_STD, std)?);
+    if let Some(v) = std.iter().find(|v| **v <= 0.0) {
+        return Err(bad(format!(
+            "metadata `{}` holds {v}, not a positive deviation",
+            keys::INPUT_STD
+        )));
+    }
+    g.set_input_normalisation(&mean, &std);
+    Ok(())
 }

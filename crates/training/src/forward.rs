@@ -135,7 +135,7 @@ impl Kernels for Burn<'_> {
         let (g, b) = (self.params[scale].clone(), self.params[shift].clone());
         if self.train {
             let dims = x.dims();
-            let out = module::batch_norm_train(x, g, b, epsilon);
+            let out = crate::batch_norm::batch_norm_train(x, g, b, epsilon);
             self.stats.push(BatchStats {
                 mean_param: mean,
                 var_param: var,

@@ -8,6 +8,7 @@
 //! with a [`Recipe`], one epoch at a time, and can checkpoint and resume exactly.
 
 mod backend;
+pub mod batch_norm;
 mod checkpoint;
 pub mod comparison;
 mod conv_grad;
@@ -15,6 +16,7 @@ pub mod data;
 mod error;
 mod fake_quant;
 mod forward;
+mod gradients;
 mod head;
 mod infer;
 mod init;
@@ -40,6 +42,7 @@ pub use conv_grad::{ConvGrad, ConvTap};
 pub use error::TrainError;
 pub use fake_quant::{ActivationQuant, QuantSpec, WeightQuant};
 pub use forward::{BatchStats, Forward};
+pub use gradients::{BatchGradients, batch_gradients};
 pub use head::replace_head;
 pub use infer::Inference;
 pub use init::reinitialise;

@@ -15,7 +15,10 @@ use std::path::PathBuf;
 /// a `stretch train` result. A missing key, a key the model has not,
 /// another shape, a NaN, a truncated file or weights of another model
 /// (the file's recorded structure fingerprint) stop it, naming the key or
-/// file. A `torch.save` checkpoint (.pt) is converted first by
+/// file. The input normalisation the weights were trained with, when the
+/// file's metadata records it (`stretch.input_mean`, `stretch.input_std`,
+/// as `scripts/torch/train.py` writes), replaces the model's. A
+/// `torch.save` checkpoint (.pt) is converted first by
 /// `scripts/torch/to_safetensors.py`, which needs torch.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -47,8 +50,14 @@ pub fn run(args: Args) -> Result<()> {
     let (trained, n) = torch_io::import_weights(&graph, &bytes, &args.from.display().to_string())?;
     graph_ir::onnx::export_file(&trained, &args.output)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let normalisation = match trained.input_normalisation() {
+        Some(n) if graph.input_normalisation().as_ref() != Some(&n) => {
+            format!("; input normalisation from the file: mean {:?}, std {:?}", n.0, n.1)
+        }
+        _ => String::new(),
+    };
     println!(
-        "wrote {}: {n} tensors from {} into {}, annotations kept",
+        "wrote {}: {n} tensors from {} into {}, annotations kept{normalisation}",
         args.output.display(),
         args.from.display(),
         args.model.display()

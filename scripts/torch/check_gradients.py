@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""One training step's gradients in PyTorch (model.py) against burn's (`stretch gradients`).
+
+    python scripts/torch/check_gradients.py MODEL.onnx TORCH_DIR --stretch PATH/stretch \
+        [--batch 8] [--tolerance 1e-4] [--seed 0]
+
+TORCH_DIR is what `stretch export MODEL.onnx --format torch` wrote. A batch
+of uniform images in [-1, 1) and random labels is written to a safetensors
+file; `stretch gradients` takes burn's gradients of the mean cross entropy
+in training mode (BatchNorm on batch statistics), as one step of `stretch
+train` does before weight decay and momentum, and model.py takes PyTorch's
+on the same batch in train mode. Each learnable tensor's largest
+difference, relative to the largest magnitude of burn's gradient of that
+tensor, must be within the tolerance; the loss too. A tensor whose
+gradient is below 1e-3 of the model's largest (a bias before a BatchNorm
+has a gradient of exactly zero, which both sides only round) is compared
+with 1e-3 of the model's largest instead, and counted as floored. Prints
+the worst tensors and exits 1 when one is over, or when the two sides do
+not hold gradients for the same keys. Needs torch, safetensors and numpy.
+"""
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("onnx")
+    p.add_argument("dir")
+    p.add_argument("--stretch", required=True, help="the stretch binary")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--tolerance", type=float, default=1e-4)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    d = Path(a.dir)
+    spec = importlib.util.spec_from_file_location("stretch_model", d / "model.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model = mod.build()
+    model.load_state_dict(load_file(d / "weights.safetensors"))
+    model.train()
+    manifest = json.loads((d / "stretch-torch.json").read_text())
+    shape = [a.batch] + list(manifest["inputs"][0]["shape"][1:])
+    classes = manifest["outputs"][0]["shape"][-1]
+    rng = np.random.default_rng(a.seed)
+    x = torch.from_numpy(rng.uniform(-1, 1, shape).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, classes, a.batch).astype(np.int64))
+    with tempfile.TemporaryDirectory() as tmp:
+        save_file({"images": x, "labels": y}, f"{tmp}/batch.safetensors")
+        subprocess.run([a.stretch, "gradients", a.onnx, "--batch", f"{tmp}/batch.safetensors",
+                        "-o", f"{tmp}/grads.safetensors"], check=True, stdout=subprocess.DEVNULL)
+        burn = load_file(f"{tmp}/grads.safetensors")
+        with safe_open(f"{tmp}/grads.safetensors", "pt") as f:
+            burn_loss = float(f.metadata()["stretch.loss"])
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    params = dict(model.named_parameters())
+    name = Path(a.onnx).name
+    rows, bad = [], []
+    for k in manifest["keys"]:
+        if k["role"] != "learnable":
+            continue
+        prm, want = params.get(k["key"]), burn.get(k["initializer"])
+        if prm is None or want is None:
+            bad.append(f"{k['key']} ({k['initializer']}): {'no parameter in model.py' if prm is None else 'no gradient from stretch'}")
+            continue
+        got = prm.grad if prm.grad is not None else torch.zeros_like(prm)
+        got = got.detach().reshape(want.shape)
+        rows.append((float((got - want).abs().max()), float(want.abs().max()), k["key"]))
+    extra = set(burn) - {k["initializer"] for k in manifest["keys"] if k["role"] == "learnable"}
+    bad += [f"{i}: a gradient from stretch, not a learnable key of model.py" for i in sorted(extra)]
+    floor = 1e-3 * max([r[1] for r in rows] + [0.0])
+    floored = sum(1 for r in rows if r[1] < floor)
+    rows = sorted(((diff / max(peak, floor, 1e-30), diff, key) for diff, peak, key in rows), reverse=True)
+    loss_rel = abs(loss.item() - burn_loss) / max(abs(burn_loss), 1e-12)
+    worst = max([r[0] for r in rows] + [loss_rel])
+    print(f"{name}: {len(rows)} gradients ({floored} floored), loss {loss.item():.6f} vs {burn_loss:.6f} (relative {loss_rel:.1e}); "
+          f"worst relative {worst:.2e} ({'within' if worst <= a.tolerance and not bad else 'OVER'} {a.tolerance:g})")
+    for rel, diff, key in rows[:3]:
+        print(f"  {key}: max |d| {diff:.3e}, relative {rel:.2e}")
+    for b in bad:
+        print(f"  {b}")
+    sys.exit(0 if worst <= a.tolerance and not bad else 1)
+
+
+if __name__ == "__main__":
+    main()
