@@ -10,7 +10,9 @@ batch, with the same SGD (lr 0.01, momentum 0.9, weight decay 5e-4). BatchNorm
 layers use their running statistics in both (eval mode): a process's
 batch statistics are those of its share, not of the whole batch, unless
 SyncBatchNorm replaces them (which needs GPUs). Inputs are uniform in
-[-1, 1) and labels random, from a fixed seed. Rank 0 prints the largest
+[-1, 1) and labels random, from a fixed seed, or with --data
+fashion-mnist:DIR the first training images (normalised as
+stretch-torch.json says) and their labels. Rank 0 prints the largest
 difference of any parameter, relative to that parameter's largest
 magnitude, and exits 1 over the tolerance. Needs torch and safetensors.
 """
@@ -45,6 +47,7 @@ def main():
     p.add_argument("--batch", type=int, default=16, help="global batch")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--tolerance", type=float, default=1e-5)
+    p.add_argument("--data", help="fashion-mnist:DIR: real images and labels instead of random ones")
     p.add_argument("--double", action="store_true", help="train in float64: tells rounding apart from a real difference")
     a = p.parse_args()
     global DOUBLE
@@ -56,14 +59,25 @@ def main():
         sys.exit(f"error: --batch {a.batch} does not split over {world} processes")
     dev = torch.device(f"cuda:{rank}" if cuda else "cpu")
     d = Path(a.dir)
-    shape = json.loads((d / "stretch-torch.json").read_text())["inputs"][0]["shape"]
+    manifest = json.loads((d / "stretch-torch.json").read_text())
+    shape = manifest["inputs"][0]["shape"]
     gen = torch.Generator().manual_seed(0)
-    xs = torch.rand([a.steps * a.batch] + shape[1:], generator=gen, dtype=torch.float64) * 2 - 1
-    xs = xs if a.double else xs.float()
     torch.manual_seed(0)
     ddp = torch.nn.parallel.DistributedDataParallel(build(d).to(dev))
-    classes = ddp(xs[:1].to(dev)).shape[1]
-    ys = torch.randint(0, classes, (a.steps * a.batch,), generator=gen)
+    if a.data:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from train import dataset
+        norm = manifest.get("normalisation")
+        if not norm:
+            sys.exit(f"error: {d / 'stretch-torch.json'} records no input normalisation for --data")
+        xs, ys = dataset(a.data, True, shape, a.steps * a.batch)
+        mean, std = (torch.tensor([float(v) for v in norm[k].split(",")]).view(1, -1, 1, 1) for k in ("mean", "std"))
+        xs = ((xs - mean) / std).double()
+    else:
+        xs = torch.rand([a.steps * a.batch] + shape[1:], generator=gen, dtype=torch.float64) * 2 - 1
+        classes = ddp(xs[:1].float().to(dev) if not a.double else xs[:1].to(dev)).shape[1]
+        ys = torch.randint(0, classes, (a.steps * a.batch,), generator=gen)
+    xs = xs if a.double else xs.float()
     opt = lambda m: torch.optim.SGD(m.parameters(), lr=a.lr, momentum=0.9, weight_decay=5e-4)
     o_ddp = opt(ddp)
     alone = build(d).to(dev) if rank == 0 else None

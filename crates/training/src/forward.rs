@@ -371,12 +371,7 @@ impl Kernels for Burn<'_> {
 fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
     match op {
         UnaryOp::Relu => activation::relu(x),
-        UnaryOp::Clip { min, max } => match (min, max) {
-            (Some(lo), Some(hi)) => x.clamp(lo, hi),
-            (Some(lo), None) => x.clamp_min(lo),
-            (None, Some(hi)) => x.clamp_max(hi),
-            (None, None) => x,
-        },
+        UnaryOp::Clip { min, max } => clip(x, min, max),
         UnaryOp::Sigmoid => activation::sigmoid(x),
         UnaryOp::HardSigmoid { alpha, beta } => activation::hard_sigmoid(x, alpha as f64, beta as f64),
         UnaryOp::HardSwish => activation::hard_swish(x),
@@ -395,5 +390,26 @@ fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
         UnaryOp::Erf => x.erf(),
         UnaryOp::Mish => activation::mish(x),
         UnaryOp::Log => x.log(),
+    }
+}
+
+/// `x` clamped to `[min, max]`, with PyTorch's gradient: zero where `x`
+/// is at or beyond a bound (burn's `clamp` passes it where `x` equals the
+/// bound, which a ReLU6 after a zero bias meets wherever its input window
+/// is all zeros).
+fn clip(x: Tensor<4>, min: Option<f32>, max: Option<f32>) -> Tensor<4> {
+    let x = match min {
+        Some(lo) => {
+            let at_or_below = x.clone().lower_equal_elem(lo);
+            x.mask_fill(at_or_below, lo)
+        }
+        None => x,
+    };
+    match max {
+        Some(hi) => {
+            let at_or_above = x.clone().greater_equal_elem(hi);
+            x.mask_fill(at_or_above, hi)
+        }
+        None => x,
     }
 }
