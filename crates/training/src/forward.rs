@@ -373,10 +373,10 @@ fn unary(op: UnaryOp, x: Tensor<4>) -> Tensor<4> {
         UnaryOp::Relu => activation::relu(x),
         UnaryOp::Clip { min, max } => clip(x, min, max),
         UnaryOp::Sigmoid => activation::sigmoid(x),
-        UnaryOp::HardSigmoid { alpha, beta } => activation::hard_sigmoid(x, alpha as f64, beta as f64),
+        UnaryOp::HardSigmoid { alpha, beta } => clip(x.mul_scalar(alpha).add_scalar(beta), Some(0.0), Some(1.0)),
         UnaryOp::HardSwish => activation::hard_swish(x),
         UnaryOp::Tanh => activation::tanh(x),
-        UnaryOp::LeakyRelu { alpha } => activation::leaky_relu(x, alpha as f64),
+        UnaryOp::LeakyRelu { alpha } => leaky_relu(x, alpha),
         UnaryOp::Elu { alpha } => activation::elu(x, alpha as f64),
         UnaryOp::Selu { alpha, gamma } => activation::elu(x, alpha as f64) * gamma,
         UnaryOp::Softplus => activation::softplus(x, 1.0),
@@ -412,4 +412,13 @@ fn clip(x: Tensor<4>, min: Option<f32>, max: Option<f32>) -> Tensor<4> {
         }
         None => x,
     }
+}
+
+/// `x` where positive, `alpha · x` elsewhere, with PyTorch's gradient at 0:
+/// `alpha` (burn's `leaky_relu` gives 1 there, which a convolution with a
+/// zero bias meets wherever its input window is all zeros).
+fn leaky_relu(x: Tensor<4>, alpha: f32) -> Tensor<4> {
+    let at_or_below = x.clone().lower_equal_elem(0.0);
+    let scaled = x.clone().mul_scalar(alpha);
+    x.mask_where(at_or_below, scaled)
 }

@@ -1,7 +1,11 @@
-//! Clip's gradient at its bounds is PyTorch's: zero where the input equals
-//! a bound. A 1x1 convolution with a zero bias gives exactly 0 wherever its
-//! input is 0; below 6 everywhere, `Clip(0, 6)` is then the same function
-//! as `Relu` (zero gradient at 0 too), so every gradient must be the same.
+//! Gradients at an activation's kink follow PyTorch. A 1x1 convolution
+//! with a zero bias gives exactly 0 wherever its input is 0. Clip passes no
+//! gradient where its input equals a bound: below 6 everywhere, `Clip(0, 6)`
+//! is the same function as `Relu` (zero gradient at 0 too), so every
+//! gradient must be the same. LeakyRelu's gradient at 0 is its slope: on an
+//! all-zero input the bias gradient with slope 0.25 is a quarter of the one
+//! with slope 1 (the identity). HardSigmoid with its lower bound at 0 passes
+//! none there.
 
 use graph_ir::ops::{Conv, Flatten, Gemm, GlobalAveragePool, Op, Unary, UnaryOp};
 use graph_ir::rng::SplitMix64;
@@ -72,5 +76,40 @@ fn clip_at_its_bound_passes_no_gradient() {
     assert_eq!(relu.loss, clip.loss);
     for ((name, _, want), (_, _, got)) in relu.grads.iter().zip(&clip.grads) {
         assert_eq!(want, got, "gradient of {name}");
+    }
+}
+
+/// The gradient of the convolution's bias on an all-zero batch.
+fn bias_gradient_at_zero(activation: UnaryOp) -> Vec<f32> {
+    let images = vec![0.0f32; 4 * 2 * 36];
+    let labels = [1i64, 0, 4, 2];
+    let g = batch_gradients(&graph(activation), images, &labels, Backend::Flex).expect("gradients");
+    g.grads.into_iter().find(|(n, _, _)| n == "c.b").expect("c.b").2
+}
+
+#[test]
+fn hard_sigmoid_at_its_lower_bound_passes_no_gradient() {
+    let whole = bias_gradient_at_zero(UnaryOp::LeakyRelu { alpha: 1.0 });
+    assert!(
+        whole.iter().any(|v| v.abs() > 1e-4),
+        "no gradient reaches the bias: {whole:?}"
+    );
+    let got = bias_gradient_at_zero(UnaryOp::HardSigmoid { alpha: 1.0, beta: 0.0 });
+    assert_eq!(got, vec![0.0; got.len()]);
+}
+
+#[test]
+fn leaky_relu_at_zero_passes_its_slope() {
+    let got = bias_gradient_at_zero(UnaryOp::LeakyRelu { alpha: 0.25 });
+    let whole = bias_gradient_at_zero(UnaryOp::LeakyRelu { alpha: 1.0 });
+    assert!(
+        whole.iter().any(|v| v.abs() > 1e-4),
+        "no gradient reaches the bias: {whole:?}"
+    );
+    for (g, w) in got.iter().zip(&whole) {
+        assert!(
+            (g - 0.25 * w).abs() <= 1e-6 * w.abs().max(1.0),
+            "slope 0.25 gives {got:?}, slope 1 {whole:?}"
+        );
     }
 }
