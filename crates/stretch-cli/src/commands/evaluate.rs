@@ -78,22 +78,11 @@ pub fn run(args: Args) -> Result<()> {
         ),
         None => "none recorded in the model: fitted on the training split",
     };
-    let bar = progress::bar(
-        split.val.len() as u64,
-        "evaluating {bar:30} {pos}/{len} images [{elapsed}<{eta}]",
-    );
     let tally = training::with_threads(args.threads, || {
-        let mut tally = Tally::default();
-        for idx in split.val.chunks(256) {
-            let images = transform.batch(&set, idx, None);
-            let scores = inference.scores(&images, idx.len());
-            let labels: Vec<usize> = idx.iter().map(|&i| set.label(i)).collect();
-            tally.add(&scores, &labels, cross_entropy(&scores, &labels));
-            bar.inc(idx.len() as u64);
-        }
-        tally
-    });
-    bar.finish_and_clear();
+        tally(&set, &split.val, &transform, 256, |images, n| {
+            Ok(inference.scores(images, n))
+        })
+    })?;
     println!(
         "{model}: top-1 {:.2}%, top-5 {:.2}%, loss {:.4} over {} validation images of {} (normalisation {normalisation}: mean {:?}, std {:?})",
         tally.top1(),
@@ -105,4 +94,31 @@ pub fn run(args: Args) -> Result<()> {
         transform.std
     );
     Ok(())
+}
+
+/// Top-1, top-5 and loss of the images `indices` of `set`, normalised by
+/// `transform`, `chunk` images at a time: `score` returns the scores of
+/// `n` images (`[n, C, H, W]`) as `[n, classes]`, row-major. Draws a
+/// progress bar.
+pub(crate) fn tally(
+    set: &dyn Dataset,
+    indices: &[usize],
+    transform: &Transform,
+    chunk: usize,
+    mut score: impl FnMut(&[f32], usize) -> Result<Vec<f32>>,
+) -> Result<Tally> {
+    let bar = progress::bar(
+        indices.len() as u64,
+        "evaluating {bar:30} {pos}/{len} images [{elapsed}<{eta}]",
+    );
+    let mut tally = Tally::default();
+    for idx in indices.chunks(chunk) {
+        let images = transform.batch(set, idx, None);
+        let scores = score(&images, idx.len())?;
+        let labels: Vec<usize> = idx.iter().map(|&i| set.label(i)).collect();
+        tally.add(&scores, &labels, cross_entropy(&scores, &labels));
+        bar.inc(idx.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(tally)
 }

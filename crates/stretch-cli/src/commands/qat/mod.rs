@@ -185,22 +185,11 @@ pub fn evaluate_file(g: &Graph, set: &dyn Dataset, indices: &[usize], transform:
         .first()
         .map(|(_, o)| *o)
         .context("the model has no output")?;
-    let mut tally = Tally::default();
-    let bar = crate::progress::bar(
-        indices.len() as u64,
-        "evaluating {bar:30} {pos}/{len} images [{elapsed}<{eta}]",
-    );
-    for chunk in indices.chunks(1024) {
-        let images = transform.batch(set, chunk, None);
-        let mut scores = Vec::with_capacity(chunk.len() * 16);
-        scheduler_rt::probe::probe(g, &[out], &images, |_, v| scores.extend_from_slice(v))?;
-        let labels: Vec<usize> = chunk.iter().map(|&i| set.label(i)).collect();
-        let loss = training::cross_entropy(&scores, &labels);
-        tally.add(&scores, &labels, loss);
-        bar.inc(chunk.len() as u64);
-    }
-    bar.finish_and_clear();
-    Ok(tally)
+    crate::commands::evaluate::tally(set, indices, transform, 1024, |images, n| {
+        let mut scores = Vec::with_capacity(n * 16);
+        scheduler_rt::probe::probe(g, &[out], images, |_, v| scores.extend_from_slice(v))?;
+        Ok(scores)
+    })
 }
 
 #[cfg(test)]
