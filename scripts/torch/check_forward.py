@@ -10,15 +10,14 @@ tolerance. Prints one line per output; exits 1 when one is over. Needs
 torch, safetensors, numpy and onnxruntime.
 """
 import argparse
-import importlib.util
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import torch
-from safetensors.torch import load_file
+
+import exported
 
 
 def main():
@@ -28,14 +27,8 @@ def main():
     p.add_argument("--tolerance", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
-    d = Path(a.dir)
-    spec = importlib.util.spec_from_file_location("stretch_model", d / "model.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    model = mod.build()
-    model.load_state_dict(load_file(d / "weights.safetensors"))
-    model.eval()
-    manifest = json.loads((d / "stretch-torch.json").read_text())
+    model = exported.model(exported.module(a.dir), a.dir).eval()
+    manifest = exported.manifest(a.dir)
     rng = np.random.default_rng(a.seed)
     xs = [rng.uniform(-1, 1, i["shape"]).astype(np.float32) for i in manifest["inputs"]]
     sess = ort.InferenceSession(a.onnx, providers=["CPUExecutionProvider"])

@@ -24,18 +24,17 @@ sides do not hold gradients for the same keys. Needs torch, safetensors
 and numpy.
 """
 import argparse
-import importlib.util
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
+
+import exported
 
 
 def main():
@@ -47,19 +46,10 @@ def main():
     p.add_argument("--tolerance", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
-    d = Path(a.dir)
-    spec = importlib.util.spec_from_file_location("stretch_model", d / "model.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    model = mod.build()
-    model.load_state_dict(load_file(d / "weights.safetensors"))
-    model.train()
-    manifest = json.loads((d / "stretch-torch.json").read_text())
-    shape = [a.batch] + list(manifest["inputs"][0]["shape"][1:])
-    classes = manifest["outputs"][0]["shape"][-1]
-    rng = np.random.default_rng(a.seed)
-    x = torch.from_numpy(rng.uniform(-1, 1, shape).astype(np.float32))
-    y = torch.from_numpy(rng.integers(0, classes, a.batch).astype(np.int64))
+    mod = exported.module(a.dir)
+    model = exported.model(mod, a.dir).train()
+    manifest = exported.manifest(a.dir)
+    x, y = exported.random_batch(manifest, a.batch, a.seed)
     with tempfile.TemporaryDirectory() as tmp:
         save_file({"images": x, "labels": y}, f"{tmp}/batch.safetensors")
         subprocess.run([a.stretch, "gradients", a.onnx, "--batch", f"{tmp}/batch.safetensors",
@@ -70,9 +60,7 @@ def main():
     loss = F.cross_entropy(model(x), y)
     loss.backward()
     params = dict(model.named_parameters())
-    exact = mod.build()
-    exact.load_state_dict(load_file(d / "weights.safetensors"))
-    exact = exact.double().train()
+    exact = exported.model(mod, a.dir).double().train()
     F.cross_entropy(exact(x.double()), y).backward()
     exact_grads = {k: (p.grad if p.grad is not None else torch.zeros_like(p)) for k, p in exact.named_parameters()}
     peaks = {k: float(g.abs().max()) for k, g in exact_grads.items()}

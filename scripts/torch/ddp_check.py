@@ -17,26 +17,22 @@ difference of any parameter, relative to that parameter's largest
 magnitude, and exits 1 over the tolerance. Needs torch and safetensors.
 """
 import argparse
-import importlib.util
-import json
 import sys
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from safetensors.torch import load_file
+
+import exported
+from train import dataset
 
 
 DOUBLE = False
 
 
 def build(d):
-    spec = importlib.util.spec_from_file_location("stretch_model", d / "model.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    m = mod.build()
-    m.load_state_dict(load_file(d / "weights.safetensors"))
+    m = exported.model(exported.module(d), d)
     return m.eval().double() if DOUBLE else m.eval()
 
 
@@ -59,14 +55,12 @@ def main():
         sys.exit(f"error: --batch {a.batch} does not split over {world} processes")
     dev = torch.device(f"cuda:{rank}" if cuda else "cpu")
     d = Path(a.dir)
-    manifest = json.loads((d / "stretch-torch.json").read_text())
+    manifest = exported.manifest(d)
     shape = manifest["inputs"][0]["shape"]
     gen = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
     ddp = torch.nn.parallel.DistributedDataParallel(build(d).to(dev))
     if a.data:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from train import dataset
         norm = manifest.get("normalisation")
         if not norm:
             sys.exit(f"error: {d / 'stretch-torch.json'} records no input normalisation for --data")

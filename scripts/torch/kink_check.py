@@ -14,14 +14,12 @@ two float32 implementations that sum in different orders can differ by
 far more than rounding on such a batch. Needs torch, safetensors, numpy.
 """
 import argparse
-import importlib.util
-import json
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file
+
+import exported
 
 
 def main():
@@ -31,13 +29,8 @@ def main():
     p.add_argument("--batch", type=int, default=8)
     a = p.parse_args()
     d = Path(a.dir)
-    spec = importlib.util.spec_from_file_location("stretch_model", d / "model.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    manifest = json.loads((d / "stretch-torch.json").read_text())
-    shape = [a.batch] + list(manifest["inputs"][0]["shape"][1:])
-    rng = np.random.default_rng(a.seed)
-    x = torch.from_numpy(rng.uniform(-1, 1, shape).astype(np.float32))
+    mod = exported.module(d)
+    x, _ = exported.random_batch(exported.manifest(d), a.batch, a.seed)
     inputs = {}
     relu, relu6 = F.relu, F.relu6
     for dtype in (torch.float64, torch.float32):
@@ -47,8 +40,7 @@ def main():
             return lambda t, *rest, **kw: (seen.append((kinks, t.detach().double())), real(t, *rest, **kw))[1]
 
         mod.F.relu, mod.F.relu6 = record((0.0,), relu), record((0.0, 6.0), relu6)
-        model = mod.build()
-        model.load_state_dict(load_file(d / "weights.safetensors"))
+        model = exported.model(mod, d)
         with torch.no_grad():
             model.to(dtype).train()(x.to(dtype))
         mod.F.relu, mod.F.relu6 = relu, relu6
