@@ -141,7 +141,15 @@ fn bad_batches_are_refused_by_name() {
     let m = arg(&dir.join("m.onnx"));
     stretch_ok(&["zoo", "resnet-mini", "--seed", "3", "--input-size", "32", "-o", &m]);
     let images = || Some(vec![0.5f32; 2 * 3 * 32 * 32]);
-    let cases: [Case; 3] = [
+    let mut nan = images().expect("images");
+    nan[7] = f32::NAN;
+    let cases: [Case; 4] = [
+        (
+            "nan",
+            Some(nan),
+            vec![1, 2],
+            &["nan.safetensors", "`images` holds NaN at element 7"],
+        ),
         (
             "no-images",
             None,

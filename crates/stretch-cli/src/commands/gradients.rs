@@ -10,7 +10,7 @@ use training::Backend;
 
 /// Write the gradients `stretch train` takes on one batch.
 ///
-/// BATCH is a safetensors file with `images` (float, `[n, c, h, w]`, already
+/// BATCH is a safetensors file with `images` (finite floats, `[n, c, h, w]`, already
 /// normalised: no transform is applied) and `labels` (int64, `[n]`). The
 /// model runs in training mode (BatchNorm on the batch's statistics), the
 /// loss is the batch's mean cross entropy, and burn's autodiff takes the
@@ -59,6 +59,9 @@ pub fn run(args: Args) -> Result<()> {
         ),
         None => bail!("{file}: no tensor `images`"),
     };
+    if let Some(i) = images.iter().position(|v| !v.is_finite()) {
+        bail!("{file}: `images` holds {} at element {i}", images[i]);
+    }
     let labels = match batch.tensors.remove("labels") {
         Some(Entry {
             shape,
